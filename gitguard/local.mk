@@ -1,0 +1,1 @@
+# gitguard: git folder discovery and the rule table (owner: gitguard/).

@@ -1,0 +1,1 @@
+# tests: TAP tests run by make check.
