@@ -1,0 +1,6 @@
+# fusefs: the libfuse3 low-level passthrough (static library, one header).
+noinst_LIBRARIES += fusefs/libfusefs.a
+fusefs_libfusefs_a_SOURCES = \
+	fusefs/fusefs.h fusefs/fs-int.h \
+	fusefs/fs.c fusefs/inode.c fusefs/mount.c fusefs/ops.c fusefs/policy.c
+fusefs_libfusefs_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)

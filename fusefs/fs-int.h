@@ -1,0 +1,196 @@
+/* Internal to fusefs/: the server, its mounts and their inode tables. */
+#ifndef AGENTFS_FS_INT_H
+#define AGENTFS_FS_INT_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "fusefs/fusefs.h"
+
+/* libfuse allocates a thread-specific key per session: keep well below. */
+#define FS_MAX_MOUNTS 1000
+
+/* Class bits of an inode, computed at lookup from its parent and name. */
+#define CLS_RO_TREE 0x1u /* read-only, and so is everything beneath */
+
+/*
+ * One inode the kernel knows about in one mount: (dev, ino) plus a file
+ * handle, so its O_PATH fd is only a cache entry that can be closed and
+ * reopened with open_by_handle_at(). Without a handle the fd stays pinned.
+ */
+struct inode {
+	dev_t dev;
+	ino_t ino;
+	mode_t type;                /* S_IFMT bits, fixed for life */
+	uint64_t nlookup;           /* kernel references */
+	struct file_handle *handle; /* NULL: fs has no handles, fd pinned */
+	int mount_fd_idx;           /* index into fs->mount_fds for the handle */
+	int fd;                     /* cached O_PATH fd, or -1 */
+	unsigned users;             /* workers using fd right now; no eviction */
+	struct inode *lru_prev, *lru_next; /* unused cached fds, most recent first */
+	struct inode *hnext;        /* hash chain */
+	unsigned refs;              /* children whose parent this is */
+	struct inode *parent;       /* the folder it was last looked up in (ref) */
+	char *name;                 /* the name it was last looked up by */
+	unsigned cls;               /* CLS_* */
+	off_t seen_size;            /* size and mtime at the last open, for keep_cache */
+	struct timespec seen_mtime;
+};
+
+struct inode_table {
+	struct inode **buckets;
+	size_t nbuckets, count;
+};
+
+/* A blocking flock or POSIX lock, retried from the lock thread. */
+struct lock_wait {
+	struct lock_wait *next;
+	fuse_req_t req;
+	int fd;
+	bool posix;       /* F_OFD_SETLK with lk, else flock(op) */
+	int op;
+	struct flock lk;
+	atomic_bool interrupted;
+	unsigned tries;
+};
+
+/* A notification for another mount's kernel cache, sent by the notifier. */
+struct inval {
+	struct inval *next;
+	struct fs_mount *m;
+	fuse_ino_t ino;
+	fuse_ino_t parent; /* nonzero: an entry invalidation of name */
+	char name[];
+};
+
+struct fs_mount {
+	struct fs *fs;
+	struct fs_mount *next;    /* fs->mounts, under fs->lock */
+	uint32_t slot, slot_gen;  /* slot_gen 0: not attached to the pool */
+	struct fuse_session *se;
+	int fuse_fd;
+	uint64_t mnt_id;          /* the kernel's mount id, for detaching */
+	char *source, *mountpoint;
+	dev_t source_dev;
+	bool readonly;
+	double timeout;
+	struct inode root;
+	struct inode_table table; /* under fs->lock */
+	dev_t *ro_dev;
+	ino_t *ro_ino;
+	size_t n_ro;
+	/* Worker bookkeeping, under fs->lock. */
+	unsigned busy;            /* workers processing a request of this mount */
+	bool ended;               /* a worker saw the end of the session */
+	bool unmounting;          /* fs_unmount() was called */
+	bool initialised;         /* INIT answered */
+	void (*ready)(void *, struct fs_mount *);
+	void *ready_arg;
+};
+
+/*
+ * The server. Lock order: fs->lock, then nothing else; the lock thread's
+ * and notifier's queues have their own mutexes, never held with fs->lock.
+ */
+struct fs {
+	struct fs_params p;
+	pthread_mutex_t lock;    /* mounts, every inode table, the fd cache */
+	pthread_cond_t cond;     /* a mount's busy count dropped or it ended */
+	struct fs_mount *mounts;
+	atomic_uint nmounts;
+	/* epoll data is a slot and generation, so a stale event is ignored */
+	struct fs_mount *slots[FS_MAX_MOUNTS];
+	uint32_t slot_gen;
+	int epfd;
+	int stopfd;              /* eventfd: workers and helper threads stop */
+	pthread_t *workers;
+	unsigned nworkers;
+	/* fd cache */
+	struct inode lru;        /* list head: lru.lru_next most recent */
+	unsigned nfds, maxfds;
+	int *mount_fds;          /* one fd per underlying mount id, for handles */
+	int *mount_ids;
+	size_t nmount_fds;
+	/* blocking locks */
+	pthread_mutex_t lk_lock;
+	pthread_cond_t lk_cond;
+	struct lock_wait *lk_head;
+	pthread_t lk_thread;
+	/* cross-mount invalidations */
+	pthread_mutex_t nt_lock;
+	pthread_cond_t nt_cond;
+	struct inval *nt_head, **nt_tail;
+	pthread_t nt_thread;
+	struct fs_mount *nt_current; /* mount being notified right now */
+	bool helpers;                /* lock and notifier threads started */
+	bool stopping;
+	gid_t root_groups[64];
+	int n_root_groups;
+};
+
+/* inode.c */
+void inode_table_init(struct inode_table *t);
+struct inode *inode_find(struct fs_mount *m, dev_t dev, ino_t ino);
+int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
+		 struct fuse_entry_param *e);
+void inode_forget(struct fs_mount *m, struct inode *ino, uint64_t n);
+void inode_table_clear(struct fs_mount *m);
+int inode_fd_get(struct fs_mount *m, struct inode *ino);
+void inode_fd_put(struct fs_mount *m, struct inode *ino);
+int inode_stat(struct fs_mount *m, struct inode *ino, struct stat *st);
+char *inode_path(struct fs_mount *m, struct inode *ino, const char *name);
+int inode_root_init(struct fs_mount *m, int rootfd, struct fs_error *err);
+void inode_fd_cache_drop(struct fs *fs, struct inode *ino);
+void inode_moved(struct fs_mount *m, struct inode *ino, struct inode *parent, const char *name);
+
+/* policy.c */
+enum fs_op {
+	OP_WRITE,   /* open for writing, truncate, size/times setattr, fallocate */
+	OP_ATTR,    /* chmod, chown */
+	OP_XATTR,   /* setxattr, removexattr */
+	OP_CREATE,  /* a new name in parent: file, folder, node, symlink */
+	OP_LINK,    /* a new name for an existing inode */
+	OP_REMOVE,  /* unlink, rmdir */
+	OP_RENAME,  /* rename or exchange, both ends */
+};
+int policy_check(struct fs_mount *m, enum fs_op op, struct inode *ino, struct inode *parent,
+		 const char *name, struct inode *parent2, const char *name2);
+unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct stat *st);
+
+/* ops.c */
+extern const struct fuse_lowlevel_ops fs_ops;
+
+/* fs.c */
+void fs_log(struct fs *fs, enum fs_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void fs_lock_queue(struct fs *fs, struct lock_wait *w);
+void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *parent,
+		   const char *name);
+int fs_as_caller(fuse_req_t req, bool with_groups);
+void fs_as_root(struct fs *fs);
+int fs_attach(struct fs *fs, struct fs_mount *m, struct fs_error *err);
+
+/* mount.c */
+int mount_kernel(struct fs_mount *m, int mpfd, const char *extra, struct fs_error *err);
+int mount_detach(struct fs_mount *m);
+int mount_open_dir(const char *path, struct fs_error *err, const char *what);
+void fs_seterr(struct fs_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static inline struct fs_mount *req_mount(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static inline struct inode *ino_of(struct fs_mount *m, fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? &m->root : (struct inode *)(uintptr_t)ino;
+}
+
+#endif

@@ -1,0 +1,594 @@
+/*
+ * The server: one bounded pool of workers serving every mount's /dev/fuse
+ * fd from one epoll set, a thread that retries blocking locks and a thread
+ * that sends cache invalidations to other mounts of the same files.
+ */
+#include "fusefs/fs-int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/fsuid.h>
+
+#define STOP_KEY UINT64_MAX
+
+void fs_log(struct fs *fs, enum fs_log_level level, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (fs->p.log != NULL)
+		fs->p.log(fs->p.log_arg, level, buf);
+	else
+		fprintf(stderr, "agentfs: %s\n", buf);
+}
+
+/*
+ * Switch this thread's filesystem identity to the caller's, so new files
+ * belong to it and group-writable folders work. glibc's setgroups() changes
+ * every thread, so the raw syscall is used; setfsuid/setfsgid are per thread.
+ */
+int fs_as_caller(fuse_req_t req, bool with_groups)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	gid_t groups[64];
+	int n;
+
+	if (c->uid == 0 && c->gid == 0)
+		return 0;
+	if (with_groups) {
+		n = fuse_req_getgroups(req, 64, groups);
+		if (n < 0)
+			n = 0;
+		if (n > 64)
+			n = 64;
+		if (syscall(SYS_setgroups, (size_t)n, groups) != 0)
+			return -errno;
+	}
+	setfsgid(c->gid);
+	setfsuid(c->uid);
+	return 0;
+}
+
+void fs_as_root(struct fs *fs)
+{
+	setfsuid(0);
+	setfsgid(0);
+	syscall(SYS_setgroups, (size_t)fs->n_root_groups, fs->root_groups);
+}
+
+static void mount_arm(struct fs_mount *m, int op)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT};
+
+	ev.data.u64 = ((uint64_t)m->slot_gen << 32) | m->slot;
+	if (epoll_ctl(m->fs->epfd, op, m->fuse_fd, &ev) != 0 && errno != ENOENT)
+		fs_log(m->fs, FS_LOG_ERR, "epoll_ctl %s: %s", m->mountpoint, strerror(errno));
+}
+
+static void mount_release(struct fs_mount *m)
+{
+	struct fs *fs = m->fs;
+
+	pthread_mutex_lock(&fs->lock);
+	if (--m->busy == 0)
+		pthread_cond_broadcast(&fs->cond);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void mount_ended(struct fs_mount *m)
+{
+	struct fs *fs = m->fs;
+	bool lost;
+
+	pthread_mutex_lock(&fs->lock);
+	lost = !m->ended && !m->unmounting;
+	m->ended = true;
+	m->busy--;
+	pthread_cond_broadcast(&fs->cond);
+	pthread_mutex_unlock(&fs->lock);
+	if (lost) {
+		fs_log(fs, FS_LOG_INFO, "%s: unmounted", m->mountpoint);
+		if (fs->p.lost != NULL)
+			fs->p.lost(fs->p.lost_arg, m);
+	}
+}
+
+/*
+ * A worker: take one ready mount from the epoll set, receive one request,
+ * re-arm the mount at once so another worker can take the next request,
+ * then process this one. -EAGAIN is normal on the non-blocking fds.
+ */
+static void *worker_main(void *arg)
+{
+	struct fs *fs = arg;
+	struct fuse_buf buf = {.mem = NULL};
+	struct epoll_event ev;
+	struct fs_mount *m;
+	uint32_t slot, gen;
+	int res;
+
+	for (;;) {
+		res = epoll_wait(fs->epfd, &ev, 1, -1);
+		if (res < 0 && errno == EINTR)
+			continue;
+		if (res < 0) {
+			fs_log(fs, FS_LOG_ERR, "epoll_wait: %s", strerror(errno));
+			break;
+		}
+		if (ev.data.u64 == STOP_KEY)
+			break;
+		slot = (uint32_t)ev.data.u64;
+		gen = (uint32_t)(ev.data.u64 >> 32);
+		pthread_mutex_lock(&fs->lock);
+		m = slot < FS_MAX_MOUNTS ? fs->slots[slot] : NULL;
+		if (m == NULL || m->slot_gen != gen || m->ended) {
+			pthread_mutex_unlock(&fs->lock);
+			continue;
+		}
+		m->busy++;
+		pthread_mutex_unlock(&fs->lock);
+
+		res = fuse_session_receive_buf(m->se, &buf);
+		if (res == -EAGAIN || res == -EINTR) {
+			mount_arm(m, EPOLL_CTL_MOD);
+			mount_release(m);
+			continue;
+		}
+		if (res <= 0 || fuse_session_exited(m->se)) {
+			mount_ended(m);
+			continue;
+		}
+		mount_arm(m, EPOLL_CTL_MOD);
+		fuse_session_process_buf(m->se, &buf);
+		fs_as_root(fs);
+		mount_release(m);
+	}
+	free(buf.mem);
+	return NULL;
+}
+
+static void lock_reply(struct lock_wait *w, int err)
+{
+	/* Unregister first: this waits for a running interrupt callback. */
+	fuse_req_interrupt_func(w->req, NULL, NULL);
+	fuse_reply_err(w->req, err);
+	free(w);
+}
+
+static int lock_try(struct lock_wait *w)
+{
+	struct flock lk = w->lk;
+
+	if (w->posix)
+		return fcntl(w->fd, F_OFD_SETLK, &lk) == 0 ? 0 : errno;
+	return flock(w->fd, w->op | LOCK_NB) == 0 ? 0 : errno;
+}
+
+/*
+ * Blocking lock requests never hold a worker: they wait here and are
+ * retried every few milliseconds until granted, failed or interrupted.
+ */
+static void *lock_main(void *arg)
+{
+	struct fs *fs = arg;
+	struct lock_wait *w, **pp, *done;
+	struct timespec ts;
+	int err;
+
+	pthread_mutex_lock(&fs->lk_lock);
+	while (!fs->stopping) {
+		if (fs->lk_head == NULL) {
+			pthread_cond_wait(&fs->lk_cond, &fs->lk_lock);
+			continue;
+		}
+		done = NULL;
+		for (pp = &fs->lk_head; (w = *pp) != NULL;) {
+			if (atomic_load(&w->interrupted))
+				err = EINTR;
+			else if ((err = lock_try(w)) == EAGAIN || err == EWOULDBLOCK)
+				err = -1;
+			if (err < 0) {
+				w->tries++;
+				pp = &w->next;
+				continue;
+			}
+			*pp = w->next;
+			w->op = err;
+			w->next = done;
+			done = w;
+		}
+		pthread_mutex_unlock(&fs->lk_lock);
+		while ((w = done) != NULL) {
+			done = w->next;
+			lock_reply(w, w->op);
+		}
+		pthread_mutex_lock(&fs->lk_lock);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 5 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&fs->lk_cond, &fs->lk_lock, &ts);
+	}
+	while ((w = fs->lk_head) != NULL) {
+		fs->lk_head = w->next;
+		pthread_mutex_unlock(&fs->lk_lock);
+		lock_reply(w, EINTR);
+		pthread_mutex_lock(&fs->lk_lock);
+	}
+	pthread_mutex_unlock(&fs->lk_lock);
+	return NULL;
+}
+
+static void lock_interrupted(fuse_req_t req, void *data)
+{
+	struct lock_wait *w = data;
+	struct fs *fs = req_mount(req)->fs;
+
+	atomic_store(&w->interrupted, true);
+	pthread_cond_signal(&fs->lk_cond);
+}
+
+void fs_lock_queue(struct fs *fs, struct lock_wait *w)
+{
+	pthread_mutex_lock(&fs->lk_lock);
+	w->next = fs->lk_head;
+	fs->lk_head = w;
+	pthread_cond_signal(&fs->lk_cond);
+	pthread_mutex_unlock(&fs->lk_lock);
+	fuse_req_interrupt_func(w->req, lock_interrupted, w);
+}
+
+static fuse_ino_t nodeid(struct fs_mount *m, struct inode *ino)
+{
+	return ino == &m->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)ino;
+}
+
+static void inval_queue(struct fs *fs, struct fs_mount *m, fuse_ino_t ino, fuse_ino_t parent,
+			const char *name)
+{
+	size_t len = name != NULL ? strlen(name) : 0;
+	struct inval *iv, *it;
+
+	pthread_mutex_lock(&fs->nt_lock);
+	for (it = fs->nt_head; it != NULL; it = it->next) {
+		if (it->m == m && it->ino == ino && it->parent == parent &&
+		    (name == NULL || strcmp(it->name, name) == 0)) {
+			pthread_mutex_unlock(&fs->nt_lock);
+			return;
+		}
+	}
+	iv = malloc(sizeof *iv + len + 1);
+	if (iv != NULL) {
+		iv->next = NULL;
+		iv->m = m;
+		iv->ino = ino;
+		iv->parent = parent;
+		memcpy(iv->name, name != NULL ? name : "", len + 1);
+		*fs->nt_tail = iv;
+		fs->nt_tail = &iv->next;
+		pthread_cond_signal(&fs->nt_cond);
+	}
+	pthread_mutex_unlock(&fs->nt_lock);
+}
+
+/*
+ * After a change through mount `from`, tell every other mount that knows
+ * the same inode or folder to drop its kernel cache. Sent from the notifier
+ * thread, never a worker: fuse_lowlevel.h warns that can deadlock.
+ */
+void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *parent,
+		   const char *name)
+{
+	struct fs *fs = from->fs;
+	struct fs_mount *m;
+	struct inode *o;
+	fuse_ino_t target[2];
+
+	if (atomic_load_explicit(&fs->nmounts, memory_order_relaxed) < 2)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	for (m = fs->mounts; m != NULL; m = m->next) {
+		if (m == from || m->ended || m->source_dev != from->source_dev)
+			continue;
+		target[0] = target[1] = 0;
+		if (ino != NULL && (o = inode_find(m, ino->dev, ino->ino)) != NULL)
+			target[0] = nodeid(m, o);
+		if (parent != NULL && (o = inode_find(m, parent->dev, parent->ino)) != NULL)
+			target[1] = nodeid(m, o);
+		pthread_mutex_unlock(&fs->lock);
+		if (target[0] != 0)
+			inval_queue(fs, m, target[0], 0, NULL);
+		if (target[1] != 0) {
+			inval_queue(fs, m, target[1], 0, NULL);
+			if (name != NULL)
+				inval_queue(fs, m, 0, target[1], name);
+		}
+		pthread_mutex_lock(&fs->lock);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void *notifier_main(void *arg)
+{
+	struct fs *fs = arg;
+	struct inval *iv;
+
+	pthread_mutex_lock(&fs->nt_lock);
+	while (!fs->stopping) {
+		if ((iv = fs->nt_head) == NULL) {
+			pthread_cond_wait(&fs->nt_cond, &fs->nt_lock);
+			continue;
+		}
+		fs->nt_head = iv->next;
+		if (fs->nt_head == NULL)
+			fs->nt_tail = &fs->nt_head;
+		fs->nt_current = iv->m;
+		pthread_mutex_unlock(&fs->nt_lock);
+		if (iv->parent != 0)
+			fuse_lowlevel_notify_inval_entry(iv->m->se, iv->parent, iv->name,
+							 strlen(iv->name));
+		else
+			fuse_lowlevel_notify_inval_inode(iv->m->se, iv->ino, 0, 0);
+		free(iv);
+		pthread_mutex_lock(&fs->nt_lock);
+		fs->nt_current = NULL;
+		pthread_cond_broadcast(&fs->nt_cond);
+	}
+	pthread_mutex_unlock(&fs->nt_lock);
+	return NULL;
+}
+
+/* Drop queued invalidations for m and wait until none is being sent. */
+static void inval_forget_mount(struct fs *fs, struct fs_mount *m)
+{
+	struct inval **pp, *iv;
+
+	pthread_mutex_lock(&fs->nt_lock);
+	for (pp = &fs->nt_head; (iv = *pp) != NULL;) {
+		if (iv->m == m) {
+			*pp = iv->next;
+			free(iv);
+		} else {
+			pp = &iv->next;
+		}
+	}
+	fs->nt_tail = &fs->nt_head;
+	while (*fs->nt_tail != NULL)
+		fs->nt_tail = &(*fs->nt_tail)->next;
+	while (fs->nt_current == m)
+		pthread_cond_wait(&fs->nt_cond, &fs->nt_lock);
+	pthread_mutex_unlock(&fs->nt_lock);
+}
+
+struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = STOP_KEY};
+	struct rlimit rl;
+	struct fs *fs;
+	unsigned i;
+	int n;
+
+	fs = calloc(1, sizeof *fs);
+	if (fs == NULL) {
+		fs_seterr(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	fs->p = *p;
+	if (fs->p.workers == 0)
+		fs->p.workers = 4;
+	if (fs->p.timeout < 0)
+		fs->p.timeout = 2.0;
+	fs->maxfds = fs->p.fd_cache;
+	if (fs->maxfds == 0) {
+		if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+			rl.rlim_cur = 1024;
+		fs->maxfds = rl.rlim_cur > 128 ? (unsigned)(rl.rlim_cur / 2) : 32;
+	}
+	fs->lru.lru_next = fs->lru.lru_prev = &fs->lru;
+	pthread_mutex_init(&fs->lock, NULL);
+	pthread_cond_init(&fs->cond, NULL);
+	pthread_mutex_init(&fs->lk_lock, NULL);
+	pthread_cond_init(&fs->lk_cond, NULL);
+	pthread_mutex_init(&fs->nt_lock, NULL);
+	pthread_cond_init(&fs->nt_cond, NULL);
+	fs->nt_tail = &fs->nt_head;
+	n = getgroups(64, fs->root_groups);
+	fs->n_root_groups = n > 0 ? n : 0;
+
+	fs->epfd = epoll_create1(EPOLL_CLOEXEC);
+	fs->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fs->epfd < 0 || fs->stopfd < 0 ||
+	    epoll_ctl(fs->epfd, EPOLL_CTL_ADD, fs->stopfd, &ev) != 0) {
+		fs_seterr(err, errno, "epoll: %s", strerror(errno));
+		goto fail;
+	}
+	fs->workers = calloc(fs->p.workers, sizeof *fs->workers);
+	if (fs->workers == NULL) {
+		fs_seterr(err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (i = 0; i < fs->p.workers; i++) {
+		if ((n = pthread_create(&fs->workers[i], NULL, worker_main, fs)) != 0) {
+			fs_seterr(err, n, "cannot start a worker thread: %s", strerror(n));
+			goto fail;
+		}
+		fs->nworkers++;
+	}
+	if ((n = pthread_create(&fs->lk_thread, NULL, lock_main, fs)) != 0 ||
+	    (n = pthread_create(&fs->nt_thread, NULL, notifier_main, fs)) != 0) {
+		fs_seterr(err, n, "cannot start a thread: %s", strerror(n));
+		goto fail;
+	}
+	fs->helpers = true;
+	return fs;
+fail:
+	fs_free(fs);
+	return NULL;
+}
+
+/* Unmounts whatever is still mounted, then stops every thread. */
+void fs_free(struct fs *fs)
+{
+	struct fs_mount *m;
+	unsigned i;
+
+	if (fs == NULL)
+		return;
+	while ((m = fs->mounts) != NULL) {
+		fs_unmount(m);
+		fs_mount_free(m);
+	}
+	if (fs->stopfd >= 0 && eventfd_write(fs->stopfd, 1) != 0)
+		fs_log(fs, FS_LOG_ERR, "eventfd: %s", strerror(errno));
+	for (i = 0; i < fs->nworkers; i++)
+		pthread_join(fs->workers[i], NULL);
+	if (fs->helpers) {
+		pthread_mutex_lock(&fs->lk_lock);
+		pthread_mutex_lock(&fs->nt_lock);
+		fs->stopping = true;
+		pthread_cond_broadcast(&fs->lk_cond);
+		pthread_cond_broadcast(&fs->nt_cond);
+		pthread_mutex_unlock(&fs->nt_lock);
+		pthread_mutex_unlock(&fs->lk_lock);
+		pthread_join(fs->lk_thread, NULL);
+		pthread_join(fs->nt_thread, NULL);
+	}
+	for (i = 0; i < fs->nmount_fds; i++)
+		close(fs->mount_fds[i]);
+	free(fs->mount_fds);
+	free(fs->mount_ids);
+	free(fs->workers);
+	if (fs->epfd >= 0)
+		close(fs->epfd);
+	if (fs->stopfd >= 0)
+		close(fs->stopfd);
+	free(fs);
+}
+
+/* Register a mount with the pool; its fd is served from now on. */
+int fs_attach(struct fs *fs, struct fs_mount *m, struct fs_error *err)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < FS_MAX_MOUNTS && fs->slots[i] != NULL; i++)
+		;
+	if (i == FS_MAX_MOUNTS) {
+		pthread_mutex_unlock(&fs->lock);
+		fs_seterr(err, EMFILE, "too many mounts in one process (at most %d)",
+			  FS_MAX_MOUNTS);
+		return -EMFILE;
+	}
+	m->slot = i;
+	m->slot_gen = ++fs->slot_gen;
+	fs->slots[i] = m;
+	m->next = fs->mounts;
+	fs->mounts = m;
+	atomic_fetch_add(&fs->nmounts, 1);
+	pthread_mutex_unlock(&fs->lock);
+	mount_arm(m, EPOLL_CTL_ADD);
+	return 0;
+}
+
+/*
+ * Detach the mount and end its connection: requests in flight finish, and
+ * processes that still use it (in other mount namespaces too) get ENOTCONN.
+ * Replacing the /dev/fuse fd drops its last reference, which aborts the
+ * connection without the fusectl filesystem and without closing an fd a
+ * worker may be reading.
+ */
+int fs_unmount(struct fs_mount *m)
+{
+	struct fs *fs = m->fs;
+	int res, nullfd;
+
+	pthread_mutex_lock(&fs->lock);
+	if (m->unmounting || m->ended) {
+		m->unmounting = true;
+		pthread_mutex_unlock(&fs->lock);
+		return 0;
+	}
+	m->unmounting = true;
+	pthread_mutex_unlock(&fs->lock);
+
+	epoll_ctl(fs->epfd, EPOLL_CTL_DEL, m->fuse_fd, NULL);
+	res = mount_detach(m);
+	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nullfd >= 0) {
+		dup3(nullfd, m->fuse_fd, O_CLOEXEC);
+		close(nullfd);
+	}
+	pthread_mutex_lock(&fs->lock);
+	while (m->busy > 0)
+		pthread_cond_wait(&fs->cond, &fs->lock);
+	m->ended = true;
+	pthread_mutex_unlock(&fs->lock);
+	return res;
+}
+
+void fs_mount_free(struct fs_mount *m)
+{
+	struct fs *fs;
+	struct fs_mount **pp;
+
+	if (m == NULL)
+		return;
+	fs = m->fs;
+	if (m->slot_gen != 0) {
+		epoll_ctl(fs->epfd, EPOLL_CTL_DEL, m->fuse_fd, NULL);
+		pthread_mutex_lock(&fs->lock);
+		fs->slots[m->slot] = NULL;
+		for (pp = &fs->mounts; *pp != NULL; pp = &(*pp)->next) {
+			if (*pp == m) {
+				*pp = m->next;
+				atomic_fetch_sub(&fs->nmounts, 1);
+				break;
+			}
+		}
+		while (m->busy > 0)
+			pthread_cond_wait(&fs->cond, &fs->lock);
+		pthread_mutex_unlock(&fs->lock);
+		inval_forget_mount(fs, m);
+	}
+	if (m->se != NULL)
+		fuse_session_destroy(m->se); /* closes m->fuse_fd */
+	else if (m->fuse_fd >= 0)
+		close(m->fuse_fd);
+	pthread_mutex_lock(&fs->lock);
+	inode_table_clear(m);
+	pthread_mutex_unlock(&fs->lock);
+	free(m->ro_dev);
+	free(m->ro_ino);
+	free(m->source);
+	free(m->mountpoint);
+	free(m);
+}
+
+const char *fs_mount_source(const struct fs_mount *m)
+{
+	return m->source;
+}
+
+const char *fs_mount_point(const struct fs_mount *m)
+{
+	return m->mountpoint;
+}
+
+unsigned fs_mount_count(struct fs *fs)
+{
+	return atomic_load(&fs->nmounts);
+}

@@ -1,0 +1,79 @@
+/*
+ * fusefs: a libfuse3 low-level passthrough that serves many mounts from one
+ * bounded pool of workers, never follows a symlink and never re-walks a
+ * path string through the source tree.
+ *
+ * Life of a mount: fs_new() once per process, fs_mount() per root,
+ * fs_unmount() to detach it (or the kernel unmounts it and the lost callback
+ * fires), fs_mount_free() once fs_mount_wait() says no worker holds it.
+ */
+#ifndef AGENTFS_FUSEFS_H
+#define AGENTFS_FUSEFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct fs;
+struct fs_mount;
+
+/* An error a caller can print: errno plus a message that names the path. */
+struct fs_error {
+	int code;
+	char msg[512];
+};
+
+enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
+
+struct fs_params {
+	unsigned workers;  /* threads serving every mount; 0 = default (4) */
+	unsigned fd_cache; /* O_PATH fds kept open; 0 = half of RLIMIT_NOFILE */
+	double timeout;    /* entry/attr timeout in seconds; < 0 = default (2) */
+	/* Called from any thread, must be thread-safe; NULL logs to stderr. */
+	void (*log)(void *arg, enum fs_log_level level, const char *msg);
+	void *log_arg;
+	/*
+	 * Called from a worker when a mount ends by itself (unmounted from
+	 * outside, connection aborted). The owner then calls fs_mount_free()
+	 * from its own thread. Not called for fs_unmount().
+	 */
+	void (*lost)(void *arg, struct fs_mount *m);
+	void *lost_arg;
+};
+
+struct fs_mount_params {
+	const char *source;     /* folder to serve; no component may be a symlink */
+	const char *mountpoint; /* an empty folder that is not a mount point */
+	bool readonly;          /* refuse every write-ish operation */
+	const char *const *ro_paths; /* subtrees (relative to source) made read-only */
+	size_t n_ro_paths;
+	bool allow_new_repos; /* reserved for gitguard: new .git folders allowed */
+	/*
+	 * Comma-separated -o options: suid, dev, debug, fsname=NAME,
+	 * timeout=SECONDS, ro, allow_other and default_permissions (always on).
+	 */
+	const char *options;
+	/* Called from a worker once the kernel's INIT has been answered. */
+	void (*ready)(void *arg, struct fs_mount *m);
+	void *ready_arg;
+};
+
+/* fs.c */
+struct fs *fs_new(const struct fs_params *p, struct fs_error *err);
+void fs_free(struct fs *fs);
+int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **out,
+	     struct fs_error *err);
+int fs_unmount(struct fs_mount *m);
+void fs_mount_free(struct fs_mount *m);
+const char *fs_mount_source(const struct fs_mount *m);
+const char *fs_mount_point(const struct fs_mount *m);
+unsigned fs_mount_count(struct fs *fs);
+
+/* mount.c */
+int fs_check_mountpoint(const char *path, struct fs_error *err);
+int fs_kernel_umount(const char *path, bool lazy, struct fs_error *err);
+int fs_mountinfo_each(int (*fn)(void *arg, uint64_t id, const char *mp, const char *fstype),
+		      void *arg);
+
+#endif

@@ -1,0 +1,438 @@
+/*
+ * The inode table of a mount and the server-wide cache of O_PATH fds.
+ * Everything here runs under fs->lock unless it says otherwise.
+ */
+#include "fusefs/fs-int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HANDLE_MAX 128
+
+static size_t hash(dev_t dev, ino_t ino, size_t n)
+{
+	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev;
+
+	return (size_t)(h ^ (h >> 29)) & (n - 1);
+}
+
+void inode_table_init(struct inode_table *t)
+{
+	t->nbuckets = 1024;
+	t->count = 0;
+	t->buckets = calloc(t->nbuckets, sizeof *t->buckets);
+}
+
+static void table_grow(struct inode_table *t)
+{
+	size_t n = t->nbuckets * 2, i;
+	struct inode **b, *ino, *next;
+
+	b = calloc(n, sizeof *b);
+	if (b == NULL)
+		return; /* keep the longer chains */
+	for (i = 0; i < t->nbuckets; i++) {
+		for (ino = t->buckets[i]; ino != NULL; ino = next) {
+			next = ino->hnext;
+			ino->hnext = b[hash(ino->dev, ino->ino, n)];
+			b[hash(ino->dev, ino->ino, n)] = ino;
+		}
+	}
+	free(t->buckets);
+	t->buckets = b;
+	t->nbuckets = n;
+}
+
+struct inode *inode_find(struct fs_mount *m, dev_t dev, ino_t ino)
+{
+	struct inode *i;
+
+	if (m->root.dev == dev && m->root.ino == ino)
+		return &m->root;
+	for (i = m->table.buckets[hash(dev, ino, m->table.nbuckets)]; i != NULL; i = i->hnext)
+		if (i->dev == dev && i->ino == ino)
+			return i;
+	return NULL;
+}
+
+static void lru_unlink(struct inode *i)
+{
+	if (i->lru_next != NULL) {
+		i->lru_next->lru_prev = i->lru_prev;
+		i->lru_prev->lru_next = i->lru_next;
+		i->lru_next = i->lru_prev = NULL;
+	}
+}
+
+/* Close least recently used fds until the cache is within its bound. */
+static void lru_trim(struct fs *fs)
+{
+	struct inode *i;
+
+	while (fs->nfds > fs->maxfds && (i = fs->lru.lru_prev) != &fs->lru) {
+		lru_unlink(i);
+		close(i->fd);
+		i->fd = -1;
+		fs->nfds--;
+	}
+}
+
+static void fd_cache_add(struct fs *fs, struct inode *i)
+{
+	fs->nfds++;
+	if (i->handle != NULL && i->users == 0) {
+		i->lru_next = fs->lru.lru_next;
+		i->lru_prev = &fs->lru;
+		fs->lru.lru_next->lru_prev = i;
+		fs->lru.lru_next = i;
+	}
+	lru_trim(fs);
+}
+
+void inode_fd_cache_drop(struct fs *fs, struct inode *i)
+{
+	lru_unlink(i);
+	if (i->fd >= 0) {
+		close(i->fd);
+		i->fd = -1;
+		fs->nfds--;
+	}
+}
+
+/* One fd per underlying mount, as open_by_handle_at() wants. */
+static int mount_fd_index(struct fs *fs, int mount_id, int fd)
+{
+	size_t i;
+	int *ids, *fds, dupfd;
+
+	for (i = 0; i < fs->nmount_fds; i++)
+		if (fs->mount_ids[i] == mount_id)
+			return (int)i;
+	dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (dupfd < 0)
+		return -1;
+	ids = realloc(fs->mount_ids, (fs->nmount_fds + 1) * sizeof *ids);
+	if (ids != NULL)
+		fs->mount_ids = ids;
+	fds = realloc(fs->mount_fds, (fs->nmount_fds + 1) * sizeof *fds);
+	if (fds != NULL)
+		fs->mount_fds = fds;
+	if (ids == NULL || fds == NULL) {
+		close(dupfd);
+		return -1;
+	}
+	fs->mount_ids[fs->nmount_fds] = mount_id;
+	fs->mount_fds[fs->nmount_fds] = dupfd;
+	return (int)fs->nmount_fds++;
+}
+
+/*
+ * Pin the inode's O_PATH fd for use by this worker, reopening it from its
+ * file handle if the cache closed it. Pair with inode_fd_put().
+ */
+int inode_fd_get(struct fs_mount *m, struct inode *i)
+{
+	struct fs *fs = m->fs;
+	int fd, mfd;
+
+	pthread_mutex_lock(&fs->lock);
+	if (i->fd >= 0) {
+		if (i->users++ == 0)
+			lru_unlink(i);
+		fd = i->fd;
+		pthread_mutex_unlock(&fs->lock);
+		return fd;
+	}
+	if (i->handle == NULL) {
+		pthread_mutex_unlock(&fs->lock);
+		return -ESTALE;
+	}
+	i->users++;
+	mfd = fs->mount_fds[i->mount_fd_idx];
+	pthread_mutex_unlock(&fs->lock);
+
+	fd = open_by_handle_at(mfd, i->handle, O_PATH | O_CLOEXEC);
+	pthread_mutex_lock(&fs->lock);
+	if (fd < 0) {
+		fd = -errno;
+		i->users--;
+	} else if (i->fd >= 0) {
+		close(fd); /* another worker reopened it first */
+		fd = i->fd;
+	} else {
+		i->fd = fd;
+		fs->nfds++;
+		lru_trim(fs);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return fd;
+}
+
+void inode_fd_put(struct fs_mount *m, struct inode *i)
+{
+	struct fs *fs = m->fs;
+
+	pthread_mutex_lock(&fs->lock);
+	if (--i->users == 0 && i->fd >= 0 && i->handle != NULL) {
+		i->lru_next = fs->lru.lru_next;
+		i->lru_prev = &fs->lru;
+		fs->lru.lru_next->lru_prev = i;
+		fs->lru.lru_next = i;
+		lru_trim(fs);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+int inode_stat(struct fs_mount *m, struct inode *i, struct stat *st)
+{
+	int fd = inode_fd_get(m, i), r = 0;
+
+	if (fd < 0)
+		return fd;
+	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
+		r = -errno;
+	inode_fd_put(m, i);
+	return r;
+}
+
+static void inode_free(struct fs_mount *m, struct inode *i);
+
+static void inode_unref(struct fs_mount *m, struct inode *i)
+{
+	if (i != NULL && i != &m->root && --i->refs == 0 && i->nlookup == 0)
+		inode_free(m, i);
+}
+
+static void inode_free(struct fs_mount *m, struct inode *i)
+{
+	struct inode **pp;
+
+	for (pp = &m->table.buckets[hash(i->dev, i->ino, m->table.nbuckets)]; *pp != NULL;
+	     pp = &(*pp)->hnext) {
+		if (*pp == i) {
+			*pp = i->hnext;
+			m->table.count--;
+			break;
+		}
+	}
+	inode_fd_cache_drop(m->fs, i);
+	inode_unref(m, i->parent);
+	free(i->handle);
+	free(i->name);
+	free(i);
+}
+
+/* Remember where an inode was last seen, for classification and logs. */
+static void inode_set_parent(struct fs_mount *m, struct inode *i, struct inode *parent,
+			     const char *name)
+{
+	char *copy;
+
+	if (i == &m->root || (i->parent == parent && i->name != NULL && strcmp(i->name, name) == 0))
+		return;
+	copy = strdup(name);
+	if (copy == NULL)
+		return;
+	if (parent != &m->root)
+		parent->refs++;
+	inode_unref(m, i->parent);
+	i->parent = parent;
+	free(i->name);
+	i->name = copy;
+}
+
+void inode_moved(struct fs_mount *m, struct inode *i, struct inode *parent, const char *name)
+{
+	pthread_mutex_lock(&m->fs->lock);
+	inode_set_parent(m, i, parent, name);
+	pthread_mutex_unlock(&m->fs->lock);
+}
+
+static struct file_handle *handle_of(int fd, int *mount_id)
+{
+	struct file_handle *h = malloc(sizeof *h + HANDLE_MAX);
+
+	if (h == NULL)
+		return NULL;
+	h->handle_bytes = HANDLE_MAX;
+	if (name_to_handle_at(fd, "", h, mount_id, AT_EMPTY_PATH) != 0) {
+		free(h);
+		return NULL;
+	}
+	return h;
+}
+
+/*
+ * Look name up in parent: one openat(O_PATH|O_NOFOLLOW) on the parent's fd,
+ * never a path walk. Takes a kernel reference on the inode it returns.
+ */
+int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
+		 struct fuse_entry_param *e)
+{
+	struct fs *fs = m->fs;
+	struct file_handle *h = NULL;
+	struct inode *i;
+	int pfd, fd, mount_id = -1, idx = -1, r;
+	struct stat st;
+
+	memset(e, 0, sizeof *e);
+	pfd = inode_fd_get(m, parent);
+	if (pfd < 0)
+		return pfd;
+	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	r = fd < 0 ? -errno : 0;
+	inode_fd_put(m, parent);
+	if (r != 0)
+		return r;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+
+	pthread_mutex_lock(&fs->lock);
+	i = inode_find(m, st.st_dev, st.st_ino);
+	if (i == NULL) {
+		pthread_mutex_unlock(&fs->lock);
+		h = handle_of(fd, &mount_id);
+		pthread_mutex_lock(&fs->lock);
+		i = inode_find(m, st.st_dev, st.st_ino);
+	}
+	if (i != NULL) {
+		i->nlookup++;
+		if (i->fd < 0) {
+			i->fd = fd;
+			fd = -1;
+			fd_cache_add(fs, i);
+		}
+		if (i != &m->root)
+			inode_set_parent(m, i, parent, name);
+		pthread_mutex_unlock(&fs->lock);
+		free(h);
+		if (fd >= 0)
+			close(fd);
+		goto done;
+	}
+	if (h != NULL && (idx = mount_fd_index(fs, mount_id, fd)) < 0) {
+		free(h);
+		h = NULL;
+	}
+	i = calloc(1, sizeof *i);
+	if (i == NULL || (i->name = strdup(name)) == NULL) {
+		pthread_mutex_unlock(&fs->lock);
+		free(i);
+		free(h);
+		close(fd);
+		return -ENOMEM;
+	}
+	i->dev = st.st_dev;
+	i->ino = st.st_ino;
+	i->type = st.st_mode & S_IFMT;
+	i->nlookup = 1;
+	i->handle = h;
+	i->mount_fd_idx = idx;
+	i->parent = parent;
+	if (parent != &m->root)
+		parent->refs++;
+	i->cls = policy_classify(m, parent, &st);
+	i->fd = fd;
+	fd_cache_add(fs, i);
+	i->hnext = m->table.buckets[hash(i->dev, i->ino, m->table.nbuckets)];
+	m->table.buckets[hash(i->dev, i->ino, m->table.nbuckets)] = i;
+	if (++m->table.count > m->table.nbuckets)
+		table_grow(&m->table);
+	pthread_mutex_unlock(&fs->lock);
+done:
+	e->ino = i == &m->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)i;
+	e->attr = st;
+	e->attr_timeout = m->timeout;
+	e->entry_timeout = m->timeout;
+	return 0;
+}
+
+void inode_forget(struct fs_mount *m, struct inode *i, uint64_t n)
+{
+	if (i == &m->root)
+		return;
+	pthread_mutex_lock(&m->fs->lock);
+	i->nlookup = n >= i->nlookup ? 0 : i->nlookup - n;
+	if (i->nlookup == 0 && i->refs == 0)
+		inode_free(m, i);
+	pthread_mutex_unlock(&m->fs->lock);
+}
+
+/* Free every inode of a mount that is gone. */
+void inode_table_clear(struct fs_mount *m)
+{
+	struct inode *i, *next;
+	size_t b;
+
+	if (m->table.buckets == NULL)
+		return;
+	for (b = 0; b < m->table.nbuckets; b++) {
+		for (i = m->table.buckets[b]; i != NULL; i = next) {
+			next = i->hnext;
+			inode_fd_cache_drop(m->fs, i);
+			free(i->handle);
+			free(i->name);
+			free(i);
+		}
+	}
+	free(m->table.buckets);
+	m->table.buckets = NULL;
+	if (m->root.fd >= 0) {
+		close(m->root.fd);
+		m->root.fd = -1;
+	}
+}
+
+/* The root keeps the fd it was opened with, pinned for the mount's life. */
+int inode_root_init(struct fs_mount *m, int rootfd, struct fs_error *err)
+{
+	struct stat st;
+
+	if (fstat(rootfd, &st) != 0) {
+		fs_seterr(err, errno, "source %s: %s", m->source, strerror(errno));
+		close(rootfd);
+		return -errno;
+	}
+	m->root.dev = st.st_dev;
+	m->root.ino = st.st_ino;
+	m->root.type = S_IFDIR;
+	m->root.nlookup = 1;
+	m->root.fd = rootfd;
+	m->root.name = NULL;
+	m->root.cls = policy_classify(m, NULL, &st);
+	return 0;
+}
+
+/* "/a/b/name" from the parent chain, for log lines; the caller frees it. */
+char *inode_path(struct fs_mount *m, struct inode *i, const char *name)
+{
+	const char *parts[256];
+	size_t n = 0, len = 1, k;
+	char *out, *p;
+
+	pthread_mutex_lock(&m->fs->lock);
+	if (name != NULL) {
+		parts[n++] = name;
+		len += strlen(name) + 1;
+	}
+	for (; i != NULL && i != &m->root && n < 256; i = i->parent) {
+		parts[n++] = i->name != NULL ? i->name : "?";
+		len += strlen(parts[n - 1]) + 1;
+	}
+	out = malloc(len + 1);
+	if (out != NULL) {
+		p = out;
+		for (k = n; k > 0; k--)
+			p += sprintf(p, "/%s", parts[k - 1]);
+		if (n == 0)
+			strcpy(out, "/");
+	}
+	pthread_mutex_unlock(&m->fs->lock);
+	return out;
+}

@@ -1,0 +1,1011 @@
+/*
+ * The FUSE operations. Each one is an *at() call on a parent fd with a
+ * single name, or a reopen of the inode's O_PATH fd through /proc/self/fd;
+ * no path string is ever resolved through the source tree. Every
+ * write-ish handler asks policy_check() first and replies from one place.
+ */
+#include "fusefs/fs-int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+
+#define PROC_FD_MAX 32
+
+struct dirp {
+	DIR *dp;
+	struct dirent *entry;
+	off_t offset;
+};
+
+static void proc_path(char *buf, int fd)
+{
+	snprintf(buf, PROC_FD_MAX, "/proc/self/fd/%d", fd);
+}
+
+static void reply_entry_or_err(fuse_req_t req, int r, const struct fuse_entry_param *e)
+{
+	if (r != 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_entry(req, e);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct fs_mount *m = userdata;
+	unsigned wanted = FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_READDIRPLUS |
+			  FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
+			  FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_DIO;
+
+	/*
+	 * No writeback cache: with it, host appends stayed invisible and
+	 * appends through two mounts lost lines. No atomic O_TRUNC: a truncate
+	 * must arrive as a size setattr so setuid bits are cleared as natively.
+	 * No splice: libfuse keeps a pipe per session and thread.
+	 */
+	conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_SPLICE_READ |
+			FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_HANDLE_KILLPRIV);
+	conn->want |= conn->capable & wanted;
+	conn->max_write = 1024 * 1024;
+	conn->max_readahead = 1024 * 1024;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	conn->time_gran = 1;
+	pthread_mutex_lock(&m->fs->lock);
+	m->initialised = true;
+	pthread_mutex_unlock(&m->fs->lock);
+	if (m->ready != NULL)
+		m->ready(m->ready_arg, m);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs_mount *m = req_mount(req);
+	struct fuse_entry_param e;
+	int r;
+
+	r = inode_lookup(m, ino_of(m, parent), name, &e);
+	if (r == -ENOENT) {
+		/* A negative entry: compilers and git probe many missing names. */
+		memset(&e, 0, sizeof e);
+		e.entry_timeout = m->timeout;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	reply_entry_or_err(req, r, &e);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct fs_mount *m = req_mount(req);
+
+	inode_forget(m, ino_of(m, ino), nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct fs_mount *m = req_mount(req);
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		inode_forget(m, ino_of(m, forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	struct stat st;
+	int r;
+
+	if (fi != NULL)
+		r = fstat((int)fi->fh, &st) == 0 ? 0 : -errno;
+	else
+		r = inode_stat(m, ino_of(m, ino), &st);
+	if (r != 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, m->timeout);
+}
+
+static int do_setattr(struct fs_mount *m, struct inode *i, int fd, struct stat *attr, int valid,
+		      struct fuse_file_info *fi)
+{
+	char path[PROC_FD_MAX];
+	struct timespec ts[2];
+	uid_t uid;
+	gid_t gid;
+
+	proc_path(path, fd);
+	if (valid & FUSE_SET_ATTR_MODE) {
+		if (fi != NULL ? fchmod((int)fi->fh, attr->st_mode) != 0
+			       : S_ISLNK(i->type) ? (errno = EOPNOTSUPP, 1)
+						  : chmod(path, attr->st_mode) != 0)
+			return -errno;
+	}
+	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+		gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+		if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
+			return -errno;
+	}
+	if (valid & FUSE_SET_ATTR_SIZE) {
+		if (fi != NULL ? ftruncate((int)fi->fh, attr->st_size) != 0
+			       : truncate(path, attr->st_size) != 0)
+			return -errno;
+	}
+	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+		ts[0].tv_nsec = ts[1].tv_nsec = UTIME_OMIT;
+		if (valid & FUSE_SET_ATTR_ATIME_NOW)
+			ts[0].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_ATIME)
+			ts[0] = attr->st_atim;
+		if (valid & FUSE_SET_ATTR_MTIME_NOW)
+			ts[1].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_MTIME)
+			ts[1] = attr->st_mtim;
+		if (fi != NULL ? futimens((int)fi->fh, ts) != 0
+			       : utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
+		       struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *i = ino_of(m, ino);
+	struct stat st;
+	int fd, r = 0;
+
+	if (valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
+		r = policy_check(m, OP_ATTR, i, NULL, NULL, NULL, NULL);
+	if (r == 0 && (valid & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
+		r = policy_check(m, OP_WRITE, i, NULL, NULL, NULL, NULL);
+	if (r != 0)
+		goto out;
+	fd = inode_fd_get(m, i);
+	if (fd < 0) {
+		r = fd;
+		goto out;
+	}
+	r = do_setattr(m, i, fd, attr, valid, fi);
+	if (r == 0 && fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
+		r = -errno;
+	inode_fd_put(m, i);
+	if (r == 0) {
+		fs_invalidate(m, i, NULL, NULL);
+		fuse_reply_attr(req, &st, m->timeout);
+		return;
+	}
+out:
+	fuse_reply_err(req, -r);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *i = ino_of(m, ino);
+	char buf[PATH_MAX + 1];
+	ssize_t n;
+	int fd;
+
+	fd = inode_fd_get(m, i);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	n = readlinkat(fd, "", buf, sizeof buf);
+	if (n < 0)
+		n = -errno;
+	inode_fd_put(m, i);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+	} else if (n >= (ssize_t)sizeof buf) {
+		fuse_reply_err(req, ENAMETOOLONG);
+	} else {
+		buf[n] = '\0';
+		fuse_reply_readlink(req, buf);
+	}
+}
+
+/* mknod, mkdir and symlink: made as the caller, then looked up. */
+static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		       dev_t rdev, const char *link)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *p = ino_of(m, parent);
+	struct fuse_entry_param e;
+	int pfd, r;
+
+	r = policy_check(m, OP_CREATE, NULL, p, name, NULL, NULL);
+	if (r != 0)
+		goto out;
+	pfd = inode_fd_get(m, p);
+	if (pfd < 0) {
+		r = pfd;
+		goto out;
+	}
+	r = fs_as_caller(req, true);
+	if (r == 0) {
+		if (link != NULL)
+			r = symlinkat(link, pfd, name);
+		else if (S_ISDIR(mode))
+			r = mkdirat(pfd, name, mode);
+		else
+			r = mknodat(pfd, name, mode, rdev);
+		if (r != 0)
+			r = -errno;
+	}
+	fs_as_root(m->fs);
+	inode_fd_put(m, p);
+	if (r == 0) {
+		fs_invalidate(m, NULL, p, name);
+		r = inode_lookup(m, p, name, &e);
+	}
+out:
+	reply_entry_or_err(req, r, &e);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	make_entry(req, parent, name, mode, rdev, NULL);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	make_entry(req, parent, name, S_IFDIR | mode, 0, NULL);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	make_entry(req, parent, name, S_IFLNK, 0, link);
+}
+
+/*
+ * The class of the entry `name` in the folder pfd, as a stand-in inode for
+ * policy_check(); *found says whether the name exists.
+ */
+static int child_of(struct fs_mount *m, int pfd, const char *name, struct inode *out,
+		    struct inode **real)
+{
+	struct stat st;
+	struct inode *i;
+
+	memset(out, 0, sizeof *out);
+	*real = NULL;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return -errno;
+	out->dev = st.st_dev;
+	out->ino = st.st_ino;
+	out->type = st.st_mode & S_IFMT;
+	pthread_mutex_lock(&m->fs->lock);
+	i = inode_find(m, st.st_dev, st.st_ino);
+	if (i != NULL) {
+		out->cls = i->cls;
+		*real = i;
+	}
+	pthread_mutex_unlock(&m->fs->lock);
+	return 0;
+}
+
+static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, int flags)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *p = ino_of(m, parent), child, *real;
+	int pfd, r;
+
+	pfd = inode_fd_get(m, p);
+	if (pfd < 0) {
+		fuse_reply_err(req, -pfd);
+		return;
+	}
+	r = child_of(m, pfd, name, &child, &real);
+	if (r == 0)
+		r = policy_check(m, OP_REMOVE, &child, p, name, NULL, NULL);
+	if (r == 0 && unlinkat(pfd, name, flags) != 0)
+		r = -errno;
+	inode_fd_put(m, p);
+	if (r == 0)
+		fs_invalidate(m, &child, p, name);
+	fuse_reply_err(req, -r);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, 0);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, AT_REMOVEDIR);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *p = ino_of(m, parent), *np = ino_of(m, newparent);
+	struct inode src, dst, *rsrc, *rdst;
+	int pfd = -1, npfd = -1, r;
+
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	pfd = inode_fd_get(m, p);
+	if (pfd < 0) {
+		fuse_reply_err(req, -pfd);
+		return;
+	}
+	npfd = inode_fd_get(m, np);
+	if (npfd < 0) {
+		r = npfd;
+		goto out;
+	}
+	r = child_of(m, pfd, name, &src, &rsrc);
+	if (r == 0)
+		r = policy_check(m, OP_RENAME, &src, p, name, np, newname);
+	if (r == 0 && child_of(m, npfd, newname, &dst, &rdst) == 0)
+		r = policy_check(m, OP_RENAME, &dst, np, newname, p, name);
+	if (r == 0 && renameat2(pfd, name, npfd, newname, flags) != 0)
+		r = -errno;
+	if (r == 0) {
+		if (rsrc != NULL)
+			inode_moved(m, rsrc, np, newname);
+		if ((flags & RENAME_EXCHANGE) && rdst != NULL)
+			inode_moved(m, rdst, p, name);
+		fs_invalidate(m, NULL, p, name);
+		fs_invalidate(m, NULL, np, newname);
+	}
+out:
+	if (npfd >= 0)
+		inode_fd_put(m, np);
+	inode_fd_put(m, p);
+	fuse_reply_err(req, -r);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *i = ino_of(m, ino), *np = ino_of(m, newparent);
+	struct fuse_entry_param e;
+	int fd, npfd, r;
+
+	r = policy_check(m, OP_LINK, i, np, newname, NULL, NULL);
+	if (r != 0)
+		goto out;
+	fd = inode_fd_get(m, i);
+	if (fd < 0) {
+		r = fd;
+		goto out;
+	}
+	npfd = inode_fd_get(m, np);
+	if (npfd < 0) {
+		r = npfd;
+	} else {
+		if (linkat(fd, "", npfd, newname, AT_EMPTY_PATH) != 0)
+			r = -errno;
+		inode_fd_put(m, np);
+	}
+	inode_fd_put(m, i);
+	if (r == 0) {
+		fs_invalidate(m, i, np, newname);
+		r = inode_lookup(m, np, newname, &e);
+	}
+out:
+	reply_entry_or_err(req, r, &e);
+}
+
+static bool open_writes(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+/* Keep the kernel's page cache only if the file did not change since we last saw it. */
+static void set_keep_cache(struct fs_mount *m, struct inode *i, int fd, struct fuse_file_info *fi)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return;
+	pthread_mutex_lock(&m->fs->lock);
+	fi->keep_cache = i->seen_size == st.st_size &&
+			 i->seen_mtime.tv_sec == st.st_mtim.tv_sec &&
+			 i->seen_mtime.tv_nsec == st.st_mtim.tv_nsec;
+	i->seen_size = st.st_size;
+	i->seen_mtime = st.st_mtim;
+	pthread_mutex_unlock(&m->fs->lock);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *i = ino_of(m, ino);
+	char path[PROC_FD_MAX];
+	int fd, nfd, r = 0;
+
+	if (open_writes(fi->flags))
+		r = policy_check(m, OP_WRITE, i, NULL, NULL, NULL, NULL);
+	if (r != 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fd = inode_fd_get(m, i);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	proc_path(path, fd);
+	/* The /proc/self/fd reopen must follow its magic link: no O_NOFOLLOW. */
+	nfd = open(path, (fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_TRUNC)) |
+				 O_CLOEXEC);
+	r = nfd < 0 ? -errno : 0;
+	inode_fd_put(m, i);
+	if (r != 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	set_keep_cache(m, i, nfd, fi);
+	fi->fh = (uint64_t)nfd;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		close(nfd); /* interrupted: no release will come */
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *p = ino_of(m, parent);
+	struct fuse_entry_param e;
+	int pfd, fd = -1, r;
+
+	r = policy_check(m, OP_CREATE, NULL, p, name, NULL, NULL);
+	if (r != 0)
+		goto out;
+	pfd = inode_fd_get(m, p);
+	if (pfd < 0) {
+		r = pfd;
+		goto out;
+	}
+	r = fs_as_caller(req, true);
+	if (r == 0) {
+		fd = openat(pfd, name, (fi->flags & ~O_NOCTTY) | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			    mode);
+		if (fd < 0)
+			r = -errno;
+	}
+	fs_as_root(m->fs);
+	inode_fd_put(m, p);
+	if (r == 0) {
+		fs_invalidate(m, NULL, p, name);
+		r = inode_lookup(m, p, name, &e);
+	}
+	if (r != 0) {
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	fi->fh = (uint64_t)fd;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		close(fd);
+		inode_forget(m, ino_of(m, e.ino), 1);
+	}
+	return;
+out:
+	fuse_reply_err(req, -r);
+}
+
+static __thread char *read_buf;
+static __thread size_t read_cap;
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	ssize_t n;
+	char *b;
+
+	if (size > read_cap) {
+		b = realloc(read_buf, size);
+		if (b == NULL) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		read_buf = b;
+		read_cap = size;
+	}
+	n = pread((int)fi->fh, read_buf, size, off);
+	if (n < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_buf(req, read_buf, (size_t)n);
+}
+
+static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
+			 struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
+	ssize_t n;
+
+	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	out.buf[0].fd = (int)fi->fh;
+	out.buf[0].pos = off;
+	n = fuse_buf_copy(&out, in, 0);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	fs_invalidate(m, ino_of(m, ino), NULL, NULL);
+	fuse_reply_write(req, (size_t)n);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	/* Reports errors a close() would (NFS-style delayed ones). */
+	int fd = dup((int)fi->fh);
+
+	fuse_reply_err(req, fd < 0 ? errno : close(fd) == 0 ? 0 : errno);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	close((int)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	int r = datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh);
+
+	fuse_reply_err(req, r == 0 ? 0 : errno);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *i = ino_of(m, ino);
+	struct dirp *d;
+	int fd, dfd, e;
+
+	d = calloc(1, sizeof *d);
+	if (d == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fd = inode_fd_get(m, i);
+	if (fd < 0) {
+		free(d);
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	e = errno;
+	inode_fd_put(m, i);
+	if (dfd < 0 || (d->dp = fdopendir(dfd)) == NULL) {
+		if (dfd >= 0) {
+			e = errno;
+			close(dfd);
+		}
+		free(d);
+		fuse_reply_err(req, e);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		closedir(d->dp);
+		free(d);
+	}
+}
+
+static bool is_dot_or_dotdot(const char *name)
+{
+	return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
+		       struct fuse_file_info *fi, bool plus)
+{
+	struct fs_mount *m = req_mount(req);
+	struct dirp *d = (struct dirp *)(uintptr_t)fi->fh;
+	struct fuse_entry_param e;
+	char *buf, *p;
+	size_t rem = size, entsize;
+	int err = 0, r;
+
+	buf = malloc(size);
+	if (buf == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	p = buf;
+	if (offset != d->offset) {
+		seekdir(d->dp, offset);
+		d->entry = NULL;
+		d->offset = offset;
+	}
+	for (;;) {
+		off_t next;
+		const char *name;
+
+		if (d->entry == NULL) {
+			errno = 0;
+			d->entry = readdir(d->dp);
+			if (d->entry == NULL) {
+				err = errno;
+				break;
+			}
+		}
+		next = d->entry->d_off;
+		name = d->entry->d_name;
+		if (plus) {
+			memset(&e, 0, sizeof e);
+			if (is_dot_or_dotdot(name)) {
+				e.attr.st_ino = d->entry->d_ino;
+				e.attr.st_mode = (mode_t)d->entry->d_type << 12;
+			} else {
+				r = inode_lookup(m, ino_of(m, ino), name, &e);
+				if (r == -ENOENT) { /* gone since readdir saw it */
+					d->entry = NULL;
+					d->offset = next;
+					continue;
+				}
+				if (r != 0) {
+					err = -r;
+					break;
+				}
+			}
+			entsize = fuse_add_direntry_plus(req, p, rem, name, &e, next);
+			if (entsize > rem) {
+				if (e.ino != 0)
+					inode_forget(m, ino_of(m, e.ino), 1);
+				break;
+			}
+		} else {
+			struct stat st = {.st_ino = d->entry->d_ino,
+					  .st_mode = (mode_t)d->entry->d_type << 12};
+
+			entsize = fuse_add_direntry(req, p, rem, name, &st, next);
+			if (entsize > rem)
+				break;
+		}
+		p += entsize;
+		rem -= entsize;
+		d->entry = NULL;
+		d->offset = next;
+	}
+	/* An error after some entries is reported on the next call. */
+	if (err != 0 && p == buf)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, buf, (size_t)(p - buf));
+	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dirp *d = (struct dirp *)(uintptr_t)fi->fh;
+
+	closedir(d->dp);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct dirp *d = (struct dirp *)(uintptr_t)fi->fh;
+	int fd = dirfd(d->dp);
+
+	fuse_reply_err(req, (datasync ? fdatasync(fd) : fsync(fd)) == 0 ? 0 : errno);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *i = ino_of(m, ino);
+	struct statvfs sv;
+	int fd, r;
+
+	fd = inode_fd_get(m, i);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	r = fstatvfs(fd, &sv) == 0 ? 0 : errno;
+	inode_fd_put(m, i);
+	if (r != 0)
+		fuse_reply_err(req, r);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+/*
+ * xattrs go through /proc/self/fd/N, which reaches the inode itself. There
+ * is no race-free way to do that for a symlink, so those get ENOTSUP.
+ */
+static int xattr_fd(fuse_req_t req, fuse_ino_t ino, struct inode **ip, char *path)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *i = ino_of(m, ino);
+	int fd;
+
+	*ip = i;
+	if (S_ISLNK(i->type))
+		return -ENOTSUP;
+	fd = inode_fd_get(m, i);
+	if (fd >= 0)
+		proc_path(path, fd);
+	return fd;
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	struct fs_mount *m = req_mount(req);
+	char path[PROC_FD_MAX];
+	struct inode *i;
+	int fd, r;
+
+	r = policy_check(m, OP_XATTR, ino_of(m, ino), NULL, NULL, NULL, NULL);
+	if (r == 0 && (fd = xattr_fd(req, ino, &i, path)) < 0)
+		r = fd;
+	else if (r == 0) {
+		r = setxattr(path, name, value, size, flags) == 0 ? 0 : -errno;
+		inode_fd_put(m, i);
+		if (r == 0)
+			fs_invalidate(m, i, NULL, NULL);
+	}
+	fuse_reply_err(req, -r);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct fs_mount *m = req_mount(req);
+	char path[PROC_FD_MAX];
+	struct inode *i;
+	int fd, r;
+
+	r = policy_check(m, OP_XATTR, ino_of(m, ino), NULL, NULL, NULL, NULL);
+	if (r == 0 && (fd = xattr_fd(req, ino, &i, path)) < 0)
+		r = fd;
+	else if (r == 0) {
+		r = removexattr(path, name) == 0 ? 0 : -errno;
+		inode_fd_put(m, i);
+	}
+	fuse_reply_err(req, -r);
+}
+
+static void xattr_reply(fuse_req_t req, ssize_t n, const char *buf, size_t size)
+{
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct fs_mount *m = req_mount(req);
+	char path[PROC_FD_MAX], *buf = NULL;
+	struct inode *i;
+	ssize_t n;
+	int fd;
+
+	fd = xattr_fd(req, ino, &i, path);
+	if (fd == -ENOTSUP) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	if (fd < 0 || (size > 0 && (buf = malloc(size)) == NULL)) {
+		if (fd >= 0)
+			inode_fd_put(m, i);
+		fuse_reply_err(req, fd < 0 ? -fd : ENOMEM);
+		return;
+	}
+	n = getxattr(path, name, buf, size);
+	if (n < 0)
+		n = -errno;
+	inode_fd_put(m, i);
+	xattr_reply(req, n, buf, size);
+	free(buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct fs_mount *m = req_mount(req);
+	char path[PROC_FD_MAX], *buf = NULL;
+	struct inode *i;
+	ssize_t n;
+	int fd;
+
+	fd = xattr_fd(req, ino, &i, path);
+	if (fd == -ENOTSUP) {
+		xattr_reply(req, 0, "", size);
+		return;
+	}
+	if (fd < 0 || (size > 0 && (buf = malloc(size)) == NULL)) {
+		if (fd >= 0)
+			inode_fd_put(m, i);
+		fuse_reply_err(req, fd < 0 ? -fd : ENOMEM);
+		return;
+	}
+	n = listxattr(path, buf, size);
+	if (n < 0)
+		n = -errno;
+	inode_fd_put(m, i);
+	xattr_reply(req, n, buf, size);
+	free(buf);
+}
+
+/*
+ * POSIX locks become OFD locks on the per-open backing fd, so they exclude
+ * other mounts and the host; a blocking one waits in the lock thread.
+ */
+static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock)
+{
+	struct flock lk = *lock;
+
+	lk.l_pid = 0;
+	if (fcntl((int)fi->fh, F_OFD_GETLK, &lk) != 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	fuse_reply_lock(req, &lk);
+}
+
+static void lock_wait(fuse_req_t req, int fd, bool posix, int op, const struct flock *lk)
+{
+	struct lock_wait *w = calloc(1, sizeof *w);
+
+	if (w == NULL) {
+		fuse_reply_err(req, ENOLCK);
+		return;
+	}
+	w->req = req;
+	w->fd = fd;
+	w->posix = posix;
+	w->op = op;
+	if (lk != NULL)
+		w->lk = *lk;
+	fs_lock_queue(req_mount(req)->fs, w);
+}
+
+static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock, int sleep)
+{
+	struct flock lk = *lock;
+	int fd = (int)fi->fh;
+
+	lk.l_pid = 0;
+	if (fcntl(fd, F_OFD_SETLK, &lk) == 0) {
+		fuse_reply_err(req, 0);
+	} else if (sleep && (errno == EAGAIN || errno == EACCES)) {
+		lock_wait(req, fd, true, 0, &lk);
+	} else {
+		fuse_reply_err(req, errno);
+	}
+}
+
+static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+	int fd = (int)fi->fh;
+
+	if (flock(fd, op | LOCK_NB) == 0)
+		fuse_reply_err(req, 0);
+	else if (errno == EWOULDBLOCK && !(op & LOCK_NB))
+		lock_wait(req, fd, false, op, NULL);
+	else
+		fuse_reply_err(req, errno);
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	int r = policy_check(m, OP_WRITE, ino_of(m, ino), NULL, NULL, NULL, NULL);
+
+	if (r == 0 && fallocate((int)fi->fh, mode, off, len) != 0)
+		r = -errno;
+	if (r == 0)
+		fs_invalidate(m, ino_of(m, ino), NULL, NULL);
+	fuse_reply_err(req, -r);
+}
+
+static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			       struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	struct fs_mount *m = req_mount(req);
+	int r = policy_check(m, OP_WRITE, ino_of(m, ino_out), NULL, NULL, NULL, NULL);
+	ssize_t n;
+
+	if (r != 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	n = copy_file_range((int)fi_in->fh, &off_in, (int)fi_out->fh, &off_out, len,
+			    (unsigned)flags);
+	if (n < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	fs_invalidate(m, ino_of(m, ino_out), NULL, NULL);
+	fuse_reply_write(req, (size_t)n);
+}
+
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	off_t r = lseek((int)fi->fh, off, whence);
+
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, r);
+}
+
+const struct fuse_lowlevel_ops fs_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.symlink = op_symlink,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.create = op_create,
+	.read = op_read,
+	.write_buf = op_write_buf,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.getlk = op_getlk,
+	.setlk = op_setlk,
+	.flock = op_flock,
+	.fallocate = op_fallocate,
+	.copy_file_range = op_copy_file_range,
+	.lseek = op_lseek,
+};

@@ -1,0 +1,279 @@
+/* agentfs mount and agentfs umount: one folder, bindfs-style. */
+#include "src/agentfs.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <pthread.h>
+
+#include "fusefs/fusefs.h"
+
+static const char mount_usage[] =
+	"usage: agentfs mount [-f] [--ro] [--ro-path SUB]... [--allow-new-repos]\n"
+	"                     [-o OPT[,OPT...]] SOURCE MOUNTPOINT\n"
+	"\n"
+	"Mount the folder SOURCE at MOUNTPOINT through agentfs.\n"
+	"\n"
+	"  -f, --foreground     stay in the foreground until unmounted or signalled\n"
+	"      --ro             make the whole mount read-only\n"
+	"      --ro-path SUB    make SUB (relative to SOURCE) read-only; repeatable\n"
+	"      --allow-new-repos  let new git repositories be made inside\n"
+	"  -o OPT[,OPT...]      mount options: ro, suid, dev, debug, fsname=NAME,\n"
+	"                       timeout=SECONDS (attribute and entry cache)\n"
+	"  -h, --help           show this help\n";
+
+static bool log_to_stderr = true;
+
+static void cli_log(void *arg, enum fs_log_level level, const char *msg)
+{
+	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+
+	if (log_to_stderr)
+		fprintf(stderr, "agentfs: %s\n", msg);
+	else
+		syslog(prio[level], "%s", msg);
+}
+
+/* The mount ended from outside: wake the main thread's sigwait. */
+static void cli_lost(void *arg, struct fs_mount *m)
+{
+	kill(getpid(), SIGUSR1);
+}
+
+static int ready_fd = -1;
+
+static void cli_ready(void *arg, struct fs_mount *m)
+{
+	if (ready_fd >= 0) {
+		if (write(ready_fd, "K", 1) != 1)
+			syslog(LOG_WARNING, "cannot report readiness: %s", strerror(errno));
+		close(ready_fd);
+		ready_fd = -1;
+	}
+}
+
+/* Report a failure to the waiting parent (or stderr in -f mode). */
+static void fail_report(const char *msg)
+{
+	char line[600];
+	int n;
+
+	if (ready_fd >= 0) {
+		n = snprintf(line, sizeof line, "E%s", msg);
+		if (write(ready_fd, line, (size_t)n) != n)
+			syslog(LOG_ERR, "%s", msg);
+		close(ready_fd);
+		ready_fd = -1;
+	} else {
+		fprintf(stderr, "agentfs: %s\n", msg);
+	}
+}
+
+static int serve(struct fs_mount_params *mp, bool foreground)
+{
+	struct fs_params p = {.timeout = -1, .log = cli_log, .lost = cli_lost};
+	struct fs_error err = {0};
+	struct fs_mount *m = NULL;
+	sigset_t set;
+	struct fs *fs;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	/* Blocked before the workers start, so only sigwait below sees them. */
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	fs = fs_new(&p, &err);
+	if (fs == NULL) {
+		fail_report(err.msg);
+		return 1;
+	}
+	mp->ready = cli_ready;
+	if (fs_mount(fs, mp, &m, &err) != 0) {
+		fail_report(err.msg);
+		fs_free(fs);
+		return 1;
+	}
+	if (!foreground) {
+		int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (fd >= 0) {
+			dup2(fd, STDIN_FILENO);
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+			close(fd);
+		}
+	}
+	for (;;) {
+		sig = sigwaitinfo(&set, NULL);
+		if (sig < 0)
+			continue;
+		if (sig == SIGUSR1 || sig == SIGINT || sig == SIGTERM || sig == SIGHUP)
+			break;
+	}
+	if (sig != SIGUSR1)
+		fs_unmount(m);
+	fs_mount_free(m);
+	fs_free(fs);
+	return 0;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"foreground", no_argument, NULL, 'f'},
+		{"ro", no_argument, NULL, 'r'},
+		{"ro-path", required_argument, NULL, 'R'},
+		{"allow-new-repos", no_argument, NULL, 'A'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct fs_mount_params mp = {0};
+	const char **ro = NULL;
+	char *opts = NULL;
+	bool foreground = false;
+	int c, pfd[2], status;
+	pid_t pid;
+	char buf[600];
+	ssize_t n;
+
+	ro = calloc((size_t)argc, sizeof *ro);
+	if (ro == NULL)
+		die("out of memory");
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:fho:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			foreground = true;
+			break;
+		case 'r':
+			mp.readonly = true;
+			break;
+		case 'R':
+			ro[mp.n_ro_paths++] = optarg;
+			break;
+		case 'A':
+			mp.allow_new_repos = true;
+			break;
+		case 'o':
+			if (opts == NULL) {
+				opts = strdup(optarg);
+			} else {
+				char *joined;
+
+				if (asprintf(&joined, "%s,%s", opts, optarg) < 0)
+					die("out of memory");
+				free(opts);
+				opts = joined;
+			}
+			break;
+		case 'h':
+			fputs(mount_usage, stdout);
+			return 0;
+		case ':':
+			die_usage("mount", "option %s needs an argument", argv[optind - 1]);
+		default:
+			usage_error("mount", argv[optind - 1], optopt);
+		}
+	}
+	if (argc - optind != 2)
+		die_usage("mount", "mount needs SOURCE and MOUNTPOINT");
+	mp.source = argv[optind];
+	mp.mountpoint = argv[optind + 1];
+	mp.ro_paths = ro;
+	mp.options = opts;
+	if (geteuid() != 0)
+		die("mount needs root: agentfs serves every caller as root with "
+		    "default_permissions");
+	if (access("/dev/fuse", R_OK | W_OK) != 0)
+		die("cannot use /dev/fuse: %s (install fuse3 or load the fuse module)",
+		    strerror(errno));
+
+	if (foreground) {
+		log_to_stderr = true;
+		return serve(&mp, true);
+	}
+	if (pipe2(pfd, O_CLOEXEC) != 0)
+		die("pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(pfd[0]);
+		ready_fd = pfd[1];
+		setsid();
+		if (chdir("/") != 0)
+			syslog(LOG_WARNING, "chdir /: %s", strerror(errno));
+		log_to_stderr = false;
+		openlog("agentfs", LOG_PID, LOG_DAEMON);
+		_exit(serve(&mp, false));
+	}
+	close(pfd[1]);
+	do {
+		n = read(pfd[0], buf, sizeof buf - 1);
+	} while (n < 0 && errno == EINTR);
+	close(pfd[0]);
+	if (n > 0 && buf[0] == 'K')
+		return 0;
+	if (n > 1 && buf[0] == 'E') {
+		buf[n] = '\0';
+		fprintf(stderr, "agentfs: %s\n", buf + 1);
+	} else {
+		fprintf(stderr, "agentfs: the server ended before the mount was ready\n");
+	}
+	waitpid(pid, &status, 0);
+	return 1;
+}
+
+static const char umount_usage[] =
+	"usage: agentfs umount [-z] MOUNTPOINT\n"
+	"\n"
+	"Unmount an agentfs mount; its server exits.\n"
+	"\n"
+	"  -z, --lazy   detach it now even if busy\n"
+	"  -h, --help   show this help\n";
+
+int cmd_umount(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"lazy", no_argument, NULL, 'z'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct fs_error err = {0};
+	bool lazy = false;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:zh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'z':
+			lazy = true;
+			break;
+		case 'h':
+			fputs(umount_usage, stdout);
+			return 0;
+		default:
+			usage_error("umount", argv[optind - 1], optopt);
+		}
+	}
+	if (argc - optind != 1)
+		die_usage("umount", "umount needs MOUNTPOINT");
+	if (fs_kernel_umount(argv[optind], lazy, &err) != 0)
+		die("%s", err.msg);
+	return 0;
+}
