@@ -1,0 +1,527 @@
+/*
+ * Decisions: one call per write-ish operation, from cached classes only,
+ * except where the rule needs to look (a folder moved with its contents, a
+ * name that would complete a bare-shaped folder, a symlink's target).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gitguard/guard-int.h"
+
+static int refuse(struct guard_verdict *v, unsigned rule)
+{
+	if (v) {
+		v->rule = guard_rule_name(rule);
+		v->reason = guard_rule_reason(rule);
+	}
+	return -EROFS;
+}
+
+static int refuse_why(struct guard_verdict *v, unsigned rule, const char *reason)
+{
+	if (v) {
+		v->rule = guard_rule_name(rule);
+		v->reason = reason;
+	}
+	return -EROFS;
+}
+
+/* write, truncate, chmod, chown of an existing entry */
+static int check_write(const struct guard_cls *c, struct guard_verdict *v)
+{
+	if (c->kind == GUARD_BOTREPO)
+		return 0;
+	if (c->flags & (GUARD_RO | GUARD_TREE))
+		return refuse(v, c->rule);
+	return 0;
+}
+
+/* unlink, rmdir, or the source of a rename or exchange */
+static int check_remove(const struct guard_cls *c, struct guard_verdict *v)
+{
+	if (c->kind == GUARD_BOTREPO)
+		return 0;
+	if (c->flags & (GUARD_RO | GUARD_TREE | GUARD_PIN))
+		return refuse(v, c->rule ? c->rule : GUARD_RULE_G3);
+	if (c->kind == GUARD_GITDIR)
+		return refuse(v, GUARD_RULE_G3);
+	return 0;
+}
+
+/* Bit of NAME among the names that make a folder bare-shaped, or 0 */
+static int shape_bit(const char *name)
+{
+	if (name_is(name, "HEAD"))
+		return 1;
+	if (name_is(name, "objects"))
+		return 2;
+	if (name_is(name, "refs"))
+		return 4;
+	if (name_is(name, "commondir"))
+		return 8;
+	return 0;
+}
+
+static bool shape_complete(int has)
+{
+	return (has & 1) && ((has & 6) == 6 || (has & 8));
+}
+
+/* NC: may NAME of type MODE be made in PARENT? */
+static int check_new(struct guard *g, const struct guard_cls *parent, int parent_fd,
+		     const char *name, mode_t mode, struct guard_verdict *v)
+{
+	struct guard_cls c;
+	int bit, has;
+
+	if (parent->kind == GUARD_BOTREPO)
+		return 0;
+	if (parent->flags & GUARD_TREE)
+		return refuse(v, parent->rule);
+	if (name_is_dotgit(name)) {
+		if (!g->allow_new)
+			return refuse(v, GUARD_RULE_G1);
+		return 0;
+	}
+	guard_name_stage(g, parent, name, mode, &c);
+	if (c.flags & (GUARD_RO | GUARD_TREE))
+		return refuse(v, c.rule);
+	if (c.kind == GUARD_GITDIR) {
+		if (c.flags & GUARD_WT)
+			return refuse_why(v, GUARD_RULE_D5, "new worktree");
+		if (!g->allow_new)
+			return refuse(v, GUARD_RULE_G2);
+	}
+	bit = shape_bit(name);
+	if (bit && parent->kind != GUARD_GITDIR && parent_fd >= 0) {
+		guard_shape(parent_fd, &has);
+		if (!shape_complete(has) && shape_complete(has | bit) && !g->allow_new)
+			return refuse(v, GUARD_RULE_G2);
+	}
+	if (atomic_load(&g->ntab_hint)) {
+		uint8_t rule = 0, f;
+
+		pthread_rwlock_rdlock(&g->lock);
+		f = guard_tab_missing(g, parent->dev, parent->ino, name, &rule);
+		pthread_rwlock_unlock(&g->lock);
+		if (f & (GUARD_RO | GUARD_TREE))
+			return refuse(v, rule);
+	}
+	return 0;
+}
+
+/*
+ * Everything beneath the folder DIRFD (class DCLS) must be unprotected: a
+ * rename moves it all.  With DEST, DCLS is the class the folder would have
+ * at its new place and the entries are judged there (NC); else where they
+ * are (G3).
+ */
+static int walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget,
+		struct guard_verdict *v)
+{
+	struct guard_cls c;
+	struct dirent *de;
+	struct stat st;
+	int fd, cfd, rc = 0;
+	DIR *d;
+
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return refuse_why(v, GUARD_RULE_G3, "folder cannot be read to check it");
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return refuse_why(v, GUARD_RULE_G3, "folder cannot be read to check it");
+	}
+	while (!rc && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!*budget) {
+			rc = refuse_why(v, GUARD_RULE_G3,
+					"folder too large to check for git folders");
+			break;
+		}
+		(*budget)--;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		cfd = -1;
+		if (S_ISDIR(st.st_mode)) {
+			cfd = openat(dirfd(d), de->d_name,
+				     O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+			if (cfd < 0)
+				continue;
+		}
+		if (guard_classify(g, dcls, dirfd(d), de->d_name, &st, cfd, &c) < 0) {
+			rc = refuse_why(v, GUARD_RULE_G3, "folder cannot be checked");
+		} else if (c.kind != GUARD_BOTREPO && guard_cls_protected(&c)) {
+			rc = refuse(v, c.kind == GUARD_GITDIR ? GUARD_RULE_G3 : c.rule);
+		} else if (cfd >= 0 && c.kind != GUARD_BOTREPO) {
+			rc = walk(g, cfd, &c, budget, v);
+		}
+		if (cfd >= 0)
+			close(cfd);
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * A rename or exchange moves CLS (type MODE, fd FD when a folder) from where
+ * it is to NAME in PARENT, replacing VICTIM if any.
+ */
+static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode, int fd,
+		      const struct guard_cls *parent, int parent_fd, const char *name,
+		      const struct guard_cls *victim, struct guard_verdict *v)
+{
+	unsigned budget = GUARD_WALK_BUDGET;
+	struct guard_cls dc;
+	struct stat st;
+	int rc;
+
+	rc = check_remove(cls, v);
+	if (!rc && victim)
+		rc = check_remove(victim, v);
+	if (!rc)
+		rc = check_new(g, parent, parent_fd, name, mode, v);
+	if (rc || !S_ISDIR(mode) || cls->kind == GUARD_BOTREPO)
+		return rc;
+	if (fd < 0)
+		return refuse_why(v, GUARD_RULE_G3, "folder rename without its fd");
+	/* G3: no git folder beneath, nor anything else protected */
+	rc = walk(g, fd, cls, &budget, v);
+	if (rc || parent->kind == GUARD_PLAIN || parent->kind == GUARD_BOTREPO)
+		return rc;
+	/* into a git folder: what would each entry be there? */
+	if (fstat(fd, &st) < 0)
+		return refuse_why(v, GUARD_RULE_G3, "folder cannot be checked");
+	if (guard_classify(g, parent, parent_fd, name, &st, fd, &dc) < 0)
+		return refuse_why(v, GUARD_RULE_G3, "folder cannot be checked");
+	if (guard_cls_protected(&dc))
+		return refuse(v, dc.kind == GUARD_GITDIR ? GUARD_RULE_G3 : dc.rule);
+	budget = GUARD_WALK_BUDGET;
+	return walk(g, fd, &dc, &budget, v);
+}
+
+/* Lexically, does PATH name a git folder (a .git or NAME.git component)? */
+static bool names_gitdir(const char *path)
+{
+	char comp[NAME_MAX + 1];
+	const char *p = path, *e;
+	size_t n;
+
+	while (*p) {
+		while (*p == '/')
+			p++;
+		e = strchr(p, '/');
+		n = e ? (size_t)(e - p) : strlen(p);
+		if (n && n < sizeof(comp)) {
+			memcpy(comp, p, n);
+			comp[n] = '\0';
+			if (name_is_dotgit(comp) || name_is_bare(comp))
+				return true;
+		}
+		p += n;
+	}
+	return false;
+}
+
+/* Lexical "a/b/../c" -> "a/c" in place; false if it climbs above its start */
+static bool lexical_norm(char *path)
+{
+	char *out = path, *p = path, *e;
+	size_t n;
+
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		e = strchr(p, '/');
+		n = e ? (size_t)(e - p) : strlen(p);
+		if (n == 1 && p[0] == '.') {
+			p += n;
+			continue;
+		}
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			if (out == path)
+				return false;
+			while (out > path && out[-1] != '/')
+				out--;
+			if (out > path)
+				out--;
+			p += n;
+			continue;
+		}
+		if (out != path)
+			*out++ = '/';
+		memmove(out, p, n);
+		out += n;
+		p += n;
+	}
+	*out = '\0';
+	return true;
+}
+
+/* X1: a new symlink whose target, taken lexically, enters a git folder */
+static int check_x1(struct guard *g, const char *parent_path, const char *target,
+		    struct guard_verdict *v)
+{
+	char path[PATH_MAX * 2];
+	struct guard_cls cls, c;
+	const char *rel, *p, *e;
+	char comp[NAME_MAX + 1];
+	struct stat st;
+	int cur, nfd, rc = 0;
+	size_t n, rl;
+
+	if (!target || !*target)
+		return 0;
+	if (names_gitdir(target))
+		return refuse(v, GUARD_RULE_X1);
+	if (target[0] == '/') {
+		rl = g->root_path ? strlen(g->root_path) : 0;
+		if (!g->root_path || strlen(target) >= sizeof(path))
+			return 0;
+		snprintf(path, sizeof(path), "%s", target);
+		if (!lexical_norm(path + 1))
+			return 0;
+		if (strncmp(path, g->root_path, rl) || (path[rl] && path[rl] != '/'))
+			return 0; /* outside the root, and no .git in its name */
+		rel = path + rl;
+	} else {
+		n = (size_t)snprintf(path, sizeof(path), "%s/%s", parent_path ? parent_path : "",
+				     target);
+		if (n >= sizeof(path))
+			return refuse_why(v, GUARD_RULE_X1, "symlink target too long to check");
+		if (!lexical_norm(path))
+			return 0; /* climbs out of the root without a root path */
+		rel = path;
+	}
+	if (guard_classify_root(g, &cls, NULL) < 0)
+		return refuse_why(v, GUARD_RULE_X1, "root cannot be classified");
+	if (cls.kind == GUARD_GITDIR || cls.kind == GUARD_INGIT)
+		return refuse(v, GUARD_RULE_X1);
+	cur = fcntl(g->root_fd, F_DUPFD_CLOEXEC, 3);
+	if (cur < 0)
+		return refuse_why(v, GUARD_RULE_X1, "root cannot be opened");
+	for (p = rel; *p && !rc; p += n) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		e = strchr(p, '/');
+		n = e ? (size_t)(e - p) : strlen(p);
+		if (n >= sizeof(comp))
+			break;
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		nfd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0)
+			break; /* not there (yet): G1/G2 keep it from becoming a git folder */
+		if (fstat(nfd, &st) < 0 || guard_classify(g, &cls, cur, comp, &st, nfd, &c) < 0) {
+			close(nfd);
+			rc = refuse_why(v, GUARD_RULE_X1, "symlink target cannot be checked");
+			break;
+		}
+		if (c.kind == GUARD_GITDIR || c.kind == GUARD_INGIT) {
+			close(nfd);
+			rc = refuse(v, GUARD_RULE_X1);
+			break;
+		}
+		close(cur);
+		cur = nfd;
+		cls = c;
+		if (!S_ISDIR(st.st_mode))
+			break; /* a symlink or a file: the lexical walk ends here */
+	}
+	close(cur);
+	return rc;
+}
+
+/*
+ * The one decision: 0 if REQ may go ahead, -EROFS with V's rule and reason
+ * filled if not, or another -errno if the check itself failed (refuse then).
+ */
+int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdict *v)
+{
+	int rc;
+
+	if (v)
+		v->rule = v->reason = NULL;
+	switch (req->op) {
+	case GUARD_OP_WRITE:
+	case GUARD_OP_CHMOD:
+	case GUARD_OP_CHOWN:
+		return check_write(req->cls, v);
+	case GUARD_OP_CREATE:
+	case GUARD_OP_MKDIR:
+		return check_new(g, req->parent, req->parent_fd, req->name,
+				 req->op == GUARD_OP_MKDIR ? S_IFDIR : (req->mode & S_IFMT), v);
+	case GUARD_OP_SYMLINK:
+		rc = check_new(g, req->parent, req->parent_fd, req->name, S_IFLNK, v);
+		if (!rc)
+			rc = check_x1(g, req->parent_path, req->target, v);
+		return rc;
+	case GUARD_OP_LINK:
+		if (req->cls->kind != GUARD_BOTREPO &&
+		    (req->cls->flags & (GUARD_RO | GUARD_TREE | GUARD_PIN)))
+			return refuse(v, req->cls->rule);
+		return check_new(g, req->parent, req->parent_fd, req->name, req->mode & S_IFMT, v);
+	case GUARD_OP_UNLINK:
+	case GUARD_OP_RMDIR:
+		return check_remove(req->cls, v);
+	case GUARD_OP_RENAME:
+		return check_move(g, req->cls, req->mode, req->fd, req->parent, req->parent_fd,
+				  req->name, req->victim, v);
+	case GUARD_OP_EXCHANGE:
+		if (!req->victim)
+			return -EINVAL;
+		rc = check_remove(req->cls, v);
+		if (!rc)
+			rc = check_remove(req->victim, v);
+		if (!rc)
+			rc = check_move(g, req->cls, req->mode, req->fd, req->parent,
+					req->parent_fd, req->name, NULL, v);
+		if (!rc)
+			rc = check_move(g, req->victim, req->victim_mode, req->victim_fd,
+					req->src_parent, req->src_parent_fd, req->src_name, NULL,
+					v);
+		return rc;
+	}
+	return -EINVAL;
+}
+
+/*
+ * A write-open of an inode with several names: is it a protected file reached
+ * through an ordinary name?  Cheap: nothing but a test when nothing is recorded.
+ */
+int guard_check_inode(struct guard *g, const struct stat *st, struct guard_verdict *v)
+{
+	uint8_t rule = 0, f;
+
+	if (S_ISDIR(st->st_mode) || st->st_nlink < 2 || !atomic_load(&g->ntab_hint))
+		return 0;
+	pthread_rwlock_rdlock(&g->lock);
+	f = guard_tab_inode(g, st->st_dev, st->st_ino, &rule);
+	pthread_rwlock_unlock(&g->lock);
+	if (f & (GUARD_RO | GUARD_TREE))
+		return refuse(v, rule ? rule : GUARD_RULE_HL);
+	return 0;
+}
+
+/* Records a repository the bot made (allow_new_repos). */
+int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path)
+{
+	struct guard_repo *r, **v;
+	size_t i;
+	int rc = 0;
+
+	pthread_rwlock_wrlock(&g->lock);
+	for (i = 0; i < g->nrepos; i++)
+		if (g->repos[i]->dev == dev && g->repos[i]->ino == ino)
+			break;
+	if (i < g->nrepos) {
+		/* known before as someone else's: it stays guarded */
+		goto out;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r || (path && !(r->path = strdup(path)))) {
+		free(r);
+		rc = -ENOMEM;
+		goto out;
+	}
+	r->dev = dev;
+	r->ino = ino;
+	r->bot = true;
+	if (g->nrepos == g->arepos) {
+		size_t na = g->arepos ? g->arepos * 2 : 8;
+
+		v = realloc(g->repos, na * sizeof(*v));
+		if (!v) {
+			guard_repo_free(r);
+			rc = -ENOMEM;
+			goto out;
+		}
+		g->repos = v;
+		g->arepos = na;
+	}
+	g->repos[g->nrepos++] = r;
+out:
+	pthread_rwlock_unlock(&g->lock);
+	if (!rc)
+		guard_logf(g, "gitguard: new repository made by the bot: %s",
+			   path ? path : "(path unknown)");
+	return rc;
+}
+
+/* The path of the folder holding PATH, in BUF */
+static const char *dirname_of(const char *path, char *buf, size_t sz)
+{
+	const char *slash;
+
+	if (!path)
+		return NULL;
+	slash = strrchr(path, '/');
+	if (!slash)
+		return ".";
+	snprintf(buf, sz, "%.*s", (int)(slash - path), path);
+	return buf;
+}
+
+/*
+ * After a change succeeded: returns true when classes computed before may be
+ * wrong now (then the generation has moved too).  Cheap for ordinary changes.
+ */
+bool guard_notify(struct guard *g, const struct guard_event *ev)
+{
+	const struct guard_cls *p = ev->parent;
+	char buf[PATH_MAX];
+	struct guard_cls c;
+	bool changed = false;
+	int has;
+
+	if (ev->op == GUARD_OP_WRITE) {
+		if (ev->cls && ev->cls->role == GUARD_R_CONFIG && p && p->kind == GUARD_GITDIR &&
+		    ev->parent_fd >= 0)
+			return guard_repo_rescan(g, p->dev, p->ino, ev->parent_fd);
+		return false;
+	}
+	if (!p || !ev->name || p->kind == GUARD_BOTREPO)
+		return false;
+	if (ev->st && g->allow_new) {
+		bool isdir = S_ISDIR(ev->st->st_mode);
+
+		if (name_is_dotgit(ev->name) && isdir) {
+			changed = !guard_add_bot_repo(g, ev->st->st_dev, ev->st->st_ino, ev->path);
+		} else if (name_is_dotgit(ev->name)) {
+			pthread_rwlock_wrlock(&g->lock);
+			if (!recs_add(&g->misc, ev->st->st_dev, ev->st->st_ino, NULL, REC_BOT,
+				      GUARD_RULE_W1))
+				guard_tab_rebuild(g);
+			pthread_rwlock_unlock(&g->lock);
+			changed = true;
+		} else if (isdir && name_is_bare(ev->name) && p->kind != GUARD_GITDIR) {
+			changed = !guard_add_bot_repo(g, ev->st->st_dev, ev->st->st_ino, ev->path);
+		} else if (shape_bit(ev->name) && p->kind != GUARD_GITDIR && ev->parent_fd >= 0 &&
+			   guard_shape(ev->parent_fd, &has)) {
+			changed = !guard_add_bot_repo(g, p->dev, p->ino,
+						      dirname_of(ev->path, buf, sizeof(buf)));
+		}
+	}
+	if (p->kind == GUARD_GITDIR && ev->parent_fd >= 0) {
+		guard_name_stage(g, p, ev->name, ev->st ? ev->st->st_mode : 0, &c);
+		if (c.flags || c.role == GUARD_R_WORKTREES)
+			changed |= guard_repo_rescan(g, p->dev, p->ino, ev->parent_fd);
+	}
+	/* a folder moved: what lies beneath it now hangs from another class */
+	if (ev->op == GUARD_OP_RENAME && ev->st && S_ISDIR(ev->st->st_mode))
+		changed = true;
+	if (changed)
+		guard_bump(g);
+	return changed;
+}

@@ -1,0 +1,327 @@
+/*
+ * Classification: the class of an entry from its parent's class, its name
+ * and its stat (the name stage, no syscalls), then, for the few entries that
+ * need it, from its contents (a folder's shape, a .git file's target, a git
+ * folder's config).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "gitguard/guard-int.h"
+
+static void set(struct guard_cls *c, uint8_t flags, uint8_t rule)
+{
+	if (!c->flags || !c->rule)
+		c->rule = rule;
+	c->flags |= flags;
+}
+
+/* Names in a git folder that a lock file may not stand in for */
+static const struct {
+	const char *name;
+	uint8_t flags;
+	uint8_t rule;
+} gitdir_names[] = {
+	{"config", GUARD_RO, GUARD_RULE_D1},	{"config.worktree", GUARD_RO, GUARD_RULE_D2},
+	{"hooks", GUARD_TREE, GUARD_RULE_D3},	{"commondir", GUARD_RO, GUARD_RULE_D4},
+	{"gitdir", GUARD_RO, GUARD_RULE_D5},	{"locked", GUARD_RO, GUARD_RULE_D5},
+	{"worktrees", GUARD_RO, GUARD_RULE_D5}, {"modules", GUARD_TREE, GUARD_RULE_D6},
+	{"remotes", GUARD_TREE, GUARD_RULE_D8}, {"branches", GUARD_TREE, GUARD_RULE_D8},
+};
+
+/* NAME or NAME.lock equals WANT */
+static bool name_or_lock(const char *name, const char *want)
+{
+	size_t len = strlen(name), l = strlen(want);
+
+	if (name_is(name, want))
+		return true;
+	return len == l + 5 && !strncasecmp(name, want, l) && name_is(name + l, ".lock");
+}
+
+static int gitdir_child(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(gitdir_names) / sizeof(gitdir_names[0]); i++)
+		if (name_or_lock(name, gitdir_names[i].name))
+			return (int)i;
+	return -1;
+}
+
+/*
+ * The name stage: what the child NAME of type MODE in PARENT is, from names
+ * alone.  Used for lookups and, for a name not made yet, for creates (NC).
+ * Returns 1 when the content stage must look at the entry, else 0.
+ */
+int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char *name, mode_t mode,
+		     struct guard_cls *out)
+{
+	int i;
+
+	out->kind = parent->kind == GUARD_GITDIR ? GUARD_INGIT : parent->kind;
+	out->role = GUARD_R_NONE;
+	out->flags = 0;
+	out->rule = 0;
+
+	/* beneath an RO-tree everything is RO-tree (modules/ holds git folders: look) */
+	if (parent->flags & GUARD_TREE) {
+		out->kind = GUARD_INGIT;
+		set(out, GUARD_TREE | GUARD_RO, parent->rule);
+		return S_ISDIR(mode) && parent->rule == GUARD_RULE_D6;
+	}
+	if (parent->kind == GUARD_GITDIR) {
+		i = gitdir_child(name);
+		if (i >= 0) {
+			uint8_t rule = gitdir_names[i].rule;
+
+			/* in worktrees/<id>, commondir is D5's */
+			if ((parent->flags & GUARD_WT) && rule == GUARD_RULE_D4)
+				rule = GUARD_RULE_D5;
+			set(out, gitdir_names[i].flags, rule);
+			if (gitdir_names[i].flags & GUARD_TREE)
+				out->flags |= GUARD_RO;
+			if (!strcasecmp(name, "config"))
+				out->role = GUARD_R_CONFIG;
+			else if (!strcasecmp(name, "worktrees"))
+				out->role = GUARD_R_WORKTREES;
+			return 0;
+		}
+		if (name_is(name, "objects")) {
+			out->role = GUARD_R_OBJECTS;
+			return 0;
+		}
+	} else if (parent->kind == GUARD_INGIT) {
+		switch (parent->role) {
+		case GUARD_R_OBJECTS:
+			if (name_is(name, "info"))
+				out->role = GUARD_R_OBJINFO;
+			break;
+		case GUARD_R_OBJINFO:
+			if (name_or_lock(name, "alternates") ||
+			    name_or_lock(name, "http-alternates"))
+				set(out, GUARD_RO, GUARD_RULE_D7);
+			return 0;
+		case GUARD_R_WORKTREES:
+			/* an <id>: a git folder of its own; anything else in worktrees/ is RO */
+			if (S_ISDIR(mode)) {
+				out->kind = GUARD_GITDIR;
+				out->flags = GUARD_WT;
+				return 1;
+			}
+			set(out, GUARD_RO, GUARD_RULE_D5);
+			return 0;
+		default:
+			break;
+		}
+	}
+	if (parent->kind == GUARD_BOTREPO) {
+		/* the bot's own repository, but a git folder inside may be someone else's */
+		return S_ISDIR(mode);
+	}
+	if (name_is_dotgit(name)) {
+		if (S_ISDIR(mode)) {
+			out->kind = GUARD_GITDIR;
+			return 1;
+		}
+		set(out, GUARD_RO, GUARD_RULE_W1);
+		return 1;
+	}
+	if (S_ISDIR(mode) && name_is_bare(name)) {
+		out->kind = GUARD_GITDIR;
+		return 1;
+	}
+	(void)g;
+	return S_ISDIR(mode);
+}
+
+/*
+ * A folder's git shape: bit 0 HEAD, 1 objects/, 2 refs/, 3 commondir.  True
+ * when git would take it for a git folder: HEAD and either objects/ and refs/
+ * or a commondir (git's is_git_directory).
+ */
+bool guard_shape(int fd, int *has)
+{
+	static const char *const names[] = {"HEAD", "objects", "refs", "commondir"};
+	struct stat st;
+	int i, h = 0;
+
+	for (i = 0; i < 4; i++) {
+		/* without HEAD a folder is a git folder only through a pointer */
+		if (i == 1 && !(h & 1) && !has)
+			break;
+		if (!fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW))
+			h |= 1 << i;
+	}
+	if (has)
+		*has = h;
+	return (h & 1) && ((h & 6) == 6 || (h & 8));
+}
+
+/* A .git file or symlink in the folder PARENT_FD: note where it points. */
+static int note_dotgit(struct guard *g, int parent_fd, const char *name, const struct stat *st)
+{
+	char path[GUARD_GITFILE_MAX], *buf;
+	size_t len;
+	ssize_t n;
+	int rc;
+
+	if (S_ISLNK(st->st_mode)) {
+		n = readlinkat(parent_fd, name, path, sizeof(path) - 1);
+		if (n <= 0)
+			return 0;
+		path[n] = '\0';
+	} else if (S_ISREG(st->st_mode)) {
+		rc = guard_read_file(parent_fd, name, GUARD_GITFILE_MAX, &buf, &len, NULL);
+		if (rc)
+			return 0; /* RO anyway; git would not read it either */
+		rc = guard_parse_gitfile(buf, len, path, sizeof(path));
+		free(buf);
+		if (rc)
+			return 0;
+	} else {
+		return 0;
+	}
+	return guard_note_pointer(g, parent_fd, path);
+}
+
+/* The content stage for a git folder: its repository state decides. */
+static int classify_gitdir(struct guard *g, int fd, const struct stat *st, struct guard_cls *out)
+{
+	struct guard_repo info;
+	int rc;
+
+	rc = guard_repo_get(g, fd, st, &info);
+	if (rc)
+		return rc;
+	if (info.bot) {
+		out->kind = GUARD_BOTREPO;
+		out->flags = 0;
+		out->rule = 0;
+		return 0;
+	}
+	out->kind = GUARD_GITDIR;
+	if (out->flags & GUARD_WT) {
+		struct stat cst;
+
+		/* D5: an admin folder without commondir is a complete git folder */
+		if (fstatat(fd, "commondir", &cst, AT_SYMLINK_NOFOLLOW) || !S_ISREG(cst.st_mode))
+			set(out, GUARD_TREE | GUARD_RO, GUARD_RULE_D5);
+	}
+	if (info.rule && !(out->flags & GUARD_TREE))
+		set(out, GUARD_TREE | GUARD_RO, info.rule);
+	return 0;
+}
+
+/* Is this folder a git folder even though its name does not say so? */
+static bool known_gitdir(struct guard *g, const struct stat *st, bool *bot)
+{
+	uint8_t flags;
+	size_t i;
+
+	*bot = false;
+	pthread_rwlock_rdlock(&g->lock);
+	flags = g->ntab ? guard_tab_inode(g, st->st_dev, st->st_ino, NULL) : 0;
+	for (i = 0; i < g->nrepos; i++)
+		if (g->repos[i]->dev == (uint64_t)st->st_dev &&
+		    g->repos[i]->ino == (uint64_t)st->st_ino) {
+			flags |= REC_GITDIR;
+			*bot = g->repos[i]->bot;
+			break;
+		}
+	pthread_rwlock_unlock(&g->lock);
+	return flags & REC_GITDIR;
+}
+
+/*
+ * The class of NAME in the folder PARENT_FD whose class is PARENT.  ST is the
+ * entry's stat (lstat: a symlink is a symlink).  FD is the entry's O_PATH fd
+ * if the caller has one (it saves an open for folders), else -1.  A plain
+ * file in a plain folder costs no syscall.  Returns 0 or -errno.
+ */
+int guard_classify(struct guard *g, const struct guard_cls *parent, int parent_fd, const char *name,
+		   const struct stat *st, int fd, struct guard_cls *out)
+{
+	int own = -1, rc = 0;
+	bool bot;
+
+	out->dev = st->st_dev;
+	out->ino = st->st_ino;
+	if (!guard_name_stage(g, parent, name, st->st_mode, out))
+		goto tables;
+
+	if (S_ISDIR(st->st_mode)) {
+		if (fd < 0) {
+			own = openat(parent_fd, name,
+				     O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+			if (own < 0)
+				return -errno;
+			fd = own;
+		}
+		if (out->flags & GUARD_TREE) {
+			/* inside modules/: a submodule's git folder still has a config to scan */
+			if (guard_shape(fd, NULL)) {
+				struct guard_repo info;
+
+				rc = guard_repo_get(g, fd, st, &info);
+			}
+			goto close;
+		}
+		if (out->kind != GUARD_GITDIR) {
+			if (known_gitdir(g, st, &bot)) {
+				out->kind = GUARD_GITDIR;
+			} else if (parent->kind == GUARD_BOTREPO) {
+				/* a folder git made in the bot's repository is the bot's too */
+				out->kind = GUARD_BOTREPO;
+				goto close;
+			} else if (guard_shape(fd, NULL)) {
+				out->kind = GUARD_GITDIR;
+			}
+		}
+		if (out->kind == GUARD_GITDIR)
+			rc = classify_gitdir(g, fd, st, out);
+	} else if (name_is_dotgit(name) && parent->kind != GUARD_BOTREPO) {
+		uint8_t f = 0;
+
+		if (atomic_load(&g->ntab_hint)) {
+			pthread_rwlock_rdlock(&g->lock);
+			f = guard_tab_inode(g, st->st_dev, st->st_ino, NULL);
+			pthread_rwlock_unlock(&g->lock);
+		}
+		if (f & REC_BOT) {
+			out->flags = 0;
+			out->rule = 0;
+		} else {
+			rc = note_dotgit(g, parent_fd, name, st);
+		}
+	}
+close:
+	if (own >= 0)
+		close(own);
+	if (rc)
+		return rc;
+tables:
+	if (out->kind != GUARD_BOTREPO && atomic_load(&g->ntab_hint)) {
+		uint8_t rule = 0, f;
+
+		pthread_rwlock_rdlock(&g->lock);
+		f = guard_tab_inode(g, st->st_dev, st->st_ino, &rule);
+		pthread_rwlock_unlock(&g->lock);
+		f &= GUARD_RO | GUARD_TREE | GUARD_PIN;
+		if (f & GUARD_TREE)
+			f |= GUARD_RO;
+		if (f)
+			set(out, f, rule);
+	}
+	return 0;
+}
+
+/* Does this class refuse anything at all? */
+bool guard_cls_protected(const struct guard_cls *cls)
+{
+	return cls->kind == GUARD_GITDIR || (cls->flags & (GUARD_RO | GUARD_TREE | GUARD_PIN));
+}

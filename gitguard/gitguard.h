@@ -1,0 +1,213 @@
+/*
+ * gitguard: which entries of a writable root git would trust, and whether a
+ * write-ish operation on them is allowed (DESIGN.md "The rule table").
+ *
+ * gitguard knows nothing of FUSE: the caller (fusefs) keeps one struct
+ * guard_cls per inode, computed by guard_classify() from the parent's class
+ * when the inode is looked up, and asks guard_check() before every write-ish
+ * operation.  Classes are plain data (no pointers) and may be copied freely.
+ *
+ * libgit2 is not used: the layout files (.git files, commondir) and the
+ * config sections that matter (include, includeIf, core.hooksPath,
+ * core.repositoryformatversion, extensions.*) are read through descriptors,
+ * size-capped and parsed here (parse.c), so nothing follows a symlink or an
+ * include by path and nothing blocks on a FIFO.
+ *
+ * Thread safety: every function may be called from several threads at once
+ * on the same struct guard, except guard_free().
+ */
+#ifndef GITGUARD_H
+#define GITGUARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct guard;
+
+/* What an entry is, relative to git. */
+enum guard_kind {
+	GUARD_PLAIN = 0, /* not in any git folder */
+	GUARD_GITDIR,	 /* a git folder D itself */
+	GUARD_INGIT,	 /* beneath a git folder */
+	GUARD_BOTREPO,	 /* in a repository the bot made (allow_new_repos): no rules */
+};
+
+/* Where an entry sits inside a git folder (decides its children's names). */
+enum guard_role {
+	GUARD_R_NONE = 0,
+	GUARD_R_OBJECTS,   /* D/objects */
+	GUARD_R_OBJINFO,   /* D/objects/info */
+	GUARD_R_WORKTREES, /* D/worktrees */
+	GUARD_R_CONFIG,	   /* D/config: a write to it is worth a guard_notify() */
+};
+
+/* Rules, as named in DESIGN.md; guard_rule_name() gives the text. */
+enum guard_rule {
+	GUARD_RULE_NONE = 0,
+	GUARD_RULE_G1,
+	GUARD_RULE_G2,
+	GUARD_RULE_G3,
+	GUARD_RULE_D1,
+	GUARD_RULE_D2,
+	GUARD_RULE_D3,
+	GUARD_RULE_D4,
+	GUARD_RULE_D5,
+	GUARD_RULE_D6,
+	GUARD_RULE_D7,
+	GUARD_RULE_D8,
+	GUARD_RULE_W1,
+	GUARD_RULE_W2,
+	GUARD_RULE_W3,
+	GUARD_RULE_X1,
+	GUARD_RULE_X3,
+	GUARD_RULE_HL, /* another name of a protected file (hard link) */
+	GUARD_RULE_MAX
+};
+
+/* Protection bits of a class. */
+#define GUARD_RO 0x01	/* no write, truncate, chmod, chown, rename, unlink, link, exchange */
+#define GUARD_TREE 0x02 /* RO and NC for the entry and everything beneath */
+#define GUARD_PIN 0x04	/* no rename, rmdir, unlink or exchange (G3, paths to W2/W3 targets) */
+#define GUARD_WT 0x08	/* a git folder that is a worktrees/<id> admin folder */
+
+/* The class of one inode: cache it, copy it, compare it; no pointers inside. */
+struct guard_cls {
+	uint64_t dev;
+	uint64_t ino;
+	uint8_t kind;  /* enum guard_kind */
+	uint8_t role;  /* enum guard_role */
+	uint8_t flags; /* GUARD_RO | GUARD_TREE | GUARD_PIN | GUARD_WT */
+	uint8_t rule;  /* enum guard_rule behind flags */
+};
+
+/* A refusal: rule "D3", reason "hooks"; static strings, never freed. */
+struct guard_verdict {
+	const char *rule;
+	const char *reason;
+};
+
+/* An error with a message naming the path. */
+struct guard_err {
+	int code; /* negative errno */
+	char msg[256];
+};
+
+/* Write-ish operations, one per FUSE request type (see guard_check()). */
+enum guard_op {
+	GUARD_OP_WRITE,	  /* open for writing, O_TRUNC, write, setattr size/times, fallocate,
+			      copy_file_range destination, setxattr, removexattr */
+	GUARD_OP_CHMOD,	  /* setattr mode */
+	GUARD_OP_CHOWN,	  /* setattr uid/gid */
+	GUARD_OP_CREATE,  /* create, mknod (any type but folder and symlink) */
+	GUARD_OP_MKDIR,	  /* mkdir */
+	GUARD_OP_SYMLINK, /* symlink */
+	GUARD_OP_LINK,	  /* link: a new name for cls */
+	GUARD_OP_UNLINK,  /* unlink of cls from parent */
+	GUARD_OP_RMDIR,	  /* rmdir of cls from parent */
+	GUARD_OP_RENAME,  /* rename of cls (src_parent/src_name) onto parent/name */
+	GUARD_OP_EXCHANGE, /* RENAME_EXCHANGE of cls (src_parent/src_name) and victim (parent/name) */
+};
+
+/*
+ * One operation to judge.  Fields a given op does not use are ignored; set
+ * unused fds to -1.
+ *   WRITE, CHMOD, CHOWN: cls.
+ *   CREATE, MKDIR: parent, parent_fd, name, mode (S_IFREG, S_IFDIR, S_IFIFO...).
+ *   SYMLINK: parent, parent_fd, name, target, parent_path.
+ *   LINK: cls (the existing inode), mode, parent, parent_fd, name.
+ *   UNLINK, RMDIR: cls, parent, name.
+ *   RENAME: cls, mode, fd (cls's O_PATH fd when it is a folder), src_parent,
+ *	src_name, parent, parent_fd, name, and victim (the entry replaced at
+ *	name, or NULL).
+ *   EXCHANGE: as RENAME, plus victim, victim_mode and victim_fd (when the
+ *	victim is a folder).
+ */
+struct guard_req {
+	enum guard_op op;
+	const struct guard_cls *cls;
+	mode_t mode;
+	int fd;
+	const struct guard_cls *parent;
+	int parent_fd;
+	const char *name;
+	const struct guard_cls *src_parent;
+	int src_parent_fd;
+	const char *src_name;
+	const struct guard_cls *victim;
+	mode_t victim_mode;
+	int victim_fd;
+	const char *target;	 /* SYMLINK: the link's text */
+	const char *parent_path; /* SYMLINK: parent's path from the root, "" or "." for the root */
+};
+
+/* A change that succeeded, for guard_notify(). */
+struct guard_event {
+	enum guard_op op;
+	const struct guard_cls *parent; /* folder holding the new or removed name */
+	int parent_fd;
+	const char *name;
+	const struct stat *st;	     /* the new entry (CREATE..LINK, RENAME), else NULL */
+	const struct guard_cls *cls; /* WRITE: the inode written (on release) */
+	const char *path;	     /* optional: the new entry's path from the root */
+};
+
+typedef void (*guard_log_fn)(void *arg, const char *msg);
+
+struct guard_opts {
+	/* Host path of the root, free of symlinks: absolute paths in git files
+	   are judged against it, and the root is classified from its ancestors. */
+	const char *root_path;
+	bool allow_new_repos; /* G1/G2 allowed; new repositories are the bot's */
+	guard_log_fn log;     /* NULL: no logs */
+	void *log_arg;
+};
+
+/* guard.c */
+int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp,
+	       struct guard_err *err);
+void guard_free(struct guard *g);
+int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err *err);
+uint64_t guard_generation(struct guard *g);
+const char *guard_rule_name(unsigned rule);
+const char *guard_rule_reason(unsigned rule);
+void guard_new_repos(struct guard *g,
+		     void (*fn)(void *arg, uint64_t dev, uint64_t ino, const char *path),
+		     void *arg);
+
+/* classify.c */
+int guard_classify(struct guard *g, const struct guard_cls *parent, int parent_fd, const char *name,
+		   const struct stat *st, int fd, struct guard_cls *out);
+bool guard_cls_protected(const struct guard_cls *cls);
+
+/* check.c */
+int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdict *v);
+int guard_check_inode(struct guard *g, const struct stat *st, struct guard_verdict *v);
+bool guard_notify(struct guard *g, const struct guard_event *ev);
+
+/* parse.c: pure functions on a buffer, for fuzzers */
+enum guard_cfg_key {
+	GUARD_CFG_INCLUDE,   /* include.path, includeIf.<cond>.path */
+	GUARD_CFG_HOOKSPATH, /* core.hooksPath */
+};
+
+struct guard_cfg {
+	/* called for each value of a key above; a non-zero return stops the scan */
+	int (*fn)(void *arg, enum guard_cfg_key key, const char *value);
+	void *arg;
+	/* filled by guard_config_scan */
+	long format;	      /* core.repositoryformatversion, -1 if unset */
+	bool bad_format;      /* repositoryformatversion not an integer */
+	bool worktree_config; /* extensions.worktreeConfig is true */
+	bool unknown_ext;     /* an extension git 2.39 does not know */
+	unsigned line;	      /* line of the first syntax error */
+};
+
+int guard_config_scan(const char *buf, size_t len, struct guard_cfg *cfg);
+int guard_parse_bool(const char *s);
+int guard_parse_gitfile(const char *buf, size_t len, char *out, size_t outsz);
+int guard_parse_commondir(const char *buf, size_t len, char *out, size_t outsz);
+
+#endif

@@ -1,0 +1,132 @@
+/* Internals of gitguard shared by its files; not installed, not for fusefs. */
+#ifndef GITGUARD_INT_H
+#define GITGUARD_INT_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "gitguard/gitguard.h"
+
+#define GUARD_GITFILE_MAX 4096	   /* .git files, commondir, gitdir */
+#define GUARD_CONFIG_MAX (1 << 20) /* config and include targets */
+#define GUARD_INCLUDE_DEPTH 10	   /* git's MAX_INCLUDE_DEPTH */
+#define GUARD_WALK_BUDGET 100000   /* entries a folder rename may look at */
+#define GUARD_LINK_MAX 40	   /* symlinks followed in one resolution */
+
+/* Extra record flags, beside GUARD_RO/TREE/PIN */
+#define REC_GITDIR 0x10 /* a folder a .git file or commondir names: a git folder */
+#define REC_BOT 0x20	/* a .git file or symlink the bot made (allow_new_repos) */
+
+/* One protected inode, or a missing name (NC) in a folder when name != NULL. */
+struct guard_rec {
+	uint64_t dev;
+	uint64_t ino;
+	char *name;
+	uint8_t flags;
+	uint8_t rule;
+};
+
+struct guard_recs {
+	struct guard_rec *v;
+	size_t n;
+	size_t alloc;
+};
+
+/* What gitguard learnt from one git folder's config and layout. */
+struct guard_repo {
+	uint64_t dev;
+	uint64_t ino;
+	bool bot;	 /* made by the bot under allow_new_repos */
+	char *path;	 /* bot repos: where it was made, if fusefs said */
+	uint8_t rule;	 /* GUARD_RULE_X3 when the whole folder is RO-tree */
+	const char *why; /* why X3 */
+	bool stamped;	 /* config is D/config and stamp below is valid */
+	struct stat stamp;
+	struct guard_recs recs; /* W2/W3 targets, pins, pointed folders, hard-link guards */
+};
+
+/*
+ * struct guard locking (STYLE.md 7):
+ *   lock (rwlock) protects repos, nrepos, misc, tab/ntab and root_cls.  Readers
+ *   (classification, decisions) take it shared for table and repository
+ *   lookups only, never across a syscall; a repository scan reads files with
+ *   no lock held and takes it exclusive only to publish the result.
+ *   gen and ntab_hint are atomics read without the lock (fast paths).
+ *   root_fd, root_dev, root_ino, root_path, allow_new and log are set by
+ *   guard_open and read-only afterwards.
+ * No other lock exists, so there is no lock order.
+ */
+struct guard {
+	int root_fd;
+	uint64_t root_dev;
+	uint64_t root_ino;
+	char *root_path; /* normalised, no trailing slash; NULL if unknown */
+	bool allow_new;
+	guard_log_fn log;
+	void *log_arg;
+
+	_Atomic uint64_t gen;
+	_Atomic size_t ntab_hint; /* ntab, for a lock-free "nothing recorded" test */
+
+	pthread_rwlock_t lock;
+	struct guard_repo **repos;
+	size_t nrepos;
+	size_t arepos;
+	struct guard_recs misc; /* records owned by no repository (.git file targets) */
+	struct guard_rec *tab;	/* every record, sorted by (dev, ino); names borrowed */
+	size_t ntab;
+	bool root_known; /* root_cls is set */
+	struct guard_cls root_cls;
+};
+
+/* guard.c */
+void guard_logf(struct guard *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name, uint8_t flags,
+	     uint8_t rule);
+void recs_clear(struct guard_recs *r);
+void guard_tab_rebuild(struct guard *g);
+uint8_t guard_tab_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *rule);
+uint8_t guard_tab_missing(struct guard *g, uint64_t dev, uint64_t ino, const char *name,
+			  uint8_t *rule);
+void guard_bump(struct guard *g);
+bool name_is(const char *name, const char *want);
+bool name_is_dotgit(const char *name);
+bool name_is_bare(const char *name);
+
+/* resolve.c */
+enum { RES_INSIDE, RES_MISSING, RES_OUTSIDE, RES_LINK, RES_ERROR };
+
+struct resolved {
+	int where;
+	int fd;		/* INSIDE, LINK: O_PATH fd of the last component */
+	struct stat st; /* INSIDE, LINK */
+	int dirfd;	/* INSIDE, MISSING, LINK: the folder holding it */
+	char name[NAME_MAX + 1];
+	int err; /* ERROR: negative errno */
+};
+
+/* Called for each folder passed through and each symlink followed inside the root */
+typedef int (*resolve_pin_fn)(void *arg, const struct stat *st, bool is_link);
+
+int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, resolve_pin_fn pin,
+		  void *arg, struct resolved *r);
+void resolved_close(struct resolved *r);
+int guard_read_file(int dirfd, const char *name, size_t cap, char **buf, size_t *len,
+		    struct stat *st);
+
+/* repo.c */
+int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guard_repo *out);
+bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd);
+void guard_repo_free(struct guard_repo *r);
+int guard_note_pointer(struct guard *g, int startfd, const char *path);
+bool guard_shape(int fd, int *has);
+
+/* check.c */
+int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path);
+
+/* classify.c */
+int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char *name, mode_t mode,
+		     struct guard_cls *out);
+
+#endif

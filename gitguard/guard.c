@@ -1,0 +1,472 @@
+/* A guard for one writable root: its life, its tables and the rule names. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "gitguard/guard-int.h"
+
+static const struct {
+	const char *name;
+	const char *reason;
+} rules[GUARD_RULE_MAX] = {
+	[GUARD_RULE_NONE] = {"-", "allowed"},
+	[GUARD_RULE_G1] = {"G1", "new .git"},
+	[GUARD_RULE_G2] = {"G2", "new bare-shaped folder"},
+	[GUARD_RULE_G3] = {"G3", "git folder or a folder above one"},
+	[GUARD_RULE_D1] = {"D1", "config"},
+	[GUARD_RULE_D2] = {"D2", "config.worktree"},
+	[GUARD_RULE_D3] = {"D3", "hooks"},
+	[GUARD_RULE_D4] = {"D4", "commondir"},
+	[GUARD_RULE_D5] = {"D5", "worktrees"},
+	[GUARD_RULE_D6] = {"D6", "modules"},
+	[GUARD_RULE_D7] = {"D7", "alternates"},
+	[GUARD_RULE_D8] = {"D8", "remotes/branches"},
+	[GUARD_RULE_W1] = {"W1", ".git file"},
+	[GUARD_RULE_W2] = {"W2", "core.hooksPath target"},
+	[GUARD_RULE_W3] = {"W3", "config include target"},
+	[GUARD_RULE_X1] = {"X1", "symlink into a git folder"},
+	[GUARD_RULE_X3] = {"X3", "git folder with an unsafe config"},
+	[GUARD_RULE_HL] = {"HL", "another name of a protected file"},
+};
+
+const char *guard_rule_name(unsigned rule)
+{
+	return rule < GUARD_RULE_MAX && rules[rule].name ? rules[rule].name : "?";
+}
+
+const char *guard_rule_reason(unsigned rule)
+{
+	return rule < GUARD_RULE_MAX && rules[rule].reason ? rules[rule].reason : "?";
+}
+
+void guard_logf(struct guard *g, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!g->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	g->log(g->log_arg, msg);
+}
+
+/* Git compares these names exactly, but a casefolded folder would match any case. */
+bool name_is(const char *name, const char *want)
+{
+	return !strcasecmp(name, want);
+}
+
+bool name_is_dotgit(const char *name)
+{
+	return name_is(name, ".git");
+}
+
+/* NAME.git, the usual name of a bare repository */
+bool name_is_bare(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 4 && !strcasecmp(name + n - 4, ".git");
+}
+
+void guard_bump(struct guard *g)
+{
+	atomic_fetch_add(&g->gen, 1);
+}
+
+/* The generation: it moves whenever classes computed before may be wrong now. */
+uint64_t guard_generation(struct guard *g)
+{
+	return atomic_load(&g->gen);
+}
+
+int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name, uint8_t flags,
+	     uint8_t rule)
+{
+	struct guard_rec *v;
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		v = &r->v[i];
+		if (v->dev == dev && v->ino == ino && !v->name == !name &&
+		    (!name || !strcmp(v->name, name))) {
+			if ((v->flags | flags) != v->flags && !v->rule)
+				v->rule = rule;
+			v->flags |= flags;
+			return 0;
+		}
+	}
+	if (r->n == r->alloc) {
+		size_t na = r->alloc ? r->alloc * 2 : 8;
+
+		v = realloc(r->v, na * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		r->v = v;
+		r->alloc = na;
+	}
+	v = &r->v[r->n];
+	v->dev = dev;
+	v->ino = ino;
+	v->name = NULL;
+	if (name && !(v->name = strdup(name)))
+		return -ENOMEM;
+	v->flags = flags;
+	v->rule = rule;
+	r->n++;
+	return 0;
+}
+
+void recs_clear(struct guard_recs *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++)
+		free(r->v[i].name);
+	free(r->v);
+	r->v = NULL;
+	r->n = r->alloc = 0;
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+	const struct guard_rec *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return 0;
+}
+
+static void tab_append(struct guard_rec *tab, size_t *n, const struct guard_recs *r)
+{
+	if (r->n)
+		memcpy(tab + *n, r->v, r->n * sizeof(*r->v));
+	*n += r->n;
+}
+
+/* Rebuilds the sorted table from every repository's records; lock held exclusive. */
+void guard_tab_rebuild(struct guard *g)
+{
+	struct guard_rec *tab;
+	size_t i, total = g->misc.n, n = 0;
+
+	for (i = 0; i < g->nrepos; i++)
+		total += g->repos[i]->recs.n;
+	tab = total ? malloc(total * sizeof(*tab)) : NULL;
+	if (total && !tab) {
+		/* keep the old table: stale beats empty */
+		guard_logf(g, "gitguard: out of memory rebuilding the protected table");
+		return;
+	}
+	tab_append(tab, &n, &g->misc);
+	for (i = 0; i < g->nrepos; i++)
+		tab_append(tab, &n, &g->repos[i]->recs);
+	if (n)
+		qsort(tab, n, sizeof(*tab), rec_cmp);
+	free(g->tab);
+	g->tab = tab;
+	g->ntab = n;
+	atomic_store(&g->ntab_hint, n);
+}
+
+static size_t tab_first(struct guard *g, uint64_t dev, uint64_t ino)
+{
+	size_t lo = 0, hi = g->ntab, mid;
+	struct guard_rec key = {.dev = dev, .ino = ino};
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (rec_cmp(&g->tab[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Flags recorded for an inode; lock held shared. */
+uint8_t guard_tab_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *rule)
+{
+	uint8_t flags = 0;
+	size_t i;
+
+	for (i = tab_first(g, dev, ino); i < g->ntab; i++) {
+		struct guard_rec *r = &g->tab[i];
+
+		if (r->dev != dev || r->ino != ino)
+			break;
+		if (r->name)
+			continue;
+		if (!flags && rule)
+			*rule = r->rule;
+		flags |= r->flags;
+	}
+	return flags;
+}
+
+/* Flags recorded for a missing NAME in the folder (dev, ino); lock held shared. */
+uint8_t guard_tab_missing(struct guard *g, uint64_t dev, uint64_t ino, const char *name,
+			  uint8_t *rule)
+{
+	size_t i;
+
+	for (i = tab_first(g, dev, ino); i < g->ntab; i++) {
+		struct guard_rec *r = &g->tab[i];
+
+		if (r->dev != dev || r->ino != ino)
+			break;
+		if (r->name && !strcmp(r->name, name)) {
+			if (rule)
+				*rule = r->rule;
+			return r->flags;
+		}
+	}
+	return 0;
+}
+
+/* A copy of PATH without "//", "/." or a trailing slash; "/" becomes "" */
+static char *normalise_root(const char *path)
+{
+	char *out = malloc(strlen(path) + 2), *o = out;
+	const char *p = path;
+
+	if (!out)
+		return NULL;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		if (p[0] == '.' && (p[1] == '/' || !p[1])) {
+			p++;
+			continue;
+		}
+		*o++ = '/';
+		while (*p && *p != '/')
+			*o++ = *p++;
+	}
+	*o = '\0';
+	return out;
+}
+
+static int guard_err_set(struct guard_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int guard_err_set(struct guard_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		err->code = code;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+/*
+ * Makes a guard for the writable root ROOT_FD (any fd of the root folder; it
+ * is duplicated).  opts may be NULL.
+ */
+int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp, struct guard_err *err)
+{
+	struct guard *g;
+	struct stat st;
+	int rc;
+
+	*gp = NULL;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return guard_err_set(err, -ENOMEM, "gitguard: out of memory");
+	g->root_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+	if (g->root_fd < 0 || fstat(g->root_fd, &st) < 0) {
+		rc = -errno;
+		if (g->root_fd >= 0)
+			close(g->root_fd);
+		free(g);
+		return guard_err_set(err, rc, "gitguard: root %s: %s",
+				     opts && opts->root_path ? opts->root_path : "(fd)",
+				     strerror(-rc));
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		close(g->root_fd);
+		free(g);
+		return guard_err_set(err, -ENOTDIR, "gitguard: root %s is not a folder",
+				     opts && opts->root_path ? opts->root_path : "(fd)");
+	}
+	g->root_dev = st.st_dev;
+	g->root_ino = st.st_ino;
+	if (opts) {
+		if (opts->root_path) {
+			if (opts->root_path[0] != '/') {
+				close(g->root_fd);
+				free(g);
+				return guard_err_set(err, -EINVAL,
+						     "gitguard: root path %s is not absolute",
+						     opts->root_path);
+			}
+			g->root_path = normalise_root(opts->root_path);
+			if (!g->root_path) {
+				close(g->root_fd);
+				free(g);
+				return guard_err_set(err, -ENOMEM, "gitguard: out of memory");
+			}
+		}
+		g->allow_new = opts->allow_new_repos;
+		g->log = opts->log;
+		g->log_arg = opts->log_arg;
+	}
+	rc = pthread_rwlock_init(&g->lock, NULL);
+	if (rc) {
+		free(g->root_path);
+		close(g->root_fd);
+		free(g);
+		return guard_err_set(err, -rc, "gitguard: rwlock: %s", strerror(rc));
+	}
+	atomic_init(&g->gen, 1);
+	atomic_init(&g->ntab_hint, 0);
+	*gp = g;
+	return 0;
+}
+
+void guard_repo_free(struct guard_repo *r)
+{
+	if (!r)
+		return;
+	recs_clear(&r->recs);
+	free(r->path);
+	free(r);
+}
+
+void guard_free(struct guard *g)
+{
+	size_t i;
+
+	if (!g)
+		return;
+	for (i = 0; i < g->nrepos; i++)
+		guard_repo_free(g->repos[i]);
+	free(g->repos);
+	recs_clear(&g->misc);
+	free(g->tab);
+	pthread_rwlock_destroy(&g->lock);
+	free(g->root_path);
+	close(g->root_fd);
+	free(g);
+}
+
+/* Calls FN for each repository the bot made, with the path fusefs gave if any. */
+void guard_new_repos(struct guard *g,
+		     void (*fn)(void *arg, uint64_t dev, uint64_t ino, const char *path), void *arg)
+{
+	size_t i;
+
+	pthread_rwlock_rdlock(&g->lock);
+	for (i = 0; i < g->nrepos; i++)
+		if (g->repos[i]->bot)
+			fn(arg, g->repos[i]->dev, g->repos[i]->ino, g->repos[i]->path);
+	pthread_rwlock_unlock(&g->lock);
+}
+
+/*
+ * The class of the root.  With a root path, the root is classified from "/"
+ * down, one component at a time, so that a root which is a git folder, or
+ * lies inside one, gets the rules it would have at any depth.
+ */
+int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err *err)
+{
+	struct guard_cls cls = {0}, c;
+	char comp[NAME_MAX + 1];
+	const char *p, *e;
+	struct stat st;
+	int cur, nfd, rc;
+	size_t n;
+
+	pthread_rwlock_rdlock(&g->lock);
+	if (g->root_known) {
+		*out = g->root_cls;
+		pthread_rwlock_unlock(&g->lock);
+		return 0;
+	}
+	pthread_rwlock_unlock(&g->lock);
+
+	if (!g->root_path) {
+		if (fstat(g->root_fd, &st) < 0)
+			return guard_err_set(err, -errno, "gitguard: root: %s", strerror(errno));
+		memset(&cls, 0, sizeof(cls));
+		cls.dev = st.st_dev;
+		cls.ino = st.st_ino;
+		if (guard_shape(g->root_fd, NULL)) {
+			struct guard_repo info;
+
+			rc = guard_repo_get(g, g->root_fd, &st, &info);
+			if (rc)
+				return guard_err_set(err, rc, "gitguard: root: %s", strerror(-rc));
+			cls.kind = info.bot ? GUARD_BOTREPO : GUARD_GITDIR;
+			if (info.rule) {
+				cls.flags = GUARD_RO | GUARD_TREE;
+				cls.rule = info.rule;
+			}
+		}
+		goto done;
+	}
+	cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0 || fstat(cur, &st) < 0)
+		return guard_err_set(err, -errno, "gitguard: /: %s", strerror(errno));
+	cls.dev = st.st_dev;
+	cls.ino = st.st_ino;
+	for (p = g->root_path; *p; p += n) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		e = strchr(p, '/');
+		n = e ? (size_t)(e - p) : strlen(p);
+		if (n >= sizeof(comp)) {
+			close(cur);
+			return guard_err_set(err, -ENAMETOOLONG, "gitguard: %s: name too long",
+					     g->root_path);
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		nfd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+		if (nfd < 0 || fstat(nfd, &st) < 0) {
+			rc = -errno;
+			if (nfd >= 0)
+				close(nfd);
+			close(cur);
+			return guard_err_set(err, rc, "gitguard: %s: %s: %s", g->root_path, comp,
+					     strerror(-rc));
+		}
+		rc = guard_classify(g, &cls, cur, comp, &st, nfd, &c);
+		close(cur);
+		cur = nfd;
+		if (rc) {
+			close(cur);
+			return guard_err_set(err, rc, "gitguard: %s: %s", g->root_path,
+					     strerror(-rc));
+		}
+		cls = c;
+	}
+	close(cur);
+	if (cls.dev != g->root_dev || cls.ino != g->root_ino)
+		return guard_err_set(err, -ESTALE, "gitguard: %s is no longer the root folder",
+				     g->root_path);
+done:
+	pthread_rwlock_wrlock(&g->lock);
+	g->root_cls = cls;
+	g->root_known = true;
+	pthread_rwlock_unlock(&g->lock);
+	*out = cls;
+	return 0;
+}

@@ -1,0 +1,593 @@
+/*
+ * Per-repository state: what a git folder's layout and config make
+ * protected (X3, W2, W3, commondir targets, other names of protected files),
+ * keyed by the git folder's (st_dev, st_ino) and rescanned on notify or when
+ * the config's stamp changes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gitguard/guard-int.h"
+
+struct scan {
+	struct guard *g;
+	struct guard_repo *r;
+	int dfd;	  /* the git folder */
+	int basefd;	  /* folder of the config file being read */
+	uid_t owner;	  /* owner of that file, for "~/" */
+	unsigned depth;	  /* include depth */
+	uint8_t pin_rule; /* rule for pins of the current resolution */
+};
+
+static void x3(struct scan *s, const char *why)
+{
+	if (!s->r->rule) {
+		s->r->rule = GUARD_RULE_X3;
+		s->r->why = why;
+	}
+}
+
+static int pin_cb(void *arg, const struct stat *st, bool is_link)
+{
+	struct scan *s = arg;
+
+	return recs_add(&s->r->recs, st->st_dev, st->st_ino, NULL, is_link ? GUARD_RO : GUARD_PIN,
+			s->pin_rule);
+}
+
+/* "~/x", "~user/x" (git's interpolate_path), for the owner of the config */
+static int expand_home(struct scan *s, const char *in, char *out, size_t outsz)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096], user[256];
+	const char *rest, *slash;
+	int n;
+
+	if (in[0] != '~') {
+		n = snprintf(out, outsz, "%s", in);
+		return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
+	}
+	slash = strchr(in, '/');
+	rest = slash ? slash : "";
+	if (in[1] == '/' || !in[1]) {
+		getpwuid_r(s->owner, &pw, buf, sizeof(buf), &res);
+	} else {
+		size_t l = slash ? (size_t)(slash - in - 1) : strlen(in + 1);
+
+		if (l >= sizeof(user))
+			return -ENAMETOOLONG;
+		memcpy(user, in + 1, l);
+		user[l] = '\0';
+		getpwnam_r(user, &pw, buf, sizeof(buf), &res);
+	}
+	if (!res || !res->pw_dir || res->pw_dir[0] != '/')
+		return -ENOENT;
+	n = snprintf(out, outsz, "%s%s", res->pw_dir, rest);
+	return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
+}
+
+static int scan_config(struct scan *s, int dirfd, const char *name);
+
+/* W3: an include target is RO, NC if missing, and is read for more */
+static int on_include(struct scan *s, const char *value)
+{
+	char path[PATH_MAX];
+	struct resolved res;
+	int rc = 0;
+
+	if (!strncmp(value, "%(prefix)/", 10))
+		return 0; /* git's install prefix: outside any root */
+	if (!*value || expand_home(s, value, path, sizeof(path))) {
+		x3(s, "an include that cannot be resolved");
+		return 0;
+	}
+	s->pin_rule = GUARD_RULE_W3;
+	switch (guard_resolve(s->g, s->basefd, path, true, pin_cb, s, &res)) {
+	case RES_INSIDE:
+		rc = recs_add(&s->r->recs, res.st.st_dev, res.st.st_ino, NULL, GUARD_RO,
+			      GUARD_RULE_W3);
+		if (rc)
+			break;
+		if (!S_ISREG(res.st.st_mode)) {
+			x3(s, "an include target that is not a regular file");
+			break;
+		}
+		if (s->depth >= GUARD_INCLUDE_DEPTH) {
+			x3(s, "includes nested too deep");
+			break;
+		}
+		{
+			int obase = s->basefd;
+			uid_t oowner = s->owner;
+
+			s->basefd = res.dirfd;
+			s->owner = res.st.st_uid;
+			s->depth++;
+			rc = scan_config(s, res.dirfd, res.name);
+			s->depth--;
+			s->basefd = obase;
+			s->owner = oowner;
+		}
+		break;
+	case RES_MISSING: {
+		struct stat st;
+
+		if (fstat(res.dirfd, &st) < 0) {
+			x3(s, "an include that cannot be resolved");
+			break;
+		}
+		rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, res.name, GUARD_RO, GUARD_RULE_W3);
+		break;
+	}
+	case RES_OUTSIDE:
+		break;
+	default:
+		x3(s, "an include that cannot be resolved");
+		break;
+	}
+	resolved_close(&res);
+	return rc;
+}
+
+/* W2: a hooksPath inside the root is RO-tree, NC if missing */
+static int on_hookspath_from(struct scan *s, int fromfd, const char *path)
+{
+	struct resolved res;
+	struct stat st;
+	int rc = 0;
+
+	s->pin_rule = GUARD_RULE_W2;
+	switch (guard_resolve(s->g, fromfd, path, true, pin_cb, s, &res)) {
+	case RES_INSIDE:
+		rc = recs_add(&s->r->recs, res.st.st_dev, res.st.st_ino, NULL,
+			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_W2);
+		break;
+	case RES_MISSING:
+		if (fstat(res.dirfd, &st) < 0) {
+			x3(s, "a core.hooksPath that cannot be resolved");
+			break;
+		}
+		rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, res.name, GUARD_RO | GUARD_TREE,
+			      GUARD_RULE_W2);
+		break;
+	case RES_OUTSIDE:
+		break;
+	default:
+		x3(s, "a core.hooksPath that cannot be resolved");
+		break;
+	}
+	resolved_close(&res);
+	return rc;
+}
+
+static int on_hookspath(struct scan *s, const char *value)
+{
+	char path[PATH_MAX];
+	int up, rc;
+
+	if (!*value)
+		return 0; /* empty: the default hooks/ */
+	if (expand_home(s, value, path, sizeof(path))) {
+		x3(s, "a core.hooksPath that cannot be resolved");
+		return 0;
+	}
+	/* relative to where hooks run: the worktree's top, or the git folder if bare */
+	rc = on_hookspath_from(s, s->dfd, path);
+	if (rc || path[0] == '/')
+		return rc;
+	up = openat(s->dfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (up < 0)
+		return 0;
+	rc = on_hookspath_from(s, up, path);
+	close(up);
+	return rc;
+}
+
+static int on_key(void *arg, enum guard_cfg_key key, const char *value)
+{
+	struct scan *s = arg;
+
+	return key == GUARD_CFG_INCLUDE ? on_include(s, value) : on_hookspath(s, value);
+}
+
+/* Reads and scans one config file; the repository format only counts at depth 0 */
+static int scan_config(struct scan *s, int dirfd, const char *name)
+{
+	struct guard_cfg cfg = {.fn = on_key, .arg = s};
+	struct stat st;
+	size_t len;
+	char *buf;
+	int rc;
+
+	rc = guard_read_file(dirfd, name, GUARD_CONFIG_MAX, &buf, &len, &st);
+	if (rc == -ENOENT && !s->depth) {
+		x3(s, "no config");
+		return 0;
+	}
+	if (rc == -ENOENT)
+		return 0; /* raced away: recorded NC already by the caller's resolution */
+	if (rc == -EINVAL) {
+		x3(s, "a config that is not a regular file");
+		return 0;
+	}
+	if (rc == -EFBIG) {
+		x3(s, "a config larger than 1 MiB");
+		return 0;
+	}
+	if (rc) {
+		x3(s, "a config that cannot be read");
+		return 0;
+	}
+	if (!s->depth) {
+		s->r->stamp = st;
+		s->owner = st.st_uid;
+	}
+	rc = guard_config_scan(buf, len, &cfg);
+	free(buf);
+	if (rc == -EINVAL) {
+		x3(s, "a config git cannot parse");
+		return 0;
+	}
+	if (rc)
+		return rc;
+	if (!s->depth) {
+		if (cfg.worktree_config)
+			x3(s, "extensions.worktreeConfig");
+		if (cfg.unknown_ext)
+			x3(s, "an unknown extension");
+		if (cfg.bad_format || cfg.format > 1)
+			x3(s, "an unknown repository format");
+	}
+	return 0;
+}
+
+/* A file with other names: remember its inode so those names are protected too */
+static int hl_file(struct guard_repo *r, int dirfd, const char *name, uint8_t rule)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (S_ISDIR(st.st_mode) || st.st_nlink < 2)
+		return 0;
+	return recs_add(&r->recs, st.st_dev, st.st_ino, NULL, GUARD_RO, rule);
+}
+
+static int hl_tree(struct guard_repo *r, int dfd, const char *name, uint8_t rule, unsigned *budget)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, rc = 0;
+
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return hl_file(r, dfd, name, rule);
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while (!rc && (de = readdir(d)) && *budget) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		(*budget)--;
+		if (de->d_type == DT_DIR)
+			rc = hl_tree(r, dirfd(d), de->d_name, rule, budget);
+		else if (de->d_type != DT_LNK)
+			rc = hl_file(r, dirfd(d), de->d_name, rule);
+	}
+	closedir(d);
+	return rc;
+}
+
+static int hl_worktrees(struct guard_repo *r, int dfd)
+{
+	static const char *const names[] = {"commondir", "gitdir", "locked", "config.worktree"};
+	struct dirent *de;
+	size_t i;
+	int fd, sub, rc = 0;
+	DIR *d;
+
+	fd = openat(dfd, "worktrees", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while (!rc && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		sub = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			continue;
+		for (i = 0; !rc && i < 4; i++)
+			rc = hl_file(r, sub, names[i], i == 3 ? GUARD_RULE_D2 : GUARD_RULE_D5);
+		close(sub);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Other names of protected files in D: hooks, config, commondir... */
+static int scan_hardlinks(struct guard_repo *r, int dfd)
+{
+	unsigned budget = 10000;
+	int rc = 0, fd;
+
+	rc = rc ? rc : hl_file(r, dfd, "config", GUARD_RULE_D1);
+	rc = rc ? rc : hl_file(r, dfd, "config.worktree", GUARD_RULE_D2);
+	rc = rc ? rc : hl_file(r, dfd, "commondir", GUARD_RULE_D4);
+	rc = rc ? rc : hl_tree(r, dfd, "hooks", GUARD_RULE_D3, &budget);
+	rc = rc ? rc : hl_tree(r, dfd, "remotes", GUARD_RULE_D8, &budget);
+	rc = rc ? rc : hl_tree(r, dfd, "branches", GUARD_RULE_D8, &budget);
+	rc = rc ? rc : hl_worktrees(r, dfd);
+	if (!rc) {
+		fd = openat(dfd, "objects/info", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			rc = hl_file(r, fd, "alternates", GUARD_RULE_D7);
+			rc = rc ? rc : hl_file(r, fd, "http-alternates", GUARD_RULE_D7);
+			close(fd);
+		}
+	}
+	return rc;
+}
+
+/* Scans the git folder DFD; returns a new repository record or NULL (ENOMEM). */
+static struct guard_repo *repo_scan(struct guard *g, int dfd, const struct stat *dst)
+{
+	struct scan s = {.g = g, .dfd = dfd, .basefd = dfd, .owner = dst->st_uid};
+	char path[GUARD_GITFILE_MAX], *buf;
+	struct resolved res = {.fd = -1, .dirfd = -1};
+	struct guard_repo *r;
+	struct stat st;
+	size_t len;
+	int rc, cfgdir = dfd;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->dev = dst->st_dev;
+	r->ino = dst->st_ino;
+	s.r = r;
+	if (!fstatat(dfd, "commondir", &st, AT_SYMLINK_NOFOLLOW)) {
+		/* D4: config, hooks and objects live in the common folder */
+		rc = guard_read_file(dfd, "commondir", GUARD_GITFILE_MAX, &buf, &len, NULL);
+		if (!rc) {
+			rc = guard_parse_commondir(buf, len, path, sizeof(path));
+			free(buf);
+		}
+		if (rc) {
+			x3(&s, "a commondir that cannot be read");
+			cfgdir = -1;
+		} else {
+			s.pin_rule = GUARD_RULE_D4;
+			switch (guard_resolve(g, dfd, path, true, pin_cb, &s, &res)) {
+			case RES_INSIDE:
+				if (!S_ISDIR(res.st.st_mode)) {
+					x3(&s, "a commondir naming no folder");
+					cfgdir = -1;
+					break;
+				}
+				rc = recs_add(&r->recs, res.st.st_dev, res.st.st_ino, NULL,
+					      REC_GITDIR, GUARD_RULE_D4);
+				cfgdir = res.fd;
+				break;
+			case RES_OUTSIDE:
+				/* the common folder is out of this root's reach */
+				cfgdir = -1;
+				break;
+			default:
+				x3(&s, "a commondir that cannot be resolved");
+				cfgdir = -1;
+				break;
+			}
+		}
+	} else {
+		r->stamped = true;
+	}
+	if (cfgdir >= 0) {
+		s.basefd = cfgdir;
+		rc = scan_config(&s, cfgdir, "config");
+		if (rc == -ENOMEM)
+			goto nomem;
+	}
+	if (!r->stamped)
+		memset(&r->stamp, 0, sizeof(r->stamp));
+	resolved_close(&res);
+	if (scan_hardlinks(r, dfd) == -ENOMEM)
+		goto nomem;
+	if (r->rule)
+		guard_logf(g,
+			   "gitguard: git folder (dev %llu, ino %llu) is read-only as a whole "
+			   "(rule X3): %s",
+			   (unsigned long long)r->dev, (unsigned long long)r->ino, r->why);
+	return r;
+nomem:
+	resolved_close(&res);
+	guard_repo_free(r);
+	return NULL;
+}
+
+static struct guard_repo **repo_find(struct guard *g, uint64_t dev, uint64_t ino)
+{
+	size_t i;
+
+	for (i = 0; i < g->nrepos; i++)
+		if (g->repos[i]->dev == dev && g->repos[i]->ino == ino)
+			return &g->repos[i];
+	return NULL;
+}
+
+static bool recs_equal(const struct guard_recs *a, const struct guard_recs *b)
+{
+	size_t i;
+
+	if (a->n != b->n)
+		return false;
+	for (i = 0; i < a->n; i++) {
+		const struct guard_rec *x = &a->v[i], *y = &b->v[i];
+
+		if (x->dev != y->dev || x->ino != y->ino || x->flags != y->flags ||
+		    !x->name != !y->name || (x->name && strcmp(x->name, y->name)))
+			return false;
+	}
+	return true;
+}
+
+/* Publishes R (replacing any record of the same folder); lock held exclusive. */
+static int repo_publish(struct guard *g, struct guard_repo *r, bool *changed)
+{
+	struct guard_repo **slot = repo_find(g, r->dev, r->ino), **v;
+
+	if (slot) {
+		*changed = (*slot)->rule != r->rule || !recs_equal(&(*slot)->recs, &r->recs);
+		if ((*slot)->bot) {
+			/* the bot's own: keep it so */
+			r->bot = true;
+			r->path = (*slot)->path;
+			(*slot)->path = NULL;
+		}
+		guard_repo_free(*slot);
+		*slot = r;
+	} else {
+		if (g->nrepos == g->arepos) {
+			size_t na = g->arepos ? g->arepos * 2 : 8;
+
+			v = realloc(g->repos, na * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			g->repos = v;
+			g->arepos = na;
+		}
+		g->repos[g->nrepos++] = r;
+		*changed = r->recs.n > 0;
+	}
+	if (*changed)
+		guard_tab_rebuild(g);
+	return 0;
+}
+
+static bool stamp_fresh(const struct guard_repo *r, int dfd)
+{
+	struct stat st;
+
+	if (!r->stamped)
+		return true;
+	if (fstatat(dfd, "config", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return r->stamp.st_ino == 0;
+	return st.st_ino == r->stamp.st_ino && st.st_dev == r->stamp.st_dev &&
+	       st.st_size == r->stamp.st_size && st.st_mode == r->stamp.st_mode &&
+	       st.st_mtim.tv_sec == r->stamp.st_mtim.tv_sec &&
+	       st.st_mtim.tv_nsec == r->stamp.st_mtim.tv_nsec &&
+	       st.st_ctim.tv_sec == r->stamp.st_ctim.tv_sec &&
+	       st.st_ctim.tv_nsec == r->stamp.st_ctim.tv_nsec;
+}
+
+/*
+ * The state of the git folder DFD (stat DST): from the table if its config
+ * has not changed, else scanned now.  Fills OUT's bot, rule and why only.
+ */
+int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guard_repo *out)
+{
+	struct guard_repo **slot, *r;
+	bool found = false, changed = false;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	pthread_rwlock_rdlock(&g->lock);
+	slot = repo_find(g, dst->st_dev, dst->st_ino);
+	if (slot) {
+		found = true;
+		out->bot = (*slot)->bot;
+		out->rule = (*slot)->rule;
+		out->why = (*slot)->why;
+		out->stamped = (*slot)->stamped;
+		out->stamp = (*slot)->stamp;
+	}
+	pthread_rwlock_unlock(&g->lock);
+	if (found && (out->bot || stamp_fresh(out, dfd)))
+		return 0;
+
+	r = repo_scan(g, dfd, dst);
+	if (!r)
+		return -ENOMEM;
+	out->bot = false;
+	out->rule = r->rule;
+	out->why = r->why;
+	pthread_rwlock_wrlock(&g->lock);
+	rc = repo_publish(g, r, &changed);
+	if (!rc)
+		out->bot = r->bot;
+	pthread_rwlock_unlock(&g->lock);
+	if (rc) {
+		guard_repo_free(r);
+		return rc;
+	}
+	if (changed || found)
+		guard_bump(g);
+	return 0;
+}
+
+/* Rescans the git folder (dev, ino) at DFD if it is known; true if anything changed. */
+bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd)
+{
+	struct guard_repo *r;
+	struct stat st;
+	bool known, changed = false;
+
+	pthread_rwlock_rdlock(&g->lock);
+	known = repo_find(g, dev, ino) != NULL;
+	pthread_rwlock_unlock(&g->lock);
+	if (!known || fstat(dfd, &st) < 0 || (uint64_t)st.st_dev != dev ||
+	    (uint64_t)st.st_ino != ino)
+		return known;
+	r = repo_scan(g, dfd, &st);
+	if (!r)
+		return true;
+	pthread_rwlock_wrlock(&g->lock);
+	if (repo_publish(g, r, &changed)) {
+		guard_repo_free(r);
+		changed = true;
+	}
+	pthread_rwlock_unlock(&g->lock);
+	if (changed)
+		guard_bump(g);
+	return changed;
+}
+
+/* A .git file or symlink names PATH (relative to STARTFD): that folder is a git folder. */
+int guard_note_pointer(struct guard *g, int startfd, const char *path)
+{
+	struct resolved res;
+	uint8_t f;
+	int rc = 0;
+
+	if (guard_resolve(g, startfd, path, true, NULL, NULL, &res) != RES_INSIDE ||
+	    !S_ISDIR(res.st.st_mode)) {
+		resolved_close(&res);
+		return 0;
+	}
+	pthread_rwlock_rdlock(&g->lock);
+	f = guard_tab_inode(g, res.st.st_dev, res.st.st_ino, NULL);
+	pthread_rwlock_unlock(&g->lock);
+	if (!(f & REC_GITDIR)) {
+		pthread_rwlock_wrlock(&g->lock);
+		rc = recs_add(&g->misc, res.st.st_dev, res.st.st_ino, NULL, REC_GITDIR,
+			      GUARD_RULE_W1);
+		if (!rc)
+			guard_tab_rebuild(g);
+		pthread_rwlock_unlock(&g->lock);
+		if (!rc)
+			guard_bump(g);
+	}
+	resolved_close(&res);
+	return rc;
+}
