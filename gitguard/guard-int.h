@@ -76,7 +76,8 @@ struct guard {
 	struct guard_recs misc; /* records owned by no repository (.git file targets) */
 	struct guard_rec *tab;	/* every record, sorted by (dev, ino); names borrowed */
 	size_t ntab;
-	bool root_known; /* root_cls is set */
+	bool root_known; /* root_cls is set, for generation root_gen */
+	uint64_t root_gen;
 	struct guard_cls root_cls;
 };
 

@@ -389,11 +389,12 @@ int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err
 	char comp[NAME_MAX + 1];
 	const char *p, *e;
 	struct stat st;
+	uint64_t gen = guard_generation(g);
 	int cur, nfd, rc;
 	size_t n;
 
 	pthread_rwlock_rdlock(&g->lock);
-	if (g->root_known) {
+	if (g->root_known && g->root_gen == gen) {
 		*out = g->root_cls;
 		pthread_rwlock_unlock(&g->lock);
 		return 0;
@@ -466,6 +467,7 @@ done:
 	pthread_rwlock_wrlock(&g->lock);
 	g->root_cls = cls;
 	g->root_known = true;
+	g->root_gen = gen;
 	pthread_rwlock_unlock(&g->lock);
 	*out = cls;
 	return 0;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -51,8 +52,19 @@ static void logcb(void *arg, const char *msg)
 	printf("# log: %s\n", msg);
 }
 
+static void open_root(bool allow_new);
+
 /* A fresh root NAME under the temporary folder, and a guard for it */
 static void new_root(const char *name, bool allow_new)
+{
+	snprintf(rootp, sizeof(rootp), "%s/%s", top, name);
+	if (mkdir(rootp, 0755) < 0)
+		die(rootp);
+	open_root(allow_new);
+}
+
+/* A guard for the existing folder rootp */
+static void open_root(bool allow_new)
 {
 	struct guard_opts o = {.root_path = NULL, .allow_new_repos = allow_new, .log = logcb};
 	struct guard_err err;
@@ -61,9 +73,6 @@ static void new_root(const char *name, bool allow_new)
 		guard_free(g);
 	if (rootfd >= 0)
 		close(rootfd);
-	snprintf(rootp, sizeof(rootp), "%s/%s", top, name);
-	if (mkdir(rootp, 0755) < 0)
-		die(rootp);
 	rootfd = open(rootp, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		die(rootp);
@@ -734,6 +743,153 @@ static void test_allow_new(void)
 	tap_ok(!changed, "notify of an ordinary create changes nothing");
 }
 
+/* A root that is a git folder, or lies in one, gets the rules of its place */
+static void join_root(const char *a, const char *b)
+{
+	if (strlen(a) + strlen(b) >= sizeof(rootp))
+		die("path too long");
+	strcpy(rootp, a);
+	strcat(rootp, b);
+}
+
+static void test_root_in_git(void)
+{
+	struct guard_cls c;
+	char base[PATH_MAX];
+
+	new_root("rootgit", false);
+	git_repo("main");
+	sh("cd main && git worktree add -q ../wt -b w");
+	strcpy(base, rootp);
+
+	join_root(base, "/main/.git");
+	open_root(false);
+	guard_classify_root(g, &c, NULL);
+	tap_ok(c.kind == GUARD_GITDIR, "root that is a .git folder is a git folder");
+	IS(try_write("config"), "D1", "its config RO");
+	IS(try_create("hooks/pre-push"), "D3", "its hooks NC");
+	IS(try_write("index"), "", "its index writable");
+	IS(try_symlink("refs/l", "HEAD"), "X1", "symlinks inside it refused");
+
+	join_root(base, "/main/.git/worktrees/wt");
+	open_root(false);
+	guard_classify_root(g, &c, NULL);
+	tap_ok(c.kind == GUARD_GITDIR && (c.flags & GUARD_WT) && !(c.flags & GUARD_TREE),
+	       "root that is a worktrees/<id> folder");
+	IS(try_write("commondir"), "D5", "its commondir RO");
+	IS(try_write("gitdir"), "D5", "its gitdir RO");
+	IS(try_write("HEAD"), "", "its HEAD writable");
+
+	join_root(base, "/main/.git/hooks");
+	open_root(false);
+	guard_classify_root(g, &c, NULL);
+	tap_ok((c.flags & GUARD_TREE) && c.rule == GUARD_RULE_D3, "root inside hooks/ is RO-tree");
+	IS(try_create("post-merge"), "D3", "nothing can be made in it");
+}
+
+struct racer {
+	int n;
+	int bad;
+};
+
+static void *race_classify(void *arg)
+{
+	struct racer *r = arg;
+	struct guard_cls c;
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		c = cls_of("repo/.git/hooks/pre-commit.sample");
+		if (!(c.flags & GUARD_TREE))
+			r->bad++;
+		c = cls_of("repo/.git/config");
+		if (!(c.flags & GUARD_RO))
+			r->bad++;
+		c = cls_of("shared/inc.cfg");
+		if (!(c.flags & GUARD_RO))
+			r->bad++;
+		if (r->n == 0 && i % 20 == 0) {
+			/* one thread keeps forcing rescans */
+			sh("cd repo && git config core.n%d 1", i);
+		}
+	}
+	return NULL;
+}
+
+/* Classification from several threads while the repository is rescanned */
+static void test_threads(void)
+{
+	struct racer r[4];
+	pthread_t t[4];
+	int i, bad = 0;
+
+	new_root("threads", false);
+	git_repo("repo");
+	sh("mkdir -p shared && echo '[x]' >shared/inc.cfg && cd repo && "
+	   "git config include.path ../../shared/inc.cfg");
+	for (i = 0; i < 4; i++) {
+		r[i].n = i;
+		r[i].bad = 0;
+		pthread_create(&t[i], NULL, race_classify, &r[i]);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		bad += r[i].bad;
+	}
+	tap_ok(bad == 0, "4 threads classifying during rescans always see the rules (%d wrong)",
+	       bad);
+}
+
+/* A config written (from the host) is rescanned on notify */
+static void test_notify_config(void)
+{
+	struct guard_event ev = {.op = GUARD_OP_WRITE};
+	struct guard_cls d, cfg;
+	uint64_t gen;
+	bool changed;
+	int dfd;
+
+	new_root("notify", false);
+	git_repo("repo");
+	sh("mkdir -p later");
+	IS(try_create("later/inc.cfg"), "", "no include yet");
+	if (walk_to("repo/.git", &d, &dfd, NULL))
+		return;
+	cfg = cls_of("repo/.git/config");
+	tap_ok(cfg.role == GUARD_R_CONFIG, "config has the config role");
+	sh("cd repo && git config include.path ../../later/inc.cfg");
+	gen = guard_generation(g);
+	ev.parent = &d;
+	ev.parent_fd = dfd;
+	ev.cls = &cfg;
+	changed = guard_notify(g, &ev);
+	close(dfd);
+	tap_ok(changed && guard_generation(g) != gen, "notify of a config write: classes changed");
+	IS(try_create("later/inc.cfg"), "W3", "the new include target is NC at once");
+}
+
+/* Include paths through symlinks inside the root: the links are pinned too */
+static void test_include_symlink(void)
+{
+	new_root("incl", false);
+	git_repo("repo");
+	sh("mkdir -p real && echo '[x]' >real/t.cfg && ln -s real via && "
+	   "cd repo && git config include.path ../../via/t.cfg");
+	cls_of("repo/.git");
+	IS(try_write("real/t.cfg"), "W3", "include target reached through a symlink RO");
+	IS(try_remove("via"), "W3", "the symlink on the include's path RO");
+	IS(try_rename("real", "real2"), "W3", "the folder behind the symlink pinned");
+	{
+		char cmd[PATH_MAX * 2 + 16];
+
+		/* an absolute path that leaves the root and comes back */
+		snprintf(cmd, sizeof(cmd), "%s/../%s/abs.cfg", rootp, strrchr(rootp, '/') + 1);
+		sh("git init -q r2 && cd r2 && git config include.path '%s'", cmd);
+	}
+	cls_of("r2/.git");
+	IS(try_create("abs.cfg"), "W3", "absolute include via /root/../root is found");
+}
+
 static void test_oversize_gitfile(void)
 {
 	new_root("big", false);
@@ -772,6 +928,10 @@ int main(void)
 	test_x1();
 	test_allow_new();
 	test_oversize_gitfile();
+	test_root_in_git();
+	test_threads();
+	test_notify_config();
+	test_include_symlink();
 	guard_free(g);
 	close(rootfd);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
