@@ -78,7 +78,8 @@ struct fs_mount {
 	uint64_t mnt_id;          /* the kernel's mount id, for detaching */
 	char *source, *mountpoint;
 	dev_t source_dev;
-	bool readonly;
+	atomic_bool readonly;
+	atomic_bool allow_new_repos;
 	double timeout;
 	struct inode root;
 	struct inode_table table; /* under fs->lock */

@@ -578,6 +578,17 @@ void fs_mount_free(struct fs_mount *m)
 	free(m);
 }
 
+/* Takes effect on the next operation: the policy reads it every time. */
+void fs_mount_set_readonly(struct fs_mount *m, bool readonly)
+{
+	atomic_store(&m->readonly, readonly);
+}
+
+void fs_mount_set_allow_new_repos(struct fs_mount *m, bool allow)
+{
+	atomic_store(&m->allow_new_repos, allow);
+}
+
 const char *fs_mount_source(const struct fs_mount *m)
 {
 	return m->source;

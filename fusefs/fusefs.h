@@ -66,6 +66,8 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	     struct fs_error *err);
 int fs_unmount(struct fs_mount *m);
 void fs_mount_free(struct fs_mount *m);
+void fs_mount_set_readonly(struct fs_mount *m, bool readonly);
+void fs_mount_set_allow_new_repos(struct fs_mount *m, bool allow);
 const char *fs_mount_source(const struct fs_mount *m);
 const char *fs_mount_point(const struct fs_mount *m);
 unsigned fs_mount_count(struct fs *fs);

@@ -378,6 +378,7 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 		goto nomem;
 	m->source_dev = st.st_dev;
 	m->readonly = p->readonly || o.readonly;
+	m->allow_new_repos = p->allow_new_repos;
 	m->timeout = o.timeout;
 	m->ready = p->ready;
 	m->ready_arg = p->ready_arg;

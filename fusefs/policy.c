@@ -44,7 +44,7 @@ static int refuse(struct fs_mount *m, enum fs_op op, struct inode *ino, struct i
 int policy_check(struct fs_mount *m, enum fs_op op, struct inode *ino, struct inode *parent,
 		 const char *name, struct inode *parent2, const char *name2)
 {
-	if (m->readonly)
+	if (atomic_load_explicit(&m->readonly, memory_order_relaxed))
 		return refuse(m, op, ino, parent, name, "read-only mount");
 	if (ino != NULL && (ino->cls & CLS_RO_TREE))
 		return refuse(m, op, ino, parent, name, "read-only path");

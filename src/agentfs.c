@@ -7,13 +7,22 @@
 #include <string.h>
 
 static const char usage[] =
-	"usage: agentfs [--version] [--help] COMMAND [ARGS...]\n"
+	"usage: agentfs [--socket PATH] [--json] COMMAND [ARGS...]\n"
+	"       agentfs --version | --help\n"
 	"\n"
-	"Commands:\n"
+	"Mounting one folder:\n"
 	"  mount [-f] [--ro] [--ro-path SUB]... [--allow-new-repos] [-o OPTS] SOURCE MOUNTPOINT\n"
-	"                 mount SOURCE at MOUNTPOINT through agentfs\n"
 	"  umount [-z] MOUNTPOINT\n"
-	"                 unmount an agentfs mount\n"
+	"\n"
+	"Talking to agentfsd (socket: --socket, else $AGENT_SOCKET, else $AGENTFS_SOCKET,\n"
+	"else /run/agentfs/agentfsd.sock):\n"
+	"  create NAME FOLDER [OPTIONS]   make a bot\n"
+	"  fork NAME NEWNAME [OPTIONS]    make a bot like NAME\n"
+	"  configure NAME [OPTIONS]       change a bot\n"
+	"  rm NAME                        delete a bot and the bots it made\n"
+	"  ls | show NAME | status | shutdown | version\n"
+	"\n"
+	"  --json   print the daemon's raw JSON reply\n"
 	"\n"
 	"agentfs COMMAND --help shows a command's options; see agentfs(1).\n";
 
@@ -56,26 +65,60 @@ static const struct {
 	{"umount", cmd_umount},
 };
 
+static const char *client_commands[] = {
+	"create", "configure", "fork", "rm", "ls", "show", "status", "shutdown", "version",
+};
+
 int main(int argc, char **argv)
 {
+	const char *socket_path = NULL;
+	bool json = false;
+	int a = 1;
 	size_t i;
 
-	if (argc < 2) {
+	while (a < argc && argv[a][0] == '-') {
+		if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
+			fputs(usage, stdout);
+			return 0;
+		} else if (strcmp(argv[a], "--version") == 0 || strcmp(argv[a], "-V") == 0) {
+			printf("agentfs %s\n", PACKAGE_VERSION);
+			return 0;
+		} else if (strcmp(argv[a], "--json") == 0) {
+			json = true;
+			a++;
+		} else if (strcmp(argv[a], "--socket") == 0 && a + 1 < argc) {
+			socket_path = argv[a + 1];
+			a += 2;
+		} else if (strncmp(argv[a], "--socket=", 9) == 0) {
+			socket_path = argv[a] + 9;
+			a++;
+		} else {
+			fprintf(stderr, "agentfs: unknown option %s (see agentfs --help)\n", argv[a]);
+			return 2;
+		}
+	}
+	if (a >= argc) {
 		fputs(usage, stderr);
 		return 2;
 	}
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-	    strcmp(argv[1], "help") == 0) {
+	if (strcmp(argv[a], "help") == 0) {
 		fputs(usage, stdout);
 		return 0;
 	}
-	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-		printf("agentfs %s\n", PACKAGE_VERSION);
-		return 0;
-	}
 	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			return commands[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "agentfs: unknown command '%s' (see agentfs --help)\n", argv[1]);
+		if (strcmp(argv[a], commands[i].name) == 0)
+			return commands[i].fn(argc - a, argv + a);
+	for (i = 0; i < sizeof client_commands / sizeof client_commands[0]; i++) {
+		if (strcmp(argv[a], client_commands[i]) != 0)
+			continue;
+		if (socket_path == NULL)
+			socket_path = getenv("AGENT_SOCKET");
+		if (socket_path == NULL || *socket_path == '\0')
+			socket_path = default_socket_path();
+		if (socket_path == NULL)
+			die("out of memory");
+		return cmd_client(socket_path, json, argc - a, argv + a);
+	}
+	fprintf(stderr, "agentfs: unknown command '%s' (see agentfs --help)\n", argv[a]);
 	return 2;
 }

@@ -1,17 +1,178 @@
-/* agentfs: the command-line client and its commands. */
+/* agentfs: the daemon (agentfsd), the command-line client and their parts. */
 #ifndef AGENTFS_AGENTFS_H
 #define AGENTFS_AGENTFS_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#define PROTOCOL_VERSION 1
+#define LINE_MAX_BYTES (1024 * 1024)
+#define BOT_NAME_MAX 64
+
+/* Automatic cleanup, as bubblewrap does it. */
+static inline void cleanup_freep(void *p)
+{
+	free(*(void **)p);
+}
+static inline void cleanup_cjsonp(cJSON **p)
+{
+	cJSON_Delete(*p);
+}
+#define cleanup_free __attribute__((cleanup(cleanup_freep)))
+#define cleanup_cjson __attribute__((cleanup(cleanup_cjsonp)))
+
+struct event_base;
+struct fs;
+struct fs_mount;
+struct peer;
+struct server;
+struct listener;
+struct event;
+
+enum sandbox { SANDBOX_READ_ONLY, SANDBOX_WORKSPACE_WRITE, SANDBOX_DANGER_FULL_ACCESS };
+
+/* A list of absolute, normalised paths. */
+struct paths {
+	char **v;
+	size_t n;
+};
+
+/* One mounted root of a bot. */
+struct root {
+	char *path;       /* the host folder */
+	char *mountpoint; /* where the daemon mounted it */
+	bool writable;
+	struct fs_mount *m; /* NULL when not mounted */
+	char *error;        /* why it is not mounted */
+};
+
+/* A bot: what it may touch, where it is mounted, who made it. */
+struct bot {
+	char *name;
+	char *creator; /* NULL: the operator */
+	enum sandbox sandbox;
+	char *folder;
+	struct paths writable, readable;
+	bool network;
+	bool allow_new_repos;
+	long ttl;          /* seconds, 0: none */
+	time_t created, expires;
+	char *request_id;  /* the id of the create or fork that made it */
+	uid_t owner_uid;   /* uid of the operator that made it, or of its creator */
+	struct root *roots;
+	size_t nroots;
+	struct listener *sock;
+	struct event *ttl_ev;
+	bool deleting;
+	bool busy; /* the job thread works on it: the loop leaves it alone */
+	TAILQ_ENTRY(bot) entry;
+};
+TAILQ_HEAD(bots, bot);
+
+/* The daemon's settings, from built-in defaults, the config file and options. */
+struct config {
+	char *socket_path;
+	char *state_dir;
+	char *mount_dir;
+	enum sandbox default_sandbox;
+	bool default_network;
+	struct paths extra_writable;
+	unsigned workers;
+	unsigned max_bots;
+	unsigned max_clients;
+};
 
 /* agentfs.c */
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void die_usage(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 void usage_error(const char *cmd, const char *arg, int opt) __attribute__((noreturn));
+char *default_socket_path(void);
 
 /* cmd-mount.c */
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
+
+/* client.c */
+int cmd_client(const char *socket_path, bool json, int argc, char **argv);
+
+/* util.c */
+void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_open(bool foreground);
+int path_normalise(const char *in, char **out);
+bool path_within(const char *inner, const char *outer);
+bool paths_contains(const struct paths *ps, const char *p);
+int paths_add(struct paths *ps, const char *p);
+void paths_free(struct paths *ps);
+int mkdir_p(const char *path, mode_t mode);
+int write_file_atomic(const char *dir, const char *name, const char *data, size_t len);
+const char *sandbox_name(enum sandbox s);
+int sandbox_parse(const char *s, enum sandbox *out);
+
+/* server.c */
+struct server *server_create(struct event_base *base, struct config *cfg);
+int server_listen(struct server *srv, const char *path, struct bot *bot, char *err,
+		  size_t errlen);
+void server_unlisten(struct server *srv, struct bot *bot);
+const char *server_listener_path(const struct listener *ls);
+void server_reply(struct peer *p, cJSON *reply);
+void server_peer_resume(struct peer *p);
+void server_peer_ref(struct peer *p);
+void server_peer_unref(struct peer *p);
+bool server_peer_alive(const struct peer *p);
+struct bot *server_peer_bot(const struct peer *p);
+uid_t server_peer_uid(const struct peer *p);
+void server_shutdown(struct server *srv);
+void server_drain(struct server *srv, struct event_base *base);
+void server_free(struct server *srv);
+unsigned server_clients(const struct server *srv);
+
+/* proto.c */
+bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t len);
+cJSON *proto_error(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+cJSON *proto_error_line(const char *code, const char *msg);
+
+/* bots.c */
+/* A request being answered: who asked and the id to echo. */
+struct request {
+	struct peer *peer; /* NULL: the daemon itself (ttl expiry) */
+	cJSON *id;         /* a copy of the request's "id", or NULL */
+};
+/* The fields of create, configure and fork; has_* says which were given. */
+struct bot_spec {
+	char *name, *as, *folder;
+	bool has_sandbox, has_writable, has_readable, has_network, has_allow_new_repos, has_ttl;
+	enum sandbox sandbox;
+	struct paths writable, readable;
+	bool network, allow_new_repos;
+	long ttl;
+};
+int bots_init(struct event_base *base, struct config *cfg, struct server *srv, char *err,
+	      size_t errlen);
+void bots_stop(void);
+bool bots_create(struct request *r, struct bot_spec *s);
+bool bots_fork(struct request *r, struct bot_spec *s);
+bool bots_configure(struct request *r, struct bot_spec *s);
+bool bots_delete(struct request *r, const char *name);
+void bots_list(struct request *r);
+void bots_show(struct request *r, const char *name);
+void bots_status(struct request *r);
+void bots_shutdown(struct request *r);
+void request_reply(struct request *r, cJSON *body);
+void request_fail(struct request *r, cJSON *error);
+void bot_spec_free(struct bot_spec *s);
+
+/* state.c */
+int state_save(const struct config *cfg, struct bots *bots);
+int state_load(const struct config *cfg, struct bots *bots, char *err, size_t errlen);
+cJSON *bot_to_json(const struct bot *b, bool full);
+void bot_free(struct bot *b);
 
 #endif

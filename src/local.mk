@@ -1,5 +1,15 @@
-# src: agentfs (the CLI) and, later, agentfsd.
+# src: agentfs (the CLI) and agentfsd (the daemon).
+noinst_LIBRARIES += src/libagentfs-common.a
+src_libagentfs_common_a_SOURCES = src/agentfs.h src/util.c
+src_libagentfs_common_a_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+
 bin_PROGRAMS += src/agentfs
-src_agentfs_SOURCES = src/agentfs.h src/agentfs.c src/cmd-mount.c
-src_agentfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
-src_agentfs_LDADD = fusefs/libfusefs.a $(FUSE_LIBS)
+src_agentfs_SOURCES = src/agentfs.c src/cmd-mount.c src/client.c
+src_agentfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS)
+src_agentfs_LDADD = src/libagentfs-common.a fusefs/libfusefs.a $(FUSE_LIBS) $(CJSON_LIBS)
+
+sbin_PROGRAMS += src/agentfsd
+src_agentfsd_SOURCES = src/agentfsd.c src/server.c src/proto.c src/bots.c src/state.c
+src_agentfsd_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) $(EVENT_CFLAGS)
+src_agentfsd_LDADD = src/libagentfs-common.a fusefs/libfusefs.a \
+	$(FUSE_LIBS) $(CJSON_LIBS) $(EVENT_LIBS)

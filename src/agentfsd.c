@@ -1,0 +1,376 @@
+/* agentfsd: keeps bots, serves the JSON API and every bot's mounts. */
+#include "src/agentfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+
+static const char usage[] =
+	"usage: agentfsd [-f] [--socket PATH] [--state DIR] [--config FILE]\n"
+	"\n"
+	"  -f, --foreground  stay in the foreground and log to standard error\n"
+	"  --socket PATH     the control socket (default: $AGENTFS_SOCKET, else\n"
+	"                    /run/agentfs/agentfsd.sock)\n"
+	"  --state DIR       where bots are kept (default: /var/lib/agentfs)\n"
+	"  --config FILE     JSON defaults: default_sandbox, default_network,\n"
+	"                    writable, workers, max_bots, max_clients\n"
+	"  -h, --help        show this help\n"
+	"  -V, --version     show the version\n";
+
+static int ready_fd = -1;
+
+static void startup_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Fail before serving: tell the waiting parent (or stderr) and exit. */
+static void startup_fail(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (ready_fd >= 0) {
+		dprintf(ready_fd, "E%s", msg);
+		close(ready_fd);
+	} else {
+		fprintf(stderr, "agentfsd: %s\n", msg);
+	}
+	exit(1);
+}
+
+static int cfg_paths(const cJSON *v, struct paths *out, char *err, size_t len)
+{
+	const cJSON *e;
+	char *p;
+
+	if (!cJSON_IsArray(v)) {
+		snprintf(err, len, "config field \"writable\" must be an array of absolute paths");
+		return -EINVAL;
+	}
+	cJSON_ArrayForEach(e, v)
+	{
+		if (!cJSON_IsString(e) || path_normalise(e->valuestring, &p) != 0) {
+			snprintf(err, len, "config field \"writable\" must be an array of absolute "
+				 "paths");
+			return -EINVAL;
+		}
+		paths_add(out, p);
+		free(p);
+	}
+	return 0;
+}
+
+static int cfg_uint(const cJSON *v, const char *name, unsigned lo, unsigned hi, unsigned *out,
+		    char *err, size_t len)
+{
+	if (!cJSON_IsNumber(v) || v->valuedouble < lo || v->valuedouble > hi ||
+	    v->valuedouble != (double)(unsigned)v->valuedouble) {
+		snprintf(err, len, "config field \"%s\" must be a whole number from %u to %u", name,
+			 lo, hi);
+		return -EINVAL;
+	}
+	*out = (unsigned)v->valuedouble;
+	return 0;
+}
+
+/*
+ * Read the config file as a raw document whose every field is optional,
+ * then fold it into the effective settings. Unknown or ill-typed fields are
+ * an error that names the field.
+ */
+static int config_read(struct config *cfg, const char *file, char *err, size_t len)
+{
+	cleanup_cjson cJSON *doc = NULL;
+	cleanup_free char *text = NULL;
+	const cJSON *v;
+	size_t cap = 0, n = 0;
+	ssize_t r;
+	int fd;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, len, "cannot read config %s: %s", file, strerror(errno));
+		return -errno;
+	}
+	for (;;) {
+		if (n + 4096 > cap) {
+			char *t;
+
+			if (cap > 16 * 1024 * 1024) {
+				close(fd);
+				snprintf(err, len, "config %s is larger than 16 MiB", file);
+				return -EFBIG;
+			}
+			t = realloc(text, cap = cap * 2 + 8192);
+			if (t == NULL) {
+				close(fd);
+				return -ENOMEM;
+			}
+			text = t;
+		}
+		r = read(fd, text + n, cap - n - 1);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	text[n] = '\0';
+	doc = cJSON_ParseWithLength(text, n);
+	if (doc == NULL || !cJSON_IsObject(doc)) {
+		snprintf(err, len, "config %s is not a JSON object", file);
+		return -EINVAL;
+	}
+	for (v = doc->child; v != NULL; v = v->next) {
+		if (strcmp(v->string, "default_sandbox") == 0) {
+			if (!cJSON_IsString(v) || sandbox_parse(v->valuestring,
+							       &cfg->default_sandbox) != 0) {
+				snprintf(err, len, "config field \"default_sandbox\" must be "
+					 "read-only, workspace-write or danger-full-access");
+				return -EINVAL;
+			}
+		} else if (strcmp(v->string, "default_network") == 0) {
+			if (!cJSON_IsBool(v)) {
+				snprintf(err, len, "config field \"default_network\" must be true or "
+					 "false");
+				return -EINVAL;
+			}
+			cfg->default_network = cJSON_IsTrue(v);
+		} else if (strcmp(v->string, "writable") == 0) {
+			if (cfg_paths(v, &cfg->extra_writable, err, len) != 0)
+				return -EINVAL;
+		} else if (strcmp(v->string, "workers") == 0) {
+			if (cfg_uint(v, "workers", 1, 64, &cfg->workers, err, len) != 0)
+				return -EINVAL;
+		} else if (strcmp(v->string, "max_bots") == 0) {
+			if (cfg_uint(v, "max_bots", 1, 900, &cfg->max_bots, err, len) != 0)
+				return -EINVAL;
+		} else if (strcmp(v->string, "max_clients") == 0) {
+			if (cfg_uint(v, "max_clients", 1, 100000, &cfg->max_clients, err, len) != 0)
+				return -EINVAL;
+		} else {
+			snprintf(err, len, "config has an unknown field \"%.64s\"", v->string);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	log_msg(LOG_INFO, "signal %d: shutting down", (int)sig);
+	event_base_loopexit(arg, NULL);
+}
+
+/* More descriptors: thousands of clients and the mounts' fd caches share them. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void daemonise(void)
+{
+	char buf[1100];
+	int pfd[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC) != 0)
+		startup_fail("pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		startup_fail("fork: %s", strerror(errno));
+	if (pid > 0) {
+		close(pfd[1]);
+		do {
+			n = read(pfd[0], buf, sizeof buf - 1);
+		} while (n < 0 && errno == EINTR);
+		if (n > 0 && buf[0] == 'K')
+			exit(0);
+		if (n > 1 && buf[0] == 'E') {
+			buf[n] = '\0';
+			fprintf(stderr, "agentfsd: %s\n", buf + 1);
+		} else {
+			fprintf(stderr, "agentfsd: the daemon ended while starting\n");
+		}
+		waitpid(pid, &status, 0);
+		exit(1);
+	}
+	close(pfd[0]);
+	ready_fd = pfd[1];
+	setsid();
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"foreground", no_argument, NULL, 'f'},
+		{"socket", required_argument, NULL, 's'},
+		{"state", required_argument, NULL, 'S'},
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	struct config cfg = {
+		.default_sandbox = SANDBOX_WORKSPACE_WRITE,
+		.workers = 4,
+		.max_bots = 200,
+		.max_clients = 4096,
+	};
+	const char *config_file = NULL;
+	struct event *sigs[3];
+	struct event_base *base;
+	struct server *srv;
+	bool foreground = false;
+	char err[1024], *dir;
+	int c, i, fd;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:fhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			foreground = true;
+			break;
+		case 's':
+			free(cfg.socket_path);
+			cfg.socket_path = strdup(optarg);
+			break;
+		case 'S':
+			free(cfg.state_dir);
+			cfg.state_dir = strdup(optarg);
+			break;
+		case 'c':
+			config_file = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		case 'V':
+			printf("agentfsd %s\n", PACKAGE_VERSION);
+			return 0;
+		case ':':
+			fprintf(stderr, "agentfsd: option %s needs an argument (see agentfsd --help)\n",
+				argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr, "agentfsd: unknown option %s (see agentfsd --help)\n",
+				argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "agentfsd: unexpected argument %s (see agentfsd --help)\n",
+			argv[optind]);
+		return 2;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "agentfsd: must run as root: it mounts FUSE filesystems and serves "
+				"every caller with default_permissions\n");
+		return 1;
+	}
+	if (cfg.socket_path == NULL)
+		cfg.socket_path = default_socket_path();
+	if (cfg.state_dir == NULL)
+		cfg.state_dir = strdup("/var/lib/agentfs");
+	if (cfg.socket_path == NULL || cfg.state_dir == NULL ||
+	    asprintf(&cfg.mount_dir, "%s/mnt", cfg.state_dir) < 0) {
+		fprintf(stderr, "agentfsd: out of memory\n");
+		return 1;
+	}
+	if (cfg.socket_path[0] != '/' || cfg.state_dir[0] != '/') {
+		fprintf(stderr, "agentfsd: --socket and --state take absolute paths\n");
+		return 2;
+	}
+	if (config_file != NULL && config_read(&cfg, config_file, err, sizeof err) != 0) {
+		fprintf(stderr, "agentfsd: %s\n", err);
+		return 1;
+	}
+	if (!foreground)
+		daemonise();
+	log_open(foreground);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	raise_nofile();
+
+	dir = strdup(cfg.socket_path);
+	if (dir == NULL || strrchr(dir, '/') == NULL)
+		startup_fail("out of memory");
+	*strrchr(dir, '/') = '\0';
+	if (dir[0] != '\0' && mkdir_p(dir, 0755) != 0)
+		startup_fail("cannot make %s: %s", dir, strerror(errno));
+	free(dir);
+	if (asprintf(&dir, "%s.d", cfg.socket_path) < 0 || mkdir_p(dir, 0711) != 0)
+		startup_fail("cannot make %s.d: %s", cfg.socket_path, strerror(errno));
+	free(dir);
+	if (mkdir_p(cfg.state_dir, 0700) != 0 || mkdir_p(cfg.mount_dir, 0755) != 0)
+		startup_fail("cannot make %s: %s", cfg.mount_dir, strerror(errno));
+
+	if (evthread_use_pthreads() != 0)
+		startup_fail("libevent has no thread support");
+	base = event_base_new();
+	srv = base != NULL ? server_create(base, &cfg) : NULL;
+	if (srv == NULL)
+		startup_fail("out of memory");
+	/* Listen first: it refuses to start while another daemon answers there. */
+	if (server_listen(srv, cfg.socket_path, NULL, err, sizeof err) != 0)
+		startup_fail("%s", err);
+	if (bots_init(base, &cfg, srv, err, sizeof err) != 0) {
+		server_free(srv);
+		startup_fail("%s", err);
+	}
+	sigs[0] = evsignal_new(base, SIGTERM, on_signal, base);
+	sigs[1] = evsignal_new(base, SIGINT, on_signal, base);
+	sigs[2] = NULL;
+	for (i = 0; i < 2; i++)
+		if (sigs[i] != NULL)
+			event_add(sigs[i], NULL);
+	log_msg(LOG_INFO, "agentfsd %s listening on %s", PACKAGE_VERSION, cfg.socket_path);
+	if (ready_fd >= 0) {
+		if (write(ready_fd, "K", 1) != 1)
+			log_msg(LOG_WARNING, "cannot report readiness");
+		close(ready_fd);
+		ready_fd = -1;
+		fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (fd >= 0) {
+			dup2(fd, STDIN_FILENO);
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+			close(fd);
+		}
+	}
+	event_base_dispatch(base);
+
+	server_shutdown(srv);
+	bots_stop();
+	server_drain(srv, base);
+	server_free(srv);
+	for (i = 0; i < 2; i++)
+		if (sigs[i] != NULL)
+			event_free(sigs[i]);
+	event_base_free(base);
+	log_msg(LOG_INFO, "stopped");
+	free(cfg.socket_path);
+	free(cfg.state_dir);
+	free(cfg.mount_dir);
+	paths_free(&cfg.extra_writable);
+	return 0;
+}

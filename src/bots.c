@@ -1,0 +1,1175 @@
+/*
+ * Bots: who may make, change and remove which bot, and the life of their
+ * mounts. Anything that touches a path a client gave, or a mount, runs on
+ * the job thread; the event loop never does, so a hung mount or a hostile
+ * path cannot stop it. Jobs finish back on the loop (job_done).
+ */
+#include "src/agentfs.h"
+#include "fusefs/fusefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <linux/openat2.h>
+#include <sys/fsuid.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <event2/event.h>
+
+struct job {
+	struct job *next;
+	void (*run)(struct job *); /* on the job thread */
+	void (*done)(struct job *); /* on the loop */
+	struct request req;
+	struct bot *bot;           /* the bot made, changed or restored */
+	struct bot **victims;      /* delete: the bot and its descendants */
+	size_t nvictims;
+	struct root *roots;        /* configure: roots to mount (new) */
+	size_t nroots;
+	struct fs_mount **unmount; /* configure: mounts to end */
+	size_t nunmount;
+	struct fs_mount *lost;     /* a mount that ended from outside */
+	uid_t uid;                 /* the operator whose access is checked; 0: none */
+	int error;                 /* nonzero: the job failed */
+	char code[32];
+	char msg[1024];
+};
+
+/*
+ * The daemon's state. Everything but the job queues belongs to the loop
+ * thread; lock protects todo, done and stopping. A bot with busy set is
+ * being worked on by the job thread: the loop does not change it then.
+ */
+static struct {
+	struct event_base *base;
+	struct config *cfg;
+	struct server *srv;
+	struct fs *fs;
+	struct bots bots;
+	unsigned nbots;
+	time_t started;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct job *todo, **todo_tail, *done;
+	struct event *done_ev;
+	bool stopping, thread_started;
+	bool shutdown_requested;
+} d;
+
+static void job_submit(struct job *j);
+
+static struct bot *bot_find(const char *name)
+{
+	struct bot *b;
+
+	TAILQ_FOREACH(b, &d.bots, entry)
+		if (strcmp(b->name, name) == 0)
+			return b;
+	return NULL;
+}
+
+static struct bot *caller_of(struct request *r)
+{
+	return r->peer != NULL ? server_peer_bot(r->peer) : NULL;
+}
+
+/* Is b made by anc, directly or through its children? */
+static bool bot_descends(const struct bot *b, const struct bot *anc)
+{
+	int depth;
+
+	for (depth = 0; b != NULL && b->creator != NULL && depth < 1000; depth++) {
+		if (strcmp(b->creator, anc->name) == 0)
+			return true;
+		b = bot_find(b->creator);
+	}
+	return false;
+}
+
+static bool bot_visible(const struct bot *caller, const struct bot *b)
+{
+	return caller == NULL || caller == b || bot_descends(b, caller);
+}
+
+static void fail(struct request *r, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void fail(struct request *r, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	request_fail(r, proto_error_line(code, msg));
+}
+
+static void job_seterr(struct job *j, int e, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void job_seterr(struct job *j, int e, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (j->error != 0)
+		return;
+	j->error = e != 0 ? e : EINVAL;
+	snprintf(j->code, sizeof j->code, "%s", code);
+	va_start(ap, fmt);
+	vsnprintf(j->msg, sizeof j->msg, fmt, ap);
+	va_end(ap);
+}
+
+/* The roots a bot writes to: its folder (unless read-only) and writable. */
+static bool bot_may_write(const struct bot *b, const char *path)
+{
+	if (b->sandbox == SANDBOX_READ_ONLY)
+		return false;
+	return path_within(path, b->folder) || paths_contains(&b->writable, path);
+}
+
+static bool bot_may_read(const struct bot *b, const char *path)
+{
+	return path_within(path, b->folder) || paths_contains(&b->writable, path) ||
+	       paths_contains(&b->readable, path);
+}
+
+/*
+ * Is the bot b no weaker than its ceiling c (a bot that made it)? Fills
+ * why with the first excess.
+ */
+static bool within_ceiling(const struct bot *b, const struct bot *c, char *why, size_t len)
+{
+	size_t i;
+
+	if (b->sandbox > c->sandbox) {
+		snprintf(why, len, "sandbox %s is weaker than %s's %s", sandbox_name(b->sandbox),
+			 c->name, sandbox_name(c->sandbox));
+		return false;
+	}
+	if (b->sandbox != SANDBOX_READ_ONLY && !bot_may_write(c, b->folder)) {
+		snprintf(why, len, "folder %s is not writable by %s", b->folder, c->name);
+		return false;
+	}
+	if (b->sandbox == SANDBOX_READ_ONLY && !bot_may_read(c, b->folder)) {
+		snprintf(why, len, "folder %s is not readable by %s", b->folder, c->name);
+		return false;
+	}
+	for (i = 0; i < b->writable.n; i++) {
+		if (!bot_may_write(c, b->writable.v[i])) {
+			snprintf(why, len, "writable %s is not writable by %s", b->writable.v[i],
+				 c->name);
+			return false;
+		}
+	}
+	for (i = 0; i < b->readable.n; i++) {
+		if (!bot_may_read(c, b->readable.v[i])) {
+			snprintf(why, len, "readable %s is not readable by %s", b->readable.v[i],
+				 c->name);
+			return false;
+		}
+	}
+	if (b->network && !c->network) {
+		snprintf(why, len, "network is off for %s", c->name);
+		return false;
+	}
+	if (b->allow_new_repos && !c->allow_new_repos) {
+		snprintf(why, len, "allow_new_repos is off for %s", c->name);
+		return false;
+	}
+	return true;
+}
+
+/* The ceiling check for a bot about to exist or change: its creator, if a bot. */
+static bool ceiling_ok(struct request *r, const struct bot *b)
+{
+	struct bot *c = b->creator != NULL ? bot_find(b->creator) : NULL;
+	char why[512];
+
+	if (c != NULL && !within_ceiling(b, c, why, sizeof why)) {
+		fail(r, "forbidden", "%s: %s", b->name, why);
+		return false;
+	}
+	return true;
+}
+
+static char *bot_socket_path(const char *name)
+{
+	char *p;
+
+	if (asprintf(&p, "%s.d/%s.sock", d.cfg->socket_path, name) < 0)
+		return NULL;
+	return p;
+}
+
+/* Lay out a bot's roots: folder, writable, readable, then the configured extras. */
+static int bot_plan_roots(struct bot *b)
+{
+	struct paths all = {0};
+	bool *w = NULL;
+	size_t i, n = 0;
+
+#define ADD(path, wr)                                                                      \
+	do {                                                                               \
+		if (!paths_contains(&all, path) || (wr)) {                                 \
+			bool *nw = realloc(w, (n + 1) * sizeof *w);                        \
+			if (nw == NULL || paths_add(&all, path) != 0)                      \
+				goto nomem;                                                \
+			w = nw;                                                            \
+			w[n++] = (wr);                                                     \
+		}                                                                          \
+	} while (0)
+	ADD(b->folder, b->sandbox != SANDBOX_READ_ONLY);
+	for (i = 0; i < b->writable.n; i++)
+		ADD(b->writable.v[i], b->sandbox != SANDBOX_READ_ONLY);
+	for (i = 0; i < d.cfg->extra_writable.n; i++)
+		ADD(d.cfg->extra_writable.v[i], b->sandbox != SANDBOX_READ_ONLY);
+	for (i = 0; i < b->readable.n; i++)
+		ADD(b->readable.v[i], false);
+#undef ADD
+	b->roots = calloc(n, sizeof *b->roots);
+	if (b->roots == NULL)
+		goto nomem;
+	for (i = 0; i < n; i++) {
+		b->roots[i].path = all.v[i];
+		all.v[i] = NULL;
+		b->roots[i].writable = w[i];
+		if (asprintf(&b->roots[i].mountpoint, "%s/%s/%zu", d.cfg->mount_dir, b->name, i) <
+		    0)
+			goto nomem;
+	}
+	b->nroots = n;
+	paths_free(&all);
+	free(w);
+	return 0;
+nomem:
+	paths_free(&all);
+	free(w);
+	return -ENOMEM;
+}
+
+static void fs_log_cb(void *arg, enum fs_log_level level, const char *msg)
+{
+	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+
+	log_msg(prio[level], "%s", msg);
+}
+
+/* Could uid write (or read) the folder fd? Checked with its own credentials. */
+static bool uid_may(uid_t uid, int fd, int mode)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[4096];
+	gid_t groups[256], gid = (gid_t)uid;
+	int n = 256;
+	bool ok;
+
+	if (uid == 0)
+		return true;
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp != NULL) {
+		gid = pw.pw_gid;
+		if (getgrouplist(pw.pw_name, gid, groups, &n) < 0)
+			n = 0;
+	} else {
+		n = 0;
+	}
+	/* Per-thread credentials: the raw syscalls change only this thread. */
+	syscall(SYS_setgroups, (size_t)n, groups);
+	setfsgid(gid);
+	setfsuid(uid);
+	ok = faccessat(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) == 0;
+	setfsuid(0);
+	setfsgid(0);
+	syscall(SYS_setgroups, (size_t)0, NULL);
+	return ok;
+}
+
+static int open_folder(const char *path)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+
+	return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+}
+
+/* Job thread: check one root and mount it. */
+static void root_mount(struct job *j, struct bot *b, struct root *rt)
+{
+	struct fs_mount_params mp = {0};
+	struct fs_error err = {0};
+	char dir[PATH_MAX];
+	int fd;
+
+	free(rt->error);
+	rt->error = NULL;
+	fd = open_folder(rt->path);
+	if (fd < 0) {
+		int e = errno;
+
+		job_seterr(j, e, "bad_path", "%s: %s", rt->path,
+			   e == ELOOP ? "a component is a symbolic link (give the real path)"
+			   : e == ENOTDIR ? "not a folder"
+			   : e == ENOENT ? "no such folder" : strerror(e));
+		rt->error = strdup(j->msg);
+		return;
+	}
+	if (j->uid != 0 && !uid_may(j->uid, fd, rt->writable ? W_OK : R_OK)) {
+		close(fd);
+		job_seterr(j, EACCES, "forbidden", "%s: uid %u may not %s it", rt->path,
+			   (unsigned)j->uid, rt->writable ? "write" : "read");
+		rt->error = strdup(j->msg);
+		return;
+	}
+	close(fd);
+	snprintf(dir, sizeof dir, "%s/%s", d.cfg->mount_dir, b->name);
+	if (mkdir_p(dir, 0755) != 0 || (mkdir(rt->mountpoint, 0755) != 0 && errno != EEXIST)) {
+		job_seterr(j, errno, "mount_failed", "cannot make %s: %s", rt->mountpoint,
+			   strerror(errno));
+		rt->error = strdup(j->msg);
+		return;
+	}
+	mp.source = rt->path;
+	mp.mountpoint = rt->mountpoint;
+	mp.readonly = !rt->writable;
+	mp.allow_new_repos = b->allow_new_repos;
+	if (fs_mount(d.fs, &mp, &rt->m, &err) != 0) {
+		job_seterr(j, err.code, err.code == EMFILE ? "limit" : "mount_failed", "%s",
+			   err.msg);
+		rt->error = strdup(err.msg);
+		rmdir(rt->mountpoint);
+	}
+}
+
+static void root_unmount(struct root *rt)
+{
+	if (rt->m != NULL) {
+		fs_unmount(rt->m);
+		fs_mount_free(rt->m);
+		rt->m = NULL;
+	}
+	if (rt->mountpoint != NULL)
+		rmdir(rt->mountpoint);
+}
+
+static void bot_unmount_all(struct bot *b)
+{
+	char dir[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < b->nroots; i++)
+		root_unmount(&b->roots[i]);
+	snprintf(dir, sizeof dir, "%s/%s", d.cfg->mount_dir, b->name);
+	rmdir(dir);
+}
+
+/* Job thread: mount every root; on failure leave nothing mounted. */
+static void run_mount_bot(struct job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->bot->nroots && j->error == 0; i++)
+		root_mount(j, j->bot, &j->bot->roots[i]);
+	if (j->error != 0 && j->req.peer != NULL)
+		bot_unmount_all(j->bot);
+}
+
+/* Restoring after a restart keeps what mounts and reports the rest. */
+static void run_restore_bot(struct job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->bot->nroots; i++) {
+		j->error = 0;
+		root_mount(j, j->bot, &j->bot->roots[i]);
+		if (j->error != 0)
+			log_msg(LOG_WARNING, "bot %s: %s", j->bot->name, j->msg);
+	}
+	j->error = 0;
+}
+
+static void save_state(void)
+{
+	int r = state_save(d.cfg, &d.bots);
+
+	if (r != 0)
+		log_msg(LOG_ERR, "cannot save the state in %s: %s", d.cfg->state_dir, strerror(-r));
+}
+
+static void ttl_expired(evutil_socket_t fd, short what, void *arg);
+
+static void bot_arm_ttl(struct bot *b)
+{
+	struct timeval tv = {0, 0};
+	time_t now = time(NULL);
+
+	if (b->expires == 0)
+		return;
+	if (b->ttl_ev == NULL)
+		b->ttl_ev = evtimer_new(d.base, ttl_expired, b);
+	if (b->ttl_ev == NULL)
+		return;
+	tv.tv_sec = b->expires > now ? b->expires - now : 0;
+	evtimer_add(b->ttl_ev, &tv);
+}
+
+/* Give a bot that now exists its socket and timer; false if the socket failed. */
+static bool bot_activate(struct bot *b, char *err, size_t errlen)
+{
+	cleanup_free char *sock = bot_socket_path(b->name);
+
+	if (sock == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	if (server_listen(d.srv, sock, b, err, errlen) != 0)
+		return false;
+	bot_arm_ttl(b);
+	return true;
+}
+
+static void bot_remove(struct bot *b)
+{
+	server_unlisten(d.srv, b);
+	if (b->ttl_ev != NULL)
+		event_free(b->ttl_ev);
+	b->ttl_ev = NULL;
+	TAILQ_REMOVE(&d.bots, b, entry);
+	d.nbots--;
+	bot_free(b);
+}
+
+static void job_finish(struct job *j)
+{
+	if (j->req.peer != NULL) {
+		server_peer_resume(j->req.peer);
+		server_peer_unref(j->req.peer);
+	}
+	cJSON_Delete(j->req.id);
+	free(j->victims);
+	free(j->unmount);
+	free(j);
+}
+
+static void done_create(struct job *j)
+{
+	struct bot *b = j->bot;
+	char err[512];
+	cJSON *body;
+
+	b->busy = false;
+	if (j->error != 0) {
+		fail(&j->req, j->code, "%s", j->msg);
+		TAILQ_REMOVE(&d.bots, b, entry);
+		d.nbots--;
+		bot_free(b);
+		job_finish(j);
+		return;
+	}
+	if (!bot_activate(b, err, sizeof err)) {
+		fail(&j->req, "internal", "%s", err);
+		bot_unmount_all(b); /* quick: nothing can be using a mount no one was told of */
+		TAILQ_REMOVE(&d.bots, b, entry);
+		d.nbots--;
+		bot_free(b);
+		job_finish(j);
+		return;
+	}
+	save_state();
+	log_msg(LOG_INFO, "bot %s made by %s", b->name, b->creator ? b->creator : "the operator");
+	body = cJSON_CreateObject();
+	cJSON_AddItemToObject(body, "bot", bot_to_json(b, true));
+	request_reply(&j->req, body);
+	job_finish(j);
+}
+
+/* Drop a job that was never submitted; the request is answered by the caller. */
+static void job_abort(struct job *j)
+{
+	if (j->req.peer != NULL)
+		server_peer_unref(j->req.peer);
+	free(j->victims);
+	free(j->unmount);
+	free(j);
+}
+
+static struct job *job_new(struct request *r)
+{
+	struct job *j = calloc(1, sizeof *j);
+
+	if (j == NULL)
+		return NULL;
+	j->req = *r;
+	if (r->peer != NULL)
+		server_peer_ref(r->peer);
+	return j;
+}
+
+/* Answer a resent create or fork from what the first one made. */
+static bool answer_resend(struct request *r)
+{
+	struct bot *caller = caller_of(r), *b;
+	cJSON *body;
+
+	if (r->id == NULL || !cJSON_IsString(r->id))
+		return false;
+	TAILQ_FOREACH(b, &d.bots, entry) {
+		if (b->request_id == NULL || strcmp(b->request_id, r->id->valuestring) != 0)
+			continue;
+		if ((caller == NULL) != (b->creator == NULL) ||
+		    (caller != NULL && strcmp(caller->name, b->creator) != 0))
+			continue;
+		if (b->busy) {
+			fail(r, "busy", "bot %s is still being made; ask again", b->name);
+			return true;
+		}
+		body = cJSON_CreateObject();
+		cJSON_AddItemToObject(body, "bot", bot_to_json(b, true));
+		request_reply(r, body);
+		return true;
+	}
+	return false;
+}
+
+static bool spec_paths_dup(struct paths *dst, const struct paths *src)
+{
+	size_t i;
+
+	for (i = 0; i < src->n; i++)
+		if (paths_add(dst, src->v[i]) != 0)
+			return false;
+	return true;
+}
+
+/* Start a new bot from a spec, created by the caller; NULL after replying an error. */
+static struct bot *bot_new(struct request *r, const char *name, const struct bot_spec *s,
+			   const struct bot *from)
+{
+	struct bot *caller = caller_of(r), *b;
+
+	if (d.shutdown_requested) {
+		fail(r, "shutting_down", "agentfsd is shutting down");
+		return NULL;
+	}
+	if (bot_find(name) != NULL) {
+		fail(r, "exists", "a bot named %s exists", name);
+		return NULL;
+	}
+	if (d.nbots >= d.cfg->max_bots) {
+		fail(r, "limit", "at most %u bots", d.cfg->max_bots);
+		return NULL;
+	}
+	b = calloc(1, sizeof *b);
+	if (b == NULL)
+		goto nomem;
+	b->name = strdup(name);
+	b->creator = caller != NULL ? strdup(caller->name) : NULL;
+	if (b->name == NULL || (caller != NULL && b->creator == NULL))
+		goto nomem;
+	if (from != NULL) {
+		b->sandbox = from->sandbox;
+		b->folder = strdup(from->folder);
+		if (b->folder == NULL || !spec_paths_dup(&b->writable, &from->writable) ||
+		    !spec_paths_dup(&b->readable, &from->readable))
+			goto nomem;
+		b->network = from->network;
+		b->allow_new_repos = from->allow_new_repos;
+		b->ttl = from->ttl;
+	} else {
+		/* A bot's child inherits its sandbox; the operator's gets the default. */
+		b->sandbox = caller != NULL ? caller->sandbox : d.cfg->default_sandbox;
+		b->network = caller != NULL ? caller->network : d.cfg->default_network;
+		b->folder = strdup(s->folder);
+		if (b->folder == NULL)
+			goto nomem;
+	}
+	if (s->has_sandbox)
+		b->sandbox = s->sandbox;
+	if (s->has_writable) {
+		paths_free(&b->writable);
+		if (!spec_paths_dup(&b->writable, &s->writable))
+			goto nomem;
+	}
+	if (s->has_readable) {
+		paths_free(&b->readable);
+		if (!spec_paths_dup(&b->readable, &s->readable))
+			goto nomem;
+	}
+	if (s->has_network)
+		b->network = s->network;
+	if (s->has_allow_new_repos)
+		b->allow_new_repos = s->allow_new_repos;
+	if (s->has_ttl)
+		b->ttl = s->ttl;
+	b->created = time(NULL);
+	b->expires = b->ttl > 0 ? b->created + b->ttl : 0;
+	b->owner_uid = caller != NULL ? caller->owner_uid : server_peer_uid(r->peer);
+	if (r->id != NULL && cJSON_IsString(r->id) &&
+	    (b->request_id = strdup(r->id->valuestring)) == NULL)
+		goto nomem;
+	if (!ceiling_ok(r, b)) {
+		bot_free(b);
+		return NULL;
+	}
+	if (bot_plan_roots(b) != 0)
+		goto nomem;
+	return b;
+nomem:
+	bot_free(b);
+	fail(r, "internal", "out of memory");
+	return NULL;
+}
+
+/* Submit the mount job for a new bot; the name is reserved meanwhile. */
+static bool bot_start(struct request *r, struct bot *b)
+{
+	struct job *j = job_new(r);
+
+	if (j == NULL) {
+		bot_free(b);
+		fail(r, "internal", "out of memory");
+		return false;
+	}
+	b->busy = true;
+	TAILQ_INSERT_TAIL(&d.bots, b, entry);
+	d.nbots++;
+	j->bot = b;
+	j->uid = caller_of(r) == NULL && r->peer != NULL ? server_peer_uid(r->peer) : 0;
+	j->run = run_mount_bot;
+	j->done = done_create;
+	job_submit(j);
+	return true;
+}
+
+bool bots_create(struct request *r, struct bot_spec *s)
+{
+	struct bot *b;
+
+	if (answer_resend(r))
+		return false;
+	b = bot_new(r, s->name, s, NULL);
+	return b != NULL && bot_start(r, b);
+}
+
+bool bots_fork(struct request *r, struct bot_spec *s)
+{
+	struct bot *caller = caller_of(r), *src, *b;
+
+	if (answer_resend(r))
+		return false;
+	src = bot_find(s->name);
+	if (src == NULL || !bot_visible(caller, src)) {
+		fail(r, "not_found", "no bot named %s", s->name);
+		return false;
+	}
+	b = bot_new(r, s->as, s, src);
+	return b != NULL && bot_start(r, b);
+}
+
+/* Collect b and everything it made, children before their parents. */
+static void collect(struct bot *b, struct bot ***v, size_t *n)
+{
+	struct bot *c, **nv;
+
+	TAILQ_FOREACH(c, &d.bots, entry)
+		if (c->creator != NULL && strcmp(c->creator, b->name) == 0)
+			collect(c, v, n);
+	nv = realloc(*v, (*n + 1) * sizeof *nv);
+	if (nv == NULL)
+		return;
+	*v = nv;
+	(*v)[(*n)++] = b;
+}
+
+static void run_delete(struct job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->nvictims; i++)
+		bot_unmount_all(j->victims[i]);
+}
+
+static void done_delete(struct job *j)
+{
+	cJSON *body = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(body, "deleted");
+	size_t i;
+
+	for (i = 0; i < j->nvictims; i++) {
+		log_msg(LOG_INFO, "bot %s deleted", j->victims[i]->name);
+		cJSON_AddItemToArray(names, cJSON_CreateString(j->victims[i]->name));
+		bot_remove(j->victims[i]);
+	}
+	save_state();
+	request_reply(&j->req, body);
+	job_finish(j);
+}
+
+/*
+ * Delete b and its descendants: their sockets close at once, so their
+ * clients are cut off before the mounts go.
+ */
+static bool bot_delete(struct request *r, struct bot *b)
+{
+	struct job *j;
+	size_t i;
+
+	j = job_new(r);
+	if (j == NULL) {
+		fail(r, "internal", "out of memory");
+		return false;
+	}
+	collect(b, &j->victims, &j->nvictims);
+	for (i = 0; i < j->nvictims; i++) {
+		if (j->victims[i]->busy) {
+			fail(r, "busy", "bot %s is being changed; ask again", j->victims[i]->name);
+			job_abort(j);
+			return false;
+		}
+	}
+	for (i = 0; i < j->nvictims; i++) {
+		j->victims[i]->busy = true;
+		j->victims[i]->deleting = true;
+		server_unlisten(d.srv, j->victims[i]);
+	}
+	j->run = run_delete;
+	j->done = done_delete;
+	job_submit(j);
+	return true;
+}
+
+bool bots_delete(struct request *r, const char *name)
+{
+	struct bot *caller = caller_of(r), *b = bot_find(name);
+
+	if (b == NULL || b->deleting || !bot_visible(caller, b)) {
+		fail(r, "not_found", "no bot named %s", name);
+		return false;
+	}
+	if (caller != NULL && b == caller) {
+		fail(r, "forbidden", "a bot cannot delete itself; ask whoever made it");
+		return false;
+	}
+	return bot_delete(r, b);
+}
+
+static void ttl_expired(evutil_socket_t fd, short what, void *arg)
+{
+	struct bot *b = arg;
+	struct request r = {0};
+	struct timeval tv = {1, 0};
+
+	if (b->busy) {
+		evtimer_add(b->ttl_ev, &tv);
+		return;
+	}
+	log_msg(LOG_INFO, "bot %s: ttl ran out", b->name);
+	bot_delete(&r, b);
+}
+
+static void run_configure(struct job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->nunmount; i++) {
+		fs_unmount(j->unmount[i]);
+		fs_mount_free(j->unmount[i]);
+	}
+	for (i = 0; i < j->bot->nroots; i++) {
+		struct root *rt = &j->bot->roots[i];
+
+		if (rt->m == NULL && rt->error == NULL) {
+			j->error = 0;
+			root_mount(j, j->bot, rt);
+			if (j->error != 0)
+				log_msg(LOG_WARNING, "bot %s: %s", j->bot->name, j->msg);
+		}
+	}
+	j->error = 0;
+}
+
+static void done_configure(struct job *j)
+{
+	cJSON *body = cJSON_CreateObject();
+
+	j->bot->busy = false;
+	save_state();
+	cJSON_AddItemToObject(body, "bot", bot_to_json(j->bot, true));
+	request_reply(&j->req, body);
+	job_finish(j);
+}
+
+bool bots_configure(struct request *r, struct bot_spec *s)
+{
+	struct bot *caller = caller_of(r), *b = bot_find(s->name), next = {0};
+	struct root *old;
+	size_t nold, i, k;
+	struct job *j;
+
+	if (b == NULL || b->deleting || !bot_visible(caller, b)) {
+		fail(r, "not_found", "no bot named %s", s->name);
+		return false;
+	}
+	if (caller == b) {
+		fail(r, "forbidden", "a bot cannot configure itself");
+		return false;
+	}
+	if (b->busy) {
+		fail(r, "busy", "bot %s is being changed; ask again", b->name);
+		return false;
+	}
+	/* What the bot would be: checked whole before anything changes. */
+	next = *b;
+	next.writable = s->has_writable ? s->writable : b->writable;
+	next.readable = s->has_readable ? s->readable : b->readable;
+	if (s->has_sandbox)
+		next.sandbox = s->sandbox;
+	if (s->has_network)
+		next.network = s->network;
+	if (s->has_allow_new_repos)
+		next.allow_new_repos = s->allow_new_repos;
+	if (!ceiling_ok(r, &next))
+		return false;
+	j = job_new(r);
+	if (j == NULL) {
+		fail(r, "internal", "out of memory");
+		return false;
+	}
+	if (s->has_writable) {
+		paths_free(&b->writable);
+		b->writable = s->writable;
+		memset(&s->writable, 0, sizeof s->writable);
+	}
+	if (s->has_readable) {
+		paths_free(&b->readable);
+		b->readable = s->readable;
+		memset(&s->readable, 0, sizeof s->readable);
+	}
+	b->sandbox = next.sandbox;
+	b->network = next.network;
+	b->allow_new_repos = next.allow_new_repos;
+	if (s->has_ttl) {
+		b->ttl = s->ttl;
+		b->expires = s->ttl > 0 ? time(NULL) + s->ttl : 0;
+		if (b->ttl_ev != NULL)
+			evtimer_del(b->ttl_ev);
+		bot_arm_ttl(b);
+	}
+	/*
+	 * Keep the mounts whose root stays: their access changes in place at
+	 * once. Roots that go are unmounted, new ones mounted for the next exec.
+	 */
+	old = b->roots;
+	nold = b->nroots;
+	b->roots = NULL;
+	b->nroots = 0;
+	if (bot_plan_roots(b) != 0) {
+		b->roots = old;
+		b->nroots = nold;
+		fail(r, "internal", "out of memory");
+		job_abort(j);
+		return false;
+	}
+	j->unmount = calloc(nold + 1, sizeof *j->unmount);
+	for (k = 0; k < nold; k++) {
+		for (i = 0; i < b->nroots; i++) {
+			if (b->roots[i].m == NULL && strcmp(b->roots[i].path, old[k].path) == 0) {
+				b->roots[i].m = old[k].m;
+				free(b->roots[i].mountpoint);
+				b->roots[i].mountpoint = old[k].mountpoint;
+				old[k].mountpoint = NULL;
+				old[k].m = NULL;
+				fs_mount_set_readonly(b->roots[i].m, !b->roots[i].writable);
+				fs_mount_set_allow_new_repos(b->roots[i].m, b->allow_new_repos);
+				break;
+			}
+		}
+		if (old[k].m != NULL && j->unmount != NULL)
+			j->unmount[j->nunmount++] = old[k].m;
+		if (old[k].mountpoint != NULL && old[k].m == NULL)
+			rmdir(old[k].mountpoint);
+		free(old[k].path);
+		free(old[k].mountpoint);
+		free(old[k].error);
+	}
+	free(old);
+	b->busy = true;
+	j->bot = b;
+	j->uid = caller == NULL && r->peer != NULL ? server_peer_uid(r->peer) : 0;
+	j->run = run_configure;
+	j->done = done_configure;
+	job_submit(j);
+	return true;
+}
+
+void bots_list(struct request *r)
+{
+	struct bot *caller = caller_of(r), *b;
+	cJSON *body = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(body, "bots");
+
+	TAILQ_FOREACH(b, &d.bots, entry)
+		if (!b->deleting && bot_visible(caller, b))
+			cJSON_AddItemToArray(arr, bot_to_json(b, false));
+	request_reply(r, body);
+}
+
+void bots_show(struct request *r, const char *name)
+{
+	struct bot *b = bot_find(name);
+	cJSON *body;
+
+	if (b == NULL || b->deleting || !bot_visible(caller_of(r), b)) {
+		fail(r, "not_found", "no bot named %s", name);
+		return;
+	}
+	body = cJSON_CreateObject();
+	cJSON_AddItemToObject(body, "bot", bot_to_json(b, true));
+	request_reply(r, body);
+}
+
+void bots_status(struct request *r)
+{
+	cJSON *body = cJSON_CreateObject();
+	struct bot *caller = caller_of(r);
+
+	cJSON_AddStringToObject(body, "version", PACKAGE_VERSION);
+	cJSON_AddNumberToObject(body, "protocol", PROTOCOL_VERSION);
+	if (caller != NULL) {
+		cJSON_AddStringToObject(body, "bot", caller->name);
+	} else {
+		cJSON_AddNumberToObject(body, "pid", getpid());
+		cJSON_AddNumberToObject(body, "uptime", (double)(time(NULL) - d.started));
+		cJSON_AddNumberToObject(body, "bots", d.nbots);
+		cJSON_AddNumberToObject(body, "mounts", fs_mount_count(d.fs));
+		cJSON_AddNumberToObject(body, "clients", server_clients(d.srv));
+		cJSON_AddNumberToObject(body, "workers", d.cfg->workers);
+		cJSON_AddStringToObject(body, "socket", d.cfg->socket_path);
+		cJSON_AddStringToObject(body, "state", d.cfg->state_dir);
+	}
+	request_reply(r, body);
+}
+
+void bots_shutdown(struct request *r)
+{
+	if (caller_of(r) != NULL) {
+		fail(r, "forbidden", "a bot cannot shut the daemon down");
+		return;
+	}
+	d.shutdown_requested = true;
+	request_reply(r, NULL);
+	log_msg(LOG_INFO, "shutdown requested");
+	event_base_loopexit(d.base, NULL);
+}
+
+static void *job_main(void *arg)
+{
+	struct job *j;
+
+	pthread_mutex_lock(&d.lock);
+	for (;;) {
+		while (d.todo == NULL && !d.stopping)
+			pthread_cond_wait(&d.cond, &d.lock);
+		if (d.todo == NULL)
+			break;
+		j = d.todo;
+		d.todo = j->next;
+		if (d.todo == NULL)
+			d.todo_tail = &d.todo;
+		pthread_mutex_unlock(&d.lock);
+		if (j->run != NULL)
+			j->run(j);
+		pthread_mutex_lock(&d.lock);
+		j->next = d.done;
+		d.done = j;
+		event_active(d.done_ev, EV_READ, 0);
+	}
+	pthread_mutex_unlock(&d.lock);
+	return NULL;
+}
+
+static void job_submit(struct job *j)
+{
+	pthread_mutex_lock(&d.lock);
+	j->next = NULL;
+	*d.todo_tail = j;
+	d.todo_tail = &j->next;
+	pthread_cond_signal(&d.cond);
+	pthread_mutex_unlock(&d.lock);
+}
+
+static void job_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct job *list, *j, *rev = NULL;
+
+	pthread_mutex_lock(&d.lock);
+	list = d.done;
+	d.done = NULL;
+	pthread_mutex_unlock(&d.lock);
+	while ((j = list) != NULL) { /* in the order they finished */
+		list = j->next;
+		j->next = rev;
+		rev = j;
+	}
+	while ((j = rev) != NULL) {
+		rev = j->next;
+		j->done(j);
+	}
+}
+
+/* A mount ended from outside (umount by someone): note it on its root. */
+static void done_lost(struct job *j)
+{
+	struct bot *b;
+	size_t i;
+
+	TAILQ_FOREACH(b, &d.bots, entry) {
+		for (i = 0; i < b->nroots; i++) {
+			if (b->roots[i].m == j->lost) {
+				log_msg(LOG_WARNING, "bot %s: %s was unmounted from outside",
+					b->name, b->roots[i].mountpoint);
+				fs_mount_free(j->lost);
+				b->roots[i].m = NULL;
+				free(b->roots[i].error);
+				b->roots[i].error = strdup("unmounted from outside");
+				j->lost = NULL;
+			}
+		}
+	}
+	job_finish(j);
+}
+
+static void fs_lost_cb(void *arg, struct fs_mount *m)
+{
+	struct job *j = calloc(1, sizeof *j);
+
+	if (j == NULL)
+		return;
+	j->lost = m;
+	j->done = done_lost;
+	pthread_mutex_lock(&d.lock);
+	j->next = d.done;
+	d.done = j;
+	event_active(d.done_ev, EV_READ, 0);
+	pthread_mutex_unlock(&d.lock);
+}
+
+/* Detach mounts a dead predecessor left under our mount folder. */
+static int clean_stale(void *arg, uint64_t id, const char *mp, const char *fstype)
+{
+	if (strcmp(fstype, "fuse.agentfs") == 0 && path_within(mp, d.cfg->mount_dir) &&
+	    strcmp(mp, d.cfg->mount_dir) != 0) {
+		if (umount2(mp, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+			log_msg(LOG_INFO, "detached stale mount %s", mp);
+		else
+			log_msg(LOG_WARNING, "cannot detach stale mount %s: %s", mp,
+				strerror(errno));
+	}
+	return 0;
+}
+
+static void done_restore(struct job *j)
+{
+	char err[512];
+
+	j->bot->busy = false;
+	if (!bot_activate(j->bot, err, sizeof err))
+		log_msg(LOG_ERR, "bot %s: %s", j->bot->name, err);
+	job_finish(j);
+}
+
+int bots_init(struct event_base *base, struct config *cfg, struct server *srv, char *err,
+	      size_t errlen)
+{
+	struct fs_params fp = {.workers = cfg->workers, .timeout = -1, .log = fs_log_cb,
+			       .lost = fs_lost_cb};
+	struct fs_error ferr = {0};
+	struct bot *b;
+	struct job *j;
+	int r;
+
+	d.base = base;
+	d.cfg = cfg;
+	d.srv = srv;
+	d.fs = fs_new(&fp, &ferr);
+	if (d.fs == NULL) {
+		snprintf(err, errlen, "%s", ferr.msg);
+		return -ferr.code;
+	}
+	d.started = time(NULL);
+	TAILQ_INIT(&d.bots);
+	pthread_mutex_init(&d.lock, NULL);
+	pthread_cond_init(&d.cond, NULL);
+	d.todo_tail = &d.todo;
+	d.done_ev = event_new(base, -1, 0, job_done, NULL);
+	if (d.done_ev == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if ((r = pthread_create(&d.thread, NULL, job_main, NULL)) != 0) {
+		snprintf(err, errlen, "cannot start the job thread: %s", strerror(r));
+		return -r;
+	}
+	d.thread_started = true;
+	fs_mountinfo_each(clean_stale, NULL);
+	r = state_load(cfg, &d.bots, err, errlen);
+	if (r != 0)
+		return r;
+	TAILQ_FOREACH(b, &d.bots, entry) {
+		d.nbots++;
+		if (bot_plan_roots(b) != 0) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		j = calloc(1, sizeof *j);
+		if (j == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		b->busy = true;
+		j->bot = b;
+		j->run = run_restore_bot;
+		j->done = done_restore;
+		job_submit(j);
+	}
+	return 0;
+}
+
+/* Stop the job thread, then unmount everything and close every socket. */
+void bots_stop(void)
+{
+	struct bot *b;
+
+	if (d.thread_started) {
+		pthread_mutex_lock(&d.lock);
+		d.stopping = true;
+		pthread_cond_signal(&d.cond);
+		pthread_mutex_unlock(&d.lock);
+		pthread_join(d.thread, NULL);
+		d.thread_started = false;
+		/* Finish what the thread completed, so every client gets its answer. */
+		job_done(-1, 0, NULL);
+	}
+	save_state();
+	while ((b = TAILQ_FIRST(&d.bots)) != NULL) {
+		bot_unmount_all(b);
+		bot_remove(b);
+	}
+	d.nbots = 0;
+	if (d.done_ev != NULL)
+		event_free(d.done_ev);
+	d.done_ev = NULL;
+	fs_free(d.fs);
+	d.fs = NULL;
+}

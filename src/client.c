@@ -1,0 +1,405 @@
+/* The client side of agentfs: one request line to agentfsd, one reply line back. */
+#include "src/agentfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+static int connect_to(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof sa.sun_path)
+		die("socket path too long: %s", path);
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("socket: %s", strerror(errno));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		int e = errno;
+
+		close(fd);
+		if (e == ENOENT || e == ECONNREFUSED)
+			die("cannot connect to agentfsd at %s: %s (is agentfsd running?)", path,
+			    strerror(e));
+		die("cannot connect to agentfsd at %s: %s", path, strerror(e));
+	}
+	return fd;
+}
+
+/* Send one request and read one reply line; NULL if the connection was lost. */
+static char *exchange(const char *path, const char *text)
+{
+	size_t len = strlen(text), off = 0, cap = 4096, n = 0;
+	char *buf, *nl;
+	ssize_t r;
+	int fd = connect_to(path);
+
+	while (off < len) {
+		r = send(fd, text + off, len - off, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			close(fd);
+			return NULL;
+		}
+		off += (size_t)r;
+	}
+	buf = malloc(cap);
+	if (buf == NULL)
+		die("out of memory");
+	for (;;) {
+		if (n + 1 >= cap) {
+			char *nb = realloc(buf, cap *= 2);
+
+			if (nb == NULL)
+				die("out of memory");
+			buf = nb;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		buf[n] = '\0';
+		if ((nl = memchr(buf, '\n', n)) != NULL) {
+			*nl = '\0';
+			close(fd);
+			return buf;
+		}
+	}
+	close(fd);
+	free(buf);
+	return NULL;
+}
+
+static char *abs_path(const char *p)
+{
+	char cwd[PATH_MAX], *joined, *out;
+
+	if (p[0] == '/') {
+		if (path_normalise(p, &out) != 0)
+			die("bad path: %s", p);
+		return out;
+	}
+	if (getcwd(cwd, sizeof cwd) == NULL)
+		die("getcwd: %s", strerror(errno));
+	if (asprintf(&joined, "%s/%s", cwd, p) < 0 || path_normalise(joined, &out) != 0)
+		die("bad path: %s", p);
+	free(joined);
+	return out;
+}
+
+static void add_path(cJSON *req, const char *key, const char *p)
+{
+	cJSON *arr = cJSON_GetObjectItemCaseSensitive(req, key);
+	char *a = abs_path(p);
+
+	if (arr == NULL)
+		arr = cJSON_AddArrayToObject(req, key);
+	if (*p != '\0')
+		cJSON_AddItemToArray(arr, cJSON_CreateString(a));
+	free(a);
+}
+
+static const char bot_usage[] =
+	"usage: agentfs create NAME FOLDER [OPTIONS]\n"
+	"       agentfs fork NAME NEWNAME [OPTIONS]\n"
+	"       agentfs configure NAME [OPTIONS]\n"
+	"\n"
+	"  --sandbox S         read-only, workspace-write or danger-full-access\n"
+	"  --writable DIR      an extra writable root; repeatable (replaces the list)\n"
+	"  --no-writable       no extra writable roots\n"
+	"  --readable DIR      an extra read-only root; repeatable (replaces the list)\n"
+	"  --no-readable       no extra read-only roots\n"
+	"  --network, --no-network\n"
+	"  --allow-new-repos, --no-allow-new-repos\n"
+	"  --ttl SECONDS       delete the bot after this long (0: never)\n"
+	"  --id ID             request id; a resent create or fork with it is answered\n"
+	"                      from what the first made\n";
+
+/* Parse the options shared by create, fork and configure into req. */
+static void bot_options(const char *cmd, int argc, char **argv, cJSON *req, int npos,
+			char **pos)
+{
+	static const struct option longopts[] = {
+		{"sandbox", required_argument, NULL, 's'},
+		{"writable", required_argument, NULL, 'w'},
+		{"no-writable", no_argument, NULL, 'W'},
+		{"readable", required_argument, NULL, 'r'},
+		{"no-readable", no_argument, NULL, 'R'},
+		{"network", no_argument, NULL, 'n'},
+		{"no-network", no_argument, NULL, 'N'},
+		{"allow-new-repos", no_argument, NULL, 'a'},
+		{"no-allow-new-repos", no_argument, NULL, 'A'},
+		{"ttl", required_argument, NULL, 't'},
+		{"id", required_argument, NULL, 'i'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	char *end;
+	long ttl;
+	int c, k;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			cJSON_AddStringToObject(req, "sandbox", optarg);
+			break;
+		case 'w':
+			add_path(req, "writable", optarg);
+			break;
+		case 'W':
+			cJSON_DeleteItemFromObject(req, "writable");
+			cJSON_AddArrayToObject(req, "writable");
+			break;
+		case 'r':
+			add_path(req, "readable", optarg);
+			break;
+		case 'R':
+			cJSON_DeleteItemFromObject(req, "readable");
+			cJSON_AddArrayToObject(req, "readable");
+			break;
+		case 'n':
+		case 'N':
+			cJSON_DeleteItemFromObject(req, "network");
+			cJSON_AddBoolToObject(req, "network", c == 'n');
+			break;
+		case 'a':
+		case 'A':
+			cJSON_DeleteItemFromObject(req, "allow_new_repos");
+			cJSON_AddBoolToObject(req, "allow_new_repos", c == 'a');
+			break;
+		case 't':
+			errno = 0;
+			ttl = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || ttl < 0)
+				die_usage(cmd, "--ttl takes whole seconds, not %s", optarg);
+			cJSON_AddNumberToObject(req, "ttl", (double)ttl);
+			break;
+		case 'i':
+			cJSON_DeleteItemFromObject(req, "id");
+			cJSON_AddStringToObject(req, "id", optarg);
+			break;
+		case 'h':
+			fputs(bot_usage, stdout);
+			exit(0);
+		case ':':
+			die_usage(cmd, "option %s needs an argument", argv[optind - 1]);
+		default:
+			usage_error(cmd, argv[optind - 1], optopt);
+		}
+	}
+	if (argc - optind != npos)
+		die_usage(cmd, "%s takes %d argument%s", cmd, npos, npos == 1 ? "" : "s");
+	for (k = 0; k < npos; k++)
+		pos[k] = argv[optind + k];
+}
+
+static void print_paths(const char *label, const cJSON *arr)
+{
+	const cJSON *v;
+
+	printf("%-16s", label);
+	if (cJSON_GetArraySize(arr) == 0)
+		printf("-");
+	cJSON_ArrayForEach(v, arr)
+	printf("%s%s", v == arr->child ? "" : " ", v->valuestring);
+	printf("\n");
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "-";
+}
+
+static void print_time(const char *label, const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	char buf[64];
+	time_t t;
+
+	if (!cJSON_IsNumber(v) || v->valuedouble == 0) {
+		printf("%-16s-\n", label);
+		return;
+	}
+	t = (time_t)v->valuedouble;
+	strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", localtime(&t));
+	printf("%-16s%s\n", label, buf);
+}
+
+static void print_bot(const cJSON *b)
+{
+	const cJSON *m, *mounts = cJSON_GetObjectItemCaseSensitive(b, "mounts");
+
+	printf("%-16s%s\n", "name", str(b, "name"));
+	printf("%-16s%s\n", "creator", cJSON_IsString(cJSON_GetObjectItemCaseSensitive(b, "creator"))
+					   ? str(b, "creator") : "(operator)");
+	printf("%-16s%s\n", "sandbox", str(b, "sandbox"));
+	printf("%-16s%s\n", "folder", str(b, "folder"));
+	print_paths("writable", cJSON_GetObjectItemCaseSensitive(b, "writable"));
+	print_paths("readable", cJSON_GetObjectItemCaseSensitive(b, "readable"));
+	printf("%-16s%s\n", "network",
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "network")) ? "yes" : "no");
+	printf("%-16s%s\n", "allow_new_repos",
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "allow_new_repos")) ? "yes"
+										 : "no");
+	print_time("created", b, "created");
+	print_time("expires", b, "expires");
+	printf("%-16s%s\n", "socket", str(b, "socket"));
+	cJSON_ArrayForEach(m, mounts)
+	{
+		printf("%-16s%s %s -> %s (%s)%s%s\n", m == mounts->child ? "mounts" : "",
+		       str(m, "access"), str(m, "path"), str(m, "mountpoint"), str(m, "state"),
+		       cJSON_GetObjectItemCaseSensitive(m, "error") != NULL ? ": " : "",
+		       cJSON_GetObjectItemCaseSensitive(m, "error") != NULL ? str(m, "error") : "");
+	}
+	if (mounts != NULL)
+		print_paths("repos made", cJSON_GetObjectItemCaseSensitive(b, "repos_made"));
+}
+
+static void print_reply(const char *op, const cJSON *rep)
+{
+	const cJSON *v;
+
+	if (strcmp(op, "list") == 0) {
+		printf("%-20s %-12s %-19s %s\n", "NAME", "CREATOR", "SANDBOX", "FOLDER");
+		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(rep, "bots"))
+		{
+			printf("%-20s %-12s %-19s %s\n", str(v, "name"),
+			       cJSON_IsString(cJSON_GetObjectItemCaseSensitive(v, "creator"))
+				       ? str(v, "creator") : "-",
+			       str(v, "sandbox"), str(v, "folder"));
+		}
+	} else if (strcmp(op, "delete") == 0) {
+		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(rep, "deleted"))
+		printf("deleted %s\n", v->valuestring);
+	} else if (strcmp(op, "version") == 0) {
+		printf("agentfs %s, agentfsd %s (protocol %d)\n", PACKAGE_VERSION,
+		       str(rep, "version"),
+		       (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(rep, "protocol")));
+	} else if (strcmp(op, "status") == 0) {
+		for (v = rep->child; v != NULL; v = v->next) {
+			if (strcmp(v->string, "ok") == 0 || strcmp(v->string, "id") == 0)
+				continue;
+			if (cJSON_IsString(v))
+				printf("%-10s%s\n", v->string, v->valuestring);
+			else if (cJSON_IsNumber(v))
+				printf("%-10s%.0f\n", v->string, v->valuedouble);
+		}
+	} else if (strcmp(op, "shutdown") == 0) {
+		printf("agentfsd is shutting down\n");
+	} else if ((v = cJSON_GetObjectItemCaseSensitive(rep, "bot")) != NULL) {
+		print_bot(v);
+	}
+}
+
+static const char client_usage[] =
+	"usage: agentfs [--socket PATH] [--json] COMMAND ...\n"
+	"  create NAME FOLDER [OPTIONS]   make a bot (see agentfs create --help)\n"
+	"  fork NAME NEWNAME [OPTIONS]    make a bot like NAME\n"
+	"  configure NAME [OPTIONS]       change a bot; its mounts follow at once\n"
+	"  rm NAME                        delete a bot and the bots it made\n"
+	"  ls                             list bots\n"
+	"  show NAME                      show a bot, its mounts and socket\n"
+	"  status                         show the daemon's status\n"
+	"  shutdown                       stop the daemon\n"
+	"  version                        show client and daemon versions\n";
+
+int cmd_client(const char *socket_path, bool json, int argc, char **argv)
+{
+	cleanup_cjson cJSON *req = cJSON_CreateObject();
+	cleanup_cjson cJSON *rep = NULL;
+	cleanup_free char *text = NULL;
+	char *reply = NULL, *pos[2] = {NULL, NULL}, idbuf[40];
+	const char *cmd = argv[0], *op = cmd;
+	const cJSON *err;
+	unsigned char rnd[8];
+	int i;
+
+	if (strcmp(cmd, "create") == 0 || strcmp(cmd, "fork") == 0) {
+		bot_options(cmd, argc, argv, req, 2, pos);
+		cJSON_AddStringToObject(req, "name", pos[0]);
+		if (strcmp(cmd, "create") == 0) {
+			char *a = abs_path(pos[1]);
+
+			cJSON_AddStringToObject(req, "folder", a);
+			free(a);
+		} else {
+			cJSON_AddStringToObject(req, "as", pos[1]);
+		}
+		/* An id makes a resend after a lost reply safe. */
+		if (cJSON_GetObjectItemCaseSensitive(req, "id") == NULL) {
+			if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+				memset(rnd, 0, sizeof rnd);
+			for (i = 0; i < 8; i++)
+				sprintf(idbuf + 2 * i, "%02x", rnd[i]);
+			cJSON_AddStringToObject(req, "id", idbuf);
+		}
+	} else if (strcmp(cmd, "configure") == 0) {
+		bot_options(cmd, argc, argv, req, 1, pos);
+		cJSON_AddStringToObject(req, "name", pos[0]);
+	} else if (strcmp(cmd, "rm") == 0 || strcmp(cmd, "show") == 0) {
+		if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+			printf("usage: agentfs %s NAME\n", cmd);
+			return 0;
+		}
+		if (argc != 2)
+			die_usage(cmd, "%s takes one bot name", cmd);
+		cJSON_AddStringToObject(req, "name", argv[1]);
+		if (strcmp(cmd, "rm") == 0)
+			op = "delete";
+	} else if (strcmp(cmd, "ls") == 0 || strcmp(cmd, "status") == 0 ||
+		   strcmp(cmd, "shutdown") == 0 || strcmp(cmd, "version") == 0) {
+		if (argc != 1)
+			die_usage(cmd, "%s takes no arguments", cmd);
+		if (strcmp(cmd, "ls") == 0)
+			op = "list";
+		if (strcmp(cmd, "version") == 0)
+			cJSON_AddNumberToObject(req, "protocol", PROTOCOL_VERSION);
+	} else {
+		fputs(client_usage, stderr);
+		return 2;
+	}
+	cJSON_AddStringToObject(req, "op", op);
+	text = cJSON_PrintUnformatted(req);
+	if (text == NULL || asprintf(&reply, "%s\n", text) < 0)
+		die("out of memory");
+	free(text);
+	text = reply;
+	reply = exchange(socket_path, text);
+	if (reply == NULL && cJSON_GetObjectItemCaseSensitive(req, "id") != NULL)
+		reply = exchange(socket_path, text); /* answered from the first if it was made */
+	if (reply == NULL)
+		die("agentfsd closed the connection without a reply");
+	rep = cJSON_Parse(reply);
+	if (rep == NULL)
+		die("agentfsd sent a reply that is not JSON");
+	if (json)
+		printf("%s\n", reply);
+	free(reply);
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
+		err = cJSON_GetObjectItemCaseSensitive(rep, "error");
+		if (!json)
+			fprintf(stderr, "agentfs: %s: %s\n", str(err, "code"), str(err, "message"));
+		return 1;
+	}
+	if (!json)
+		print_reply(op, rep);
+	return 0;
+}

@@ -1,0 +1,385 @@
+/*
+ * The protocol: one JSON object per line in, one per line out. Parses and
+ * type-checks a request, then hands it to bots.c. Never sees a socket.
+ */
+#include "src/agentfs.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+cJSON *proto_error_line(const char *code, const char *msg)
+{
+	cJSON *r = cJSON_CreateObject(), *e = cJSON_CreateObject();
+
+	cJSON_AddBoolToObject(r, "ok", false);
+	cJSON_AddStringToObject(e, "code", code);
+	cJSON_AddStringToObject(e, "message", msg);
+	cJSON_AddItemToObject(r, "error", e);
+	return r;
+}
+
+cJSON *proto_error(const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return proto_error_line(code, msg);
+}
+
+void request_reply(struct request *r, cJSON *body)
+{
+	if (body == NULL)
+		body = cJSON_CreateObject();
+	cJSON_AddBoolToObject(body, "ok", true);
+	if (r->id != NULL)
+		cJSON_AddItemToObject(body, "id", cJSON_Duplicate(r->id, true));
+	if (r->peer != NULL)
+		server_reply(r->peer, body);
+	else
+		cJSON_Delete(body);
+}
+
+void request_fail(struct request *r, cJSON *error)
+{
+	if (r->id != NULL)
+		cJSON_AddItemToObject(error, "id", cJSON_Duplicate(r->id, true));
+	if (r->peer != NULL)
+		server_reply(r->peer, error);
+	else
+		cJSON_Delete(error);
+}
+
+void bot_spec_free(struct bot_spec *s)
+{
+	free(s->name);
+	free(s->as);
+	free(s->folder);
+	paths_free(&s->writable);
+	paths_free(&s->readable);
+}
+
+/* Bot names become socket and folder names: letters, digits, - and _ only. */
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > BOT_NAME_MAX)
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_'))
+			return false;
+	}
+	return s[0] != '-';
+}
+
+struct field {
+	const char *name;
+	int type; /* cJSON_String, cJSON_True (bool), cJSON_Number, cJSON_Array (of paths) */
+	bool required;
+};
+
+struct op {
+	const char *name;
+	const struct field *fields;
+};
+
+static const struct field f_none[] = {{NULL, 0, false}};
+static const struct field f_version[] = {{"protocol", cJSON_Number, false}, {NULL, 0, false}};
+static const struct field f_name[] = {{"name", cJSON_String, true}, {NULL, 0, false}};
+static const struct field f_create[] = {
+	{"name", cJSON_String, true},       {"sandbox", cJSON_String, false},
+	{"folder", cJSON_String, true},     {"writable", cJSON_Array, false},
+	{"readable", cJSON_Array, false},   {"network", cJSON_True, false},
+	{"allow_new_repos", cJSON_True, false}, {"ttl", cJSON_Number, false},
+	{NULL, 0, false},
+};
+static const struct field f_configure[] = {
+	{"name", cJSON_String, true},       {"sandbox", cJSON_String, false},
+	{"writable", cJSON_Array, false},   {"readable", cJSON_Array, false},
+	{"network", cJSON_True, false},     {"allow_new_repos", cJSON_True, false},
+	{"ttl", cJSON_Number, false},       {NULL, 0, false},
+};
+static const struct field f_fork[] = {
+	{"name", cJSON_String, true},       {"as", cJSON_String, true},
+	{"sandbox", cJSON_String, false},   {"writable", cJSON_Array, false},
+	{"readable", cJSON_Array, false},   {"network", cJSON_True, false},
+	{"allow_new_repos", cJSON_True, false}, {"ttl", cJSON_Number, false},
+	{NULL, 0, false},
+};
+
+static const struct op ops[] = {
+	{"version", f_version}, {"create", f_create}, {"configure", f_configure},
+	{"fork", f_fork},       {"delete", f_name},   {"list", f_none},
+	{"show", f_name},       {"status", f_none},   {"shutdown", f_none},
+};
+
+static const char *type_name(int type)
+{
+	switch (type) {
+	case cJSON_String:
+		return "a string";
+	case cJSON_True:
+		return "true or false";
+	case cJSON_Number:
+		return "a number";
+	case cJSON_Array:
+		return "an array of absolute paths";
+	}
+	return "?";
+}
+
+static bool type_ok(const cJSON *v, int type)
+{
+	switch (type) {
+	case cJSON_String:
+		return cJSON_IsString(v) && v->valuestring != NULL;
+	case cJSON_True:
+		return cJSON_IsBool(v);
+	case cJSON_Number:
+		return cJSON_IsNumber(v);
+	case cJSON_Array:
+		return cJSON_IsArray(v);
+	}
+	return false;
+}
+
+/* Check every field: known, of the right type, given once, required ones present. */
+static cJSON *check_fields(const cJSON *req, const struct op *op)
+{
+	const struct field *f;
+	const cJSON *v, *w;
+
+	for (v = req->child; v != NULL; v = v->next) {
+		if (v->string == NULL)
+			return proto_error("bad_request", "a field has no name");
+		for (w = req->child; w != v; w = w->next)
+			if (strcmp(w->string, v->string) == 0)
+				return proto_error("bad_request", "field \"%s\" given twice",
+						   v->string);
+		if (strcmp(v->string, "op") == 0 || strcmp(v->string, "id") == 0)
+			continue;
+		for (f = op->fields; f->name != NULL; f++)
+			if (strcmp(f->name, v->string) == 0)
+				break;
+		if (f->name == NULL)
+			return proto_error("unknown_field", "op \"%s\" has no field \"%.64s\"",
+					   op->name, v->string);
+		if (!type_ok(v, f->type))
+			return proto_error("bad_type", "field \"%s\" must be %s", f->name,
+					   type_name(f->type));
+	}
+	for (f = op->fields; f->name != NULL; f++)
+		if (f->required && cJSON_GetObjectItemCaseSensitive(req, f->name) == NULL)
+			return proto_error("bad_request", "op \"%s\" needs field \"%s\"", op->name,
+					   f->name);
+	return NULL;
+}
+
+static cJSON *parse_path(const char *field, const char *in, char **out)
+{
+	int r = path_normalise(in, out);
+
+	if (r == -EINVAL)
+		return proto_error("bad_path", "%s: \"%.256s\" is not an absolute path", field, in);
+	if (r != 0)
+		return proto_error("bad_path", "%s: \"%.256s\": %s", field, in, strerror(-r));
+	return NULL;
+}
+
+static cJSON *parse_paths(const cJSON *arr, const char *field, struct paths *out)
+{
+	const cJSON *v;
+	char *p;
+	cJSON *err;
+
+	cJSON_ArrayForEach(v, arr)
+	{
+		if (!cJSON_IsString(v) || v->valuestring == NULL)
+			return proto_error("bad_type", "field \"%s\" must be %s", field,
+					   type_name(cJSON_Array));
+		if ((err = parse_path(field, v->valuestring, &p)) != NULL)
+			return err;
+		if (!paths_contains(out, p) && paths_add(out, p) != 0) {
+			free(p);
+			return proto_error("internal", "out of memory");
+		}
+		free(p);
+	}
+	if (out->n > 64)
+		return proto_error("limit", "field \"%s\" has more than 64 paths", field);
+	return NULL;
+}
+
+static cJSON *parse_spec(const cJSON *req, struct bot_spec *s)
+{
+	const cJSON *v;
+	cJSON *err;
+
+	v = cJSON_GetObjectItemCaseSensitive(req, "name");
+	if (v != NULL) {
+		if (!name_ok(v->valuestring))
+			return proto_error("bad_name", "bad bot name \"%.80s\": use 1 to %d letters, "
+					   "digits, - and _ (not starting with -)",
+					   v->valuestring, BOT_NAME_MAX);
+		s->name = strdup(v->valuestring);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "as");
+	if (v != NULL) {
+		if (!name_ok(v->valuestring))
+			return proto_error("bad_name", "bad bot name \"%.80s\": use 1 to %d letters, "
+					   "digits, - and _ (not starting with -)",
+					   v->valuestring, BOT_NAME_MAX);
+		s->as = strdup(v->valuestring);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "sandbox");
+	if (v != NULL) {
+		if (sandbox_parse(v->valuestring, &s->sandbox) != 0)
+			return proto_error("bad_value", "sandbox must be read-only, workspace-write "
+					   "or danger-full-access, not \"%.64s\"", v->valuestring);
+		s->has_sandbox = true;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "folder");
+	if (v != NULL && (err = parse_path("folder", v->valuestring, &s->folder)) != NULL)
+		return err;
+	v = cJSON_GetObjectItemCaseSensitive(req, "writable");
+	if (v != NULL) {
+		s->has_writable = true;
+		if ((err = parse_paths(v, "writable", &s->writable)) != NULL)
+			return err;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "readable");
+	if (v != NULL) {
+		s->has_readable = true;
+		if ((err = parse_paths(v, "readable", &s->readable)) != NULL)
+			return err;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "network");
+	if (v != NULL) {
+		s->has_network = true;
+		s->network = cJSON_IsTrue(v);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "allow_new_repos");
+	if (v != NULL) {
+		s->has_allow_new_repos = true;
+		s->allow_new_repos = cJSON_IsTrue(v);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "ttl");
+	if (v != NULL) {
+		if (v->valuedouble < 0 || v->valuedouble > 365.0 * 86400 ||
+		    v->valuedouble != (double)(long)v->valuedouble)
+			return proto_error("bad_value", "ttl must be whole seconds from 0 (none) to "
+					   "one year");
+		s->has_ttl = true;
+		s->ttl = (long)v->valuedouble;
+	}
+	if ((s->name == NULL && cJSON_GetObjectItemCaseSensitive(req, "name") != NULL) ||
+	    (s->as == NULL && cJSON_GetObjectItemCaseSensitive(req, "as") != NULL))
+		return proto_error("internal", "out of memory");
+	return NULL;
+}
+
+static void reply_version(struct request *r, const cJSON *req)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "protocol");
+	cJSON *body;
+
+	if (v != NULL && v->valuedouble != PROTOCOL_VERSION) {
+		request_fail(r, proto_error("unsupported_protocol",
+					    "this agentfsd speaks protocol %d, not %g",
+					    PROTOCOL_VERSION, v->valuedouble));
+		return;
+	}
+	body = cJSON_CreateObject();
+	cJSON_AddStringToObject(body, "version", PACKAGE_VERSION);
+	cJSON_AddNumberToObject(body, "protocol", PROTOCOL_VERSION);
+	request_reply(r, body);
+}
+
+/*
+ * Answer one request line. Returns true when the answer comes later (a
+ * job holds the peer), so the transport waits before the next line.
+ */
+bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t len)
+{
+	cleanup_cjson cJSON *req = NULL;
+	struct request r = {.peer = p};
+	struct bot_spec spec = {0};
+	const cJSON *opv, *name;
+	const struct op *op = NULL;
+	bool deferred = false;
+	cJSON *err;
+	size_t i;
+
+	req = cJSON_ParseWithLength(line, len);
+	if (req == NULL) {
+		server_reply(p, proto_error("bad_json", "the request is not valid JSON"));
+		return false;
+	}
+	if (!cJSON_IsObject(req)) {
+		server_reply(p, proto_error("bad_request", "a request must be a JSON object"));
+		return false;
+	}
+	r.id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	if (r.id != NULL && !cJSON_IsString(r.id) && !cJSON_IsNumber(r.id)) {
+		r.id = NULL;
+		server_reply(p, proto_error("bad_type", "field \"id\" must be a string or a number"));
+		return false;
+	}
+	if (r.id != NULL && cJSON_IsString(r.id) && strlen(r.id->valuestring) > 256) {
+		r.id = NULL;
+		server_reply(p, proto_error("bad_value", "field \"id\" is longer than 256 bytes"));
+		return false;
+	}
+	opv = cJSON_GetObjectItemCaseSensitive(req, "op");
+	if (opv == NULL || !cJSON_IsString(opv)) {
+		request_fail(&r, proto_error(opv == NULL ? "bad_request" : "bad_type",
+					     "a request needs \"op\", a string"));
+		return false;
+	}
+	for (i = 0; i < sizeof ops / sizeof ops[0]; i++)
+		if (strcmp(ops[i].name, opv->valuestring) == 0)
+			op = &ops[i];
+	if (op == NULL) {
+		request_fail(&r, proto_error("unknown_op", "unknown op \"%.64s\"", opv->valuestring));
+		return false;
+	}
+	if ((err = check_fields(req, op)) != NULL || (err = parse_spec(req, &spec)) != NULL) {
+		request_fail(&r, err);
+		bot_spec_free(&spec);
+		return false;
+	}
+	/* The request's id outlives this line when the answer is deferred. */
+	r.id = r.id != NULL ? cJSON_Duplicate(r.id, true) : NULL;
+	name = cJSON_GetObjectItemCaseSensitive(req, "name");
+	if (strcmp(op->name, "version") == 0)
+		reply_version(&r, req);
+	else if (strcmp(op->name, "create") == 0)
+		deferred = bots_create(&r, &spec);
+	else if (strcmp(op->name, "configure") == 0)
+		deferred = bots_configure(&r, &spec);
+	else if (strcmp(op->name, "fork") == 0)
+		deferred = bots_fork(&r, &spec);
+	else if (strcmp(op->name, "delete") == 0)
+		deferred = bots_delete(&r, name->valuestring);
+	else if (strcmp(op->name, "list") == 0)
+		bots_list(&r);
+	else if (strcmp(op->name, "show") == 0)
+		bots_show(&r, name->valuestring);
+	else if (strcmp(op->name, "status") == 0)
+		bots_status(&r);
+	else if (strcmp(op->name, "shutdown") == 0)
+		bots_shutdown(&r);
+	if (!deferred)
+		cJSON_Delete(r.id);
+	bot_spec_free(&spec);
+	return deferred;
+}

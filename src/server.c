@@ -1,0 +1,514 @@
+/*
+ * Transport: the control socket and every bot's socket, their peers and
+ * newline framing. A peer owns its fd, its bufferevent and the caller's
+ * credentials; whole lines go to proto_dispatch(), which never sees a
+ * socket. A peer's life: create, lost (dead, stops reading), freed once no
+ * job holds it.
+ */
+#include "src/agentfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#define OUTPUT_MAX (16 * 1024 * 1024)
+#define PARTIAL_LINE_TIMEOUT 30
+
+struct listener {
+	struct server *srv;
+	struct evconnlistener *l;
+	struct event *retry;
+	char *path;
+	struct bot *bot; /* NULL: the control socket */
+	uid_t owner;     /* besides root, the uid allowed to connect */
+	LIST_ENTRY(listener) entry;
+};
+
+struct peer {
+	struct server *srv;
+	struct bufferevent *bev;
+	struct bot *bot; /* NULL: the operator */
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	bool dead;     /* lost: no more reading or replies */
+	bool busy;     /* a request is being answered; later lines wait */
+	bool skipping; /* dropping the rest of an over-long line */
+	bool eof;      /* the client shut its side; close once answered */
+	unsigned refs;
+	TAILQ_ENTRY(peer) entry;
+};
+
+struct server {
+	struct event_base *base;
+	struct config *cfg;
+	LIST_HEAD(, listener) listeners;
+	TAILQ_HEAD(, peer) peers;
+	unsigned npeers;
+};
+
+static void peer_read(struct bufferevent *bev, void *arg);
+
+struct server *server_create(struct event_base *base, struct config *cfg)
+{
+	struct server *srv = calloc(1, sizeof *srv);
+
+	if (srv == NULL)
+		return NULL;
+	srv->base = base;
+	srv->cfg = cfg;
+	LIST_INIT(&srv->listeners);
+	TAILQ_INIT(&srv->peers);
+	return srv;
+}
+
+unsigned server_clients(const struct server *srv)
+{
+	return srv->npeers;
+}
+
+static void peer_free(struct peer *p)
+{
+	TAILQ_REMOVE(&p->srv->peers, p, entry);
+	p->srv->npeers--;
+	free(p);
+}
+
+/* Mark the peer dead and close its connection; freed when no job holds it. */
+static void peer_lost(struct peer *p)
+{
+	if (p->dead)
+		return;
+	p->dead = true;
+	if (p->bev != NULL) {
+		bufferevent_free(p->bev);
+		p->bev = NULL;
+	}
+	if (p->refs == 0)
+		peer_free(p);
+}
+
+void server_peer_ref(struct peer *p)
+{
+	p->refs++;
+}
+
+void server_peer_unref(struct peer *p)
+{
+	if (--p->refs == 0 && p->dead)
+		peer_free(p);
+}
+
+bool server_peer_alive(const struct peer *p)
+{
+	return !p->dead;
+}
+
+struct bot *server_peer_bot(const struct peer *p)
+{
+	return p->bot;
+}
+
+uid_t server_peer_uid(const struct peer *p)
+{
+	return p->uid;
+}
+
+/* Close once the client has shut its side and everything it asked is answered. */
+static void peer_maybe_close(struct peer *p)
+{
+	if (!p->dead && p->eof && !p->busy &&
+	    evbuffer_get_length(bufferevent_get_output(p->bev)) == 0)
+		peer_lost(p);
+}
+
+void server_reply(struct peer *p, cJSON *reply)
+{
+	char *text;
+
+	if (p->dead) {
+		cJSON_Delete(reply);
+		return;
+	}
+	text = cJSON_PrintUnformatted(reply);
+	cJSON_Delete(reply);
+	if (text == NULL) {
+		log_msg(LOG_ERR, "out of memory formatting a reply");
+		peer_lost(p);
+		return;
+	}
+	if (evbuffer_get_length(bufferevent_get_output(p->bev)) > OUTPUT_MAX) {
+		/* It does not read its replies: it may not hold the daemon's memory. */
+		log_msg(LOG_WARNING, "client pid %ld does not read its replies; closing it",
+			(long)p->pid);
+		free(text);
+		peer_lost(p);
+		return;
+	}
+	bufferevent_write(p->bev, text, strlen(text));
+	bufferevent_write(p->bev, "\n", 1);
+	free(text);
+}
+
+/* A deferred request was answered: take the next buffered line. */
+void server_peer_resume(struct peer *p)
+{
+	if (p->dead)
+		return;
+	p->busy = false;
+	bufferevent_enable(p->bev, EV_READ);
+	peer_read(p->bev, p);
+}
+
+static void peer_read(struct bufferevent *bev, void *arg)
+{
+	struct peer *p = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer_ptr eol;
+	struct timeval tv = {PARTIAL_LINE_TIMEOUT, 0};
+	size_t len;
+	char *line;
+
+	while (!p->dead && !p->busy) {
+		eol = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
+		if (eol.pos < 0) {
+			len = evbuffer_get_length(in);
+			if (len > LINE_MAX_BYTES) {
+				evbuffer_drain(in, len);
+				if (!p->skipping)
+					server_reply(p, proto_error("line_too_long",
+								    "request line longer than %d bytes",
+								    LINE_MAX_BYTES));
+				p->skipping = true;
+			}
+			/* Only a half-sent line is timed: idle clients may wait. */
+			bufferevent_set_timeouts(bev, len > 0 || p->skipping ? &tv : NULL, NULL);
+			break;
+		}
+		len = (size_t)eol.pos;
+		if (p->skipping || len > LINE_MAX_BYTES) {
+			evbuffer_drain(in, len + 1);
+			if (!p->skipping)
+				server_reply(p, proto_error("line_too_long",
+							    "request line longer than %d bytes",
+							    LINE_MAX_BYTES));
+			p->skipping = false;
+			continue;
+		}
+		line = malloc(len + 1);
+		if (line == NULL) {
+			server_reply(p, proto_error("internal", "out of memory"));
+			peer_lost(p);
+			return;
+		}
+		evbuffer_remove(in, line, len);
+		evbuffer_drain(in, 1);
+		line[len] = '\0';
+		if (len > 0 && line[len - 1] == '\r')
+			line[--len] = '\0';
+		if (len > 0 && proto_dispatch(p->srv, p, line, len)) {
+			p->busy = true;
+			if (p->bev != NULL)
+				bufferevent_disable(p->bev, EV_READ);
+		}
+		free(line);
+	}
+	if (!p->dead && p->bev != NULL)
+		peer_maybe_close(p);
+}
+
+static void peer_write(struct bufferevent *bev, void *arg)
+{
+	peer_maybe_close(arg);
+}
+
+static void peer_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct peer *p = arg;
+
+	if (what & BEV_EVENT_TIMEOUT) {
+		server_reply(p, proto_error("timeout", "no complete line within %d seconds",
+					    PARTIAL_LINE_TIMEOUT));
+		bufferevent_flush(bev, EV_WRITE, BEV_FINISHED);
+		peer_lost(p);
+		return;
+	}
+	if (what & BEV_EVENT_EOF) {
+		/* Answer what was sent before the client shut its side. */
+		p->eof = true;
+		bufferevent_disable(bev, EV_READ);
+		peer_read(bev, p);
+		return;
+	}
+	if (what & BEV_EVENT_ERROR)
+		peer_lost(p);
+}
+
+static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+			    int salen, void *arg)
+{
+	struct listener *ls = arg;
+	struct server *srv = ls->srv;
+	struct ucred cred;
+	socklen_t clen = sizeof cred;
+	struct peer *p;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0) {
+		close(fd);
+		return;
+	}
+	if (cred.uid != 0 && cred.uid != ls->owner) {
+		/* The socket's mode already keeps others out; this is the second lock. */
+		log_msg(LOG_WARNING, "refused a client with uid %u on %s", cred.uid, ls->path);
+		close(fd);
+		return;
+	}
+	if (srv->npeers >= srv->cfg->max_clients) {
+		static const char busy[] = "{\"ok\":false,\"error\":{\"code\":\"limit\","
+					   "\"message\":\"too many clients\"}}\n";
+
+		if (write(fd, busy, sizeof busy - 1) < 0)
+			log_msg(LOG_DEBUG, "write: %s", strerror(errno));
+		close(fd);
+		return;
+	}
+	p = calloc(1, sizeof *p);
+	if (p == NULL) {
+		close(fd);
+		return;
+	}
+	p->srv = srv;
+	p->bot = ls->bot;
+	p->uid = cred.uid;
+	p->gid = cred.gid;
+	p->pid = cred.pid;
+	p->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (p->bev == NULL) {
+		close(fd);
+		free(p);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&srv->peers, p, entry);
+	srv->npeers++;
+	bufferevent_setcb(p->bev, peer_read, peer_write, peer_event, p);
+	bufferevent_enable(p->bev, EV_READ | EV_WRITE);
+}
+
+static void listener_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct listener *ls = arg;
+
+	evconnlistener_enable(ls->l);
+}
+
+/* Out of descriptors: stop accepting for a moment instead of spinning. */
+static void listener_error(struct evconnlistener *l, void *arg)
+{
+	struct listener *ls = arg;
+	struct timeval tv = {0, 200 * 1000};
+	int e = EVUTIL_SOCKET_ERROR();
+
+	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+		log_msg(LOG_WARNING, "accept on %s: %s; pausing", ls->path, strerror(e));
+		evconnlistener_disable(l);
+		event_add(ls->retry, &tv);
+		return;
+	}
+	log_msg(LOG_ERR, "accept on %s: %s", ls->path, strerror(e));
+}
+
+/* Is a daemon answering on this socket path? Used to refuse a second one. */
+static bool socket_in_use(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, r;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	strcpy(sa.sun_path, path);
+	r = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+	close(fd);
+	return r == 0;
+}
+
+int server_listen(struct server *srv, const char *path, struct bot *bot, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct listener *ls;
+	struct stat st;
+	mode_t old;
+	int fd, e;
+
+	if (strlen(path) >= sizeof sa.sun_path) {
+		snprintf(err, errlen, "socket path too long (%zu bytes, at most %zu): %s",
+			 strlen(path), sizeof sa.sun_path - 1, path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "%s exists and is not a socket", path);
+			return -EEXIST;
+		}
+		if (bot == NULL && socket_in_use(path)) {
+			snprintf(err, errlen, "another agentfsd is listening on %s", path);
+			return -EADDRINUSE;
+		}
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		e = errno;
+		snprintf(err, errlen, "socket: %s", strerror(e));
+		return -e;
+	}
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		e = errno;
+		umask(old);
+		close(fd);
+		snprintf(err, errlen, "cannot bind %s: %s", path, strerror(e));
+		return -e;
+	}
+	umask(old);
+	if (bot != NULL && bot->owner_uid != 0 && chown(path, bot->owner_uid, (gid_t)-1) != 0)
+		log_msg(LOG_WARNING, "chown %s: %s", path, strerror(errno));
+	ls = calloc(1, sizeof *ls);
+	if (ls == NULL || (ls->path = strdup(path)) == NULL) {
+		free(ls);
+		close(fd);
+		unlink(path);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	ls->srv = srv;
+	ls->bot = bot;
+	ls->owner = bot != NULL ? bot->owner_uid : geteuid();
+	ls->l = evconnlistener_new(srv->base, listener_accept, ls,
+				   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 128, fd);
+	ls->retry = evtimer_new(srv->base, listener_retry, ls);
+	if (ls->l == NULL || ls->retry == NULL) {
+		if (ls->l != NULL)
+			evconnlistener_free(ls->l);
+		else
+			close(fd);
+		if (ls->retry != NULL)
+			event_free(ls->retry);
+		unlink(path);
+		free(ls->path);
+		free(ls);
+		snprintf(err, errlen, "cannot listen on %s", path);
+		return -ENOMEM;
+	}
+	evconnlistener_set_error_cb(ls->l, listener_error);
+	LIST_INSERT_HEAD(&srv->listeners, ls, entry);
+	if (bot != NULL)
+		bot->sock = ls;
+	return 0;
+}
+
+const char *server_listener_path(const struct listener *ls)
+{
+	return ls->path;
+}
+
+static void listener_free(struct listener *ls)
+{
+	LIST_REMOVE(ls, entry);
+	evconnlistener_free(ls->l);
+	event_free(ls->retry);
+	unlink(ls->path);
+	free(ls->path);
+	free(ls);
+}
+
+/* Close a bot's socket and drop every client connected through it. */
+void server_unlisten(struct server *srv, struct bot *bot)
+{
+	struct listener *ls, *ls1;
+	struct peer *p, *p1;
+
+	for (ls = LIST_FIRST(&srv->listeners); ls != NULL; ls = ls1) {
+		ls1 = LIST_NEXT(ls, entry);
+		if (ls->bot == bot)
+			listener_free(ls);
+	}
+	for (p = TAILQ_FIRST(&srv->peers); p != NULL; p = p1) {
+		p1 = TAILQ_NEXT(p, entry);
+		if (p->bot == bot) {
+			p->bot = NULL;
+			p->eof = true;
+			/* In-flight requests still get their answer, then it closes. */
+			if (!p->busy) {
+				peer_lost(p);
+			} else {
+				p->dead = true;
+				bufferevent_free(p->bev);
+				p->bev = NULL;
+			}
+		}
+	}
+	bot->sock = NULL;
+}
+
+/* Stop accepting; connected clients keep getting answers until freed. */
+void server_shutdown(struct server *srv)
+{
+	struct listener *ls;
+
+	while ((ls = LIST_FIRST(&srv->listeners)) != NULL)
+		listener_free(ls);
+}
+
+/* Run the loop a little longer so replies already queued reach their clients. */
+void server_drain(struct server *srv, struct event_base *base)
+{
+	struct timespec start, now;
+	struct peer *p;
+	bool pending;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		pending = false;
+		TAILQ_FOREACH(p, &srv->peers, entry)
+			if (p->bev != NULL && evbuffer_get_length(bufferevent_get_output(p->bev)) > 0)
+				pending = true;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!pending || now.tv_sec - start.tv_sec >= 2)
+			break;
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		usleep(1000);
+	}
+}
+
+void server_free(struct server *srv)
+{
+	struct peer *p;
+
+	if (srv == NULL)
+		return;
+	server_shutdown(srv);
+	while ((p = TAILQ_FIRST(&srv->peers)) != NULL) {
+		if (p->bev != NULL) {
+			bufferevent_flush(p->bev, EV_WRITE, BEV_FINISHED);
+			bufferevent_free(p->bev);
+			p->bev = NULL;
+		}
+		peer_free(p);
+	}
+	free(srv);
+}

@@ -1,0 +1,235 @@
+/* Small helpers shared by the daemon and the client. */
+#include "src/agentfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+static bool log_stderr = true;
+
+void log_open(bool foreground)
+{
+	log_stderr = foreground;
+	if (!foreground)
+		openlog("agentfsd", LOG_PID, LOG_DAEMON);
+}
+
+void log_msg(int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (log_stderr) {
+		fputs("agentfsd: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	} else {
+		vsyslog(prio, fmt, ap);
+	}
+	va_end(ap);
+}
+
+/*
+ * Lexically normalise an absolute path: no "." or ".." components, no
+ * double or trailing slashes. Relative paths are refused. Paths are later
+ * opened without following links, so the normal form is the real one.
+ */
+int path_normalise(const char *in, char **out)
+{
+	char *buf, *o, *tok, *save = NULL, *copy;
+	size_t n = 0;
+
+	*out = NULL;
+	if (in == NULL || in[0] != '/')
+		return -EINVAL;
+	if (strlen(in) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	copy = strdup(in);
+	buf = malloc(strlen(in) + 2);
+	if (copy == NULL || buf == NULL) {
+		free(copy);
+		free(buf);
+		return -ENOMEM;
+	}
+	o = buf;
+	*o = '\0';
+	for (tok = strtok_r(copy, "/", &save); tok != NULL; tok = strtok_r(NULL, "/", &save)) {
+		if (strcmp(tok, ".") == 0)
+			continue;
+		if (strcmp(tok, "..") == 0) {
+			char *slash = strrchr(buf, '/');
+
+			if (slash != NULL)
+				*slash = '\0';
+			n = strlen(buf);
+			continue;
+		}
+		buf[n++] = '/';
+		strcpy(buf + n, tok);
+		n += strlen(tok);
+	}
+	if (n == 0)
+		strcpy(buf, "/");
+	free(copy);
+	*out = buf;
+	return 0;
+}
+
+/* Is inner the same as, or beneath, outer? Both normalised. */
+bool path_within(const char *inner, const char *outer)
+{
+	size_t n = strlen(outer);
+
+	if (strcmp(outer, "/") == 0)
+		return true;
+	return strncmp(inner, outer, n) == 0 && (inner[n] == '\0' || inner[n] == '/');
+}
+
+bool paths_contains(const struct paths *ps, const char *p)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++)
+		if (path_within(p, ps->v[i]))
+			return true;
+	return false;
+}
+
+int paths_add(struct paths *ps, const char *p)
+{
+	char **v = realloc(ps->v, (ps->n + 1) * sizeof *v);
+
+	if (v == NULL)
+		return -ENOMEM;
+	ps->v = v;
+	if ((v[ps->n] = strdup(p)) == NULL)
+		return -ENOMEM;
+	ps->n++;
+	return 0;
+}
+
+void paths_free(struct paths *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++)
+		free(ps->v[i]);
+	free(ps->v);
+	ps->v = NULL;
+	ps->n = 0;
+}
+
+int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX], *p;
+
+	if (strlen(path) >= sizeof buf)
+		return -ENAMETOOLONG;
+	strcpy(buf, path);
+	for (p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Write dir/name atomically: a temp file, fsync, rename, fsync the folder. */
+int write_file_atomic(const char *dir, const char *name, const char *data, size_t len)
+{
+	char tmp[PATH_MAX], dst[PATH_MAX];
+	int fd, dfd, e;
+	size_t off = 0;
+	ssize_t n;
+
+	if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name) >= (int)sizeof tmp ||
+	    snprintf(dst, sizeof dst, "%s/%s", dir, name) >= (int)sizeof dst)
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		n = write(fd, data + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			e = n < 0 ? errno : EIO;
+			goto fail;
+		}
+		off += (size_t)n;
+	}
+	if (fsync(fd) != 0) {
+		e = errno;
+		goto fail;
+	}
+	close(fd);
+	if (rename(tmp, dst) != 0) {
+		e = errno;
+		unlink(tmp);
+		return -e;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+fail:
+	close(fd);
+	unlink(tmp);
+	return -e;
+}
+
+static const char *sandbox_names[] = {
+	[SANDBOX_READ_ONLY] = "read-only",
+	[SANDBOX_WORKSPACE_WRITE] = "workspace-write",
+	[SANDBOX_DANGER_FULL_ACCESS] = "danger-full-access",
+};
+
+const char *sandbox_name(enum sandbox s)
+{
+	return sandbox_names[s];
+}
+
+int sandbox_parse(const char *s, enum sandbox *out)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof sandbox_names / sizeof sandbox_names[0]; i++) {
+		if (strcmp(s, sandbox_names[i]) == 0) {
+			*out = (enum sandbox)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* $AGENTFS_SOCKET, else /run/agentfs/agentfsd.sock as root, else under $XDG_RUNTIME_DIR. */
+char *default_socket_path(void)
+{
+	const char *env = getenv("AGENTFS_SOCKET"), *xdg;
+	char *p;
+
+	if (env != NULL && *env != '\0')
+		return strdup(env);
+	if (geteuid() == 0)
+		return strdup("/run/agentfs/agentfsd.sock");
+	xdg = getenv("XDG_RUNTIME_DIR");
+	if (xdg == NULL || *xdg == '\0')
+		return strdup("/run/agentfs/agentfsd.sock");
+	if (asprintf(&p, "%s/agentfs/agentfsd.sock", xdg) < 0)
+		return NULL;
+	return p;
+}
