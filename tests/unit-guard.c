@@ -385,6 +385,15 @@ static void test_plain_and_git(void)
 	IS(try_create("repo/.git/commondir.lock"), "D4", "commondir.lock NC");
 	IS(try_create("repo/.git/objects/info/alternates"), "D7", "alternates NC");
 	IS(try_create("repo/.git/objects/info/http-alternates"), "D7", "http-alternates NC");
+	sh("echo /x >repo/.git/objects/info/alternates && mkdir -p repo/.git/remotes "
+	   "repo/.git/branches && echo URL: /x >repo/.git/remotes/origin");
+	IS(try_write("repo/.git/objects/info/alternates"), "D7", "existing alternates RO");
+	IS(try_remove("repo/.git/objects/info/alternates"), "D7", "existing alternates kept");
+	IS(try_write("repo/.git/remotes/origin"), "D8", "existing remotes file RO");
+	IS(try_create("repo/.git/branches/b"), "D8", "branches/ content NC");
+	IS(try_write("repo/.git/objects/info/packs"), "ERR", "(no packs file)");
+	IS(try_create("repo/.git/objects/info/packs"), "", "objects/info/packs creatable");
+	sh("rm -rf repo/.git/remotes repo/.git/branches repo/.git/objects/info/alternates");
 	IS(try_mkdir("repo/.git/remotes"), "D8", "remotes NC");
 	IS(try_create("repo/.git/branches"), "D8", "branches NC");
 	IS(try_mkdir("repo/.git/modules"), "D6", "modules NC");
