@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "fusefs/fusefs.h"
+#include "gitguard/gitguard.h"
 
 /* libfuse allocates a thread-specific key per session: keep well below. */
 #define FS_MAX_MOUNTS 1000
@@ -39,6 +40,10 @@ struct inode {
 	struct inode *parent;       /* the folder it was last looked up in (ref) */
 	char *name;                 /* the name it was last looked up by */
 	unsigned cls;               /* CLS_* */
+	struct guard_cls gcls;      /* gitguard's class, valid while ggen is current */
+	uint64_t ggen;
+	nlink_t nlink;              /* at the last lookup: > 1 asks for the hard-link check */
+	bool standin;               /* a copy on the stack for policy_check(), not in a table */
 	off_t seen_size;            /* size and mtime at the last open, for keep_cache */
 	struct timespec seen_mtime;
 };
@@ -83,6 +88,7 @@ struct fs_mount {
 	double timeout;
 	struct inode root;
 	struct inode_table table; /* under fs->lock */
+	struct guard *guard;      /* NULL for read-only mounts */
 	dev_t *ro_dev;
 	ino_t *ro_ino;
 	size_t n_ro;
@@ -149,20 +155,35 @@ char *inode_path(struct fs_mount *m, struct inode *ino, const char *name);
 int inode_root_init(struct fs_mount *m, int rootfd, struct fs_error *err);
 void inode_fd_cache_drop(struct fs *fs, struct inode *ino);
 void inode_moved(struct fs_mount *m, struct inode *ino, struct inode *parent, const char *name);
+struct inode *inode_pin_parent(struct fs_mount *m, struct inode *ino, char **name);
+void inode_unpin(struct fs_mount *m, struct inode *ino);
 
-/* policy.c */
-enum fs_op {
-	OP_WRITE,   /* open for writing, truncate, size/times setattr, fallocate */
-	OP_ATTR,    /* chmod, chown */
-	OP_XATTR,   /* setxattr, removexattr */
-	OP_CREATE,  /* a new name in parent: file, folder, node, symlink */
-	OP_LINK,    /* a new name for an existing inode */
-	OP_REMOVE,  /* unlink, rmdir */
-	OP_RENAME,  /* rename or exchange, both ends */
+/*
+ * policy.c: one write-ish operation to decide. Unused inodes are NULL and
+ * unused fds 0: fds 0 to 2 are always open on something else (fs_new checks).
+ */
+struct preq {
+	enum guard_op op;
+	struct inode *ino;  /* the existing entry acted on */
+	int fd;             /* its O_PATH fd (a folder being renamed) */
+	mode_t mode;        /* the new entry's type, or ino's */
+	struct inode *parent; /* folder of the new, removed or destination name */
+	int parent_fd;
+	const char *name;
+	struct inode *src_parent; /* rename and exchange: where ino comes from */
+	int src_parent_fd;
+	const char *src_name;
+	struct inode *victim; /* rename onto an existing entry, exchange */
+	int victim_fd;
+	mode_t victim_mode;
+	const char *target; /* symlink */
 };
-int policy_check(struct fs_mount *m, enum fs_op op, struct inode *ino, struct inode *parent,
-		 const char *name, struct inode *parent2, const char *name2);
+#define PREQ(...) ((struct preq){__VA_ARGS__})
+int policy_check(struct fs_mount *m, const struct preq *r);
 unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct stat *st);
+void policy_refresh(struct fs_mount *m, struct inode *i, unsigned depth);
+void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, int parent_fd,
+		   const char *name, struct inode *ino);
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops fs_ops;

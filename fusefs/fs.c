@@ -382,6 +382,11 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 	unsigned i;
 	int n;
 
+	/* Keep 0 to 2 taken: fds the policy passes are never 0. */
+	while ((n = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0 && n <= 2)
+		;
+	if (n > 2)
+		close(n);
 	fs = calloc(1, sizeof *fs);
 	if (fs == NULL) {
 		fs_seterr(err, ENOMEM, "out of memory");
@@ -571,6 +576,7 @@ void fs_mount_free(struct fs_mount *m)
 	pthread_mutex_lock(&fs->lock);
 	inode_table_clear(m);
 	pthread_mutex_unlock(&fs->lock);
+	guard_free(m->guard);
 	free(m->ro_dev);
 	free(m->ro_ino);
 	free(m->source);
@@ -587,6 +593,30 @@ void fs_mount_set_readonly(struct fs_mount *m, bool readonly)
 void fs_mount_set_allow_new_repos(struct fs_mount *m, bool allow)
 {
 	atomic_store(&m->allow_new_repos, allow);
+	if (m->guard != NULL)
+		guard_set_allow_new_repos(m->guard, allow);
+}
+
+struct repo_cb {
+	void (*fn)(void *arg, const char *path);
+	void *arg;
+};
+
+static void repo_each(void *arg, uint64_t dev, uint64_t ino, const char *path)
+{
+	struct repo_cb *cb = arg;
+
+	if (path != NULL)
+		cb->fn(cb->arg, path);
+}
+
+/* The repositories the bot made in this mount (allow_new_repos), by path from the root. */
+void fs_mount_new_repos(struct fs_mount *m, void (*fn)(void *arg, const char *path), void *arg)
+{
+	struct repo_cb cb = {fn, arg};
+
+	if (m->guard != NULL)
+		guard_new_repos(m->guard, repo_each, &cb);
 }
 
 const char *fs_mount_source(const struct fs_mount *m)

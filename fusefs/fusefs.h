@@ -68,6 +68,7 @@ int fs_unmount(struct fs_mount *m);
 void fs_mount_free(struct fs_mount *m);
 void fs_mount_set_readonly(struct fs_mount *m, bool readonly);
 void fs_mount_set_allow_new_repos(struct fs_mount *m, bool allow);
+void fs_mount_new_repos(struct fs_mount *m, void (*fn)(void *arg, const char *path), void *arg);
 const char *fs_mount_source(const struct fs_mount *m);
 const char *fs_mount_point(const struct fs_mount *m);
 unsigned fs_mount_count(struct fs *fs);

@@ -267,29 +267,41 @@ static struct file_handle *handle_of(int fd, int *mount_id)
 
 /*
  * Look name up in parent: one openat(O_PATH|O_NOFOLLOW) on the parent's fd,
- * never a path walk. Takes a kernel reference on the inode it returns.
+ * never a path walk. Takes a kernel reference on the inode it returns, and
+ * classifies it from its parent and name.
  */
 int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		 struct fuse_entry_param *e)
 {
 	struct fs *fs = m->fs;
 	struct file_handle *h = NULL;
+	struct guard_cls gc = {0}, pgc;
 	struct inode *i;
 	int pfd, fd, mount_id = -1, idx = -1, r;
+	uint64_t gen = 0;
 	struct stat st;
 
 	memset(e, 0, sizeof *e);
+	if (m->guard != NULL)
+		policy_refresh(m, parent, 0);
 	pfd = inode_fd_get(m, parent);
 	if (pfd < 0)
 		return pfd;
 	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	r = fd < 0 ? -errno : 0;
-	inode_fd_put(m, parent);
-	if (r != 0)
-		return r;
-	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) {
+	if (r == 0 && fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
 		r = -errno;
-		close(fd);
+	if (r == 0 && m->guard != NULL) {
+		gen = guard_generation(m->guard);
+		pthread_mutex_lock(&fs->lock);
+		pgc = parent->gcls;
+		pthread_mutex_unlock(&fs->lock);
+		r = guard_classify(m->guard, &pgc, pfd, name, &st, fd, &gc);
+	}
+	inode_fd_put(m, parent);
+	if (r != 0) {
+		if (fd >= 0)
+			close(fd);
 		return r;
 	}
 
@@ -303,13 +315,22 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	}
 	if (i != NULL) {
 		i->nlookup++;
+		i->nlink = st.st_nlink;
 		if (i->fd < 0) {
 			i->fd = fd;
 			fd = -1;
 			fd_cache_add(fs, i);
 		}
-		if (i != &m->root)
+		if (i != &m->root) {
 			inode_set_parent(m, i, parent, name);
+			/* Protection follows the inode: another name never weakens it. */
+			if (m->guard != NULL &&
+			    (!guard_cls_protected(&i->gcls) || guard_cls_protected(&gc) ||
+			     i->ggen != gen)) {
+				i->gcls = gc;
+				i->ggen = gen;
+			}
+		}
 		pthread_mutex_unlock(&fs->lock);
 		free(h);
 		if (fd >= 0)
@@ -331,6 +352,7 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	i->dev = st.st_dev;
 	i->ino = st.st_ino;
 	i->type = st.st_mode & S_IFMT;
+	i->nlink = st.st_nlink;
 	i->nlookup = 1;
 	i->handle = h;
 	i->mount_fd_idx = idx;
@@ -338,6 +360,8 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	if (parent != &m->root)
 		parent->refs++;
 	i->cls = policy_classify(m, parent, &st);
+	i->gcls = gc;
+	i->ggen = gen;
 	i->fd = fd;
 	fd_cache_add(fs, i);
 	i->hnext = m->table.buckets[hash(i->dev, i->ino, m->table.nbuckets)];
@@ -351,6 +375,33 @@ done:
 	e->attr_timeout = m->timeout;
 	e->entry_timeout = m->timeout;
 	return 0;
+}
+
+/* The folder i was last seen in, kept alive until inode_unpin(); *name is a copy. */
+struct inode *inode_pin_parent(struct fs_mount *m, struct inode *i, char **name)
+{
+	struct inode *p;
+
+	pthread_mutex_lock(&m->fs->lock);
+	p = i->parent;
+	*name = i->name != NULL ? strdup(i->name) : NULL;
+	if (p == NULL || *name == NULL) {
+		pthread_mutex_unlock(&m->fs->lock);
+		free(*name);
+		*name = NULL;
+		return NULL;
+	}
+	if (p != &m->root)
+		p->refs++;
+	pthread_mutex_unlock(&m->fs->lock);
+	return p;
+}
+
+void inode_unpin(struct fs_mount *m, struct inode *p)
+{
+	pthread_mutex_lock(&m->fs->lock);
+	inode_unref(m, p);
+	pthread_mutex_unlock(&m->fs->lock);
 }
 
 void inode_forget(struct fs_mount *m, struct inode *i, uint64_t n)

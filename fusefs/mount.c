@@ -282,6 +282,39 @@ int mount_detach(struct fs_mount *m)
 	return -errno;
 }
 
+static int lexical_abs(const char *path, char *out, size_t len);
+
+static void guard_log(void *arg, const char *msg)
+{
+	struct fs_mount *m = arg;
+
+	fs_log(m->fs, FS_LOG_INFO, "%s: %s", m->mountpoint, msg);
+}
+
+/* Writable mounts get gitguard: the rule table of DESIGN.md at any depth. */
+static int mount_guard(struct fs_mount *m, struct fs_error *err)
+{
+	struct guard_opts go = {.allow_new_repos = m->allow_new_repos, .log = guard_log,
+				.log_arg = m};
+	struct guard_err gerr = {0};
+	char abs[PATH_MAX];
+	int r;
+
+	if ((r = lexical_abs(m->source, abs, sizeof abs)) != 0) {
+		fs_seterr(err, -r, "source %s: %s", m->source, strerror(-r));
+		return r;
+	}
+	go.root_path = abs;
+	r = guard_open(m->root.fd, &go, &m->guard, &gerr);
+	if (r != 0) {
+		fs_seterr(err, -r, "source %s: %s", m->source, gerr.msg);
+		return r;
+	}
+	m->root.ggen = UINT64_MAX;
+	policy_refresh(m, &m->root, 0);
+	return 0;
+}
+
 static int resolve_ro_paths(struct fs_mount *m, int rootfd, const struct fs_mount_params *p,
 			    struct fs_error *err)
 {
@@ -390,6 +423,8 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	if ((r = inode_root_init(m, rootfd, err)) != 0)
 		goto fail;
 	rootfd = -1; /* owned by the root inode now */
+	if (!m->readonly && (r = mount_guard(m, err)) != 0)
+		goto fail;
 
 	if (o.debug)
 		argv[args.argc++] = "-odebug";

@@ -168,10 +168,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	struct stat st;
 	int fd, r = 0;
 
-	if (valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
-		r = policy_check(m, OP_ATTR, i, NULL, NULL, NULL, NULL);
+	if (valid & FUSE_SET_ATTR_MODE)
+		r = policy_check(m, &PREQ(.op = GUARD_OP_CHMOD, .ino = i, .mode = i->type));
+	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+		r = policy_check(m, &PREQ(.op = GUARD_OP_CHOWN, .ino = i, .mode = i->type));
 	if (r == 0 && (valid & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
-		r = policy_check(m, OP_WRITE, i, NULL, NULL, NULL, NULL);
+		r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
 	if (r != 0)
 		goto out;
 	fd = inode_fd_get(m, i);
@@ -225,18 +227,20 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *p = ino_of(m, parent);
+	enum guard_op op = link != NULL ? GUARD_OP_SYMLINK
+			   : S_ISDIR(mode) ? GUARD_OP_MKDIR : GUARD_OP_CREATE;
 	struct fuse_entry_param e;
 	int pfd, r;
 
-	r = policy_check(m, OP_CREATE, NULL, p, name, NULL, NULL);
-	if (r != 0)
-		goto out;
 	pfd = inode_fd_get(m, p);
 	if (pfd < 0) {
 		r = pfd;
 		goto out;
 	}
-	r = fs_as_caller(req, true);
+	r = policy_check(m, &PREQ(.op = op, .mode = mode & S_IFMT, .parent = p, .parent_fd = pfd,
+				  .name = name, .target = link));
+	if (r == 0)
+		r = fs_as_caller(req, true);
 	if (r == 0) {
 		if (link != NULL)
 			r = symlinkat(link, pfd, name);
@@ -246,8 +250,10 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 			r = mknodat(pfd, name, mode, rdev);
 		if (r != 0)
 			r = -errno;
+		fs_as_root(m->fs);
+		if (r == 0)
+			policy_notify(m, op, p, pfd, name, NULL);
 	}
-	fs_as_root(m->fs);
 	inode_fd_put(m, p);
 	if (r == 0) {
 		fs_invalidate(m, NULL, p, name);
@@ -274,26 +280,46 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 }
 
 /*
- * The class of the entry `name` in the folder pfd, as a stand-in inode for
- * policy_check(); *found says whether the name exists.
+ * The entry `name` in the folder p (open as pfd), classified now, as a
+ * stand-in inode for policy_check(). *real is the table's inode, if any.
+ * Protection follows the inode: a stand-in never protects less than it.
  */
-static int child_of(struct fs_mount *m, int pfd, const char *name, struct inode *out,
-		    struct inode **real)
+static int child_of(struct fs_mount *m, struct inode *p, int pfd, const char *name,
+		    struct inode *out, struct inode **real)
 {
+	struct guard_cls pgc;
 	struct stat st;
 	struct inode *i;
+	int r;
 
 	memset(out, 0, sizeof *out);
+	out->standin = true;
+	out->fd = -1; /* a stand-in has no cached fd */
 	*real = NULL;
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		return -errno;
 	out->dev = st.st_dev;
 	out->ino = st.st_ino;
 	out->type = st.st_mode & S_IFMT;
+	out->nlink = st.st_nlink;
+	out->parent = p;
+	out->name = (char *)name;
+	if (m->guard != NULL) {
+		policy_refresh(m, p, 0);
+		pthread_mutex_lock(&m->fs->lock);
+		pgc = p->gcls;
+		pthread_mutex_unlock(&m->fs->lock);
+		r = guard_classify(m->guard, &pgc, pfd, name, &st, -1, &out->gcls);
+		if (r != 0)
+			return r;
+	}
 	pthread_mutex_lock(&m->fs->lock);
+	out->cls = policy_classify(m, p, &st);
 	i = inode_find(m, st.st_dev, st.st_ino);
 	if (i != NULL) {
-		out->cls = i->cls;
+		out->cls |= i->cls;
+		if (guard_cls_protected(&i->gcls) && !guard_cls_protected(&out->gcls))
+			out->gcls = i->gcls;
 		*real = i;
 	}
 	pthread_mutex_unlock(&m->fs->lock);
@@ -304,6 +330,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *p = ino_of(m, parent), child, *real;
+	enum guard_op op = flags ? GUARD_OP_RMDIR : GUARD_OP_UNLINK;
 	int pfd, r;
 
 	pfd = inode_fd_get(m, p);
@@ -311,11 +338,14 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 		fuse_reply_err(req, -pfd);
 		return;
 	}
-	r = child_of(m, pfd, name, &child, &real);
+	r = child_of(m, p, pfd, name, &child, &real);
 	if (r == 0)
-		r = policy_check(m, OP_REMOVE, &child, p, name, NULL, NULL);
+		r = policy_check(m, &PREQ(.op = op, .ino = &child, .mode = child.type, .parent = p,
+					  .parent_fd = pfd, .name = name));
 	if (r == 0 && unlinkat(pfd, name, flags) != 0)
 		r = -errno;
+	if (r == 0)
+		policy_notify(m, op, p, pfd, name, NULL);
 	inode_fd_put(m, p);
 	if (r == 0)
 		fs_invalidate(m, &child, p, name);
@@ -332,13 +362,22 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_entry(req, parent, name, AT_REMOVEDIR);
 }
 
+static int open_dir_fd(int pfd, const char *name, mode_t type)
+{
+	if (!S_ISDIR(type))
+		return -1;
+	return openat(pfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+}
+
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *p = ino_of(m, parent), *np = ino_of(m, newparent);
-	struct inode src, dst, *rsrc, *rdst;
-	int pfd = -1, npfd = -1, r;
+	struct inode src, dst, *rsrc, *rdst = NULL;
+	enum guard_op op = (flags & RENAME_EXCHANGE) ? GUARD_OP_EXCHANGE : GUARD_OP_RENAME;
+	int pfd = -1, npfd = -1, sfd = 0, vfd = 0, r;
+	bool have_dst;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
 		fuse_reply_err(req, EINVAL);
@@ -354,22 +393,41 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		r = npfd;
 		goto out;
 	}
-	r = child_of(m, pfd, name, &src, &rsrc);
-	if (r == 0)
-		r = policy_check(m, OP_RENAME, &src, p, name, np, newname);
-	if (r == 0 && child_of(m, npfd, newname, &dst, &rdst) == 0)
-		r = policy_check(m, OP_RENAME, &dst, np, newname, p, name);
+	r = child_of(m, p, pfd, name, &src, &rsrc);
+	if (r != 0)
+		goto out;
+	have_dst = child_of(m, np, npfd, newname, &dst, &rdst) == 0;
+	if (m->guard != NULL) {
+		sfd = open_dir_fd(pfd, name, src.type);
+		if (have_dst && op == GUARD_OP_EXCHANGE)
+			vfd = open_dir_fd(npfd, newname, dst.type);
+		/* A folder that vanished meanwhile: the rename below says so. */
+		sfd = sfd < 0 ? 0 : sfd;
+		vfd = vfd < 0 ? 0 : vfd;
+	}
+	r = policy_check(m, &PREQ(.op = op, .ino = &src, .fd = sfd, .mode = src.type,
+				  .src_parent = p, .src_parent_fd = pfd, .src_name = name,
+				  .parent = np, .parent_fd = npfd, .name = newname,
+				  .victim = have_dst ? &dst : NULL, .victim_fd = vfd,
+				  .victim_mode = have_dst ? dst.type : 0));
 	if (r == 0 && renameat2(pfd, name, npfd, newname, flags) != 0)
 		r = -errno;
 	if (r == 0) {
+		policy_notify(m, op, np, npfd, newname, NULL);
+		if (op == GUARD_OP_EXCHANGE)
+			policy_notify(m, op, p, pfd, name, NULL);
 		if (rsrc != NULL)
 			inode_moved(m, rsrc, np, newname);
-		if ((flags & RENAME_EXCHANGE) && rdst != NULL)
+		if (op == GUARD_OP_EXCHANGE && rdst != NULL)
 			inode_moved(m, rdst, p, name);
 		fs_invalidate(m, NULL, p, name);
 		fs_invalidate(m, NULL, np, newname);
 	}
 out:
+	if (sfd > 0)
+		close(sfd);
+	if (vfd > 0)
+		close(vfd);
 	if (npfd >= 0)
 		inode_fd_put(m, np);
 	inode_fd_put(m, p);
@@ -383,9 +441,6 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct fuse_entry_param e;
 	int fd, npfd, r;
 
-	r = policy_check(m, OP_LINK, i, np, newname, NULL, NULL);
-	if (r != 0)
-		goto out;
 	fd = inode_fd_get(m, i);
 	if (fd < 0) {
 		r = fd;
@@ -395,8 +450,12 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	if (npfd < 0) {
 		r = npfd;
 	} else {
-		if (linkat(fd, "", npfd, newname, AT_EMPTY_PATH) != 0)
+		r = policy_check(m, &PREQ(.op = GUARD_OP_LINK, .ino = i, .mode = i->type,
+					  .parent = np, .parent_fd = npfd, .name = newname));
+		if (r == 0 && linkat(fd, "", npfd, newname, AT_EMPTY_PATH) != 0)
 			r = -errno;
+		if (r == 0)
+			policy_notify(m, GUARD_OP_LINK, np, npfd, newname, NULL);
 		inode_fd_put(m, np);
 	}
 	inode_fd_put(m, i);
@@ -436,16 +495,24 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	char path[PROC_FD_MAX];
 	int fd, nfd, r = 0;
 
-	if (open_writes(fi->flags))
-		r = policy_check(m, OP_WRITE, i, NULL, NULL, NULL, NULL);
-	if (r != 0) {
-		fuse_reply_err(req, -r);
-		return;
-	}
 	fd = inode_fd_get(m, i);
 	if (fd < 0) {
 		fuse_reply_err(req, -fd);
 		return;
+	}
+	if (open_writes(fi->flags)) {
+		struct stat st;
+
+		/* A hard link made on the host since the lookup must still be seen. */
+		if (m->guard != NULL && !S_ISDIR(i->type) &&
+		    fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0)
+			i->nlink = st.st_nlink;
+		r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
+		if (r != 0) {
+			inode_fd_put(m, i);
+			fuse_reply_err(req, -r);
+			return;
+		}
 	}
 	proc_path(path, fd);
 	/* The /proc/self/fd reopen must follow its magic link: no O_NOFOLLOW. */
@@ -471,22 +538,24 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fuse_entry_param e;
 	int pfd, fd = -1, r;
 
-	r = policy_check(m, OP_CREATE, NULL, p, name, NULL, NULL);
-	if (r != 0)
-		goto out;
 	pfd = inode_fd_get(m, p);
 	if (pfd < 0) {
 		r = pfd;
 		goto out;
 	}
-	r = fs_as_caller(req, true);
+	r = policy_check(m, &PREQ(.op = GUARD_OP_CREATE, .mode = S_IFREG, .parent = p,
+				  .parent_fd = pfd, .name = name));
+	if (r == 0)
+		r = fs_as_caller(req, true);
 	if (r == 0) {
 		fd = openat(pfd, name, (fi->flags & ~O_NOCTTY) | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
 			    mode);
 		if (fd < 0)
 			r = -errno;
+		fs_as_root(m->fs);
+		if (r == 0)
+			policy_notify(m, GUARD_OP_CREATE, p, pfd, name, NULL);
 	}
-	fs_as_root(m->fs);
 	inode_fd_put(m, p);
 	if (r == 0) {
 		fs_invalidate(m, NULL, p, name);
@@ -561,7 +630,23 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct fs_mount *m = req_mount(req);
+	struct inode *i = ino_of(m, ino), *p;
+	char *name;
+	int pfd;
+
 	close((int)fi->fh);
+	/* A git config written (in a repository the bot made): its rules may change. */
+	if (m->guard != NULL && open_writes(fi->flags) && i->gcls.role == GUARD_R_CONFIG &&
+	    (p = inode_pin_parent(m, i, &name)) != NULL) {
+		pfd = inode_fd_get(m, p);
+		if (pfd >= 0) {
+			policy_notify(m, GUARD_OP_WRITE, p, pfd, name, i);
+			inode_fd_put(m, p);
+		}
+		inode_unpin(m, p);
+		free(name);
+	}
 	fuse_reply_err(req, 0);
 }
 
@@ -769,7 +854,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	struct inode *i;
 	int fd, r;
 
-	r = policy_check(m, OP_XATTR, ino_of(m, ino), NULL, NULL, NULL, NULL);
+	r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
+				  .mode = ino_of(m, ino)->type));
 	if (r == 0 && (fd = xattr_fd(req, ino, &i, path)) < 0)
 		r = fd;
 	else if (r == 0) {
@@ -788,7 +874,8 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct inode *i;
 	int fd, r;
 
-	r = policy_check(m, OP_XATTR, ino_of(m, ino), NULL, NULL, NULL, NULL);
+	r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
+				  .mode = ino_of(m, ino)->type));
 	if (r == 0 && (fd = xattr_fd(req, ino, &i, path)) < 0)
 		r = fd;
 	else if (r == 0) {
@@ -928,7 +1015,8 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 			 struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = policy_check(m, OP_WRITE, ino_of(m, ino), NULL, NULL, NULL, NULL);
+	int r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
+				      .mode = ino_of(m, ino)->type));
 
 	if (r == 0 && fallocate((int)fi->fh, mode, off, len) != 0)
 		r = -errno;
@@ -942,7 +1030,8 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			       struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = policy_check(m, OP_WRITE, ino_of(m, ino_out), NULL, NULL, NULL, NULL);
+	int r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino_out),
+				      .mode = ino_of(m, ino_out)->type));
 	ssize_t n;
 
 	if (r != 0) {

@@ -1,16 +1,25 @@
 /*
- * The one decision every write-ish operation goes through. It reads only
- * the classes cached on inodes: no path walk, no syscall.
+ * The one decision every write-ish operation goes through: a read-only
+ * mount, a read-only path (--ro-path), then gitguard's rule table. It reads
+ * the classes cached on inodes; only after gitguard's generation moved
+ * (a repository's layout or config changed) are stale classes recomputed,
+ * parents first.
  */
 #include "fusefs/fs-int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static const char *op_names[] = {
-	[OP_WRITE] = "write", [OP_ATTR] = "chmod/chown", [OP_XATTR] = "xattr",
-	[OP_CREATE] = "create", [OP_LINK] = "link", [OP_REMOVE] = "remove",
-	[OP_RENAME] = "rename",
+	[GUARD_OP_WRITE] = "write",	[GUARD_OP_CHMOD] = "chmod",
+	[GUARD_OP_CHOWN] = "chown",	[GUARD_OP_CREATE] = "create",
+	[GUARD_OP_MKDIR] = "mkdir",	[GUARD_OP_SYMLINK] = "symlink",
+	[GUARD_OP_LINK] = "link",	[GUARD_OP_UNLINK] = "unlink",
+	[GUARD_OP_RMDIR] = "rmdir",	[GUARD_OP_RENAME] = "rename",
+	[GUARD_OP_EXCHANGE] = "exchange",
 };
 
 unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct stat *st)
@@ -25,32 +34,191 @@ unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct 
 	return 0;
 }
 
-static int refuse(struct fs_mount *m, enum fs_op op, struct inode *ino, struct inode *parent,
-		  const char *name, const char *why)
+/*
+ * Bring i's guard class up to date with the guard's generation. Called
+ * without fs->lock; takes it only to read and store classes.
+ */
+void policy_refresh(struct fs_mount *m, struct inode *i, unsigned depth)
 {
-	char *path = inode_path(m, name != NULL ? parent : ino, name);
+	struct guard_cls pc, c;
+	struct guard_err gerr;
+	struct inode *p;
+	struct stat st;
+	uint64_t gen;
+	char *name;
+	int pfd, fd, r;
 
-	fs_log(m->fs, FS_LOG_INFO, "%s: refused %s of %s: %s", m->mountpoint, op_names[op],
+	if (m->guard == NULL || i->standin)
+		return;
+	gen = guard_generation(m->guard);
+	pthread_mutex_lock(&m->fs->lock);
+	if (i->ggen == gen) {
+		pthread_mutex_unlock(&m->fs->lock);
+		return;
+	}
+	pthread_mutex_unlock(&m->fs->lock);
+	if (i == &m->root) {
+		if (guard_classify_root(m->guard, &c, &gerr) == 0) {
+			pthread_mutex_lock(&m->fs->lock);
+			m->root.gcls = c;
+			m->root.ggen = gen;
+			pthread_mutex_unlock(&m->fs->lock);
+		}
+		return;
+	}
+	p = inode_pin_parent(m, i, &name);
+	if (p == NULL)
+		return;
+	if (depth < 4096)
+		policy_refresh(m, p, depth + 1);
+	pthread_mutex_lock(&m->fs->lock);
+	pc = p->gcls;
+	pthread_mutex_unlock(&m->fs->lock);
+	pfd = inode_fd_get(m, p);
+	fd = inode_fd_get(m, i);
+	r = -1;
+	if (pfd >= 0 && fd >= 0 && fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0)
+		r = guard_classify(m->guard, &pc, pfd, name, &st, fd, &c);
+	if (fd >= 0)
+		inode_fd_put(m, i);
+	if (pfd >= 0)
+		inode_fd_put(m, p);
+	pthread_mutex_lock(&m->fs->lock);
+	if (r == 0) {
+		i->gcls = c;
+		i->ggen = gen;
+	}
+	pthread_mutex_unlock(&m->fs->lock);
+	inode_unpin(m, p);
+	free(name);
+}
+
+static int refuse(struct fs_mount *m, const struct preq *r, const char *why)
+{
+	struct inode *where = r->parent != NULL ? r->parent : r->ino;
+	const char *name = r->parent != NULL ? r->name : NULL;
+	char *path = inode_path(m, where, name);
+
+	fs_log(m->fs, FS_LOG_INFO, "%s: refused %s of %s: %s", m->mountpoint, op_names[r->op],
 	       path != NULL ? path : "?", why);
 	free(path);
 	return -EROFS;
 }
 
-/*
- * ino: the existing entry acted on (may be NULL for a create); parent/name:
- * the name made, removed or renamed from; parent2/name2: a rename's or
- * link's destination.
- */
-int policy_check(struct fs_mount *m, enum fs_op op, struct inode *ino, struct inode *parent,
-		 const char *name, struct inode *parent2, const char *name2)
+static bool ro_tree(const struct inode *i)
 {
+	return i != NULL && (i->cls & CLS_RO_TREE);
+}
+
+static const struct guard_cls *gcls_of(struct fs_mount *m, struct inode *i)
+{
+	if (i == NULL)
+		return NULL;
+	policy_refresh(m, i, 0);
+	return &i->gcls;
+}
+
+/*
+ * Decide r: 0 or -EROFS, logged with the rule that refused it. Classes are
+ * copied under fs->lock so a concurrent refresh cannot tear them.
+ */
+int policy_check(struct fs_mount *m, const struct preq *r)
+{
+	struct guard_cls c[4];
+	struct guard_req g = {.op = r->op, .fd = -1, .parent_fd = -1, .src_parent_fd = -1,
+			      .victim_fd = -1};
+	struct guard_verdict v = {0};
+	const struct guard_cls *p[4];
+	char why[320], *ppath = NULL;
+	struct stat st;
+	int res, k;
+
 	if (atomic_load_explicit(&m->readonly, memory_order_relaxed))
-		return refuse(m, op, ino, parent, name, "read-only mount");
-	if (ino != NULL && (ino->cls & CLS_RO_TREE))
-		return refuse(m, op, ino, parent, name, "read-only path");
-	if (parent != NULL && (parent->cls & CLS_RO_TREE))
-		return refuse(m, op, ino, parent, name, "read-only path");
-	if (parent2 != NULL && (parent2->cls & CLS_RO_TREE))
-		return refuse(m, op, NULL, parent2, name2, "read-only path");
-	return 0;
+		return refuse(m, r, "read-only mount");
+	if (ro_tree(r->ino) || ro_tree(r->parent) || ro_tree(r->src_parent) || ro_tree(r->victim))
+		return refuse(m, r, "read-only path");
+	if (m->guard == NULL)
+		return 0;
+
+	p[0] = gcls_of(m, r->ino);
+	p[1] = gcls_of(m, r->parent);
+	p[2] = gcls_of(m, r->src_parent);
+	p[3] = gcls_of(m, r->victim);
+	pthread_mutex_lock(&m->fs->lock);
+	for (k = 0; k < 4; k++) {
+		if (p[k] != NULL) {
+			c[k] = *p[k];
+			p[k] = &c[k];
+		}
+	}
+	pthread_mutex_unlock(&m->fs->lock);
+	g.cls = p[0];
+	g.mode = r->mode;
+	g.fd = r->fd > 0 ? r->fd : -1;
+	g.parent = p[1];
+	g.parent_fd = r->parent_fd > 0 ? r->parent_fd : -1;
+	g.name = r->name;
+	g.src_parent = p[2];
+	g.src_parent_fd = r->src_parent_fd > 0 ? r->src_parent_fd : -1;
+	g.src_name = r->src_name;
+	g.victim = p[3];
+	g.victim_mode = r->victim_mode;
+	g.victim_fd = r->victim_fd > 0 ? r->victim_fd : -1;
+	g.target = r->target;
+	if (r->op == GUARD_OP_SYMLINK) {
+		ppath = inode_path(m, r->parent, NULL);
+		g.parent_path = ppath != NULL ? ppath + 1 : "";
+	}
+	res = guard_check(m->guard, &g, &v);
+	free(ppath);
+	/* Another name of a protected file, made on the host, is protected too. */
+	if (res == 0 && r->ino != NULL && !S_ISDIR(r->ino->type) && r->ino->nlink > 1 &&
+	    (r->op == GUARD_OP_WRITE || r->op == GUARD_OP_CHMOD || r->op == GUARD_OP_CHOWN ||
+	     r->op == GUARD_OP_LINK)) {
+		memset(&st, 0, sizeof st);
+		st.st_dev = r->ino->dev;
+		st.st_ino = r->ino->ino;
+		st.st_mode = r->ino->type;
+		st.st_nlink = r->ino->nlink;
+		res = guard_check_inode(m->guard, &st, &v);
+	}
+	if (res == 0)
+		return 0;
+	snprintf(why, sizeof why, "rule %s (%s)%s", v.rule != NULL ? v.rule : "?",
+		 v.reason != NULL ? v.reason : "protected",
+		 v.rule != NULL && (strcmp(v.rule, "G1") == 0 || strcmp(v.rule, "G2") == 0)
+			 ? "; new repositories are refused here: clone into /tmp, or allow them "
+			   "(agentfs mount --allow-new-repos, or a bot's allow_new_repos)"
+			 : "");
+	return refuse(m, r, why);
+}
+
+/* Tell gitguard a change succeeded; it may move its generation. */
+void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, int parent_fd,
+		   const char *name, struct inode *ino)
+{
+	struct guard_event ev = {.op = op, .parent_fd = parent_fd, .name = name};
+	struct guard_cls pc, ic;
+	struct stat st;
+	char *path = NULL;
+
+	if (m->guard == NULL || parent == NULL)
+		return;
+	policy_refresh(m, parent, 0);
+	pthread_mutex_lock(&m->fs->lock);
+	pc = parent->gcls;
+	if (ino != NULL)
+		ic = ino->gcls;
+	pthread_mutex_unlock(&m->fs->lock);
+	ev.parent = &pc;
+	ev.cls = ino != NULL ? &ic : NULL;
+	if (name != NULL && op != GUARD_OP_UNLINK && op != GUARD_OP_RMDIR && parent_fd >= 0 &&
+	    fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		ev.st = &st;
+	if (name != NULL) {
+		path = inode_path(m, parent, name);
+		ev.path = path;
+	}
+	guard_notify(m->guard, &ev);
+	free(path);
 }

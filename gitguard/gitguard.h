@@ -169,6 +169,7 @@ struct guard_opts {
 int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp,
 	       struct guard_err *err);
 void guard_free(struct guard *g);
+void guard_set_allow_new_repos(struct guard *g, bool allow);
 int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err *err);
 uint64_t guard_generation(struct guard *g);
 const char *guard_rule_name(unsigned rule);

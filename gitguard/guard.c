@@ -472,3 +472,9 @@ done:
 	*out = cls;
 	return 0;
 }
+
+/* Turn allow_new_repos on or off for the next operations (a bot's configure). */
+void guard_set_allow_new_repos(struct guard *g, bool allow)
+{
+	__atomic_store_n(&g->allow_new, allow, __ATOMIC_RELAXED);
+}
