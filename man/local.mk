@@ -1,1 +1,1 @@
-dist_man_MANS += man/agentfs.1
+dist_man_MANS += man/agentfs.1 man/agentfsd.8 man/agentfs-protocol.7
