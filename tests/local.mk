@@ -1,1 +1,21 @@
 # tests: TAP tests run by make check.
+
+# The filesystem core: shell tests driving `agentfs mount`, and the C helpers
+# they run inside the mounts.  Each test needs root and /dev/fuse, and skips
+# (exit 77) without them.
+check_PROGRAMS += tests/fsops tests/fs-tryop tests/fs-racer tests/fs-lock
+tests_fsops_SOURCES = tests/fsops.c
+tests_fs_tryop_SOURCES = tests/fs-tryop.c
+tests_fs_racer_SOURCES = tests/fs-racer.c
+tests_fs_lock_SOURCES = tests/fs-lock.c
+
+FS_TESTS = \
+	tests/fs-cli.sh \
+	tests/fs-posix.sh \
+	tests/fs-ro.sh \
+	tests/fs-race.sh \
+	tests/fs-locks.sh \
+	tests/fs-coherence.sh \
+	tests/fs-fdlimit.sh
+TESTS += $(FS_TESTS)
+EXTRA_DIST += tests/lib.sh $(FS_TESTS)

@@ -1,0 +1,172 @@
+#!/bin/bash
+# fs-cli: `agentfs mount` and `agentfs umount` from the outside: help and
+# version, one clear line and a non-zero exit for bad input with nothing left
+# mounted, -f that unmounts cleanly on SIGTERM/SIGINT, umount, a mount that
+# keeps serving its folder after the host renames it, and a SOURCE reached
+# through a symlink refused (DESIGN: a root is opened component by component
+# without following links).
+. "$top_srcdir/tests/lib.sh"
+
+mkdir -p "$T/src" "$T/mp" "$T/busy" "$T/fg" "$T/m"
+chmod 0755 "$T/src"
+echo hello >"$T/src/file"
+: >"$T/afile"
+
+bindfs_mode=
+[ "${AGENTFS_TEST_BINDFS:-0}" = 1 ] && bindfs_mode=1
+
+# bad DESC NEEDLE ARGS...: agentfs ARGS must fail with exactly one line on
+# stderr that contains NEEDLE, and leave no new mount under $T
+bad()
+{
+	local desc="$1" needle="$2" rc lines before after
+	shift 2
+	if [ -n "$bindfs_mode" ]; then
+		skip "$desc: the agentfs command line (bindfs stand-in)"
+		return
+	fi
+	before=$(mounts_under "$T")
+	timeout -k 2 20 "$AGENTFS" "$@" >"$T/out" 2>"$T/err" </dev/null
+	rc=$?
+	after=$(mounts_under "$T")
+	lines=$(awk 'END { print NR }' "$T/err")
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] && [ "$lines" -eq 1 ] &&
+		grep -qF -- "$needle" "$T/err" && [ "$before" = "$after" ]; then
+		ok "$desc"
+		diag "  $(cat "$T/err")"
+	else
+		not_ok "$desc"
+		diag "agentfs $*" "exit status $rc, $lines line(s) on stderr, wanted one naming '$needle'" \
+			"mounts under the test folder before $before, after $after"
+		sed 's/^/  stderr: /' "$T/err" | head -5 | while IFS= read -r l; do diag "$l"; done
+	fi
+}
+
+# good DESC NEEDLE ARGS...: agentfs ARGS exits 0 and prints NEEDLE on stdout
+good()
+{
+	local desc="$1" needle="$2" rc
+	shift 2
+	if [ -n "$bindfs_mode" ]; then
+		skip "$desc: the agentfs command line (bindfs stand-in)"
+		return
+	fi
+	timeout -k 2 20 "$AGENTFS" "$@" >"$T/out" 2>"$T/err" </dev/null
+	rc=$?
+	if [ "$rc" -eq 0 ] && grep -qF -- "$needle" "$T/out"; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		diag "agentfs $*: exit status $rc, wanted 0 and '$needle' on stdout"
+		head -5 "$T/out" "$T/err" | while IFS= read -r l; do diag "  $l"; done
+	fi
+}
+
+version=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$top_builddir/config.h" 2>/dev/null)
+good "agentfs --help" mount --help
+good "agentfs mount --help names --ro-path" --ro-path mount --help
+good "agentfs --version prints ${version:-the version}" "${version:-.}" --version
+
+bad "no arguments to mount" "" mount
+bad "mount with only SOURCE" "" mount "$T/src"
+bad "missing SOURCE" "$T/nosuch" mount "$T/nosuch" "$T/mp"
+bad "SOURCE is a file" "$T/afile" mount "$T/afile" "$T/mp"
+bad "missing MOUNTPOINT" "$T/nomp" mount "$T/src" "$T/nomp"
+bad "unknown option" "--bogus" mount --bogus "$T/src" "$T/mp"
+bad "unknown option after the paths" "--bogus" mount "$T/src" "$T/mp" --bogus
+ln -s src "$T/srclink"
+bad "SOURCE is a symlink to a folder: refused" "$T/srclink" mount "$T/srclink" "$T/mp"
+ln -s "$T" "$T/tlink"
+bad "a symlink among SOURCE's components: refused" "tlink" mount "$T/tlink/src" "$T/mp"
+bad "umount of a folder that is not a mount" "$T/mp" umount "$T/mp"
+
+# MOUNTPOINT already a mount point: refused, the first mount untouched
+if fs_mount "$T/src" "$T/busy"; then
+	bad "MOUNTPOINT busy (already a mount point)" "$T/busy" mount "$T/afile/.." "$T/busy"
+	bad "MOUNTPOINT busy, same SOURCE" "$T/busy" mount "$T/src" "$T/busy"
+	is "$(awk -v p="$T/busy" '$5 == p { n++ } END { print n + 0 }' /proc/self/mountinfo)" 1 \
+		"still exactly one mount at the busy mount point"
+	is "$(cat "$T/busy/file" 2>&1)" hello "the first mount still serves"
+	check "umount the busy mount point" fs_umount "$T/busy"
+else
+	not_ok "mount for the busy case"
+fi
+
+# without -f: returns once the mount answers
+if fs_mount "$T/src" "$T/m"; then
+	ok "mount without -f returns with the folder mounted"
+	is "$(cat "$T/m/file" 2>&1)" hello "the mount answers right after mount returns"
+	is "$(fs_type "$T/m")" "$FS_TYPE" "the mount's type is $FS_TYPE"
+	if [ -z "$bindfs_mode" ]; then
+		check "agentfs umount exits 0" "$AGENTFS" umount "$T/m"
+	else
+		check "fusermount3 -u exits 0" fusermount3 -u "$T/m"
+	fi
+	check "nothing is mounted after umount" eval '! is_mounted "$T/m"'
+	if [ -z "$bindfs_mode" ]; then
+		if wait_until 5 eval '[ -z "$(lib_our_servers)" ]'; then
+			ok "the background server exits after umount"
+		else
+			not_ok "the background server exits after umount"
+			diag "still running: $(lib_our_servers)"
+		fi
+	fi
+	is "$(ls "$T/m")" "" "the mount point is an empty folder again"
+else
+	not_ok "mount without -f"
+fi
+
+# relative SOURCE and MOUNTPOINT
+if [ -z "$bindfs_mode" ]; then
+	mkdir "$T/rel"
+	if (cd "$T" && "$AGENTFS" mount src rel); then
+		fs_mounts="$T/rel $fs_mounts"
+		ok "mount with relative paths"
+		is "$(cat "$T/rel/file" 2>&1)" hello "the relative mount serves SOURCE"
+		check "umount with a relative path" sh -c 'cd "$1" && "$2" umount rel' - "$T" "$AGENTFS"
+		check "nothing mounted after the relative umount" eval '! is_mounted "$T/rel"'
+	else
+		not_ok "mount with relative paths"
+	fi
+fi
+
+# -f: SIGTERM and SIGINT unmount cleanly and exit 0
+for sig in TERM INT; do
+	if fs_mount_fg "$T/src" "$T/fg"; then
+		ok "mount -f: mounted ($sig case)"
+		is "$(cat "$T/fg/file" 2>&1)" hello "mount -f serves the folder"
+		kill -$sig "$FS_PID"
+		timeout 10 tail --pid="$FS_PID" -f /dev/null
+		if kill -0 "$FS_PID" 2>/dev/null; then
+			not_ok "mount -f exits on SIG$sig"
+		else
+			wait "$FS_PID"
+			is "$?" 0 "mount -f exits 0 on SIG$sig"
+		fi
+		check "mount -f: nothing mounted after SIG$sig" eval '! is_mounted "$T/fg"'
+		is "$(ls "$T/fg" 2>&1)" "" "mount -f: the mount point is usable again after SIG$sig"
+	else
+		not_ok "mount -f: mounted ($sig case)"
+	fi
+done
+
+# the mount keeps serving the folder it opened when the host renames it
+mkdir "$T/src2"
+chmod 0755 "$T/src2"
+echo one >"$T/src2/a"
+if fs_mount "$T/src2" "$T/m"; then
+	is "$(cat "$T/m/a" 2>&1)" one "before the rename: the mount serves SOURCE"
+	mv "$T/src2" "$T/src2.moved"
+	mkdir "$T/src2"
+	echo decoy >"$T/src2/a"
+	sleep 0.2
+	is "$(cat "$T/m/a" 2>&1)" one "after the host renames SOURCE, the mount serves the same folder"
+	echo new >"$T/m/b"
+	is "$(cat "$T/src2.moved/b" 2>&1)" new "a file made through the mount lands in the renamed folder"
+	check "nothing lands in the new folder at the old path" test ! -e "$T/src2/b"
+	is "$(ls "$T/m" | tr '\n' ' ')" "a b " "the listing is the renamed folder's"
+	check "umount" fs_umount "$T/m"
+else
+	not_ok "mount for the rename case"
+fi
+done_testing

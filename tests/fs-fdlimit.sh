@@ -1,0 +1,56 @@
+#!/bin/bash
+# fs-fdlimit: a server limited to 256 open files still walks a tree of 5,000
+# files and folders (find, stat and cat of every one), twice.  An inode must
+# not pin a descriptor: the kernel keeps every inode it has looked up.
+. "$top_srcdir/tests/lib.sh"
+
+S="$T/src"
+M="$T/mnt"
+mkdir -p "$S" "$M"
+chmod 0755 "$S"
+# 50 folders of 99 files: 5,000 entries under the root
+for d in $(seq -w 0 49); do
+	mkdir "$S/d$d"
+	for f in $(seq -w 0 98); do
+		echo "file $d/$f" >"$S/d$d/f$f"
+	done
+done
+is "$(find "$S" -mindepth 1 | wc -l)" 5000 "a tree of 5,000 files and folders"
+
+listing()
+{
+	(cd "$1" && find . -printf '%p %y %s %m %U:%G\n' | sort)
+}
+stats()
+{
+	(cd "$1" && find . -print0 | sort -z | xargs -0 stat -c '%n %F %s %a %h')
+}
+contents()
+{
+	(cd "$1" && find . -type f -print0 | sort -z | xargs -0 cat | sha256sum)
+}
+
+# the server alone gets the limit, soft and hard, as `ulimit -n 256` would
+# (the test's own shell could not raise its hard limit back)
+FS_WRAP=(prlimit --nofile=256:256 --)
+fs_mount_fg "$S" "$M"
+mounted=$?
+FS_WRAP=()
+if [ "$mounted" -ne 0 ]; then
+	not_ok "mount -f with ulimit -n 256"
+	done_testing
+	exit 1
+fi
+ok "mount -f with ulimit -n 256"
+
+for pass in 1 2; do
+	is "$(listing "$M")" "$(listing "$S")" "pass $pass: find lists the same 5,001 entries as the host"
+	is "$(stats "$M")" "$(stats "$S")" "pass $pass: stat of every entry matches the host"
+	is "$(contents "$M")" "$(contents "$S")" "pass $pass: cat of every file matches the host"
+done
+is "$(cat "$M/d49/f98" 2>&1)" "file 49/98" "the mount still answers"
+check "the server is still running" kill -0 "$FS_PID"
+is "$(awk '/^Max open files/ { print $4 ":" $5 }' "/proc/$FS_PID/limits")" 256:256 \
+	"the server ran with its limit of 256 open files"
+check "unmount" fs_umount "$M"
+done_testing

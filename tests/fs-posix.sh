@@ -1,0 +1,38 @@
+#!/bin/bash
+# fs-posix: POSIX behaviour through `agentfs mount` matches a native folder.
+# tests/fsops runs on a native temp folder and then inside a mount of another
+# temp folder; every one of its checks must pass in both.
+. "$top_srcdir/tests/lib.sh"
+
+[ -x "$FSOPS" ] || bail_out "$FSOPS is not built"
+
+mkdir "$T/native" "$T/src" "$T/mnt"
+chmod 0755 "$T/native" "$T/src"
+
+tap_include native "$FSOPS" native "$T/native"
+
+if ! fs_mount "$T/src" "$T/mnt"; then
+	not_ok "mount $T/src on $T/mnt"
+	done_testing
+	exit 1
+fi
+ok "mount $T/src on $T/mnt"
+is "$(fs_type "$T/mnt")" "$FS_TYPE" "the mount's type is $FS_TYPE"
+case ",$(fs_mopts "$T/mnt")," in
+*,default_permissions,*allow_other,* | *,allow_other,*default_permissions,*)
+	ok "mounted with default_permissions and allow_other" ;;
+*)
+	not_ok "mounted with default_permissions and allow_other"
+	diag "options: $(fs_mopts "$T/mnt")" ;;
+esac
+
+tap_include fuse "$FSOPS" "$FS_KIND" "$T/mnt"
+
+# statfs through the mount reports the source's filesystem
+is "$(stat -f -c '%S %b %l' "$T/mnt")" "$(stat -f -c '%S %b %l' "$T/src")" \
+	"statfs through the mount matches the source's (block size, blocks, name length)"
+is "$(ls -A "$T/src")" "" "fsops left the source folder empty"
+
+check "unmount" fs_umount "$T/mnt"
+check "nothing is mounted at $T/mnt afterwards" eval '! is_mounted "$T/mnt"'
+done_testing

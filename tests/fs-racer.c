@@ -1,0 +1,149 @@
+/*
+ * fs-racer: the two sides of the symlink-swap race of fs-race.sh.
+ *
+ *   fs-racer swap DIR NAME LINK SECONDS
+ *	On the host: for SECONDS, keep putting the symlink DIR/LINK in the
+ *	place of the folder DIR/NAME and back, alternating an atomic
+ *	RENAME_EXCHANGE with a rename aside (which also leaves NAME missing for
+ *	a moment).  Always ends with NAME the folder and LINK the symlink.
+ *	Prints the number of swaps.
+ *
+ *   fs-racer work DIR SECONDS MAXROUNDS
+ *	Through the mount: for SECONDS or MAXROUNDS rounds, create, write,
+ *	append, rename, link, symlink, mkdir, chmod, truncate, setxattr and
+ *	unlink files by path inside DIR, and write into DIR/existing and
+ *	DIR/sub/existing.  Errors are expected while the folder is swapped;
+ *	prints "rounds R ok N failed F".
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* stay swapped for a moment without a system call */
+static void spin(int n)
+{
+	for (volatile int i = 0; i < n; i++)
+		;
+}
+
+static int do_swap(const char *dir, const char *name, const char *link, double seconds)
+{
+	char aside[PATH_MAX];
+	double end = now() + seconds;
+	long swaps = 0;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+
+	if (dfd < 0) {
+		perror(dir);
+		return 1;
+	}
+	snprintf(aside, sizeof(aside), "%s.aside", name);
+	while (now() < end) {
+		if (swaps % 2 == 0) {
+			if (renameat2(dfd, name, dfd, link, RENAME_EXCHANGE) < 0) {
+				perror("exchange");
+				return 1;
+			}
+			spin(20000);
+			if (renameat2(dfd, name, dfd, link, RENAME_EXCHANGE) < 0) {
+				perror("exchange back");
+				return 1;
+			}
+		} else {
+			if (renameat(dfd, name, dfd, aside) < 0 || renameat(dfd, link, dfd, name) < 0) {
+				perror("rename aside");
+				return 1;
+			}
+			spin(20000);
+			if (renameat(dfd, name, dfd, link) < 0 || renameat(dfd, aside, dfd, name) < 0) {
+				perror("rename back");
+				return 1;
+			}
+		}
+		swaps++;
+		/* leave the real folder in place most of the time, so the
+		 * worker's operations mostly succeed and race the swaps */
+		usleep(100 + 100 * (swaps % 5));
+	}
+	printf("swaps %ld\n", swaps);
+	return 0;
+}
+
+static bool put(const char *path, int flags, const char *data)
+{
+	int fd = open(path, flags | O_WRONLY, 0644);
+	bool good;
+
+	if (fd < 0)
+		return false;
+	good = write(fd, data, strlen(data)) == (ssize_t)strlen(data);
+	return close(fd) == 0 && good;
+}
+
+static int do_work(const char *dir, double seconds, long maxrounds)
+{
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
+	double end = now() + seconds;
+	long rounds = 0, good = 0, bad = 0;
+
+#define TRY(expr) ((expr) ? good++ : bad++)
+	while (rounds < maxrounds && now() < end) {
+		long i = rounds++;
+
+		snprintf(a, sizeof(a), "%s/w%ld", dir, i);
+		snprintf(b, sizeof(b), "%s/r%ld", dir, i);
+		TRY(put(a, O_CREAT | O_EXCL, "racer data\n"));
+		TRY(rename(a, b) == 0);
+		TRY(put(b, O_APPEND, "appended\n"));
+		TRY(chmod(b, 0600) == 0);
+		TRY(setxattr(b, "user.racer", "1", 1, 0) == 0);
+		TRY(truncate(b, 4) == 0);
+		snprintf(c, sizeof(c), "%s/h%ld", dir, i);
+		TRY(link(b, c) == 0);
+		TRY(unlink(c) == 0);
+		snprintf(c, sizeof(c), "%s/l%ld", dir, i);
+		TRY(symlink("r0", c) == 0);
+		snprintf(c, sizeof(c), "%s/m%ld", dir, i);
+		TRY(mkdir(c, 0755) == 0);
+		snprintf(c, sizeof(c), "%s/sub/s%ld", dir, i);
+		TRY(put(c, O_CREAT | O_TRUNC, "in sub\n"));
+		snprintf(c, sizeof(c), "%s/existing", dir);
+		TRY(put(c, O_APPEND, "x"));
+		snprintf(c, sizeof(c), "%s/sub/existing", dir);
+		TRY(put(c, O_TRUNC, "overwritten\n"));
+	}
+#undef TRY
+	printf("rounds %ld ok %ld failed %ld\n", rounds, good, bad);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 6 && !strcmp(argv[1], "swap"))
+		return do_swap(argv[2], argv[3], argv[4], atof(argv[5]));
+	if (argc == 5 && !strcmp(argv[1], "work"))
+		return do_work(argv[2], atof(argv[3]), atol(argv[4]));
+	fprintf(stderr, "usage: fs-racer swap DIR NAME LINK SECONDS\n"
+			"       fs-racer work DIR SECONDS MAXROUNDS\n");
+	return 2;
+}

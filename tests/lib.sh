@@ -1,0 +1,396 @@
+# tests/lib.sh: shared helpers for the filesystem integration tests.
+#
+# Sourced by every tests/fs-*.sh as `. "$top_srcdir/tests/lib.sh"`.  It gives:
+#   TAP output      ok DESC / not_ok DESC / check DESC CMD... / is GOT WANT DESC,
+#                   skip DESC, diag MSG, done_testing (prints the plan at the end),
+#                   skip_all REASON (prints "1..0 # SKIP", exits 77),
+#                   tap_include PREFIX CMD... (folds a TAP-printing program into ours)
+#   a private temp folder $T (mode 0755, physical path, removed on exit)
+#   fs_mount [ARGS...] SOURCE MNT       agentfs mount in the background, remembered
+#   fs_mount_fg [ARGS...] SOURCE MNT    agentfs mount -f, pid in $FS_PID, remembered
+#   fs_umount MNT, is_mounted MNT, fs_type MNT, track_pid PID
+#   wait_until SECONDS CMD...           poll CMD every 0.1 s until it succeeds
+# and a trap that unmounts everything the test mounted, kills (by pid) only what
+# it started, and removes $T.  Nothing is left behind, pass or fail.
+#
+# AGENTFS_TEST_BINDFS=1 runs the tests against bindfs instead of agentfs (a
+# stand-in while agentfs is being written); tests needing agentfs-only options
+# call need_agentfs.
+
+set -u
+
+: "${top_srcdir:?top_srcdir must be set (run through make check)}"
+: "${top_builddir:?top_builddir must be set (run through make check)}"
+
+AGENTFS="$top_builddir/src/agentfs"
+FSOPS="$top_builddir/tests/fsops"
+TRYOP="$top_builddir/tests/fs-tryop"
+RACER="$top_builddir/tests/fs-racer"
+LOCKER="$top_builddir/tests/fs-lock"
+
+tap_n=0
+tap_failed=0
+tap_planned=
+tap_done=
+
+ok()
+{
+	tap_n=$((tap_n + 1))
+	echo "ok $tap_n - $*"
+}
+
+not_ok()
+{
+	tap_n=$((tap_n + 1))
+	tap_failed=$((tap_failed + 1))
+	echo "not ok $tap_n - $*"
+}
+
+skip()
+{
+	tap_n=$((tap_n + 1))
+	echo "ok $tap_n - # SKIP $*"
+}
+
+diag()
+{
+	printf '%s\n' "$@" | sed 's/^/# /'
+}
+
+# check DESC CMD...: ok if CMD succeeds; its output goes to the log as diag.
+check()
+{
+	local desc="$1" out rc
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" -eq 0 ]; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		diag "command: $*" "exit status: $rc"
+		[ -n "$out" ] && diag "$out"
+	fi
+	return "$rc"
+}
+
+# is GOT WANT DESC
+is()
+{
+	if [ "x$1" = "x$2" ]; then
+		ok "$3"
+	else
+		not_ok "$3"
+		diag "got:  '$1'" "want: '$2'"
+		return 1
+	fi
+}
+
+plan()
+{
+	tap_planned=$1
+	echo "1..$1"
+}
+
+done_testing()
+{
+	tap_done=1
+	if [ -n "$tap_planned" ]; then
+		[ "$tap_planned" -eq "$tap_n" ] ||
+			diag "planned $tap_planned tests but ran $tap_n"
+	else
+		echo "1..$tap_n"
+	fi
+}
+
+skip_all()
+{
+	tap_done=1
+	echo "1..0 # SKIP $*"
+	exit 77
+}
+
+bail_out()
+{
+	tap_done=1
+	echo "Bail out! $*"
+	exit 99
+}
+
+# tap_include PREFIX CMD...: run CMD (which prints TAP with or without test
+# numbers), renumber its results into ours with PREFIX in front of each
+# description, and add a failure if CMD exits non-zero or its plan does not
+# match what it printed (a crash half-way must not look like a pass).
+tap_include()
+{
+	local prefix="$1" line rest n=0 nfail=0 plan_n= rc status
+	shift
+	exec 8< <("$@" 2>&1; echo "tap_include-exit $?")
+	while IFS= read -r line <&8; do
+		case "$line" in
+		"tap_include-exit "*)
+			rc=${line#tap_include-exit }
+			;;
+		"not ok"*)
+			rest=$(printf '%s' "${line#not ok}" | sed -E 's/^ *[0-9]* *-? *//')
+			n=$((n + 1))
+			nfail=$((nfail + 1))
+			not_ok "$prefix: $rest"
+			;;
+		"ok"*)
+			rest=$(printf '%s' "${line#ok}" | sed -E 's/^ *[0-9]* *-? *//')
+			n=$((n + 1))
+			case "$rest" in
+			*"# SKIP"* | *"# skip"*)
+				skip "$prefix: ${rest%%#*}${rest#*# [Ss][Kk][Ii][Pp]}" ;;
+			*) ok "$prefix: $rest" ;;
+			esac
+			;;
+		1..*)
+			plan_n=${line#1..}
+			plan_n=${plan_n%% *}
+			;;
+		"#"*)
+			echo "$line"
+			;;
+		*)
+			echo "# $line"
+			;;
+		esac
+	done
+	exec 8<&-
+	status="${rc:-lost}"
+	# exit status 1 is how the program says some of its checks failed
+	[ "$status" = 1 ] && [ "$nfail" -gt 0 ] && status=0
+	if [ "$status" = 0 ] && [ "$plan_n" = "$n" ] && [ "$n" -gt 0 ]; then
+		ok "$prefix: program finished cleanly ($n results)"
+	else
+		not_ok "$prefix: program finished cleanly"
+		diag "exit status $status, plan '${plan_n}', results $n"
+	fi
+}
+
+# --- processes and mounts -------------------------------------------------
+
+fs_pids=
+fs_mounts=
+FS_WRAP=()
+
+track_pid()
+{
+	fs_pids="$fs_pids $1"
+}
+
+is_mounted()
+{
+	awk -v p="$1" '$5 == p { found = 1 } END { exit !found }' /proc/self/mountinfo
+}
+
+# fs_type MNT: the filesystem type of the top mount at MNT (e.g. fuse.agentfs)
+fs_type()
+{
+	awk -v p="$1" '$5 == p {
+		for (i = 7; $i != "-"; i++) ;
+		t = $(i + 1)
+	} END { print t }' /proc/self/mountinfo
+}
+
+# fs_mopts MNT: mount options + super options of the top mount at MNT
+fs_mopts()
+{
+	awk -v p="$1" '$5 == p {
+		for (i = 7; $i != "-"; i++) ;
+		o = $6 "," $(i + 3)
+	} END { print o }' /proc/self/mountinfo
+}
+
+# mounts_under DIR: how many mounts exist at or below DIR
+mounts_under()
+{
+	awk -v p="$1" '$5 == p || index($5, p "/") == 1 { n++ } END { print n + 0 }' \
+		/proc/self/mountinfo
+}
+
+wait_until()
+{
+	local limit=$(($1 * 10)) i=0
+	shift
+	while ! "$@" 2>/dev/null; do
+		i=$((i + 1))
+		[ "$i" -ge "$limit" ] && return 1
+		sleep 0.1
+	done
+	return 0
+}
+
+# bindfs_args ARGS...: translate agentfs mount arguments to bindfs ones
+# into the array bindfs_argv (sets bindfs_unsupported on --ro-path).
+bindfs_translate()
+{
+	bindfs_argv=(-o default_permissions)
+	bindfs_unsupported=
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--ro) bindfs_argv+=(-o ro) ;;
+		--ro-path) bindfs_unsupported=--ro-path; shift ;;
+		--allow-new-repos) ;;
+		-f) bindfs_argv+=(-f) ;;
+		-o) bindfs_argv+=(-o "$2"); shift ;;
+		*) bindfs_argv+=("$1") ;;
+		esac
+		shift
+	done
+}
+
+# fs_mount [ARGS...] SOURCE MNT: mount in the background (the command
+# returns once the mount answers) and remember MNT for cleanup.
+fs_mount()
+{
+	local mnt="${!#}" rc
+	fs_mounts="$mnt $fs_mounts"
+	if [ "${AGENTFS_TEST_BINDFS:-0}" = 1 ]; then
+		bindfs_translate "$@"
+		[ -n "$bindfs_unsupported" ] && {
+			echo "bindfs cannot do $bindfs_unsupported" >&2
+			return 2
+		}
+		bindfs "${bindfs_argv[@]}"
+	else
+		"$AGENTFS" mount "$@"
+	fi
+	rc=$?
+	[ "$rc" -ne 0 ] && return "$rc"
+	if ! is_mounted "$mnt"; then
+		echo "fs_mount: $mnt is not a mount point after mount returned" >&2
+		return 1
+	fi
+	return 0
+}
+
+# fs_mount_fg [ARGS...] SOURCE MNT: start `mount -f` in the background with
+# the caller's limits, wait (up to 10 s) until MNT is mounted; FS_PID is the
+# server's pid.  The server runs under the command prefix FS_WRAP (an
+# array, e.g. (prlimit --nofile=256:256 --)) if set.  A non-interactive shell starts background jobs with SIGINT
+# ignored; env puts it back, as it is for a command started from a terminal.
+fs_mount_fg()
+{
+	local mnt="${!#}"
+	fs_mounts="$mnt $fs_mounts"
+	if [ "${AGENTFS_TEST_BINDFS:-0}" = 1 ]; then
+		bindfs_translate "$@"
+		[ -n "$bindfs_unsupported" ] && return 2
+		env --default-signal=INT,QUIT "${FS_WRAP[@]}" bindfs -f "${bindfs_argv[@]}" &
+	else
+		env --default-signal=INT,QUIT "${FS_WRAP[@]}" "$AGENTFS" mount -f "$@" &
+	fi
+	FS_PID=$!
+	track_pid "$FS_PID"
+	if ! wait_until 10 is_mounted "$mnt"; then
+		echo "fs_mount_fg: $mnt not mounted after 10 s" >&2
+		return 1
+	fi
+	return 0
+}
+
+fs_umount()
+{
+	if [ "${AGENTFS_TEST_BINDFS:-0}" = 1 ]; then
+		fusermount3 -u "$1"
+	else
+		"$AGENTFS" umount "$1"
+	fi
+}
+
+# The filesystem type a mount made by fs_mount should show.
+if [ "${AGENTFS_TEST_BINDFS:-0}" = 1 ]; then
+	FS_TYPE=fuse
+	FS_KIND=fuse
+else
+	FS_TYPE=fuse.agentfs
+	FS_KIND=fuse
+fi
+
+need_agentfs()
+{
+	[ "${AGENTFS_TEST_BINDFS:-0}" = 1 ] && skip_all "needs agentfs (AGENTFS_TEST_BINDFS=1: bindfs cannot do $*)"
+	return 0
+}
+
+lib_cleanup()
+{
+	local rc=$? m p i
+	trap - EXIT INT TERM
+	set +e
+	for m in $fs_mounts; do
+		for i in 1 2 3; do
+			is_mounted "$m" || break
+			fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null ||
+				umount -l "$m" 2>/dev/null
+		done
+	done
+	for p in $fs_pids; do
+		kill -0 "$p" 2>/dev/null || continue
+		kill -TERM "$p" 2>/dev/null
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	# A daemonised server has no pid we know; it was started by us with our
+	# unique temp path on its command line, so it is found by that and killed
+	# by pid if it outlived its mount.
+	if [ -n "${T:-}" ] && [ "${AGENTFS_TEST_BINDFS:-0}" != 1 ]; then
+		for p in $(lib_our_servers); do
+			kill -KILL "$p" 2>/dev/null
+		done
+	fi
+	if [ -n "${T:-}" ] && [ -d "$T" ]; then
+		if [ "$(mounts_under "$T")" -eq 0 ]; then
+			rm -rf --one-file-system "$T"
+		else
+			echo "# lib.sh: mounts left under $T, not removing it" >&2
+		fi
+	fi
+	if [ -z "$tap_done" ] && [ "$rc" -ne 77 ]; then
+		echo "# test stopped early (status $rc) after $tap_n results"
+		[ "$rc" -eq 0 ] && rc=99
+	fi
+	exit "$rc"
+}
+
+# lib_our_servers: pids of agentfs processes whose command line names $T
+lib_our_servers()
+{
+	local d
+	for d in /proc/[0-9]*; do
+		[ "${d#/proc/}" = "$$" ] && continue
+		tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -qF -- "$T/" || continue
+		tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q -- 'agentfs' || continue
+		echo "${d#/proc/}"
+	done
+}
+
+# --- preconditions ----------------------------------------------------------
+
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (FUSE mounts with allow_other as root)"
+[ -c /dev/fuse ] || skip_all "/dev/fuse is missing"
+if ! (exec 9<>/dev/fuse) 2>/dev/null; then
+	skip_all "/dev/fuse cannot be opened"
+fi
+command -v fusermount3 >/dev/null || skip_all "fusermount3 is missing (apt-get install fuse3)"
+if [ "${AGENTFS_TEST_BINDFS:-0}" = 1 ]; then
+	command -v bindfs >/dev/null || skip_all "AGENTFS_TEST_BINDFS=1 but bindfs is missing"
+else
+	[ -x "$AGENTFS" ] || bail_out "$AGENTFS is not built"
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/agentfs-test.XXXXXX") || bail_out "mktemp failed"
+trap lib_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+# Physical path: a symlink among TMPDIR's components must not look like a
+# symlinked SOURCE.  0755 so the unprivileged identities of fsops get in.
+T=$(cd "$T" && pwd -P)
+chmod 0755 "$T"
