@@ -37,7 +37,7 @@ static void on_signal(int sig)
 
 static int lock(int fd, const char *kind, bool block)
 {
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
 
 	if (!strcmp(kind, "flock"))
 		return flock(fd, LOCK_EX | (block ? 0 : LOCK_NB));
@@ -62,7 +62,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 4 || argc > 5 ||
 	    (strcmp(argv[1], "flock") && strcmp(argv[1], "posix") && strcmp(argv[1], "ofd"))) {
-		fprintf(stderr, "usage: fs-lock flock|posix|ofd try|hold|wait|getlk PATH [SECONDS]\n");
+		fprintf(stderr,
+			"usage: fs-lock flock|posix|ofd try|hold|wait|getlk PATH [SECONDS]\n");
 		return 2;
 	}
 	kind = argv[1];
@@ -98,12 +99,14 @@ int main(int argc, char **argv)
 			alarm(seconds);
 		puts(lock(fd, kind, true) == 0 ? "locked" : ename(errno));
 	} else if (!strcmp(action, "getlk") && strcmp(kind, "flock")) {
-		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
 
 		if (fcntl(fd, !strcmp(kind, "posix") ? F_GETLK : F_OFD_GETLK, &fl) < 0)
 			puts(ename(errno));
 		else
-			puts(fl.l_type == F_WRLCK ? "F_WRLCK" : fl.l_type == F_RDLCK ? "F_RDLCK" : "F_UNLCK");
+			puts(fl.l_type == F_WRLCK   ? "F_WRLCK"
+			     : fl.l_type == F_RDLCK ? "F_RDLCK"
+						    : "F_UNLCK");
 	} else {
 		fprintf(stderr, "fs-lock: unknown action %s\n", action);
 		return 2;

@@ -69,12 +69,14 @@ static int do_swap(const char *dir, const char *name, const char *link, double s
 				return 1;
 			}
 		} else {
-			if (renameat(dfd, name, dfd, aside) < 0 || renameat(dfd, link, dfd, name) < 0) {
+			if (renameat(dfd, name, dfd, aside) < 0 ||
+			    renameat(dfd, link, dfd, name) < 0) {
 				perror("rename aside");
 				return 1;
 			}
 			spin(20000);
-			if (renameat(dfd, name, dfd, link) < 0 || renameat(dfd, aside, dfd, name) < 0) {
+			if (renameat(dfd, name, dfd, link) < 0 ||
+			    renameat(dfd, aside, dfd, name) < 0) {
 				perror("rename back");
 				return 1;
 			}

@@ -36,9 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define UID_U 4242	/* the unprivileged identity */
+#define UID_U 4242 /* the unprivileged identity */
 #define GID_U 4242
-#define GID_MEMBER 4343	/* its supplementary group */
+#define GID_MEMBER 4343 /* its supplementary group */
 #define UID_OTHER 4444	/* someone else */
 #define GID_OTHER 4444
 
@@ -95,39 +95,37 @@ static void skip(const char *why)
 }
 
 /* expect success (r >= 0) */
-#define T_OK(expr, ...)                                                  \
-	({                                                               \
-		errno = 0;                                               \
-		long r_ = (long)(expr);                                  \
-		int e_ = errno;                                          \
-		ok(r_ >= 0, __VA_ARGS__);                                \
-		if (r_ < 0)                                              \
-			diag("  %s failed: %s", #expr, ename(e_));       \
-		r_;                                                      \
+#define T_OK(expr, ...)                                                                            \
+	({                                                                                         \
+		errno = 0;                                                                         \
+		long r_ = (long)(expr);                                                            \
+		int e_ = errno;                                                                    \
+		ok(r_ >= 0, __VA_ARGS__);                                                          \
+		if (r_ < 0)                                                                        \
+			diag("  %s failed: %s", #expr, ename(e_));                                 \
+		r_;                                                                                \
 	})
 
 /* expect failure with errno want */
-#define T_ERR(expr, want, ...)                                           \
-	({                                                               \
-		errno = 0;                                               \
-		long r_ = (long)(expr);                                  \
-		int e_ = r_ < 0 ? errno : 0;                             \
-		ok(r_ < 0 && e_ == (want), __VA_ARGS__);                 \
-		if (!(r_ < 0 && e_ == (want)))                           \
-			diag("  %s: got %s (%ld), want %s", #expr,       \
-			     ename(e_), r_, ename(want));                \
-		if (r_ >= 0 && r_ < INT_MAX && strstr(#expr, "open"))    \
-			close((int)r_);                                  \
-		r_;                                                      \
+#define T_ERR(expr, want, ...)                                                                     \
+	({                                                                                         \
+		errno = 0;                                                                         \
+		long r_ = (long)(expr);                                                            \
+		int e_ = r_ < 0 ? errno : 0;                                                       \
+		ok(r_ < 0 && e_ == (want), __VA_ARGS__);                                           \
+		if (!(r_ < 0 && e_ == (want)))                                                     \
+			diag("  %s: got %s (%ld), want %s", #expr, ename(e_), r_, ename(want));    \
+		if (r_ >= 0 && r_ < INT_MAX && strstr(#expr, "open"))                              \
+			close((int)r_);                                                            \
+		r_;                                                                                \
 	})
 
-#define T_EQ(got, want, desc, ...)                                       \
-	do {                                                             \
-		long long g_ = (long long)(got), w_ = (long long)(want); \
-		ok(g_ == w_, desc, ##__VA_ARGS__);                       \
-		if (g_ != w_)                                            \
-			diag("  %s = %lld (%#llo), want %lld (%#llo)",   \
-			     #got, g_, g_, w_, w_);                      \
+#define T_EQ(got, want, desc, ...)                                                                 \
+	do {                                                                                       \
+		long long g_ = (long long)(got), w_ = (long long)(want);                           \
+		ok(g_ == w_, desc, ##__VA_ARGS__);                                                 \
+		if (g_ != w_)                                                                      \
+			diag("  %s = %lld (%#llo), want %lld (%#llo)", #got, g_, g_, w_, w_);      \
 	} while (0)
 
 static struct stat st_of(const char *path)
@@ -188,12 +186,12 @@ static const char *content(const char *path)
 	return buf;
 }
 
-#define T_CONTENT(path, want, desc)                                      \
-	do {                                                             \
-		const char *c_ = content(path);                          \
-		ok(strcmp(c_, want) == 0, desc);                         \
-		if (strcmp(c_, want))                                    \
-			diag("  %s holds '%s', want '%s'", path, c_, want); \
+#define T_CONTENT(path, want, desc)                                                                \
+	do {                                                                                       \
+		const char *c_ = content(path);                                                    \
+		ok(strcmp(c_, want) == 0, desc);                                                   \
+		if (strcmp(c_, want))                                                              \
+			diag("  %s holds '%s', want '%s'", path, c_, want);                        \
 	} while (0)
 
 static bool all_bytes(const char *buf, size_t len, char c)
@@ -219,8 +217,10 @@ static void t_open_flags(void)
 		T_EQ(write(fd, "hello", 5), 5, "write: 5 bytes");
 		close(fd);
 	}
-	T_ERR(open("f1", O_CREAT | O_EXCL | O_WRONLY, 0600), EEXIST, "open O_EXCL on an existing file: EEXIST");
-	fd = T_OK(open("f1", O_CREAT | O_WRONLY, 0600), "open O_CREAT without O_EXCL on an existing file");
+	T_ERR(open("f1", O_CREAT | O_EXCL | O_WRONLY, 0600), EEXIST,
+	      "open O_EXCL on an existing file: EEXIST");
+	fd = T_OK(open("f1", O_CREAT | O_WRONLY, 0600),
+		  "open O_CREAT without O_EXCL on an existing file");
 	if (fd >= 0)
 		close(fd);
 	T_EQ(st_of("f1").st_mode & 07777, 0640, "O_CREAT on an existing file keeps its mode");
@@ -265,13 +265,15 @@ static void t_open_flags(void)
 	fd = T_OK(open("dangle", O_CREAT | O_WRONLY, 0644), "O_CREAT through a dangling symlink");
 	if (fd >= 0)
 		close(fd);
-	ok(S_ISREG(lst_of("dtarget").st_mode), "O_CREAT through a dangling symlink creates its target");
+	ok(S_ISREG(lst_of("dtarget").st_mode),
+	   "O_CREAT through a dangling symlink creates its target");
 
 	errno = 0;
 	fd = open(".", O_TMPFILE | O_RDWR, 0600);
 	diag("O_TMPFILE here: %s", fd >= 0 ? "OK" : ename(errno));
 	if (is_fuse) {
-		ok(fd < 0 && errno == EOPNOTSUPP, "O_TMPFILE through FUSE (libfuse 3.14): EOPNOTSUPP");
+		ok(fd < 0 && errno == EOPNOTSUPP,
+		   "O_TMPFILE through FUSE (libfuse 3.14): EOPNOTSUPP");
 	} else if (fd < 0 && errno == EOPNOTSUPP) {
 		skip("the native filesystem has no O_TMPFILE");
 	} else {
@@ -279,7 +281,8 @@ static void t_open_flags(void)
 	}
 	if (fd >= 0) {
 		T_EQ(write(fd, "tmp", 3), 3, "O_TMPFILE: write");
-		T_OK(linkat(fd, "", AT_FDCWD, "tmpnamed", AT_EMPTY_PATH), "O_TMPFILE: linkat gives it a name");
+		T_OK(linkat(fd, "", AT_FDCWD, "tmpnamed", AT_EMPTY_PATH),
+		     "O_TMPFILE: linkat gives it a name");
 		T_CONTENT("tmpnamed", "tmp", "O_TMPFILE: the named file holds what was written");
 		close(fd);
 	}
@@ -287,7 +290,8 @@ static void t_open_flags(void)
 
 static void t_read_write(void)
 {
-	static char buf[3 * 4096 + 123], back[sizeof(buf)], big[(1 << 20) + 1], bigback[sizeof(big)];
+	static char buf[3 * 4096 + 123], back[sizeof(buf)], big[(1 << 20) + 1],
+		bigback[sizeof(big)];
 	char small[16];
 	int fd, fd2;
 	off_t pos;
@@ -323,7 +327,8 @@ static void t_read_write(void)
 	T_EQ(write(fd, big, sizeof(big)), sizeof(big), "write 1 MiB + 1 in one call");
 	close(fd);
 	fd2 = open("big", O_RDONLY);
-	T_EQ(read(fd2, bigback, sizeof(bigback)), sizeof(bigback), "read 1 MiB + 1 through a new fd");
+	T_EQ(read(fd2, bigback, sizeof(bigback)), sizeof(bigback),
+	     "read 1 MiB + 1 through a new fd");
 	ok(memcmp(big, bigback, sizeof(big)) == 0, "1 MiB + 1 reads back identical");
 	close(fd2);
 	unlink("big");
@@ -422,14 +427,17 @@ static void t_fallocate(void)
 	fsync(fd);
 	fstat(fd, &st);
 	blocks = st.st_blocks;
-	T_OK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 16384, 16384), "fallocate PUNCH_HOLE");
+	T_OK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 16384, 16384),
+	     "fallocate PUNCH_HOLE");
 	fstat(fd, &st);
 	T_EQ(st.st_size, 1 << 20, "PUNCH_HOLE keeps the size");
 	ok(st.st_blocks < blocks, "PUNCH_HOLE frees blocks");
 	T_EQ(pread(fd, buf, sizeof(buf), 0), sizeof(buf), "read around the hole");
 	ok(all_bytes(buf, 16384, 'x') && all_bytes(buf + 16384, 16384, 0) &&
-	   all_bytes(buf + 32768, 32768, 'x'), "the punched range reads as zeros, the rest is intact");
-	T_ERR(fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, 4096), EOPNOTSUPP, "PUNCH_HOLE without KEEP_SIZE: EOPNOTSUPP");
+		   all_bytes(buf + 32768, 32768, 'x'),
+	   "the punched range reads as zeros, the rest is intact");
+	T_ERR(fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, 4096), EOPNOTSUPP,
+	      "PUNCH_HOLE without KEEP_SIZE: EOPNOTSUPP");
 
 	T_OK(fsync(fd), "fsync");
 	T_OK(fdatasync(fd), "fdatasync");
@@ -454,13 +462,15 @@ static void t_rename(void)
 	T_ERR(renameat2(AT_FDCWD, "rb", AT_FDCWD, "rc", RENAME_NOREPLACE), EEXIST,
 	      "RENAME_NOREPLACE onto an existing name: EEXIST");
 	T_CONTENT("rc", "C", "RENAME_NOREPLACE failure leaves the target alone");
-	T_OK(renameat2(AT_FDCWD, "rb", AT_FDCWD, "rd", RENAME_NOREPLACE), "RENAME_NOREPLACE to a new name");
+	T_OK(renameat2(AT_FDCWD, "rb", AT_FDCWD, "rd", RENAME_NOREPLACE),
+	     "RENAME_NOREPLACE to a new name");
 	a = st_of("rd");
 	b = st_of("rc");
 	T_OK(renameat2(AT_FDCWD, "rd", AT_FDCWD, "rc", RENAME_EXCHANGE), "RENAME_EXCHANGE");
 	T_CONTENT("rd", "C", "RENAME_EXCHANGE: first name holds the second's content");
 	T_CONTENT("rc", "A", "RENAME_EXCHANGE: second name holds the first's content");
-	ok(st_of("rd").st_ino == b.st_ino && st_of("rc").st_ino == a.st_ino, "RENAME_EXCHANGE swaps the inodes");
+	ok(st_of("rd").st_ino == b.st_ino && st_of("rc").st_ino == a.st_ino,
+	   "RENAME_EXCHANGE swaps the inodes");
 	T_ERR(renameat2(AT_FDCWD, "rd", AT_FDCWD, "no-such", RENAME_EXCHANGE), ENOENT,
 	      "RENAME_EXCHANGE with a missing name: ENOENT");
 	if (is_fuse)
@@ -534,7 +544,8 @@ static void t_dirs(void)
 
 	T_OK(mkdir("md", 0750), "mkdir");
 	st = st_of("md");
-	ok(S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0750, "mkdir makes a folder with mode 0750");
+	ok(S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0750,
+	   "mkdir makes a folder with mode 0750");
 	T_EQ(st.st_nlink, 2, "a new folder has st_nlink 2");
 	T_ERR(mkdir("md", 0755), EEXIST, "mkdir an existing name: EEXIST");
 	T_OK(mkdir("md/sub", 0755), "mkdir inside");
@@ -590,8 +601,8 @@ static void t_attrs(void)
 	   "lchown changes the symlink, not its target");
 	T_ERR(chown("no-such", 0, 0), ENOENT, "chown a missing file: ENOENT");
 
-	ts[0] = (struct timespec){ 1000000000, 123456789 };
-	ts[1] = (struct timespec){ 1500000000, 987654321 };
+	ts[0] = (struct timespec){1000000000, 123456789};
+	ts[1] = (struct timespec){1500000000, 987654321};
 	T_OK(utimensat(AT_FDCWD, "h2", ts, 0), "utimensat with nanoseconds");
 	st = st_of("h2");
 	ok(ts_eq(st.st_atim, 1000000000, 123456789), "atime set to the nanosecond");
@@ -599,34 +610,36 @@ static void t_attrs(void)
 	if (!ts_eq(st.st_mtim, 1500000000, 987654321))
 		diag("  mtime %lld.%09ld", (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 
-	ts[0] = (struct timespec){ 0, UTIME_OMIT };
-	ts[1] = (struct timespec){ 1600000000, 5 };
+	ts[0] = (struct timespec){0, UTIME_OMIT};
+	ts[1] = (struct timespec){1600000000, 5};
 	T_OK(utimensat(AT_FDCWD, "h2", ts, 0), "utimensat UTIME_OMIT for atime");
 	st = st_of("h2");
 	ok(ts_eq(st.st_atim, 1000000000, 123456789), "UTIME_OMIT leaves atime alone");
 	ok(ts_eq(st.st_mtim, 1600000000, 5), "the other time is still set");
 
 	clock_gettime(CLOCK_REALTIME_COARSE, &before);
-	ts[0] = (struct timespec){ 0, UTIME_NOW };
-	ts[1] = (struct timespec){ 0, UTIME_NOW };
+	ts[0] = (struct timespec){0, UTIME_NOW};
+	ts[1] = (struct timespec){0, UTIME_NOW};
 	T_OK(utimensat(AT_FDCWD, "h2", ts, 0), "utimensat UTIME_NOW");
 	clock_gettime(CLOCK_REALTIME, &after);
 	st = st_of("h2");
 	ok(st.st_mtim.tv_sec >= before.tv_sec - 1 && st.st_mtim.tv_sec <= after.tv_sec + 1 &&
-	   st.st_atim.tv_sec >= before.tv_sec - 1 && st.st_atim.tv_sec <= after.tv_sec + 1,
+		   st.st_atim.tv_sec >= before.tv_sec - 1 && st.st_atim.tv_sec <= after.tv_sec + 1,
 	   "UTIME_NOW sets both times to now");
 
 	fd = open("h2", O_RDONLY);
-	ts[0] = (struct timespec){ 1100000000, 1 };
-	ts[1] = (struct timespec){ 1200000000, 2 };
+	ts[0] = (struct timespec){1100000000, 1};
+	ts[1] = (struct timespec){1200000000, 2};
 	T_OK(futimens(fd, ts), "futimens");
 	st = st_of("h2");
-	ok(ts_eq(st.st_atim, 1100000000, 1) && ts_eq(st.st_mtim, 1200000000, 2), "futimens sets both times");
+	ok(ts_eq(st.st_atim, 1100000000, 1) && ts_eq(st.st_mtim, 1200000000, 2),
+	   "futimens sets both times");
 	close(fd);
 
-	ts[0] = (struct timespec){ 1300000000, 3 };
-	ts[1] = (struct timespec){ 1300000000, 4 };
-	T_OK(utimensat(AT_FDCWD, "s2", ts, AT_SYMLINK_NOFOLLOW), "utimensat AT_SYMLINK_NOFOLLOW on a symlink");
+	ts[0] = (struct timespec){1300000000, 3};
+	ts[1] = (struct timespec){1300000000, 4};
+	T_OK(utimensat(AT_FDCWD, "s2", ts, AT_SYMLINK_NOFOLLOW),
+	     "utimensat AT_SYMLINK_NOFOLLOW on a symlink");
 	ok(ts_eq(lst_of("s2").st_mtim, 1300000000, 4), "the symlink's own mtime is set");
 	ok(ts_eq(st_of("h2").st_mtim, 1200000000, 2), "the symlink's target is untouched");
 }
@@ -650,14 +663,20 @@ static void t_xattr(void)
 	memset(buf, 0, sizeof(buf));
 	T_EQ(getxattr("h2", "user.agentfs", buf, sizeof(buf)), 6, "getxattr");
 	ok(memcmp(buf, "value1", 6) == 0, "getxattr returns the value");
-	T_ERR(getxattr("h2", "user.agentfs", buf, 3), ERANGE, "getxattr into a short buffer: ERANGE");
-	T_ERR(setxattr("h2", "user.agentfs", "v", 1, XATTR_CREATE), EEXIST, "XATTR_CREATE on an existing name: EEXIST");
-	T_ERR(setxattr("h2", "user.nope", "v", 1, XATTR_REPLACE), ENODATA, "XATTR_REPLACE on a missing name: ENODATA");
-	T_ERR(getxattr("h2", "user.nope", buf, sizeof(buf)), ENODATA, "getxattr a missing name: ENODATA");
+	T_ERR(getxattr("h2", "user.agentfs", buf, 3), ERANGE,
+	      "getxattr into a short buffer: ERANGE");
+	T_ERR(setxattr("h2", "user.agentfs", "v", 1, XATTR_CREATE), EEXIST,
+	      "XATTR_CREATE on an existing name: EEXIST");
+	T_ERR(setxattr("h2", "user.nope", "v", 1, XATTR_REPLACE), ENODATA,
+	      "XATTR_REPLACE on a missing name: ENODATA");
+	T_ERR(getxattr("h2", "user.nope", buf, sizeof(buf)), ENODATA,
+	      "getxattr a missing name: ENODATA");
 	for (size_t i = 0; i < sizeof(val); i++)
 		val[i] = (char)(i % 251);
-	T_OK(setxattr("h2", "user.big", val, sizeof(val), XATTR_CREATE), "setxattr a 4000-byte binary value");
-	T_EQ(getxattr("h2", "user.big", buf, sizeof(buf)), sizeof(val), "getxattr the binary value");
+	T_OK(setxattr("h2", "user.big", val, sizeof(val), XATTR_CREATE),
+	     "setxattr a 4000-byte binary value");
+	T_EQ(getxattr("h2", "user.big", buf, sizeof(buf)), sizeof(val),
+	     "getxattr the binary value");
 	ok(memcmp(buf, val, sizeof(val)) == 0, "the binary value comes back intact");
 	n = T_OK(listxattr("h2", buf, sizeof(buf)), "listxattr");
 	for (ssize_t off = 0; n > 0 && off < n; off += strlen(buf + off) + 1)
@@ -666,7 +685,8 @@ static void t_xattr(void)
 	ok(found, "listxattr names user.agentfs");
 	T_EQ(listxattr("h2", NULL, 0), n, "listxattr size query matches");
 	T_OK(removexattr("h2", "user.agentfs"), "removexattr");
-	T_ERR(getxattr("h2", "user.agentfs", buf, sizeof(buf)), ENODATA, "getxattr after removexattr: ENODATA");
+	T_ERR(getxattr("h2", "user.agentfs", buf, sizeof(buf)), ENODATA,
+	      "getxattr after removexattr: ENODATA");
 	T_ERR(removexattr("h2", "user.agentfs"), ENODATA, "removexattr a missing name: ENODATA");
 	T_OK(setxattr(".", "user.dir", "d", 1, 0), "setxattr on a folder");
 	T_EQ(getxattr(".", "user.dir", buf, sizeof(buf)), 1, "getxattr on a folder");
@@ -680,7 +700,8 @@ static void t_statfs(void)
 	if (T_OK(statfs(".", &s), "statfs") < 0)
 		return;
 	ok(s.f_bsize > 0 && s.f_blocks > 0, "statfs: a block size and a block count");
-	ok(s.f_bfree <= s.f_blocks && s.f_bavail <= s.f_bfree, "statfs: free <= total, available <= free");
+	ok(s.f_bfree <= s.f_blocks && s.f_bavail <= s.f_bfree,
+	   "statfs: free <= total, available <= free");
 	ok(s.f_namelen >= 255, "statfs: names of 255 bytes allowed");
 	T_EQ(s.f_namelen, 255, "statfs: f_namelen 255");
 	fd = open(".", O_RDONLY | O_DIRECTORY);
@@ -717,7 +738,8 @@ static void t_sparse(void)
 	T_ERR(lseek(fd, far + 4096, SEEK_DATA), ENXIO, "SEEK_DATA at EOF: ENXIO");
 	T_EQ(pread(fd, buf, sizeof(buf), far), sizeof(buf), "pread at 5 GiB");
 	ok(all_bytes(buf, sizeof(buf), 'b'), "pread at 5 GiB returns the data");
-	T_EQ(pread(fd, buf, sizeof(buf), (4LL << 30) + 12345), sizeof(buf), "pread past 4 GiB in the hole");
+	T_EQ(pread(fd, buf, sizeof(buf), (4LL << 30) + 12345), sizeof(buf),
+	     "pread past 4 GiB in the hole");
 	ok(all_bytes(buf, sizeof(buf), 0), "the hole reads as zeros");
 	close(fd);
 	unlink("sparse");
@@ -727,8 +749,8 @@ static void t_sparse(void)
 
 static void t_readdir(void)
 {
-	static long pos[NDIRENT];	/* telldir before entry i (read order) */
-	static int order[NDIRENT];	/* name index of entry i */
+	static long pos[NDIRENT];  /* telldir before entry i (read order) */
+	static int order[NDIRENT]; /* name index of entry i */
 	static unsigned char seen[NDIRENT];
 	int made = 0, nread = 0, dots = 0, strays = 0, dups = 0, missing = 0, bad = 0;
 	char name[32], first[256] = "";
@@ -791,7 +813,8 @@ static void t_readdir(void)
 		snprintf(name, sizeof(name), "entry-%05d", order[i]);
 		if (!de || strcmp(de->d_name, name)) {
 			if (bad++ < 3)
-				diag("  seekdir to entry %d gave %s, want %s", i, de ? de->d_name : "NULL", name);
+				diag("  seekdir to entry %d gave %s, want %s", i,
+				     de ? de->d_name : "NULL", name);
 		}
 	}
 	T_EQ(bad, 0, "seekdir to a telldir position returns the same entry");
@@ -827,32 +850,36 @@ static void ident_setup(void)
 		mode_t mode;
 		uid_t uid;
 		gid_t gid;
-	} dirs[] = {
-		{ "id", 0755, 0, 0 },
-		{ "id/open", 0777, 0, 0 },
-		{ "id/sgid", 02775, 0, GID_MEMBER },
-		{ "id/closed", 0755, 0, 0 },
-		{ "id/othergrp", 0775, 0, GID_OTHER },
-		{ "id/sticky", 01777, 0, 0 },
-	}, files[] = {
-		{ "id/secret", 0600, 0, 0 },
-		{ "id/pub", 0644, 0, 0 },
-		{ "id/suidw", 06775, UID_OTHER, GID_MEMBER },
-		{ "id/suidt", 06775, UID_OTHER, GID_MEMBER },
-		{ "id/suido", 06775, UID_OTHER, GID_MEMBER },
-		{ "id/sgidnx", 02765, UID_OTHER, GID_MEMBER },
-		{ "id/open/ng", 0644, UID_U, GID_OTHER },
-		{ "id/sticky/rootfile", 0666, 0, 0 },
-	};
+	} dirs[] =
+		{
+			{"id", 0755, 0, 0},
+			{"id/open", 0777, 0, 0},
+			{"id/sgid", 02775, 0, GID_MEMBER},
+			{"id/closed", 0755, 0, 0},
+			{"id/othergrp", 0775, 0, GID_OTHER},
+			{"id/sticky", 01777, 0, 0},
+		},
+	  files[] = {
+		  {"id/secret", 0600, 0, 0},
+		  {"id/pub", 0644, 0, 0},
+		  {"id/suidw", 06775, UID_OTHER, GID_MEMBER},
+		  {"id/suidt", 06775, UID_OTHER, GID_MEMBER},
+		  {"id/suido", 06775, UID_OTHER, GID_MEMBER},
+		  {"id/sgidnx", 02765, UID_OTHER, GID_MEMBER},
+		  {"id/open/ng", 0644, UID_U, GID_OTHER},
+		  {"id/sticky/rootfile", 0666, 0, 0},
+	  };
 	int bad = 0;
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (mkdir(dirs[i].name, 0700) < 0 || chown(dirs[i].name, dirs[i].uid, dirs[i].gid) < 0 ||
+		if (mkdir(dirs[i].name, 0700) < 0 ||
+		    chown(dirs[i].name, dirs[i].uid, dirs[i].gid) < 0 ||
 		    chmod(dirs[i].name, dirs[i].mode) < 0)
 			bad++;
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
 		if (put_file(files[i].name, "secret data", 0600) < 0 ||
-		    chown(files[i].name, files[i].uid, files[i].gid) < 0 || chmod(files[i].name, files[i].mode) < 0)
+		    chown(files[i].name, files[i].uid, files[i].gid) < 0 ||
+		    chmod(files[i].name, files[i].mode) < 0)
 			bad++;
 	T_EQ(bad, 0, "identity: root sets up the folders and files");
 }
@@ -860,14 +887,16 @@ static void ident_setup(void)
 /* runs in the child as UID_U:GID_U with GID_MEMBER */
 static void ident_child(void)
 {
-	struct timespec ts[2] = { { 1, 0 }, { 2, 0 } };
+	struct timespec ts[2] = {{1, 0}, {2, 0}};
 	struct stat st;
 	int fd;
 
-	fd = T_OK(open("id/open/c1", O_CREAT | O_EXCL | O_WRONLY, 0644), "as 4242: create in a 0777 folder");
+	fd = T_OK(open("id/open/c1", O_CREAT | O_EXCL | O_WRONLY, 0644),
+		  "as 4242: create in a 0777 folder");
 	if (fd >= 0) {
 		fstat(fd, &st);
-		ok(st.st_uid == UID_U && st.st_gid == GID_U, "as 4242: the new file is owned 4242:4242");
+		ok(st.st_uid == UID_U && st.st_gid == GID_U,
+		   "as 4242: the new file is owned 4242:4242");
 		if (st.st_uid != UID_U || st.st_gid != GID_U)
 			diag("  owner %u:%u", st.st_uid, st.st_gid);
 		close(fd);
@@ -892,11 +921,14 @@ static void ident_child(void)
 	}
 	T_OK(mkdir("id/sgid/d2", 0755), "as 4242: mkdir in the setgid folder");
 	st = st_of("id/sgid/d2");
-	ok(st.st_gid == GID_MEMBER && (st.st_mode & S_ISGID), "as 4242: a folder in a setgid folder inherits group and setgid");
+	ok(st.st_gid == GID_MEMBER && (st.st_mode & S_ISGID),
+	   "as 4242: a folder in a setgid folder inherits group and setgid");
 
-	T_ERR(open("id/closed/c3", O_CREAT | O_WRONLY, 0644), EACCES, "as 4242: create in a 0755 root folder: EACCES");
+	T_ERR(open("id/closed/c3", O_CREAT | O_WRONLY, 0644), EACCES,
+	      "as 4242: create in a 0755 root folder: EACCES");
 	T_ERR(mkdir("id/closed/d3", 0755), EACCES, "as 4242: mkdir in a 0755 root folder: EACCES");
-	T_ERR(symlink("x", "id/closed/s3"), EACCES, "as 4242: symlink in a 0755 root folder: EACCES");
+	T_ERR(symlink("x", "id/closed/s3"), EACCES,
+	      "as 4242: symlink in a 0755 root folder: EACCES");
 	T_ERR(open("id/othergrp/c4", O_CREAT | O_WRONLY, 0644), EACCES,
 	      "as 4242: create in a 0775 root:4444 folder (not a member): EACCES");
 	T_ERR(open("id/secret", O_RDONLY), EACCES, "as 4242: read a 0600 root file: EACCES");
@@ -906,7 +938,8 @@ static void ident_child(void)
 	T_ERR(open("id/pub", O_WRONLY), EACCES, "as 4242: write-open a 0644 root file: EACCES");
 	T_ERR(unlink("id/pub"), EACCES, "as 4242: unlink in a 0755 root folder: EACCES");
 
-	fd = T_OK(open("id/suidw", O_WRONLY), "as 4242: write-open a group-writable 6775 file of 4444");
+	fd = T_OK(open("id/suidw", O_WRONLY),
+		  "as 4242: write-open a group-writable 6775 file of 4444");
 	if (fd >= 0) {
 		T_EQ(write(fd, "x", 1), 1, "as 4242: write to it");
 		close(fd);
@@ -914,29 +947,38 @@ static void ident_child(void)
 	T_EQ(st_of("id/suidw").st_mode & 07777, 0775, "as 4242: a write clears setuid and setgid");
 	T_OK(truncate("id/suidt", 1), "as 4242: truncate a group-writable 6775 file of 4444");
 	T_EQ(st_of("id/suidt").st_mode & 07777, 0775, "as 4242: truncate clears setuid and setgid");
-	fd = T_OK(open("id/suido", O_WRONLY | O_TRUNC), "as 4242: open O_TRUNC a group-writable 6775 file");
+	fd = T_OK(open("id/suido", O_WRONLY | O_TRUNC),
+		  "as 4242: open O_TRUNC a group-writable 6775 file");
 	if (fd >= 0)
 		close(fd);
-	T_EQ(st_of("id/suido").st_mode & 07777, 0775, "as 4242: open O_TRUNC clears setuid and setgid");
+	T_EQ(st_of("id/suido").st_mode & 07777, 0775,
+	     "as 4242: open O_TRUNC clears setuid and setgid");
 	fd = open("id/sgidnx", O_WRONLY);
 	T_EQ(write(fd, "x", 1), 1, "as 4242: write to a 2765 file (setgid without group exec)");
 	close(fd);
-	T_EQ(st_of("id/sgidnx").st_mode & 07777, 02765, "as 4242: setgid without group exec survives a write");
+	T_EQ(st_of("id/sgidnx").st_mode & 07777, 02765,
+	     "as 4242: setgid without group exec survives a write");
 
 	T_ERR(chmod("id/pub", 0666), EPERM, "as 4242: chmod a root file: EPERM");
 	T_ERR(chown("id/open/c1", 0, -1), EPERM, "as 4242: give a file to root: EPERM");
 	T_OK(chown("id/open/c1", -1, GID_MEMBER), "as 4242: chgrp its file to a group it is in");
 	T_EQ(st_of("id/open/c1").st_gid, GID_MEMBER, "as 4242: the group changed");
-	T_ERR(chown("id/open/c1", -1, GID_OTHER), EPERM, "as 4242: chgrp to a group it is not in: EPERM");
+	T_ERR(chown("id/open/c1", -1, GID_OTHER), EPERM,
+	      "as 4242: chgrp to a group it is not in: EPERM");
 	T_OK(chmod("id/open/c1", 02755), "as 4242: chmod g+s its file of a group it is in");
 	T_EQ(st_of("id/open/c1").st_mode & 07777, 02755, "as 4242: setgid kept for a member");
 	T_OK(chmod("id/open/ng", 02755), "as 4242: chmod g+s its file of group 4444");
 	T_EQ(st_of("id/open/ng").st_mode & 07777, 0755, "as 4242: setgid dropped for a non-member");
-	T_ERR(utimensat(AT_FDCWD, "id/pub", ts, 0), EPERM, "as 4242: set explicit times on a root file: EPERM");
-	T_ERR(utimensat(AT_FDCWD, "id/pub", NULL, 0), EACCES, "as 4242: touch a read-only root file: EACCES");
-	T_OK(utimensat(AT_FDCWD, "id/suidw", NULL, 0), "as 4242: touch a group-writable file of 4444");
-	T_ERR(setxattr("id/pub", "user.x", "1", 1, 0), EACCES, "as 4242: setxattr on a read-only root file: EACCES");
-	T_ERR(unlink("id/sticky/rootfile"), EPERM, "as 4242: unlink root's file in a sticky folder: EPERM");
+	T_ERR(utimensat(AT_FDCWD, "id/pub", ts, 0), EPERM,
+	      "as 4242: set explicit times on a root file: EPERM");
+	T_ERR(utimensat(AT_FDCWD, "id/pub", NULL, 0), EACCES,
+	      "as 4242: touch a read-only root file: EACCES");
+	T_OK(utimensat(AT_FDCWD, "id/suidw", NULL, 0),
+	     "as 4242: touch a group-writable file of 4444");
+	T_ERR(setxattr("id/pub", "user.x", "1", 1, 0), EACCES,
+	      "as 4242: setxattr on a read-only root file: EACCES");
+	T_ERR(unlink("id/sticky/rootfile"), EPERM,
+	      "as 4242: unlink root's file in a sticky folder: EPERM");
 	if (put_file("id/sticky/mine", "m", 0644) == 0)
 		T_OK(unlink("id/sticky/mine"), "as 4242: unlink its own file in a sticky folder");
 	else
@@ -945,7 +987,7 @@ static void ident_child(void)
 
 static void t_identity(void)
 {
-	gid_t groups[] = { GID_MEMBER };
+	gid_t groups[] = {GID_MEMBER};
 	pid_t pid;
 	int status;
 
