@@ -82,7 +82,8 @@ bad "umount of a folder that is not a mount" "$T/mp" umount "$T/mp"
 
 # MOUNTPOINT already a mount point: refused, the first mount untouched
 if fs_mount "$T/src" "$T/busy"; then
-	bad "MOUNTPOINT busy (already a mount point)" "$T/busy" mount "$T/afile/.." "$T/busy"
+	mkdir "$T/other"
+	bad "MOUNTPOINT busy (already a mount point)" "$T/busy" mount "$T/other" "$T/busy"
 	bad "MOUNTPOINT busy, same SOURCE" "$T/busy" mount "$T/src" "$T/busy"
 	is "$(awk -v p="$T/busy" '$5 == p { n++ } END { print n + 0 }' /proc/self/mountinfo)" 1 \
 		"still exactly one mount at the busy mount point"
@@ -119,7 +120,7 @@ fi
 # relative SOURCE and MOUNTPOINT
 if [ -z "$bindfs_mode" ]; then
 	mkdir "$T/rel"
-	if (cd "$T" && "$AGENTFS" mount src rel); then
+	if (cd "$T" && "$AGENTFS" mount src rel) 2>"$T/err"; then
 		fs_mounts="$T/rel $fs_mounts"
 		ok "mount with relative paths"
 		is "$(cat "$T/rel/file" 2>&1)" hello "the relative mount serves SOURCE"
@@ -127,6 +128,7 @@ if [ -z "$bindfs_mode" ]; then
 		check "nothing mounted after the relative umount" eval '! is_mounted "$T/rel"'
 	else
 		not_ok "mount with relative paths"
+		diag "stderr: $(cat "$T/err")"
 	fi
 fi
 

@@ -363,12 +363,14 @@ lib_cleanup()
 # lib_our_servers: pids of agentfs processes whose command line names $T
 lib_our_servers()
 {
-	local d
-	for d in /proc/[0-9]*; do
-		[ "${d#/proc/}" = "$$" ] && continue
-		tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -qF -- "$T/" || continue
-		tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q -- 'agentfs' || continue
-		echo "${d#/proc/}"
+	local f p argv0
+	for f in $(grep -lsaF -- "$T/" /proc/[0-9]*/cmdline); do
+		p=${f#/proc/}
+		p=${p%/cmdline}
+		argv0=$(head -z -n1 "$f" 2>/dev/null | tr -d '\0')
+		case "$argv0" in
+		agentfs | */agentfs) echo "$p" ;;
+		esac
 	done
 }
 
