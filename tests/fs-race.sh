@@ -60,6 +60,12 @@ good=$(awk '/^rounds/ { print $4 }' "$T/work.out")
 [ "${good:-0}" -gt 10 ] && ok "the worker's operations went through the mount ($good)" ||
 	not_ok "the worker's operations went through the mount (${good:-0})"
 
+at_good=$(awk '/^rounds/ { print $8 }' "$T/work.out")
+at_bad=$(awk '/^rounds/ { print $10 }' "$T/work.out")
+[ "${at_good:-0}" -gt 10 ] && [ "${at_bad:-1}" -eq 0 ] &&
+	ok "operations relative to a descriptor of the folder all succeeded ($at_good)" ||
+	not_ok "operations relative to a descriptor of the folder all succeeded (${at_good:-0} ok, ${at_bad:-?} failed)"
+
 after=$(snapshot "$O")
 if [ "$before" = "$after" ]; then
 	ok "OUTSIDE is untouched"
@@ -71,7 +77,7 @@ else
 fi
 [ -d "$S/d" ] && [ ! -L "$S/d" ] && [ -L "$S/dlink" ] && ok "the racer left d a folder and dlink a symlink" ||
 	not_ok "the racer left d a folder and dlink a symlink"
-n=$(find "$S/d" -maxdepth 1 -name 'r*' | wc -l)
+n=$(find "$S/d" -maxdepth 1 -name 'fr*' | wc -l)
 [ "$n" -gt 0 ] && ok "the worker's files landed in the real folder ($n)" ||
 	not_ok "the worker's files landed in the real folder"
 [ ! -e "$T/mounts/outside" ] && ok "nothing appeared at the worker's view of the link target" ||

@@ -101,11 +101,32 @@ static bool put(const char *path, int flags, const char *data)
 	return close(fd) == 0 && good;
 }
 
+static bool putat(int dfd, const char *name, int flags, const char *data)
+{
+	int fd = openat(dfd, name, flags | O_WRONLY, 0644);
+	bool good;
+
+	if (fd < 0)
+		return false;
+	good = write(fd, data, strlen(data)) == (ssize_t)strlen(data);
+	return close(fd) == 0 && good;
+}
+
 static int do_work(const char *dir, double seconds, long maxrounds)
 {
 	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
 	double end = now() + seconds;
-	long rounds = 0, good = 0, bad = 0;
+	long rounds = 0, good = 0, bad = 0, at_good = 0, at_bad = 0;
+	int dfd;
+
+	/* a folder fd taken while DIR is the real folder: operations relative
+	 * to it name the folder's inode, never its path */
+	while ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)) < 0 && now() < end)
+		usleep(1000);
+	if (dfd < 0) {
+		perror(dir);
+		return 1;
+	}
 
 #define TRY(expr) ((expr) ? good++ : bad++)
 	while (rounds < maxrounds && now() < end) {
@@ -132,9 +153,31 @@ static int do_work(const char *dir, double seconds, long maxrounds)
 		TRY(put(c, O_APPEND, "x"));
 		snprintf(c, sizeof(c), "%s/sub/existing", dir);
 		TRY(put(c, O_TRUNC, "overwritten\n"));
-	}
+
+		snprintf(a, sizeof(a), "fw%ld", i);
+		snprintf(b, sizeof(b), "fr%ld", i);
 #undef TRY
-	printf("rounds %ld ok %ld failed %ld\n", rounds, good, bad);
+#define TRY(expr) ((expr) ? at_good++ : at_bad++)
+		TRY(putat(dfd, a, O_CREAT | O_EXCL, "racer data\n"));
+		TRY(renameat(dfd, a, dfd, b) == 0);
+		TRY(putat(dfd, b, O_APPEND, "appended\n"));
+		TRY(fchmodat(dfd, b, 0600, 0) == 0);
+		snprintf(c, sizeof(c), "fh%ld", i);
+		TRY(linkat(dfd, b, dfd, c, 0) == 0);
+		TRY(unlinkat(dfd, c, 0) == 0);
+		snprintf(c, sizeof(c), "fl%ld", i);
+		TRY(symlinkat("r0", dfd, c) == 0);
+		snprintf(c, sizeof(c), "fm%ld", i);
+		TRY(mkdirat(dfd, c, 0755) == 0);
+		TRY(putat(dfd, "existing", O_APPEND, "y"));
+		TRY(putat(dfd, "sub/existing", O_TRUNC, "overwritten at\n"));
+#undef TRY
+#define TRY(expr) ((expr) ? good++ : bad++)
+	}
+	close(dfd);
+#undef TRY
+	printf("rounds %ld ok %ld failed %ld at-ok %ld at-failed %ld\n", rounds, good, bad, at_good,
+	       at_bad);
 	return 0;
 }
 
