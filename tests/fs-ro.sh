@@ -26,7 +26,8 @@ snapshot()
 
 S="$T/src"
 M="$T/mnt"
-mkdir -p "$S/dir" "$S/empty" "$S/sub/deep" "$S/sub/emptydir" "$S/side/e" "$S/ro2" "$M"
+mkdir -p "$S/dir" "$S/empty" "$S/sub/deep" "$S/sub/emptydir" "$S/side/e" "$S/ro2" "$M" \
+	"$S/nest/inner"
 chmod 0755 "$S"
 echo data >"$S/f"
 echo g >"$S/dir/g"
@@ -34,6 +35,7 @@ echo subdata >"$S/sub/f"
 echo deep >"$S/sub/deep/g"
 echo x >"$S/side/x"
 echo y >"$S/side/y"
+echo inner >"$S/nest/inner/f"
 ln -s f "$S/sl"
 ln -s f "$S/sub/sl"
 setfattr -n user.tryop -v 1 "$S/f" 2>/dev/null || "$TRYOP" setxattr "$S/f" >/dev/null
@@ -99,12 +101,12 @@ if [ "${AGENTFS_TEST_BINDFS:-0}" = 1 ]; then
 	done_testing
 	exit 0
 fi
-if ! fs_mount --ro-path sub --ro-path ro2 "$S" "$M"; then
-	not_ok "mount --ro-path sub --ro-path ro2"
+if ! fs_mount --ro-path sub --ro-path ro2 --ro-path nest/inner "$S" "$M"; then
+	not_ok "mount --ro-path sub --ro-path ro2 --ro-path nest/inner"
 	done_testing
 	exit 1
 fi
-ok "mount --ro-path sub --ro-path ro2"
+ok "mount --ro-path sub --ro-path ro2 --ro-path nest/inner"
 before=$(cd "$S" && snapshot sub && snapshot ro2)
 
 writes_refused "$M/sub"
@@ -131,6 +133,26 @@ expect EROFS create "$M/ro2/new"
 is "$(cat "$M/sub/f" 2>&1)" subdata "--ro-path: reading inside the subtree works"
 is "$(ls "$M/sub" 2>&1 | tr '\n' ' ')" "deep emptydir f sl " "--ro-path: listing the subtree works"
 expect OK getxattr "$M/sub/f"
+
+# a read-only path of two components; its parent stays writable
+expect EROFS create "$M/nest/inner/new"
+expect EROFS write "$M/nest/inner/f"
+expect EROFS rename "$M/nest/inner" "$M/nest/inner2"
+expect OK create "$M/nest/new"
+# renaming the parent of a read-only subtree: refused, or the subtree stays
+# read-only under its new name (protection belongs to the folder, not a path)
+got=$("$TRYOP" rename "$M/nest" "$M/nest2")
+case "$got" in
+EROFS)
+	ok "rename of a read-only subtree's parent is refused (EROFS)" ;;
+OK)
+	ok "rename of a read-only subtree's parent is allowed"
+	expect EROFS create "$M/nest2/inner/new"
+	expect EROFS write "$M/nest2/inner/f" ;;
+*)
+	not_ok "rename of a read-only subtree's parent: EROFS or OK"
+	diag "got $got" ;;
+esac
 
 # siblings and the root stay writable
 expect OK create "$M/side/new"
