@@ -79,6 +79,13 @@ bad "SOURCE is a symlink to a folder: refused" "$T/srclink" mount "$T/srclink" "
 ln -s "$T" "$T/tlink"
 bad "a symlink among SOURCE's components: refused" "tlink" mount "$T/tlink/src" "$T/mp"
 bad "umount of a folder that is not a mount" "$T/mp" umount "$T/mp"
+bad "umount without MOUNTPOINT" "" umount
+bad "unknown command" "bogus" bogus
+bad "--ro-path without its argument" "--ro-path" mount --ro-path
+bad "--ro-path leaving SOURCE" "../x" mount --ro-path ../x "$T/src" "$T/mp"
+bad "--ro-path absolute" "/etc" mount --ro-path /etc "$T/src" "$T/mp"
+bad "--ro-path missing under SOURCE" "nosuch" mount --ro-path nosuch "$T/src" "$T/mp"
+bad "unknown -o option" "bogus_opt" mount -o bogus_opt "$T/src" "$T/mp"
 
 # MOUNTPOINT already a mount point: refused, the first mount untouched
 if fs_mount "$T/src" "$T/busy"; then
