@@ -49,6 +49,7 @@ struct root {
 	char *path;       /* the host folder */
 	char *mountpoint; /* where the daemon mounted it */
 	bool writable;
+	bool kept;          /* configure: carried over from the previous plan */
 	struct fs_mount *m; /* NULL when not mounted */
 	char *error;        /* why it is not mounted */
 };
@@ -68,6 +69,7 @@ struct bot {
 	uid_t owner_uid;   /* uid of the operator that made it, or of its creator */
 	struct root *roots;
 	size_t nroots;
+	unsigned mount_seq; /* the next mount point number: never reused */
 	struct listener *sock;
 	struct event *ttl_ev;
 	bool deleting;
@@ -108,6 +110,7 @@ void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 void log_open(bool foreground);
 int path_normalise(const char *in, char **out);
 bool path_within(const char *inner, const char *outer);
+bool bot_name_ok(const char *s);
 bool paths_contains(const struct paths *ps, const char *p);
 int paths_add(struct paths *ps, const char *p);
 void paths_free(struct paths *ps);

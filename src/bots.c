@@ -219,11 +219,16 @@ static int bot_plan_roots(struct bot *b)
 {
 	struct paths all = {0};
 	bool *w = NULL;
-	size_t i, n = 0;
+	size_t i, j, n = 0;
 
+	/* A root inside another root of the same or stronger access needs no mount. */
 #define ADD(path, wr)                                                                      \
 	do {                                                                               \
-		if (!paths_contains(&all, path) || (wr)) {                                 \
+		bool covered = false;                                                      \
+		for (i = 0; i < n; i++)                                                    \
+			if (path_within(path, all.v[i]) && (w[i] || !(wr)))                \
+				covered = true;                                            \
+		if (!covered) {                                                            \
 			bool *nw = realloc(w, (n + 1) * sizeof *w);                        \
 			if (nw == NULL || paths_add(&all, path) != 0)                      \
 				goto nomem;                                                \
@@ -232,12 +237,12 @@ static int bot_plan_roots(struct bot *b)
 		}                                                                          \
 	} while (0)
 	ADD(b->folder, b->sandbox != SANDBOX_READ_ONLY);
-	for (i = 0; i < b->writable.n; i++)
-		ADD(b->writable.v[i], b->sandbox != SANDBOX_READ_ONLY);
-	for (i = 0; i < d.cfg->extra_writable.n; i++)
-		ADD(d.cfg->extra_writable.v[i], b->sandbox != SANDBOX_READ_ONLY);
-	for (i = 0; i < b->readable.n; i++)
-		ADD(b->readable.v[i], false);
+	for (j = 0; j < b->writable.n; j++)
+		ADD(b->writable.v[j], b->sandbox != SANDBOX_READ_ONLY);
+	for (j = 0; j < d.cfg->extra_writable.n; j++)
+		ADD(d.cfg->extra_writable.v[j], b->sandbox != SANDBOX_READ_ONLY);
+	for (j = 0; j < b->readable.n; j++)
+		ADD(b->readable.v[j], false);
 #undef ADD
 	b->roots = calloc(n, sizeof *b->roots);
 	if (b->roots == NULL)
@@ -246,8 +251,8 @@ static int bot_plan_roots(struct bot *b)
 		b->roots[i].path = all.v[i];
 		all.v[i] = NULL;
 		b->roots[i].writable = w[i];
-		if (asprintf(&b->roots[i].mountpoint, "%s/%s/%zu", d.cfg->mount_dir, b->name, i) <
-		    0)
+		if (asprintf(&b->roots[i].mountpoint, "%s/%s/%u", d.cfg->mount_dir, b->name,
+			     b->mount_seq++) < 0)
 			goto nomem;
 	}
 	b->nroots = n;
@@ -813,7 +818,7 @@ static void done_configure(struct job *j)
 
 bool bots_configure(struct request *r, struct bot_spec *s)
 {
-	struct bot *caller = caller_of(r), *b = bot_find(s->name), next = {0};
+	struct bot *caller = caller_of(r), *b = bot_find(s->name), next = {0}, *c;
 	struct root *old;
 	size_t nold, i, k;
 	struct job *j;
@@ -842,6 +847,16 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 		next.allow_new_repos = s->allow_new_repos;
 	if (!ceiling_ok(r, &next))
 		return false;
+	TAILQ_FOREACH(c, &d.bots, entry) {
+		char why[512];
+
+		if (c->creator != NULL && strcmp(c->creator, b->name) == 0 && !c->deleting &&
+		    !within_ceiling(c, &next, why, sizeof why)) {
+			fail(r, "forbidden", "%s would be above its maker's new limits (%s): "
+			     "configure or delete it first", c->name, why);
+			return false;
+		}
+	}
 	j = job_new(r);
 	if (j == NULL) {
 		fail(r, "internal", "out of memory");
@@ -885,14 +900,18 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 	j->unmount = calloc(nold + 1, sizeof *j->unmount);
 	for (k = 0; k < nold; k++) {
 		for (i = 0; i < b->nroots; i++) {
-			if (b->roots[i].m == NULL && strcmp(b->roots[i].path, old[k].path) == 0) {
+			if (!b->roots[i].kept && strcmp(b->roots[i].path, old[k].path) == 0) {
+				b->roots[i].kept = true;
 				b->roots[i].m = old[k].m;
 				free(b->roots[i].mountpoint);
 				b->roots[i].mountpoint = old[k].mountpoint;
 				old[k].mountpoint = NULL;
 				old[k].m = NULL;
-				fs_mount_set_readonly(b->roots[i].m, !b->roots[i].writable);
-				fs_mount_set_allow_new_repos(b->roots[i].m, b->allow_new_repos);
+				if (b->roots[i].m != NULL) {
+					fs_mount_set_readonly(b->roots[i].m, !b->roots[i].writable);
+					fs_mount_set_allow_new_repos(b->roots[i].m,
+								     b->allow_new_repos);
+				}
 				break;
 			}
 		}

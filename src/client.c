@@ -366,6 +366,10 @@ int cmd_client(const char *socket_path, bool json, int argc, char **argv)
 			op = "delete";
 	} else if (strcmp(cmd, "ls") == 0 || strcmp(cmd, "status") == 0 ||
 		   strcmp(cmd, "shutdown") == 0 || strcmp(cmd, "version") == 0) {
+		if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+			printf("usage: agentfs %s\n", cmd);
+			return 0;
+		}
 		if (argc != 1)
 			die_usage(cmd, "%s takes no arguments", cmd);
 		if (strcmp(cmd, "ls") == 0)

@@ -109,6 +109,10 @@ static int serve(struct fs_mount_params *mp, bool foreground)
 	if (!foreground) {
 		int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 
+		/* Relative paths were resolved by fs_mount: leave the folder free now. */
+		if (chdir("/") != 0)
+			syslog(LOG_WARNING, "chdir /: %s", strerror(errno));
+
 		if (fd >= 0) {
 			dup2(fd, STDIN_FILENO);
 			dup2(fd, STDOUT_FILENO);
@@ -154,7 +158,7 @@ int cmd_mount(int argc, char **argv)
 		die("out of memory");
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:fho:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":fho:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			foreground = true;
@@ -215,8 +219,6 @@ int cmd_mount(int argc, char **argv)
 		close(pfd[0]);
 		ready_fd = pfd[1];
 		setsid();
-		if (chdir("/") != 0)
-			syslog(LOG_WARNING, "chdir /: %s", strerror(errno));
 		log_to_stderr = false;
 		openlog("agentfs", LOG_PID, LOG_DAEMON);
 		_exit(serve(&mp, false));

@@ -64,23 +64,6 @@ void bot_spec_free(struct bot_spec *s)
 	paths_free(&s->readable);
 }
 
-/* Bot names become socket and folder names: letters, digits, - and _ only. */
-static bool name_ok(const char *s)
-{
-	size_t n = strlen(s), i;
-
-	if (n == 0 || n > BOT_NAME_MAX)
-		return false;
-	for (i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-' || c == '_'))
-			return false;
-	}
-	return s[0] != '-';
-}
-
 struct field {
 	const char *name;
 	int type; /* cJSON_String, cJSON_True (bool), cJSON_Number, cJSON_Array (of paths) */
@@ -226,7 +209,7 @@ static cJSON *parse_spec(const cJSON *req, struct bot_spec *s)
 
 	v = cJSON_GetObjectItemCaseSensitive(req, "name");
 	if (v != NULL) {
-		if (!name_ok(v->valuestring))
+		if (!bot_name_ok(v->valuestring))
 			return proto_error("bad_name", "bad bot name \"%.80s\": use 1 to %d letters, "
 					   "digits, - and _ (not starting with -)",
 					   v->valuestring, BOT_NAME_MAX);
@@ -234,7 +217,7 @@ static cJSON *parse_spec(const cJSON *req, struct bot_spec *s)
 	}
 	v = cJSON_GetObjectItemCaseSensitive(req, "as");
 	if (v != NULL) {
-		if (!name_ok(v->valuestring))
+		if (!bot_name_ok(v->valuestring))
 			return proto_error("bad_name", "bad bot name \"%.80s\": use 1 to %d letters, "
 					   "digits, - and _ (not starting with -)",
 					   v->valuestring, BOT_NAME_MAX);

@@ -240,10 +240,14 @@ static void peer_event(struct bufferevent *bev, short what, void *arg)
 	struct peer *p = arg;
 
 	if (what & BEV_EVENT_TIMEOUT) {
+		/* Say why, then close once the reply is out (peer_write). */
+		evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
 		server_reply(p, proto_error("timeout", "no complete line within %d seconds",
 					    PARTIAL_LINE_TIMEOUT));
-		bufferevent_flush(bev, EV_WRITE, BEV_FINISHED);
-		peer_lost(p);
+		p->eof = true;
+		bufferevent_disable(bev, EV_READ);
+		bufferevent_set_timeouts(bev, NULL, NULL);
+		peer_maybe_close(p);
 		return;
 	}
 	if (what & BEV_EVENT_EOF) {
@@ -452,7 +456,7 @@ void server_unlisten(struct server *srv, struct bot *bot)
 		if (p->bot == bot) {
 			p->bot = NULL;
 			p->eof = true;
-			/* In-flight requests still get their answer, then it closes. */
+			/* Cut off at once; a job still holding it drops its answer. */
 			if (!p->busy) {
 				peer_lost(p);
 			} else {

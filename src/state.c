@@ -149,7 +149,9 @@ static struct bot *load_bot(const cJSON *o)
 	const char *rid = str_field(o, "request_id");
 	const cJSON *v;
 
-	if (b == NULL || name == NULL || folder == NULL || folder[0] != '/' || sandbox == NULL ||
+	if (b == NULL || name == NULL || !bot_name_ok(name) ||
+	    (creator != NULL && !bot_name_ok(creator)) || folder == NULL || folder[0] != '/' ||
+	    sandbox == NULL ||
 	    sandbox_parse(sandbox, &b->sandbox) != 0)
 		goto bad;
 	b->name = strdup(name);

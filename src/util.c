@@ -233,3 +233,20 @@ char *default_socket_path(void)
 		return NULL;
 	return p;
 }
+
+/* Bot names become socket and folder names: letters, digits, - and _ only. */
+bool bot_name_ok(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > BOT_NAME_MAX)
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_'))
+			return false;
+	}
+	return s[0] != '-';
+}
