@@ -2,7 +2,10 @@
 # fs-race: the server never resolves a path through the source tree.  On the
 # host a racer keeps putting a symlink to a folder OUTSIDE in the place of the
 # folder SOURCE/d and back, while a worker creates, writes, renames, links and
-# removes files through MNT/d.  OUTSIDE must come out untouched.
+# removes files through MNT/d (by path, and relative to a descriptor of the
+# folder).  Then the same with a fresh name per round, so that the server
+# looks up each name while it may be the symlink.  OUTSIDE must come out
+# untouched.
 #
 # The symlink is relative ("../outside"): on the host it reaches OUTSIDE, but
 # the worker, which resolves a symlink it is shown in its own view, reaches
@@ -65,6 +68,24 @@ at_bad=$(awk '/^rounds/ { print $10 }' "$T/work.out")
 [ "${at_good:-0}" -gt 10 ] && [ "${at_bad:-1}" -eq 0 ] &&
 	ok "operations relative to a descriptor of the folder all succeeded ($at_good)" ||
 	not_ok "operations relative to a descriptor of the folder all succeeded (${at_good:-0} ok, ${at_bad:-?} failed)"
+
+# fresh names: every qN is looked up by the server while it may still be
+# the symlink to OUTSIDE
+"$RACER" fresh-swap "$S" 4 >"$T/fswap.out" 2>&1 &
+racer=$!
+track_pid "$racer"
+timeout -k 5 30 "$RACER" fresh-work "$M" "$S" 4 >"$T/fwork.out" 2>&1
+wrc=$?
+wait "$racer"
+rrc=$?
+is "$rrc:$wrc" 0:0 "fresh names: the host racer and the worker ran to the end"
+diag "racer: $(cat "$T/fswap.out")" "worker: $(cat "$T/fwork.out")"
+good=$(awk '/^fresh-rounds/ { print $4 }' "$T/fwork.out")
+[ "${good:-0}" -gt 10 ] && ok "fresh names: the worker's operations went through the mount ($good)" ||
+	not_ok "fresh names: the worker's operations went through the mount (${good:-0})"
+n=$(find "$S" -mindepth 2 -maxdepth 2 -path "$S/q*/f" | wc -l)
+[ "$n" -gt 0 ] && ok "fresh names: the worker's files landed in the real folders ($n)" ||
+	not_ok "fresh names: the worker's files landed in the real folders"
 
 after=$(snapshot "$O")
 if [ "$before" = "$after" ]; then

@@ -101,6 +101,75 @@ static bool put(const char *path, int flags, const char *data)
 	return close(fd) == 0 && good;
 }
 
+/*
+ * Fresh names, so that every one is looked up by the server while it may be
+ * the symlink: qN appears first as a symlink to the outside, then the real
+ * folder qN.real is exchanged into its place and the symlink removed.
+ */
+static int do_fresh_swap(const char *dir, double seconds)
+{
+	char q[64], real[64];
+	double end = now() + seconds;
+	long n;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+
+	if (dfd < 0) {
+		perror(dir);
+		return 1;
+	}
+	for (n = 0; now() < end; n++) {
+		snprintf(q, sizeof(q), "q%ld", n);
+		snprintf(real, sizeof(real), "q%ld.real", n);
+		if (mkdirat(dfd, real, 0755) < 0 || symlinkat("../outside", dfd, q) < 0) {
+			perror("fresh: make");
+			return 1;
+		}
+		usleep(300 + 300 * (n % 4));
+		if (renameat2(dfd, real, dfd, q, RENAME_EXCHANGE) < 0 ||
+		    unlinkat(dfd, real, 0) < 0) {
+			perror("fresh: exchange");
+			return 1;
+		}
+		usleep(200);
+	}
+	printf("fresh %ld\n", n);
+	return 0;
+}
+
+/*
+ * Follow do_fresh_swap: as soon as qN shows on the host (HOSTDIR), make a
+ * file and a folder in it through the mount (MNTDIR), so the first lookup
+ * of qN comes while it is likely still the symlink.
+ */
+static int do_fresh_work(const char *dir, const char *hostdir, double seconds)
+{
+	char a[PATH_MAX];
+	double end = now() + seconds;
+	long n, good = 0, bad = 0, early = 0;
+	struct stat st;
+
+	for (n = 0; now() < end; n++) {
+		snprintf(a, sizeof(a), "%s/q%ld", hostdir, n);
+		while (lstat(a, &st) < 0 && now() < end)
+			;
+		if (S_ISLNK(st.st_mode))
+			early++;
+		for (int tries = 0; tries < 50 && now() < end; tries++) {
+			snprintf(a, sizeof(a), "%s/q%ld/f", dir, n);
+			if (put(a, O_CREAT | O_TRUNC, "fresh\n")) {
+				good++;
+				snprintf(a, sizeof(a), "%s/q%ld/m", dir, n);
+				mkdir(a, 0755) == 0 ? good++ : bad++;
+				break;
+			}
+			bad++;
+			usleep(100);
+		}
+	}
+	printf("fresh-rounds %ld ok %ld failed %ld while-symlink %ld\n", n, good, bad, early);
+	return 0;
+}
+
 static bool putat(int dfd, const char *name, int flags, const char *data)
 {
 	int fd = openat(dfd, name, flags | O_WRONLY, 0644);
@@ -188,7 +257,13 @@ int main(int argc, char **argv)
 		return do_swap(argv[2], argv[3], argv[4], atof(argv[5]));
 	if (argc == 5 && !strcmp(argv[1], "work"))
 		return do_work(argv[2], atof(argv[3]), atol(argv[4]));
+	if (argc == 4 && !strcmp(argv[1], "fresh-swap"))
+		return do_fresh_swap(argv[2], atof(argv[3]));
+	if (argc == 5 && !strcmp(argv[1], "fresh-work"))
+		return do_fresh_work(argv[2], argv[3], atof(argv[4]));
 	fprintf(stderr, "usage: fs-racer swap DIR NAME LINK SECONDS\n"
-			"       fs-racer work DIR SECONDS MAXROUNDS\n");
+			"       fs-racer work DIR SECONDS MAXROUNDS\n"
+			"       fs-racer fresh-swap DIR SECONDS\n"
+			"       fs-racer fresh-work MNTDIR HOSTDIR SECONDS\n");
 	return 2;
 }
