@@ -21,6 +21,7 @@ static const char usage[] =
 	"  configure NAME [OPTIONS]       change a bot\n"
 	"  rm NAME                        delete a bot and the bots it made\n"
 	"  ls | show NAME | status | shutdown | version\n"
+	"  exec BOT [--cwd DIR] -- CMD...  run CMD confined to the bot's mounts (bubblewrap)\n"
 	"\n"
 	"  --json   print the daemon's raw JSON reply\n"
 	"\n"
@@ -66,7 +67,7 @@ static const struct {
 };
 
 static const char *client_commands[] = {
-	"create", "configure", "fork", "rm", "ls", "show", "status", "shutdown", "version",
+	"create", "configure", "fork", "rm", "ls", "show", "status", "shutdown", "version", "exec",
 };
 
 int main(int argc, char **argv)
@@ -117,6 +118,8 @@ int main(int argc, char **argv)
 			socket_path = default_socket_path();
 		if (socket_path == NULL)
 			die("out of memory");
+		if (strcmp(argv[a], "exec") == 0)
+			return cmd_exec(socket_path, argc - a, argv + a);
 		return cmd_client(socket_path, json, argc - a, argv + a);
 	}
 	fprintf(stderr, "agentfs: unknown command '%s' (see agentfs --help)\n", argv[a]);

@@ -98,12 +98,16 @@ void die_usage(const char *cmd, const char *fmt, ...)
 void usage_error(const char *cmd, const char *arg, int opt) __attribute__((noreturn));
 char *default_socket_path(void);
 
+/* cmd-exec.c */
+int cmd_exec(const char *socket_path, int argc, char **argv);
+
 /* cmd-mount.c */
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 
 /* client.c */
 int cmd_client(const char *socket_path, bool json, int argc, char **argv);
+cJSON *client_request(const char *socket_path, cJSON *req);
 
 /* util.c */
 void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -167,6 +171,7 @@ bool bots_delete(struct request *r, const char *name);
 void bots_list(struct request *r);
 void bots_show(struct request *r, const char *name);
 void bots_status(struct request *r);
+void bots_exec_plan(struct request *r, const char *name);
 void bots_shutdown(struct request *r);
 void request_reply(struct request *r, cJSON *body);
 void request_fail(struct request *r, cJSON *error);

@@ -980,6 +980,60 @@ void bots_status(struct request *r)
 	request_reply(r, body);
 }
 
+/*
+ * What `agentfs exec` needs to confine a bot with bwrap: each root's mount
+ * and the path to bind it at, the bot's socket, and the daemon's own paths
+ * to hide. The client runs bwrap; the daemon never starts processes.
+ */
+void bots_exec_plan(struct request *r, const char *name)
+{
+	struct bot *b = bot_find(name);
+	cJSON *body, *binds, *o, *hide;
+	size_t i;
+
+	if (b == NULL || b->deleting || !bot_visible(caller_of(r), b)) {
+		fail(r, "not_found", "no bot named %s", name);
+		return;
+	}
+	if (b->busy) {
+		fail(r, "busy", "bot %s is being changed; ask again", b->name);
+		return;
+	}
+	for (i = 0; i < b->nroots; i++) {
+		if (b->roots[i].m == NULL) {
+			fail(r, "mount_failed", "%s is not mounted: %s", b->roots[i].path,
+			     b->roots[i].error != NULL ? b->roots[i].error : "unknown reason");
+			return;
+		}
+	}
+	body = cJSON_CreateObject();
+	cJSON_AddStringToObject(body, "name", b->name);
+	cJSON_AddStringToObject(body, "sandbox", sandbox_name(b->sandbox));
+	cJSON_AddBoolToObject(body, "network", b->network);
+	cJSON_AddStringToObject(body, "folder", b->folder);
+	cJSON_AddStringToObject(body, "socket", b->sock != NULL ? server_listener_path(b->sock) : "");
+	cJSON_AddStringToObject(body, "control_socket", d.cfg->socket_path);
+	binds = cJSON_AddArrayToObject(body, "binds");
+	for (i = 0; i < b->nroots; i++) {
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "source", b->roots[i].mountpoint);
+		cJSON_AddStringToObject(o, "path", b->roots[i].path);
+		cJSON_AddBoolToObject(o, "writable", b->roots[i].writable);
+		cJSON_AddItemToArray(binds, o);
+	}
+	hide = cJSON_AddArrayToObject(body, "hide");
+	cJSON_AddItemToArray(hide, cJSON_CreateString(d.cfg->state_dir));
+	{
+		char *sd;
+
+		if (asprintf(&sd, "%s.d", d.cfg->socket_path) >= 0) {
+			cJSON_AddItemToArray(hide, cJSON_CreateString(sd));
+			free(sd);
+		}
+	}
+	request_reply(r, body);
+}
+
 void bots_shutdown(struct request *r)
 {
 	if (caller_of(r) != NULL) {

@@ -84,6 +84,23 @@ static char *exchange(const char *path, const char *text)
 	return NULL;
 }
 
+/* One request, one parsed reply; exits with a message when the daemon cannot be reached. */
+cJSON *client_request(const char *socket_path, cJSON *req)
+{
+	cleanup_free char *text = cJSON_PrintUnformatted(req), *line = NULL, *reply = NULL;
+	cJSON *rep;
+
+	if (text == NULL || asprintf(&line, "%s\n", text) < 0)
+		die("out of memory");
+	reply = exchange(socket_path, line);
+	if (reply == NULL)
+		die("agentfsd closed the connection without a reply");
+	rep = cJSON_Parse(reply);
+	if (rep == NULL)
+		die("agentfsd sent a reply that is not JSON");
+	return rep;
+}
+
 static char *abs_path(const char *p)
 {
 	char cwd[PATH_MAX], *joined, *out;

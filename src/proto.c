@@ -103,6 +103,7 @@ static const struct op ops[] = {
 	{"version", f_version}, {"create", f_create}, {"configure", f_configure},
 	{"fork", f_fork},       {"delete", f_name},   {"list", f_none},
 	{"show", f_name},       {"status", f_none},   {"shutdown", f_none},
+	{"exec_plan", f_name},
 };
 
 static const char *type_name(int type)
@@ -359,6 +360,8 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 		bots_show(&r, name->valuestring);
 	else if (strcmp(op->name, "status") == 0)
 		bots_status(&r);
+	else if (strcmp(op->name, "exec_plan") == 0)
+		bots_exec_plan(&r, name->valuestring);
 	else if (strcmp(op->name, "shutdown") == 0)
 		bots_shutdown(&r);
 	if (!deferred)
