@@ -140,6 +140,40 @@ if hold ofd "$M2/lf"; then
 	release
 fi
 
+# blocked waiters must not hold the server's workers: with many of them
+# waiting, the mount still answers
+echo data >"$S/other"
+if hold flock "$M1/lf"; then
+	waiters=
+	for i in $(seq 1 12); do
+		"$LOCKER" flock wait "$M2/lf" >/dev/null 2>&1 &
+		waiters="$waiters $!"
+		track_pid "$!"
+		"$LOCKER" posix wait "$M1/lf" >/dev/null 2>&1 &
+		waiters="$waiters $!"
+		track_pid "$!"
+	done
+	sleep 1
+	is "$(timeout 10 cat "$M2/other" 2>&1)" data "with 12 flock waiters blocked in m2, m2 still answers a read"
+	is "$(timeout 10 cat "$M1/other" 2>&1)" data "with 12 POSIX waiters blocked in m1, m1 still answers a read"
+	check "with waiters blocked, m2 still makes a file" timeout 10 touch "$M2/made-while-blocked"
+	release
+	alive()
+	{
+		local p
+		for p in $waiters; do
+			kill -0 "$p" 2>/dev/null && echo "$p"
+		done
+	}
+	wait_until 20 eval '[ -z "$(alive)" ]'
+	is "$(alive | wc -l)" 0 "all 24 waiters got the lock in turn once it was released"
+	for p in $waiters; do
+		wait "$p" 2>/dev/null
+	done
+else
+	not_ok "flock: take the lock in m1 for the many-waiters case"
+fi
+
 # flock(1) from util-linux, as build tools use it
 if hold flock "$M1/lf"; then
 	flock -n "$M2/lf" true
