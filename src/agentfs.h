@@ -61,6 +61,7 @@ struct bot {
 	enum sandbox sandbox;
 	char *folder;
 	struct paths writable, readable;
+	struct paths git_roots; /* a worktree's git folders, found when it was made */
 	bool network;
 	bool allow_new_repos;
 	long ttl;          /* seconds, 0: none */

@@ -6,6 +6,7 @@
  */
 #include "src/agentfs.h"
 #include "fusefs/fusefs.h"
+#include "gitguard/gitguard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +41,8 @@ struct job {
 	size_t nunmount;
 	struct fs_mount *lost;     /* a mount that ended from outside */
 	uid_t uid;                 /* the operator whose access is checked; 0: none */
+	struct paths ceiling;      /* a bot creator's roots: implicit git roots must be inside */
+	bool ceiling_set;
 	int error;                 /* nonzero: the job failed */
 	char code[32];
 	char msg[1024];
@@ -241,6 +244,8 @@ static int bot_plan_roots(struct bot *b)
 		ADD(b->writable.v[j], b->sandbox != SANDBOX_READ_ONLY);
 	for (j = 0; j < d.cfg->extra_writable.n; j++)
 		ADD(d.cfg->extra_writable.v[j], b->sandbox != SANDBOX_READ_ONLY);
+	for (j = 0; j < b->git_roots.n; j++)
+		ADD(b->git_roots.v[j], b->sandbox != SANDBOX_READ_ONLY);
 	for (j = 0; j < b->readable.n; j++)
 		ADD(b->readable.v[j], false);
 #undef ADD
@@ -381,11 +386,120 @@ static void bot_unmount_all(struct bot *b)
 	rmdir(dir);
 }
 
+/* Read a small regular file beneath dirfd without following links. */
+static ssize_t read_small(int dirfd, const char *name, char *buf, size_t len)
+{
+	struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof how);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size >= len) {
+		close(fd);
+		return -EINVAL;
+	}
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return n;
+}
+
+/* dir + "/" + rel, or rel if absolute, normalised; NULL if it does not fit. */
+static char *join_norm(const char *dir, const char *rel)
+{
+	char *joined = NULL, *out = NULL;
+
+	if (rel[0] == '/')
+		joined = strdup(rel);
+	else if (asprintf(&joined, "%s/%s", dir, rel) < 0)
+		joined = NULL;
+	if (joined != NULL && path_normalise(joined, &out) != 0)
+		out = NULL;
+	free(joined);
+	return out;
+}
+
+/*
+ * A folder that is a linked worktree, or whose .git is a file or symlink
+ * pointing elsewhere, needs that git folder (and its common folder) as a
+ * root too, guarded as always, or `git commit` cannot work in it. Read
+ * here, on the job thread, through descriptors that follow no link.
+ */
+static void add_git_roots(struct job *j, struct bot *b)
+{
+	char buf[4096], gitdir[PATH_MAX], *gd = NULL, *common = NULL, *pick;
+	struct root *nr;
+	ssize_t n;
+	size_t i;
+	int fd;
+
+	fd = open_folder(b->folder);
+	if (fd < 0)
+		return;
+	n = readlinkat(fd, ".git", buf, sizeof buf - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		gd = join_norm(b->folder, buf);
+	} else if (read_small(fd, ".git", buf, sizeof buf) > 0 &&
+		   guard_parse_gitfile(buf, strlen(buf), gitdir, sizeof gitdir) == 0) {
+		gd = join_norm(b->folder, gitdir);
+	}
+	close(fd);
+	if (gd == NULL)
+		return;
+	fd = open_folder(gd);
+	if (fd >= 0) {
+		if (read_small(fd, "commondir", buf, sizeof buf) > 0 &&
+		    guard_parse_commondir(buf, strlen(buf), gitdir, sizeof gitdir) == 0)
+			common = join_norm(gd, gitdir);
+		close(fd);
+	}
+	pick = common != NULL && path_within(gd, common) ? common : gd;
+	for (i = 0; i < 2 && pick != NULL; i++) {
+		bool covered = false, allowed = j->ceiling.n == 0 && j->ceiling_set == false;
+		size_t k;
+
+		for (k = 0; k < b->nroots; k++)
+			if (path_within(pick, b->roots[k].path) && b->roots[k].writable)
+				covered = true;
+		for (k = 0; k < j->ceiling.n; k++)
+			if (path_within(pick, j->ceiling.v[k]))
+				allowed = true;
+		if (!covered && allowed) {
+			nr = realloc(b->roots, (b->nroots + 1) * sizeof *nr);
+			if (nr == NULL)
+				break;
+			b->roots = nr;
+			memset(&b->roots[b->nroots], 0, sizeof *nr);
+			b->roots[b->nroots].path = strdup(pick);
+			b->roots[b->nroots].writable = b->sandbox != SANDBOX_READ_ONLY;
+			/* Found once, when the bot is made, and kept: a bot may not point
+			 * its .git elsewhere later and be handed that folder on restart. */
+			if (b->roots[b->nroots].path == NULL || paths_add(&b->git_roots, pick) != 0 ||
+			    asprintf(&b->roots[b->nroots].mountpoint, "%s/%s/%u", d.cfg->mount_dir,
+				     b->name, b->mount_seq++) < 0)
+				break;
+			b->nroots++;
+		}
+		/* a worktree's own admin folder outside its common folder needs a root too */
+		pick = pick == common && common != NULL && !path_within(gd, common) ? gd : NULL;
+	}
+	free(gd);
+	free(common);
+}
+
 /* Job thread: mount every root; on failure leave nothing mounted. */
 static void run_mount_bot(struct job *j)
 {
 	size_t i;
 
+	add_git_roots(j, j->bot);
 	for (i = 0; i < j->bot->nroots && j->error == 0; i++)
 		root_mount(j, j->bot, &j->bot->roots[i]);
 	if (j->error != 0 && j->req.peer != NULL)
@@ -464,6 +578,7 @@ static void job_finish(struct job *j)
 		server_peer_unref(j->req.peer);
 	}
 	cJSON_Delete(j->req.id);
+	paths_free(&j->ceiling);
 	free(j->victims);
 	free(j->unmount);
 	free(j);
@@ -642,6 +757,8 @@ nomem:
 static bool bot_start(struct request *r, struct bot *b)
 {
 	struct job *j = job_new(r);
+	struct bot *c;
+	size_t i;
 
 	if (j == NULL) {
 		bot_free(b);
@@ -653,6 +770,12 @@ static bool bot_start(struct request *r, struct bot *b)
 	d.nbots++;
 	j->bot = b;
 	j->uid = caller_of(r) == NULL && r->peer != NULL ? server_peer_uid(r->peer) : 0;
+	if (b->creator != NULL && (c = bot_find(b->creator)) != NULL) {
+		j->ceiling_set = true;
+		for (i = 0; i < c->nroots; i++)
+			if (c->roots[i].writable || b->sandbox == SANDBOX_READ_ONLY)
+				paths_add(&j->ceiling, c->roots[i].path);
+	}
 	j->run = run_mount_bot;
 	j->done = done_create;
 	job_submit(j);

@@ -89,6 +89,7 @@ void bot_free(struct bot *b)
 	free(b->request_id);
 	paths_free(&b->writable);
 	paths_free(&b->readable);
+	paths_free(&b->git_roots);
 	free(b);
 }
 
@@ -107,6 +108,7 @@ int state_save(const struct config *cfg, struct bots *bots)
 		o = bot_to_json(b, false);
 		if (b->request_id != NULL)
 			cJSON_AddStringToObject(o, "request_id", b->request_id);
+		cJSON_AddItemToObject(o, "git_roots", paths_json(&b->git_roots));
 		cJSON_AddNumberToObject(o, "owner_uid", b->owner_uid);
 		cJSON_AddItemToArray(arr, o);
 	}
@@ -159,7 +161,8 @@ static struct bot *load_bot(const cJSON *o)
 	b->creator = creator != NULL ? strdup(creator) : NULL;
 	b->request_id = rid != NULL ? strdup(rid) : NULL;
 	if (load_paths(o, "writable", &b->writable) != 0 ||
-	    load_paths(o, "readable", &b->readable) != 0)
+	    load_paths(o, "readable", &b->readable) != 0 ||
+	    load_paths(o, "git_roots", &b->git_roots) != 0)
 		goto bad;
 	b->network = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "network"));
 	b->allow_new_repos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "allow_new_repos"));
