@@ -159,6 +159,20 @@ for sig in TERM INT; do
 	fi
 done
 
+# -f: an unmount from outside ends the foreground server, with status 0
+if fs_mount_fg "$T/src" "$T/fg"; then
+	check "mount -f, then umount from outside" fs_umount "$T/fg"
+	timeout 10 tail --pid="$FS_PID" -f /dev/null
+	if kill -0 "$FS_PID" 2>/dev/null; then
+		not_ok "mount -f exits once unmounted from outside"
+	else
+		wait "$FS_PID"
+		is "$?" 0 "mount -f exits 0 once unmounted from outside"
+	fi
+else
+	not_ok "mount -f: mounted (umount case)"
+fi
+
 # the mount keeps serving the folder it opened when the host renames it
 mkdir "$T/src2"
 chmod 0755 "$T/src2"
