@@ -102,8 +102,13 @@ void inode_fd_cache_drop(struct fs *fs, struct inode *i)
 	}
 }
 
-/* One fd per underlying mount, as open_by_handle_at() wants. */
-static int mount_fd_index(struct fs *fs, int mount_id, int fd)
+/*
+ * One fd per underlying mount, as open_by_handle_at() wants. It refuses an
+ * O_PATH fd (EBADF), so a folder of that mount is opened for reading; the
+ * first inode seen on a mount is a folder (its root), since lookups go
+ * down from folders. A file first seen on an unknown mount stays pinned.
+ */
+static int mount_fd_index(struct fs *fs, int mount_id, int fd, mode_t type)
 {
 	size_t i;
 	int *ids, *fds, dupfd;
@@ -111,7 +116,9 @@ static int mount_fd_index(struct fs *fs, int mount_id, int fd)
 	for (i = 0; i < fs->nmount_fds; i++)
 		if (fs->mount_ids[i] == mount_id)
 			return (int)i;
-	dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (!S_ISDIR(type))
+		return -1;
+	dupfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dupfd < 0)
 		return -1;
 	ids = realloc(fs->mount_ids, (fs->nmount_fds + 1) * sizeof *ids);
@@ -337,7 +344,7 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 			close(fd);
 		goto done;
 	}
-	if (h != NULL && (idx = mount_fd_index(fs, mount_id, fd)) < 0) {
+	if (h != NULL && (idx = mount_fd_index(fs, mount_id, fd, st.st_mode)) < 0) {
 		free(h);
 		h = NULL;
 	}
@@ -443,7 +450,9 @@ void inode_table_clear(struct fs_mount *m)
 /* The root keeps the fd it was opened with, pinned for the mount's life. */
 int inode_root_init(struct fs_mount *m, int rootfd, struct fs_error *err)
 {
+	struct file_handle *h;
 	struct stat st;
+	int mount_id;
 
 	if (fstat(rootfd, &st) != 0) {
 		fs_seterr(err, errno, "source %s: %s", m->source, strerror(errno));
@@ -457,6 +466,14 @@ int inode_root_init(struct fs_mount *m, int rootfd, struct fs_error *err)
 	m->root.fd = rootfd;
 	m->root.name = NULL;
 	m->root.cls = policy_classify(m, NULL, &st);
+	/* Register the source's own mount for open_by_handle_at() right away. */
+	h = handle_of(rootfd, &mount_id);
+	if (h != NULL) {
+		pthread_mutex_lock(&m->fs->lock);
+		mount_fd_index(m->fs, mount_id, rootfd, S_IFDIR);
+		pthread_mutex_unlock(&m->fs->lock);
+		free(h);
+	}
 	return 0;
 }
 
