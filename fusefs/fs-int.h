@@ -31,7 +31,7 @@ struct inode {
 	mode_t type;                /* S_IFMT bits, fixed for life */
 	uint64_t nlookup;           /* kernel references */
 	struct file_handle *handle; /* NULL: fs has no handles, fd pinned */
-	int mount_fd_idx;           /* index into fs->mount_fds for the handle */
+	int mount_fd_idx;           /* index into m->mount_fds for the handle */
 	int fd;                     /* cached O_PATH fd, or -1 */
 	unsigned users;             /* workers using fd right now; no eviction */
 	struct inode *lru_prev, *lru_next; /* unused cached fds, most recent first */
@@ -89,6 +89,9 @@ struct fs_mount {
 	struct inode root;
 	struct inode_table table; /* under fs->lock */
 	struct guard *guard;      /* NULL for read-only mounts */
+	int *mount_fds;           /* one fd per underlying mount id, for handles */
+	int *mount_ids;
+	size_t nmount_fds;
 	dev_t *ro_dev;
 	ino_t *ro_ino;
 	size_t n_ro;
@@ -121,9 +124,6 @@ struct fs {
 	/* fd cache */
 	struct inode lru;        /* list head: lru.lru_next most recent */
 	unsigned nfds, maxfds;
-	int *mount_fds;          /* one fd per underlying mount id, for handles */
-	int *mount_ids;
-	size_t nmount_fds;
 	/* blocking locks */
 	pthread_mutex_t lk_lock;
 	pthread_cond_t lk_cond;

@@ -472,10 +472,6 @@ void fs_free(struct fs *fs)
 		pthread_join(fs->lk_thread, NULL);
 		pthread_join(fs->nt_thread, NULL);
 	}
-	for (i = 0; i < fs->nmount_fds; i++)
-		close(fs->mount_fds[i]);
-	free(fs->mount_fds);
-	free(fs->mount_ids);
 	free(fs->workers);
 	if (fs->epfd >= 0)
 		close(fs->epfd);
@@ -577,6 +573,10 @@ void fs_mount_free(struct fs_mount *m)
 	inode_table_clear(m);
 	pthread_mutex_unlock(&fs->lock);
 	guard_free(m->guard);
+	while (m->nmount_fds > 0)
+		close(m->mount_fds[--m->nmount_fds]);
+	free(m->mount_fds);
+	free(m->mount_ids);
 	free(m->ro_dev);
 	free(m->ro_ino);
 	free(m->source);

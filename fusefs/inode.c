@@ -108,7 +108,7 @@ void inode_fd_cache_drop(struct fs *fs, struct inode *i)
  * first inode seen on a mount is a folder (its root), since lookups go
  * down from folders. A file first seen on an unknown mount stays pinned.
  */
-static int mount_fd_index(struct fs *fs, int mount_id, int fd, mode_t type)
+static int mount_fd_index(struct fs_mount *fs, int mount_id, int fd, mode_t type)
 {
 	size_t i;
 	int *ids, *fds, dupfd;
@@ -158,7 +158,7 @@ int inode_fd_get(struct fs_mount *m, struct inode *i)
 		return -ESTALE;
 	}
 	i->users++;
-	mfd = fs->mount_fds[i->mount_fd_idx];
+	mfd = m->mount_fds[i->mount_fd_idx];
 	pthread_mutex_unlock(&fs->lock);
 
 	fd = open_by_handle_at(mfd, i->handle, O_PATH | O_CLOEXEC);
@@ -344,7 +344,7 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 			close(fd);
 		goto done;
 	}
-	if (h != NULL && (idx = mount_fd_index(fs, mount_id, fd, st.st_mode)) < 0) {
+	if (h != NULL && (idx = mount_fd_index(m, mount_id, fd, st.st_mode)) < 0) {
 		free(h);
 		h = NULL;
 	}
@@ -470,7 +470,7 @@ int inode_root_init(struct fs_mount *m, int rootfd, struct fs_error *err)
 	h = handle_of(rootfd, &mount_id);
 	if (h != NULL) {
 		pthread_mutex_lock(&m->fs->lock);
-		mount_fd_index(m->fs, mount_id, rootfd, S_IFDIR);
+		mount_fd_index(m, mount_id, rootfd, S_IFDIR);
 		pthread_mutex_unlock(&m->fs->lock);
 		free(h);
 	}

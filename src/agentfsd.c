@@ -11,6 +11,7 @@
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -323,6 +324,14 @@ int main(int argc, char **argv)
 	free(dir);
 	if (mkdir_p(cfg.state_dir, 0700) != 0 || mkdir_p(cfg.mount_dir, 0755) != 0)
 		startup_fail("cannot make %s: %s", cfg.mount_dir, strerror(errno));
+	/* One daemon per state folder: a second would detach the first one's mounts. */
+	if (asprintf(&dir, "%s/lock", cfg.state_dir) < 0)
+		startup_fail("out of memory");
+	fd = open(dir, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0)
+		startup_fail("another agentfsd uses the state folder %s%s%s", cfg.state_dir,
+			     fd < 0 ? ": " : "", fd < 0 ? strerror(errno) : "");
+	free(dir);
 
 	if (evthread_use_pthreads() != 0)
 		startup_fail("libevent has no thread support");

@@ -289,6 +289,66 @@ static void reply_version(struct request *r, const cJSON *req)
 }
 
 /*
+ * cJSON stops strings at a NUL, so "a\u0000/etc" would read as "a". Find
+ * the top-level field whose string holds an escaped NUL, if any: requests
+ * are flat objects whose values are scalars or arrays of strings.
+ */
+/* The last character before i that is not blank, or 0. */
+static char prev_char(const char *line, size_t i)
+{
+	while (i > 0) {
+		char c = line[--i];
+
+		if (c != ' ' && c != '\t' && c != '\r' && c != '\n')
+			return c;
+	}
+	return 0;
+}
+
+static const char *nul_field(const char *line, size_t len, char *key, size_t keylen)
+{
+	size_t i, k = 0;
+	int depth = 0;
+	bool in_str = false, is_key = false;
+	char cur[64] = "";
+
+	for (i = 0; i < len; i++) {
+		char c = line[i];
+
+		if (in_str) {
+			if (c == '\\' && i + 1 < len) {
+				if (line[i + 1] == 'u' && i + 5 < len && strncmp(line + i + 2, "0000", 4) == 0) {
+					snprintf(key, keylen, "%s", is_key ? "" : cur);
+					return key;
+				}
+				i++;
+				continue;
+			}
+			if (c == '"') {
+				in_str = false;
+				if (is_key)
+					cur[k < sizeof cur ? k : sizeof cur - 1] = '\0';
+			} else if (is_key && k < sizeof cur - 1) {
+				cur[k++] = c;
+			}
+			continue;
+		}
+		if (c == '"') {
+			in_str = true;
+			/* in the object, a string after '{' or ',' is a key */
+			is_key = depth == 1 && (prev_char(line, i) == '{' || prev_char(line, i) == ',');
+			if (is_key)
+				k = 0;
+		} else if (c == '{' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ']') {
+			depth--;
+		}
+	}
+	return NULL;
+}
+
+/*
  * Answer one request line. Returns true when the answer comes later (a
  * job holds the peer), so the transport waits before the next line.
  */
@@ -299,13 +359,24 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 	struct bot_spec spec = {0};
 	const cJSON *opv, *name;
 	const struct op *op = NULL;
+	const char *end = NULL, *nulf;
+	char key[64];
 	bool deferred = false;
 	cJSON *err;
 	size_t i;
 
-	req = cJSON_ParseWithLength(line, len);
-	if (req == NULL) {
-		server_reply(p, proto_error("bad_json", "the request is not valid JSON"));
+	if (memchr(line, '\0', len) != NULL) {
+		server_reply(p, proto_error("bad_json", "the request line holds a NUL byte"));
+		return false;
+	}
+	req = cJSON_ParseWithLengthOpts(line, len, &end, false);
+	if (req != NULL)
+		while (end < line + len && (*end == ' ' || *end == '\t' || *end == '\r'))
+			end++;
+	if (req == NULL || end != line + len) {
+		server_reply(p, proto_error("bad_json", req == NULL ? "the request is not valid JSON"
+							    : "text after the JSON object: one "
+							      "object per line"));
 		return false;
 	}
 	if (!cJSON_IsObject(req)) {
@@ -336,7 +407,16 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 		request_fail(&r, proto_error("unknown_op", "unknown op \"%.64s\"", opv->valuestring));
 		return false;
 	}
-	if ((err = check_fields(req, op)) != NULL || (err = parse_spec(req, &spec)) != NULL) {
+	if ((err = check_fields(req, op)) == NULL &&
+	    (nulf = nul_field(line, len, key, sizeof key)) != NULL) {
+		const char *code = strcmp(nulf, "name") == 0 || strcmp(nulf, "as") == 0 ? "bad_name"
+				   : strcmp(nulf, "folder") == 0 || strcmp(nulf, "writable") == 0 ||
+					   strcmp(nulf, "readable") == 0
+				   ? "bad_path" : "bad_value";
+
+		err = proto_error(code, "field \"%.64s\" holds a NUL character", nulf);
+	}
+	if (err != NULL || (err = parse_spec(req, &spec)) != NULL) {
 		request_fail(&r, err);
 		bot_spec_free(&spec);
 		return false;
