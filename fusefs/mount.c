@@ -291,7 +291,7 @@ static void guard_log(void *arg, const char *msg)
 	fs_log(m->fs, FS_LOG_INFO, "%s: %s", m->mountpoint, msg);
 }
 
-/* Writable mounts get gitguard: the rule table of DESIGN.md at any depth. */
+/* Every mount gets gitguard, the rule table of DESIGN.md at any depth. */
 static int mount_guard(struct fs_mount *m, struct fs_error *err)
 {
 	struct guard_opts go = {.allow_new_repos = m->allow_new_repos, .log = guard_log,
@@ -423,15 +423,18 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	if ((r = inode_root_init(m, rootfd, err)) != 0)
 		goto fail;
 	rootfd = -1; /* owned by the root inode now */
-	if (!m->readonly && (r = mount_guard(m, err)) != 0)
+	/* Read-only mounts get the guard too: configure may make them writable. */
+	if ((r = mount_guard(m, err)) != 0)
 		goto fail;
 
 	if (o.debug)
 		argv[args.argc++] = "-odebug";
 	m->se = fuse_session_new(&args, &fs_ops, sizeof fs_ops, m);
+	fuse_opt_free_args(&args);
 	if (m->se == NULL) {
 		r = -EINVAL;
-		fs_seterr(err, EINVAL, "cannot create a FUSE session");
+		fs_seterr(err, EMFILE, "cannot create a FUSE session (libfuse allows about 1000 "
+			  "per process: thread-specific keys ran out)");
 		goto fail;
 	}
 	if ((r = mount_make(m, mpfd, &o, err)) != 0)

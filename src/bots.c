@@ -433,7 +433,7 @@ static char *join_norm(const char *dir, const char *rel)
  */
 static void add_git_roots(struct job *j, struct bot *b)
 {
-	char buf[4096], gitdir[PATH_MAX], *gd = NULL, *common = NULL, *pick;
+	char buf[4096], gitdir[PATH_MAX], *gd = NULL, *common = NULL, *picks[2];
 	struct root *nr;
 	ssize_t n;
 	size_t i;
@@ -460,35 +460,39 @@ static void add_git_roots(struct job *j, struct bot *b)
 			common = join_norm(gd, gitdir);
 		close(fd);
 	}
-	pick = common != NULL && path_within(gd, common) ? common : gd;
-	for (i = 0; i < 2 && pick != NULL; i++) {
-		bool covered = false, allowed = j->ceiling.n == 0 && j->ceiling_set == false;
+	/* The common folder (objects, refs, config) and, if it lies elsewhere, the worktree's own. */
+	picks[0] = common;
+	picks[1] = common == NULL || !path_within(gd, common) ? gd : NULL;
+	for (i = 0; i < 2; i++) {
+		bool covered = false, allowed = !j->ceiling_set;
+		const char *pick = picks[i];
 		size_t k;
 
+		if (pick == NULL)
+			continue;
 		for (k = 0; k < b->nroots; k++)
-			if (path_within(pick, b->roots[k].path) && b->roots[k].writable)
+			if (path_within(pick, b->roots[k].path) &&
+			    (b->roots[k].writable || b->sandbox == SANDBOX_READ_ONLY))
 				covered = true;
 		for (k = 0; k < j->ceiling.n; k++)
 			if (path_within(pick, j->ceiling.v[k]))
 				allowed = true;
-		if (!covered && allowed) {
-			nr = realloc(b->roots, (b->nroots + 1) * sizeof *nr);
-			if (nr == NULL)
-				break;
-			b->roots = nr;
-			memset(&b->roots[b->nroots], 0, sizeof *nr);
-			b->roots[b->nroots].path = strdup(pick);
-			b->roots[b->nroots].writable = b->sandbox != SANDBOX_READ_ONLY;
-			/* Found once, when the bot is made, and kept: a bot may not point
-			 * its .git elsewhere later and be handed that folder on restart. */
-			if (b->roots[b->nroots].path == NULL || paths_add(&b->git_roots, pick) != 0 ||
-			    asprintf(&b->roots[b->nroots].mountpoint, "%s/%s/%u", d.cfg->mount_dir,
-				     b->name, b->mount_seq++) < 0)
-				break;
-			b->nroots++;
-		}
-		/* a worktree's own admin folder outside its common folder needs a root too */
-		pick = pick == common && common != NULL && !path_within(gd, common) ? gd : NULL;
+		if (covered || !allowed)
+			continue;
+		nr = realloc(b->roots, (b->nroots + 1) * sizeof *nr);
+		if (nr == NULL)
+			break;
+		b->roots = nr;
+		memset(&b->roots[b->nroots], 0, sizeof *nr);
+		b->roots[b->nroots].path = strdup(pick);
+		b->roots[b->nroots].writable = b->sandbox != SANDBOX_READ_ONLY;
+		/* Found once, when the bot is made, and kept: a bot may not point
+		 * its .git elsewhere later and be handed that folder on restart. */
+		if (b->roots[b->nroots].path == NULL || paths_add(&b->git_roots, pick) != 0 ||
+		    asprintf(&b->roots[b->nroots].mountpoint, "%s/%s/%u", d.cfg->mount_dir, b->name,
+			     b->mount_seq++) < 0)
+			break;
+		b->nroots++;
 	}
 	free(gd);
 	free(common);

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <poll.h>
 #include <pty.h>
@@ -321,42 +320,45 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], bool tty)
 
 int cmd_exec(const char *socket_path, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"cwd", required_argument, NULL, 'C'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	cleanup_cjson cJSON *req = cJSON_CreateObject(), *rep = NULL;
 	struct argv_buf a = {0};
-	const char *cwd_opt = NULL, *sandbox, *sock, *folder;
+	const char *cwd_opt = NULL, *sandbox, *sock, *folder, *bot = NULL;
 	char cwd[PATH_MAX], *bwrap, *norm = NULL;
 	const cJSON *err;
-	int c, status_pipe[2];
+	int i, status_pipe[2];
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'C':
-			cwd_opt = optarg;
+	/*
+	 * Options may come before or after BOT, but never after the command
+	 * starts: `agentfs exec bot ls -la` runs ls -la.
+	 */
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			i++;
 			break;
-		case 'h':
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			fputs(exec_usage, stdout);
 			return 0;
-		case ':':
-			die_usage("exec", "option %s needs an argument", argv[optind - 1]);
-		default:
-			usage_error("exec", argv[optind - 1], optopt);
+		} else if (strcmp(argv[i], "--cwd") == 0) {
+			if (++i >= argc)
+				die_usage("exec", "option --cwd needs an argument");
+			cwd_opt = argv[i];
+		} else if (strncmp(argv[i], "--cwd=", 6) == 0) {
+			cwd_opt = argv[i] + 6;
+		} else if (argv[i][0] == '-' && bot == NULL) {
+			die_usage("exec", "unknown option %s", argv[i]);
+		} else if (bot == NULL) {
+			bot = argv[i];
+		} else {
+			break;
 		}
 	}
-	if (argc - optind < 1)
+	if (bot == NULL)
 		die_usage("exec", "exec needs a bot name and a command");
-	cJSON_AddStringToObject(req, "op", "exec_plan");
-	cJSON_AddStringToObject(req, "name", argv[optind++]);
-	if (optind < argc && strcmp(argv[optind], "--") == 0)
-		optind++;
-	if (optind >= argc)
+	if (i >= argc)
 		die_usage("exec", "exec needs a command to run");
+	optind = i;
+	cJSON_AddStringToObject(req, "op", "exec_plan");
+	cJSON_AddStringToObject(req, "name", bot);
 	rep = client_request(socket_path, req);
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
 		err = cJSON_GetObjectItemCaseSensitive(rep, "error");

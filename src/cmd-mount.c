@@ -145,8 +145,9 @@ int cmd_mount(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct fs_mount_params mp = {0};
-	const char **ro = NULL;
-	char *opts = NULL;
+	/* static: still reachable when die() exits, for LeakSanitizer */
+	static const char **ro;
+	static char *opts;
 	bool foreground = false;
 	int c, pfd[2], status;
 	pid_t pid;

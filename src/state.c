@@ -28,9 +28,26 @@ static cJSON *paths_json(const struct paths *ps)
 	return a;
 }
 
+struct repo_acc {
+	cJSON *arr;
+	const char *root;
+};
+
+/* A repository the bot made (allow_new_repos), as a host path. */
+static void add_repo(void *arg, const char *path)
+{
+	struct repo_acc *acc = arg;
+	char *full;
+
+	if (asprintf(&full, "%s%s%s", acc->root, path[0] == '/' ? "" : "/", path) >= 0) {
+		cJSON_AddItemToArray(acc->arr, cJSON_CreateString(full));
+		free(full);
+	}
+}
+
 cJSON *bot_to_json(const struct bot *b, bool full)
 {
-	cJSON *o = cJSON_CreateObject(), *mounts;
+	cJSON *o = cJSON_CreateObject(), *mounts, *repos;
 	size_t i;
 
 	cJSON_AddStringToObject(o, "name", b->name);
@@ -67,7 +84,13 @@ cJSON *bot_to_json(const struct bot *b, bool full)
 			cJSON_AddStringToObject(m, "error", rt->error);
 		cJSON_AddItemToArray(mounts, m);
 	}
-	cJSON_AddArrayToObject(o, "repos_made");
+	repos = cJSON_AddArrayToObject(o, "repos_made");
+	for (i = 0; i < b->nroots; i++) {
+		struct repo_acc acc = {repos, b->roots[i].path};
+
+		if (b->roots[i].m != NULL)
+			fs_mount_new_repos(b->roots[i].m, add_repo, &acc);
+	}
 	return o;
 }
 
