@@ -1,0 +1,91 @@
+# tests/fuzz.mk: libFuzzer targets for the protocol layer and gitguard's
+# parsers and decisions (tests/fuzz/), and the replay of saved inputs.
+#
+#   make fuzz            build tests/fuzz/fuzz-{proto,gitparse,decide} with clang
+#   make fuzz-run        run each for FUZZ_SECONDS (600) under nice, one at a time
+#   make check           replays tests/fuzz/regress-*/ and corpus-*/ (gcc is enough)
+#
+# The fuzzers compile the sources they test themselves, with the sanitizers;
+# fuzz-proto links src/proto.c and src/util.c over fakes of the daemon.
+CLANG = clang
+FUZZ_SECONDS = 600
+FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined
+FUZZ_CPPFLAGS = -I$(top_srcdir) -I$(top_builddir) -include $(top_builddir)/config.h
+FUZZ_BINS = tests/fuzz/fuzz-proto tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decide
+FUZZ_TARGETS = proto gitparse decide
+FUZZ_GITGUARD_SRC = $(top_srcdir)/gitguard/guard.c $(top_srcdir)/gitguard/classify.c \
+	$(top_srcdir)/gitguard/check.c $(top_srcdir)/gitguard/repo.c \
+	$(top_srcdir)/gitguard/resolve.c $(top_srcdir)/gitguard/parse.c
+FUZZ_GITGUARD_HDR = $(top_srcdir)/gitguard/gitguard.h $(top_srcdir)/gitguard/guard-int.h
+
+fuzz: $(FUZZ_BINS)
+
+fuzz-clang:
+	@command -v $(CLANG) >/dev/null 2>&1 || { \
+		echo "make fuzz: '$(CLANG)' not found: the fuzzers need clang with libFuzzer" \
+			"(Debian: apt-get install clang), or name it: make fuzz CLANG=clang-14" >&2; \
+		exit 1; }
+
+$(FUZZ_BINS): | fuzz-clang
+
+FUZZ_PROTO_SRC = $(top_srcdir)/tests/fuzz/fuzz-proto.c $(top_srcdir)/src/proto.c \
+	$(top_srcdir)/src/util.c
+FUZZ_GITPARSE_SRC = $(top_srcdir)/tests/fuzz/fuzz-gitparse.c $(top_srcdir)/gitguard/parse.c
+FUZZ_DECIDE_SRC = $(top_srcdir)/tests/fuzz/fuzz-decide.c $(FUZZ_GITGUARD_SRC)
+
+tests/fuzz/fuzz-proto: $(FUZZ_PROTO_SRC) $(top_srcdir)/src/agentfs.h $(top_srcdir)/tests/fuzz/fuzz.h
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(CJSON_CFLAGS) $(FUZZ_FLAGS) -o $@ \
+		$(FUZZ_PROTO_SRC) $(CJSON_LIBS)
+
+tests/fuzz/fuzz-gitparse: $(FUZZ_GITPARSE_SRC) $(top_srcdir)/gitguard/gitguard.h \
+		$(top_srcdir)/tests/fuzz/fuzz.h
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_GITPARSE_SRC)
+
+tests/fuzz/fuzz-decide: $(FUZZ_DECIDE_SRC) $(FUZZ_GITGUARD_HDR) $(top_srcdir)/tests/fuzz/fuzz.h
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(FUZZ_FLAGS) -pthread -o $@ $(FUZZ_DECIDE_SRC)
+
+# New inputs go to tests/fuzz/work-TARGET/ (not committed); the seeds in
+# corpus-TARGET/ are read, never grown.  Crashes land in tests/fuzz/crash-*.
+fuzz-run: fuzz
+	@for t in $(FUZZ_TARGETS); do \
+		opts=; \
+		test $$t = proto && opts="-max_len=1048576 -dict=$(top_srcdir)/tests/fuzz/proto.dict"; \
+		$(MKDIR_P) tests/fuzz/work-$$t || exit 1; \
+		echo "fuzz-$$t: $(FUZZ_SECONDS) seconds"; \
+		nice -n 19 tests/fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) $$opts \
+			-artifact_prefix=tests/fuzz/crash-$$t- \
+			tests/fuzz/work-$$t $(top_srcdir)/tests/fuzz/corpus-$$t || exit 1; \
+	done
+
+.PHONY: fuzz fuzz-run fuzz-clang
+CLEANFILES += $(FUZZ_BINS)
+
+# make check: every saved input replayed through the same entry points,
+# built with the ordinary compiler and without libFuzzer (TAP, one per input).
+FUZZ_REPLAYS = tests/fuzz/replay-proto tests/fuzz/replay-gitparse tests/fuzz/replay-decide
+check_PROGRAMS += $(FUZZ_REPLAYS)
+TESTS += $(FUZZ_REPLAYS)
+
+tests_fuzz_replay_proto_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h \
+	tests/fuzz/fuzz-proto.c src/proto.c
+tests_fuzz_replay_proto_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"proto"'
+tests_fuzz_replay_proto_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_fuzz_replay_proto_LDADD = src/libagentfs-common.a $(CJSON_LIBS)
+
+tests_fuzz_replay_gitparse_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h \
+	tests/fuzz/fuzz-gitparse.c
+tests_fuzz_replay_gitparse_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"gitparse"'
+tests_fuzz_replay_gitparse_LDADD = gitguard/libgitguard.a
+
+tests_fuzz_replay_decide_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h \
+	tests/fuzz/fuzz-decide.c
+tests_fuzz_replay_decide_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"decide"'
+tests_fuzz_replay_decide_LDADD = gitguard/libgitguard.a
+
+EXTRA_DIST += tests/fuzz/README tests/fuzz/proto.dict \
+	tests/fuzz/corpus-proto tests/fuzz/corpus-gitparse tests/fuzz/corpus-decide \
+	tests/fuzz/regress-proto tests/fuzz/regress-gitparse tests/fuzz/regress-decide
