@@ -1,0 +1,630 @@
+#!/bin/bash
+# guard-attack: every way a bot could plant code that git runs later, tried
+# through a writable mount (DESIGN.md "The rule table", GIT-VECTORS.md).
+# Each attempt must fail with EROFS.  Afterwards plain git runs on the SOURCE
+# outside the mount (status, diff, log, commit --allow-empty, submodule
+# status in every repository, worktree and submodule) and no PWNED-* marker
+# may appear; the git folders must be byte-for-byte what the person left.
+#
+# The root is itself a repository (top), with a submodule (sub), a linked
+# worktree (wt), includes and protected hard links; deep/nest is a nested
+# repository with its own submodule (nsub) and worktree (nwt); hp has
+# core.hooksPath; symrepo's .git is a symlink and filerepo's a gitdir file
+# into store/.  plain/, race/ and bare/ are the bot's own playground.
+. "$top_srcdir/tests/lib.sh"
+
+need_agentfs "gitguard rules"
+command -v git >/dev/null || skip_all "git is missing"
+GTRY="$top_builddir/tests/guard-tryop"
+[ -x "$TRYOP" ] || bail_out "$TRYOP is not built"
+[ -x "$GTRY" ] || bail_out "$GTRY is not built"
+
+export GIT_CONFIG_NOSYSTEM=1 HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
+export GIT_AUTHOR_NAME=tester GIT_AUTHOR_EMAIL=tester@example.org
+export GIT_COMMITTER_NAME=tester GIT_COMMITTER_EMAIL=tester@example.org
+export GIT_TERMINAL_PROMPT=0 GIT_EDITOR=true GIT_PAGER=cat PAGER=cat
+unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
+	GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CEILING_DIRECTORIES 2>/dev/null
+mkdir -p "$HOME"
+git config --global init.defaultBranch main
+git config --global protocol.file.allow always
+
+S="$T/src"      # SOURCE (a repository itself)
+M="$T/m"        # its mount point
+P="$T/proot"    # a second root that is not a repository
+MP="$T/mp"
+PAY="$T/payload" # the attacker's scripts, outside the root (its /tmp)
+EVIL="$T/outside-evil" # a git folder of the attacker's, outside the root
+mkdir -p "$S" "$M" "$P" "$MP" "$PAY"
+
+# ---- payloads -------------------------------------------------------------
+# safe LABEL: LABEL as a file name
+safe()
+{
+	printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '-'
+}
+# hook NAME: a script that leaves $T/PWNED-NAME when git runs it
+hook()
+{
+	printf '#!/bin/sh\ntouch %s/PWNED-%s\n' "$T" "$(safe "$1")"
+}
+# script NAME: hook NAME, saved as $PAY/NAME; prints its path
+script()
+{
+	local f="$PAY/$(safe "$1")"
+	hook "$1" >"$f"
+	chmod +x "$f"
+	echo "$f"
+}
+# cfg NAME: config text that runs code: fsmonitor, hooksPath, filter, pager
+cfg()
+{
+	local h="$PAY/hooks-$(safe "$1")" n
+	mkdir -p "$h"
+	for n in pre-commit prepare-commit-msg commit-msg post-commit post-index-change \
+		reference-transaction post-checkout; do
+		hook "$1-$n" >"$h/$n"
+		chmod +x "$h/$n"
+	done
+	printf '[core]\n\tfsmonitor = %s\n\thooksPath = %s\n\tpager = %s\n' \
+		"$(script "$1-fsmonitor")" "$h" "$(script "$1-pager")"
+	printf '[filter "evil"]\n\tclean = %s\n\tsmudge = %s\n' \
+		"$(script "$1-clean")" "$(script "$1-smudge")"
+	printf '[diff]\n\texternal = %s\n' "$(script "$1-diffext")"
+}
+
+# ---- on the host, before mounting -------------------------------------------
+setup()
+{
+	set -e
+	# the attacker's own git folder outside the root
+	git init -q --bare "$EVIL"
+	cfg evilgit >>"$EVIL/config"
+	cp "$PAY"/hooks-evilgit/* "$EVIL/hooks/"
+
+	git init -q "$T/up"
+	echo up >"$T/up/u"
+	git -C "$T/up" add u
+	git -C "$T/up" commit -qm upstream
+
+	# mkrepo DIR SUB WT: a repository with a submodule SUB, a linked worktree
+	# at ../WT (relative .git file), an armed harmless post-commit hook
+	# and a disarmed (not executable) prepare-commit-msg
+	mkrepo()
+	{
+		git init -q "$1"
+		(
+			cd "$1"
+			echo one >a
+			git add a
+			git commit -qm init
+			git -c protocol.file.allow=always submodule add -q "$T/up" "$2"
+			git commit -qm "add submodule"
+			git worktree add -q "$3" -b "branch-${3##*/}"
+			printf '#!/bin/sh\n:\n' >.git/hooks/post-commit
+			chmod +x .git/hooks/post-commit
+			hook "disarmed-${1##*/}" >.git/hooks/prepare-commit-msg
+			chmod -x .git/hooks/prepare-commit-msg
+		)
+	}
+	mkrepo "$S" sub "$S/wt"
+	echo "gitdir: ../.git/worktrees/wt" >"$S/wt/.git"
+	mkdir -p "$S/deep"
+	mkrepo "$S/deep/nest" nsub "$S/deep/nwt"
+	echo "gitdir: ../nest/.git/worktrees/nwt" >"$S/deep/nwt/.git"
+	mkdir -p "$S/.git/remotes"
+	printf '[user]\n\tnote = included\n' >"$S/deep/nest/inc-nest.cfg"
+	git -C "$S/deep/nest" config --add include.path ../inc-nest.cfg
+	git -C "$S/deep/nest" config --add include.path ../missing-nest.cfg
+	git -C "$S/deep/nest" config --add include.path ../missing-nest2.cfg
+
+	# includes: one that exists, one that does not
+	printf '[user]\n\tnote = included\n' >"$S/inc.cfg"
+	git -C "$S" config --add include.path ../inc.cfg
+	git -C "$S" config --add include.path ../missing.cfg
+
+	# core.hooksPath inside the worktree
+	git init -q "$S/hp"
+	mkdir "$S/hp/hooks-dir"
+	printf '#!/bin/sh\n:\n' >"$S/hp/hooks-dir/post-commit"
+	chmod +x "$S/hp/hooks-dir/post-commit"
+	git -C "$S/hp" config core.hooksPath hooks-dir
+	git -C "$S/hp" commit -q --allow-empty -m init
+
+	# a .git symlink and a .git file into store/
+	mkdir -p "$S/store"
+	git init -q "$S/symrepo"
+	mv "$S/symrepo/.git" "$S/store/symrepo-git"
+	ln -s ../store/symrepo-git "$S/symrepo/.git"
+	git -C "$S/symrepo" commit -q --allow-empty -m init
+	git init -q "$S/filerepo"
+	mv "$S/filerepo/.git" "$S/store/filerepo-git"
+	echo "gitdir: ../store/filerepo-git" >"$S/filerepo/.git"
+	git -C "$S/filerepo" commit -q --allow-empty -m init
+
+	# the bot's playground, and host-made hard links to protected files
+	mkdir -p "$S/plain/dir" "$S/race/a" "$S/race/b" "$S/bare"
+	echo data >"$S/plain/file"
+	ln "$S/.git/hooks/post-commit" "$S/plain/hl-post-commit"
+	ln "$S/.git/config" "$S/plain/hl-config"
+	ln "$S/deep/nest/.git/hooks/post-commit" "$S/plain/hl-nest-post-commit"
+	set +e
+}
+if ! (setup) >"$T/setup.log" 2>&1; then
+	diag "$(cat "$T/setup.log")"
+	bail_out "host setup failed"
+fi
+
+# snapshot: everything about the source tree except the bot's playground and
+# the .gitattributes it may write
+PLAY='-path ./plain -o -path ./race -o -path ./bare -o -path ./newsub2 -o -path ./wt/wsub -o -path ./sub/inner -o -path ./deep/nest/nd'
+snapshot()
+{
+	# shellcheck disable=SC2086
+	(cd "$S" && find . \( $PLAY \) -prune -o -name .gitattributes -o \
+		\( -type d -printf '%p d %m\n' \) -o -printf '%p %y %s %m %n %l\n' | sort &&
+		find . \( $PLAY \) -prune -o -type f ! -name .gitattributes -exec sha256sum {} + | sort)
+}
+before=$(snapshot)
+
+# ---- the attacks ------------------------------------------------------------
+# refuse DESC CMD...: CMD (fs-tryop or guard-tryop) must print EROFS
+refuse()
+{
+	local desc="$1" got
+	shift
+	got=$("$@" 2>&1)
+	is "$got" EROFS "$desc: EROFS"
+}
+# allow DESC CMD...: CMD must print OK (the attacker's own preparations)
+allow()
+{
+	local desc="$1" got
+	shift
+	got=$("$@" 2>&1)
+	is "$got" OK "$desc: allowed"
+}
+try() { "$TRYOP" "$@"; }
+gtry() { "$GTRY" "$@"; }
+
+# fresh KIND: a new entry of the bot's in plain/ (made through the mount), so
+# that no case depends on what an earlier one did; prints its path
+echo 0 >"$T/fresh.n"
+fresh()
+{
+	local n f
+	n=$(($(cat "$T/fresh.n") + 1))
+	echo "$n" >"$T/fresh.n"
+	f="$M/plain/$1-$n"
+	if [ "$1" = name ]; then
+		echo "h-$n"
+		return
+	fi
+	case "$1" in
+	pay) "$GTRY" put "$f" "$(hook "planted-$n")" ;;
+	cfg) "$GTRY" put "$f" "$(cfg "renamed-$n")" ;;
+	dotgit) "$GTRY" put "$f" "gitdir: $EVIL" ;;
+	dir) "$TRYOP" mkdir "$f" ;;
+	link) "$TRYOP" symlink "$EVIL" "$f" ;;
+	esac >/dev/null
+	echo "$f"
+}
+
+if ! fs_mount_fg "$S" "$M" 2>"$T/mount.log"; then
+	not_ok "mount $S"
+	done_testing
+	exit 1
+fi
+ok "writable mount of a repository with a submodule, worktree and nested repository"
+
+HP="$(hook hl)"
+# Host-made hard links, reached first through their ordinary names (fresh
+# mount: nothing under .git has been looked up yet).
+refuse "hard link to top hooks/post-commit: write through plain/hl-post-commit" \
+	gtry put "$M/plain/hl-post-commit" "$HP"
+refuse "hard link to top hooks/post-commit: append through the other name" \
+	gtry append "$M/plain/hl-post-commit" "$HP"
+refuse "hard link to top hooks/post-commit: truncate through the other name" \
+	try truncate "$M/plain/hl-post-commit"
+refuse "hard link to top hooks/post-commit: chmod through the other name" \
+	try chmod "$M/plain/hl-post-commit"
+refuse "hard link to top .git/config: append through plain/hl-config" \
+	gtry append "$M/plain/hl-config" "$(cfg hl-config)"
+refuse "hard link to nest hooks/post-commit: write through the other name" \
+	gtry put "$M/plain/hl-nest-post-commit" "$HP"
+refuse "hard link to top hooks/post-commit: unlink of the hook itself" \
+	try unlink "$M/.git/hooks/post-commit"
+
+# W2/W3 targets, before the git folder whose config names them is looked up
+refuse "fresh mount, root .git not looked up yet: include target inc.cfg: append" \
+	gtry append "$M/inc.cfg" "$(cfg inc-first)"
+refuse "fresh mount, deep/nest/.git not looked up yet: include target deep/nest/inc-nest.cfg: append" \
+	gtry append "$M/deep/nest/inc-nest.cfg" "$(cfg inc-nest-first)"
+refuse "fresh mount, deep/nest/.git not looked up yet: include target deep/nest/missing-nest.cfg: create" \
+	gtry create "$M/deep/nest/missing-nest.cfg" "$(cfg inc-nest-missing-first)"
+refuse "fresh mount, hp/.git not looked up yet: core.hooksPath hp/hooks-dir: create pre-commit" \
+	gtry create "$M/hp/hooks-dir/pre-commit" "$(hook hookspath-first)"
+refuse "fresh mount, hp/.git not looked up yet: core.hooksPath hp/hooks-dir: append to post-commit" \
+	gtry append "$M/hp/hooks-dir/post-commit" "touch $T/PWNED-hookspath-first-append"
+
+# git folders reached only through a pointer, before the pointer is looked up
+refuse "store/symrepo-git (behind a .git symlink): create hooks/pre-commit first" \
+	gtry create "$M/store/symrepo-git/hooks/pre-commit" "$(hook symrepo)"
+refuse "store/filerepo-git (behind a .git file): append to config first" \
+	gtry append "$M/store/filerepo-git/config" "$(cfg filerepo)"
+
+# the attacker's material inside the root (allowed: plain files)
+allow "prepare plain/pay (a hook payload)" gtry put "$M/plain/pay" "$(hook planted)"
+allow "prepare plain/evil.cfg (a config payload)" gtry put "$M/plain/evil.cfg" "$(cfg renamed-cfg)"
+allow "prepare plain/evil-dotgit (a .git file payload)" gtry put "$M/plain/evil-dotgit" "gitdir: $EVIL"
+allow "prepare plain/evil-dir (a folder)" try mkdir "$M/plain/evil-dir"
+allow "prepare plain/evil-link (a symlink out of the root)" try symlink "$EVIL" "$M/plain/evil-link"
+allow "write .gitattributes selecting the filter (top)" gtry put "$M/.gitattributes" "* filter=evil diff=evil"
+allow "write .gitattributes selecting the filter (nest)" gtry put "$M/deep/nest/.gitattributes" "* filter=evil"
+
+# hooks LABEL D: rule D3 on the hooks/ of git folder D (a mount path)
+hooks_attacks()
+{
+	local l="$1" d="$2"
+	refuse "$l hooks/pre-commit: create with a payload" gtry create "$d/hooks/pre-commit" "$(hook "$l-create")"
+	refuse "$l hooks/pre-commit: mknod" try mknod "$d/hooks/pre-commit"
+	refuse "$l hooks/pre-commit: symlink at it" try symlink "$(script "$l-symlink")" "$d/hooks/pre-commit"
+	refuse "$l hooks/pre-commit: hard link to it" try link "$(fresh pay)" "$d/hooks/pre-commit"
+	refuse "$l hooks/pre-commit: rename onto it" try rename "$(fresh pay)" "$d/hooks/pre-commit"
+	refuse "$l hooks/pre-commit: rename (noreplace) onto it" try rename-noreplace "$(fresh pay)" "$d/hooks/pre-commit"
+	refuse "$l hooks/post-index-change: create" gtry create "$d/hooks/post-index-change" "$(hook "$l-pic")"
+	refuse "$l hooks/: mkdir a folder inside" try mkdir "$d/hooks/newdir"
+	refuse "$l hooks/pre-commit.sample: chmod +x" gtry chmodx "$d/hooks/pre-commit.sample"
+	refuse "$l hooks/pre-commit.sample: write a payload" gtry put "$d/hooks/pre-commit.sample" "$(hook "$l-sample")"
+	refuse "$l hooks/commit-msg.sample: rename to commit-msg" try rename "$d/hooks/commit-msg.sample" "$d/hooks/commit-msg"
+	refuse "$l hooks/pre-push.sample: hard link as pre-commit" try link "$d/hooks/pre-push.sample" "$d/hooks/pre-commit"
+	refuse "$l hooks/pre-push.sample: hard link out to plain/" try link "$d/hooks/pre-push.sample" "$M/plain/hl-$(safe "$l")"
+	refuse "$l hooks/pre-push.sample: unlink" try unlink "$d/hooks/pre-push.sample"
+	refuse "$l hooks/pre-push.sample: setxattr" try setxattr "$d/hooks/pre-push.sample"
+	refuse "$l hooks/: rename the folder away" try rename "$d/hooks" "$d/hooks.old"
+	refuse "$l hooks/: exchange with a plain folder" try rename-exchange "$(fresh dir)" "$d/hooks"
+	refuse "$l hooks/: chmod the folder" try chmod "$d/hooks"
+}
+
+# existing_hooks LABEL D: the person's armed and disarmed hooks in D/hooks
+existing_hooks()
+{
+	local l="$1" d="$2" h="$2/hooks/post-commit"
+	refuse "$l hooks/post-commit (existing): write a payload" gtry put "$h" "$(hook "$l-overwrite")"
+	refuse "$l hooks/post-commit (existing): append a payload" gtry append "$h" "touch $T/PWNED-$l-append"
+	refuse "$l hooks/post-commit (existing): open O_TRUNC" try open-trunc "$h"
+	refuse "$l hooks/post-commit (existing): truncate" try truncate "$h"
+	refuse "$l hooks/post-commit (existing): fallocate" try fallocate "$h"
+	refuse "$l hooks/post-commit (existing): chmod" try chmod "$h"
+	refuse "$l hooks/post-commit (existing): chown" try chown "$h"
+	refuse "$l hooks/post-commit (existing): unlink" try unlink "$h"
+	refuse "$l hooks/post-commit (existing): rename onto it" try rename "$(fresh pay)" "$h"
+	refuse "$l hooks/post-commit (existing): rename it away" try rename "$h" "$M/plain/moved-$(safe "$l")"
+	refuse "$l hooks/post-commit (existing): exchange with plain/pay" try rename-exchange "$(fresh pay)" "$h"
+	refuse "$l hooks/post-commit (existing): hard link out to plain/" try link "$h" "$M/plain/hl2-$(safe "$l")"
+	refuse "$l hooks/prepare-commit-msg (disarmed): chmod +x" gtry chmodx "$d/hooks/prepare-commit-msg"
+}
+
+# config_attacks LABEL D: rules D1, D2, D4, D7, D8 on git folder D
+config_attacks()
+{
+	local l="$1" d="$2" c="$2/config"
+	refuse "$l config: write a payload (O_TRUNC)" gtry put "$c" "$(cfg "$l-put")"
+	refuse "$l config: append a payload" gtry append "$c" "$(cfg "$l-append")"
+	refuse "$l config: truncate" try truncate "$c"
+	refuse "$l config: chmod" try chmod "$c"
+	refuse "$l config: unlink" try unlink "$c"
+	refuse "$l config: rename onto it" try rename "$(fresh cfg)" "$c"
+	refuse "$l config: rename it away" try rename "$c" "$M/plain/cfg-$(safe "$l")"
+	refuse "$l config: RENAME_EXCHANGE with a plain file" try rename-exchange "$(fresh cfg)" "$c"
+	refuse "$l config: RENAME_EXCHANGE from its side" try rename-exchange "$c" "$(fresh cfg)"
+	refuse "$l config: hard link out to plain/" try link "$c" "$M/plain/cfg-hl-$(safe "$l")"
+	refuse "$l config: setxattr" try setxattr "$c"
+	refuse "$l config.lock: create with a payload" gtry create "$d/config.lock" "$(cfg "$l-lock")"
+	refuse "$l config.lock: rename a payload onto it" try rename "$(fresh cfg)" "$d/config.lock"
+	refuse "$l config.worktree: create with a payload" gtry create "$d/config.worktree" "$(cfg "$l-cw")"
+	refuse "$l config.worktree: symlink at it" try symlink "$(fresh cfg)" "$d/config.worktree"
+	refuse "$l config.worktree: hard link to it" try link "$(fresh cfg)" "$d/config.worktree"
+	refuse "$l config.worktree: rename onto it" try rename "$(fresh cfg)" "$d/config.worktree"
+	refuse "$l commondir: create pointing outside" gtry create "$d/commondir" "$EVIL"
+	refuse "$l commondir: symlink at it" try symlink "$(fresh dotgit)" "$d/commondir"
+	refuse "$l commondir: rename onto it" try rename "$(fresh dotgit)" "$d/commondir"
+	refuse "$l commondir.lock: create" gtry create "$d/commondir.lock" "$EVIL"
+	refuse "$l objects/info/alternates: create" gtry create "$d/objects/info/alternates" "$EVIL/objects"
+	refuse "$l objects/info/alternates: symlink at it" try symlink "$(fresh dotgit)" "$d/objects/info/alternates"
+	refuse "$l objects/info/alternates: hard link to it" try link "$(fresh dotgit)" "$d/objects/info/alternates"
+	refuse "$l objects/info/alternates: rename onto it" try rename "$(fresh dotgit)" "$d/objects/info/alternates"
+	refuse "$l objects/info/http-alternates: create" gtry create "$d/objects/info/http-alternates" "http://example.org/"
+	refuse "$l branches/x: create" gtry create "$d/branches/x" "file://$EVIL"
+	refuse "$l branches/x: rename onto it" try rename "$(fresh dotgit)" "$d/branches/x"
+	if [ -d "$d/remotes" ]; then
+		refuse "$l remotes/x: create" gtry create "$d/remotes/x" "URL: file://$EVIL"
+		refuse "$l remotes/x: symlink at it" try symlink "$(fresh dotgit)" "$d/remotes/x"
+	else
+		refuse "$l remotes/: mkdir" try mkdir "$d/remotes"
+		refuse "$l remotes/: rename a folder onto it" try rename "$(fresh dir)" "$d/remotes"
+	fi
+}
+
+# worktree_admin LABEL A: rule D5 (and D1-D3) on the admin folder A = D/worktrees/<id>
+worktree_admin()
+{
+	local l="$1" a="$2"
+	refuse "$l commondir: write pointing outside" gtry put "$a/commondir" "$EVIL"
+	refuse "$l commondir: append" gtry append "$a/commondir" "x"
+	refuse "$l commondir: truncate" try truncate "$a/commondir"
+	refuse "$l commondir: unlink (its folder would become a git folder of its own)" try unlink "$a/commondir"
+	refuse "$l commondir: rename onto it" try rename "$(fresh dotgit)" "$a/commondir"
+	refuse "$l commondir: rename it away" try rename "$a/commondir" "$M/plain/cd-$(safe "$l")"
+	refuse "$l commondir: exchange with a plain file" try rename-exchange "$(fresh dotgit)" "$a/commondir"
+	refuse "$l gitdir: write another path" gtry put "$a/gitdir" "$T/victim/.git"
+	refuse "$l gitdir: truncate" try truncate "$a/gitdir"
+	refuse "$l gitdir: unlink" try unlink "$a/gitdir"
+	refuse "$l gitdir: rename onto it" try rename "$(fresh dotgit)" "$a/gitdir"
+	refuse "$l locked: create" gtry create "$a/locked" "mine"
+	refuse "$l locked: symlink at it" try symlink "$(fresh pay)" "$a/locked"
+	refuse "$l config: create (a config of its own)" gtry create "$a/config" "$(cfg "$l-config")"
+	refuse "$l config: hard link to it" try link "$(fresh cfg)" "$a/config"
+	refuse "$l config.worktree: create" gtry create "$a/config.worktree" "$(cfg "$l-cw")"
+	refuse "$l config.worktree: rename onto it" try rename "$(fresh cfg)" "$a/config.worktree"
+	refuse "$l hooks/: mkdir" try mkdir "$a/hooks"
+	refuse "$l hooks/: symlink at it" try symlink "$PAY/hooks-evilgit" "$a/hooks"
+	refuse "$l hooks/: rename a folder onto it" try rename "$(fresh dir)" "$a/hooks"
+	refuse "$l: rename the admin folder" try rename "$a" "$a-renamed"
+}
+
+# dotgit_file LABEL F: rule W1 on a .git file F
+dotgit_file()
+{
+	local l="$1" f="$2"
+	refuse "$l .git file: write gitdir pointing outside" gtry put "$f" "gitdir: $EVIL"
+	refuse "$l .git file: append" gtry append "$f" "x"
+	refuse "$l .git file: truncate" try truncate "$f"
+	refuse "$l .git file: unlink" try unlink "$f"
+	refuse "$l .git file: rename onto it" try rename "$(fresh dotgit)" "$f"
+	refuse "$l .git file: exchange with a plain file" try rename-exchange "$(fresh dotgit)" "$f"
+	refuse "$l .git file: replace it by a symlink (rename onto)" try rename "$(fresh link)" "$f"
+}
+
+# --- the top-level repository (the root itself)
+hooks_attacks top "$M/.git"
+existing_hooks top "$M/.git"
+config_attacks top "$M/.git"
+refuse "top worktrees/: mkdir a new <id>" try mkdir "$M/.git/worktrees/evil"
+refuse "top worktrees/: rename a folder onto a new <id>" try rename "$(fresh dir)" "$M/.git/worktrees/evil2"
+refuse "top worktrees/: symlink a new <id>" try symlink "$EVIL" "$M/.git/worktrees/evil3"
+refuse "top worktrees/: create a file" gtry create "$M/.git/worktrees/evilfile" "x"
+refuse "top modules/: mkdir a new module" try mkdir "$M/.git/modules/evil"
+refuse "top modules/: rename a folder onto a new module" try rename "$(fresh dir)" "$M/.git/modules/evil2"
+refuse "top modules/: rename the submodule's git folder" try rename "$M/.git/modules/sub" "$M/.git/modules/sub2"
+refuse "top modules/: rename modules/ away" try rename "$M/.git/modules" "$M/.git/modules.old"
+worktree_admin "top worktrees/wt" "$M/.git/worktrees/wt"
+hooks_attacks "top modules/sub" "$M/.git/modules/sub"
+config_attacks "top modules/sub" "$M/.git/modules/sub"
+refuse "top modules/sub/modules/x: mkdir" try mkdir "$M/.git/modules/sub/modules"
+refuse "top modules/sub/HEAD: write" gtry put "$M/.git/modules/sub/HEAD" "ref: refs/heads/evil"
+dotgit_file "top wt" "$M/wt/.git"
+dotgit_file "top sub" "$M/sub/.git"
+
+# --- the nested repository
+hooks_attacks nest "$M/deep/nest/.git"
+existing_hooks nest "$M/deep/nest/.git"
+config_attacks nest "$M/deep/nest/.git"
+refuse "nest worktrees/: mkdir a new <id>" try mkdir "$M/deep/nest/.git/worktrees/evil"
+refuse "nest modules/: mkdir a new module" try mkdir "$M/deep/nest/.git/modules/evil"
+worktree_admin "nest worktrees/nwt" "$M/deep/nest/.git/worktrees/nwt"
+hooks_attacks "nest modules/nsub" "$M/deep/nest/.git/modules/nsub"
+config_attacks "nest modules/nsub" "$M/deep/nest/.git/modules/nsub"
+dotgit_file "nest nwt" "$M/deep/nwt/.git"
+dotgit_file "nest nsub" "$M/deep/nest/nsub/.git"
+dotgit_file "filerepo" "$M/filerepo/.git"
+
+# --- .git symlink and the folder it names
+refuse "symrepo .git symlink: unlink" try unlink "$M/symrepo/.git"
+refuse "symrepo .git symlink: rename a symlink out of the root onto it" try rename "$(fresh link)" "$M/symrepo/.git"
+refuse "symrepo .git symlink: chown" try chown "$M/symrepo/.git"
+refuse "store/symrepo-git: append to config" gtry append "$M/store/symrepo-git/config" "$(cfg symrepo)"
+refuse "store/symrepo-git: rename the git folder" try rename "$M/store/symrepo-git" "$M/store/other"
+refuse "store/filerepo-git: create hooks/pre-commit" gtry create "$M/store/filerepo-git/hooks/pre-commit" "$(hook filerepo)"
+
+# --- includes (W3) and core.hooksPath (W2)
+refuse "include target inc.cfg (exists): write a payload" gtry put "$M/inc.cfg" "$(cfg inc)"
+refuse "include target inc.cfg (exists): append a payload" gtry append "$M/inc.cfg" "$(cfg inc-append)"
+refuse "include target inc.cfg (exists): truncate" try truncate "$M/inc.cfg"
+refuse "include target inc.cfg (exists): unlink" try unlink "$M/inc.cfg"
+refuse "include target inc.cfg (exists): rename onto it" try rename "$(fresh cfg)" "$M/inc.cfg"
+refuse "include target missing.cfg: create" gtry create "$M/missing.cfg" "$(cfg inc-missing)"
+refuse "include target missing.cfg: symlink at it" try symlink plain/evil.cfg "$M/missing.cfg"
+refuse "include target missing.cfg: hard link to it" try link "$(fresh cfg)" "$M/missing.cfg"
+refuse "include target missing.cfg: rename onto it" try rename "$(fresh cfg)" "$M/missing.cfg"
+stat "$M/hp/.git" "$M/deep/nest/.git" >/dev/null
+refuse "hard link to top hooks/post-commit (after .git was looked up): append through the other name" \
+	gtry append "$M/plain/hl-post-commit" "touch $T/PWNED-hl-after"
+refuse "hard link to top .git/config (after .git was looked up): append through the other name" \
+	gtry append "$M/plain/hl-config" "$(cfg hl-config-after)"
+H="$M/hp/hooks-dir"
+refuse "core.hooksPath hp/hooks-dir (after hp/.git was looked up): create commit-msg" \
+	gtry create "$H/commit-msg" "$(hook hookspath)"
+refuse "core.hooksPath hp/hooks-dir (after lookup): symlink at prepare-commit-msg" \
+	try symlink "$(script hookspath-sl)" "$H/prepare-commit-msg"
+refuse "core.hooksPath hp/hooks-dir (after lookup): rename onto post-index-change" \
+	try rename "$(fresh pay)" "$H/post-index-change"
+refuse "core.hooksPath hp/hooks-dir (after lookup): write the existing post-commit" \
+	gtry put "$H/post-commit" "$(hook hookspath-pc)"
+refuse "core.hooksPath hp/hooks-dir (after lookup): chmod the existing post-commit" try chmod "$H/post-commit"
+refuse "core.hooksPath hp/hooks-dir (after lookup): rename the folder away" try rename "$H" "$M/hp/hooks-old"
+refuse "core.hooksPath hp/hooks-dir (after lookup): exchange with a plain folder" \
+	try rename-exchange "$(fresh dir)" "$H"
+refuse "core.hooksPath (after lookup): rename hp (the folder above hooks-dir)" try rename "$M/hp" "$M/hp-moved"
+refuse "include target deep/nest/inc-nest.cfg (after lookup): write" gtry put "$M/deep/nest/inc-nest.cfg" "$(cfg inc-nest)"
+refuse "include target deep/nest/missing-nest2.cfg (after lookup): create" \
+	gtry create "$M/deep/nest/missing-nest2.cfg" "$(cfg inc-nest-missing)"
+refuse "include target deep/nest/missing-nest2.cfg (after lookup): symlink at it" \
+	try symlink ../../plain/file "$M/deep/nest/missing-nest2.cfg"
+
+# --- new repositories (G1, G2)
+refuse "new .git folder in plain/" try mkdir "$M/plain/.git"
+refuse "new .git file in plain/" gtry create "$M/plain/.git" "gitdir: $EVIL"
+refuse "new .git symlink in plain/" try symlink "$EVIL" "$M/plain/.git"
+refuse "new .GIT folder (case) in plain/" try mkdir "$M/plain/.GIT"
+refuse "new .git by mknod" try mknod "$M/plain/dir/.git"
+refuse "new .git by renaming a folder" try rename "$(fresh dir)" "$M/plain/.git"
+refuse "new .git by renaming a file" try rename "$(fresh dotgit)" "$M/plain/dir/.git"
+refuse "new .git by hard link" try link "$(fresh dotgit)" "$M/plain/dir/.git"
+allow "mkdir newsub2 in the top repository's worktree" try mkdir "$M/newsub2"
+refuse "new .git folder in newsub2 (would become a gitlink)" try mkdir "$M/newsub2/.git"
+allow "mkdir wsub in the linked worktree" try mkdir "$M/wt/wsub"
+refuse "new .git folder in the linked worktree's wsub" try mkdir "$M/wt/wsub/.git"
+allow "mkdir inner in the submodule's worktree" try mkdir "$M/sub/inner"
+refuse "new .git file in the submodule's inner/" gtry create "$M/sub/inner/.git" "gitdir: $EVIL"
+allow "mkdir nd in the nested repository's worktree" try mkdir "$M/deep/nest/nd"
+refuse "new .git symlink in the nested repository's nd/" try symlink "$EVIL" "$M/deep/nest/nd/.git"
+refuse "new NAME.git folder" try mkdir "$M/plain/evil.git"
+allow "bare-shaped q1: mkdir q1" try mkdir "$M/bare/q1"
+allow "bare-shaped q1: mkdir objects/" try mkdir "$M/bare/q1/objects"
+allow "bare-shaped q1: mkdir refs/" try mkdir "$M/bare/q1/refs"
+refuse "bare-shaped q1 (objects/ + refs/): create HEAD" gtry create "$M/bare/q1/HEAD" "ref: refs/heads/main"
+refuse "bare-shaped q1 (objects/ + refs/): rename a file onto HEAD" try rename "$(fresh pay)" "$M/bare/q1/HEAD"
+refuse "bare-shaped q1 (objects/ + refs/): symlink HEAD" try symlink "../../plain/pay" "$M/bare/q1/HEAD"
+try mkdir "$M/bare/q2" >/dev/null
+allow "bare-shaped q2: create HEAD" gtry create "$M/bare/q2/HEAD" "ref: refs/heads/main"
+allow "bare-shaped q2: mkdir objects/" try mkdir "$M/bare/q2/objects"
+refuse "bare-shaped q2 (HEAD + objects/): mkdir refs" try mkdir "$M/bare/q2/refs"
+refuse "bare-shaped q2 (HEAD + objects/): rename a folder onto refs" try rename "$(fresh dir)" "$M/bare/q2/refs"
+refuse "bare-shaped q2 (HEAD + objects/): symlink refs" try symlink ../q1/refs "$M/bare/q2/refs"
+try mkdir "$M/bare/q3" >/dev/null
+allow "bare-shaped q3: create HEAD" gtry create "$M/bare/q3/HEAD" "ref: refs/heads/main"
+refuse "bare-shaped q3 (HEAD): create commondir" gtry create "$M/bare/q3/commondir" "$EVIL"
+try mkdir "$M/bare/q4" >/dev/null
+try mkdir "$M/bare/q4/objects" >/dev/null
+allow "bare-shaped q4: symlink refs -> objects" try symlink objects "$M/bare/q4/refs"
+refuse "bare-shaped q4 (objects/ + refs symlink): create HEAD" gtry create "$M/bare/q4/HEAD" "ref: refs/heads/main"
+allow "bare-shaped q5: a folder with HEAD + objects/ + refs-x/" sh -c \
+	"mkdir '$M/bare/q5' && '$GTRY' create '$M/bare/q5/HEAD' 'ref: refs/heads/main' >/dev/null &&
+	 mkdir '$M/bare/q5/objects' '$M/bare/q5/refs-x' && echo OK"
+refuse "bare-shaped q5: rename refs-x to refs" try rename "$M/bare/q5/refs-x" "$M/bare/q5/refs"
+
+# --- moving git folders and the folders above them (G3)
+refuse "rename the root's .git" try rename "$M/.git" "$M/git-old"
+refuse "rename deep/ (above a nested .git)" try rename "$M/deep" "$M/deep2"
+refuse "rename deep/ into plain/" try rename "$M/deep" "$M/plain/deep"
+refuse "rename deep/nest (the nested repository)" try rename "$M/deep/nest" "$M/nest-moved"
+refuse "rename deep/nest/.git" try rename "$M/deep/nest/.git" "$M/deep/nest/.git-old"
+refuse "rename deep/nest/.git out into plain/" try rename "$M/deep/nest/.git" "$M/plain/stolen-git"
+refuse "rmdir deep/nest/.git" try rmdir "$M/deep/nest/.git"
+refuse "exchange plain/evil-dir with deep/" try rename-exchange "$(fresh dir)" "$M/deep"
+refuse "exchange plain/evil-dir with deep/nest/.git" try rename-exchange "$(fresh dir)" "$M/deep/nest/.git"
+refuse "exchange plain/evil-dir with the root's .git" try rename-exchange "$(fresh dir)" "$M/.git"
+refuse "rename store/ (holds git folders behind pointers)" try rename "$M/store" "$M/store2"
+
+# --- symlinks into git folders (X1)
+refuse "symlink h -> .git/hooks" try symlink .git/hooks "$M/h"
+refuse "symlink h -> .git" try symlink .git "$M/h"
+refuse "symlink plain/h -> ../.git/hooks" try symlink ../.git/hooks "$M/plain/$(fresh name)"
+refuse "symlink plain/h -> dir/../../.git/config" try symlink dir/../../.git/config "$M/plain/$(fresh name)"
+refuse "symlink plain/h -> ../deep/nest/.git/hooks" try symlink ../deep/nest/.git/hooks "$M/plain/$(fresh name)"
+refuse "symlink plain/h -> ../.git/modules/sub/hooks" try symlink ../.git/modules/sub/hooks "$M/plain/$(fresh name)"
+refuse "symlink plain/h -> ../.git/worktrees/wt" try symlink ../.git/worktrees/wt "$M/plain/$(fresh name)"
+refuse "symlink plain/h -> absolute SOURCE/.git/hooks" try symlink "$S/.git/hooks" "$M/plain/$(fresh name)"
+refuse "symlink plain/h -> ../store/symrepo-git/hooks (a git folder without a .git name)" \
+	try symlink ../store/symrepo-git/hooks "$M/plain/$(fresh name)"
+refuse "symlink plain/h -> ../symrepo/.git/hooks (through a .git symlink)" \
+	try symlink ../symrepo/.git/hooks "$M/plain/$(fresh name)"
+h=$(fresh name)
+got=$(try symlink ../hp/hooks-dir "$M/plain/$h")
+if [ "$got" = EROFS ]; then
+	ok "symlink plain/h -> ../hp/hooks-dir (core.hooksPath): refused at creation (EROFS)"
+else
+	is "$(gtry create "$M/plain/$h/pre-merge-commit" "$(hook hookspath-via-symlink)")" EROFS \
+		"symlink plain/h -> ../hp/hooks-dir (core.hooksPath, made: $got): create pre-merge-commit through it: EROFS"
+fi
+refuse "symlink plain/h -> ../.GIT/hooks (case)" try symlink ../.GIT/hooks "$M/plain/$(fresh name)"
+
+# --- a racer: folders move while another process writes hooks by changing paths
+allow "race: symlink race/lp -> a" try symlink a "$M/race/lp"
+"$GTRY" race-rename 3 "$M" >"$T/race-rename.out" 2>&1 &
+rpid=$!
+track_pid "$rpid"
+"$GTRY" race-write 3 "$M" "$(hook race)" >"$T/race-write.out" 2>"$T/race-write.err"
+wait "$rpid"
+diag "race-rename: $(cat "$T/race-rename.out")" "race-write: $(cat "$T/race-write.out")"
+is "$(awk '{ print $4 }' "$T/race-rename.out")" 0 "race: no forbidden folder move succeeded"
+is "$(awk '{ print $4 }' "$T/race-write.out")" 0 "race: no hook planted while folders moved"
+[ -s "$T/race-write.err" ] && diag "$(head -5 "$T/race-write.err")"
+mkdir -p "$S/bare/race"
+"$GTRY" race-bare 2 "$M/bare/race" >"$T/race-bare.out" 2>"$T/race-bare.err"
+diag "race-bare: $(cat "$T/race-bare.out")"
+is "$(awk '{ print $4 }' "$T/race-bare.out")" 0 \
+	"race: mkdir refs/ and create HEAD at once never complete a bare-shaped folder (G2)"
+[ -s "$T/race-bare.err" ] && diag "$(head -3 "$T/race-bare.err")"
+
+# --- the refusals are logged with their rule
+if grep -q "refused .* of /.git/hooks/pre-commit: rule D3" "$T/mount.log"; then
+	ok "the refusals are logged with their rule (D3 hooks)"
+else
+	not_ok "the refusals are logged with their rule (D3 hooks)"
+	diag "$(head -5 "$T/mount.log")"
+fi
+
+fs_umount "$M"
+wait_until 10 sh -c "! kill -0 $FS_PID" || diag "the mount -f server did not exit"
+
+# ---- a root that is not a repository: .git at the root itself ---------------
+if fs_mount "$P" "$MP"; then
+	refuse "plain root: new .git folder at the root" try mkdir "$MP/.git"
+	refuse "plain root: new .git file at the root" gtry create "$MP/.git" "gitdir: $EVIL"
+	refuse "plain root: new .git symlink at the root" try symlink "$EVIL" "$MP/.git"
+	try mkdir "$MP/objects" >/dev/null
+	try mkdir "$MP/refs" >/dev/null
+	refuse "plain root: HEAD completing a bare-shaped root" gtry create "$MP/HEAD" "ref: refs/heads/main"
+	fs_umount "$MP"
+else
+	not_ok "mount a plain root"
+fi
+
+# ---- afterwards: the git folders are untouched and plain git runs nothing --
+after=$(snapshot)
+if [ "$before" = "$after" ]; then
+	ok "nothing changed outside the bot's playground"
+else
+	not_ok "nothing changed outside the bot's playground"
+	diag "$(diff <(echo "$before") <(echo "$after") | head -40)"
+fi
+for bad in "$S"/plain/.git "$S"/plain/.GIT "$S"/plain/dir/.git "$S"/newsub2/.git "$S"/wt/wsub/.git "$S"/sub/inner/.git "$S"/deep/nest/nd/.git "$S"/plain/evil.git \
+	"$S"/bare/q1/HEAD "$S"/bare/q2/refs "$S"/bare/q3/commondir "$S"/bare/q4/HEAD "$S"/bare/q5/refs \
+	"$P"/.git "$P"/HEAD "$S"/race/*/.git "$S"/race/*/*/.git "$S"/h; do
+	if [ -e "$bad" ] || [ -L "$bad" ]; then
+		not_ok "nothing planted: $bad exists"
+	fi
+done
+
+host_git()
+{
+	local l="$1" d="$2"
+	check "host $l: git status" git -C "$d" status
+	check "host $l: git diff" git -C "$d" diff
+	check "host $l: git log" git -C "$d" log -1
+	check "host $l: git commit --allow-empty" git -C "$d" commit -q --allow-empty -m "host after attacks"
+	check "host $l: git submodule status" git -C "$d" submodule status
+}
+host_git top "$S"
+host_git "top worktree wt" "$S/wt"
+host_git "top submodule sub" "$S/sub"
+host_git nest "$S/deep/nest"
+host_git "nest worktree nwt" "$S/deep/nwt"
+host_git "nest submodule nsub" "$S/deep/nest/nsub"
+host_git hp "$S/hp"
+host_git symrepo "$S/symrepo"
+host_git filerepo "$S/filerepo"
+check "host: git add and commit a file in top (filters and hooks would run)" \
+	sh -c "cd '$S' && echo x >>a && git add a && git commit -qm 'host edit'"
+
+pwned=$(cd "$T" && ls -d PWNED-* 2>/dev/null)
+if [ -z "$pwned" ]; then
+	ok "no PWNED marker: nothing the bot planted ran"
+else
+	not_ok "no PWNED marker: nothing the bot planted ran"
+	diag "markers: $pwned"
+fi
+
+done_testing

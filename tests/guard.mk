@@ -1,0 +1,14 @@
+# tests/guard.mk: end-to-end tests of gitguard through `agentfs mount`:
+# ordinary git keeps working in a writable mount (guard-git.sh), and every
+# way of planting code that git runs later is refused (guard-attack.sh, with
+# its attacker helper guard-tryop).  Each needs root and /dev/fuse and skips
+# (exit 77) without them.
+check_PROGRAMS += tests/guard-tryop
+tests_guard_tryop_SOURCES = tests/guard-tryop.c
+tests_guard_tryop_LDADD = $(PTHREAD_LIBS)
+
+GUARD_TESTS = \
+	tests/guard-git.sh \
+	tests/guard-attack.sh
+TESTS += $(GUARD_TESTS)
+EXTRA_DIST += $(GUARD_TESTS)
