@@ -306,6 +306,8 @@ static int mount_guard(struct fs_mount *m, struct fs_error *err)
 	}
 	go.root_path = abs;
 	r = guard_open(m->root.fd, &go, &m->guard, &gerr);
+	if (r == 0)
+		r = guard_scan_tree(m->guard, 0, &gerr);
 	if (r != 0) {
 		fs_seterr(err, -r, "source %s: %s", m->source, gerr.msg);
 		return r;

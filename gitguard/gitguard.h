@@ -171,6 +171,9 @@ int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp,
 void guard_free(struct guard *g);
 void guard_set_allow_new_repos(struct guard *g, bool allow);
 int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err *err);
+
+/* scan.c */
+int guard_scan_tree(struct guard *g, unsigned long budget, struct guard_err *err);
 uint64_t guard_generation(struct guard *g);
 const char *guard_rule_name(unsigned rule);
 const char *guard_rule_reason(unsigned rule);

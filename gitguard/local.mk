@@ -8,7 +8,8 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/check.c \
 	gitguard/repo.c \
 	gitguard/resolve.c \
-	gitguard/parse.c
+	gitguard/parse.c \
+	gitguard/scan.c
 EXTRA_DIST += gitguard/README
 
 check_PROGRAMS += tests/unit-guard tests/unit-guard-parse

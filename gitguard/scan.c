@@ -1,0 +1,100 @@
+/*
+ * The walk made once when a root is mounted. Protection that depends on a
+ * repository's content (its include and hooksPath targets, the other names
+ * of its protected files) is only known once the repository is scanned;
+ * without this walk a bot could write through a name it reaches before it
+ * ever looks the repository's .git up. Folders are classified as lookups
+ * would classify them, so every git folder in the root is scanned.
+ */
+#include "gitguard/guard-int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SCAN_DEPTH 512
+
+struct scan {
+	struct guard *g;
+	unsigned long entries, budget;
+	bool truncated;
+};
+
+/* Inside a git folder these hold no repository: objects, refs and logs can be huge. */
+static bool skip_in_gitdir(const char *name)
+{
+	return !strcmp(name, "objects") || !strcmp(name, "refs") || !strcmp(name, "logs");
+}
+
+static void scan_dir(struct scan *s, int dfd, const struct guard_cls *cls, unsigned depth)
+{
+	struct guard_cls c;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int rfd, fd;
+
+	if (depth > SCAN_DEPTH || s->truncated)
+		return;
+	rfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return;
+	d = fdopendir(rfd);
+	if (d == NULL) {
+		close(rfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		const char *name = de->d_name;
+		bool dotgit = name_is_dotgit(name);
+
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		if (++s->entries > s->budget) {
+			s->truncated = true;
+			break;
+		}
+		/* Only folders, and .git files or links, can be or point to git folders. */
+		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN && !dotgit)
+			continue;
+		if (cls->kind == GUARD_GITDIR && skip_in_gitdir(name))
+			continue;
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (!S_ISDIR(st.st_mode) && !dotgit)
+			continue;
+		fd = S_ISDIR(st.st_mode)
+			     ? openat(dfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC)
+			     : -1;
+		if (guard_classify(s->g, cls, dfd, name, &st, fd, &c) == 0 && fd >= 0 &&
+		    c.kind != GUARD_BOTREPO)
+			scan_dir(s, fd, &c, depth + 1);
+		if (fd >= 0)
+			close(fd);
+	}
+	closedir(d);
+}
+
+/* Walk the root, scanning every repository in it; at most budget entries. */
+int guard_scan_tree(struct guard *g, unsigned long budget, struct guard_err *err)
+{
+	struct scan s = {g, 0, budget ? budget : 10000000UL, false};
+	struct guard_cls root;
+	char msg[160];
+	int rc;
+
+	rc = guard_classify_root(g, &root, err);
+	if (rc)
+		return rc;
+	scan_dir(&s, g->root_fd, &root, 0);
+	if (s.truncated && g->log) {
+		snprintf(msg, sizeof(msg),
+			 "gitguard: the root has more than %lu entries: repositories beyond "
+			 "them are guarded from their first lookup", s.budget);
+		g->log(g->log_arg, msg);
+	}
+	return 0;
+}
