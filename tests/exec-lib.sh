@@ -1,0 +1,129 @@
+# tests/exec-lib.sh: helpers for the `agentfs exec` tests (tests/exec-*.sh).
+#
+# Sourced as `. "$top_srcdir/tests/exec-lib.sh"`.  It sources
+# tests/daemon-lib.sh (TAP helpers, $T, a private agentfsd on $D_SOCK and
+# $D_STATE, afs, jget, expect_ok/expect_error, and a trap that stops the
+# daemon by pid, unmounts and removes $T) and adds:
+#   ex ARGS...            `agentfs --socket $D_SOCK exec ARGS...`
+#   like GOT ERE DESC     ok if GOT matches the extended regex ERE
+#   unlike GOT ERE DESC   ok if it does not
+#   fuse_lines            how many fuse.agentfs mounts the host has under $T
+#                         (others' tests may mount elsewhere meanwhile)
+#   pty_run SECS CMD...   run CMD on a new pseudo-terminal (python3), print
+#                         what it wrote (CRs removed), exit with its status;
+#                         $PTY_INPUT, if set, is typed PTY_DELAY s (0.5) in
+#   PY                    the real python3 executable (not a pyenv shim), or empty
+#   BWRAP                 bwrap's path
+#
+# $T is made outside /tmp (in /var/tmp unless TMPDIR is elsewhere): inside a
+# sandbox /tmp is a private tmpfs, so a $T under /tmp would hide the host
+# folders around the bot's folder, which these tests need to see read-only.
+
+_exec_saved_tmpdir_set=${TMPDIR+set}
+_exec_saved_tmpdir=${TMPDIR-}
+case "${TMPDIR:-/tmp}" in
+/tmp | /tmp/*) [ -d /var/tmp ] && [ -w /var/tmp ] && TMPDIR=/var/tmp ;;
+esac
+. "$top_srcdir/tests/daemon-lib.sh"
+# The commands run inside must not inherit a TMPDIR that is read-only there.
+if [ -n "$_exec_saved_tmpdir_set" ]; then
+	TMPDIR=$_exec_saved_tmpdir
+else
+	unset TMPDIR
+fi
+
+case "$T" in
+/tmp | /tmp/*) skip_all "needs a temporary folder outside /tmp (/var/tmp is not writable)" ;;
+esac
+
+BWRAP=$(command -v bwrap) || skip_all "bwrap is missing (apt-get install bubblewrap)"
+if ! "$BWRAP" --ro-bind / / --unshare-pid --unshare-net --unshare-ipc --unshare-uts \
+	--dev /dev --proc /proc true 2>/dev/null; then
+	skip_all "bwrap cannot make namespaces here"
+fi
+
+PY=
+if command -v python3 >/dev/null 2>&1; then
+	PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+	[ -x "$PY" ] || PY=
+fi
+
+ex()
+{
+	"$AGENTFS" --socket "$D_SOCK" exec "$@"
+}
+
+like()
+{
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		ok "$3"
+	else
+		not_ok "$3"
+		diag "got:  '$1'" "want: /$2/"
+		return 1
+	fi
+}
+
+unlike()
+{
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		not_ok "$3"
+		diag "got:  '$1'" "must not match: /$2/"
+		return 1
+	else
+		ok "$3"
+	fi
+}
+
+fuse_lines()
+{
+	awk -v p="$T" 'index($5, p "/") == 1 && / - fuse\.agentfs / { n++ } END { print n + 0 }' \
+		/proc/self/mountinfo
+}
+
+# pty_run SECS CMD...: CMD's stdin, stdout and stderr are the slave of a new
+# pty (its controlling terminal); nothing is typed into it but $PTY_INPUT.
+# After SECS it is killed and "[pty_run: timeout]" is printed.
+_exec_pty_py='
+import os, pty, select, signal, sys, time
+deadline = time.time() + float(sys.argv[1])
+pid, fd = pty.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+out = b""
+feed = os.environb.get(b"PTY_INPUT")
+feed_at = time.time() + float(os.environ.get("PTY_DELAY", "0.5"))
+while True:
+    if feed is not None and time.time() >= feed_at:
+        os.write(fd, feed)
+        feed = None
+    left = deadline - time.time()
+    if feed is not None:
+        left = min(left, max(feed_at - time.time(), 0.01))
+    if left <= 0:
+        os.kill(pid, signal.SIGKILL)
+        out += b"\n[pty_run: timeout]\n"
+        break
+    r, _, _ = select.select([fd], [], [], left)
+    if not r:
+        continue
+    try:
+        b = os.read(fd, 65536)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+_, st = os.waitpid(pid, 0)
+os.close(fd)
+sys.stdout.write(out.decode(errors="replace").replace("\r", ""))
+sys.exit(os.waitstatus_to_exitcode(st) & 255)
+'
+
+pty_run()
+{
+	"$PY" -c "$_exec_pty_py" "$@"
+}

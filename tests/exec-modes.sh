@@ -1,0 +1,86 @@
+#!/bin/bash
+# exec-modes: danger-full-access runs unconfined; without bwrap, or with a
+# bwrap that cannot make its namespaces, nothing runs; --cwd before and after
+# the bot, and the default folder.
+. "$top_srcdir/tests/exec-lib.sh"
+
+W="$T/ws"
+mkdir -p "$W/sub" "$T/ws2" "$T/rd" "$T/d" "$T/outside" "$T/fakebin"
+daemon_start || bail_out "agentfsd did not start"
+check "create w1 (workspace-write, a readable root)" \
+	afs create w1 "$W" --sandbox workspace-write --no-network --readable "$T/rd"
+check "create d1 (danger-full-access)" afs create d1 "$T/d" --sandbox danger-full-access
+
+# --- danger-full-access: unconfined ------------------------------------------
+out=$(ex d1 -- sh -c 'echo unconfined >"$1" && echo "$AGENT_SOCKET"' sh "$T/outside/file" </dev/null 2>&1)
+is "$(cat "$T/outside/file" 2>&1)" unconfined "danger-full-access writes a host path outside its roots"
+is "$out" "$D_SOCK.d/d1.sock" "danger-full-access: AGENT_SOCKET is the bot's socket"
+probe="/tmp/agentfs-exec-probe.$$.$RANDOM"
+ex d1 -- sh -c 'echo x >"$1"' sh "$probe" </dev/null
+[ -e "$probe" ] && ok "danger-full-access: /tmp is the host's" || not_ok "danger-full-access: /tmp is the host's"
+rm -f "$probe"
+out=$(ex d1 -- sh -c 'echo $$' </dev/null)
+[ "${out:-0}" -gt 3 ] && ok "danger-full-access: no pid namespace (pid $out)" ||
+	not_ok "danger-full-access: no pid namespace (pid '$out')"
+out=$(cd / && ex d1 -- pwd </dev/null 2>&1)
+is "$out" "$T/d" "danger-full-access starts in its folder when run from outside it"
+out=$(env PATH=/nonexistent "$AGENTFS" --socket "$D_SOCK" exec d1 -- /bin/sh -c 'echo ran' </dev/null 2>&1)
+is "$out" ran "danger-full-access needs no bwrap"
+ex d1 -- sh -c 'exit 5' </dev/null
+is "$?" 5 "danger-full-access: the exit status passes through"
+
+# --- no bwrap ----------------------------------------------------------------
+err=$(env PATH=/nonexistent "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker1" \
+	</dev/null 2>&1 >/dev/null)
+rc=$?
+is "$rc" 1 "without bwrap in PATH, exec exits 1"
+like "$err" "bwrap" "without bwrap in PATH, the error names bwrap"
+[ -e "$W/marker1" ] && not_ok "without bwrap in PATH, the command did not run" ||
+	ok "without bwrap in PATH, the command did not run"
+
+# --- a bwrap that cannot make its namespaces --------------------------------
+cat >"$T/fakebin/bwrap" <<'EOF'
+#!/bin/sh
+echo "bwrap: Creating new namespace failed: Operation not permitted" >&2
+exit 1
+EOF
+chmod +x "$T/fakebin/bwrap"
+err=$(env PATH="$T/fakebin:$PATH" "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker2" \
+	</dev/null 2>&1 >/dev/null)
+rc=$?
+is "$rc" 126 "a bwrap that fails before starting the command: exec exits 126"
+like "$err" "Nothing was run" "it says nothing was run"
+like "$err" "Creating new namespace failed" "bwrap's own message is shown"
+[ -e "$W/marker2" ] && not_ok "the command did not run" || ok "the command did not run"
+
+# --- errors from the daemon: nothing runs -------------------------------------
+err=$(ex nosuchbot -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker3" </dev/null 2>&1 >/dev/null)
+rc=$?
+is "$rc" 1 "exec of a bot that does not exist exits 1"
+like "$err" "not_found" "and says not_found"
+[ -e "$W/marker3" ] && not_ok "and runs nothing" || ok "and runs nothing"
+
+# --- --cwd ---------------------------------------------------------------------
+is "$(ex --cwd "$W/sub" w1 -- pwd </dev/null 2>&1)" "$W/sub" "--cwd DIR before the bot"
+is "$(ex w1 --cwd "$W/sub" -- pwd </dev/null 2>&1)" "$W/sub" "--cwd DIR after the bot"
+is "$(ex w1 --cwd="$W/sub" pwd </dev/null 2>&1)" "$W/sub" "--cwd=DIR after the bot, no --"
+is "$(cd "$W" && ex w1 --cwd sub -- pwd </dev/null 2>&1)" "$W/sub" "a relative --cwd is taken from the current folder"
+is "$(cd "$W/sub" && ex --cwd .. w1 -- pwd </dev/null 2>&1)" "$W" "--cwd .. from a subfolder"
+is "$(ex w1 --cwd /etc -- pwd </dev/null 2>&1)" /etc "--cwd a host folder outside the roots (read-only there)"
+out=$(ex w1 --cwd "$W/nosuch" -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker4" </dev/null 2>&1)
+rc=$?
+[ "$rc" -ne 0 ] && [ ! -e "$W/marker4" ] && ok "--cwd a missing folder fails (status $rc) and runs nothing" ||
+	{ not_ok "--cwd a missing folder fails and runs nothing"; diag "status $rc: $out"; }
+is "$(ex w1 -- sh -c 'echo "$@"' sh --cwd x </dev/null 2>&1)" "--cwd x" "a --cwd after the command is the command's"
+is "$(ex w1 echo --cwd x </dev/null 2>&1)" "--cwd x" "a --cwd after the command (no --) is the command's"
+
+# the default: the current folder if inside a root, else the bot's folder
+is "$(cd "$W/sub" && ex w1 -- pwd </dev/null 2>&1)" "$W/sub" "default cwd: the current folder, inside the bot's folder"
+is "$(cd "$W" && ex w1 -- pwd </dev/null 2>&1)" "$W" "default cwd: the bot's folder itself"
+is "$(cd "$T/rd" && ex w1 -- pwd </dev/null 2>&1)" "$T/rd" "default cwd: the current folder, inside a readable root"
+is "$(cd / && ex w1 -- pwd </dev/null 2>&1)" "$W" "default cwd from / (outside every root): the bot's folder"
+is "$(cd "$T" && ex w1 -- pwd </dev/null 2>&1)" "$W" "default cwd from the folder's parent: the bot's folder"
+is "$(cd "$T/ws2" && ex w1 -- pwd </dev/null 2>&1)" "$W" "default cwd from $T/ws2 (a prefix look-alike of ws): the bot's folder"
+is "$(pgrep -fa "bwrap .*$T/")" "" "no sandbox is left running"
+
+done_testing

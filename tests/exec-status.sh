@@ -1,0 +1,95 @@
+#!/bin/bash
+# exec-status: `agentfs exec` passes the command's exit status and death by
+# signal through, carries stdin, stdout and stderr (each its own), and passes
+# SIGTERM and SIGINT sent to the client on to the command.
+. "$top_srcdir/tests/exec-lib.sh"
+
+W="$T/ws"
+mkdir -p "$W"
+daemon_start || bail_out "agentfsd did not start"
+check "create w1" afs create w1 "$W" --sandbox workspace-write --no-network
+
+# --- exit status ---------------------------------------------------------------
+ex w1 -- sh -c 'exit 7' </dev/null
+is "$?" 7 "exit 7 inside: exec exits 7"
+ex w1 -- true </dev/null
+is "$?" 0 "true inside: exec exits 0"
+ex w1 -- false </dev/null
+is "$?" 1 "false inside: exec exits 1"
+printf 'abc' | ex w1 -- sh -c 'cat >/dev/null; exit 3'
+is "$?" 3 "exit 3 after reading stdin: exec exits 3"
+
+# --- death by signal -------------------------------------------------------
+# (in a subshell whose stderr is dropped: bash reports a child killed by a signal)
+(ex w1 -- sh -c 'kill -TERM $$' </dev/null) 2>/dev/null
+is "$?" 143 "sh -c 'kill -TERM \$\$' inside: the shell sees status 143"
+(ex w1 -- sh -c 'kill -KILL $$' </dev/null) 2>/dev/null
+is "$?" 137 "sh -c 'kill -KILL \$\$' inside: the shell sees status 137"
+if [ -n "$PY" ]; then
+	# A status of 143 could be exit(143); Python's returncode tells a signal apart.
+	rcs='import subprocess, sys; print(subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL).returncode)'
+	is "$("$PY" -c "$rcs" "$AGENTFS" --socket "$D_SOCK" exec w1 -- sh -c 'kill -TERM $$')" -15 \
+		"the exec client itself dies of SIGTERM"
+	is "$("$PY" -c "$rcs" "$AGENTFS" --socket "$D_SOCK" exec w1 -- sh -c 'kill -KILL $$')" -9 \
+		"the exec client itself dies of SIGKILL"
+	is "$("$PY" -c "$rcs" "$AGENTFS" --socket "$D_SOCK" exec w1 -- sh -c 'exit 7')" 7 \
+		"an exit status is an exit status, not a signal"
+else
+	skip "python3 is missing"
+	skip "python3 is missing"
+	skip "python3 is missing"
+fi
+
+# --- stdin, stdout, stderr -------------------------------------------------
+out=$(printf 'line one\nline two\n' | ex w1 -- cat 2>&1)
+is "$out" "line one
+line two" "stdin piped through cat inside comes back on stdout"
+head -c 1048576 /dev/urandom >"$T/big"
+ex w1 -- cat <"$T/big" >"$T/big.out" 2>"$T/big.err"
+rc=$?
+cmp -s "$T/big" "$T/big.out" && [ "$rc" -eq 0 ] && [ ! -s "$T/big.err" ] &&
+	ok "1 MiB of binary data through cat inside comes back intact" ||
+	{ not_ok "1 MiB of binary data through cat inside comes back intact"; diag "status $rc, $(cat "$T/big.err")"; }
+ex w1 -- sh -c 'echo to-out; echo to-err >&2; echo more-out' </dev/null >"$T/o" 2>"$T/e"
+is "$(cat "$T/o" | tr '\n' ' ')" "to-out more-out " "stdout carries only stdout"
+is "$(cat "$T/e")" "to-err" "stderr carries only stderr"
+out=$(ex w1 -- sh -c 'read -r l; echo "got:$l"' <<<"typed")
+is "$out" "got:typed" "stdin from a here-string reaches the command"
+
+# --- signals sent to the client reach the command ---------------------------
+# sig_to_command SIG: start a command that traps SIG, send SIG to the exec
+# client; the trap should run (it writes a file and exits 3).  The files'
+# names differ per signal: a name removed on the host may still be cached
+# in the mount for the entry timeout.
+sig_to_command()
+{
+	local sig="$1" cpid rc
+	# env puts SIGINT back to default: a background job of a non-interactive
+	# shell starts with it ignored, and bwrap would inherit that.
+	env --default-signal=INT "$AGENTFS" --socket "$D_SOCK" exec w1 -- \
+		sh -c 'trap "echo $1 >trapped.$1; exit 3" "$1"; echo >ready.$1; sleep 30 & wait' sh "$sig" \
+		</dev/null >/dev/null 2>&1 &
+	cpid=$!
+	track_pid "$cpid"
+	if ! wait_until 10 test -e "$W/ready.$sig"; then
+		not_ok "SIG$sig to the exec client reaches the command (the command did not start)"
+		kill -KILL "$cpid"
+		wait "$cpid"
+		return
+	fi
+	kill "-$sig" "$cpid"
+	wait "$cpid" 2>/dev/null
+	rc=$?
+	if [ -e "$W/trapped.$sig" ] && [ "$rc" -eq 3 ]; then
+		ok "SIG$sig to the exec client reaches the command (its trap ran, status 3)"
+	else
+		not_ok "SIG$sig to the exec client reaches the command (its trap ran, status 3)"
+		diag "exec status $rc; trap ran: $([ -e "$W/trapped.$sig" ] && echo yes || echo no)"
+	fi
+}
+sig_to_command TERM
+sig_to_command INT
+sig_to_command HUP
+is "$(pgrep -fa "bwrap .*$T/")" "" "no sandbox is left running"
+
+done_testing

@@ -1,0 +1,12 @@
+# tests/exec.mk: the `agentfs exec` tests: bubblewrap sandboxes run over a
+# private agentfsd's mounts.  They need root, /dev/fuse and bwrap (they skip,
+# exit 77, without them), python3 for the terminal and network parts, and
+# tests/daemon-client and tests/daemon-lib.sh from tests/daemon.mk.
+EXEC_TESTS = \
+	tests/exec-basic.sh \
+	tests/exec-git.sh \
+	tests/exec-status.sh \
+	tests/exec-tty.sh \
+	tests/exec-modes.sh
+TESTS += $(EXEC_TESTS)
+EXTRA_DIST += tests/exec-lib.sh $(EXEC_TESTS)
