@@ -83,6 +83,9 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 		return 0;
 	if (parent->flags & GUARD_TREE)
 		return refuse(v, parent->rule);
+	/* nothing new in modules/ but inside a submodule's git folder (D6) */
+	if (parent->role == GUARD_R_MODULES && parent->kind != GUARD_GITDIR)
+		return refuse(v, GUARD_RULE_D6);
 	if (name_is_dotgit(name)) {
 		if (!g->allow_new)
 			return refuse(v, GUARD_RULE_G1);

@@ -29,7 +29,7 @@ static const struct {
 	{"config", GUARD_RO, GUARD_RULE_D1},	{"config.worktree", GUARD_RO, GUARD_RULE_D2},
 	{"hooks", GUARD_TREE, GUARD_RULE_D3},	{"commondir", GUARD_RO, GUARD_RULE_D4},
 	{"gitdir", GUARD_RO, GUARD_RULE_D5},	{"locked", GUARD_RO, GUARD_RULE_D5},
-	{"worktrees", GUARD_RO, GUARD_RULE_D5}, {"modules", GUARD_TREE, GUARD_RULE_D6},
+	{"worktrees", GUARD_RO, GUARD_RULE_D5}, {"modules", GUARD_RO, GUARD_RULE_D6},
 	{"remotes", GUARD_TREE, GUARD_RULE_D8}, {"branches", GUARD_TREE, GUARD_RULE_D8},
 };
 
@@ -89,6 +89,8 @@ int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char
 				out->role = GUARD_R_CONFIG;
 			else if (!strcasecmp(name, "worktrees"))
 				out->role = GUARD_R_WORKTREES;
+			else if (!strcasecmp(name, "modules"))
+				out->role = GUARD_R_MODULES;
 			return 0;
 		}
 		if (name_is(name, "objects")) {
@@ -105,6 +107,19 @@ int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char
 			if (name_or_lock(name, "alternates") ||
 			    name_or_lock(name, "http-alternates"))
 				set(out, GUARD_RO, GUARD_RULE_D7);
+			return 0;
+		case GUARD_R_MODULES:
+			/*
+			 * D6: modules/ holds each submodule's own git folder, found by
+			 * its shape and then guarded like any git folder, so work
+			 * inside a submodule goes on. What leads to them is fixed,
+			 * and nothing new may be made here (check_new).
+			 */
+			set(out, GUARD_RO, GUARD_RULE_D6);
+			if (S_ISDIR(mode)) {
+				out->role = GUARD_R_MODULES;
+				return 1;
+			}
 			return 0;
 		case GUARD_R_WORKTREES:
 			/* an <id>: a git folder of its own; anything else in worktrees/ is RO */

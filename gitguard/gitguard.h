@@ -42,6 +42,7 @@ enum guard_role {
 	GUARD_R_OBJINFO,   /* D/objects/info */
 	GUARD_R_WORKTREES, /* D/worktrees */
 	GUARD_R_CONFIG,	   /* D/config: a write to it is worth a guard_notify() */
+	GUARD_R_MODULES,   /* D/modules and the folders in it down to each submodule's git folder */
 };
 
 /* Rules, as named in DESIGN.md; guard_rule_name() gives the text. */

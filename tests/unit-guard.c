@@ -464,9 +464,14 @@ static void test_worktrees_modules(void)
 	/* modules */
 	sh("mkdir -p main/.git/modules/lib/a/b && git init -q --bare "
 	   "main/.git/modules/lib/a/b/sub");
-	IS(try_write("main/.git/modules/lib/a/b/sub/config"), "D6", "submodule config RO");
-	IS(try_create("main/.git/modules/lib/a/b/sub/hooks/pre-commit"), "D6", "submodule hook NC");
-	IS(try_write("main/.git/modules/lib/a/b/sub/HEAD"), "D6", "everything in modules is RO");
+	/* a submodule's git folder is guarded like any git folder (D1, D3), its data writable */
+	IS(try_write("main/.git/modules/lib/a/b/sub/config"), "D1", "submodule config RO");
+	IS(try_create("main/.git/modules/lib/a/b/sub/hooks/pre-commit"), "D3", "submodule hook NC");
+	IS(try_write("main/.git/modules/lib/a/b/sub/HEAD"), "", "submodule HEAD writable");
+	IS(try_create("main/.git/modules/lib/a/b/sub/index.lock"), "", "submodule index.lock creatable");
+	IS(try_create("main/.git/modules/lib/a/b/sub/commondir"), "D4", "submodule commondir NC");
+	IS(try_create("main/.git/modules/lib/a/b/new"), "D6", "nothing new on the way to a submodule");
+	IS(try_create("main/.git/modules/evil"), "D6", "no new module");
 	IS(try_mkdir("main/.git/modules/new"), "D6", "new module NC");
 	IS(try_remove("main/.git/modules/lib"), "D6", "modules content not removable");
 	/* submodule worktree .git file */
