@@ -1,0 +1,145 @@
+#!/bin/bash
+# daemon-basic: agentfsd starts, answers, makes a bot with a working mount and
+# socket, deletes it, keeps a valid state file, stops on the shutdown op and on
+# SIGTERM leaving nothing mounted, and a second daemon on its socket refuses.
+. "$top_srcdir/tests/daemon-lib.sh"
+
+mkdir -p "$T/work" "$T/work2"
+
+# --- start ------------------------------------------------------------------
+if daemon_start; then ok "agentfsd starts (daemonised, returns once listening)"
+else not_ok "agentfsd starts (daemonised, returns once listening)"; fi
+[ -n "$D_PID" ] || bail_out "no agentfsd running after daemon_start"
+is "$(afs --json version | jget protocol)" 1 "the control socket answers as soon as agentfsd returns"
+check "the daemon runs on in the background (pid $D_PID)" kill -0 "$D_PID"
+[ -S "$D_SOCK" ] && ok "control socket is a socket" || not_ok "control socket is a socket"
+is "$(stat -c %a "$D_SOCK")" 600 "control socket is mode 0600"
+
+# --- version handshake ------------------------------------------------------
+r=$(raw '{"op":"version","protocol":1,"id":"v1"}')
+expect_ok "version with protocol 1" "$r"
+is "$(printf '%s' "$r" | jget protocol)" 1 "version reports protocol 1"
+is "$(printf '%s' "$r" | jget id)" v1 "version echoes the id"
+v=$(printf '%s' "$r" | jget version)
+[ -n "$v" ] && ok "version reports a version ($v)" || not_ok "version reports a version"
+r=$(raw '{"op":"version","protocol":99,"id":7}')
+expect_error "version with protocol 99" unsupported_protocol "$r"
+is "$(printf '%s' "$r" | jget id)" 7 "the error echoes a numeric id"
+
+# --- create and show --------------------------------------------------------
+r=$(afs --json create b1 "$T/work" --id basic-1)
+expect_ok "create b1" "$r"
+s=$(afs --json show b1)
+is "$(printf '%s' "$s" | jget bot.mounts.0.state)" mounted "show: b1's folder is mounted"
+is "$(printf '%s' "$s" | jget bot.mounts.0.mountpoint)" "$D_MNT/b1/0" "show: mount point is STATE/mnt/b1/0"
+is "$(printf '%s' "$s" | jget bot.mounts.0.access)" rw "show: workspace-write mounts the folder rw"
+is "$(printf '%s' "$s" | jget bot.socket)" "$D_SOCK.d/b1.sock" "show: b1's socket is SOCKET.d/b1.sock"
+is "$(printf '%s' "$s" | jget bot.sandbox)" workspace-write "show: default sandbox is workspace-write"
+[ -S "$D_SOCK.d/b1.sock" ] && ok "b1's socket exists" || not_ok "b1's socket exists"
+is "$("$DCLIENT" req "$D_SOCK.d/b1.sock" '{"op":"status"}' | jget bot)" b1 \
+	"b1's socket answers as b1"
+is "$(mounts_in "$D_MNT" | awk '{ print $2, $3 }')" "$D_MNT/b1/0 fuse.agentfs" \
+	"mountinfo: exactly one fuse.agentfs mount, at STATE/mnt/b1/0"
+check "state file is valid JSON after create" state_valid
+is "$(jget 'bots.*.name' <"$D_STATE/bots.json")" b1 "state file holds b1"
+
+# --- the mount works --------------------------------------------------------
+if echo hello >"$D_MNT/b1/0/hello.txt" 2>/dev/null; then
+	ok "write through STATE/mnt/b1/0"
+else
+	not_ok "write through STATE/mnt/b1/0"
+fi
+is "$(cat "$T/work/hello.txt" 2>/dev/null)" hello "the file appears in the folder"
+echo fromhost >"$T/work/host.txt"
+is "$(cat "$D_MNT/b1/0/host.txt" 2>/dev/null)" fromhost "a host file reads through the mount"
+
+# --- ls and status ----------------------------------------------------------
+expect_ok "create b2" "$(afs --json create b2 "$T/work2")"
+is "$(afs --json ls | jget 'bots.*.name' | sort | tr '\n' ' ')" "b1 b2 " "ls --json lists b1 and b2"
+out=$(afs ls)
+printf '%s\n' "$out" | grep -q "^b1 .*$T/work\$" && ok "ls (text) shows b1 and its folder" ||
+	{ not_ok "ls (text) shows b1 and its folder"; diag "$out"; }
+st=$(afs --json status)
+is "$(printf '%s' "$st" | jget bots)" 2 "status: 2 bots"
+is "$(printf '%s' "$st" | jget mounts)" 2 "status: 2 mounts"
+is "$(printf '%s' "$st" | jget pid)" "$D_PID" "status: the daemon's pid"
+is "$(printf '%s' "$st" | jget socket)" "$D_SOCK" "status: the control socket"
+is "$(printf '%s' "$st" | jget state)" "$D_STATE" "status: the state folder"
+check "state file is valid JSON after the second create" state_valid
+
+# --- delete -----------------------------------------------------------------
+r=$(afs --json rm b1)
+is "$(printf '%s' "$r" | jget 'deleted.*')" b1 "rm b1 reports b1 deleted"
+is "$(mounts_in "$D_MNT/b1" | wc -l)" 0 "rm b1: its mount is gone from mountinfo"
+[ ! -e "$D_SOCK.d/b1.sock" ] && ok "rm b1: its socket file is removed" ||
+	not_ok "rm b1: its socket file is removed"
+expect_error "show b1 after rm" not_found "$(raw '{"op":"show","name":"b1"}')"
+expect_error "rm b1 again" not_found "$(raw '{"op":"delete","name":"b1"}')"
+is "$(mounts_in "$D_MNT" | awk '{ print $2 }')" "$D_MNT/b2/0" "b2's mount is untouched"
+is "$(cat "$T/work/hello.txt" 2>/dev/null)" hello "rm keeps the bot's files"
+check "state file is valid JSON after rm" state_valid
+is "$(jget 'bots.*.name' <"$D_STATE/bots.json")" b2 "state file holds only b2"
+
+# --- shutdown op ------------------------------------------------------------
+r=$(afs --json shutdown)
+expect_ok "shutdown op" "$r"
+if daemon_wait_gone 5; then ok "shutdown: the daemon exits"; else not_ok "shutdown: the daemon exits"; fi
+[ ! -e "$D_SOCK" ] && ok "shutdown: control socket removed" || not_ok "shutdown: control socket removed"
+[ ! -e "$D_SOCK.d/b2.sock" ] && ok "shutdown: bot socket removed" || not_ok "shutdown: bot socket removed"
+is "$(mounts_in "$T" | wc -l)" 0 "shutdown: nothing mounted under the temp folder"
+check "state file is valid JSON after shutdown" state_valid
+is "$(jget 'bots.*.name' <"$D_STATE/bots.json")" b2 "shutdown keeps b2 in the state file"
+
+# --- SIGTERM ----------------------------------------------------------------
+daemon_start && ok "agentfsd starts again" || not_ok "agentfsd starts again"
+is "$(afs --json show b2 | jget bot.mounts.0.state)" mounted "after a restart b2 is mounted again"
+check "b2's mount answers" timeout 5 ls "$D_MNT/b2/0"
+kill -TERM "$D_PID"
+if daemon_wait_gone 5; then ok "SIGTERM: the daemon exits"; else not_ok "SIGTERM: the daemon exits"; fi
+[ ! -e "$D_SOCK" ] && ok "SIGTERM: control socket removed" || not_ok "SIGTERM: control socket removed"
+[ ! -e "$D_SOCK.d/b2.sock" ] && ok "SIGTERM: bot socket removed" || not_ok "SIGTERM: bot socket removed"
+is "$(mounts_in "$T" | wc -l)" 0 "SIGTERM: nothing mounted under the temp folder"
+check "state file is valid JSON after SIGTERM" state_valid
+
+# --- a second daemon on the same socket ------------------------------------
+daemon_start && ok "agentfsd starts a third time" || not_ok "agentfsd starts a third time"
+first=$D_PID
+err=$("$AGENTFSD" --socket "$D_SOCK" --state "$T/state2" 2>&1)
+rc=$?
+[ "$rc" -ne 0 ] && ok "a second agentfsd on the same socket fails (status $rc)" ||
+	not_ok "a second agentfsd on the same socket fails"
+case "$err" in
+*"another agentfsd is listening on $D_SOCK"*) ok "it says another agentfsd is listening there" ;;
+*) not_ok "it says another agentfsd is listening there"; diag "stderr: $err" ;;
+esac
+is "$(daemon_pids | tr '\n' ' ')" "$first " "only the first daemon runs"
+is "$(afs --json status | jget pid)" "$first" "the first daemon still answers on the socket"
+is "$(mounts_in "$D_MNT" | wc -l)" 1 "the first daemon's mount is untouched"
+err=$("$AGENTFSD" -f --socket "$D_SOCK" --state "$D_STATE" 2>&1)
+rc=$?
+[ "$rc" -ne 0 ] && ok "a second agentfsd -f with the same state fails too (status $rc)" ||
+	not_ok "a second agentfsd -f with the same state fails too"
+is "$(afs --json show b2 | jget bot.mounts.0.state)" mounted "and b2 stays mounted"
+is "$(mounts_in "$D_MNT" | wc -l)" 1 "still exactly one mount"
+is "$(stat -c %a "$D_SOCK.d/b2.sock")" 600 "b2's socket is mode 0600"
+
+# --- a second daemon on the same state folder (another socket) --------------
+# It would take the running daemon's mounts for stale ones and detach them.
+err=$("$AGENTFSD" --socket "$T/other.sock" --state "$D_STATE" 2>&1)
+rc=$?
+[ "$rc" -ne 0 ] && ok "a second agentfsd on the same state folder fails" ||
+	{ not_ok "a second agentfsd on the same state folder fails"; diag "it started: $err"; }
+sleep 1 # give the first daemon time to notice if its mount was taken
+is "$(afs --json show b2 | jget bot.mounts.0.state)" mounted \
+	"the first daemon still has b2 mounted"
+# If it did start, stop it before the first one.
+if [ -S "$T/other.sock" ] && answers "$T/other.sock"; then
+	"$top_builddir/src/agentfs" --socket "$T/other.sock" shutdown >/dev/null
+	wait_until 5 eval '[ -z "$(daemon_pids "$T/other.sock")" ]'
+fi
+
+expect_ok "final shutdown" "$(afs --json shutdown)"
+daemon_wait_gone 5
+is "$(mounts_in "$T" | wc -l)" 0 "nothing is left mounted"
+
+done_testing

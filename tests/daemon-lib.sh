@@ -1,0 +1,194 @@
+# tests/daemon-lib.sh: helpers for the agentfsd tests (tests/daemon-*.sh).
+#
+# Sourced as `. "$top_srcdir/tests/daemon-lib.sh"`; it sources tests/lib.sh
+# (TAP helpers, the private temp folder $T, the skips without root or
+# /dev/fuse) and adds:
+#   D_SOCK, D_STATE, D_MNT      the private control socket, state and mount
+#                               folders under $T (never the default paths)
+#   daemon_start [ARGS...]      start agentfsd on them (daemonised: returns
+#                               once it listens); D_PID is its pid
+#   daemon_pids [SOCKET]        pids of our agentfsd on SOCKET (default: all of ours)
+#   daemon_kill SIG             signal them, by pid
+#   daemon_wait_gone SECONDS    wait until none is left
+#   afs ARGS...                 the client on our socket
+#   raw LINE...                 send raw request lines on one connection
+#   jget PATH                   a field of the JSON on stdin (daemon-client get)
+#   expect_error DESC CODE JSON one TAP result: ok:false with error.code CODE
+#   expect_ok DESC JSON         one TAP result: ok:true
+#   answers SOCKET              something answers a status op there
+#   mounts_in DIR               "ID MOUNTPOINT FSTYPE" of each mount at or under DIR
+#   state_valid                 the state file parses as a JSON object
+# and a trap that kills our daemons by pid (TERM, then KILL), unmounts
+# whatever is left under $T (fusermount3 -u, then -uz) and then runs
+# lib.sh's cleanup, which removes $T.
+
+. "$top_srcdir/tests/lib.sh"
+
+# AGENTFSD may name another build of the daemon (say, one with ASan).
+AGENTFSD="${AGENTFSD:-$top_builddir/src/agentfsd}"
+DCLIENT="$top_builddir/tests/daemon-client"
+[ -x "$AGENTFSD" ] || bail_out "$AGENTFSD is not built"
+[ -x "$DCLIENT" ] || bail_out "$DCLIENT is not built (make check builds it)"
+
+# Nothing from the caller's environment may point us at a real daemon.
+unset AGENT_SOCKET AGENTFS_SOCKET
+
+# Short: a bot's socket is $D_SOCK.d/NAME.sock and must fit in sun_path
+# (107 bytes) with a 64-byte name.
+D_SOCK="$T/d.sock"
+D_STATE="$T/state"
+D_MNT="$D_STATE/mnt"
+D_PID=
+
+# daemon_pids [SOCKET]: pids of the agentfsd serving SOCKET, or of every
+# agentfsd started with a path under $T (our paths hold no glob characters)
+daemon_pids()
+{
+	local f cmd pat
+	if [ -n "${1:-}" ]; then
+		pat="*/agentfsd *--socket $1 *"
+	else
+		pat="*/agentfsd *$T/*"
+	fi
+	# One grep over every command line (forking per process is slow on a busy
+	# host), then a closer look at each hit.
+	for f in $(grep -lsF -- "${1:-$T/}" /proc/[0-9]*/cmdline 2>/dev/null); do
+		cmd=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
+		# shellcheck disable=SC2254
+		case "$cmd" in
+		$pat) f=${f#/proc/}; echo "${f%/cmdline}" ;;
+		esac
+	done
+}
+
+# lib.sh's lib_our_servers forks two processes per process on the host, which
+# takes many seconds on a busy machine; this does the same with one grep.
+lib_our_servers()
+{
+	local f p cmd
+	for f in $(grep -lsF -- "$T/" /proc/[0-9]*/cmdline 2>/dev/null); do
+		p=${f#/proc/}
+		p=${p%/cmdline}
+		[ "$p" = "$$" ] && continue
+		cmd=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
+		case "$cmd" in
+		*agentfs*) echo "$p" ;;
+		esac
+	done
+}
+
+daemon_alive()
+{
+	[ -n "$(daemon_pids)" ]
+}
+
+daemon_kill()
+{
+	local p
+	for p in $(daemon_pids); do
+		kill "-$1" "$p" 2>/dev/null
+	done
+}
+
+daemon_wait_gone()
+{
+	wait_until "$1" eval '[ -z "$(daemon_pids)" ]'
+}
+
+# daemon_start [ARGS...]: start agentfsd; 0 once it listens.
+daemon_start()
+{
+	"$AGENTFSD" --socket "$D_SOCK" --state "$D_STATE" "$@" || return $?
+	D_PID=$(daemon_pids "$D_SOCK" | head -n 1)
+	[ -n "$D_PID" ]
+}
+
+afs()
+{
+	"$top_builddir/src/agentfs" --socket "$D_SOCK" "$@"
+}
+
+raw()
+{
+	"$DCLIENT" req "$D_SOCK" "$@"
+}
+
+jget()
+{
+	"$DCLIENT" get "$1"
+}
+
+# expect_error DESC CODE REPLY: ok is false, error.code is CODE, a message is given.
+expect_error()
+{
+	local desc="$1" want="$2" reply="$3" okv code msg
+	okv=$(printf '%s' "$reply" | jget ok)
+	code=$(printf '%s' "$reply" | jget error.code)
+	msg=$(printf '%s' "$reply" | jget error.message)
+	if [ "$okv" = false ] && [ "$code" = "$want" ] && [ -n "$msg" ]; then
+		ok "$desc ($want)"
+	else
+		not_ok "$desc ($want)"
+		diag "want ok:false and error code $want" "got: $reply"
+		return 1
+	fi
+}
+
+# expect_ok DESC REPLY: ok is true
+expect_ok()
+{
+	if [ "$(printf '%s' "$2" | jget ok)" = true ]; then
+		ok "$1"
+	else
+		not_ok "$1"
+		diag "got: $2"
+		return 1
+	fi
+}
+
+# mounts_in DIR: "ID MOUNTPOINT FSTYPE" of every mount at or under DIR
+mounts_in()
+{
+	awk -v p="$1" '$5 == p || index($5, p "/") == 1 {
+		for (i = 7; $i != "-"; i++) ;
+		print $1, $5, $(i + 1)
+	}' /proc/self/mountinfo
+}
+
+state_valid()
+{
+	"$DCLIENT" valid "$D_STATE/bots.json"
+}
+
+# Is something listening on this unix socket? (connect, then close)
+answers()
+{
+	"$DCLIENT" req "$1" '{"op":"status"}' >/dev/null 2>&1
+}
+
+daemon_cleanup()
+{
+	local rc=$? p i m
+	set +e
+	if [ -n "${T:-}" ]; then
+		daemon_kill TERM
+		for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30; do
+			daemon_alive || break
+			sleep 0.1
+		done
+		daemon_kill KILL
+		# Deepest first, so a mount under another goes before it.
+		for i in 1 2 3; do
+			for m in $(awk -v p="$T" 'index($5, p "/") == 1 { print length($5), $5 }' \
+				/proc/self/mountinfo | sort -rn | cut -d' ' -f2-); do
+				fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null ||
+					umount -l "$m" 2>/dev/null
+			done
+			[ "$(mounts_under "$T")" -eq 0 ] && break
+			sleep 0.2
+		done
+	fi
+	(exit "$rc")
+	lib_cleanup
+}
+trap daemon_cleanup EXIT

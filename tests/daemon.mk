@@ -1,0 +1,16 @@
+# tests/daemon.mk: the agentfsd tests (the daemon, its protocol, bots'
+# authority, restarts and hostile clients).  Each needs root and /dev/fuse
+# and skips (exit 77) without them.  daemon-client is their raw socket and
+# JSON helper, so they need neither python nor jq.
+check_PROGRAMS += tests/daemon-client
+tests_daemon_client_SOURCES = tests/daemon-client.c
+tests_daemon_client_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_daemon_client_LDADD = $(CJSON_LIBS)
+
+DAEMON_TESTS = \
+	tests/daemon-basic.sh \
+	tests/daemon-authority.sh \
+	tests/daemon-restart.sh \
+	tests/daemon-hostile.sh
+TESTS += $(DAEMON_TESTS)
+EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
