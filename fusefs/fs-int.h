@@ -187,6 +187,7 @@ void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, i
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops fs_ops;
+void ops_thread_exit(void);
 
 /* fs.c */
 void fs_log(struct fs *fs, enum fs_log_level level, const char *fmt, ...)

@@ -156,6 +156,7 @@ static void *worker_main(void *arg)
 		mount_release(m);
 	}
 	free(buf.mem);
+	ops_thread_exit();
 	return NULL;
 }
 

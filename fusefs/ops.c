@@ -579,6 +579,14 @@ out:
 static __thread char *read_buf;
 static __thread size_t read_cap;
 
+/* A worker ends: its read buffer goes with it. */
+void ops_thread_exit(void)
+{
+	free(read_buf);
+	read_buf = NULL;
+	read_cap = 0;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {

@@ -316,6 +316,38 @@ static int open_folder(const char *path)
 	return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
 }
 
+struct mnt_query {
+	uint64_t id;
+	bool agentfs;
+};
+
+static int mnt_match(void *arg, uint64_t id, const char *mp, const char *fstype)
+{
+	struct mnt_query *q = arg;
+
+	if (id != q->id)
+		return 0;
+	q->agentfs = strcmp(fstype, "fuse.agentfs") == 0;
+	return 1;
+}
+
+/*
+ * Is the folder on an agentfs mount? Serving a mount from another of our
+ * mounts would make workers wait on themselves: refused.
+ */
+static bool on_agentfs(int fd)
+{
+	struct mnt_query q = {0, false};
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID))
+		return false;
+	q.id = stx.stx_mnt_id;
+	fs_mountinfo_each(mnt_match, &q);
+	return q.agentfs;
+}
+
 /* Job thread: check one root and mount it. */
 static void root_mount(struct job *j, struct bot *b, struct root *rt)
 {
@@ -334,6 +366,13 @@ static void root_mount(struct job *j, struct bot *b, struct root *rt)
 			   e == ELOOP ? "a component is a symbolic link (give the real path)"
 			   : e == ENOTDIR ? "not a folder"
 			   : e == ENOENT ? "no such folder" : strerror(e));
+		rt->error = strdup(j->msg);
+		return;
+	}
+	if (on_agentfs(fd)) {
+		close(fd);
+		job_seterr(j, EINVAL, "bad_path", "%s is inside an agentfs mount (a bot's view); "
+			   "give the real folder", rt->path);
 		rt->error = strdup(j->msg);
 		return;
 	}

@@ -88,7 +88,7 @@ static char *find_in_path(const char *prog)
 
 /* The bwrap command line for a plan: order matters, parents before nested roots. */
 static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan, const char *cwd,
-			bool new_session, int status_fd, char **cmd)
+			const char *setsid_ctty, int status_fd, char **cmd)
 {
 	const cJSON *binds = cJSON_GetObjectItemCaseSensitive(plan, "binds"), *v;
 	const char *sock = jstr(plan, "socket"), *ctl = jstr(plan, "control_socket");
@@ -153,15 +153,27 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	arg(a, "--unshare-cgroup-try");
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "network")))
 		arg(a, "--unshare-net");
+	/* As root bwrap keeps every capability unless told: a bot could remount /. */
+	arg(a, "--cap-drop");
+	arg(a, "ALL");
 	arg(a, "--die-with-parent");
-	if (new_session)
-		arg(a, "--new-session");
+	arg(a, "--new-session");
 	arg(a, "--chdir");
 	arg(a, cwd);
 	snprintf(num, sizeof num, "%d", status_fd);
 	arg(a, "--json-status-fd");
 	arg(a, num);
 	arg(a, "--");
+	/*
+	 * On a terminal, the command takes the pty as its controlling terminal
+	 * inside the sandbox's own session and pid namespace, so a shell's
+	 * job control (tcsetpgrp) sees process groups it knows.
+	 */
+	if (setsid_ctty != NULL) {
+		arg(a, setsid_ctty);
+		arg(a, "--ctty");
+		arg(a, "--wait");
+	}
 	for (; *cmd != NULL; cmd++)
 		arg(a, *cmd);
 }
@@ -176,13 +188,12 @@ static bool cwd_in_roots(const cJSON *plan, const char *cwd)
 	return false;
 }
 
-static volatile sig_atomic_t child_pid;
+static volatile sig_atomic_t pending_sig;
 static volatile sig_atomic_t winch;
 
-static void forward(int sig)
+static void on_signal(int sig)
 {
-	if (child_pid > 0)
-		kill(child_pid, sig);
+	pending_sig = sig;
 }
 
 static void on_winch(int sig)
@@ -190,55 +201,103 @@ static void on_winch(int sig)
 	winch = 1;
 }
 
-/* Copy between our terminal and the pty until the child's side closes. */
-static void relay(int master)
+/*
+ * The command bwrap runs: the first child of the process bwrap reported on
+ * its status fd (bwrap's init in the new pid namespace). Signals go to it,
+ * so its own handlers run (git removes its index.lock); bwrap itself would
+ * just die and take the sandbox with it.
+ */
+static pid_t command_pid(pid_t init)
 {
-	struct pollfd pf[2] = {{STDIN_FILENO, POLLIN, 0}, {master, POLLIN, 0}};
-	struct winsize ws;
-	char buf[8192];
+	char path[64], buf[64];
+	ssize_t n;
+	int fd;
+
+	if (init <= 0)
+		return -1;
+	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)init, (int)init);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return init;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return init;
+	buf[n] = '\0';
+	return atoi(buf) > 0 ? (pid_t)atoi(buf) : init;
+}
+
+/* bwrap writes {"child-pid": N} once the sandbox is up; nothing if setup failed. */
+static void read_status(int fd, char *buf, size_t cap, size_t *len, pid_t *init)
+{
+	const char *p;
 	ssize_t n;
 
+	while (*len < cap - 1 && (n = read(fd, buf + *len, cap - 1 - *len)) > 0)
+		*len += (size_t)n;
+	buf[*len] = '\0';
+	if (*init <= 0 && (p = strstr(buf, "\"child-pid\"")) != NULL &&
+	    (p = strchr(p, ':')) != NULL)
+		*init = (pid_t)atoi(p + 1);
+}
+
+/*
+ * Wait for bwrap, relaying the pty (if any) and passing signals on to the
+ * command, until bwrap has exited and the pty has nothing more to say.
+ */
+static int supervise(pid_t pid, int status_fd, int master, bool *started)
+{
+	struct pollfd pf[3];
+	char status_buf[4096], buf[8192];
+	size_t status_len = 0;
+	pid_t init = -1, target;
+	struct winsize ws;
+	int status = 0, sig;
+	bool exited = false, in_open = master >= 0;
+	ssize_t n;
+
+	fcntl(status_fd, F_SETFL, O_NONBLOCK);
 	for (;;) {
-		if (winch) {
+		if ((sig = pending_sig) != 0) {
+			pending_sig = 0;
+			target = command_pid(init);
+			kill(target > 0 ? target : pid, sig);
+		}
+		if (winch && master >= 0) {
 			winch = 0;
 			if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
 				ioctl(master, TIOCSWINSZ, &ws);
 		}
-		if (poll(pf, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
+		if (!exited && waitpid(pid, &status, WNOHANG) == pid)
+			exited = true;
+		if (exited && master < 0)
 			break;
-		}
-		if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+		pf[0] = (struct pollfd){status_fd, POLLIN, 0};
+		pf[1] = (struct pollfd){master, POLLIN, 0};
+		pf[2] = (struct pollfd){in_open ? STDIN_FILENO : -1, POLLIN, 0};
+		if (poll(pf, 3, exited ? 10 : 50) < 0 && errno != EINTR)
+			break;
+		read_status(status_fd, status_buf, sizeof status_buf, &status_len, &init);
+		if (master >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			n = read(master, buf, sizeof buf);
-			if (n <= 0)
-				break;
-			if (write(STDOUT_FILENO, buf, (size_t)n) < 0)
-				break;
+			if (n <= 0 || write(STDOUT_FILENO, buf, (size_t)n) < 0) {
+				close(master);
+				master = -1;
+			}
+		} else if (master >= 0 && exited && pf[1].revents == 0) {
+			/* bwrap is gone and the pty is quiet: done */
+			close(master);
+			master = -1;
 		}
-		if (pf[0].revents & POLLIN) {
+		if (in_open && (pf[2].revents & (POLLIN | POLLHUP | POLLERR))) {
 			n = read(STDIN_FILENO, buf, sizeof buf);
-			if (n <= 0)
-				pf[0].fd = -1; /* our input ended; the command's may go on */
-			else if (write(master, buf, (size_t)n) < 0)
-				break;
-		} else if (pf[0].revents & (POLLHUP | POLLERR)) {
-			pf[0].fd = -1;
+			if (n <= 0 || master < 0 || write(master, buf, (size_t)n) < 0)
+				in_open = false; /* our input ended; the command's may go on */
 		}
 	}
-}
-
-/* Did bwrap get as far as starting the command? It says so on the status fd. */
-static bool started(int fd)
-{
-	char buf[4096];
-	size_t n = 0;
-	ssize_t r;
-
-	while (n < sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0)
-		n += (size_t)r;
-	buf[n] = '\0';
-	return strstr(buf, "child-pid") != NULL;
+	read_status(status_fd, status_buf, sizeof status_buf, &status_len, &init);
+	*started = strstr(status_buf, "child-pid") != NULL;
+	return status;
 }
 
 static int run_bwrap(struct argv_buf *a, int status_pipe[2], bool tty)
@@ -246,6 +305,8 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], bool tty)
 	struct termios saved, raw;
 	struct sigaction sa = {0};
 	int master = -1, slave = -1, status, code;
+	bool out_tty = isatty(STDOUT_FILENO), err_tty = isatty(STDERR_FILENO), started;
+	bool have_saved = false;
 	pid_t pid;
 
 	if (tty) {
@@ -255,6 +316,7 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], bool tty)
 			memset(&ws, 0, sizeof ws);
 		if (openpty(&master, &slave, NULL, NULL, &ws) != 0)
 			die("cannot make a pty: %s", strerror(errno));
+		fcntl(master, F_SETFD, FD_CLOEXEC);
 	}
 	pid = fork();
 	if (pid < 0)
@@ -262,14 +324,16 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], bool tty)
 	if (pid == 0) {
 		close(status_pipe[0]);
 		if (tty) {
-			/* A new session whose terminal is our pty: job control works,
-			 * and TIOCSTI can only reach the pty, never the user's terminal. */
-			close(master);
+			/* The command's terminal is our pty (it becomes its controlling
+			 * terminal inside, see build_bwrap): TIOCSTI can only reach the
+			 * pty, never the user's terminal. Redirected output stays as it
+			 * is, byte for byte. */
 			setsid();
-			ioctl(slave, TIOCSCTTY, 0);
 			dup2(slave, STDIN_FILENO);
-			dup2(slave, STDOUT_FILENO);
-			dup2(slave, STDERR_FILENO);
+			if (out_tty)
+				dup2(slave, STDOUT_FILENO);
+			if (err_tty)
+				dup2(slave, STDERR_FILENO);
 			if (slave > 2)
 				close(slave);
 		}
@@ -277,9 +341,8 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], bool tty)
 		fprintf(stderr, "agentfs: cannot run %s: %s\n", a->v[0], strerror(errno));
 		_exit(127);
 	}
-	child_pid = pid;
 	close(status_pipe[1]);
-	sa.sa_handler = forward;
+	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	if (!tty) {
@@ -291,17 +354,17 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], bool tty)
 		sa.sa_handler = on_winch;
 		sigaction(SIGWINCH, &sa, NULL);
 		if (tcgetattr(STDIN_FILENO, &saved) == 0) {
+			have_saved = true;
 			raw = saved;
 			cfmakeraw(&raw);
 			tcsetattr(STDIN_FILENO, TCSANOW, &raw);
 		}
-		relay(master);
-		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
-		close(master);
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (!started(status_pipe[0])) {
+	status = supervise(pid, status_pipe[0], master, &started);
+	if (have_saved)
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+	close(status_pipe[0]);
+	if (!started) {
 		fprintf(stderr, "agentfs: bwrap could not set up the sandbox (its message is above); "
 				"it needs mount, pid, ipc and network namespaces. Nothing was run.\n");
 		return 126;
@@ -323,7 +386,7 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	cleanup_cjson cJSON *req = cJSON_CreateObject(), *rep = NULL;
 	struct argv_buf a = {0};
 	const char *cwd_opt = NULL, *sandbox, *sock, *folder, *bot = NULL;
-	char cwd[PATH_MAX], *bwrap, *norm = NULL;
+	char cwd[PATH_MAX], *bwrap, *norm = NULL, *setsid_path;
 	const cJSON *err;
 	int i, status_pipe[2];
 
@@ -401,7 +464,9 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	if (pipe2(status_pipe, 0) != 0)
 		die("pipe: %s", strerror(errno));
 	fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);
-	build_bwrap(&a, bwrap, rep, norm, !isatty(STDIN_FILENO), status_pipe[1], argv + optind);
+	setsid_path = isatty(STDIN_FILENO) ? find_in_path("setsid") : NULL;
+	build_bwrap(&a, bwrap, rep, norm, setsid_path, status_pipe[1], argv + optind);
+	free(setsid_path);
 	free(bwrap);
 	free(norm);
 	return run_bwrap(&a, status_pipe, isatty(STDIN_FILENO));

@@ -5,6 +5,7 @@
 #include "src/agentfs.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,7 +385,8 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 		return false;
 	}
 	r.id = cJSON_GetObjectItemCaseSensitive(req, "id");
-	if (r.id != NULL && !cJSON_IsString(r.id) && !cJSON_IsNumber(r.id)) {
+	if (r.id != NULL && !cJSON_IsString(r.id) &&
+	    (!cJSON_IsNumber(r.id) || !isfinite(r.id->valuedouble))) {
 		r.id = NULL;
 		server_reply(p, proto_error("bad_type", "field \"id\" must be a string or a number"));
 		return false;

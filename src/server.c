@@ -182,6 +182,8 @@ static void peer_read(struct bufferevent *bev, void *arg)
 	size_t len;
 	char *line;
 
+	/* A reply may lose the peer (it does not read): keep it until we return. */
+	p->refs++;
 	while (!p->dead && !p->busy) {
 		eol = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
 		if (eol.pos < 0) {
@@ -228,6 +230,7 @@ static void peer_read(struct bufferevent *bev, void *arg)
 	}
 	if (!p->dead && p->bev != NULL)
 		peer_maybe_close(p);
+	server_peer_unref(p);
 }
 
 static void peer_write(struct bufferevent *bev, void *arg)

@@ -23,7 +23,8 @@ rc=$?
 is "$rc" 0 "on a terminal, exec exits 0"
 tty_line=$(printf '%s\n' "$out" | sed -n 1p)
 unlike "$tty_line" "not a tty" "tty inside names a terminal ($tty_line)"
-like "$tty_line" '^/dev/pts/[0-9]+$' "tty inside names a /dev/pts device"
+# bwrap's fresh /dev has its own devpts and shows the relayed pty as /dev/console
+like "$tty_line" '^/dev/(pts/[0-9]+|console)$' "tty inside names the relayed pty (/dev/console in bwrap's /dev)"
 like "$(printf '%s\n' "$out" | sed -n 2p)" '\+' "the command is in its terminal's foreground process group (ps stat has +)"
 like "$out" "all-tty" "stdin, stdout and stderr inside are the terminal"
 
