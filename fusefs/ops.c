@@ -696,6 +696,13 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)d;
+	/*
+	 * Let the kernel keep listings: it drops them itself when the folder
+	 * changes through this mount, when another mount of ours notifies it,
+	 * and when a refreshed attribute shows a new mtime (host changes).
+	 */
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		closedir(d->dp);
 		free(d);
