@@ -388,7 +388,7 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	const char *cwd_opt = NULL, *sandbox, *sock, *folder, *bot = NULL;
 	char cwd[PATH_MAX], *bwrap, *norm = NULL, *setsid_path;
 	const cJSON *err;
-	int i, status_pipe[2];
+	int i, code, status_pipe[2];
 
 	/*
 	 * Options may come before or after BOT, but never after the command
@@ -469,5 +469,9 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	free(setsid_path);
 	free(bwrap);
 	free(norm);
-	return run_bwrap(&a, status_pipe, isatty(STDIN_FILENO));
+	code = run_bwrap(&a, status_pipe, isatty(STDIN_FILENO));
+	for (i = 0; (size_t)i < a.n; i++)
+		free(a.v[i]);
+	free(a.v);
+	return code;
 }
