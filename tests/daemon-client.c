@@ -327,14 +327,17 @@ static int cmd_stall(const char *sock)
 	if (b.fd < 0 || send_all(b.fd, "{\"op\":\"version\"}\n", 17) != 0)
 		return 2;
 	reply = read_line(&b, REPLY_TIMEOUT_MS, &why);
+	free(b.buf);
 	if (reply == NULL)
 		return why;
 	printf("%ld %s\n", now_ms() - t0, reply);
 	free(reply);
 	/* The stalled one has had no answer: its line is not finished. */
 	reply = read_line(&a, 100, &why);
+	free(a.buf);
 	if (reply != NULL) {
 		printf("stalled client got: %s\n", reply);
+		free(reply);
 		return 1;
 	}
 	close(a.fd);
