@@ -28,23 +28,23 @@
 struct inode {
 	dev_t dev;
 	ino_t ino;
-	mode_t type;                /* S_IFMT bits, fixed for life */
-	uint64_t nlookup;           /* kernel references */
-	struct file_handle *handle; /* NULL: fs has no handles, fd pinned */
-	int mount_fd_idx;           /* index into m->mount_fds for the handle */
-	int fd;                     /* cached O_PATH fd, or -1 */
-	unsigned users;             /* workers using fd right now; no eviction */
+	mode_t type;			   /* S_IFMT bits, fixed for life */
+	uint64_t nlookup;		   /* kernel references */
+	struct file_handle *handle;	   /* NULL: fs has no handles, fd pinned */
+	int mount_fd_idx;		   /* index into m->mount_fds for the handle */
+	int fd;				   /* cached O_PATH fd, or -1 */
+	unsigned users;			   /* workers using fd right now; no eviction */
 	struct inode *lru_prev, *lru_next; /* unused cached fds, most recent first */
-	struct inode *hnext;        /* hash chain */
-	unsigned refs;              /* children whose parent this is */
-	struct inode *parent;       /* the folder it was last looked up in (ref) */
-	char *name;                 /* the name it was last looked up by */
-	unsigned cls;               /* CLS_* */
-	struct guard_cls gcls;      /* gitguard's class, valid while ggen is current */
+	struct inode *hnext;		   /* hash chain */
+	unsigned refs;			   /* children whose parent this is */
+	struct inode *parent;		   /* the folder it was last looked up in (ref) */
+	char *name;			   /* the name it was last looked up by */
+	unsigned cls;			   /* CLS_* */
+	struct guard_cls gcls;		   /* gitguard's class, valid while ggen is current */
 	uint64_t ggen;
-	nlink_t nlink;              /* at the last lookup: > 1 asks for the hard-link check */
-	bool standin;               /* a copy on the stack for policy_check(), not in a table */
-	off_t seen_size;            /* size and mtime at the last open, for keep_cache */
+	nlink_t nlink;	 /* at the last lookup: > 1 asks for the hard-link check */
+	bool standin;	 /* a copy on the stack for policy_check(), not in a table */
+	off_t seen_size; /* size and mtime at the last open, for keep_cache */
 	struct timespec seen_mtime;
 };
 
@@ -58,7 +58,7 @@ struct lock_wait {
 	struct lock_wait *next;
 	fuse_req_t req;
 	int fd;
-	bool posix;       /* F_OFD_SETLK with lk, else flock(op) */
+	bool posix; /* F_OFD_SETLK with lk, else flock(op) */
 	int op;
 	struct flock lk;
 	atomic_bool interrupted;
@@ -76,11 +76,11 @@ struct inval {
 
 struct fs_mount {
 	struct fs *fs;
-	struct fs_mount *next;    /* fs->mounts, under fs->lock */
-	uint32_t slot, slot_gen;  /* slot_gen 0: not attached to the pool */
+	struct fs_mount *next;	 /* fs->mounts, under fs->lock */
+	uint32_t slot, slot_gen; /* slot_gen 0: not attached to the pool */
 	struct fuse_session *se;
 	int fuse_fd;
-	uint64_t mnt_id;          /* the kernel's mount id, for detaching */
+	uint64_t mnt_id; /* the kernel's mount id, for detaching */
 	char *source, *mountpoint;
 	dev_t source_dev;
 	atomic_bool readonly;
@@ -88,18 +88,18 @@ struct fs_mount {
 	double timeout;
 	struct inode root;
 	struct inode_table table; /* under fs->lock */
-	struct guard *guard;      /* NULL for read-only mounts */
-	int *mount_fds;           /* one fd per underlying mount id, for handles */
+	struct guard *guard;	  /* NULL for read-only mounts */
+	int *mount_fds;		  /* one fd per underlying mount id, for handles */
 	int *mount_ids;
 	size_t nmount_fds;
 	dev_t *ro_dev;
 	ino_t *ro_ino;
 	size_t n_ro;
 	/* Worker bookkeeping, under fs->lock. */
-	unsigned busy;            /* workers processing a request of this mount */
-	bool ended;               /* a worker saw the end of the session */
-	bool unmounting;          /* fs_unmount() was called */
-	bool initialised;         /* INIT answered */
+	unsigned busy;	  /* workers processing a request of this mount */
+	bool ended;	  /* a worker saw the end of the session */
+	bool unmounting;  /* fs_unmount() was called */
+	bool initialised; /* INIT answered */
 	void (*ready)(void *, struct fs_mount *);
 	void *ready_arg;
 };
@@ -110,19 +110,19 @@ struct fs_mount {
  */
 struct fs {
 	struct fs_params p;
-	pthread_mutex_t lock;    /* mounts, every inode table, the fd cache */
-	pthread_cond_t cond;     /* a mount's busy count dropped or it ended */
+	pthread_mutex_t lock; /* mounts, every inode table, the fd cache */
+	pthread_cond_t cond;  /* a mount's busy count dropped or it ended */
 	struct fs_mount *mounts;
 	atomic_uint nmounts;
 	/* epoll data is a slot and generation, so a stale event is ignored */
 	struct fs_mount *slots[FS_MAX_MOUNTS];
 	uint32_t slot_gen;
 	int epfd;
-	int stopfd;              /* eventfd: workers and helper threads stop */
+	int stopfd; /* eventfd: workers and helper threads stop */
 	pthread_t *workers;
 	unsigned nworkers;
 	/* fd cache */
-	struct inode lru;        /* list head: lru.lru_next most recent */
+	struct inode lru; /* list head: lru.lru_next most recent */
 	unsigned nfds, maxfds;
 	/* blocking locks */
 	pthread_mutex_t lk_lock;
@@ -135,7 +135,7 @@ struct fs {
 	struct inval *nt_head, **nt_tail;
 	pthread_t nt_thread;
 	struct fs_mount *nt_current; /* mount being notified right now */
-	bool helpers;                /* lock and notifier threads started */
+	bool helpers;		     /* lock and notifier threads started */
 	bool stopping;
 	gid_t root_groups[64];
 	int n_root_groups;
@@ -164,9 +164,9 @@ void inode_unpin(struct fs_mount *m, struct inode *ino);
  */
 struct preq {
 	enum guard_op op;
-	struct inode *ino;  /* the existing entry acted on */
-	int fd;             /* its O_PATH fd (a folder being renamed) */
-	mode_t mode;        /* the new entry's type, or ino's */
+	struct inode *ino;    /* the existing entry acted on */
+	int fd;		      /* its O_PATH fd (a folder being renamed) */
+	mode_t mode;	      /* the new entry's type, or ino's */
 	struct inode *parent; /* folder of the new, removed or destination name */
 	int parent_fd;
 	const char *name;

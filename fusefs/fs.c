@@ -291,8 +291,7 @@ static void inval_queue(struct fs *fs, struct fs_mount *m, fuse_ino_t ino, fuse_
  * the same inode or folder to drop its kernel cache. Sent from the notifier
  * thread, never a worker: fuse_lowlevel.h warns that can deadlock.
  */
-void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *parent,
-		   const char *name)
+void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *parent, const char *name)
 {
 	struct fs *fs = from->fs;
 	struct fs_mount *m;

@@ -29,7 +29,7 @@ enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
 struct fs_params {
 	unsigned workers;  /* threads serving every mount; 0 = default (4) */
 	unsigned fd_cache; /* O_PATH fds kept open; 0 = half of RLIMIT_NOFILE */
-	double timeout;    /* entry/attr timeout in seconds; < 0 = default (2) */
+	double timeout;	   /* entry/attr timeout in seconds; < 0 = default (2) */
 	/* Called from any thread, must be thread-safe; NULL logs to stderr. */
 	void (*log)(void *arg, enum fs_log_level level, const char *msg);
 	void *log_arg;
@@ -43,9 +43,9 @@ struct fs_params {
 };
 
 struct fs_mount_params {
-	const char *source;     /* folder to serve; no component may be a symlink */
-	const char *mountpoint; /* an empty folder that is not a mount point */
-	bool readonly;          /* refuse every write-ish operation */
+	const char *source;	     /* folder to serve; no component may be a symlink */
+	const char *mountpoint;	     /* an empty folder that is not a mount point */
+	bool readonly;		     /* refuse every write-ish operation */
 	const char *const *ro_paths; /* subtrees (relative to source) made read-only */
 	size_t n_ro_paths;
 	bool allow_new_repos; /* reserved for gitguard: new .git folders allowed */

@@ -331,9 +331,8 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		if (i != &m->root) {
 			inode_set_parent(m, i, parent, name);
 			/* Protection follows the inode: another name never weakens it. */
-			if (m->guard != NULL &&
-			    (!guard_cls_protected(&i->gcls) || guard_cls_protected(&gc) ||
-			     i->ggen != gen)) {
+			if (m->guard != NULL && (!guard_cls_protected(&i->gcls) ||
+						 guard_cls_protected(&gc) || i->ggen != gen)) {
 				i->gcls = gc;
 				i->ggen = gen;
 			}

@@ -55,12 +55,16 @@ int mount_open_dir(const char *path, struct fs_error *err, const char *what)
 		fs_seterr(err, e, "%s %s: not a folder", what, path);
 		break;
 	case ELOOP:
-		fs_seterr(err, e, "%s %s: a component is a symbolic link (agentfs never follows links; "
-			  "give the real path)", what, path);
+		fs_seterr(err, e,
+			  "%s %s: a component is a symbolic link (agentfs never follows links; "
+			  "give the real path)",
+			  what, path);
 		break;
 	case ENOTCONN:
-		fs_seterr(err, e, "%s %s: transport endpoint is not connected (a stale mount: "
-			  "run agentfs umount %s)", what, path, path);
+		fs_seterr(err, e,
+			  "%s %s: transport endpoint is not connected (a stale mount: "
+			  "run agentfs umount %s)",
+			  what, path, path);
 		break;
 	default:
 		fs_seterr(err, e, "%s %s: %s", what, path, strerror(e));
@@ -296,8 +300,8 @@ static void guard_log(void *arg, const char *msg)
 /* Every mount gets gitguard, the rule table of DESIGN.md at any depth. */
 static int mount_guard(struct fs_mount *m, struct fs_error *err)
 {
-	struct guard_opts go = {.allow_new_repos = m->allow_new_repos, .log = guard_log,
-				.log_arg = m};
+	struct guard_opts go = {
+		.allow_new_repos = m->allow_new_repos, .log = guard_log, .log_arg = m};
 	struct guard_err gerr = {0};
 	char abs[PATH_MAX];
 	int r;
@@ -347,9 +351,10 @@ static int resolve_ro_paths(struct fs_mount *m, int rootfd, const struct fs_moun
 			int e = errno;
 
 			fs_seterr(err, e, "--ro-path %s: %s under %s", sub,
-				  e == ELOOP ? "a component is a symbolic link"
+				  e == ELOOP   ? "a component is a symbolic link"
 				  : e == EXDEV ? "it leaves the source"
-				  : strerror(e), m->source);
+					       : strerror(e),
+				  m->source);
 			if (fd >= 0)
 				close(fd);
 			return -e;
@@ -386,7 +391,8 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	if ((r = is_mount_root(mpfd)) != 0) {
 		if (r > 0) {
 			r = -EBUSY;
-			fs_seterr(err, EBUSY, "mount point %s: already a mount point", p->mountpoint);
+			fs_seterr(err, EBUSY, "mount point %s: already a mount point",
+				  p->mountpoint);
 		} else {
 			fs_seterr(err, -r, "mount point %s: %s", p->mountpoint, strerror(-r));
 		}
@@ -394,7 +400,8 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	}
 	if (fd_beneath(mpfd, rootfd)) {
 		r = -EINVAL;
-		fs_seterr(err, EINVAL, "mount point %s is inside the source %s: the mount would "
+		fs_seterr(err, EINVAL,
+			  "mount point %s is inside the source %s: the mount would "
 			  "serve itself (mount it elsewhere, or over the source itself)",
 			  p->mountpoint, p->source);
 		goto fail;
@@ -437,7 +444,8 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	fuse_opt_free_args(&args);
 	if (m->se == NULL) {
 		r = -EINVAL;
-		fs_seterr(err, EMFILE, "cannot create a FUSE session (libfuse allows about 1000 "
+		fs_seterr(err, EMFILE,
+			  "cannot create a FUSE session (libfuse allows about 1000 "
 			  "per process: thread-specific keys ran out)");
 		goto fail;
 	}

@@ -127,9 +127,9 @@ static int do_setattr(struct fs_mount *m, struct inode *i, int fd, struct stat *
 
 	proc_path(path, fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
-		if (fi != NULL ? fchmod((int)fi->fh, attr->st_mode) != 0
-			       : S_ISLNK(i->type) ? (errno = EOPNOTSUPP, 1)
-						  : chmod(path, attr->st_mode) != 0)
+		if (fi != NULL	       ? fchmod((int)fi->fh, attr->st_mode) != 0
+		    : S_ISLNK(i->type) ? (errno = EOPNOTSUPP, 1)
+				       : chmod(path, attr->st_mode) != 0)
 			return -errno;
 	}
 	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
@@ -222,13 +222,14 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 }
 
 /* mknod, mkdir and symlink: made as the caller, then looked up. */
-static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		       dev_t rdev, const char *link)
+static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev,
+		       const char *link)
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *p = ino_of(m, parent);
-	enum guard_op op = link != NULL ? GUARD_OP_SYMLINK
-			   : S_ISDIR(mode) ? GUARD_OP_MKDIR : GUARD_OP_CREATE;
+	enum guard_op op = link != NULL	   ? GUARD_OP_SYMLINK
+			   : S_ISDIR(mode) ? GUARD_OP_MKDIR
+					   : GUARD_OP_CREATE;
 	struct fuse_entry_param e;
 	int pfd, r;
 
@@ -263,8 +264,7 @@ out:
 	reply_entry_or_err(req, r, &e);
 }
 
-static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		     dev_t rdev)
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	make_entry(req, parent, name, mode, rdev, NULL);
 }
@@ -405,11 +405,11 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		sfd = sfd < 0 ? 0 : sfd;
 		vfd = vfd < 0 ? 0 : vfd;
 	}
-	r = policy_check(m, &PREQ(.op = op, .ino = &src, .fd = sfd, .mode = src.type,
-				  .src_parent = p, .src_parent_fd = pfd, .src_name = name,
-				  .parent = np, .parent_fd = npfd, .name = newname,
-				  .victim = have_dst ? &dst : NULL, .victim_fd = vfd,
-				  .victim_mode = have_dst ? dst.type : 0));
+	r = policy_check(m,
+			 &PREQ(.op = op, .ino = &src, .fd = sfd, .mode = src.type, .src_parent = p,
+			       .src_parent_fd = pfd, .src_name = name, .parent = np,
+			       .parent_fd = npfd, .name = newname, .victim = have_dst ? &dst : NULL,
+			       .victim_fd = vfd, .victim_mode = have_dst ? dst.type : 0));
 	if (r == 0 && renameat2(pfd, name, npfd, newname, flags) != 0)
 		r = -errno;
 	if (r == 0) {
@@ -480,8 +480,7 @@ static void set_keep_cache(struct fs_mount *m, struct inode *i, int fd, struct f
 	if (fstat(fd, &st) != 0)
 		return;
 	pthread_mutex_lock(&m->fs->lock);
-	fi->keep_cache = i->seen_size == st.st_size &&
-			 i->seen_mtime.tv_sec == st.st_mtim.tv_sec &&
+	fi->keep_cache = i->seen_size == st.st_size && i->seen_mtime.tv_sec == st.st_mtim.tv_sec &&
 			 i->seen_mtime.tv_nsec == st.st_mtim.tv_nsec;
 	i->seen_size = st.st_size;
 	i->seen_mtime = st.st_mtim;
@@ -516,8 +515,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	proc_path(path, fd);
 	/* The /proc/self/fd reopen must follow its magic link: no O_NOFOLLOW. */
-	nfd = open(path, (fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_TRUNC)) |
-				 O_CLOEXEC);
+	nfd = open(path,
+		   (fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_TRUNC)) | O_CLOEXEC);
 	r = nfd < 0 ? -errno : 0;
 	inode_fd_put(m, i);
 	if (r != 0) {
@@ -968,8 +967,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
  * POSIX locks become OFD locks on the per-open backing fd, so they exclude
  * other mounts and the host; a blocking one waits in the lock thread.
  */
-static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-		     struct flock *lock)
+static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
 {
 	struct flock lk = *lock;
 
@@ -998,8 +996,8 @@ static void lock_wait(fuse_req_t req, int fd, bool posix, int op, const struct f
 	fs_lock_queue(req_mount(req)->fs, w);
 }
 
-static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-		     struct flock *lock, int sleep)
+static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+		     int sleep)
 {
 	struct flock lk = *lock;
 	int fd = (int)fi->fh;

@@ -14,11 +14,11 @@
 #include <unistd.h>
 
 static const char *op_names[] = {
-	[GUARD_OP_WRITE] = "write",	[GUARD_OP_CHMOD] = "chmod",
-	[GUARD_OP_CHOWN] = "chown",	[GUARD_OP_CREATE] = "create",
-	[GUARD_OP_MKDIR] = "mkdir",	[GUARD_OP_SYMLINK] = "symlink",
-	[GUARD_OP_LINK] = "link",	[GUARD_OP_UNLINK] = "unlink",
-	[GUARD_OP_RMDIR] = "rmdir",	[GUARD_OP_RENAME] = "rename",
+	[GUARD_OP_WRITE] = "write",	  [GUARD_OP_CHMOD] = "chmod",
+	[GUARD_OP_CHOWN] = "chown",	  [GUARD_OP_CREATE] = "create",
+	[GUARD_OP_MKDIR] = "mkdir",	  [GUARD_OP_SYMLINK] = "symlink",
+	[GUARD_OP_LINK] = "link",	  [GUARD_OP_UNLINK] = "unlink",
+	[GUARD_OP_RMDIR] = "rmdir",	  [GUARD_OP_RENAME] = "rename",
 	[GUARD_OP_EXCHANGE] = "exchange",
 };
 
@@ -125,8 +125,8 @@ static const struct guard_cls *gcls_of(struct fs_mount *m, struct inode *i)
 int policy_check(struct fs_mount *m, const struct preq *r)
 {
 	struct guard_cls c[4];
-	struct guard_req g = {.op = r->op, .fd = -1, .parent_fd = -1, .src_parent_fd = -1,
-			      .victim_fd = -1};
+	struct guard_req g = {
+		.op = r->op, .fd = -1, .parent_fd = -1, .src_parent_fd = -1, .victim_fd = -1};
 	struct guard_verdict v = {0};
 	const struct guard_cls *p[4];
 	char why[320], *ppath = NULL;

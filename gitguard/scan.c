@@ -93,7 +93,8 @@ int guard_scan_tree(struct guard *g, unsigned long budget, struct guard_err *err
 	if (s.truncated && g->log) {
 		snprintf(msg, sizeof(msg),
 			 "gitguard: the root has more than %lu entries: repositories beyond "
-			 "them are guarded from their first lookup", s.budget);
+			 "them are guarded from their first lookup",
+			 s.budget);
 		g->log(g->log_arg, msg);
 	}
 	return 0;

@@ -94,7 +94,8 @@ int main(int argc, char **argv)
 			socket_path = argv[a] + 9;
 			a++;
 		} else {
-			fprintf(stderr, "agentfs: unknown option %s (see agentfs --help)\n", argv[a]);
+			fprintf(stderr, "agentfs: unknown option %s (see agentfs --help)\n",
+				argv[a]);
 			return 2;
 		}
 	}

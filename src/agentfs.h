@@ -46,12 +46,12 @@ struct paths {
 
 /* One mounted root of a bot. */
 struct root {
-	char *path;       /* the host folder */
+	char *path;	  /* the host folder */
 	char *mountpoint; /* where the daemon mounted it */
 	bool writable;
-	bool kept;          /* configure: carried over from the previous plan */
+	bool kept;	    /* configure: carried over from the previous plan */
 	struct fs_mount *m; /* NULL when not mounted */
-	char *error;        /* why it is not mounted */
+	char *error;	    /* why it is not mounted */
 };
 
 /* A bot: what it may touch, where it is mounted, who made it. */
@@ -64,10 +64,10 @@ struct bot {
 	struct paths git_roots; /* a worktree's git folders, found when it was made */
 	bool network;
 	bool allow_new_repos;
-	long ttl;          /* seconds, 0: none */
+	long ttl; /* seconds, 0: none */
 	time_t created, expires;
-	char *request_id;  /* the id of the create or fork that made it */
-	uid_t owner_uid;   /* uid of the operator that made it, or of its creator */
+	char *request_id; /* the id of the create or fork that made it */
+	uid_t owner_uid;  /* uid of the operator that made it, or of its creator */
 	struct root *roots;
 	size_t nroots;
 	unsigned mount_seq; /* the next mount point number: never reused */
@@ -126,8 +126,7 @@ int sandbox_parse(const char *s, enum sandbox *out);
 
 /* server.c */
 struct server *server_create(struct event_base *base, struct config *cfg);
-int server_listen(struct server *srv, const char *path, struct bot *bot, char *err,
-		  size_t errlen);
+int server_listen(struct server *srv, const char *path, struct bot *bot, char *err, size_t errlen);
 void server_unlisten(struct server *srv, struct bot *bot);
 const char *server_listener_path(const struct listener *ls);
 void server_reply(struct peer *p, cJSON *reply);
@@ -151,7 +150,7 @@ cJSON *proto_error_line(const char *code, const char *msg);
 /* A request being answered: who asked and the id to echo. */
 struct request {
 	struct peer *peer; /* NULL: the daemon itself (ttl expiry) */
-	cJSON *id;         /* a copy of the request's "id", or NULL */
+	cJSON *id;	   /* a copy of the request's "id", or NULL */
 };
 /* The fields of create, configure and fork; has_* says which were given. */
 struct bot_spec {

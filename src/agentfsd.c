@@ -62,10 +62,10 @@ static int cfg_paths(const cJSON *v, struct paths *out, char *err, size_t len)
 		snprintf(err, len, "config field \"writable\" must be an array of absolute paths");
 		return -EINVAL;
 	}
-	cJSON_ArrayForEach(e, v)
-	{
+	cJSON_ArrayForEach(e, v) {
 		if (!cJSON_IsString(e) || path_normalise(e->valuestring, &p) != 0) {
-			snprintf(err, len, "config field \"writable\" must be an array of absolute "
+			snprintf(err, len,
+				 "config field \"writable\" must be an array of absolute "
 				 "paths");
 			return -EINVAL;
 		}
@@ -137,15 +137,17 @@ static int config_read(struct config *cfg, const char *file, char *err, size_t l
 	}
 	for (v = doc->child; v != NULL; v = v->next) {
 		if (strcmp(v->string, "default_sandbox") == 0) {
-			if (!cJSON_IsString(v) || sandbox_parse(v->valuestring,
-							       &cfg->default_sandbox) != 0) {
-				snprintf(err, len, "config field \"default_sandbox\" must be "
+			if (!cJSON_IsString(v) ||
+			    sandbox_parse(v->valuestring, &cfg->default_sandbox) != 0) {
+				snprintf(err, len,
+					 "config field \"default_sandbox\" must be "
 					 "read-only, workspace-write or danger-full-access");
 				return -EINVAL;
 			}
 		} else if (strcmp(v->string, "default_network") == 0) {
 			if (!cJSON_IsBool(v)) {
-				snprintf(err, len, "config field \"default_network\" must be true or "
+				snprintf(err, len,
+					 "config field \"default_network\" must be true or "
 					 "false");
 				return -EINVAL;
 			}
@@ -269,7 +271,8 @@ int main(int argc, char **argv)
 			printf("agentfsd %s\n", PACKAGE_VERSION);
 			return 0;
 		case ':':
-			fprintf(stderr, "agentfsd: option %s needs an argument (see agentfsd --help)\n",
+			fprintf(stderr,
+				"agentfsd: option %s needs an argument (see agentfsd --help)\n",
 				argv[optind - 1]);
 			return 2;
 		default:

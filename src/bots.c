@@ -29,21 +29,21 @@
 
 struct job {
 	struct job *next;
-	void (*run)(struct job *); /* on the job thread */
+	void (*run)(struct job *);  /* on the job thread */
 	void (*done)(struct job *); /* on the loop */
 	struct request req;
-	struct bot *bot;           /* the bot made, changed or restored */
-	struct bot **victims;      /* delete: the bot and its descendants */
+	struct bot *bot;      /* the bot made, changed or restored */
+	struct bot **victims; /* delete: the bot and its descendants */
 	size_t nvictims;
-	struct root *roots;        /* configure: roots to mount (new) */
+	struct root *roots; /* configure: roots to mount (new) */
 	size_t nroots;
 	struct fs_mount **unmount; /* configure: mounts to end */
 	size_t nunmount;
-	struct fs_mount *lost;     /* a mount that ended from outside */
-	uid_t uid;                 /* the operator whose access is checked; 0: none */
-	struct paths ceiling;      /* a bot creator's roots: implicit git roots must be inside */
+	struct fs_mount *lost; /* a mount that ended from outside */
+	uid_t uid;	       /* the operator whose access is checked; 0: none */
+	struct paths ceiling;  /* a bot creator's roots: implicit git roots must be inside */
 	bool ceiling_set;
-	int error;                 /* nonzero: the job failed */
+	int error; /* nonzero: the job failed */
 	char code[32];
 	char msg[1024];
 };
@@ -225,19 +225,19 @@ static int bot_plan_roots(struct bot *b)
 	size_t i, j, n = 0;
 
 	/* A root inside another root of the same or stronger access needs no mount. */
-#define ADD(path, wr)                                                                      \
-	do {                                                                               \
-		bool covered = false;                                                      \
-		for (i = 0; i < n; i++)                                                    \
-			if (path_within(path, all.v[i]) && (w[i] || !(wr)))                \
-				covered = true;                                            \
-		if (!covered) {                                                            \
-			bool *nw = realloc(w, (n + 1) * sizeof *w);                        \
-			if (nw == NULL || paths_add(&all, path) != 0)                      \
-				goto nomem;                                                \
-			w = nw;                                                            \
-			w[n++] = (wr);                                                     \
-		}                                                                          \
+#define ADD(path, wr)                                                                              \
+	do {                                                                                       \
+		bool covered = false;                                                              \
+		for (i = 0; i < n; i++)                                                            \
+			if (path_within(path, all.v[i]) && (w[i] || !(wr)))                        \
+				covered = true;                                                    \
+		if (!covered) {                                                                    \
+			bool *nw = realloc(w, (n + 1) * sizeof *w);                                \
+			if (nw == NULL || paths_add(&all, path) != 0)                              \
+				goto nomem;                                                        \
+			w = nw;                                                                    \
+			w[n++] = (wr);                                                             \
+		}                                                                                  \
 	} while (0)
 	ADD(b->folder, b->sandbox != SANDBOX_READ_ONLY);
 	for (j = 0; j < b->writable.n; j++)
@@ -363,16 +363,19 @@ static void root_mount(struct job *j, struct bot *b, struct root *rt)
 		int e = errno;
 
 		job_seterr(j, e, "bad_path", "%s: %s", rt->path,
-			   e == ELOOP ? "a component is a symbolic link (give the real path)"
+			   e == ELOOP	  ? "a component is a symbolic link (give the real path)"
 			   : e == ENOTDIR ? "not a folder"
-			   : e == ENOENT ? "no such folder" : strerror(e));
+			   : e == ENOENT  ? "no such folder"
+					  : strerror(e));
 		rt->error = strdup(j->msg);
 		return;
 	}
 	if (on_agentfs(fd)) {
 		close(fd);
-		job_seterr(j, EINVAL, "bad_path", "%s is inside an agentfs mount (a bot's view); "
-			   "give the real folder", rt->path);
+		job_seterr(j, EINVAL, "bad_path",
+			   "%s is inside an agentfs mount (a bot's view); "
+			   "give the real folder",
+			   rt->path);
 		rt->error = strdup(j->msg);
 		return;
 	}
@@ -1018,8 +1021,10 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 
 		if (c->creator != NULL && strcmp(c->creator, b->name) == 0 && !c->deleting &&
 		    !within_ceiling(c, &next, why, sizeof why)) {
-			fail(r, "forbidden", "%s would be above its maker's new limits (%s): "
-			     "configure or delete it first", c->name, why);
+			fail(r, "forbidden",
+			     "%s would be above its maker's new limits (%s): "
+			     "configure or delete it first",
+			     c->name, why);
 			return false;
 		}
 	}
@@ -1177,7 +1182,8 @@ void bots_exec_plan(struct request *r, const char *name)
 	cJSON_AddStringToObject(body, "sandbox", sandbox_name(b->sandbox));
 	cJSON_AddBoolToObject(body, "network", b->network);
 	cJSON_AddStringToObject(body, "folder", b->folder);
-	cJSON_AddStringToObject(body, "socket", b->sock != NULL ? server_listener_path(b->sock) : "");
+	cJSON_AddStringToObject(body, "socket",
+				b->sock != NULL ? server_listener_path(b->sock) : "");
 	cJSON_AddStringToObject(body, "control_socket", d.cfg->socket_path);
 	binds = cJSON_AddArrayToObject(body, "binds");
 	for (i = 0; i < b->nroots; i++) {
@@ -1331,8 +1337,8 @@ static void done_restore(struct job *j)
 int bots_init(struct event_base *base, struct config *cfg, struct server *srv, char *err,
 	      size_t errlen)
 {
-	struct fs_params fp = {.workers = cfg->workers, .timeout = -1, .log = fs_log_cb,
-			       .lost = fs_lost_cb};
+	struct fs_params fp = {
+		.workers = cfg->workers, .timeout = -1, .log = fs_log_cb, .lost = fs_lost_cb};
 	struct fs_error ferr = {0};
 	struct bot *b;
 	struct job *j;

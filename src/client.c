@@ -147,8 +147,7 @@ static const char bot_usage[] =
 	"                      from what the first made\n";
 
 /* Parse the options shared by create, fork and configure into req. */
-static void bot_options(const char *cmd, int argc, char **argv, cJSON *req, int npos,
-			char **pos)
+static void bot_options(const char *cmd, int argc, char **argv, cJSON *req, int npos, char **pos)
 {
 	static const struct option longopts[] = {
 		{"sandbox", required_argument, NULL, 's'},
@@ -234,7 +233,7 @@ static void print_paths(const char *label, const cJSON *arr)
 	if (cJSON_GetArraySize(arr) == 0)
 		printf("-");
 	cJSON_ArrayForEach(v, arr)
-	printf("%s%s", v == arr->child ? "" : " ", v->valuestring);
+		printf("%s%s", v == arr->child ? "" : " ", v->valuestring);
 	printf("\n");
 }
 
@@ -265,8 +264,9 @@ static void print_bot(const cJSON *b)
 	const cJSON *m, *mounts = cJSON_GetObjectItemCaseSensitive(b, "mounts");
 
 	printf("%-16s%s\n", "name", str(b, "name"));
-	printf("%-16s%s\n", "creator", cJSON_IsString(cJSON_GetObjectItemCaseSensitive(b, "creator"))
-					   ? str(b, "creator") : "(operator)");
+	printf("%-16s%s\n", "creator",
+	       cJSON_IsString(cJSON_GetObjectItemCaseSensitive(b, "creator")) ? str(b, "creator")
+									      : "(operator)");
 	printf("%-16s%s\n", "sandbox", str(b, "sandbox"));
 	printf("%-16s%s\n", "folder", str(b, "folder"));
 	print_paths("writable", cJSON_GetObjectItemCaseSensitive(b, "writable"));
@@ -274,13 +274,11 @@ static void print_bot(const cJSON *b)
 	printf("%-16s%s\n", "network",
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "network")) ? "yes" : "no");
 	printf("%-16s%s\n", "allow_new_repos",
-	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "allow_new_repos")) ? "yes"
-										 : "no");
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "allow_new_repos")) ? "yes" : "no");
 	print_time("created", b, "created");
 	print_time("expires", b, "expires");
 	printf("%-16s%s\n", "socket", str(b, "socket"));
-	cJSON_ArrayForEach(m, mounts)
-	{
+	cJSON_ArrayForEach(m, mounts) {
 		printf("%-16s%s %s -> %s (%s)%s%s\n", m == mounts->child ? "mounts" : "",
 		       str(m, "access"), str(m, "path"), str(m, "mountpoint"), str(m, "state"),
 		       cJSON_GetObjectItemCaseSensitive(m, "error") != NULL ? ": " : "",
@@ -296,20 +294,21 @@ static void print_reply(const char *op, const cJSON *rep)
 
 	if (strcmp(op, "list") == 0) {
 		printf("%-20s %-12s %-19s %s\n", "NAME", "CREATOR", "SANDBOX", "FOLDER");
-		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(rep, "bots"))
-		{
+		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(rep, "bots")) {
 			printf("%-20s %-12s %-19s %s\n", str(v, "name"),
 			       cJSON_IsString(cJSON_GetObjectItemCaseSensitive(v, "creator"))
-				       ? str(v, "creator") : "-",
+				       ? str(v, "creator")
+				       : "-",
 			       str(v, "sandbox"), str(v, "folder"));
 		}
 	} else if (strcmp(op, "delete") == 0) {
 		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(rep, "deleted"))
-		printf("deleted %s\n", v->valuestring);
+			printf("deleted %s\n", v->valuestring);
 	} else if (strcmp(op, "version") == 0) {
 		printf("agentfs %s, agentfsd %s (protocol %d)\n", PACKAGE_VERSION,
 		       str(rep, "version"),
-		       (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(rep, "protocol")));
+		       (int)cJSON_GetNumberValue(
+			       cJSON_GetObjectItemCaseSensitive(rep, "protocol")));
 	} else if (strcmp(op, "status") == 0) {
 		for (v = rep->child; v != NULL; v = v->next) {
 			if (strcmp(v->string, "ok") == 0 || strcmp(v->string, "id") == 0)

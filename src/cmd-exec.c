@@ -109,8 +109,7 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	arg(a, "--tmpfs");
 	arg(a, "/tmp");
 	/* The daemon's state (every bot's mounts) and every bot's socket stay out of sight. */
-	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(plan, "hide"))
-	{
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(plan, "hide")) {
 		if (cJSON_IsString(v) && access(v->valuestring, F_OK) == 0) {
 			arg(a, "--tmpfs");
 			arg(a, v->valuestring);
@@ -119,8 +118,7 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	sorted = calloc((size_t)cJSON_GetArraySize(binds) + 1, sizeof *sorted);
 	if (sorted == NULL)
 		die("out of memory");
-	cJSON_ArrayForEach(v, binds)
-	{
+	cJSON_ArrayForEach(v, binds) {
 		if (jstr(v, "path") == NULL || jstr(v, "source") == NULL)
 			die("agentfsd sent a bad exec plan");
 		sorted[n++] = v;
@@ -365,8 +363,9 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], bool tty)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 	close(status_pipe[0]);
 	if (!started) {
-		fprintf(stderr, "agentfs: bwrap could not set up the sandbox (its message is above); "
-				"it needs mount, pid, ipc and network namespaces. Nothing was run.\n");
+		fprintf(stderr,
+			"agentfs: bwrap could not set up the sandbox (its message is above); "
+			"it needs mount, pid, ipc and network namespaces. Nothing was run.\n");
 		return 126;
 	}
 	if (WIFSIGNALED(status))
@@ -459,7 +458,8 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	}
 	bwrap = find_in_path("bwrap");
 	if (bwrap == NULL)
-		die("bwrap (bubblewrap) not found in PATH: install it (apt-get install bubblewrap); "
+		die("bwrap (bubblewrap) not found in PATH: install it (apt-get install "
+		    "bubblewrap); "
 		    "agentfs never runs a bot unconfined");
 	if (pipe2(status_pipe, 0) != 0)
 		die("pipe: %s", strerror(errno));

@@ -241,13 +241,12 @@ int cmd_mount(int argc, char **argv)
 	return 1;
 }
 
-static const char umount_usage[] =
-	"usage: agentfs umount [-z] MOUNTPOINT\n"
-	"\n"
-	"Unmount an agentfs mount; its server exits.\n"
-	"\n"
-	"  -z, --lazy   detach it now even if busy\n"
-	"  -h, --help   show this help\n";
+static const char umount_usage[] = "usage: agentfs umount [-z] MOUNTPOINT\n"
+				   "\n"
+				   "Unmount an agentfs mount; its server exits.\n"
+				   "\n"
+				   "  -z, --lazy   detach it now even if busy\n"
+				   "  -h, --help   show this help\n";
 
 int cmd_umount(int argc, char **argv)
 {

@@ -80,30 +80,38 @@ static const struct field f_none[] = {{NULL, 0, false}};
 static const struct field f_version[] = {{"protocol", cJSON_Number, false}, {NULL, 0, false}};
 static const struct field f_name[] = {{"name", cJSON_String, true}, {NULL, 0, false}};
 static const struct field f_create[] = {
-	{"name", cJSON_String, true},       {"sandbox", cJSON_String, false},
-	{"folder", cJSON_String, true},     {"writable", cJSON_Array, false},
-	{"readable", cJSON_Array, false},   {"network", cJSON_True, false},
-	{"allow_new_repos", cJSON_True, false}, {"ttl", cJSON_Number, false},
+	{"name", cJSON_String, true},
+	{"sandbox", cJSON_String, false},
+	{"folder", cJSON_String, true},
+	{"writable", cJSON_Array, false},
+	{"readable", cJSON_Array, false},
+	{"network", cJSON_True, false},
+	{"allow_new_repos", cJSON_True, false},
+	{"ttl", cJSON_Number, false},
 	{NULL, 0, false},
 };
 static const struct field f_configure[] = {
-	{"name", cJSON_String, true},       {"sandbox", cJSON_String, false},
-	{"writable", cJSON_Array, false},   {"readable", cJSON_Array, false},
-	{"network", cJSON_True, false},     {"allow_new_repos", cJSON_True, false},
-	{"ttl", cJSON_Number, false},       {NULL, 0, false},
+	{"name", cJSON_String, true},	  {"sandbox", cJSON_String, false},
+	{"writable", cJSON_Array, false}, {"readable", cJSON_Array, false},
+	{"network", cJSON_True, false},	  {"allow_new_repos", cJSON_True, false},
+	{"ttl", cJSON_Number, false},	  {NULL, 0, false},
 };
 static const struct field f_fork[] = {
-	{"name", cJSON_String, true},       {"as", cJSON_String, true},
-	{"sandbox", cJSON_String, false},   {"writable", cJSON_Array, false},
-	{"readable", cJSON_Array, false},   {"network", cJSON_True, false},
-	{"allow_new_repos", cJSON_True, false}, {"ttl", cJSON_Number, false},
+	{"name", cJSON_String, true},
+	{"as", cJSON_String, true},
+	{"sandbox", cJSON_String, false},
+	{"writable", cJSON_Array, false},
+	{"readable", cJSON_Array, false},
+	{"network", cJSON_True, false},
+	{"allow_new_repos", cJSON_True, false},
+	{"ttl", cJSON_Number, false},
 	{NULL, 0, false},
 };
 
 static const struct op ops[] = {
 	{"version", f_version}, {"create", f_create}, {"configure", f_configure},
-	{"fork", f_fork},       {"delete", f_name},   {"list", f_none},
-	{"show", f_name},       {"status", f_none},   {"shutdown", f_none},
+	{"fork", f_fork},	{"delete", f_name},   {"list", f_none},
+	{"show", f_name},	{"status", f_none},   {"shutdown", f_none},
 	{"exec_plan", f_name},
 };
 
@@ -186,8 +194,7 @@ static cJSON *parse_paths(const cJSON *arr, const char *field, struct paths *out
 	char *p;
 	cJSON *err;
 
-	cJSON_ArrayForEach(v, arr)
-	{
+	cJSON_ArrayForEach(v, arr) {
 		if (!cJSON_IsString(v) || v->valuestring == NULL)
 			return proto_error("bad_type", "field \"%s\" must be %s", field,
 					   type_name(cJSON_Array));
@@ -212,7 +219,8 @@ static cJSON *parse_spec(const cJSON *req, struct bot_spec *s)
 	v = cJSON_GetObjectItemCaseSensitive(req, "name");
 	if (v != NULL) {
 		if (!bot_name_ok(v->valuestring))
-			return proto_error("bad_name", "bad bot name \"%.80s\": use 1 to %d letters, "
+			return proto_error("bad_name",
+					   "bad bot name \"%.80s\": use 1 to %d letters, "
 					   "digits, - and _ (not starting with -)",
 					   v->valuestring, BOT_NAME_MAX);
 		s->name = strdup(v->valuestring);
@@ -220,7 +228,8 @@ static cJSON *parse_spec(const cJSON *req, struct bot_spec *s)
 	v = cJSON_GetObjectItemCaseSensitive(req, "as");
 	if (v != NULL) {
 		if (!bot_name_ok(v->valuestring))
-			return proto_error("bad_name", "bad bot name \"%.80s\": use 1 to %d letters, "
+			return proto_error("bad_name",
+					   "bad bot name \"%.80s\": use 1 to %d letters, "
 					   "digits, - and _ (not starting with -)",
 					   v->valuestring, BOT_NAME_MAX);
 		s->as = strdup(v->valuestring);
@@ -228,8 +237,10 @@ static cJSON *parse_spec(const cJSON *req, struct bot_spec *s)
 	v = cJSON_GetObjectItemCaseSensitive(req, "sandbox");
 	if (v != NULL) {
 		if (sandbox_parse(v->valuestring, &s->sandbox) != 0)
-			return proto_error("bad_value", "sandbox must be read-only, workspace-write "
-					   "or danger-full-access, not \"%.64s\"", v->valuestring);
+			return proto_error("bad_value",
+					   "sandbox must be read-only, workspace-write "
+					   "or danger-full-access, not \"%.64s\"",
+					   v->valuestring);
 		s->has_sandbox = true;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(req, "folder");
@@ -261,7 +272,8 @@ static cJSON *parse_spec(const cJSON *req, struct bot_spec *s)
 	if (v != NULL) {
 		if (v->valuedouble < 0 || v->valuedouble > 365.0 * 86400 ||
 		    v->valuedouble != (double)(long)v->valuedouble)
-			return proto_error("bad_value", "ttl must be whole seconds from 0 (none) to "
+			return proto_error("bad_value",
+					   "ttl must be whole seconds from 0 (none) to "
 					   "one year");
 		s->has_ttl = true;
 		s->ttl = (long)v->valuedouble;
@@ -318,7 +330,8 @@ static const char *nul_field(const char *line, size_t len, char *key, size_t key
 
 		if (in_str) {
 			if (c == '\\' && i + 1 < len) {
-				if (line[i + 1] == 'u' && i + 5 < len && strncmp(line + i + 2, "0000", 4) == 0) {
+				if (line[i + 1] == 'u' && i + 5 < len &&
+				    strncmp(line + i + 2, "0000", 4) == 0) {
 					snprintf(key, keylen, "%s", is_key ? "" : cur);
 					return key;
 				}
@@ -337,7 +350,8 @@ static const char *nul_field(const char *line, size_t len, char *key, size_t key
 		if (c == '"') {
 			in_str = true;
 			/* in the object, a string after '{' or ',' is a key */
-			is_key = depth == 1 && (prev_char(line, i) == '{' || prev_char(line, i) == ',');
+			is_key = depth == 1 &&
+				 (prev_char(line, i) == '{' || prev_char(line, i) == ',');
 			if (is_key)
 				k = 0;
 		} else if (c == '{' || c == '[') {
@@ -375,9 +389,10 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 		while (end < line + len && (*end == ' ' || *end == '\t' || *end == '\r'))
 			end++;
 	if (req == NULL || end != line + len) {
-		server_reply(p, proto_error("bad_json", req == NULL ? "the request is not valid JSON"
-							    : "text after the JSON object: one "
-							      "object per line"));
+		server_reply(p, proto_error("bad_json", req == NULL
+								? "the request is not valid JSON"
+								: "text after the JSON object: one "
+								  "object per line"));
 		return false;
 	}
 	if (!cJSON_IsObject(req)) {
@@ -388,7 +403,8 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 	if (r.id != NULL && !cJSON_IsString(r.id) &&
 	    (!cJSON_IsNumber(r.id) || !isfinite(r.id->valuedouble))) {
 		r.id = NULL;
-		server_reply(p, proto_error("bad_type", "field \"id\" must be a string or a number"));
+		server_reply(p,
+			     proto_error("bad_type", "field \"id\" must be a string or a number"));
 		return false;
 	}
 	if (r.id != NULL && cJSON_IsString(r.id) && strlen(r.id->valuestring) > 256) {
@@ -406,15 +422,17 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 		if (strcmp(ops[i].name, opv->valuestring) == 0)
 			op = &ops[i];
 	if (op == NULL) {
-		request_fail(&r, proto_error("unknown_op", "unknown op \"%.64s\"", opv->valuestring));
+		request_fail(&r,
+			     proto_error("unknown_op", "unknown op \"%.64s\"", opv->valuestring));
 		return false;
 	}
 	if ((err = check_fields(req, op)) == NULL &&
 	    (nulf = nul_field(line, len, key, sizeof key)) != NULL) {
 		const char *code = strcmp(nulf, "name") == 0 || strcmp(nulf, "as") == 0 ? "bad_name"
 				   : strcmp(nulf, "folder") == 0 || strcmp(nulf, "writable") == 0 ||
-					   strcmp(nulf, "readable") == 0
-				   ? "bad_path" : "bad_value";
+						   strcmp(nulf, "readable") == 0
+					   ? "bad_path"
+					   : "bad_value";
 
 		err = proto_error(code, "field \"%.64s\" holds a NUL character", nulf);
 	}

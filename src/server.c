@@ -33,7 +33,7 @@ struct listener {
 	struct event *retry;
 	char *path;
 	struct bot *bot; /* NULL: the control socket */
-	uid_t owner;     /* besides root, the uid allowed to connect */
+	uid_t owner;	 /* besides root, the uid allowed to connect */
 	LIST_ENTRY(listener) entry;
 };
 
@@ -191,9 +191,10 @@ static void peer_read(struct bufferevent *bev, void *arg)
 			if (len > LINE_MAX_BYTES) {
 				evbuffer_drain(in, len);
 				if (!p->skipping)
-					server_reply(p, proto_error("line_too_long",
-								    "request line longer than %d bytes",
-								    LINE_MAX_BYTES));
+					server_reply(
+						p, proto_error("line_too_long",
+							       "request line longer than %d bytes",
+							       LINE_MAX_BYTES));
 				p->skipping = true;
 			}
 			/* Only a half-sent line is timed: idle clients may wait. */
@@ -244,7 +245,8 @@ static void peer_event(struct bufferevent *bev, short what, void *arg)
 
 	if (what & BEV_EVENT_TIMEOUT) {
 		/* Say why, then close once the reply is out (peer_write). */
-		evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+		evbuffer_drain(bufferevent_get_input(bev),
+			       evbuffer_get_length(bufferevent_get_input(bev)));
 		server_reply(p, proto_error("timeout", "no complete line within %d seconds",
 					    PARTIAL_LINE_TIMEOUT));
 		p->eof = true;
@@ -492,7 +494,8 @@ void server_drain(struct server *srv, struct event_base *base)
 	for (;;) {
 		pending = false;
 		TAILQ_FOREACH(p, &srv->peers, entry)
-			if (p->bev != NULL && evbuffer_get_length(bufferevent_get_output(p->bev)) > 0)
+			if (p->bev != NULL &&
+			    evbuffer_get_length(bufferevent_get_output(p->bev)) > 0)
 				pending = true;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (!pending || now.tv_sec - start.tv_sec >= 2)

@@ -156,8 +156,7 @@ static int load_paths(const cJSON *o, const char *k, struct paths *out)
 		return 0;
 	if (!cJSON_IsArray(a))
 		return -EINVAL;
-	cJSON_ArrayForEach(v, a)
-	{
+	cJSON_ArrayForEach(v, a) {
 		if (!cJSON_IsString(v) || v->valuestring[0] != '/')
 			return -EINVAL;
 		if (paths_add(out, v->valuestring) != 0)
@@ -176,8 +175,7 @@ static struct bot *load_bot(const cJSON *o)
 
 	if (b == NULL || name == NULL || !bot_name_ok(name) ||
 	    (creator != NULL && !bot_name_ok(creator)) || folder == NULL || folder[0] != '/' ||
-	    sandbox == NULL ||
-	    sandbox_parse(sandbox, &b->sandbox) != 0)
+	    sandbox == NULL || sandbox_parse(sandbox, &b->sandbox) != 0)
 		goto bad;
 	b->name = strdup(name);
 	b->folder = strdup(folder);
@@ -246,12 +244,13 @@ int state_load(const struct config *cfg, struct bots *bots, char *err, size_t er
 			 path);
 		return -EINVAL;
 	}
-	cJSON_ArrayForEach(o, arr)
-	{
+	cJSON_ArrayForEach(o, arr) {
 		b = load_bot(o);
 		if (b == NULL) {
-			snprintf(err, errlen, "%s: a bot entry is malformed; move the file aside to "
-				 "start afresh", path);
+			snprintf(err, errlen,
+				 "%s: a bot entry is malformed; move the file aside to "
+				 "start afresh",
+				 path);
 			return -EINVAL;
 		}
 		TAILQ_INSERT_TAIL(bots, b, entry);

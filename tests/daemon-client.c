@@ -180,7 +180,8 @@ static int cmd_req(const char *sock, int n, char **lines)
 		reply = read_line(&c, REPLY_TIMEOUT_MS, &why);
 		if (reply == NULL) {
 			fprintf(stderr, "daemon-client: %s\n",
-				why == 3 ? "connection closed without a reply" : "no reply in time");
+				why == 3 ? "connection closed without a reply"
+					 : "no reply in time");
 			return why;
 		}
 		printf("%s\n", reply);
@@ -480,8 +481,7 @@ static int walk(const cJSON *v, char *path)
 		if (strcmp(tok, "*") == 0) {
 			if (!cJSON_IsArray(v))
 				return 1;
-			cJSON_ArrayForEach(e, v)
-			{
+			cJSON_ArrayForEach(e, v) {
 				char *copy = strdup(dot != NULL ? dot : "");
 
 				walk(e, copy);
@@ -560,6 +560,7 @@ int main(int argc, char **argv)
 		return cmd_get(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "valid") == 0)
 		return cmd_valid(argv[2]);
-	fprintf(stderr, "usage: daemon-client req|pipe|noread|longline|stall|flood|get|valid ...\n");
+	fprintf(stderr,
+		"usage: daemon-client req|pipe|noread|longline|stall|flood|get|valid ...\n");
 	return 2;
 }

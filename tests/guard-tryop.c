@@ -80,8 +80,8 @@ static int report(int r)
 
 static int race_rename(double secs, const char *root)
 {
-	char a[4096], b[4096], t[4096], deep[4096], deepx[4096], nest[4096], anest[4096],
-		git[4096], bgit[4096], l[4096];
+	char a[4096], b[4096], t[4096], deep[4096], deepx[4096], nest[4096], anest[4096], git[4096],
+		bgit[4096], l[4096];
 	double end = now() + secs;
 	long swaps = 0, forbidden = 0;
 

@@ -468,9 +468,11 @@ static void test_worktrees_modules(void)
 	IS(try_write("main/.git/modules/lib/a/b/sub/config"), "D1", "submodule config RO");
 	IS(try_create("main/.git/modules/lib/a/b/sub/hooks/pre-commit"), "D3", "submodule hook NC");
 	IS(try_write("main/.git/modules/lib/a/b/sub/HEAD"), "", "submodule HEAD writable");
-	IS(try_create("main/.git/modules/lib/a/b/sub/index.lock"), "", "submodule index.lock creatable");
+	IS(try_create("main/.git/modules/lib/a/b/sub/index.lock"), "",
+	   "submodule index.lock creatable");
 	IS(try_create("main/.git/modules/lib/a/b/sub/commondir"), "D4", "submodule commondir NC");
-	IS(try_create("main/.git/modules/lib/a/b/new"), "D6", "nothing new on the way to a submodule");
+	IS(try_create("main/.git/modules/lib/a/b/new"), "D6",
+	   "nothing new on the way to a submodule");
 	IS(try_create("main/.git/modules/evil"), "D6", "no new module");
 	IS(try_mkdir("main/.git/modules/new"), "D6", "new module NC");
 	IS(try_remove("main/.git/modules/lib"), "D6", "modules content not removable");
