@@ -36,6 +36,11 @@ case "$T" in
 /tmp | /tmp/*) skip_all "needs a temporary folder outside /tmp (/var/tmp is not writable)" ;;
 esac
 
+# Commands inside run agentfs too: a build tree under /tmp is hidden there,
+# so they use a copy in $T (seen read-only inside).
+cp "$AGENTFS" "$T/agentfs" || bail_out "cannot copy $AGENTFS"
+AGENTFS=$T/agentfs
+
 BWRAP=$(command -v bwrap) || skip_all "bwrap is missing (apt-get install bubblewrap)"
 if ! "$BWRAP" --ro-bind / / --unshare-pid --unshare-net --unshare-ipc --unshare-uts \
 	--dev /dev --proc /proc true 2>/dev/null; then
