@@ -19,3 +19,9 @@ FS_TESTS = \
 	tests/fs-fdlimit.sh
 TESTS += $(FS_TESTS)
 EXTRA_DIST += tests/lib.sh $(FS_TESTS)
+
+# The differential tester: a short run in make check, a long one by hand.
+check_PROGRAMS += tests/fs-diff
+tests_fs_diff_SOURCES = tests/fs-diff.c
+TESTS += tests/fs-diff.sh
+EXTRA_DIST += tests/fs-diff.sh

@@ -1,0 +1,41 @@
+#!/bin/bash
+# fs-diff: the same seeded random operations (create, write, read, truncate,
+# rename, exchange, link, symlink, mkdir, unlink, rmdir, chmod...) by several
+# processes at once, in a native folder and through an agentfs mount (no git
+# folders): every result and errno must match, and so must the final trees,
+# byte for byte. A long run: FS_DIFF_OPS=200000 FS_DIFF_PROCS=8 make check
+# TESTS=tests/fs-diff.sh, or FS_DIFF_SEED to replay a failure.
+. "$top_srcdir/tests/lib.sh"
+
+DIFF="$top_builddir/tests/fs-diff"
+[ -x "$DIFF" ] || bail_out "$DIFF is not built"
+procs=${FS_DIFF_PROCS:-4}
+ops=${FS_DIFF_OPS:-3000}
+seed=${FS_DIFF_SEED:-$(date +%s)}
+
+N="$T/native"
+S="$T/src"
+M="$T/mnt"
+mkdir -p "$N" "$S" "$M"
+for d in "$N" "$S"; do mkdir -p "$d/tmpl"; done
+
+plan $((procs + 4))
+fs_mount "$S" "$M" || { not_ok "mount"; done_testing; exit 1; }
+ok "mount"
+diag "seed $seed, $procs processes, $ops operations each"
+tap_include "fs-diff" "$DIFF" -p "$procs" -n "$ops" -s "$seed" "$N" "$M"
+
+tree() { (cd "$1" && find . -printf '%p %y %s %m %n %l\n' | sort && find . -type f -exec sha256sum {} + | sort); }
+if diff <(tree "$N") <(tree "$S") >"$T/tree.diff"; then
+	ok "the native tree and the tree written through the mount are the same"
+else
+	not_ok "the native tree and the tree written through the mount are the same"
+	head -20 "$T/tree.diff" | while IFS= read -r l; do diag "$l"; done
+fi
+if diff <(tree "$S") <(tree "$M") >"$T/view.diff"; then
+	ok "the mount shows the source tree as it is"
+else
+	not_ok "the mount shows the source tree as it is"
+	head -20 "$T/view.diff" | while IFS= read -r l; do diag "$l"; done
+fi
+done_testing
