@@ -860,8 +860,9 @@ static int xattr_fd(fuse_req_t req, fuse_ino_t ino, struct inode **ip, char *pat
 	return fd;
 }
 
-static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-			size_t size, int flags)
+/* setxattr and removexattr: a write of the inode, then the change itself. */
+static void xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			 size_t size, int flags)
 {
 	struct fs_mount *m = req_mount(req);
 	char path[PROC_FD_MAX];
@@ -870,10 +871,14 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 
 	r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
 				  .mode = ino_of(m, ino)->type));
-	if (r == 0 && (fd = xattr_fd(req, ino, &i, path)) < 0)
+	if (r == 0 && (fd = xattr_fd(req, ino, &i, path)) < 0) {
 		r = fd;
-	else if (r == 0) {
-		r = setxattr(path, name, value, size, flags) == 0 ? 0 : -errno;
+	} else if (r == 0) {
+		if (value != NULL)
+			r = setxattr(path, name, value, size, flags);
+		else
+			r = removexattr(path, name);
+		r = r == 0 ? 0 : -errno;
 		inode_fd_put(m, i);
 		if (r == 0)
 			fs_invalidate(m, i, NULL, NULL);
@@ -881,22 +886,15 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	fuse_reply_err(req, -r);
 }
 
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	xattr_change(req, ino, name, value != NULL ? value : "", size, flags);
+}
+
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	struct fs_mount *m = req_mount(req);
-	char path[PROC_FD_MAX];
-	struct inode *i;
-	int fd, r;
-
-	r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
-				  .mode = ino_of(m, ino)->type));
-	if (r == 0 && (fd = xattr_fd(req, ino, &i, path)) < 0)
-		r = fd;
-	else if (r == 0) {
-		r = removexattr(path, name) == 0 ? 0 : -errno;
-		inode_fd_put(m, i);
-	}
-	fuse_reply_err(req, -r);
+	xattr_change(req, ino, name, NULL, 0, 0);
 }
 
 static void xattr_reply(fuse_req_t req, ssize_t n, const char *buf, size_t size)
