@@ -39,6 +39,8 @@ void fs_log(struct fs *fs, enum fs_log_level level, const char *fmt, ...)
  * belong to it and group-writable folders work. glibc's setgroups() changes
  * every thread, so the raw syscall is used; setfsuid/setfsgid are per thread.
  */
+static __thread bool switched; /* this thread is not root's identity now */
+
 int fs_as_caller(fuse_req_t req, bool with_groups)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
@@ -47,6 +49,7 @@ int fs_as_caller(fuse_req_t req, bool with_groups)
 
 	if (c->uid == 0 && c->gid == 0)
 		return 0;
+	switched = true;
 	if (with_groups) {
 		n = fuse_req_getgroups(req, 64, groups);
 		if (n < 0)
@@ -61,8 +64,12 @@ int fs_as_caller(fuse_req_t req, bool with_groups)
 	return 0;
 }
 
+/* Back to root's identity; nothing to do (no syscall) if it never changed. */
 void fs_as_root(struct fs *fs)
 {
+	if (!switched)
+		return;
+	switched = false;
 	setfsuid(0);
 	setfsgid(0);
 	syscall(SYS_setgroups, (size_t)fs->n_root_groups, fs->root_groups);
