@@ -294,6 +294,48 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	pfd = inode_fd_get(m, parent);
 	if (pfd < 0)
 		return pfd;
+	/*
+	 * Fast path, the common one (revalidations, readdirplus of a known
+	 * folder): a name whose inode we hold costs one fstatat, no open. The
+	 * reference taken under the lock keeps the inode alive meanwhile.
+	 */
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		r = -errno;
+		inode_fd_put(m, parent);
+		return r;
+	}
+	pthread_mutex_lock(&fs->lock);
+	i = inode_find(m, st.st_dev, st.st_ino);
+	if (i != NULL && i != &m->root && (i->fd >= 0 || i->handle != NULL))
+		i->nlookup++;
+	else
+		i = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (i != NULL) {
+		r = 0;
+		if (m->guard != NULL) {
+			gen = guard_generation(m->guard);
+			pthread_mutex_lock(&fs->lock);
+			pgc = parent->gcls;
+			pthread_mutex_unlock(&fs->lock);
+			r = guard_classify(m->guard, &pgc, pfd, name, &st, -1, &gc);
+		}
+		inode_fd_put(m, parent);
+		if (r != 0) {
+			inode_forget(m, i, 1);
+			return r;
+		}
+		pthread_mutex_lock(&fs->lock);
+		i->nlink = st.st_nlink;
+		inode_set_parent(m, i, parent, name);
+		if (m->guard != NULL && (!guard_cls_protected(&i->gcls) ||
+					 guard_cls_protected(&gc) || i->ggen != gen)) {
+			i->gcls = gc;
+			i->ggen = gen;
+		}
+		pthread_mutex_unlock(&fs->lock);
+		goto done;
+	}
 	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	r = fd < 0 ? -errno : 0;
 	if (r == 0 && fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
