@@ -1,0 +1,427 @@
+/*
+ * fault-client: misbehaving clients and probes for the fault tests
+ * (tests/fault-*.sh).  Every command is bounded in time.
+ *
+ *   fault-client latency SOCKET N GAP_MS
+ *       one connection; N version requests, one at a time, GAP_MS apart;
+ *       print "median_us max_us answered" (exit 4 if one is not answered
+ *       within 5 s, 3 if the connection closes)
+ *   fault-client blast SOCKET SECONDS
+ *       pipeline version requests as fast as the socket takes them and never
+ *       read a reply; reconnect whenever the daemon drops us; print
+ *       "requests_sent connections"
+ *   fault-client storm SOCKET SECONDS
+ *       connect, send one request, close without reading, over and over;
+ *       print the number of connections
+ *   fault-client stall SOCKET SECONDS
+ *       hold a half-sent line on one connection for SECONDS; print
+ *       "stalled" if the daemon kept it open, "closed" if it dropped it
+ *   fault-client midreply SOCKET SECONDS
+ *       over and over: send a burst of list requests, read a few bytes of
+ *       the replies, then vanish with the rest unread (the close resets the
+ *       connection); print the number of connections
+ *   fault-client hold SOCKET N SECONDS
+ *       open up to N connections without blocking (stop at the first
+ *       failure, e.g. a full backlog), keep them for SECONDS (or until
+ *       SIGTERM), print "opened N" once they are open (stdout flushed) and
+ *       "done" when they are closed
+ *   fault-client write FILE BYTES
+ *       open FILE for writing (create, truncate) and write BYTES zero bytes
+ *       with write(2); print "ok BYTES" or "ERRNO_NAME written" (e.g.
+ *       "ENOSPC 12288") on the first failure
+ *
+ * Exit status: 0 done, 2 usage or system error, 3 closed, 4 no reply in time.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+static long long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+static int dial(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof sa.sun_path) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* connect without blocking: a full backlog is EAGAIN, not a hang */
+static int dial_nb(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof sa.sun_path) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+static int send_all(int fd, const char *buf, size_t len)
+{
+	ssize_t r;
+
+	while (len > 0) {
+		r = send(fd, buf, len, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		buf += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Read up to a newline within ms; 0 ok (line in buf), 3 closed, 4 timeout. */
+static int read_reply(int fd, char *buf, size_t cap, int ms)
+{
+	long long deadline = now_us() + ms * 1000LL;
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	size_t n = 0;
+	ssize_t r;
+	int left;
+
+	for (;;) {
+		left = (int)((deadline - now_us()) / 1000);
+		if (left <= 0)
+			return 4;
+		r = poll(&pfd, 1, left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0)
+			continue;
+		/* one byte at a time: the line ends where the reply does */
+		r = read(fd, buf + n, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return 3;
+		if (buf[n] == '\n') {
+			buf[n] = '\0';
+			return 0;
+		}
+		if (n + 2 < cap)
+			n++;
+	}
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmd_latency(const char *sock, int n, int gap_ms)
+{
+	static const char req[] = "{\"op\":\"version\",\"id\":\"lat\"}\n";
+	long long *t = calloc((size_t)n, sizeof *t), t0;
+	char buf[4096];
+	int fd, i, rc;
+
+	if (t == NULL || n <= 0)
+		return 2;
+	fd = dial(sock);
+	if (fd < 0) {
+		fprintf(stderr, "fault-client: connect %s: %s\n", sock, strerror(errno));
+		return 2;
+	}
+	for (i = 0; i < n; i++) {
+		t0 = now_us();
+		if (send_all(fd, req, sizeof req - 1) != 0) {
+			fprintf(stderr, "fault-client: request %d: send: %s\n", i + 1, strerror(errno));
+			return 3;
+		}
+		rc = read_reply(fd, buf, sizeof buf, 5000);
+		if (rc != 0) {
+			fprintf(stderr, "fault-client: request %d: %s\n", i + 1,
+				rc == 3 ? "connection closed" : "no reply within 5 s");
+			printf("- - %d\n", i);
+			return rc;
+		}
+		t[i] = now_us() - t0;
+		if (strstr(buf, "\"ok\":true") == NULL || strstr(buf, "\"lat\"") == NULL) {
+			fprintf(stderr, "fault-client: request %d: bad reply: %.200s\n", i + 1, buf);
+			return 2;
+		}
+		if (gap_ms > 0)
+			usleep((useconds_t)gap_ms * 1000);
+	}
+	close(fd);
+	qsort(t, (size_t)n, sizeof *t, cmp_ll);
+	printf("%lld %lld %d\n", t[n / 2], t[n - 1], n);
+	free(t);
+	return 0;
+}
+
+static int cmd_blast(const char *sock, int seconds)
+{
+	static const char req[] = "{\"op\":\"version\"}\n";
+	char chunk[65536];
+	size_t per = sizeof req - 1, k;
+	long long end = now_us() + seconds * 1000000LL, sent = 0;
+	long conns = 0;
+	struct pollfd pfd;
+	ssize_t r;
+	int fd = -1;
+
+	for (k = 0; k + per <= sizeof chunk; k += per)
+		memcpy(chunk + k, req, per);
+	while (now_us() < end) {
+		if (fd < 0) {
+			fd = dial(sock);
+			if (fd < 0) {
+				usleep(10000);
+				continue;
+			}
+			conns++;
+			fcntl(fd, F_SETFL, O_NONBLOCK);
+		}
+		r = send(fd, chunk, k, MSG_NOSIGNAL);
+		if (r > 0) {
+			sent += r / (ssize_t)per;
+			continue;
+		}
+		if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+			pfd.fd = fd;
+			pfd.events = POLLOUT;
+			pfd.revents = 0;
+			poll(&pfd, 1, 50);
+			if (!(pfd.revents & (POLLERR | POLLHUP)))
+				continue;
+		}
+		close(fd); /* dropped by the daemon: come back */
+		fd = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	printf("%lld %ld\n", sent, conns);
+	return 0;
+}
+
+static int cmd_storm(const char *sock, int seconds)
+{
+	static const char req[] = "{\"op\":\"version\"}\n";
+	long long end = now_us() + seconds * 1000000LL;
+	long conns = 0;
+	int fd;
+
+	while (now_us() < end) {
+		fd = dial(sock);
+		if (fd < 0) {
+			usleep(1000);
+			continue;
+		}
+		conns++;
+		send(fd, req, sizeof req - 1, MSG_NOSIGNAL);
+		close(fd);
+	}
+	printf("%ld\n", conns);
+	return 0;
+}
+
+static int cmd_stall(const char *sock, int seconds)
+{
+	struct pollfd pfd;
+	char c;
+	int fd = dial(sock);
+
+	if (fd < 0)
+		return 2;
+	if (send_all(fd, "{\"op\":\"vers", 11) != 0)
+		return 3;
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, seconds * 1000) > 0 && read(fd, &c, 1) <= 0) {
+		printf("closed\n");
+		close(fd);
+		return 0;
+	}
+	printf("stalled\n");
+	close(fd);
+	return 0;
+}
+
+static int cmd_midreply(const char *sock, int seconds)
+{
+	char burst[64 * 32], buf[64];
+	static const char req[] = "{\"op\":\"list\"}\n";
+	long long end = now_us() + seconds * 1000000LL;
+	size_t per = sizeof req - 1, k = 0;
+	struct pollfd pfd;
+	long conns = 0;
+	int fd;
+
+	while (k + per <= sizeof burst) {
+		memcpy(burst + k, req, per);
+		k += per;
+	}
+	while (now_us() < end) {
+		fd = dial(sock);
+		if (fd < 0) {
+			usleep(1000);
+			continue;
+		}
+		conns++;
+		send_all(fd, burst, k);
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 1000) > 0)
+			(void)!read(fd, buf, sizeof buf); /* a few bytes of the first reply */
+		close(fd);
+	}
+	printf("%ld\n", conns);
+	return 0;
+}
+
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int cmd_hold(const char *sock, int n, int seconds)
+{
+	int *fds = calloc((size_t)n, sizeof *fds), i, opened = 0;
+
+	if (fds == NULL)
+		return 2;
+	for (i = 0; i < n; i++) {
+		fds[i] = dial_nb(sock);
+		if (fds[i] < 0) {
+			fprintf(stderr, "fault-client: connection %d: %s\n", i + 1, strerror(errno));
+			break;
+		}
+		opened++;
+	}
+	printf("opened %d\n", opened);
+	fflush(stdout);
+	signal(SIGTERM, on_term);
+	for (i = 0; i < seconds * 10 && !stop; i++)
+		usleep(100000);
+	for (i = 0; i < opened; i++)
+		close(fds[i]);
+	printf("done\n");
+	free(fds);
+	return 0;
+}
+
+static const char *errno_name(int e)
+{
+	switch (e) {
+	case ENOSPC: return "ENOSPC";
+	case EDQUOT: return "EDQUOT";
+	case EIO: return "EIO";
+	case EROFS: return "EROFS";
+	case EFBIG: return "EFBIG";
+	case ENOTCONN: return "ENOTCONN";
+	case EACCES: return "EACCES";
+	case EPERM: return "EPERM";
+	case ENOENT: return "ENOENT";
+	default: return "EOTHER";
+	}
+}
+
+static int cmd_write(const char *file, const char *bytes)
+{
+	static char zero[65536];
+	long long want = strtoll(bytes, NULL, 10), done = 0;
+	ssize_t r;
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		printf("%s 0 (open: %s)\n", errno_name(errno), strerror(errno));
+		return 0;
+	}
+	while (done < want) {
+		size_t len = want - done < (long long)sizeof zero ? (size_t)(want - done) : sizeof zero;
+
+		r = write(fd, zero, len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			printf("%s %lld\n", errno_name(errno), done);
+			close(fd);
+			return 0;
+		}
+		done += r;
+	}
+	/* a delayed error shows on close */
+	if (fsync(fd) != 0 && errno != EINVAL) {
+		printf("%s %lld (fsync)\n", errno_name(errno), done);
+		close(fd);
+		return 0;
+	}
+	if (close(fd) != 0) {
+		printf("%s %lld (close)\n", errno_name(errno), done);
+		return 0;
+	}
+	printf("ok %lld\n", done);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	if (argc == 5 && strcmp(argv[1], "latency") == 0)
+		return cmd_latency(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc == 4 && strcmp(argv[1], "blast") == 0)
+		return cmd_blast(argv[2], atoi(argv[3]));
+	if (argc == 4 && strcmp(argv[1], "storm") == 0)
+		return cmd_storm(argv[2], atoi(argv[3]));
+	if (argc == 4 && strcmp(argv[1], "stall") == 0)
+		return cmd_stall(argv[2], atoi(argv[3]));
+	if (argc == 4 && strcmp(argv[1], "midreply") == 0)
+		return cmd_midreply(argv[2], atoi(argv[3]));
+	if (argc == 5 && strcmp(argv[1], "hold") == 0)
+		return cmd_hold(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc == 4 && strcmp(argv[1], "write") == 0)
+		return cmd_write(argv[2], argv[3]);
+	fprintf(stderr, "usage: fault-client latency|blast|storm|stall|midreply|hold|write ...\n");
+	return 2;
+}
