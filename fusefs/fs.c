@@ -572,10 +572,16 @@ void fs_mount_free(struct fs_mount *m)
 		pthread_mutex_unlock(&fs->lock);
 		inval_forget_mount(fs, m);
 	}
-	if (m->se != NULL)
-		fuse_session_destroy(m->se); /* closes m->fuse_fd */
-	else if (m->fuse_fd >= 0)
+	if (m->se != NULL) {
+		/* The session owns the fd only once fuse_session_mount() took it. */
+		bool owned = fuse_session_fd(m->se) == m->fuse_fd;
+
+		fuse_session_destroy(m->se);
+		if (!owned && m->fuse_fd >= 0)
+			close(m->fuse_fd);
+	} else if (m->fuse_fd >= 0) {
 		close(m->fuse_fd);
+	}
 	pthread_mutex_lock(&fs->lock);
 	inode_table_clear(m);
 	pthread_mutex_unlock(&fs->lock);

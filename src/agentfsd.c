@@ -11,6 +11,7 @@
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
+#include <linux/close_range.h>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -247,6 +248,8 @@ int main(int argc, char **argv)
 	char err[1024], *dir;
 	int c, i, fd;
 
+	/* Descriptors a caller left open are not ours to keep for a daemon's life. */
+	close_range(3, ~0U, 0);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:fhV", longopts, NULL)) != -1) {
 		switch (c) {

@@ -8,6 +8,7 @@
 #include "fusefs/fusefs.h"
 #include "gitguard/gitguard.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -645,16 +646,18 @@ static void done_create(struct job *j)
 		job_finish(j);
 		return;
 	}
+	/* Saved before its socket exists: a crash between leaves no orphan socket. */
+	save_state();
 	if (!bot_activate(b, err, sizeof err)) {
 		fail(&j->req, "internal", "%s", err);
 		bot_unmount_all(b); /* quick: nothing can be using a mount no one was told of */
 		TAILQ_REMOVE(&d.bots, b, entry);
 		d.nbots--;
 		bot_free(b);
+		save_state();
 		job_finish(j);
 		return;
 	}
-	save_state();
 	log_msg(LOG_INFO, "bot %s made by %s", b->name, b->creator ? b->creator : "the operator");
 	body = cJSON_CreateObject();
 	cJSON_AddItemToObject(body, "bot", bot_to_json(b, true));
@@ -1324,6 +1327,39 @@ static int clean_stale(void *arg, uint64_t id, const char *mp, const char *fstyp
 	return 0;
 }
 
+/*
+ * A daemon killed mid-change may leave a bot's socket file or an empty
+ * mount folder for a bot the state does not hold: remove them.
+ */
+static void clean_leftovers(void)
+{
+	char path[PATH_MAX], name[BOT_NAME_MAX + 8];
+	struct dirent *de;
+	DIR *dir;
+	size_t n;
+
+	snprintf(path, sizeof path, "%s.d", d.cfg->socket_path);
+	if ((dir = opendir(path)) != NULL) {
+		while ((de = readdir(dir)) != NULL) {
+			n = strlen(de->d_name);
+			if (n < 6 || n - 5 > BOT_NAME_MAX || strcmp(de->d_name + n - 5, ".sock") != 0)
+				continue;
+			memcpy(name, de->d_name, n - 5);
+			name[n - 5] = '\0';
+			if (bot_find(name) == NULL && unlinkat(dirfd(dir), de->d_name, 0) == 0)
+				log_msg(LOG_INFO, "removed the socket of a bot that is gone: %s",
+					de->d_name);
+		}
+		closedir(dir);
+	}
+	if ((dir = opendir(d.cfg->mount_dir)) != NULL) {
+		while ((de = readdir(dir)) != NULL)
+			if (de->d_name[0] != '.' && bot_find(de->d_name) == NULL)
+				unlinkat(dirfd(dir), de->d_name, AT_REMOVEDIR); /* only if empty */
+		closedir(dir);
+	}
+}
+
 static void done_restore(struct job *j)
 {
 	char err[512];
@@ -1371,6 +1407,7 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 	r = state_load(cfg, &d.bots, err, errlen);
 	if (r != 0)
 		return r;
+	clean_leftovers();
 	TAILQ_FOREACH(b, &d.bots, entry) {
 		d.nbots++;
 		if (bot_plan_roots(b) != 0) {

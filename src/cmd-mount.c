@@ -218,6 +218,10 @@ int cmd_mount(int argc, char **argv)
 		die("fork: %s", strerror(errno));
 	if (pid == 0) {
 		close(pfd[0]);
+		/* The server lives on: it keeps none of its caller's descriptors. */
+		if (pfd[1] > 3)
+			close_range(3, (unsigned)pfd[1] - 1, 0);
+		close_range((unsigned)pfd[1] + 1, ~0U, 0);
 		ready_fd = pfd[1];
 		setsid();
 		log_to_stderr = false;
