@@ -75,6 +75,7 @@ unsigned fs_mount_count(struct fs *fs);
 
 /* mount.c */
 int fs_check_mountpoint(const char *path, struct fs_error *err);
+int fs_open_nofollow(int dirfd, const char *path, int flags, bool beneath);
 int fs_kernel_umount(const char *path, bool lazy, struct fs_error *err);
 int fs_mountinfo_each(int (*fn)(void *arg, uint64_t id, const char *mp, const char *fstype),
 		      void *arg);

@@ -28,14 +28,83 @@ void fs_seterr(struct fs_error *err, int code, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int openat2_nofollow(int dirfd, const char *path, int flags, unsigned long long resolve)
+/*
+ * openat2(RESOLVE_NO_SYMLINKS) by hand, for kernels or sandboxes (seccomp,
+ * valgrind) without it: one component at a time with O_NOFOLLOW, a link
+ * anywhere is ELOOP, and beneath dirfd ".." may not climb out of it.
+ */
+static int walk_nofollow(int dirfd, const char *path, int flags, bool beneath)
+{
+	char *copy, *comp, *next;
+	int cur, fd, depth = 0, e;
+	struct stat st;
+
+	if (path[0] == '/' && beneath)
+		return errno = EXDEV, -1;
+	copy = strdup(path);
+	if (copy == NULL)
+		return errno = ENOMEM, -1;
+	cur = path[0] == '/' ? open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)
+			     : openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (comp = copy; cur >= 0 && comp != NULL; comp = next) {
+		while (*comp == '/')
+			comp++;
+		next = strchr(comp, '/');
+		if (next != NULL)
+			*next++ = '\0';
+		while (next != NULL && *next == '/')
+			next++;
+		if (next != NULL && *next == '\0')
+			next = NULL;
+		if (*comp == '\0' || strcmp(comp, ".") == 0)
+			continue;
+		if (strcmp(comp, "..") == 0 && beneath && --depth < 0) {
+			close(cur);
+			free(copy);
+			return errno = EXDEV, -1;
+		} else if (strcmp(comp, "..") != 0) {
+			depth++;
+		}
+		fd = openat(cur, comp,
+			    next != NULL ? O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+					 : flags | O_NOFOLLOW | O_CLOEXEC);
+		e = errno;
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
+			close(fd);
+			fd = -1;
+			e = ELOOP;
+		} else if (fd < 0 && e == ENOTDIR && next != NULL &&
+			   fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+			e = ELOOP;
+		}
+		close(cur);
+		cur = fd;
+		errno = e;
+	}
+	e = errno;
+	free(copy);
+	errno = e;
+	return cur;
+}
+
+/* Open path (relative to dirfd) without following a link anywhere on the way. */
+int fs_open_nofollow(int dirfd, const char *path, int flags, bool beneath)
 {
 	struct open_how how = {
 		.flags = (unsigned long long)flags | O_CLOEXEC,
-		.resolve = resolve | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   (beneath ? RESOLVE_BENEATH : 0),
 	};
+	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 
-	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+	if (fd < 0 && errno == ENOSYS)
+		return walk_nofollow(dirfd, path, flags, beneath);
+	return fd;
+}
+
+static int openat2_nofollow(int dirfd, const char *path, int flags, unsigned long long resolve)
+{
+	return fs_open_nofollow(dirfd, path, flags, (resolve & RESOLVE_BENEATH) != 0);
 }
 
 /* Open a folder by path without following any symlink on the way. */
@@ -212,6 +281,46 @@ static void set_readahead(unsigned major, unsigned minor)
 }
 
 /*
+ * mount(2) for kernels or sandboxes without the new mount API (valgrind
+ * 3.19 has no fsopen): the same options, onto the mount point's fd.
+ */
+static int mount_legacy(struct fs_mount *m, int mpfd, const struct mount_opts *o,
+			struct fs_error *err)
+{
+	char opts[256], target[64];
+	unsigned long flags = 0;
+	struct statx stx;
+	int fd, e;
+
+	snprintf(opts, sizeof opts,
+		 "fd=%d,rootmode=%o,user_id=%u,group_id=%u,allow_other,default_permissions",
+		 m->fuse_fd, (unsigned)S_IFDIR, (unsigned)getuid(), (unsigned)getgid());
+	snprintf(target, sizeof target, "/proc/self/fd/%d", mpfd);
+	if (!o->suid)
+		flags |= MS_NOSUID;
+	if (!o->dev)
+		flags |= MS_NODEV;
+	if (mount(o->fsname[0] != '\0' ? o->fsname : m->source, target, "fuse.agentfs", flags,
+		  opts) != 0) {
+		e = errno;
+		fs_seterr(err, e, "cannot mount %s: mount: %s%s", m->mountpoint, strerror(e),
+			  e == EPERM ? " (agentfs mount needs root)" : "");
+		return -e;
+	}
+	/* The mount root is known to the kernel: no request is sent for it. */
+	fd = openat(AT_FDCWD, m->mountpoint, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) == 0) {
+			if (stx.stx_mask & STATX_MNT_ID)
+				m->mnt_id = stx.stx_mnt_id;
+			set_readahead(stx.stx_dev_major, stx.stx_dev_minor);
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+/*
  * fsopen("fuse") + fsconfig + fsmount + move_mount onto the mount point's
  * fd. allow_other and default_permissions are always set: the kernel then
  * checks every access with the caller's own credentials, while the server
@@ -235,6 +344,8 @@ static int mount_make(struct fs_mount *m, int mpfd, const struct mount_opts *o,
 	}
 	step = "fsopen";
 	fsfd = fsopen("fuse", FSOPEN_CLOEXEC);
+	if (fsfd < 0 && errno == ENOSYS)
+		return mount_legacy(m, mpfd, o, err);
 	if (fsfd < 0)
 		goto fail;
 	step = "fsconfig";

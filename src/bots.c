@@ -309,12 +309,7 @@ static bool uid_may(uid_t uid, int fd, int mode)
 
 static int open_folder(const char *path)
 {
-	struct open_how how = {
-		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-
-	return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	return fs_open_nofollow(AT_FDCWD, path, O_PATH | O_DIRECTORY, false);
 }
 
 struct mnt_query {
@@ -432,13 +427,11 @@ static void bot_unmount_all(struct bot *b)
 /* Read a small regular file beneath dirfd without following links. */
 static ssize_t read_small(int dirfd, const char *name, char *buf, size_t len)
 {
-	struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
-			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 	struct stat st;
 	ssize_t n;
 	int fd;
 
-	fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof how);
+	fd = fs_open_nofollow(dirfd, name, O_RDONLY | O_NONBLOCK, true);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size >= len) {
@@ -1327,6 +1320,36 @@ static int clean_stale(void *arg, uint64_t id, const char *mp, const char *fstyp
 	return 0;
 }
 
+/* Bots whose ttl ran out while no daemon ran go, with what they made, before anything mounts. */
+static void drop_expired(void)
+{
+	struct bot *b, **v = NULL;
+	time_t now = time(NULL);
+	size_t n = 0, i;
+	bool again = true;
+
+	while (again) {
+		again = false;
+		TAILQ_FOREACH(b, &d.bots, entry) {
+			if (b->expires != 0 && b->expires <= now) {
+				collect(b, &v, &n);
+				for (i = 0; i < n; i++) {
+					log_msg(LOG_INFO, "bot %s: ttl ran out while agentfsd was down",
+						v[i]->name);
+					TAILQ_REMOVE(&d.bots, v[i], entry);
+					bot_free(v[i]);
+				}
+				free(v);
+				v = NULL;
+				n = 0;
+				again = true;
+				break;
+			}
+		}
+	}
+	save_state();
+}
+
 /*
  * A daemon killed mid-change may leave a bot's socket file or an empty
  * mount folder for a bot the state does not hold: remove them.
@@ -1407,6 +1430,7 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 	r = state_load(cfg, &d.bots, err, errlen);
 	if (r != 0)
 		return r;
+	drop_expired();
 	clean_leftovers();
 	TAILQ_FOREACH(b, &d.bots, entry) {
 		d.nbots++;
