@@ -56,7 +56,7 @@ fuzz-run: fuzz
 		test $$t = proto && opts="-max_len=1048576 -dict=$(top_srcdir)/tests/fuzz/proto.dict"; \
 		$(MKDIR_P) tests/fuzz/work-$$t || exit 1; \
 		echo "fuzz-$$t: $(FUZZ_SECONDS) seconds"; \
-		nice -n 19 tests/fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) $$opts \
+		nice -n 19 tests/fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -timeout=25 $$opts \
 			-artifact_prefix=tests/fuzz/crash-$$t- \
 			tests/fuzz/work-$$t $(top_srcdir)/tests/fuzz/corpus-$$t || exit 1; \
 	done

@@ -498,6 +498,24 @@ static bool gitdir_nc(const char *name)
 	return false;
 }
 
+/* Would NAME make the folder FD bare-shaped (git's is_git_directory)? */
+static bool completes_shape(int fd, const char *name)
+{
+	static const char *const shape[] = {"HEAD", "objects", "refs", "commondir"};
+	struct stat st;
+	int has = 0, bit = 0, i;
+
+	for (i = 0; i < 4; i++) {
+		if (fstatat(fd, shape[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
+			has |= 1 << i;
+		if (!strcasecmp(name, shape[i]))
+			bit = 1 << i;
+	}
+#define COMPLETE(h) (((h) & 1) && (((h) & 6) == 6 || ((h) & 8)))
+	return bit && !COMPLETE(has) && COMPLETE(has | bit);
+#undef COMPLETE
+}
+
 /* What the rule table promises for requests made of real classes only */
 static void check_rules(const struct guard_req *r, int rc, int gi, int rcls, int rparent)
 {
@@ -516,6 +534,10 @@ static void check_rules(const struct guard_req *r, int rc, int gi, int rcls, int
 		/* D1-D5, D8: D/config and the like are never made */
 		if (p->cls[gi].kind == GUARD_GITDIR && gitdir_nc(r->name) && rc != -EROFS)
 			FUZZ_FAIL("D: %s/%s may be made", p->rel, r->name);
+		/* G2: no name that would complete HEAD + (objects/ + refs/ | commondir) */
+		if (gi == 0 && r->parent_fd >= 0 && p->cls[gi].kind != GUARD_GITDIR &&
+		    completes_shape(p->fd, r->name) && rc != -EROFS)
+			FUZZ_FAIL("G2: %s/%s may be made", p->rel, r->name);
 		/* W3: a missing include target inside the root */
 		if (!strcmp(p->rel, "repo") && !strcmp(r->name, "missing.cfg") && rc != -EROFS)
 			FUZZ_FAIL("W3: %s/%s may be made", p->rel, r->name);
@@ -609,6 +631,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(v.rule == NULL && v.reason == NULL);
 	if (!fresh)
 		check_rules(&r, rc, gi, rcls, rparent);
+
+	/*
+	 * allow_new_repos only lifts G1/G2: the other guard, same request with
+	 * its own classes, refuses at least what the deny guard refuses.
+	 */
+	if (!fresh && r.op != GUARD_OP_RENAME && r.op != GUARD_OP_EXCHANGE) {
+		struct guard_cls c2 = entries[rcls].cls[!gi], p2 = entries[rparent].cls[!gi];
+		struct guard_cls v2 = entries[rvictim].cls[!gi], s2 = entries[rsrc].cls[!gi];
+		struct guard_req r2 = r;
+		int rc2;
+
+		r2.cls = &c2;
+		r2.parent = &p2;
+		r2.victim = r.victim ? &v2 : NULL;
+		r2.src_parent = &s2;
+		rc2 = guard_check(guards[!gi], &r2, NULL);
+		if (gi == 0 && rc == 0 && rc2 != 0)
+			FUZZ_FAIL("op %d allowed without allow_new_repos, refused with it", r.op);
+		if (gi == 1 && rc != 0 && rc2 == 0)
+			FUZZ_FAIL("op %d refused with allow_new_repos, allowed without it", r.op);
+	}
 
 	/* the name stage on its own: no syscalls, any parent class */
 	junk = guard_name_stage(g, &parent, name, r.mode, &out);

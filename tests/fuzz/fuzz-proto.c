@@ -28,6 +28,7 @@ static struct peer *const the_peer = (struct peer *)peer_storage;
 static unsigned replies;       /* replies to the current line */
 static struct request pending; /* a deferred answer, completed after the line */
 static bool have_pending;
+static bool line_has_nul; /* the current line holds an escaped NUL (\u0000) */
 
 static void check_reply(const cJSON *reply)
 {
@@ -60,6 +61,9 @@ void server_reply(struct peer *p, cJSON *reply)
 	FUZZ_CHECK(p == the_peer);
 	FUZZ_CHECK(reply != NULL);
 	check_reply(reply);
+	/* cJSON cuts strings at a NUL: such a request is refused, whatever field */
+	if (line_has_nul && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
+		FUZZ_FAIL("a request holding \\u0000 was answered ok");
 	text = cJSON_PrintUnformatted(reply);
 	FUZZ_CHECK(text != NULL);
 	/* one reply per line: the printed form never holds a raw newline */
@@ -121,6 +125,7 @@ enum which { W_CREATE, W_CONFIGURE, W_FORK };
 
 static void check_spec(const struct bot_spec *s, enum which w)
 {
+	FUZZ_CHECK(!line_has_nul);
 	FUZZ_CHECK(s->name != NULL && ref_name_ok(s->name));
 	if (w == W_FORK)
 		FUZZ_CHECK(s->as != NULL && ref_name_ok(s->as));
@@ -215,6 +220,7 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 
 bool bots_delete(struct request *r, const char *name)
 {
+	FUZZ_CHECK(!line_has_nul);
 	FUZZ_CHECK(name != NULL && ref_name_ok(name));
 	return answer(r, name, true);
 }
@@ -223,12 +229,14 @@ void bots_list(struct request *r)
 {
 	cJSON *body = cJSON_CreateObject();
 
+	FUZZ_CHECK(!line_has_nul);
 	cJSON_AddArrayToObject(body, "bots");
 	request_reply(r, body);
 }
 
 void bots_show(struct request *r, const char *name)
 {
+	FUZZ_CHECK(!line_has_nul);
 	FUZZ_CHECK(name != NULL && ref_name_ok(name));
 	answer(r, name, false);
 }
@@ -237,18 +245,21 @@ void bots_status(struct request *r)
 {
 	cJSON *body = cJSON_CreateObject();
 
+	FUZZ_CHECK(!line_has_nul);
 	cJSON_AddNumberToObject(body, "protocol", PROTOCOL_VERSION);
 	request_reply(r, body);
 }
 
 void bots_exec_plan(struct request *r, const char *name)
 {
+	FUZZ_CHECK(!line_has_nul);
 	FUZZ_CHECK(name != NULL && ref_name_ok(name));
 	answer(r, name, false);
 }
 
 void bots_shutdown(struct request *r)
 {
+	FUZZ_CHECK(!line_has_nul);
 	request_reply(r, NULL);
 }
 
@@ -368,6 +379,24 @@ static void check_util(const char *line, size_t len)
 	free(slashed);
 }
 
+/* An odd run of backslashes then u0000, independent of proto.c's scanner */
+static bool escaped_nul(const char *line, size_t len)
+{
+	size_t i = 0, run;
+
+	while (i < len) {
+		if (line[i] != '\\') {
+			i++;
+			continue;
+		}
+		for (run = 0; i < len && line[i] == '\\'; i++)
+			run++;
+		if ((run & 1) && len - i >= 5 && memcmp(line + i, "u0000", 5) == 0)
+			return true;
+	}
+	return false;
+}
+
 static void one_line(const char *start, size_t len)
 {
 	char *line;
@@ -383,6 +412,7 @@ static void one_line(const char *start, size_t len)
 	line[len] = '\0';
 	replies = 0;
 	have_pending = false;
+	line_has_nul = escaped_nul(line, len);
 	deferred = proto_dispatch(NULL, the_peer, line, len);
 	FUZZ_CHECK(deferred == have_pending);
 	if (deferred) {

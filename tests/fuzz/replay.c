@@ -5,7 +5,9 @@
  * and the others still run.  An input whose name starts with "open-" is a
  * known, not yet fixed bug: it runs with FUZZ_STRICT=1 (a target may tolerate
  * a known bug otherwise, so that fuzzing goes on past it) and a failure is
- * reported as TODO, which does not fail the suite.
+ * reported as TODO, which does not fail the suite.  An input that runs longer
+ * than FUZZ_REPLAY_TIMEOUT seconds (default 5) fails: every entry point
+ * here must answer a 1 MiB input in well under that.
  *
  * Usage: replay-TARGET [FILE|FOLDER...]; without arguments it replays
  * $top_srcdir/tests/fuzz/regress-TARGET/ and corpus-TARGET/.
@@ -13,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +126,8 @@ int main(int argc, char **argv)
 	struct files f = {0};
 	const char *top = getenv("top_srcdir");
 	char dir[PATH_MAX];
+	const char *tmo = getenv("FUZZ_REPLAY_TIMEOUT");
+	unsigned timeout = tmo != NULL && atoi(tmo) > 0 ? (unsigned)atoi(tmo) : 5;
 	int i, status, fails = 0;
 	size_t k;
 
@@ -161,6 +166,7 @@ int main(int argc, char **argv)
 
 			if (open_bug)
 				setenv("FUZZ_STRICT", "1", 1);
+			alarm(timeout);
 			if (data == NULL) {
 				fprintf(stderr, "replay: %s: cannot read\n", f.v[k]);
 				_exit(98);
@@ -175,10 +181,11 @@ int main(int argc, char **argv)
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 			printf("ok %zu - %s %s\n", k + 1, FUZZ_TARGET, f.v[k]);
 		} else {
-			printf("not ok %zu - %s %s (%s %d)%s\n", k + 1, FUZZ_TARGET, f.v[k],
+			printf("not ok %zu - %s %s (%s %d%s)%s\n", k + 1, FUZZ_TARGET, f.v[k],
 			       WIFSIGNALED(status) ? "signal" : "exit",
 			       WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
-			       open_bug ? " # TODO known crash, not fixed yet" : "");
+			       WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? ", too slow" : "",
+			       open_bug ? " # TODO known bug, not fixed yet" : "");
 			if (!open_bug)
 				fails++;
 		}
