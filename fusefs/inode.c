@@ -260,7 +260,7 @@ void inode_moved(struct fs_mount *m, struct inode *i, struct inode *parent, cons
 
 static struct file_handle *handle_of(int fd, int *mount_id)
 {
-	struct file_handle *h = malloc(sizeof *h + HANDLE_MAX);
+	struct file_handle *h = malloc(sizeof *h + HANDLE_MAX), *small;
 
 	if (h == NULL)
 		return NULL;
@@ -269,7 +269,9 @@ static struct file_handle *handle_of(int fd, int *mount_id)
 		free(h);
 		return NULL;
 	}
-	return h;
+	/* Kept for the inode's life: only the bytes the filesystem used (8 on ext4). */
+	small = realloc(h, sizeof *h + h->handle_bytes);
+	return small != NULL ? small : h;
 }
 
 /*
