@@ -202,8 +202,16 @@ static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode,
 	/* into a git folder: what would each entry be there? */
 	if (fstat(fd, &st) < 0)
 		return refuse_why(v, GUARD_RULE_G3, "folder cannot be checked");
-	if (guard_classify(g, parent, parent_fd, name, &st, fd, &dc) < 0)
-		return refuse_why(v, GUARD_RULE_G3, "folder cannot be checked");
+	/*
+	 * Judged by name and shape only: a full classification would scan the
+	 * folder as the repository it would become and record it, so a refused
+	 * probe would leave its folder guarded where it is (fuzz-decide).
+	 */
+	dc.dev = st.st_dev;
+	dc.ino = st.st_ino;
+	guard_name_stage(g, parent, name, mode, &dc);
+	if (dc.kind != GUARD_GITDIR && guard_shape(fd, NULL))
+		dc.kind = GUARD_GITDIR;
 	if (guard_cls_protected(&dc))
 		return refuse(v, dc.kind == GUARD_GITDIR ? GUARD_RULE_G3 : dc.rule);
 	budget = GUARD_WALK_BUDGET;

@@ -194,6 +194,9 @@ static cJSON *parse_paths(const cJSON *arr, const char *field, struct paths *out
 	char *p;
 	cJSON *err;
 
+	/* Checked first: deduplicating a huge array would take quadratic time. */
+	if (cJSON_GetArraySize(arr) > 64)
+		return proto_error("limit", "field \"%s\" has more than 64 paths", field);
 	cJSON_ArrayForEach(v, arr) {
 		if (!cJSON_IsString(v) || v->valuestring == NULL)
 			return proto_error("bad_type", "field \"%s\" must be %s", field,
