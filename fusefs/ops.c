@@ -221,6 +221,19 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	}
 }
 
+/*
+ * A name was made in p: gitguard hears of it first (a bot's new repository
+ * is recorded before its .git is classified), then the other mounts, then
+ * it is looked up for the reply.
+ */
+static int made(struct fs_mount *m, enum guard_op op, struct inode *p, int pfd, const char *name,
+		struct fuse_entry_param *e)
+{
+	policy_notify(m, op, p, pfd, name, NULL);
+	fs_invalidate(m, NULL, p, name);
+	return inode_lookup(m, p, name, e);
+}
+
 /* mknod, mkdir and symlink: made as the caller, then looked up. */
 static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev,
 		       const char *link)
@@ -253,13 +266,9 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 			r = -errno;
 		fs_as_root(m->fs);
 		if (r == 0)
-			policy_notify(m, op, p, pfd, name, NULL);
+			r = made(m, op, p, pfd, name, &e);
 	}
 	inode_fd_put(m, p);
-	if (r == 0) {
-		fs_invalidate(m, NULL, p, name);
-		r = inode_lookup(m, p, name, &e);
-	}
 out:
 	reply_entry_or_err(req, r, &e);
 }
@@ -553,13 +562,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 			r = -errno;
 		fs_as_root(m->fs);
 		if (r == 0)
-			policy_notify(m, GUARD_OP_CREATE, p, pfd, name, NULL);
+			r = made(m, GUARD_OP_CREATE, p, pfd, name, &e);
 	}
 	inode_fd_put(m, p);
-	if (r == 0) {
-		fs_invalidate(m, NULL, p, name);
-		r = inode_lookup(m, p, name, &e);
-	}
 	if (r != 0) {
 		if (fd >= 0)
 			close(fd);
