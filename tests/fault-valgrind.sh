@@ -9,6 +9,10 @@
 . "$top_srcdir/tests/daemon-lib.sh"
 
 command -v valgrind >/dev/null || skip_all "valgrind is missing"
+# A sanitizer build (.ci/run's second pass) cannot run under valgrind.
+if ldd "$top_builddir/src/agentfsd" 2>/dev/null | grep -q 'lib[at]san\|libubsan'; then
+	skip_all "agentfsd is built with sanitizers: valgrind cannot run it"
+fi
 FCLIENT="$top_builddir/tests/fault-client"
 [ -x "$FCLIENT" ] || bail_out "$FCLIENT is not built (make check builds it)"
 
