@@ -83,6 +83,7 @@ struct fs_mount {
 	uint64_t mnt_id; /* the kernel's mount id, for detaching */
 	char *source, *mountpoint;
 	dev_t source_dev;
+	atomic_uint siblings; /* other mounts on source_dev: 0 skips fs_invalidate */
 	atomic_bool readonly;
 	atomic_bool allow_new_repos;
 	double timeout;

@@ -305,7 +305,7 @@ void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *paren
 	struct inode *o;
 	fuse_ino_t target[2];
 
-	if (atomic_load_explicit(&fs->nmounts, memory_order_relaxed) < 2)
+	if (atomic_load_explicit(&from->siblings, memory_order_relaxed) == 0)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	for (m = fs->mounts; m != NULL; m = m->next) {
@@ -490,6 +490,7 @@ void fs_free(struct fs *fs)
 /* Register a mount with the pool; its fd is served from now on. */
 int fs_attach(struct fs *fs, struct fs_mount *m, struct fs_error *err)
 {
+	struct fs_mount *o;
 	unsigned i;
 
 	pthread_mutex_lock(&fs->lock);
@@ -504,6 +505,12 @@ int fs_attach(struct fs *fs, struct fs_mount *m, struct fs_error *err)
 	m->slot = i;
 	m->slot_gen = ++fs->slot_gen;
 	fs->slots[i] = m;
+	for (o = fs->mounts; o != NULL; o = o->next) {
+		if (o->source_dev == m->source_dev) {
+			atomic_fetch_add(&o->siblings, 1);
+			atomic_fetch_add(&m->siblings, 1);
+		}
+	}
 	m->next = fs->mounts;
 	fs->mounts = m;
 	atomic_fetch_add(&fs->nmounts, 1);
@@ -551,7 +558,7 @@ int fs_unmount(struct fs_mount *m)
 void fs_mount_free(struct fs_mount *m)
 {
 	struct fs *fs;
-	struct fs_mount **pp;
+	struct fs_mount **pp, *o;
 
 	if (m == NULL)
 		return;
@@ -567,6 +574,9 @@ void fs_mount_free(struct fs_mount *m)
 				break;
 			}
 		}
+		for (o = fs->mounts; o != NULL; o = o->next)
+			if (o->source_dev == m->source_dev)
+				atomic_fetch_sub(&o->siblings, 1);
 		while (m->busy > 0)
 			pthread_cond_wait(&fs->cond, &fs->lock);
 		pthread_mutex_unlock(&fs->lock);

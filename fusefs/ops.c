@@ -912,7 +912,11 @@ static void xattr_reply(fuse_req_t req, ssize_t n, const char *buf, size_t size)
 		fuse_reply_buf(req, buf, (size_t)n);
 }
 
-static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+/*
+ * getxattr (name set) and listxattr (name NULL). A symlink's xattrs cannot be
+ * reached race-free: it has none as far as the mount tells.
+ */
+static void xattr_query(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct fs_mount *m = req_mount(req);
 	char path[PROC_FD_MAX], *buf = NULL;
@@ -922,7 +926,10 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 
 	fd = xattr_fd(req, ino, &i, path);
 	if (fd == -ENOTSUP) {
-		fuse_reply_err(req, ENODATA);
+		if (name != NULL)
+			fuse_reply_err(req, ENODATA);
+		else
+			xattr_reply(req, 0, "", size);
 		return;
 	}
 	if (fd < 0 || (size > 0 && (buf = malloc(size)) == NULL)) {
@@ -931,7 +938,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, fd < 0 ? -fd : ENOMEM);
 		return;
 	}
-	n = getxattr(path, name, buf, size);
+	n = name != NULL ? getxattr(path, name, buf, size) : listxattr(path, buf, size);
 	if (n < 0)
 		n = -errno;
 	inode_fd_put(m, i);
@@ -939,31 +946,14 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	free(buf);
 }
 
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	xattr_query(req, ino, name, size);
+}
+
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	struct fs_mount *m = req_mount(req);
-	char path[PROC_FD_MAX], *buf = NULL;
-	struct inode *i;
-	ssize_t n;
-	int fd;
-
-	fd = xattr_fd(req, ino, &i, path);
-	if (fd == -ENOTSUP) {
-		xattr_reply(req, 0, "", size);
-		return;
-	}
-	if (fd < 0 || (size > 0 && (buf = malloc(size)) == NULL)) {
-		if (fd >= 0)
-			inode_fd_put(m, i);
-		fuse_reply_err(req, fd < 0 ? -fd : ENOMEM);
-		return;
-	}
-	n = listxattr(path, buf, size);
-	if (n < 0)
-		n = -errno;
-	inode_fd_put(m, i);
-	xattr_reply(req, n, buf, size);
-	free(buf);
+	xattr_query(req, ino, NULL, size);
 }
 
 /*
