@@ -46,6 +46,9 @@ struct inode {
 	bool standin;	 /* a copy on the stack for policy_check(), not in a table */
 	off_t seen_size; /* size and mtime at the last open, for keep_cache */
 	struct timespec seen_mtime;
+	int backing_id;		/* kernel passthrough id, 0 if none; see wire.c */
+	unsigned backing_users; /* open handles passing through to it */
+	unsigned plain_opens;	/* open handles served by read and write requests */
 };
 
 struct inode_table {
@@ -97,10 +100,13 @@ struct fs_mount {
 	ino_t *ro_ino;
 	size_t n_ro;
 	/* Worker bookkeeping, under fs->lock. */
-	unsigned busy;	  /* workers processing a request of this mount */
-	bool ended;	  /* a worker saw the end of the session */
-	bool unmounting;  /* fs_unmount() was called */
-	bool initialised; /* INIT answered */
+	unsigned busy;		 /* workers processing a request of this mount */
+	bool ended;		 /* a worker saw the end of the session */
+	bool unmounting;	 /* fs_unmount() was called */
+	bool initialised;	 /* INIT answered */
+	bool want_passthrough;	 /* not -o nopassthrough */
+	bool kernel_passthrough; /* and the kernel offered it at INIT */
+	bool passthrough;	 /* and INIT's reply enabled it */
 	void (*ready)(void *, struct fs_mount *);
 	void *ready_arg;
 };
@@ -185,6 +191,13 @@ unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct 
 void policy_refresh(struct fs_mount *m, struct inode *i, unsigned depth);
 void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, int parent_fd,
 		   const char *name, struct inode *ino);
+
+/* wire.c */
+int wire_attach(struct fs_mount *m);
+bool wire_open_begin(struct fs_mount *m, struct inode *ino, int fd);
+void wire_open_end(struct fs_mount *m, struct inode *ino, bool passthrough);
+void wire_inode_free(struct fs_mount *m, struct inode *ino);
+#define FH_PASSTHROUGH (1ull << 40) /* in fi->fh above the fd: wire_open_begin() said yes */
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops fs_ops;

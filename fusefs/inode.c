@@ -226,6 +226,7 @@ static void inode_free(struct fs_mount *m, struct inode *i)
 		}
 	}
 	inode_fd_cache_drop(m->fs, i);
+	wire_inode_free(m, i);
 	inode_unref(m, i->parent);
 	free(i->handle);
 	free(i->name);

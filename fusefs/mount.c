@@ -74,7 +74,8 @@ static int walk_nofollow(int dirfd, const char *path, int flags, bool beneath)
 			fd = -1;
 			e = ELOOP;
 		} else if (fd < 0 && e == ENOTDIR && next != NULL &&
-			   fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+			   fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			   S_ISLNK(st.st_mode)) {
 			e = ELOOP;
 		}
 		close(cur);
@@ -200,7 +201,7 @@ static bool fd_beneath(int inner, int outer)
 }
 
 struct mount_opts {
-	bool suid, dev, debug, readonly, noguard;
+	bool suid, dev, debug, readonly, noguard, nopassthrough;
 	double timeout;
 	char fsname[256];
 };
@@ -230,6 +231,8 @@ static int parse_options(const char *s, struct mount_opts *o, struct fs_error *e
 			o->readonly = true;
 		else if (strcmp(tok, "noguard") == 0)
 			o->noguard = true;
+		else if (strcmp(tok, "nopassthrough") == 0)
+			o->nopassthrough = true;
 		else if (strcmp(tok, "rw") == 0 || strcmp(tok, "allow_other") == 0 ||
 			 strcmp(tok, "default_permissions") == 0)
 			; /* always on, or the default */
@@ -506,7 +509,6 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	char *argv[3] = {"agentfs", NULL, NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
 	struct fs_mount *m = NULL;
-	char devfd[32];
 	int rootfd = -1, mpfd = -1, r;
 	struct stat st;
 
@@ -584,10 +586,11 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	}
 	if ((r = mount_make(m, mpfd, &o, err)) != 0)
 		goto fail;
-	snprintf(devfd, sizeof devfd, "/dev/fd/%d", m->fuse_fd);
-	if (fuse_session_mount(m->se, devfd) != 0) {
+	m->want_passthrough = !o.nopassthrough;
+	if (wire_attach(m) != 0) {
 		r = -EIO;
-		fs_seterr(err, EIO, "cannot attach the FUSE session to %s", devfd);
+		fs_seterr(err, EIO, "cannot attach the FUSE session to /dev/fuse (fd %d)",
+			  m->fuse_fd);
 		goto fail;
 	}
 	if ((r = fs_attach(fs, m, err)) != 0)

@@ -59,6 +59,16 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
 	conn->time_gran = 1;
+	if (m->kernel_passthrough)
+		fs_log(m->fs, FS_LOG_INFO,
+		       "%s: kernel passthrough on: file reads and writes go "
+		       "straight to the source",
+		       m->mountpoint);
+	else if (m->want_passthrough)
+		fs_log(m->fs, FS_LOG_INFO,
+		       "%s: the kernel offers no passthrough (Linux 6.9 and "
+		       "later do): file reads and writes go through agentfs",
+		       m->mountpoint);
 	pthread_mutex_lock(&m->fs->lock);
 	m->initialised = true;
 	pthread_mutex_unlock(&m->fs->lock);
@@ -502,6 +512,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct inode *i = ino_of(m, ino);
 	char path[PROC_FD_MAX];
 	int fd, nfd, r = 0;
+	bool pt;
 
 	fd = inode_fd_get(m, i);
 	if (fd < 0) {
@@ -533,9 +544,13 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	set_keep_cache(m, i, nfd, fi);
-	fi->fh = (uint64_t)nfd;
-	if (fuse_reply_open(req, fi) == -ENOENT)
-		close(nfd); /* interrupted: no release will come */
+	pt = wire_open_begin(m, i, nfd);
+	fi->fh = (uint64_t)nfd | (pt ? FH_PASSTHROUGH : 0);
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		/* interrupted: no release will come */
+		wire_open_end(m, i, pt);
+		close(nfd);
+	}
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -545,6 +560,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct inode *p = ino_of(m, parent);
 	struct fuse_entry_param e;
 	int pfd, fd = -1, r;
+	bool pt;
 
 	pfd = inode_fd_get(m, p);
 	if (pfd < 0) {
@@ -570,8 +586,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 			close(fd);
 		goto out;
 	}
-	fi->fh = (uint64_t)fd;
+	pt = wire_open_begin(m, ino_of(m, e.ino), fd);
+	fi->fh = (uint64_t)fd | (pt ? FH_PASSTHROUGH : 0);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		wire_open_end(m, ino_of(m, e.ino), pt);
 		close(fd);
 		inode_forget(m, ino_of(m, e.ino), 1);
 	}
@@ -648,6 +666,10 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int pfd;
 
 	close((int)fi->fh);
+	wire_open_end(m, i, (fi->fh & FH_PASSTHROUGH) != 0);
+	/* Passthrough writes bypass op_write_buf: other mounts learn of them here. */
+	if ((fi->fh & FH_PASSTHROUGH) && open_writes(fi->flags))
+		fs_invalidate(m, i, NULL, NULL);
 	/* A git config written (in a repository the bot made): its rules may change. */
 	if (m->guard != NULL && open_writes(fi->flags) && i->gcls.role == GUARD_R_CONFIG &&
 	    (p = inode_pin_parent(m, i, &name)) != NULL) {

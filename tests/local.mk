@@ -16,7 +16,8 @@ FS_TESTS = \
 	tests/fs-race.sh \
 	tests/fs-locks.sh \
 	tests/fs-coherence.sh \
-	tests/fs-fdlimit.sh
+	tests/fs-fdlimit.sh \
+	tests/fs-passthrough.sh
 TESTS += $(FS_TESTS)
 EXTRA_DIST += tests/lib.sh $(FS_TESTS)
 
