@@ -90,6 +90,7 @@ struct fs_mount {
 	atomic_bool readonly;
 	atomic_bool allow_new_repos;
 	double timeout;
+	int poll_us; /* see fs_params; -o poll= */
 	struct inode root;
 	struct inode_table table; /* under fs->lock */
 	struct guard *guard;	  /* NULL for read-only mounts */
@@ -128,6 +129,7 @@ struct fs {
 	int stopfd; /* eventfd: workers and helper threads stop */
 	pthread_t *workers;
 	unsigned nworkers;
+	atomic_uint pollers; /* workers in worker_poll() */
 	/* fd cache */
 	struct inode lru; /* list head: lru.lru_next most recent */
 	unsigned nfds, maxfds;

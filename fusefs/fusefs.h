@@ -24,12 +24,18 @@ struct fs_error {
 	char msg[512];
 };
 
+#define FS_POLL_US_DEFAULT 50
+
+#define FS_POLL_US_DEFAULT 50
+
 enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
 
 struct fs_params {
 	unsigned workers;  /* threads serving every mount; 0 = default (4) */
 	unsigned fd_cache; /* O_PATH fds kept open; 0 = half of RLIMIT_NOFILE */
 	double timeout;	   /* entry/attr timeout in seconds; < 0 = default (2) */
+	int poll_us;	   /* a worker awaits a mount's next request this long, in
+			    * microseconds; 0 = default (FS_POLL_US_DEFAULT), < 0 = never */
 	/* Called from any thread, must be thread-safe; NULL logs to stderr. */
 	void (*log)(void *arg, enum fs_log_level level, const char *msg);
 	void *log_arg;

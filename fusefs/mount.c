@@ -203,6 +203,7 @@ static bool fd_beneath(int inner, int outer)
 struct mount_opts {
 	bool suid, dev, debug, readonly, noguard, nopassthrough;
 	double timeout;
+	int poll_us;
 	char fsname[256];
 };
 
@@ -238,7 +239,18 @@ static int parse_options(const char *s, struct mount_opts *o, struct fs_error *e
 			; /* always on, or the default */
 		else if (strncmp(tok, "fsname=", 7) == 0 && strlen(tok + 7) < sizeof o->fsname)
 			strcpy(o->fsname, tok + 7);
-		else if (strncmp(tok, "timeout=", 8) == 0) {
+		else if (strncmp(tok, "poll=", 5) == 0) {
+			errno = 0;
+			long v = strtol(tok + 5, &end, 10);
+			if (errno != 0 || *end != '\0' || end == tok + 5 || v < 0 || v > 10000) {
+				fs_seterr(err, EINVAL,
+					  "bad -o poll=%s: give microseconds, 0 (never) to 10000",
+					  tok + 5);
+				res = -EINVAL;
+				break;
+			}
+			o->poll_us = v == 0 ? -1 : (int)v;
+		} else if (strncmp(tok, "timeout=", 8) == 0) {
 			errno = 0;
 			o->timeout = strtod(tok + 8, &end);
 			if (errno != 0 || *end != '\0' || end == tok + 8 || o->timeout < 0 ||
@@ -505,7 +517,7 @@ static int resolve_ro_paths(struct fs_mount *m, int rootfd, const struct fs_moun
 int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **out,
 	     struct fs_error *err)
 {
-	struct mount_opts o = {.timeout = fs->p.timeout};
+	struct mount_opts o = {.timeout = fs->p.timeout, .poll_us = fs->p.poll_us};
 	char *argv[3] = {"agentfs", NULL, NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
 	struct fs_mount *m = NULL;
@@ -559,6 +571,7 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	m->readonly = p->readonly || o.readonly;
 	m->allow_new_repos = p->allow_new_repos;
 	m->timeout = o.timeout;
+	m->poll_us = o.poll_us;
 	m->ready = p->ready;
 	m->ready_arg = p->ready_arg;
 	inode_table_init(&m->table);

@@ -88,6 +88,8 @@ struct config {
 	bool default_network;
 	struct paths extra_writable;
 	unsigned workers;
+	unsigned poll_us; /* with poll_set: 0 never polls */
+	bool poll_set;
 	unsigned max_bots;
 	unsigned max_clients;
 };

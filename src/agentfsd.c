@@ -28,7 +28,7 @@ static const char usage[] =
 	"                    /run/agentfs/agentfsd.sock)\n"
 	"  --state DIR       where bots are kept (default: /var/lib/agentfs)\n"
 	"  --config FILE     JSON defaults: default_sandbox, default_network,\n"
-	"                    writable, workers, max_bots, max_clients\n"
+	"                    writable, workers, poll_us, max_bots, max_clients\n"
 	"  -h, --help        show this help\n"
 	"  -V, --version     show the version\n";
 
@@ -159,6 +159,10 @@ static int config_read(struct config *cfg, const char *file, char *err, size_t l
 		} else if (strcmp(v->string, "workers") == 0) {
 			if (cfg_uint(v, "workers", 1, 64, &cfg->workers, err, len) != 0)
 				return -EINVAL;
+		} else if (strcmp(v->string, "poll_us") == 0) {
+			if (cfg_uint(v, "poll_us", 0, 10000, &cfg->poll_us, err, len) != 0)
+				return -EINVAL;
+			cfg->poll_set = true;
 		} else if (strcmp(v->string, "max_bots") == 0) {
 			if (cfg_uint(v, "max_bots", 1, 900, &cfg->max_bots, err, len) != 0)
 				return -EINVAL;

@@ -1141,6 +1141,8 @@ void bots_status(struct request *r)
 		cJSON_AddNumberToObject(body, "mounts", fs_mount_count(d.fs));
 		cJSON_AddNumberToObject(body, "clients", server_clients(d.srv));
 		cJSON_AddNumberToObject(body, "workers", d.cfg->workers);
+		cJSON_AddNumberToObject(body, "poll_us",
+					d.cfg->poll_set ? d.cfg->poll_us : FS_POLL_US_DEFAULT);
 		cJSON_AddStringToObject(body, "socket", d.cfg->socket_path);
 		cJSON_AddStringToObject(body, "state", d.cfg->state_dir);
 	}
@@ -1334,7 +1336,8 @@ static void drop_expired(void)
 			if (b->expires != 0 && b->expires <= now) {
 				collect(b, &v, &n);
 				for (i = 0; i < n; i++) {
-					log_msg(LOG_INFO, "bot %s: ttl ran out while agentfsd was down",
+					log_msg(LOG_INFO,
+						"bot %s: ttl ran out while agentfsd was down",
 						v[i]->name);
 					TAILQ_REMOVE(&d.bots, v[i], entry);
 					bot_free(v[i]);
@@ -1365,7 +1368,8 @@ static void clean_leftovers(void)
 	if ((dir = opendir(path)) != NULL) {
 		while ((de = readdir(dir)) != NULL) {
 			n = strlen(de->d_name);
-			if (n < 6 || n - 5 > BOT_NAME_MAX || strcmp(de->d_name + n - 5, ".sock") != 0)
+			if (n < 6 || n - 5 > BOT_NAME_MAX ||
+			    strcmp(de->d_name + n - 5, ".sock") != 0)
 				continue;
 			memcpy(name, de->d_name, n - 5);
 			name[n - 5] = '\0';
@@ -1398,6 +1402,9 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 {
 	struct fs_params fp = {
 		.workers = cfg->workers, .timeout = -1, .log = fs_log_cb, .lost = fs_lost_cb};
+
+	if (cfg->poll_set)
+		fp.poll_us = cfg->poll_us == 0 ? -1 : (int)cfg->poll_us;
 	struct fs_error ferr = {0};
 	struct bot *b;
 	struct job *j;

@@ -79,9 +79,10 @@ cJSON *bot_to_json(const struct bot *b, bool full)
 		cJSON_AddStringToObject(m, "path", rt->path);
 		cJSON_AddStringToObject(m, "mountpoint", rt->mountpoint);
 		cJSON_AddStringToObject(m, "access", rt->writable ? "rw" : "ro");
-		cJSON_AddStringToObject(m, "state", rt->m != NULL ? "mounted"
-						    : b->busy && rt->error == NULL ? "mounting"
-										 : "unmounted");
+		cJSON_AddStringToObject(m, "state",
+					rt->m != NULL		       ? "mounted"
+					: b->busy && rt->error == NULL ? "mounting"
+								       : "unmounted");
 		if (rt->error != NULL)
 			cJSON_AddStringToObject(m, "error", rt->error);
 		cJSON_AddItemToArray(mounts, m);

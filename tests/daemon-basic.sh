@@ -92,7 +92,7 @@ is "$(jget 'bots.*.name' <"$D_STATE/bots.json")" b2 "shutdown keeps b2 in the st
 
 # --- SIGTERM ----------------------------------------------------------------
 daemon_start && ok "agentfsd starts again" || not_ok "agentfsd starts again"
-is "$(afs --json show b2 | jget bot.mounts.0.state)" mounted "after a restart b2 is mounted again"
+is "$(restored_state b2)" mounted "after a restart b2 is mounted again"
 check "b2's mount answers" timeout 5 ls "$D_MNT/b2/0"
 kill -TERM "$D_PID"
 if daemon_wait_gone 5; then ok "SIGTERM: the daemon exits"; else not_ok "SIGTERM: the daemon exits"; fi
@@ -119,7 +119,7 @@ err=$("$AGENTFSD" -f --socket "$D_SOCK" --state "$D_STATE" 2>&1)
 rc=$?
 [ "$rc" -ne 0 ] && ok "a second agentfsd -f with the same state fails too (status $rc)" ||
 	not_ok "a second agentfsd -f with the same state fails too"
-is "$(afs --json show b2 | jget bot.mounts.0.state)" mounted "and b2 stays mounted"
+is "$(restored_state b2)" mounted "and b2 stays mounted"
 is "$(mounts_in "$D_MNT" | wc -l)" 1 "still exactly one mount"
 is "$(stat -c %a "$D_SOCK.d/b2.sock")" 600 "b2's socket is mode 0600"
 
@@ -130,7 +130,7 @@ rc=$?
 [ "$rc" -ne 0 ] && ok "a second agentfsd on the same state folder fails" ||
 	{ not_ok "a second agentfsd on the same state folder fails"; diag "it started: $err"; }
 sleep 1 # give the first daemon time to notice if its mount was taken
-is "$(afs --json show b2 | jget bot.mounts.0.state)" mounted \
+is "$(restored_state b2)" mounted \
 	"the first daemon still has b2 mounted"
 # If it did start, stop it before the first one.
 if [ -S "$T/other.sock" ] && answers "$T/other.sock"; then
@@ -141,5 +141,45 @@ fi
 expect_ok "final shutdown" "$(afs --json shutdown)"
 daemon_wait_gone 5
 is "$(mounts_in "$T" | wc -l)" 0 "nothing is left mounted"
+
+# --- a config file: workers and poll_us ---------------------------------------
+cs="$T/cfg.sock"
+cafs() { "$top_builddir/src/agentfs" --socket "$cs" "$@"; }
+printf '{"workers": 2, "poll_us": 0}\n' >"$T/cfg.json"
+mkdir -p "$T/cfgwork"
+if "$AGENTFSD" --socket "$cs" --state "$T/cfgstate" --config "$T/cfg.json"; then
+	ok "agentfsd starts with --config (workers 2, poll_us 0)"
+	r=$(cafs --json status)
+	is "$(printf '%s' "$r" | jget workers)" 2 "status reports the configured workers"
+	is "$(printf '%s' "$r" | jget poll_us)" 0 "status reports poll_us 0 (workers never poll)"
+	expect_ok "create a bot under that config" "$(cafs --json create cb "$T/cfgwork")"
+	echo cfg >"$T/cfgstate/mnt/cb/0/f" 2>/dev/null
+	is "$(cat "$T/cfgwork/f" 2>&1)" cfg "its mount serves writes"
+	expect_ok "shutdown of the configured daemon" "$(cafs --json shutdown)"
+	wait_until 5 eval '[ -z "$(daemon_pids "$cs")" ]'
+else
+	not_ok "agentfsd starts with --config (workers 2, poll_us 0)"
+fi
+printf '{"poll_us": 50}\n' >"$T/cfg.json"
+if "$AGENTFSD" --socket "$cs" --state "$T/cfgstate" --config "$T/cfg.json"; then
+	is "$(cafs --json status | jget poll_us)" 50 "status reports a configured poll_us 50"
+	cafs shutdown >/dev/null
+	wait_until 5 eval '[ -z "$(daemon_pids "$cs")" ]'
+else
+	not_ok "agentfsd starts with poll_us 50"
+fi
+for bad in '{"poll_us": "fast"}' '{"poll_us": 20000}' '{"poll_us": -1}'; do
+	printf '%s\n' "$bad" >"$T/cfg.json"
+	err=$("$AGENTFSD" --socket "$cs" --state "$T/cfgstate" --config "$T/cfg.json" 2>&1)
+	rc=$?
+	if [ "$rc" -ne 0 ] && [[ "$err" == *poll_us* ]]; then
+		ok "config $bad: refused, naming poll_us"
+	else
+		not_ok "config $bad: refused, naming poll_us"
+		diag "status $rc: $err"
+		cafs shutdown >/dev/null 2>&1
+	fi
+done
+is "$(mounts_in "$T" | wc -l)" 0 "nothing is left mounted after the config daemons"
 
 done_testing

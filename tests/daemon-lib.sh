@@ -103,6 +103,20 @@ daemon_start()
 	[ -n "$D_PID" ]
 }
 
+# restored_state BOT: the state of BOT's first root once the daemon is done
+# restoring it after a start ("mounting" until the kernel's INIT is answered;
+# waited for up to 10 s).
+restored_state()
+{
+	local st i
+	for i in $(seq 50); do
+		st=$(afs --json show "$1" | jget bot.mounts.0.state)
+		[ "$st" != mounting ] && break
+		sleep 0.2
+	done
+	printf '%s\n' "$st"
+}
+
 afs()
 {
 	"$top_builddir/src/agentfs" --socket "$D_SOCK" "$@"

@@ -86,6 +86,22 @@ bad "--ro-path leaving SOURCE" "../x" mount --ro-path ../x "$T/src" "$T/mp"
 bad "--ro-path absolute" "/etc" mount --ro-path /etc "$T/src" "$T/mp"
 bad "--ro-path missing under SOURCE" "nosuch" mount --ro-path nosuch "$T/src" "$T/mp"
 bad "unknown -o option" "bogus_opt" mount -o bogus_opt "$T/src" "$T/mp"
+bad "-o poll= not a number" "poll=soon" mount -o poll=soon "$T/src" "$T/mp"
+bad "-o poll= too long" "poll=20000" mount -o poll=20000 "$T/src" "$T/mp"
+bad "-o timeout= negative" "timeout=-1" mount -o timeout=-1 "$T/src" "$T/mp"
+
+# -o poll=0 (workers never wait for a next request) and a long poll serve alike
+for p in 0 5000; do
+	if fs_mount -o poll=$p "$T/src" "$T/mp"; then
+		echo "p$p" >"$T/mp/poll$p"
+		is "$(cat "$T/src/poll$p" 2>&1)" "p$p" "-o poll=$p: a file written through the mount"
+		is "$(ls "$T/mp" | grep -c "^poll$p\$")" 1 "-o poll=$p: and listed"
+		check "-o poll=$p: umount" fs_umount "$T/mp"
+		rm -f "$T/src/poll$p"
+	else
+		not_ok "-o poll=$p: mount"
+	fi
+done
 
 # MOUNTPOINT already a mount point: refused, the first mount untouched
 if fs_mount "$T/src" "$T/busy"; then
