@@ -19,12 +19,6 @@
 
 #define PROC_FD_MAX 32
 
-struct dirp {
-	DIR *dp;
-	struct dirent *entry;
-	off_t offset;
-};
-
 static void proc_path(char *buf, int fd)
 {
 	snprintf(buf, PROC_FD_MAX, "/proc/self/fd/%d", fd);
@@ -700,48 +694,22 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	fuse_reply_err(req, r == 0 ? 0 : errno);
 }
 
+/*
+ * No OPENDIR or RELEASEDIR: the first OPENDIR answers ENOSYS, and the
+ * kernel then opens folders by itself (no_opendir) with FOPEN_KEEP_CACHE
+ * and FOPEN_CACHE_DIR, the flags we gave before. That saves two round trips
+ * per listing; a git status lists every folder of the tree. READDIR is
+ * then stateless: each request opens the folder, seeks to the kernel's
+ * offset (the d_off of the last entry it got, stable for every Linux disk
+ * filesystem) and reads from there. The kernel keeps listings itself and
+ * drops one when the folder changes through this mount, when another mount
+ * of ours notifies it, and when a refreshed attribute shows a new mtime.
+ */
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fs_mount *m = req_mount(req);
-	struct inode *i = ino_of(m, ino);
-	struct dirp *d;
-	int fd, dfd, e;
-
-	d = calloc(1, sizeof *d);
-	if (d == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	fd = inode_fd_get(m, i);
-	if (fd < 0) {
-		free(d);
-		fuse_reply_err(req, -fd);
-		return;
-	}
-	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	e = errno;
-	inode_fd_put(m, i);
-	if (dfd < 0 || (d->dp = fdopendir(dfd)) == NULL) {
-		if (dfd >= 0) {
-			e = errno;
-			close(dfd);
-		}
-		free(d);
-		fuse_reply_err(req, e);
-		return;
-	}
-	fi->fh = (uint64_t)(uintptr_t)d;
-	/*
-	 * Let the kernel keep listings: it drops them itself when the folder
-	 * changes through this mount, when another mount of ours notifies it,
-	 * and when a refreshed attribute shows a new mtime (host changes).
-	 */
-	fi->cache_readdir = 1;
-	fi->keep_cache = 1;
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		closedir(d->dp);
-		free(d);
-	}
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, ENOSYS);
 }
 
 static bool is_dot_or_dotdot(const char *name)
@@ -749,15 +717,32 @@ static bool is_dot_or_dotdot(const char *name)
 	return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
 }
 
-static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
-		       struct fuse_file_info *fi, bool plus)
+/* The folder ino as a readable fd, or -errno. */
+static int dir_open(struct fs_mount *m, struct inode *i)
+{
+	int fd = inode_fd_get(m, i), dfd;
+
+	if (fd < 0)
+		return fd;
+	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		dfd = -errno;
+	inode_fd_put(m, i);
+	return dfd;
+}
+
+static __thread char dents[16384];
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, bool plus)
 {
 	struct fs_mount *m = req_mount(req);
-	struct dirp *d = (struct dirp *)(uintptr_t)fi->fh;
 	struct fuse_entry_param e;
+	struct dirent64 *de;
 	char *buf, *p;
 	size_t rem = size, entsize;
-	int err = 0, r;
+	ssize_t n, at;
+	int err = 0, r, dfd;
+	bool full = false;
 
 	buf = malloc(size);
 	if (buf == NULL) {
@@ -765,61 +750,62 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 		return;
 	}
 	p = buf;
-	if (offset != d->offset) {
-		seekdir(d->dp, offset);
-		d->entry = NULL;
-		d->offset = offset;
+	dfd = dir_open(m, ino_of(m, ino));
+	if (dfd < 0) {
+		err = -dfd;
+		goto out;
 	}
-	for (;;) {
-		off_t next;
-		const char *name;
+	if (lseek(dfd, offset, SEEK_SET) < 0) {
+		err = errno;
+		goto out;
+	}
+	while (!full && (n = getdents64(dfd, dents, sizeof dents)) > 0) {
+		for (at = 0; at < n; at += de->d_reclen) {
+			const char *name;
 
-		if (d->entry == NULL) {
-			errno = 0;
-			d->entry = readdir(d->dp);
-			if (d->entry == NULL) {
-				err = errno;
-				break;
-			}
-		}
-		next = d->entry->d_off;
-		name = d->entry->d_name;
-		if (plus) {
-			memset(&e, 0, sizeof e);
-			if (is_dot_or_dotdot(name)) {
-				e.attr.st_ino = d->entry->d_ino;
-				e.attr.st_mode = (mode_t)d->entry->d_type << 12;
-			} else {
-				r = inode_lookup(m, ino_of(m, ino), name, &e);
-				if (r == -ENOENT) { /* gone since readdir saw it */
-					d->entry = NULL;
-					d->offset = next;
-					continue;
+			de = (struct dirent64 *)(dents + at);
+			name = de->d_name;
+			if (plus) {
+				memset(&e, 0, sizeof e);
+				if (is_dot_or_dotdot(name)) {
+					e.attr.st_ino = de->d_ino;
+					e.attr.st_mode = (mode_t)de->d_type << 12;
+				} else {
+					r = inode_lookup(m, ino_of(m, ino), name, &e);
+					if (r == -ENOENT) /* gone since getdents saw it */
+						continue;
+					if (r != 0) {
+						err = -r;
+						full = true;
+						break;
+					}
 				}
-				if (r != 0) {
-					err = -r;
+				entsize = fuse_add_direntry_plus(req, p, rem, name, &e, de->d_off);
+				if (entsize > rem) {
+					if (e.ino != 0)
+						inode_forget(m, ino_of(m, e.ino), 1);
+					full = true;
+					break;
+				}
+			} else {
+				struct stat st = {.st_ino = de->d_ino,
+						  .st_mode = (mode_t)de->d_type << 12};
+
+				entsize = fuse_add_direntry(req, p, rem, name, &st, de->d_off);
+				if (entsize > rem) {
+					full = true;
 					break;
 				}
 			}
-			entsize = fuse_add_direntry_plus(req, p, rem, name, &e, next);
-			if (entsize > rem) {
-				if (e.ino != 0)
-					inode_forget(m, ino_of(m, e.ino), 1);
-				break;
-			}
-		} else {
-			struct stat st = {.st_ino = d->entry->d_ino,
-					  .st_mode = (mode_t)d->entry->d_type << 12};
-
-			entsize = fuse_add_direntry(req, p, rem, name, &st, next);
-			if (entsize > rem)
-				break;
+			p += entsize;
+			rem -= entsize;
 		}
-		p += entsize;
-		rem -= entsize;
-		d->entry = NULL;
-		d->offset = next;
 	}
+	if (!full && n < 0)
+		err = errno;
+out:
+	if (dfd >= 0)
+		close(dfd);
 	/* An error after some entries is reported on the next call. */
 	if (err != 0 && p == buf)
 		fuse_reply_err(req, err);
@@ -831,30 +817,29 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, fi, false);
+	(void)fi;
+	do_readdir(req, ino, size, off, false);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, fi, true);
-}
-
-static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct dirp *d = (struct dirp *)(uintptr_t)fi->fh;
-
-	closedir(d->dp);
-	free(d);
-	fuse_reply_err(req, 0);
+	(void)fi;
+	do_readdir(req, ino, size, off, true);
 }
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	struct dirp *d = (struct dirp *)(uintptr_t)fi->fh;
-	int fd = dirfd(d->dp);
+	struct fs_mount *m = req_mount(req);
+	int fd = dir_open(m, ino_of(m, ino));
 
+	(void)fi;
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
 	fuse_reply_err(req, (datasync ? fdatasync(fd) : fsync(fd)) == 0 ? 0 : errno);
+	close(fd);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -1121,7 +1106,6 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.opendir = op_opendir,
 	.readdir = op_readdir,
 	.readdirplus = op_readdirplus,
-	.releasedir = op_releasedir,
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
 	.setxattr = op_setxattr,

@@ -914,6 +914,7 @@ static void ident_setup(void)
 			{"id/closed", 0755, 0, 0},
 			{"id/othergrp", 0775, 0, GID_OTHER},
 			{"id/sticky", 01777, 0, 0},
+			{"id/private", 0700, 0, 0},
 		},
 	  files[] = {
 		  {"id/secret", 0600, 0, 0},
@@ -988,6 +989,17 @@ static void ident_child(void)
 	T_ERR(open("id/othergrp/c4", O_CREAT | O_WRONLY, 0644), EACCES,
 	      "as 4242: create in a 0775 root:4444 folder (not a member): EACCES");
 	T_ERR(open("id/secret", O_RDONLY), EACCES, "as 4242: read a 0600 root file: EACCES");
+	{
+		DIR *dp = opendir("id/private");
+
+		ok(dp == NULL && errno == EACCES, "as 4242: list a 0700 root folder: EACCES");
+		if (dp != NULL)
+			closedir(dp);
+		dp = opendir("id/closed");
+		ok(dp != NULL && readdir(dp) != NULL, "as 4242: list a 0755 root folder");
+		if (dp != NULL)
+			closedir(dp);
+	}
 	fd = T_OK(open("id/pub", O_RDONLY), "as 4242: read a 0644 root file");
 	if (fd >= 0)
 		close(fd);
