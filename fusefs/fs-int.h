@@ -103,11 +103,11 @@ struct fs_mount {
 	/* Worker bookkeeping, under fs->lock. */
 	unsigned busy;		 /* workers processing a request of this mount */
 	bool ended;		 /* a worker saw the end of the session */
-	bool unmounting;	 /* fs_unmount() was called */
+	atomic_bool unmounting;	 /* fs_unmount() was called; read unlocked by pollers */
 	bool initialised;	 /* INIT answered */
 	bool want_passthrough;	 /* not -o nopassthrough */
 	bool kernel_passthrough; /* and the kernel offered it at INIT */
-	bool passthrough;	 /* and INIT's reply enabled it */
+	atomic_bool passthrough; /* and INIT's reply enabled it (read by every open) */
 	void (*ready)(void *, struct fs_mount *);
 	void *ready_arg;
 };
@@ -199,6 +199,7 @@ int wire_attach(struct fs_mount *m);
 bool wire_open_begin(struct fs_mount *m, struct inode *ino, int fd);
 void wire_open_end(struct fs_mount *m, struct inode *ino, bool passthrough);
 void wire_inode_free(struct fs_mount *m, struct inode *ino);
+bool wire_request_may_block(void);
 #define FH_PASSTHROUGH (1ull << 40) /* in fi->fh above the fd: wire_open_begin() said yes */
 
 /* ops.c */

@@ -130,6 +130,24 @@ static const struct fuse_custom_io wire_io = {
 	.writev = wire_writev,
 };
 
+/* Whether the request just read may keep its worker long: data, syncs, locks. */
+bool wire_request_may_block(void)
+{
+	switch (tl.opcode) {
+	case FUSE_READ:
+	case FUSE_WRITE:
+	case FUSE_FSYNC:
+	case FUSE_FSYNCDIR:
+	case FUSE_SETLKW:
+	case FUSE_FALLOCATE:
+	case FUSE_LSEEK:
+	case FUSE_COPY_FILE_RANGE:
+		return true;
+	default:
+		return tl.unique == 0; /* not read through wire_read: assume so */
+	}
+}
+
 int wire_attach(struct fs_mount *m)
 {
 	return fuse_session_custom_io(m->se, &wire_io, m->fuse_fd);

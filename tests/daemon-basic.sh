@@ -160,13 +160,32 @@ if "$AGENTFSD" --socket "$cs" --state "$T/cfgstate" --config "$T/cfg.json"; then
 else
 	not_ok "agentfsd starts with --config (workers 2, poll_us 0)"
 fi
-printf '{"poll_us": 50}\n' >"$T/cfg.json"
+# The longest poll and two workers (so one poller at most): a mount kept
+# busy without pause must not keep another mount of the daemon waiting.
+printf '{"workers": 2, "poll_us": 10000}\n' >"$T/cfg.json"
+mkdir -p "$T/busy" "$T/calm"
+echo calm >"$T/calm/f"
 if "$AGENTFSD" --socket "$cs" --state "$T/cfgstate" --config "$T/cfg.json"; then
-	is "$(cafs --json status | jget poll_us)" 50 "status reports a configured poll_us 50"
-	cafs shutdown >/dev/null
+	is "$(cafs --json status | jget poll_us)" 10000 "status reports a configured poll_us 10000"
+	expect_ok "create a busy bot" "$(cafs --json create busy "$T/busy")"
+	expect_ok "create a calm bot" "$(cafs --json create calm "$T/calm")"
+	: >"$T/busy/x"
+	# open and close without pause: OPEN and RELEASE requests back to back
+	(end=$((SECONDS + 8)); while [ $SECONDS -lt $end ]; do
+		for i in 1 2 3 4 5 6 7 8 9 10; do : <"$T/cfgstate/mnt/busy/0/x"; done
+	done) 2>/dev/null &
+	hammer=$!
+	track_pid "$hammer"
+	sleep 1
+	is "$(timeout 5 cat "$T/cfgstate/mnt/calm/0/f" 2>&1)" calm \
+		"while another mount is kept busy, a second mount still answers"
+	is "$(timeout 5 ls "$T/cfgstate/mnt/calm/0" 2>&1)" f "and lists its folder"
+	kill "$hammer" 2>/dev/null
+	wait "$hammer" 2>/dev/null
+	expect_ok "shutdown of the polling daemon" "$(cafs --json shutdown)"
 	wait_until 5 eval '[ -z "$(daemon_pids "$cs")" ]'
 else
-	not_ok "agentfsd starts with poll_us 50"
+	not_ok "agentfsd starts with workers 2, poll_us 10000"
 fi
 for bad in '{"poll_us": "fast"}' '{"poll_us": 20000}' '{"poll_us": -1}'; do
 	printf '%s\n' "$bad" >"$T/cfg.json"
