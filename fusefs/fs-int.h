@@ -108,6 +108,7 @@ struct fs_mount {
 	bool want_passthrough;	 /* not -o nopassthrough */
 	bool kernel_passthrough; /* and the kernel offered it at INIT */
 	atomic_bool passthrough; /* and INIT's reply enabled it (read by every open) */
+	atomic_bool polled;	 /* a worker polls it (worker_poll) */
 	void (*ready)(void *, struct fs_mount *);
 	void *ready_arg;
 };
@@ -129,7 +130,8 @@ struct fs {
 	int stopfd; /* eventfd: workers and helper threads stop */
 	pthread_t *workers;
 	unsigned nworkers;
-	atomic_uint pollers; /* workers in worker_poll() */
+	atomic_uint pollers;  /* workers in worker_poll() */
+	unsigned max_pollers; /* see worker_poll() */
 	/* fd cache */
 	struct inode lru; /* list head: lru.lru_next most recent */
 	unsigned nfds, maxfds;

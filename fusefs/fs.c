@@ -137,9 +137,12 @@ static uint64_t now_ns(void)
  * context switches on both). A request that may take long (data, fsync,
  * locks) is served with the mount armed, so another worker takes what
  * comes meanwhile. Every disarm is followed by an arm by the same worker,
- * so the last word on a mount is always "armed". One worker never polls,
- * and a session ends after POLL_BATCH requests, so a busy mount cannot
- * keep the others waiting.
+ * so the last word on a mount is always "armed". A mount has one poller
+ * at most, and there are at most half as many pollers as CPUs (and one
+ * worker fewer than workers): a second spinning worker took the CPU the
+ * callers needed (cold git status with its parallel lstat threads was 30%
+ * slower than bindfs). A session ends after POLL_BATCH requests, so a busy
+ * mount cannot keep the others waiting.
  *
  * Returns false if the mount ended (its busy count is then dropped).
  */
@@ -152,10 +155,11 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 	int res = -EAGAIN;
 	bool slow;
 
-	if (m->poll_us <= 0)
+	if (m->poll_us <= 0 || atomic_exchange(&m->polled, true))
 		return true;
-	if (atomic_fetch_add(&fs->pollers, 1) + 1 >= fs->p.workers) {
+	if (atomic_fetch_add(&fs->pollers, 1) >= fs->max_pollers) {
 		atomic_fetch_sub(&fs->pollers, 1);
+		atomic_store(&m->polled, false);
 		return true;
 	}
 	mount_arm(m, EPOLL_CTL_MOD, 0);
@@ -173,6 +177,7 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 			break;
 		if (res <= 0 || fuse_session_exited(m->se)) {
 			atomic_fetch_sub(&fs->pollers, 1);
+			atomic_store(&m->polled, false);
 			mount_ended(m);
 			return false;
 		}
@@ -184,6 +189,7 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 		if (slow)
 			mount_arm(m, EPOLL_CTL_MOD, 0);
 	}
+	atomic_store(&m->polled, false);
 	mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
 	atomic_fetch_sub(&fs->pollers, 1);
 	return true;
@@ -484,6 +490,13 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 		fs->p.timeout = 2.0;
 	if (fs->p.poll_us == 0)
 		fs->p.poll_us = FS_POLL_US_DEFAULT;
+	{
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+		fs->max_pollers = ncpu >= 4 ? (unsigned)ncpu / 2 : 1;
+		if (fs->max_pollers > fs->p.workers - 1)
+			fs->max_pollers = fs->p.workers - 1;
+	}
 	fs->maxfds = fs->p.fd_cache;
 	if (fs->maxfds == 0) {
 		if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
