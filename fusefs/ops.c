@@ -733,9 +733,32 @@ static int dir_open(struct fs_mount *m, struct inode *i)
 
 static __thread char dents[16384];
 
+/*
+ * Whether the kernel already holds the inode a listed name is for. Such a
+ * name goes out in READDIRPLUS without attributes (nodeid 0): refreshing
+ * them would cost a stat and a classification here, an attribute update
+ * and a lookup count in the kernel, and a FORGET later. git status looks
+ * up every file before it lists the folders. A name whose inode is new to
+ * us is looked up as before, so ls -l of a fresh folder still needs no
+ * LOOKUP per entry.
+ */
+static bool known(struct fs_mount *m, struct inode *dir, const struct dirent64 *de)
+{
+	struct inode *i;
+	bool k;
+
+	pthread_mutex_lock(&m->fs->lock);
+	i = inode_find(m, dir->dev, de->d_ino);
+	k = i != NULL && i != &m->root && i->nlookup > 0 &&
+	    (de->d_type == DT_UNKNOWN || (mode_t)de->d_type << 12 == i->type);
+	pthread_mutex_unlock(&m->fs->lock);
+	return k;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, bool plus)
 {
 	struct fs_mount *m = req_mount(req);
+	struct inode *dir = ino_of(m, ino);
 	struct fuse_entry_param e;
 	struct dirent64 *de;
 	char *buf, *p;
@@ -750,7 +773,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 		return;
 	}
 	p = buf;
-	dfd = dir_open(m, ino_of(m, ino));
+	dfd = dir_open(m, dir);
 	if (dfd < 0) {
 		err = -dfd;
 		goto out;
@@ -767,11 +790,12 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 			name = de->d_name;
 			if (plus) {
 				memset(&e, 0, sizeof e);
-				if (is_dot_or_dotdot(name)) {
+				if (is_dot_or_dotdot(name) || known(m, dir, de)) {
+					/* nodeid 0: a name without attributes */
 					e.attr.st_ino = de->d_ino;
 					e.attr.st_mode = (mode_t)de->d_type << 12;
 				} else {
-					r = inode_lookup(m, ino_of(m, ino), name, &e);
+					r = inode_lookup(m, dir, name, &e);
 					if (r == -ENOENT) /* gone since getdents saw it */
 						continue;
 					if (r != 0) {
