@@ -2,8 +2,8 @@
 # fs-passthrough: on a kernel with FUSE passthrough (Linux 6.9+), file data
 # goes straight between the caller and the source's page cache. What a user
 # relies on: the mount says so; contents match the host byte for byte; a
-# host write shows at once even in a live shared mapping of the mount (one
-# page cache); flock locks still go when the handle closes, although the
+# host write shows at once, in a read and even in a live shared mapping of
+# the mount (one page cache); flock locks still go when the handle closes, although the
 # kernel keeps its backing file open; many opens of one file and its hard
 # links agree; and -o nopassthrough serves the same data the old way.
 . "$top_srcdir/tests/lib.sh"
@@ -34,6 +34,14 @@ is "$(md5sum <"$S/copy")" "$(md5sum <"$T/data")" "a file copied in through the m
 printf 'tail' >>"$M/copy"
 is "$(tail -c 4 "$S/copy")" tail "an append through the mount is on the host"
 is "$(stat -c %s "$M/copy")" 3000004 "the mount's size follows its own append"
+
+# Contents come from the source's own page cache: a host append is read at
+# once, not after the attribute timeout.
+echo one >"$S/app"
+is "$(cat "$M/app")" one "the mount reads a host file"
+echo two >>"$S/app"
+is "$(cat "$M/app")" "one
+two" "a host append is read through the mount at once"
 
 # A live shared mapping of the mount sees a host write with no wait: the
 # mapping is the source's page cache itself.
