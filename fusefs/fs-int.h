@@ -165,6 +165,7 @@ int inode_stat(struct fs_mount *m, struct inode *ino, struct stat *st);
 char *inode_path(struct fs_mount *m, struct inode *ino, const char *name);
 int inode_root_init(struct fs_mount *m, int rootfd, struct fs_error *err);
 void inode_fd_cache_drop(struct fs *fs, struct inode *ino);
+void inode_closes_flush(void);
 void inode_moved(struct fs_mount *m, struct inode *ino, struct inode *parent, const char *name);
 struct inode *inode_pin_parent(struct fs_mount *m, struct inode *ino, char **name);
 void inode_unpin(struct fs_mount *m, struct inode *ino);

@@ -186,6 +186,7 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 			mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
 		fuse_session_process_buf(m->se, buf);
 		fs_as_root(fs);
+		inode_closes_flush();
 		if (slow)
 			mount_arm(m, EPOLL_CTL_MOD, 0);
 	}
@@ -243,6 +244,7 @@ static void *worker_main(void *arg)
 		mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
 		fuse_session_process_buf(m->se, &buf);
 		fs_as_root(fs);
+		inode_closes_flush();
 		if (worker_poll(fs, m, &buf))
 			mount_release(m);
 	}
@@ -701,6 +703,7 @@ void fs_mount_free(struct fs_mount *m)
 	pthread_mutex_lock(&fs->lock);
 	inode_table_clear(m);
 	pthread_mutex_unlock(&fs->lock);
+	inode_closes_flush();
 	guard_free(m->guard);
 	while (m->nmount_fds > 0)
 		close(m->mount_fds[--m->nmount_fds]);

@@ -67,6 +67,31 @@ static void lru_unlink(struct inode *i)
 	}
 }
 
+/*
+ * fds are closed outside fs->lock. The last close of a file unlinked
+ * through the mount is where its filesystem frees it, and that may wait
+ * for the disk (ext4 with discard: a synchronous discard); under the lock
+ * it stalled every worker. Under the lock an fd is queued here, and the
+ * worker closes its queue once the request is done (inode_closes_flush).
+ */
+#define CLOSE_LATER_MAX 64
+static __thread int close_queue[CLOSE_LATER_MAX];
+static __thread unsigned close_queued;
+
+static void close_later(int fd)
+{
+	if (close_queued < CLOSE_LATER_MAX)
+		close_queue[close_queued++] = fd;
+	else
+		close(fd);
+}
+
+void inode_closes_flush(void)
+{
+	while (close_queued > 0)
+		close(close_queue[--close_queued]);
+}
+
 /* Close least recently used fds until the cache is within its bound. */
 static void lru_trim(struct fs *fs)
 {
@@ -74,7 +99,7 @@ static void lru_trim(struct fs *fs)
 
 	while (fs->nfds > fs->maxfds && (i = fs->lru.lru_prev) != &fs->lru) {
 		lru_unlink(i);
-		close(i->fd);
+		close_later(i->fd);
 		i->fd = -1;
 		fs->nfds--;
 	}
@@ -96,7 +121,7 @@ void inode_fd_cache_drop(struct fs *fs, struct inode *i)
 {
 	lru_unlink(i);
 	if (i->fd >= 0) {
-		close(i->fd);
+		close_later(i->fd);
 		i->fd = -1;
 		fs->nfds--;
 	}
@@ -175,6 +200,7 @@ int inode_fd_get(struct fs_mount *m, struct inode *i)
 		lru_trim(fs);
 	}
 	pthread_mutex_unlock(&fs->lock);
+	inode_closes_flush();
 	return fd;
 }
 
@@ -191,6 +217,7 @@ void inode_fd_put(struct fs_mount *m, struct inode *i)
 		lru_trim(fs);
 	}
 	pthread_mutex_unlock(&fs->lock);
+	inode_closes_flush();
 }
 
 int inode_stat(struct fs_mount *m, struct inode *i, struct stat *st)
@@ -464,6 +491,7 @@ void inode_forget(struct fs_mount *m, struct inode *i, uint64_t n)
 	if (i->nlookup == 0 && i->refs == 0)
 		inode_free(m, i);
 	pthread_mutex_unlock(&m->fs->lock);
+	inode_closes_flush();
 }
 
 /* Free every inode of a mount that is gone. */
