@@ -30,7 +30,10 @@ struct inode {
 	ino_t ino;
 	mode_t type;			   /* S_IFMT bits, fixed for life */
 	uint64_t nlookup;		   /* kernel references */
-	struct file_handle *handle;	   /* NULL: fs has no handles, fd pinned */
+	struct file_handle *handle;	   /* NULL: see lazy; else fd pinned */
+	bool lazy;			   /* no handle yet: made when the fd is evicted */
+	struct fs_mount *owner;		   /* for making it then */
+	atomic_bool new_kids;		   /* the last name looked up here was new */
 	int mount_fd_idx;		   /* index into m->mount_fds for the handle */
 	int fd;				   /* cached O_PATH fd, or -1 */
 	unsigned users;			   /* workers using fd right now; no eviction */
@@ -94,6 +97,7 @@ struct fs_mount {
 	struct inode root;
 	struct inode_table table; /* under fs->lock */
 	struct guard *guard;	  /* NULL for read-only mounts */
+	bool handles;		  /* the source has file handles (its root's worked) */
 	int *mount_fds;		  /* one fd per underlying mount id, for handles */
 	int *mount_ids;
 	size_t nmount_fds;

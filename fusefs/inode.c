@@ -92,6 +92,40 @@ void inode_closes_flush(void)
 		close(close_queue[--close_queued]);
 }
 
+static struct file_handle *handle_of(int fd, int *mount_id);
+static int mount_fd_index(struct fs_mount *fs, int mount_id, int fd, mode_t type);
+
+/*
+ * A file's handle is made when its fd is about to be closed, not at lookup:
+ * most inodes never leave the cache, and a cold lookup was one syscall
+ * more than it needs. Folders still get theirs at lookup, so a mount met
+ * below the source is registered by its root folder before its files.
+ * Without a handle (the filesystem refused one) the fd stays, pinned.
+ */
+static bool handle_now(struct inode *i)
+{
+	struct file_handle *h;
+	int mount_id, idx;
+
+	i->lazy = false;
+	h = handle_of(i->fd, &mount_id);
+	if (h == NULL)
+		return false;
+	idx = mount_fd_index(i->owner, mount_id, i->fd, i->type);
+	if (idx < 0) {
+		free(h);
+		return false;
+	}
+	i->handle = h;
+	i->mount_fd_idx = idx;
+	return true;
+}
+
+static bool evictable(const struct inode *i)
+{
+	return i->handle != NULL || i->lazy;
+}
+
 /* Close least recently used fds until the cache is within its bound. */
 static void lru_trim(struct fs *fs)
 {
@@ -99,6 +133,8 @@ static void lru_trim(struct fs *fs)
 
 	while (fs->nfds > fs->maxfds && (i = fs->lru.lru_prev) != &fs->lru) {
 		lru_unlink(i);
+		if (i->handle == NULL && !handle_now(i))
+			continue; /* pinned from now on */
 		close_later(i->fd);
 		i->fd = -1;
 		fs->nfds--;
@@ -108,7 +144,7 @@ static void lru_trim(struct fs *fs)
 static void fd_cache_add(struct fs *fs, struct inode *i)
 {
 	fs->nfds++;
-	if (i->handle != NULL && i->users == 0) {
+	if (evictable(i) && i->users == 0) {
 		i->lru_next = fs->lru.lru_next;
 		i->lru_prev = &fs->lru;
 		fs->lru.lru_next->lru_prev = i;
@@ -209,7 +245,7 @@ void inode_fd_put(struct fs_mount *m, struct inode *i)
 	struct fs *fs = m->fs;
 
 	pthread_mutex_lock(&fs->lock);
-	if (--i->users == 0 && i->fd >= 0 && i->handle != NULL) {
+	if (--i->users == 0 && i->fd >= 0 && evictable(i)) {
 		i->lru_next = fs->lru.lru_next;
 		i->lru_prev = &fs->lru;
 		fs->lru.lru_next->lru_prev = i;
@@ -328,19 +364,27 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	 * Fast path, the common one (revalidations, readdirplus of a known
 	 * folder): a name whose inode we hold costs one fstatat, no open. The
 	 * reference taken under the lock keeps the inode alive meanwhile.
+	 * When the last name looked up in this folder was new to us (a cold
+	 * tree), the next one likely is too: go straight to the open, which
+	 * finds a known inode as well, one stat fewer.
 	 */
-	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-		r = -errno;
-		inode_fd_put(m, parent);
-		return r;
+	i = NULL;
+	if (!atomic_load_explicit(&parent->new_kids, memory_order_relaxed)) {
+		if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			r = -errno;
+			inode_fd_put(m, parent);
+			return r;
+		}
+		pthread_mutex_lock(&fs->lock);
+		i = inode_find(m, st.st_dev, st.st_ino);
+		if (i != NULL && i != &m->root && (i->fd >= 0 || i->handle != NULL))
+			i->nlookup++;
+		else
+			i = NULL;
+		pthread_mutex_unlock(&fs->lock);
+		if (i == NULL)
+			atomic_store_explicit(&parent->new_kids, true, memory_order_relaxed);
 	}
-	pthread_mutex_lock(&fs->lock);
-	i = inode_find(m, st.st_dev, st.st_ino);
-	if (i != NULL && i != &m->root && (i->fd >= 0 || i->handle != NULL))
-		i->nlookup++;
-	else
-		i = NULL;
-	pthread_mutex_unlock(&fs->lock);
 	if (i != NULL) {
 		r = 0;
 		if (m->guard != NULL) {
@@ -386,12 +430,13 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 
 	pthread_mutex_lock(&fs->lock);
 	i = inode_find(m, st.st_dev, st.st_ino);
-	if (i == NULL) {
+	if (i == NULL && (S_ISDIR(st.st_mode) || !m->handles)) {
 		pthread_mutex_unlock(&fs->lock);
 		h = handle_of(fd, &mount_id);
 		pthread_mutex_lock(&fs->lock);
 		i = inode_find(m, st.st_dev, st.st_ino);
 	}
+	atomic_store_explicit(&parent->new_kids, i == NULL, memory_order_relaxed);
 	if (i != NULL) {
 		i->nlookup++;
 		i->nlink = st.st_nlink;
@@ -434,6 +479,8 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	i->nlookup = 1;
 	i->handle = h;
 	i->mount_fd_idx = idx;
+	i->lazy = h == NULL && m->handles && !S_ISDIR(st.st_mode);
+	i->owner = m;
 	i->parent = parent;
 	if (parent != &m->root)
 		parent->refs++;
@@ -542,7 +589,7 @@ int inode_root_init(struct fs_mount *m, int rootfd, struct fs_error *err)
 	h = handle_of(rootfd, &mount_id);
 	if (h != NULL) {
 		pthread_mutex_lock(&m->fs->lock);
-		mount_fd_index(m, mount_id, rootfd, S_IFDIR);
+		m->handles = mount_fd_index(m, mount_id, rootfd, S_IFDIR) >= 0;
 		pthread_mutex_unlock(&m->fs->lock);
 		free(h);
 	}
