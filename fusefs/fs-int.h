@@ -206,6 +206,7 @@ int wire_attach(struct fs_mount *m);
 bool wire_open_begin(struct fs_mount *m, struct inode *ino, int fd);
 void wire_open_end(struct fs_mount *m, struct inode *ino, bool passthrough);
 void wire_inode_free(struct fs_mount *m, struct inode *ino);
+void wire_closes_flush(void);
 bool wire_request_may_block(void);
 #define FH_PASSTHROUGH (1ull << 40) /* in fi->fh above the fd: wire_open_begin() said yes */
 

@@ -700,6 +700,8 @@ void fs_mount_free(struct fs_mount *m)
 	} else if (m->fuse_fd >= 0) {
 		close(m->fuse_fd);
 	}
+	/* Closed: the connection's backing files went with it (wire_inode_free). */
+	m->fuse_fd = -1;
 	pthread_mutex_lock(&fs->lock);
 	inode_table_clear(m);
 	pthread_mutex_unlock(&fs->lock);

@@ -90,6 +90,7 @@ void inode_closes_flush(void)
 {
 	while (close_queued > 0)
 		close(close_queue[--close_queued]);
+	wire_closes_flush();
 }
 
 static struct file_handle *handle_of(int fd, int *mount_id);

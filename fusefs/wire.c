@@ -218,12 +218,41 @@ void wire_open_end(struct fs_mount *m, struct inode *i, bool passthrough)
 	tl.backing_id = 0;
 }
 
-/* The kernel forgot the inode: its backing file goes too. Under fs->lock. */
+/*
+ * The kernel forgot the inode: its backing file goes too. Called under
+ * fs->lock, so the ioctl waits for wire_closes_flush(): dropping the last
+ * reference to a file unlinked through the mount frees it, which may wait
+ * for the disk (see inode.c, close_later). A mount being freed has no fd
+ * any more, and its backing files went with the connection.
+ */
+#define BACKING_LATER_MAX 64
+static __thread struct {
+	int fuse_fd;
+	uint32_t id;
+} backing_queue[BACKING_LATER_MAX];
+static __thread unsigned backing_queued;
+
 void wire_inode_free(struct fs_mount *m, struct inode *i)
 {
 	uint32_t id = (uint32_t)i->backing_id;
 
-	if (id > 0)
-		ioctl(m->fuse_fd, WIRE_IOC_BACKING_CLOSE, &id);
 	i->backing_id = 0;
+	if (id == 0 || m->fuse_fd < 0)
+		return;
+	if (backing_queued < BACKING_LATER_MAX) {
+		backing_queue[backing_queued].fuse_fd = m->fuse_fd;
+		backing_queue[backing_queued++].id = id;
+	} else {
+		ioctl(m->fuse_fd, WIRE_IOC_BACKING_CLOSE, &id);
+	}
+}
+
+/* Outside fs->lock, while the request's mount is still held (busy). */
+void wire_closes_flush(void)
+{
+	while (backing_queued > 0) {
+		backing_queued--;
+		ioctl(backing_queue[backing_queued].fuse_fd, WIRE_IOC_BACKING_CLOSE,
+		      &backing_queue[backing_queued].id);
+	}
 }
