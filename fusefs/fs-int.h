@@ -203,7 +203,7 @@ void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, i
 
 /* wire.c */
 int wire_attach(struct fs_mount *m);
-bool wire_open_begin(struct fs_mount *m, struct inode *ino, int fd);
+bool wire_open_begin(struct fs_mount *m, struct inode *ino);
 void wire_open_end(struct fs_mount *m, struct inode *ino, bool passthrough);
 void wire_inode_free(struct fs_mount *m, struct inode *ino);
 void wire_closes_flush(void);

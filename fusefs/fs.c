@@ -114,6 +114,14 @@ static void mount_ended(struct fs_mount *m)
 	}
 }
 
+/* Serve one request just received, and what it left to do without the lock. */
+static void serve(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
+{
+	fuse_session_process_buf(m->se, buf);
+	fs_as_root(fs);
+	inode_closes_flush();
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -153,7 +161,7 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 	uint64_t deadline;
 	unsigned served;
 	int res = -EAGAIN;
-	bool slow;
+	bool slow, alive = true;
 
 	if (m->poll_us <= 0 || atomic_exchange(&m->polled, true))
 		return true;
@@ -176,24 +184,23 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 		if (m->unmounting || res == -EAGAIN || res == -EINTR)
 			break;
 		if (res <= 0 || fuse_session_exited(m->se)) {
-			atomic_fetch_sub(&fs->pollers, 1);
-			atomic_store(&m->polled, false);
-			mount_ended(m);
-			return false;
+			alive = false;
+			break;
 		}
 		slow = wire_request_may_block();
 		if (slow)
 			mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
-		fuse_session_process_buf(m->se, buf);
-		fs_as_root(fs);
-		inode_closes_flush();
+		serve(fs, m, buf);
 		if (slow)
 			mount_arm(m, EPOLL_CTL_MOD, 0);
 	}
+	if (alive)
+		mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
 	atomic_store(&m->polled, false);
-	mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
 	atomic_fetch_sub(&fs->pollers, 1);
-	return true;
+	if (!alive)
+		mount_ended(m);
+	return alive;
 }
 
 /*
@@ -242,9 +249,7 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
-		fuse_session_process_buf(m->se, &buf);
-		fs_as_root(fs);
-		inode_closes_flush();
+		serve(fs, m, &buf);
 		if (worker_poll(fs, m, &buf))
 			mount_release(m);
 	}

@@ -539,7 +539,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	set_keep_cache(m, i, nfd, fi);
 	fi->noflush = 1; /* see op_flush */
-	pt = wire_open_begin(m, i, nfd);
+	pt = wire_open_begin(m, i);
 	fi->fh = (uint64_t)nfd | (pt ? FH_PASSTHROUGH : 0);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* interrupted: no release will come */
@@ -582,7 +582,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		goto out;
 	}
 	fi->noflush = 1; /* see op_flush */
-	pt = wire_open_begin(m, ino_of(m, e.ino), fd);
+	pt = wire_open_begin(m, ino_of(m, e.ino));
 	fi->fh = (uint64_t)fd | (pt ? FH_PASSTHROUGH : 0);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		wire_open_end(m, ino_of(m, e.ino), pt);
@@ -778,7 +778,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset
 		err = -dfd;
 		goto out;
 	}
-	if (lseek(dfd, offset, SEEK_SET) < 0) {
+	if (offset != 0 && lseek(dfd, offset, SEEK_SET) < 0) {
 		err = errno;
 		goto out;
 	}

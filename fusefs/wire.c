@@ -15,8 +15,6 @@
 #include "fusefs/fs-int.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/fuse.h>
@@ -165,31 +163,33 @@ int wire_attach(struct fs_mount *m)
  * and so is every open of that inode until the last one is released.
  * Returns whether the reply passes through; wire_open_end() undoes it.
  */
-bool wire_open_begin(struct fs_mount *m, struct inode *i, int fd)
+bool wire_open_begin(struct fs_mount *m, struct inode *i)
 {
 	struct wire_backing_map map = {.fd = -1};
-	char path[32];
-	bool pt = false;
+	bool pt = false, first;
 	int id;
 
 	if (!m->passthrough || !S_ISREG(i->type))
 		return false;
+	/*
+	 * The backing file is the inode's O_PATH file, not the handle: the
+	 * kernel keeps it until the inode is forgotten, and flock and OFD
+	 * locks taken on the handle must go when the handle does. The kernel
+	 * reopens it with each passthrough open's own flags.
+	 */
+	pthread_mutex_lock(&m->fs->lock);
+	first = i->plain_opens == 0 && i->backing_id == 0;
+	pthread_mutex_unlock(&m->fs->lock);
+	if (first)
+		map.fd = inode_fd_get(m, i);
 	pthread_mutex_lock(&m->fs->lock);
 	if (i->plain_opens == 0 && i->backing_id == 0) {
 		/*
-		 * Under the lock, so two first opens make one backing file. It
-		 * gets an open file of its own, not the handle's: the kernel
-		 * keeps it open until the inode is forgotten, and flock and OFD
-		 * locks taken on the handle must go when the handle does. The
-		 * kernel reopens it with each passthrough open's own flags.
+		 * Under the lock, so two first opens make one backing file. An
+		 * open that raced the last release of a plain-served inode has
+		 * no fd here and is served plain too: consistent, only slower.
 		 */
-		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-		map.fd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
-		if (map.fd < 0 && errno == EPERM)
-			map.fd = open(path, O_RDONLY | O_CLOEXEC);
 		id = map.fd < 0 ? -1 : ioctl(m->fuse_fd, WIRE_IOC_BACKING_OPEN, &map);
-		if (map.fd >= 0)
-			close(map.fd);
 		if (id > 0)
 			i->backing_id = id;
 	}
@@ -201,6 +201,8 @@ bool wire_open_begin(struct fs_mount *m, struct inode *i, int fd)
 		i->plain_opens++;
 	}
 	pthread_mutex_unlock(&m->fs->lock);
+	if (map.fd >= 0)
+		inode_fd_put(m, i);
 	return pt;
 }
 
