@@ -16,6 +16,7 @@
 
 /* libfuse allocates a thread-specific key per session: keep well below. */
 #define FS_MAX_MOUNTS 1000
+#define FS_DECIDE_STRIPES 64 /* decision-hold stripes (decide.c) */
 
 /* Class bits of an inode, computed at lookup from its parent and name. */
 #define CLS_RO_TREE 0x1u /* read-only, and so is everything beneath */
@@ -149,6 +150,9 @@ struct fs {
 	pthread_cond_t nt_cond;
 	struct inval *nt_head, **nt_tail;
 	pthread_t nt_thread;
+	/* decision holds (decide.c): check and operation atomic across mounts */
+	pthread_rwlock_t decide_all;
+	pthread_mutex_t decide_stripe[FS_DECIDE_STRIPES];
 	struct fs_mount *nt_current; /* mount being notified right now */
 	bool helpers;		     /* lock and notifier threads started */
 	bool stopping;
@@ -200,6 +204,16 @@ unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct 
 void policy_refresh(struct fs_mount *m, struct inode *i, unsigned depth);
 void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, int parent_fd,
 		   const char *name, struct inode *ino);
+
+/* decide.c */
+struct decide_hold {
+	struct fs *fs; /* NULL: nothing held */
+	bool whole;
+	unsigned n, s[2];
+};
+void decide_enter(struct fs_mount *m, struct decide_hold *h, const struct inode *p1,
+		  const struct inode *p2, bool whole);
+void decide_leave(struct decide_hold *h);
 
 /* wire.c */
 int wire_attach(struct fs_mount *m);

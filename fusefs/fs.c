@@ -531,6 +531,17 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 	pthread_mutex_init(&fs->nt_lock, NULL);
 	pthread_cond_init(&fs->nt_cond, NULL);
 	fs->nt_tail = &fs->nt_head;
+	{
+		/* a folder rename waits for the creates in flight, not for every later one */
+		pthread_rwlockattr_t ra;
+
+		pthread_rwlockattr_init(&ra);
+		pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&fs->decide_all, &ra);
+		pthread_rwlockattr_destroy(&ra);
+		for (i = 0; i < FS_DECIDE_STRIPES; i++)
+			pthread_mutex_init(&fs->decide_stripe[i], NULL);
+	}
 	n = getgroups(64, fs->root_groups);
 	fs->n_root_groups = n > 0 ? n : 0;
 

@@ -248,6 +248,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 			   : S_ISDIR(mode) ? GUARD_OP_MKDIR
 					   : GUARD_OP_CREATE;
 	struct fuse_entry_param e;
+	struct decide_hold h;
 	int pfd, r;
 
 	pfd = inode_fd_get(m, p);
@@ -255,6 +256,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		r = pfd;
 		goto out;
 	}
+	decide_enter(m, &h, p, NULL, false);
 	r = policy_check(m, &PREQ(.op = op, .mode = mode & S_IFMT, .parent = p, .parent_fd = pfd,
 				  .name = name, .target = link));
 	if (r == 0)
@@ -272,6 +274,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		if (r == 0)
 			r = made(m, op, p, pfd, name, &e);
 	}
+	decide_leave(&h);
 	inode_fd_put(m, p);
 out:
 	reply_entry_or_err(req, r, &e);
@@ -382,6 +385,14 @@ static int open_dir_fd(int pfd, const char *name, mode_t type)
 	return openat(pfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 }
 
+/* Is name in pfd a folder now? (A wrong guess is caught: child_of() re-reads it.) */
+static bool is_dir_at(int pfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode);
+}
+
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
@@ -390,6 +401,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	struct inode src, dst, *rsrc, *rdst = NULL;
 	enum guard_op op = (flags & RENAME_EXCHANGE) ? GUARD_OP_EXCHANGE : GUARD_OP_RENAME;
 	int pfd = -1, npfd = -1, sfd = 0, vfd = 0, r;
+	struct decide_hold h = {0};
 	bool have_dst;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
@@ -406,6 +418,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		r = npfd;
 		goto out;
 	}
+	/* a folder moved with its contents, or an exchange: the guard walks them */
+	decide_enter(m, &h, p, np, op == GUARD_OP_EXCHANGE || is_dir_at(pfd, name));
 	r = child_of(m, p, pfd, name, &src, &rsrc);
 	if (r != 0)
 		goto out;
@@ -437,6 +451,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		fs_invalidate(m, NULL, np, newname);
 	}
 out:
+	decide_leave(&h);
 	if (sfd > 0)
 		close(sfd);
 	if (vfd > 0)
@@ -463,12 +478,16 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	if (npfd < 0) {
 		r = npfd;
 	} else {
+		struct decide_hold h;
+
+		decide_enter(m, &h, np, NULL, false);
 		r = policy_check(m, &PREQ(.op = GUARD_OP_LINK, .ino = i, .mode = i->type,
 					  .parent = np, .parent_fd = npfd, .name = newname));
 		if (r == 0 && linkat(fd, "", npfd, newname, AT_EMPTY_PATH) != 0)
 			r = -errno;
 		if (r == 0)
 			policy_notify(m, GUARD_OP_LINK, np, npfd, newname, NULL);
+		decide_leave(&h);
 		inode_fd_put(m, np);
 	}
 	inode_fd_put(m, i);
@@ -554,6 +573,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fs_mount *m = req_mount(req);
 	struct inode *p = ino_of(m, parent);
 	struct fuse_entry_param e;
+	struct decide_hold h;
 	int pfd, fd = -1, r;
 	bool pt;
 
@@ -562,6 +582,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		r = pfd;
 		goto out;
 	}
+	decide_enter(m, &h, p, NULL, false);
 	r = policy_check(m, &PREQ(.op = GUARD_OP_CREATE, .mode = S_IFREG, .parent = p,
 				  .parent_fd = pfd, .name = name));
 	if (r == 0)
@@ -575,6 +596,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		if (r == 0)
 			r = made(m, GUARD_OP_CREATE, p, pfd, name, &e);
 	}
+	decide_leave(&h);
 	inode_fd_put(m, p);
 	if (r != 0) {
 		if (fd >= 0)

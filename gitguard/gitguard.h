@@ -172,6 +172,8 @@ int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp,
 void guard_free(struct guard *g);
 void guard_set_allow_new_repos(struct guard *g, bool allow);
 int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err *err);
+/* Classes computed before may be wrong: move the generation (another mount changed the tree) */
+void guard_bump(struct guard *g);
 
 /* scan.c */
 int guard_scan_tree(struct guard *g, unsigned long budget, struct guard_err *err);

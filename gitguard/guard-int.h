@@ -90,7 +90,6 @@ void guard_tab_rebuild(struct guard *g);
 uint8_t guard_tab_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *rule);
 uint8_t guard_tab_missing(struct guard *g, uint64_t dev, uint64_t ino, const char *name,
 			  uint8_t *rule);
-void guard_bump(struct guard *g);
 bool name_is(const char *name, const char *want);
 bool name_is_dotgit(const char *name);
 bool name_is_bare(const char *name);

@@ -14,6 +14,13 @@
  *	unlink files by path inside DIR, and write into DIR/existing and
  *	DIR/sub/existing.  Errors are expected while the folder is swapped;
  *	prints "rounds R ok N failed F".
+ *
+ *   fs-racer g2 DIR_A DIR_B ROUNDS
+ *	Two mounts of one folder whose qN/objects exist: for each N, one
+ *	thread makes DIR_A/qN/refs while another creates DIR_B/qN/HEAD, both
+ *	released together.  Either completes a bare repository's shape, so a
+ *	guard that decides each alone must refuse the second (G2).  Prints
+ *	"both B one O none Z erofs E": B rounds where both were made.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -27,6 +34,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -250,6 +258,68 @@ static int do_work(const char *dir, double seconds, long maxrounds)
 	return 0;
 }
 
+struct g2_side {
+	const char *dir;
+	bool head;
+	long rounds;
+	pthread_barrier_t *bar;
+	char *made; /* per round: 1 if this side's entry was made */
+	long erofs;
+};
+
+static void *g2_run(void *arg)
+{
+	struct g2_side *s = arg;
+	char path[PATH_MAX];
+	int fd;
+
+	for (long i = 0; i < s->rounds; i++) {
+		pthread_barrier_wait(s->bar);
+		if (s->head) {
+			snprintf(path, sizeof path, "%s/q%ld/HEAD", s->dir, i);
+			fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+			s->made[i] = fd >= 0;
+			if (fd >= 0)
+				close(fd);
+		} else {
+			snprintf(path, sizeof path, "%s/q%ld/refs", s->dir, i);
+			s->made[i] = mkdir(path, 0755) == 0;
+		}
+		if (!s->made[i] && errno == EROFS)
+			s->erofs++;
+	}
+	return NULL;
+}
+
+static int do_g2(const char *a, const char *b, long rounds)
+{
+	struct g2_side sa = {a, false, rounds, NULL, calloc(rounds, 1), 0};
+	struct g2_side sb = {b, true, rounds, NULL, calloc(rounds, 1), 0};
+	pthread_barrier_t bar;
+	pthread_t ta, tb;
+	long both = 0, one = 0, none = 0;
+
+	if (!sa.made || !sb.made)
+		return 2;
+	pthread_barrier_init(&bar, NULL, 2);
+	sa.bar = sb.bar = &bar;
+	pthread_create(&ta, NULL, g2_run, &sa);
+	pthread_create(&tb, NULL, g2_run, &sb);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	for (long i = 0; i < rounds; i++) {
+		int n = sa.made[i] + sb.made[i];
+
+		both += n == 2;
+		one += n == 1;
+		none += n == 0;
+	}
+	printf("both %ld one %ld none %ld erofs %ld\n", both, one, none, sa.erofs + sb.erofs);
+	free(sa.made);
+	free(sb.made);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -261,9 +331,12 @@ int main(int argc, char **argv)
 		return do_fresh_swap(argv[2], atof(argv[3]));
 	if (argc == 5 && !strcmp(argv[1], "fresh-work"))
 		return do_fresh_work(argv[2], argv[3], atof(argv[4]));
+	if (argc == 5 && !strcmp(argv[1], "g2"))
+		return do_g2(argv[2], argv[3], atol(argv[4]));
 	fprintf(stderr, "usage: fs-racer swap DIR NAME LINK SECONDS\n"
 			"       fs-racer work DIR SECONDS MAXROUNDS\n"
 			"       fs-racer fresh-swap DIR SECONDS\n"
-			"       fs-racer fresh-work MNTDIR HOSTDIR SECONDS\n");
+			"       fs-racer fresh-work MNTDIR HOSTDIR SECONDS\n"
+			"       fs-racer g2 DIR_A DIR_B ROUNDS\n");
 	return 2;
 }

@@ -7,6 +7,7 @@ check_PROGRAMS += tests/fsops tests/fs-tryop tests/fs-racer tests/fs-lock
 tests_fsops_SOURCES = tests/fsops.c
 tests_fs_tryop_SOURCES = tests/fs-tryop.c
 tests_fs_racer_SOURCES = tests/fs-racer.c
+tests_fs_racer_LDADD = $(PTHREAD_LIBS)
 tests_fs_lock_SOURCES = tests/fs-lock.c
 
 FS_TESTS = \
