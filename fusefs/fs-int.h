@@ -81,6 +81,13 @@ struct inval {
 	char name[];
 };
 
+/* A file under a read-only path that has other names (mount.c, policy.c) */
+struct ro_link {
+	dev_t dev;
+	ino_t ino;
+};
+int ro_link_cmp(const void *a, const void *b);
+
 struct fs_mount {
 	struct fs *fs;
 	struct fs_mount *next;	 /* fs->mounts, under fs->lock */
@@ -105,6 +112,8 @@ struct fs_mount {
 	dev_t *ro_dev;
 	ino_t *ro_ino;
 	size_t n_ro;
+	struct ro_link *ro_links; /* files under read-only paths with st_nlink > 1, sorted */
+	size_t n_ro_links;
 	/* Worker bookkeeping, under fs->lock. */
 	unsigned busy;		 /* workers processing a request of this mount */
 	bool ended;		 /* a worker saw the end of the session */

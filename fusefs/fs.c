@@ -729,6 +729,7 @@ void fs_mount_free(struct fs_mount *m)
 	free(m->mount_ids);
 	free(m->ro_dev);
 	free(m->ro_ino);
+	free(m->ro_links);
 	free(m->source);
 	free(m->mountpoint);
 	free(m);

@@ -402,6 +402,7 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		}
 		pthread_mutex_lock(&fs->lock);
 		i->nlink = st.st_nlink;
+		i->cls |= policy_classify(m, parent, &st); /* read-only follows the inode */
 		inode_set_parent(m, i, parent, name);
 		if (m->guard != NULL && (!guard_cls_protected(&i->gcls) ||
 					 guard_cls_protected(&gc) || i->ggen != gen)) {
@@ -441,6 +442,7 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	if (i != NULL) {
 		i->nlookup++;
 		i->nlink = st.st_nlink;
+		i->cls |= policy_classify(m, parent, &st); /* read-only follows the inode */
 		if (i->fd < 0) {
 			i->fd = fd;
 			fd = -1;

@@ -22,6 +22,15 @@ static const char *op_names[] = {
 	[GUARD_OP_EXCHANGE] = "exchange",
 };
 
+int ro_link_cmp(const void *a, const void *b)
+{
+	const struct ro_link *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
 unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct stat *st)
 {
 	size_t i;
@@ -31,6 +40,11 @@ unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct 
 	for (i = 0; i < m->n_ro; i++)
 		if (m->ro_dev[i] == st->st_dev && m->ro_ino[i] == st->st_ino)
 			return CLS_RO_TREE;
+	/* another name, elsewhere in the source, of a file under a read-only path */
+	if (st->st_nlink > 1 && !S_ISDIR(st->st_mode) && m->n_ro_links > 0 &&
+	    bsearch(&(struct ro_link){st->st_dev, st->st_ino}, m->ro_links, m->n_ro_links,
+		    sizeof *m->ro_links, ro_link_cmp) != NULL)
+		return CLS_RO_TREE;
 	return 0;
 }
 

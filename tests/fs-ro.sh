@@ -101,13 +101,33 @@ if [ "${AGENTFS_TEST_BINDFS:-0}" = 1 ]; then
 	done_testing
 	exit 0
 fi
+# other names, outside the read-only paths, of files inside them (made by the
+# host before the mount: found by the mount's scan)
+echo hl >"$S/sub/deep/hl"
+ln "$S/sub/deep/hl" "$S/side/hl-other"
+echo hl2 >"$S/ro2/hl2"
+ln "$S/ro2/hl2" "$S/side/hl2-other"
+echo late >"$S/sub/late"
 if ! fs_mount --ro-path sub --ro-path ro2 --ro-path nest/inner "$S" "$M"; then
 	not_ok "mount --ro-path sub --ro-path ro2 --ro-path nest/inner"
 	done_testing
 	exit 1
 fi
 ok "mount --ro-path sub --ro-path ro2 --ro-path nest/inner"
+cat "$M/sub/late" >/dev/null # looked up through its read-only name first
+ln "$S/sub/late" "$S/side/late-other" # then another name made by the host
 before=$(cd "$S" && snapshot sub && snapshot ro2)
+
+# read-only follows the inode: another name is no way in
+expect EROFS write "$M/side/hl-other"
+expect EROFS truncate "$M/side/hl-other"
+expect EROFS chmod "$M/side/hl-other"
+expect EROFS write "$M/sub/deep/hl"
+expect EROFS write "$M/side/hl2-other"
+expect EROFS write "$M/side/late-other"
+expect EROFS link "$M/side/hl-other" "$M/side/hl-third"
+is "$(cat "$M/side/hl-other" 2>&1)" hl "--ro-path: another name of a read-only file reads"
+expect EROFS unlink "$M/side/hl2-other"
 
 writes_refused "$M/sub"
 expect EROFS create "$M/sub/deep/new"
@@ -131,7 +151,7 @@ expect EROFS rename "$M/side/e" "$M/ro2"
 expect EROFS rename "$M/ro2" "$M/ro3"
 expect EROFS create "$M/ro2/new"
 is "$(cat "$M/sub/f" 2>&1)" subdata "--ro-path: reading inside the subtree works"
-is "$(ls "$M/sub" 2>&1 | tr '\n' ' ')" "deep emptydir f sl " "--ro-path: listing the subtree works"
+is "$(ls "$M/sub" 2>&1 | tr '\n' ' ')" "deep emptydir f late sl " "--ro-path: listing the subtree works"
 expect OK getxattr "$M/sub/f"
 
 # a read-only path of two components; its parent stays writable
