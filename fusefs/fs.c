@@ -104,14 +104,17 @@ static void mount_ended(struct fs_mount *m)
 	pthread_mutex_lock(&fs->lock);
 	lost = !m->ended && !m->unmounting;
 	m->ended = true;
-	m->busy--;
-	pthread_cond_broadcast(&fs->cond);
 	pthread_mutex_unlock(&fs->lock);
+	/* still busy: fs_mount_free() waits before it frees what is read here */
 	if (lost) {
 		fs_log(fs, FS_LOG_INFO, "%s: unmounted", m->mountpoint);
 		if (fs->p.lost != NULL)
 			fs->p.lost(fs->p.lost_arg, m);
 	}
+	pthread_mutex_lock(&fs->lock);
+	m->busy--;
+	pthread_cond_broadcast(&fs->cond);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 /* Serve one request just received, and what it left to do without the lock. */

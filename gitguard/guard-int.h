@@ -53,8 +53,8 @@ struct guard_repo {
  *   lookups only, never across a syscall; a repository scan reads files with
  *   no lock held and takes it exclusive only to publish the result.
  *   gen and ntab_hint are atomics read without the lock (fast paths).
- *   root_fd, root_dev, root_ino, root_path, allow_new and log are set by
- *   guard_open and read-only afterwards.
+ *   root_fd, root_dev, root_ino, root_path and log are set by guard_open and
+ *   read-only afterwards; allow_new is an atomic (a bot's configure).
  * No other lock exists, so there is no lock order.
  */
 struct guard {
@@ -62,7 +62,7 @@ struct guard {
 	uint64_t root_dev;
 	uint64_t root_ino;
 	char *root_path; /* normalised, no trailing slash; NULL if unknown */
-	bool allow_new;
+	atomic_bool allow_new; /* guard_set_allow_new_repos() may change it at any time */
 	guard_log_fn log;
 	void *log_arg;
 

@@ -476,5 +476,5 @@ done:
 /* Turn allow_new_repos on or off for the next operations (a bot's configure). */
 void guard_set_allow_new_repos(struct guard *g, bool allow)
 {
-	__atomic_store_n(&g->allow_new, allow, __ATOMIC_RELAXED);
+	atomic_store(&g->allow_new, allow);
 }
