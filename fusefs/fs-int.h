@@ -25,34 +25,43 @@
  * One inode the kernel knows about in one mount: (dev, ino) plus a file
  * handle, so its O_PATH fd is only a cache entry that can be closed and
  * reopened with open_by_handle_at(). Without a handle the fd stays pinned.
+ *
+ * Who may touch what:
+ *   [const]  set before the inode is published in the table, then only read;
+ *   [lock]   read and written under fs->lock only (copy out, then use);
+ *   [atomic] an atomic, read and written without the lock;
+ *   [users]  fd: stable while the caller holds a users count
+ *            (inode_fd_get/put), which keeps it from being evicted.
+ * A stand-in (standin, on a worker's stack for policy_check) is private to
+ * its worker and needs no lock.
  */
 struct inode {
-	dev_t dev;
-	ino_t ino;
-	mode_t type;			   /* S_IFMT bits, fixed for life */
-	uint64_t nlookup;		   /* kernel references */
-	struct file_handle *handle;	   /* NULL: see lazy; else fd pinned */
-	bool lazy;			   /* no handle yet: made when the fd is evicted */
-	struct fs_mount *owner;		   /* for making it then */
-	atomic_bool new_kids;		   /* the last name looked up here was new */
-	int mount_fd_idx;		   /* index into m->mount_fds for the handle */
-	int fd;				   /* cached O_PATH fd, or -1 */
-	unsigned users;			   /* workers using fd right now; no eviction */
-	struct inode *lru_prev, *lru_next; /* unused cached fds, most recent first */
-	struct inode *hnext;		   /* hash chain */
-	unsigned refs;			   /* children whose parent this is */
-	struct inode *parent;		   /* the folder it was last looked up in (ref) */
-	char *name;			   /* the name it was last looked up by */
-	unsigned cls;			   /* CLS_* */
-	struct guard_cls gcls;		   /* gitguard's class, valid while ggen is current */
-	uint64_t ggen;
-	nlink_t nlink;	 /* at the last lookup: > 1 asks for the hard-link check */
-	bool standin;	 /* a copy on the stack for policy_check(), not in a table */
-	off_t seen_size; /* size and mtime at the last open, for keep_cache */
-	struct timespec seen_mtime;
-	int backing_id;		/* kernel passthrough id, 0 if none; see wire.c */
-	unsigned backing_users; /* open handles passing through to it */
-	unsigned plain_opens;	/* open handles served by read and write requests */
+	dev_t dev;			   /* [const] */
+	ino_t ino;			   /* [const] */
+	mode_t type;			   /* [const] S_IFMT bits, fixed for life */
+	uint64_t nlookup;		   /* [lock] kernel references */
+	struct file_handle *handle;	   /* [lock] NULL: see lazy; else fd pinned */
+	bool lazy;			   /* [lock] no handle yet: made when the fd is evicted */
+	struct fs_mount *owner;		   /* [const] for making it then */
+	atomic_bool new_kids;		   /* [atomic] the last name looked up here was new */
+	int mount_fd_idx;		   /* [lock] index into m->mount_fds for the handle */
+	int fd;				   /* [lock], [users] cached O_PATH fd, or -1 */
+	unsigned users;			   /* [lock] workers using fd right now; no eviction */
+	struct inode *lru_prev, *lru_next; /* [lock] unused cached fds, most recent first */
+	struct inode *hnext;		   /* [lock] hash chain */
+	unsigned refs;			   /* [lock] children whose parent this is */
+	struct inode *parent;		   /* [lock] the folder it was last looked up in (ref) */
+	char *name;			   /* [lock] the name it was last looked up by */
+	unsigned cls;			   /* [lock] CLS_*; bits are only ever added */
+	struct guard_cls gcls;		   /* [lock] gitguard's class, valid while ggen is current */
+	uint64_t ggen;			   /* [lock] */
+	nlink_t nlink;	 /* [lock] at the last lookup or write-open: > 1 asks for the HL check */
+	bool standin;	 /* [const] a copy on the stack for policy_check(), not in a table */
+	off_t seen_size; /* [lock] size and mtime at the last open, for keep_cache */
+	struct timespec seen_mtime; /* [lock] */
+	int backing_id;		/* [lock] kernel passthrough id, 0 if none; see wire.c */
+	unsigned backing_users; /* [lock] open handles passing through to it */
+	unsigned plain_opens;	/* [lock] open handles served by read and write requests */
 };
 
 struct inode_table {

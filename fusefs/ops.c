@@ -537,8 +537,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 		/* A hard link made on the host since the lookup must still be seen. */
 		if (m->guard != NULL && !S_ISDIR(i->type) &&
-		    fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0)
+		    fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0) {
+			pthread_mutex_lock(&m->fs->lock);
 			i->nlink = st.st_nlink;
+			pthread_mutex_unlock(&m->fs->lock);
+		}
 		r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
 		if (r != 0) {
 			inode_fd_put(m, i);
@@ -683,6 +686,17 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, fd < 0 ? errno : close(fd) == 0 ? 0 : errno);
 }
 
+/* i's guard role, read under fs->lock (a refresh may be storing its class) */
+static unsigned role_of(struct fs_mount *m, struct inode *i)
+{
+	unsigned role;
+
+	pthread_mutex_lock(&m->fs->lock);
+	role = i->gcls.role;
+	pthread_mutex_unlock(&m->fs->lock);
+	return role;
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
@@ -696,7 +710,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if ((fi->fh & FH_PASSTHROUGH) && open_writes(fi->flags))
 		fs_invalidate(m, i, NULL, NULL);
 	/* A git config written (in a repository the bot made): its rules may change. */
-	if (m->guard != NULL && open_writes(fi->flags) && i->gcls.role == GUARD_R_CONFIG &&
+	if (m->guard != NULL && open_writes(fi->flags) && role_of(m, i) == GUARD_R_CONFIG &&
 	    (p = inode_pin_parent(m, i, &name)) != NULL) {
 		pfd = inode_fd_get(m, p);
 		if (pfd >= 0) {

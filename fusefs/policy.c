@@ -119,6 +119,7 @@ static int refuse(struct fs_mount *m, const struct preq *r, const char *why)
 	return -EROFS;
 }
 
+/* Under fs->lock */
 static bool ro_tree(const struct inode *i)
 {
 	return i != NULL && (i->cls & CLS_RO_TREE);
@@ -145,11 +146,15 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 	const struct guard_cls *p[4];
 	char why[320], *ppath = NULL;
 	struct stat st;
+	nlink_t nlink;
 	int res, k;
 
 	if (atomic_load_explicit(&m->readonly, memory_order_relaxed))
 		return refuse(m, r, "read-only mount");
-	if (ro_tree(r->ino) || ro_tree(r->parent) || ro_tree(r->src_parent) || ro_tree(r->victim))
+	pthread_mutex_lock(&m->fs->lock);
+	k = ro_tree(r->ino) || ro_tree(r->parent) || ro_tree(r->src_parent) || ro_tree(r->victim);
+	pthread_mutex_unlock(&m->fs->lock);
+	if (k)
 		return refuse(m, r, "read-only path");
 	if (m->guard == NULL)
 		return 0;
@@ -165,6 +170,7 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 			p[k] = &c[k];
 		}
 	}
+	nlink = r->ino != NULL ? r->ino->nlink : 0;
 	pthread_mutex_unlock(&m->fs->lock);
 	g.cls = p[0];
 	g.mode = r->mode;
@@ -186,14 +192,14 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 	res = guard_check(m->guard, &g, &v);
 	free(ppath);
 	/* Another name of a protected file, made on the host, is protected too. */
-	if (res == 0 && r->ino != NULL && !S_ISDIR(r->ino->type) && r->ino->nlink > 1 &&
+	if (res == 0 && r->ino != NULL && !S_ISDIR(r->ino->type) && nlink > 1 &&
 	    (r->op == GUARD_OP_WRITE || r->op == GUARD_OP_CHMOD || r->op == GUARD_OP_CHOWN ||
 	     r->op == GUARD_OP_LINK)) {
 		memset(&st, 0, sizeof st);
 		st.st_dev = r->ino->dev;
 		st.st_ino = r->ino->ino;
 		st.st_mode = r->ino->type;
-		st.st_nlink = r->ino->nlink;
+		st.st_nlink = nlink;
 		res = guard_check_inode(m->guard, &st, &v);
 	}
 	if (res == 0)
