@@ -129,9 +129,14 @@ static int serve(struct fs_mount_params *mp, bool foreground)
 	}
 	if (sig != SIGUSR1)
 		fs_unmount(m);
-	fs_mount_free(m);
-	fs_free(fs);
-	return 0;
+	/*
+	 * The connection is gone and nothing is left to write back: every
+	 * write went to the source as it came. Tearing down the tables one
+	 * inode at a time (a close and a free each, 10,000+ on a large tree)
+	 * kept the process alive for seconds after its unmount on a busy
+	 * machine; the kernel reclaims all of it at once at exit.
+	 */
+	_exit(0);
 }
 
 int cmd_mount(int argc, char **argv)
