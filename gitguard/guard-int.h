@@ -12,6 +12,8 @@
 #define GUARD_CONFIG_MAX (1 << 20) /* config and include targets */
 #define GUARD_INCLUDE_DEPTH 10	   /* git's MAX_INCLUDE_DEPTH */
 #define GUARD_WALK_BUDGET 100000   /* entries a folder rename may look at */
+#define GUARD_WALK_DEPTH 4096	   /* folder levels it may go down */
+#define GUARD_WALK_FDS 64	   /* folders it holds open at once */
 #define GUARD_LINK_MAX 40	   /* symlinks followed in one resolution */
 
 /* Extra record flags, beside GUARD_RO/TREE/PIN */

@@ -15,6 +15,8 @@
 
 #include "gitguard/guard-int.h"
 
+#define HL_DEPTH 8 /* folder levels of hooks/, remotes/, branches/ looked at for hard links */
+
 struct scan {
 	struct guard *g;
 	struct guard_repo *r;
@@ -259,7 +261,13 @@ static int hl_file(struct guard_repo *r, int dirfd, const char *name, uint8_t ru
 	return recs_add(&r->recs, st.st_dev, st.st_ino, NULL, GUARD_RO, rule);
 }
 
-static int hl_tree(struct guard_repo *r, int dfd, const char *name, uint8_t rule, unsigned *budget)
+/*
+ * HL for a tree git reads files from (hooks/, remotes/, branches/): git reads
+ * only a level or two down, so deeper folders are not looked at and the
+ * recursion stays shallow.
+ */
+static int hl_tree(struct guard_repo *r, int dfd, const char *name, uint8_t rule, unsigned *budget,
+		   unsigned depth)
 {
 	struct dirent *de;
 	DIR *d;
@@ -277,8 +285,10 @@ static int hl_tree(struct guard_repo *r, int dfd, const char *name, uint8_t rule
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		(*budget)--;
-		if (de->d_type == DT_DIR)
-			rc = hl_tree(r, dirfd(d), de->d_name, rule, budget);
+		if (de->d_type == DT_DIR && depth < HL_DEPTH)
+			rc = hl_tree(r, dirfd(d), de->d_name, rule, budget, depth + 1);
+		else if (de->d_type == DT_DIR)
+			continue;
 		else if (de->d_type != DT_LNK)
 			rc = hl_file(r, dirfd(d), de->d_name, rule);
 	}
@@ -325,9 +335,9 @@ static int scan_hardlinks(struct guard_repo *r, int dfd)
 	rc = rc ? rc : hl_file(r, dfd, "config", GUARD_RULE_D1);
 	rc = rc ? rc : hl_file(r, dfd, "config.worktree", GUARD_RULE_D2);
 	rc = rc ? rc : hl_file(r, dfd, "commondir", GUARD_RULE_D4);
-	rc = rc ? rc : hl_tree(r, dfd, "hooks", GUARD_RULE_D3, &budget);
-	rc = rc ? rc : hl_tree(r, dfd, "remotes", GUARD_RULE_D8, &budget);
-	rc = rc ? rc : hl_tree(r, dfd, "branches", GUARD_RULE_D8, &budget);
+	rc = rc ? rc : hl_tree(r, dfd, "hooks", GUARD_RULE_D3, &budget, 0);
+	rc = rc ? rc : hl_tree(r, dfd, "remotes", GUARD_RULE_D8, &budget, 0);
+	rc = rc ? rc : hl_tree(r, dfd, "branches", GUARD_RULE_D8, &budget, 0);
 	rc = rc ? rc : hl_worktrees(r, dfd);
 	if (!rc) {
 		fd = openat(dfd, "objects/info", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -1,0 +1,159 @@
+#!/bin/bash
+# guard-layout: what gitguard must know about a repository's layout, tried
+# through writable mounts and checked afterwards with plain git on the host.
+#   - a folder rename walks the folder without recursion and within bounds:
+#     a 5,000-deep chain neither crashes the server (run with 1 MiB stacks)
+#     nor hides a git folder at its bottom (G3).
+# Each attack must fail with EROFS, and no PWNED-* marker may appear when git
+# runs on the SOURCE afterwards.
+. "$top_srcdir/tests/lib.sh"
+
+need_agentfs "gitguard rules"
+command -v git >/dev/null || skip_all "git is missing"
+command -v python3 >/dev/null || skip_all "python3 is missing"
+GTRY="$top_builddir/tests/guard-tryop"
+[ -x "$TRYOP" ] || bail_out "$TRYOP is not built"
+[ -x "$GTRY" ] || bail_out "$GTRY is not built"
+
+export GIT_CONFIG_NOSYSTEM=1 HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
+export GIT_AUTHOR_NAME=tester GIT_AUTHOR_EMAIL=tester@example.org
+export GIT_COMMITTER_NAME=tester GIT_COMMITTER_EMAIL=tester@example.org
+export GIT_TERMINAL_PROMPT=0 GIT_EDITOR=true GIT_PAGER=cat PAGER=cat
+unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
+	GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CEILING_DIRECTORIES 2>/dev/null
+mkdir -p "$HOME"
+git config --global init.defaultBranch main
+git config --global protocol.file.allow always
+
+# hook NAME: a script that leaves $T/PWNED-NAME when git runs it
+hook()
+{
+	printf '#!/bin/sh\ntouch %s/PWNED-%s\n' "$T" "$1"
+}
+# refuse DESC CMD...: CMD (fs-tryop or guard-tryop) must print EROFS
+refuse()
+{
+	local desc="$1" got
+	shift
+	got=$("$@" 2>&1)
+	is "$got" EROFS "$desc: EROFS"
+}
+allow()
+{
+	local desc="$1" got
+	shift
+	got=$("$@" 2>&1)
+	is "$got" OK "$desc: allowed"
+}
+try() { "$TRYOP" "$@"; }
+gtry() { "$GTRY" "$@"; }
+
+# no_marker DESC: no payload ran
+no_marker()
+{
+	local pwned
+	pwned=$(cd "$T" && ls -d PWNED-* 2>/dev/null)
+	if [ -z "$pwned" ]; then
+		ok "$1: no PWNED marker"
+	else
+		not_ok "$1: no PWNED marker"
+		diag "markers: $pwned"
+	fi
+}
+
+# chain DIR DEPTH [LEAF]: a chain of DEPTH folders "d" below DIR, made one
+# level at a time with mkdirat/openat (no path is longer than a name); with
+# LEAF, a git-shaped folder (HEAD, objects/, refs/) named LEAF at the bottom
+chain()
+{
+	python3 - "$1" "$2" "${3:-}" <<'EOF'
+import os, sys
+top, depth, leaf = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+for i in range(depth):
+    os.mkdir("d", dir_fd=fd)
+    nfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+    os.close(fd)
+    fd = nfd
+if leaf:
+    os.mkdir(leaf, dir_fd=fd)
+    g = os.open(leaf, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+    os.mkdir("objects", dir_fd=g)
+    os.mkdir("refs", dir_fd=g)
+    h = os.open("HEAD", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=g)
+    os.write(h, b"ref: refs/heads/main\n")
+    os.close(h)
+    os.close(g)
+os.close(fd)
+EOF
+}
+
+# bottom DIR: go down the chain of "d" below DIR by openat and make a file there
+bottom()
+{
+	python3 - "$1" <<'EOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+while True:
+    try:
+        nfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+    except FileNotFoundError:
+        break
+    os.close(fd)
+    fd = nfd
+os.close(os.open("bottom", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+EOF
+}
+
+# ---- 1. the folder-rename walk: deep chains ---------------------------------
+S1="$T/deep-src"
+M1="$T/deep-m"
+mkdir -p "$S1/plain" "$S1/plain2" "$S1/hidden" "$S1/near" "$M1"
+git init -q "$S1"
+git -C "$S1" commit -q --allow-empty -m init
+# a git folder at the bottom of deep chains, made on the host (the bot may
+# not make one): one beyond the walk's depth bound, one within it
+chain "$S1/hidden" 5000 repo.git
+chain "$S1/near" 1000 repo.git
+
+# 1 MiB stacks: what crashed the recursive walk at 4,500 levels
+FS_WRAP=(prlimit --stack=1048576 --)
+if fs_mount_fg "$S1" "$M1" 2>"$T/deep-mount.log"; then
+	ok "mount with 1 MiB stacks"
+	check "bot builds a 5000-deep chain through the mount" chain "$M1/plain" 5000
+	got=$(try rename "$M1/plain/d" "$M1/plain/moved" 2>&1)
+	case "$got" in
+	OK | EROFS) ok "rename the top of a 5000-deep chain: done or refused ($got)" ;;
+	*) not_ok "rename the top of a 5000-deep chain: done or refused"; diag "got: $got" ;;
+	esac
+	check "the server survived: the mount still answers" stat "$M1/plain"
+	check "bot builds a 3000-deep chain" chain "$M1/plain2" 3000
+	allow "rename the top of a 3000-deep chain (within the walk's bounds)" \
+		try rename "$M1/plain2/d" "$M1/plain2/moved"
+	check "a file made at the bottom of the moved chain" bottom "$M1/plain2/moved"
+	if kill -0 "$FS_PID" 2>/dev/null; then
+		ok "the server is still running"
+	else
+		not_ok "the server is still running"
+		diag "$(tail -5 "$T/deep-mount.log")"
+	fi
+	refuse "rename a folder with a git folder 5000 levels down" \
+		try rename "$M1/hidden/d" "$M1/hidden/moved"
+	refuse "rename a folder with a git folder 1000 levels down" \
+		try rename "$M1/near/d" "$M1/near/moved"
+	check "the server survived the refusals" stat "$M1/hidden/d"
+	if grep -q "refused rename of /near/moved: rule G3 (git folder" "$T/deep-mount.log"; then
+		ok "the git folder 1000 levels down is found (G3)"
+	else
+		not_ok "the git folder 1000 levels down is found (G3)"
+	fi
+	fs_umount "$M1"
+	wait_until 10 sh -c "! kill -0 $FS_PID" || diag "the mount -f server did not exit"
+else
+	not_ok "mount with 1 MiB stacks"
+	diag "$(cat "$T/deep-mount.log")"
+fi
+FS_WRAP=()
+[ -d "$S1/hidden/d" ] && ok "the hidden chain is where it was" || not_ok "the hidden chain is where it was"
+
+done_testing
