@@ -72,6 +72,11 @@ static bool shape_complete(int has)
 	return (has & 1) && ((has & 6) == 6 || (has & 8));
 }
 
+static bool in_gitdir(const struct guard_cls *c)
+{
+	return c->kind == GUARD_GITDIR || c->kind == GUARD_INGIT;
+}
+
 /* NC: may NAME of type MODE be made in PARENT? */
 static int check_new(struct guard *g, const struct guard_cls *parent, int parent_fd,
 		     const char *name, mode_t mode, struct guard_verdict *v)
@@ -89,11 +94,14 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 	if (name_is_dotgit(name)) {
 		if (!g->allow_new)
 			return refuse(v, GUARD_RULE_G1);
-		return 0;
+		return S_ISLNK(mode) && in_gitdir(parent) ? refuse(v, GUARD_RULE_D9) : 0;
 	}
 	guard_name_stage(g, parent, name, mode, &c);
 	if (c.flags & (GUARD_RO | GUARD_TREE))
 		return refuse(v, c.rule);
+	/* D9: git makes no symlink in a git folder; one there sends git's reads and writes anywhere */
+	if (S_ISLNK(mode) && in_gitdir(parent))
+		return refuse(v, GUARD_RULE_D9);
 	if (c.kind == GUARD_GITDIR) {
 		if (c.flags & GUARD_WT)
 			return refuse_why(v, GUARD_RULE_D5, "new worktree");
@@ -169,6 +177,8 @@ static int walk_entry(struct wstate *w, struct wlevel *l, const char *name,
 {
 	struct guard_cls c;
 
+	if (S_ISLNK(st->st_mode) && in_gitdir(&l->cls))
+		return refuse(w->v, GUARD_RULE_D9);
 	if (guard_classify(w->g, &l->cls, l->fd, name, st, -1, &c) < 0)
 		return refuse_why(w->v, GUARD_RULE_G3, "folder cannot be checked");
 	if (c.kind != GUARD_BOTREPO && guard_cls_protected(&c))
@@ -520,11 +530,22 @@ static int check_x1(struct guard *g, const char *parent_path, const char *target
 }
 
 /*
+ * The one symlink git makes in a git folder: HEAD as "refs/...", with
+ * core.preferSymlinkRefs (refs/files-backend.c create_ref_symlink).
+ */
+static bool head_symlink(const struct guard_req *req)
+{
+	return req->parent->kind == GUARD_GITDIR && !strcmp(req->name, "HEAD") &&
+	       guard_head_target_ok(req->target);
+}
+
+/*
  * The one decision: 0 if REQ may go ahead, -EROFS with V's rule and reason
  * filled if not, or another -errno if the check itself failed (refuse then).
  */
 int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdict *v)
 {
+	mode_t mode;
 	int rc;
 
 	if (v)
@@ -539,8 +560,10 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 		return check_new(g, req->parent, req->parent_fd, req->name,
 				 req->op == GUARD_OP_MKDIR ? S_IFDIR : (req->mode & S_IFMT), v);
 	case GUARD_OP_SYMLINK:
-		rc = check_new(g, req->parent, req->parent_fd, req->name, S_IFLNK, v);
-		if (!rc)
+		/* HEAD under core.preferSymlinkRefs: judged as the file git writes otherwise */
+		mode = head_symlink(req) ? S_IFREG : S_IFLNK;
+		rc = check_new(g, req->parent, req->parent_fd, req->name, mode, v);
+		if (!rc && S_ISLNK(mode))
 			rc = check_x1(g, req->parent_path, req->target, v);
 		return rc;
 	case GUARD_OP_LINK:

@@ -96,6 +96,7 @@ void guard_bump(struct guard *g);
 bool name_is(const char *name, const char *want);
 bool name_is_dotgit(const char *name);
 bool name_is_bare(const char *name);
+bool guard_head_target_ok(const char *target);
 
 /* resolve.c */
 enum { RES_INSIDE, RES_MISSING, RES_OUTSIDE, RES_LINK, RES_ERROR };

@@ -350,6 +350,87 @@ static int scan_hardlinks(struct guard_repo *r, int dfd)
 	return rc;
 }
 
+/*
+ * D9: a symbolic link where git keeps its own files sends git's reads and
+ * writes wherever it points (objects/info to a folder the bot writes
+ * alternates in).  git makes none but HEAD under core.preferSymlinkRefs, so
+ * one there was planted: the git folder is read-only as a whole, and what the
+ * link names inside the root is read-only too.
+ */
+static int on_link(struct scan *s, int dirfd, const char *name)
+{
+	struct resolved res;
+	struct stat st;
+	int rc = 0;
+
+	x3(s, "a symbolic link in the git folder (D9)");
+	s->pin_rule = GUARD_RULE_D9;
+	switch (guard_resolve(s->g, dirfd, name, true, pin_cb, s, &res)) {
+	case RES_INSIDE:
+		rc = recs_add(&s->r->recs, res.st.st_dev, res.st.st_ino, NULL,
+			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_D9);
+		break;
+	case RES_MISSING:
+		if (!fstat(res.dirfd, &st))
+			rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, res.name,
+				      GUARD_RO | GUARD_TREE, GUARD_RULE_D9);
+		break;
+	default:
+		break; /* outside the root, or dangling in a way git cannot follow either */
+	}
+	resolved_close(&res);
+	return rc;
+}
+
+static int scan_links_in(struct scan *s, int dfd, const char *sub)
+{
+	char target[64];
+	struct dirent *de;
+	struct stat st;
+	ssize_t n;
+	int fd, rc = 0;
+	DIR *d;
+
+	fd = openat(dfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* missing, or a link itself: seen from the folder above */
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while (!rc && (de = readdir(d))) {
+		if (de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISLNK(st.st_mode))
+			continue;
+		if (!strcmp(sub, ".") && !strcmp(de->d_name, "HEAD")) {
+			n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+			if (n > 0) {
+				target[n] = '\0';
+				if (guard_head_target_ok(target))
+					continue;
+			}
+		}
+		rc = on_link(s, dirfd(d), de->d_name);
+	}
+	closedir(d);
+	return rc;
+}
+
+static int scan_links(struct scan *s, int dfd)
+{
+	static const char *const subs[] = {".",	   "objects",	 "objects/info", "objects/pack",
+					   "refs", "refs/heads", "refs/tags",	 "info",
+					   "logs"};
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; !rc && i < sizeof(subs) / sizeof(subs[0]); i++)
+		rc = scan_links_in(s, dfd, subs[i]);
+	return rc;
+}
+
 /* Scans the git folder DFD; returns a new repository record or NULL (ENOMEM). */
 static struct guard_repo *repo_scan(struct guard *g, int dfd, const struct stat *dst)
 {
@@ -412,7 +493,7 @@ static struct guard_repo *repo_scan(struct guard *g, int dfd, const struct stat 
 	if (!r->stamped)
 		memset(&r->stamp, 0, sizeof(r->stamp));
 	resolved_close(&res);
-	if (scan_hardlinks(r, dfd) == -ENOMEM)
+	if (scan_links(&s, dfd) == -ENOMEM || scan_hardlinks(r, dfd) == -ENOMEM)
 		goto nomem;
 	if (r->rule)
 		guard_logf(g,

@@ -4,6 +4,9 @@
 #   - a folder rename walks the folder without recursion and within bounds:
 #     a 5,000-deep chain neither crashes the server (run with 1 MiB stacks)
 #     nor hides a git folder at its bottom (G3).
+#   - no symbolic link is made in, moved into or hard-linked into a git
+#     folder (D9); one planted before the mount makes the repository
+#     read-only and its target too.
 # Each attack must fail with EROFS, and no PWNED-* marker may appear when git
 # runs on the SOURCE afterwards.
 . "$top_srcdir/tests/lib.sh"
@@ -155,5 +158,81 @@ else
 fi
 FS_WRAP=()
 [ -d "$S1/hidden/d" ] && ok "the hidden chain is where it was" || not_ok "the hidden chain is where it was"
+
+# ---- 2. symbolic links inside a git folder (D9) -----------------------------
+S2="$T/sl-src"
+M2="$T/sl-m"
+OUTOBJ="$T/outside-objects" # where a planted objects/XX link would send objects
+EVIL2="$T/evil-repo"        # a repository of the attacker's, outside the root
+mkdir -p "$S2" "$M2" "$OUTOBJ"
+git init -q --bare "$EVIL2"
+(
+	set -e
+	git init -q "$S2"
+	cd "$S2"
+	echo one >a
+	git add a
+	git commit -qm init
+	mkdir -p plain/linkdir
+	# a repository whose objects/info a bot replaced before agentfs guarded it
+	git init -q pre
+	git -C pre commit -q --allow-empty -m init
+	mkdir pre/botinfo
+	rm -rf pre/.git/objects/info
+	ln -s ../../botinfo pre/.git/objects/info
+	# a person who prefers symbolic-link refs: git makes HEAD a symlink
+	git init -q psr
+	git -C psr config core.preferSymlinkRefs true
+	git -C psr commit -q --allow-empty -m init
+) >"$T/sl-setup.log" 2>&1 || { diag "$(cat "$T/sl-setup.log")"; bail_out "symlink setup failed"; }
+ln -s "$OUTOBJ" "$S2/plain/linkdir/out"
+
+if fs_mount "$S2" "$M2"; then
+	G="$M2/.git"
+	allow "bot folder plain/botinfo" try mkdir "$M2/plain/botinfo"
+	allow "a symlink in a plain folder" try symlink ../../.. "$M2/plain/up"
+	allow "move objects/info aside" try rename "$G/objects/info" "$G/objects/info-old"
+	refuse "symlink objects/info -> a bot folder" \
+		try symlink ../../plain/botinfo "$G/objects/info"
+	refuse "rename a symlink onto objects/info" try rename "$M2/plain/up" "$G/objects/info"
+	refuse "hard link a symlink in as objects/info" try link "$M2/plain/up" "$G/objects/info"
+	allow "move objects/info back" try rename "$G/objects/info-old" "$G/objects/info"
+	made=0
+	for x in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do
+		for y in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do
+			[ -e "$G/objects/$x$y" ] && continue
+			[ "$(try symlink "$OUTOBJ" "$G/objects/$x$y")" = EROFS ] || made=$((made + 1))
+		done
+	done
+	is "$made" 0 "symlink objects/XX -> a folder outside the root, for every missing XX: EROFS"
+	refuse "symlink objects/pack -> a folder outside the root" \
+		try symlink "$OUTOBJ" "$G/objects/pack2"
+	refuse "symlink refs/heads/x" try symlink ../../../plain/up "$G/refs/heads/x"
+	refuse "symlink logs" try symlink ../plain "$G/logs2"
+	refuse "symlink HEAD -> outside" try symlink "$EVIL2/HEAD" "$G/HEAD.new"
+	refuse "rename a folder holding a symlink into objects/" \
+		try rename "$M2/plain/linkdir" "$G/objects/cd"
+	allow "the same folder may move elsewhere" try rename "$M2/plain/linkdir" "$M2/plain/linkdir2"
+	refuse "pre-existing objects/info -> botinfo: write alternates in the bot folder" \
+		gtry create "$M2/pre/botinfo/alternates" "$EVIL2/objects"
+	refuse "pre-existing objects/info -> botinfo: write alternates through the link" \
+		gtry create "$M2/pre/.git/objects/info/alternates" "$EVIL2/objects"
+	refuse "pre-existing objects/info -> botinfo: commit in that repository (read-only)" \
+		gtry create "$M2/pre/.git/objects/new-file" x
+	check "preferSymlinkRefs: git checkout -b makes HEAD a symlink through the mount" \
+		git -C "$M2/psr" checkout -q -b other
+	[ -L "$S2/psr/.git/HEAD" ] && ok "HEAD is a symlink to refs/heads/other" ||
+		not_ok "HEAD is a symlink to refs/heads/other"
+	check "git commit through the mount in a guarded repository" \
+		sh -c "cd '$M2' && echo two >>a && git commit -qam two"
+	fs_umount "$M2"
+else
+	not_ok "mount $S2"
+fi
+check "host git commit in the repository" sh -c "cd '$S2' && echo three >>a && git commit -qam three"
+check "host git status in pre" git -C "$S2/pre" status
+is "$(ls -A "$OUTOBJ")" "" "no object was written outside the root"
+is "$(ls -A "$S2/pre/botinfo")" "" "nothing written in the folder pre's objects/info points to"
+no_marker "symlinks in git folders"
 
 done_testing
