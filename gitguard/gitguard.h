@@ -197,6 +197,7 @@ bool guard_notify(struct guard *g, const struct guard_event *ev);
 enum guard_cfg_key {
 	GUARD_CFG_INCLUDE,   /* include.path, includeIf.<cond>.path */
 	GUARD_CFG_HOOKSPATH, /* core.hooksPath */
+	GUARD_CFG_WORKTREE,  /* core.worktree */
 };
 
 struct guard_cfg {

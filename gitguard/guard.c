@@ -372,6 +372,9 @@ void guard_free(struct guard *g)
 		guard_repo_free(g->repos[i]);
 	free(g->repos);
 	recs_clear(&g->misc);
+	for (i = 0; i < g->ntops; i++)
+		close(g->tops[i].fd);
+	free(g->tops);
 	free(g->tab);
 	pthread_rwlock_destroy(&g->lock);
 	free(g->root_path);

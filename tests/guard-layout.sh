@@ -7,6 +7,10 @@
 #   - no symbolic link is made in, moved into or hard-linked into a git
 #     folder (D9); one planted before the mount makes the repository
 #     read-only and its target too.
+#   - a relative core.hooksPath is guarded at every worktree top (W2):
+#     linked worktrees, --separate-git-dir, a .git symlink, a submodule,
+#     config.worktree, an include, and a root that is a linked worktree of
+#     a repository outside it; husky hooks of the person's keep running.
 # Each attack must fail with EROFS, and no PWNED-* marker may appear when git
 # runs on the SOURCE afterwards.
 . "$top_srcdir/tests/lib.sh"
@@ -234,5 +238,125 @@ check "host git status in pre" git -C "$S2/pre" status
 is "$(ls -A "$OUTOBJ")" "" "no object was written outside the root"
 is "$(ls -A "$S2/pre/botinfo")" "" "nothing written in the folder pre's objects/info points to"
 no_marker "symlinks in git folders"
+
+# ---- 3. a relative core.hooksPath at every worktree top (W2) ----------------
+# githooks(5): relative to the top of the worktree where git runs.
+S3="$T/hp-src"
+M3="$T/hp-m"
+OUT3="$T/hp-out"     # a main repository outside the root ...
+OWT="$T/hp-out-wt"   # ... whose linked worktree is a root of its own
+MW="$T/hp-mw"
+mkdir -p "$S3" "$M3" "$MW"
+# person_hook NAME: a harmless hook of the person's, leaving $T/RAN-NAME
+person_hook()
+{
+	printf '#!/bin/sh\ntouch %s/RAN-%s\n' "$T" "$1"
+}
+(
+	set -e
+	cd "$S3"
+	# hp: hooksPath=hooks-dir, a person's hook in it, committed so every
+	# worktree has the folder; a linked worktree hp-wt
+	git init -q hp
+	mkdir hp/hooks-dir
+	person_hook hp >hp/hooks-dir/post-commit
+	chmod +x hp/hooks-dir/post-commit
+	git -C hp add hooks-dir
+	git -C hp commit -qm init
+	git -C hp config core.hooksPath hooks-dir
+	git -C hp worktree add -q ../hp-wt -b wtb
+	# husky: hooksPath=.husky/_, the person's hook calls .husky/pre-commit
+	git init -q husky
+	mkdir -p husky/.husky/_
+	printf '#!/bin/sh\n. "$(dirname "$0")/../pre-commit"\n' >husky/.husky/_/pre-commit
+	person_hook husky >husky/.husky/pre-commit
+	chmod +x husky/.husky/_/pre-commit husky/.husky/pre-commit
+	git -C husky add .husky
+	git -C husky commit -qm init --no-verify
+	git -C husky config core.hooksPath .husky/_
+	git -C husky worktree add -q ../husky-wt -b wtb
+	# sep: git init --separate-git-dir
+	mkdir store
+	git init -q --separate-git-dir="$S3/store/sep-git" sep
+	mkdir sep/hooks-dir
+	git -C sep config core.hooksPath hooks-dir
+	git -C sep commit -q --allow-empty -m init --no-verify
+	# lnk: .git is a symlink into store/
+	git init -q lnk
+	mv lnk/.git store/lnk-git
+	ln -s ../store/lnk-git lnk/.git
+	mkdir lnk/hooks-dir
+	git -C lnk config core.hooksPath hooks-dir
+	git -C lnk commit -q --allow-empty -m init --no-verify
+	# super: a submodule whose own config has hooksPath=hooks-dir
+	git init -q up
+	git -C up commit -q --allow-empty -m up
+	git init -q super
+	git -C super commit -q --allow-empty -m init
+	git -C super -c protocol.file.allow=always submodule add -q "$S3/up" sub
+	git -C super commit -qm sub
+	git -C super/sub config core.hooksPath hooks-dir
+	mkdir super/sub/hooks-dir
+	# wtc: hooksPath in config.worktree (extensions.worktreeConfig)
+	git init -q wtc
+	git -C wtc config extensions.worktreeConfig true
+	git -C wtc config --worktree core.hooksPath wthooks
+	mkdir wtc/wthooks
+	# inc: hooksPath in an included file
+	git init -q inc
+	printf '[core]\n\thooksPath = inchooks\n' >inc/inc.cfg
+	git -C inc config include.path ../inc.cfg
+	mkdir inc/inchooks
+	# a main repository outside the root, its linked worktree the root
+	git init -q "$OUT3"
+	mkdir "$OUT3/hooks-dir"
+	person_hook out >"$OUT3/hooks-dir/post-commit"
+	chmod +x "$OUT3/hooks-dir/post-commit"
+	git -C "$OUT3" add hooks-dir
+	git -C "$OUT3" commit -qm init
+	git -C "$OUT3" config core.hooksPath hooks-dir
+	git -C "$OUT3" worktree add -q "$OWT" -b wtb
+) >"$T/hp-setup.log" 2>&1 || { diag "$(cat "$T/hp-setup.log")"; bail_out "hooksPath setup failed"; }
+
+if fs_mount "$S3" "$M3"; then
+	for w in hp hp-wt husky husky-wt sep lnk super/sub wtc inc; do
+		case "$w" in
+		husky*) h=.husky/_ ;;
+		wtc) h=wthooks ;;
+		inc) h=inchooks ;;
+		*) h=hooks-dir ;;
+		esac
+		refuse "$w: create $h/post-checkout" gtry create "$M3/$w/$h/post-checkout" "$(hook "$w-post-checkout")"
+		refuse "$w: rename a payload onto $h/commit-msg" \
+			try rename "$(gtry put "$M3/pay-$(echo "$w" | tr / -)" "$(hook "$w-msg")" >/dev/null &&
+				echo "$M3/pay-$(echo "$w" | tr / -)")" "$M3/$w/$h/commit-msg"
+		refuse "$w: rename $h away" try rename "$M3/$w/$h" "$M3/$w/hooks-old"
+	done
+	refuse "hp-wt: write the person's post-commit" gtry append "$M3/hp-wt/hooks-dir/post-commit" \
+		"touch $T/PWNED-hp-wt-append"
+	check "husky: commit through the mount runs the person's husky hook" \
+		sh -c "cd '$M3/husky' && echo x >f && git add f && git commit -qm x"
+	[ -e "$T/RAN-husky" ] && ok "husky: the person's hook ran" || not_ok "husky: the person's hook ran"
+	check "hp-wt: commit through the mount in the linked worktree" \
+		sh -c "cd '$M3/hp-wt' && echo x >f && git add f && git commit -qm x"
+	fs_umount "$M3"
+else
+	not_ok "mount $S3"
+fi
+if fs_mount "$OWT" "$MW"; then
+	refuse "root = a linked worktree of an outside repository: create hooks-dir/pre-commit" \
+		gtry create "$MW/hooks-dir/pre-commit" "$(hook owt-pre-commit)"
+	refuse "root = a linked worktree: write the person's post-commit" \
+		gtry append "$MW/hooks-dir/post-commit" "touch $T/PWNED-owt-append"
+	fs_umount "$MW"
+else
+	not_ok "mount the linked worktree $OWT"
+fi
+for w in hp hp-wt husky husky-wt sep lnk super super/sub inc; do
+	check "host: git commit in $w" git -C "$S3/$w" commit -q --allow-empty -m "host after attacks"
+done
+check "host: git commit in the outside repository's worktree" \
+	git -C "$OWT" commit -q --allow-empty -m "host after attacks"
+no_marker "hooksPath at every worktree top"
 
 done_testing
