@@ -11,6 +11,8 @@
 #     linked worktrees, --separate-git-dir, a .git symlink, a submodule,
 #     config.worktree, an include, and a root that is a linked worktree of
 #     a repository outside it; husky hooks of the person's keep running.
+#   - absolute hooksPath, include and gitdir paths written through a host
+#     symlink alias of the source are found inside the root.
 # Each attack must fail with EROFS, and no PWNED-* marker may appear when git
 # runs on the SOURCE afterwards.
 . "$top_srcdir/tests/lib.sh"
@@ -358,5 +360,55 @@ done
 check "host: git commit in the outside repository's worktree" \
 	git -C "$OWT" commit -q --allow-empty -m "host after attacks"
 no_marker "hooksPath at every worktree top"
+
+# ---- 4. absolute config paths through a host alias of the source -------------
+# $T/alias -> data, and the source is $T/data/src: git on the host resolves
+# $T/alias/src/... into the source.
+S4="$T/data/src"
+M4="$T/alias-m"
+mkdir -p "$S4" "$M4"
+ln -s data "$T/alias"
+A4="$T/alias/src"
+(
+	set -e
+	cd "$S4"
+	git init -q abs
+	git -C abs commit -q --allow-empty -m init
+	mkdir abs/hooks-abs
+	git -C abs config core.hooksPath "$A4/abs/hooks-abs"
+	git -C abs config include.path "$A4/abs/inc-abs.cfg"
+	git -C abs config includeIf.gitdir:/.path "$A4/abs/incif-abs.cfg"
+	# a linked worktree whose .git file and gitdir name the alias path,
+	# with a relative hooksPath in the main repository
+	git init -q rel
+	git -C rel commit -q --allow-empty -m init
+	git -C rel config core.hooksPath hooks-rel
+	git -C rel worktree add -q ../relwt -b wtb
+	mkdir relwt/hooks-rel
+	echo "gitdir: $A4/rel/.git/worktrees/relwt" >relwt/.git
+	echo "$A4/relwt/.git" >rel/.git/worktrees/relwt/gitdir
+	git -C relwt status >/dev/null
+) >"$T/abs-setup.log" 2>&1 || { diag "$(cat "$T/abs-setup.log")"; bail_out "alias setup failed"; }
+
+if fs_mount "$S4" "$M4"; then
+	refuse "absolute hooksPath through a host alias: create pre-commit" \
+		gtry create "$M4/abs/hooks-abs/pre-commit" "$(hook abs-pre-commit)"
+	refuse "absolute hooksPath through a host alias: rename the folder away" \
+		try rename "$M4/abs/hooks-abs" "$M4/abs/hooks-old"
+	refuse "absolute include.path through a host alias: create the missing target" \
+		gtry create "$M4/abs/inc-abs.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-abs\n' "$T")"
+	refuse "absolute includeIf path through a host alias: create the missing target" \
+		gtry create "$M4/abs/incif-abs.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-abs\n' "$T")"
+	refuse "gitdir through a host alias: relative hooksPath at that worktree's top" \
+		gtry create "$M4/relwt/hooks-rel/pre-commit" "$(hook relwt-pre-commit)"
+	fs_umount "$M4"
+else
+	not_ok "mount $S4"
+fi
+printf '#!/bin/sh\ntouch %s/PWNED-abs-fsmonitor\n' "$T" >"$T/payload-abs"
+chmod +x "$T/payload-abs"
+check "host: git commit in abs" git -C "$S4/abs" commit -q --allow-empty -m "host after attacks"
+check "host: git commit in relwt" git -C "$S4/relwt" commit -q --allow-empty -m "host after attacks"
+no_marker "absolute paths through a host alias"
 
 done_testing
