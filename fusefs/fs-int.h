@@ -219,7 +219,7 @@ struct preq {
 #define PREQ(...) ((struct preq){__VA_ARGS__})
 int policy_check(struct fs_mount *m, const struct preq *r);
 unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct stat *st);
-void policy_refresh(struct fs_mount *m, struct inode *i, unsigned depth);
+void policy_refresh(struct fs_mount *m, struct inode *i);
 void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, int parent_fd,
 		   const char *name, struct inode *ino);
 

@@ -357,7 +357,7 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 
 	memset(e, 0, sizeof *e);
 	if (m->guard != NULL)
-		policy_refresh(m, parent, 0);
+		policy_refresh(m, parent);
 	pfd = inode_fd_get(m, parent);
 	if (pfd < 0)
 		return pfd;

@@ -468,7 +468,7 @@ static int mount_guard(struct fs_mount *m, struct fs_error *err)
 		return r;
 	}
 	m->root.ggen = UINT64_MAX;
-	policy_refresh(m, &m->root, 0);
+	policy_refresh(m, &m->root);
 	return 0;
 }
 

@@ -321,7 +321,7 @@ static int child_of(struct fs_mount *m, struct inode *p, int pfd, const char *na
 	out->parent = p;
 	out->name = (char *)name;
 	if (m->guard != NULL) {
-		policy_refresh(m, p, 0);
+		policy_refresh(m, p);
 		pthread_mutex_lock(&m->fs->lock);
 		pgc = p->gcls;
 		pthread_mutex_unlock(&m->fs->lock);

@@ -48,43 +48,14 @@ unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct 
 	return 0;
 }
 
-/*
- * Bring i's guard class up to date with the guard's generation. Called
- * without fs->lock; takes it only to read and store classes.
- */
-void policy_refresh(struct fs_mount *m, struct inode *i, unsigned depth)
+/* i's class from its parent p's (already refreshed) class; gen is the guard's generation */
+static void refresh_one(struct fs_mount *m, struct inode *i, struct inode *p, const char *name,
+			uint64_t gen)
 {
 	struct guard_cls pc, c;
-	struct guard_err gerr;
-	struct inode *p;
 	struct stat st;
-	uint64_t gen;
-	char *name;
 	int pfd, fd, r;
 
-	if (m->guard == NULL || i->standin)
-		return;
-	gen = guard_generation(m->guard);
-	pthread_mutex_lock(&m->fs->lock);
-	if (i->ggen == gen) {
-		pthread_mutex_unlock(&m->fs->lock);
-		return;
-	}
-	pthread_mutex_unlock(&m->fs->lock);
-	if (i == &m->root) {
-		if (guard_classify_root(m->guard, &c, &gerr) == 0) {
-			pthread_mutex_lock(&m->fs->lock);
-			m->root.gcls = c;
-			m->root.ggen = gen;
-			pthread_mutex_unlock(&m->fs->lock);
-		}
-		return;
-	}
-	p = inode_pin_parent(m, i, &name);
-	if (p == NULL)
-		return;
-	if (depth < 4096)
-		policy_refresh(m, p, depth + 1);
 	pthread_mutex_lock(&m->fs->lock);
 	pc = p->gcls;
 	pthread_mutex_unlock(&m->fs->lock);
@@ -103,8 +74,71 @@ void policy_refresh(struct fs_mount *m, struct inode *i, unsigned depth)
 		i->ggen = gen;
 	}
 	pthread_mutex_unlock(&m->fs->lock);
-	inode_unpin(m, p);
-	free(name);
+}
+
+static bool stale(struct fs_mount *m, struct inode *i, uint64_t gen)
+{
+	bool r;
+
+	pthread_mutex_lock(&m->fs->lock);
+	r = i->ggen != gen;
+	pthread_mutex_unlock(&m->fs->lock);
+	return r;
+}
+
+/* One inode whose class waits for its parent's: the parent is pinned. */
+struct refresh_link {
+	struct inode *i;
+	struct inode *p;
+	char *name;
+};
+
+/*
+ * Bring i's guard class up to date with the guard's generation. Called
+ * without fs->lock; takes it only to read and store classes. The stale
+ * ancestors are collected first (on the heap: a folder chain may be
+ * thousands deep) and refreshed from the top down.
+ */
+void policy_refresh(struct fs_mount *m, struct inode *i)
+{
+	struct refresh_link *v = NULL, *nv;
+	struct guard_err gerr;
+	struct guard_cls c;
+	size_t n = 0, alloc = 0;
+	uint64_t gen;
+
+	if (m->guard == NULL || i->standin)
+		return;
+	gen = guard_generation(m->guard);
+	while (stale(m, i, gen)) {
+		if (i == &m->root) {
+			if (guard_classify_root(m->guard, &c, &gerr) == 0) {
+				pthread_mutex_lock(&m->fs->lock);
+				m->root.gcls = c;
+				m->root.ggen = gen;
+				pthread_mutex_unlock(&m->fs->lock);
+			}
+			break;
+		}
+		if (n == alloc) {
+			alloc = alloc ? alloc * 2 : 16;
+			nv = realloc(v, alloc * sizeof(*v));
+			if (nv == NULL)
+				break; /* what is collected is refreshed from a stale parent */
+			v = nv;
+		}
+		v[n].i = i;
+		v[n].p = inode_pin_parent(m, i, &v[n].name);
+		if (v[n].p == NULL)
+			break;
+		i = v[n++].p;
+	}
+	while (n--) {
+		refresh_one(m, v[n].i, v[n].p, v[n].name, gen);
+		inode_unpin(m, v[n].p);
+		free(v[n].name);
+	}
+	free(v);
 }
 
 static int refuse(struct fs_mount *m, const struct preq *r, const char *why)
@@ -129,7 +163,7 @@ static const struct guard_cls *gcls_of(struct fs_mount *m, struct inode *i)
 {
 	if (i == NULL)
 		return NULL;
-	policy_refresh(m, i, 0);
+	policy_refresh(m, i);
 	return &i->gcls;
 }
 
@@ -243,7 +277,7 @@ void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, i
 
 	if (m->guard == NULL || parent == NULL)
 		return;
-	policy_refresh(m, parent, 0);
+	policy_refresh(m, parent);
 	pthread_mutex_lock(&m->fs->lock);
 	pc = parent->gcls;
 	if (ino != NULL)

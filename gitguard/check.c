@@ -72,6 +72,11 @@ static bool shape_complete(int has)
 	return (has & 1) && ((has & 6) == 6 || (has & 8));
 }
 
+static bool in_gitdir(const struct guard_cls *c)
+{
+	return c->kind == GUARD_GITDIR || c->kind == GUARD_INGIT;
+}
+
 /* NC: may NAME of type MODE be made in PARENT? */
 static int check_new(struct guard *g, const struct guard_cls *parent, int parent_fd,
 		     const char *name, mode_t mode, struct guard_verdict *v)
@@ -89,11 +94,14 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 	if (name_is_dotgit(name)) {
 		if (!g->allow_new)
 			return refuse(v, GUARD_RULE_G1);
-		return 0;
+		return S_ISLNK(mode) && in_gitdir(parent) ? refuse(v, GUARD_RULE_D9) : 0;
 	}
 	guard_name_stage(g, parent, name, mode, &c);
 	if (c.flags & (GUARD_RO | GUARD_TREE))
 		return refuse(v, c.rule);
+	/* D9: git makes no symlink in a git folder; one there sends git's reads and writes anywhere */
+	if (S_ISLNK(mode) && in_gitdir(parent))
+		return refuse(v, GUARD_RULE_D9);
 	if (c.kind == GUARD_GITDIR) {
 		if (c.flags & GUARD_WT)
 			return refuse_why(v, GUARD_RULE_D5, "new worktree");
@@ -119,57 +127,224 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 }
 
 /*
- * Everything beneath the folder DIRFD (class DCLS) must be unprotected: a
- * rename moves it all.  With DEST, DCLS is the class the folder would have
- * at its new place and the entries are judged there (NC); else where they
- * are (G3).
+ * One folder of the walk: its class, the names of the folders in it still to
+ * visit, and an O_PATH fd (-1 once it left the window of open folders).
  */
-static int walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget,
-		struct guard_verdict *v)
+struct wlevel {
+	uint64_t dev;
+	uint64_t ino;
+	int fd;
+	struct guard_cls cls;
+	char *names; /* NUL-separated */
+	size_t len;
+	size_t alloc;
+	size_t off;
+};
+
+struct wstate {
+	struct guard *g;
+	struct wlevel *lv;
+	size_t n;
+	size_t alloc;
+	unsigned *budget;
+	struct guard_verdict *v;
+};
+
+static int wlevel_add_name(struct wlevel *l, const char *name)
+{
+	size_t need = strlen(name) + 1;
+	char *p;
+
+	if (l->len + need > l->alloc) {
+		size_t na = l->alloc ? l->alloc * 2 : 256;
+
+		while (na < l->len + need)
+			na *= 2;
+		p = realloc(l->names, na);
+		if (!p)
+			return -ENOMEM;
+		l->names = p;
+		l->alloc = na;
+	}
+	memcpy(l->names + l->len, name, need);
+	l->len += need;
+	return 0;
+}
+
+/* Is the entry NAME of level L (not a folder to enter) unprotected? */
+static int walk_entry(struct wstate *w, struct wlevel *l, const char *name,
+		      const struct stat *st)
 {
 	struct guard_cls c;
+
+	if (S_ISLNK(st->st_mode) && in_gitdir(&l->cls))
+		return refuse(w->v, GUARD_RULE_D9);
+	if (guard_classify(w->g, &l->cls, l->fd, name, st, -1, &c) < 0)
+		return refuse_why(w->v, GUARD_RULE_G3, "folder cannot be checked");
+	if (c.kind != GUARD_BOTREPO && guard_cls_protected(&c))
+		return refuse(w->v, c.kind == GUARD_GITDIR ? GUARD_RULE_G3 : c.rule);
+	return 0;
+}
+
+/* Reads level L: checks what is not a folder now, keeps folder names for later */
+static int walk_read(struct wstate *w, struct wlevel *l)
+{
 	struct dirent *de;
 	struct stat st;
-	int fd, cfd, rc = 0;
+	int fd, rc = 0;
 	DIR *d;
 
-	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = openat(l->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return refuse_why(v, GUARD_RULE_G3, "folder cannot be read to check it");
+		return refuse_why(w->v, GUARD_RULE_G3, "folder cannot be read to check it");
 	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
-		return refuse_why(v, GUARD_RULE_G3, "folder cannot be read to check it");
+		return refuse_why(w->v, GUARD_RULE_G3, "folder cannot be read to check it");
 	}
 	while (!rc && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (!*budget) {
-			rc = refuse_why(v, GUARD_RULE_G3,
+		if (!*w->budget) {
+			rc = refuse_why(w->v, GUARD_RULE_G3,
 					"folder too large to check for git folders");
 			break;
 		}
-		(*budget)--;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		(*w->budget)--;
+		if (fstatat(l->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		cfd = -1;
-		if (S_ISDIR(st.st_mode)) {
-			cfd = openat(dirfd(d), de->d_name,
-				     O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-			if (cfd < 0)
-				continue;
-		}
-		if (guard_classify(g, dcls, dirfd(d), de->d_name, &st, cfd, &c) < 0) {
-			rc = refuse_why(v, GUARD_RULE_G3, "folder cannot be checked");
-		} else if (c.kind != GUARD_BOTREPO && guard_cls_protected(&c)) {
-			rc = refuse(v, c.kind == GUARD_GITDIR ? GUARD_RULE_G3 : c.rule);
-		} else if (cfd >= 0 && c.kind != GUARD_BOTREPO) {
-			rc = walk(g, cfd, &c, budget, v);
-		}
-		if (cfd >= 0)
-			close(cfd);
+		if (S_ISDIR(st.st_mode))
+			rc = wlevel_add_name(l, de->d_name) ? -ENOMEM : 0;
+		else
+			rc = walk_entry(w, l, de->d_name, &st);
 	}
 	closedir(d);
+	return rc;
+}
+
+/* Enters the folder NAME of the top level: class it, then read it */
+static int walk_push(struct wstate *w, const char *name)
+{
+	struct wlevel *top = &w->lv[w->n - 1], *l;
+	struct guard_cls c;
+	struct stat st;
+	int cfd;
+
+	cfd = openat(top->fd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	if (cfd < 0) {
+		/* raced: no longer a folder, or gone */
+		if (fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode))
+			return 0;
+		return walk_entry(w, top, name, &st);
+	}
+	if (fstat(cfd, &st) < 0 || guard_classify(w->g, &top->cls, top->fd, name, &st, cfd, &c)) {
+		close(cfd);
+		return refuse_why(w->v, GUARD_RULE_G3, "folder cannot be checked");
+	}
+	if (c.kind == GUARD_BOTREPO) {
+		close(cfd);
+		return 0;
+	}
+	if (guard_cls_protected(&c)) {
+		close(cfd);
+		return refuse(w->v, c.kind == GUARD_GITDIR ? GUARD_RULE_G3 : c.rule);
+	}
+	if (w->n > GUARD_WALK_DEPTH) {
+		close(cfd);
+		return refuse_why(w->v, GUARD_RULE_G3, "folder too deep to check for git folders");
+	}
+	if (w->n == w->alloc) {
+		size_t na = w->alloc * 2;
+		struct wlevel *nv = realloc(w->lv, na * sizeof(*nv));
+
+		if (!nv) {
+			close(cfd);
+			return -ENOMEM;
+		}
+		w->lv = nv;
+		w->alloc = na;
+	}
+	/* keep at most GUARD_WALK_FDS folders open: the older ones are found again by ".." */
+	if (w->n >= GUARD_WALK_FDS && w->lv[w->n - GUARD_WALK_FDS].fd >= 0) {
+		close(w->lv[w->n - GUARD_WALK_FDS].fd);
+		w->lv[w->n - GUARD_WALK_FDS].fd = -1;
+	}
+	l = &w->lv[w->n++];
+	memset(l, 0, sizeof(*l));
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
+	l->fd = cfd;
+	l->cls = c;
+	return walk_read(w, l);
+}
+
+/* Leaves the top level; the one above gets its fd back if it had lost it */
+static int walk_pop(struct wstate *w)
+{
+	struct wlevel *l = &w->lv[w->n - 1], *up;
+	struct stat st;
+	int rc = 0;
+
+	if (w->n > 1 && (up = &w->lv[w->n - 2])->fd < 0) {
+		up->fd = openat(l->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (up->fd < 0 || fstat(up->fd, &st) < 0 || (uint64_t)st.st_dev != up->dev ||
+		    (uint64_t)st.st_ino != up->ino)
+			rc = refuse_why(w->v, GUARD_RULE_G3, "folder moved while it was checked");
+	}
+	if (l->fd >= 0)
+		close(l->fd);
+	free(l->names);
+	w->n--;
+	return rc;
+}
+
+/*
+ * Everything beneath the folder DFD (class DCLS) must be unprotected: a
+ * rename moves it all.  DCLS is the class the folder has where it is (G3), or
+ * would have at its new place (NC).  Iterative, depth-first: at most
+ * GUARD_WALK_DEPTH levels, GUARD_WALK_FDS folders open and BUDGET entries,
+ * so no chain of folders can exhaust the stack or the fds.
+ */
+static int walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget,
+		struct guard_verdict *v)
+{
+	struct wstate w = {.g = g, .budget = budget, .v = v, .alloc = 64};
+	struct wlevel *top;
+	struct stat st;
+	int rc;
+
+	w.lv = calloc(w.alloc, sizeof(*w.lv));
+	if (!w.lv)
+		return -ENOMEM;
+	top = &w.lv[w.n++];
+	top->fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	if (top->fd < 0 || fstat(top->fd, &st) < 0) {
+		rc = refuse_why(v, GUARD_RULE_G3, "folder cannot be read to check it");
+		goto out;
+	}
+	top->dev = st.st_dev;
+	top->ino = st.st_ino;
+	top->cls = *dcls;
+	rc = walk_read(&w, top);
+	while (!rc && w.n) {
+		top = &w.lv[w.n - 1];
+		if (top->off < top->len) {
+			const char *name = top->names + top->off;
+
+			top->off += strlen(name) + 1;
+			rc = walk_push(&w, name);
+		} else {
+			rc = walk_pop(&w);
+		}
+	}
+out:
+	while (w.n) {
+		top = &w.lv[--w.n];
+		if (top->fd >= 0)
+			close(top->fd);
+		free(top->names);
+	}
+	free(w.lv);
 	return rc;
 }
 
@@ -355,11 +530,22 @@ static int check_x1(struct guard *g, const char *parent_path, const char *target
 }
 
 /*
+ * The one symlink git makes in a git folder: HEAD as "refs/...", with
+ * core.preferSymlinkRefs (refs/files-backend.c create_ref_symlink).
+ */
+static bool head_symlink(const struct guard_req *req)
+{
+	return req->parent->kind == GUARD_GITDIR && !strcmp(req->name, "HEAD") &&
+	       guard_head_target_ok(req->target);
+}
+
+/*
  * The one decision: 0 if REQ may go ahead, -EROFS with V's rule and reason
  * filled if not, or another -errno if the check itself failed (refuse then).
  */
 int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdict *v)
 {
+	mode_t mode;
 	int rc;
 
 	if (v)
@@ -374,8 +560,10 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 		return check_new(g, req->parent, req->parent_fd, req->name,
 				 req->op == GUARD_OP_MKDIR ? S_IFDIR : (req->mode & S_IFMT), v);
 	case GUARD_OP_SYMLINK:
-		rc = check_new(g, req->parent, req->parent_fd, req->name, S_IFLNK, v);
-		if (!rc)
+		/* HEAD under core.preferSymlinkRefs: judged as the file git writes otherwise */
+		mode = head_symlink(req) ? S_IFREG : S_IFLNK;
+		rc = check_new(g, req->parent, req->parent_fd, req->name, mode, v);
+		if (!rc && S_ISLNK(mode))
 			rc = check_x1(g, req->parent_path, req->target, v);
 		return rc;
 	case GUARD_OP_LINK:

@@ -59,6 +59,7 @@ enum guard_rule {
 	GUARD_RULE_D6,
 	GUARD_RULE_D7,
 	GUARD_RULE_D8,
+	GUARD_RULE_D9, /* a symbolic link in a git folder */
 	GUARD_RULE_W1,
 	GUARD_RULE_W2,
 	GUARD_RULE_W3,
@@ -198,6 +199,7 @@ bool guard_notify(struct guard *g, const struct guard_event *ev);
 enum guard_cfg_key {
 	GUARD_CFG_INCLUDE,   /* include.path, includeIf.<cond>.path */
 	GUARD_CFG_HOOKSPATH, /* core.hooksPath */
+	GUARD_CFG_WORKTREE,  /* core.worktree */
 };
 
 struct guard_cfg {

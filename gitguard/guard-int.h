@@ -12,6 +12,8 @@
 #define GUARD_CONFIG_MAX (1 << 20) /* config and include targets */
 #define GUARD_INCLUDE_DEPTH 10	   /* git's MAX_INCLUDE_DEPTH */
 #define GUARD_WALK_BUDGET 100000   /* entries a folder rename may look at */
+#define GUARD_WALK_DEPTH 4096	   /* folder levels it may go down */
+#define GUARD_WALK_FDS 64	   /* folders it holds open at once */
 #define GUARD_LINK_MAX 40	   /* symlinks followed in one resolution */
 
 /* Extra record flags, beside GUARD_RO/TREE/PIN */
@@ -33,6 +35,22 @@ struct guard_recs {
 	size_t alloc;
 };
 
+#define GUARD_TOPS_MAX 1024 /* worktree tops learnt from .git files and symlinks */
+#define GUARD_SCAN_TOPS 64  /* worktree tops one repository scan applies hooksPath at */
+
+/*
+ * A worktree top learnt from a pointer: the folder holding a .git file or
+ * symlink that names the git folder (dev, ino).  A relative core.hooksPath
+ * is taken from there, where git runs hooks; fd keeps the folder at hand.
+ */
+struct guard_top {
+	uint64_t dev;
+	uint64_t ino;
+	uint64_t tdev;
+	uint64_t tino;
+	int fd; /* O_PATH of the top */
+};
+
 /* What gitguard learnt from one git folder's config and layout. */
 struct guard_repo {
 	uint64_t dev;
@@ -48,7 +66,7 @@ struct guard_repo {
 
 /*
  * struct guard locking (STYLE.md 7):
- *   lock (rwlock) protects repos, nrepos, misc, tab/ntab and root_cls.  Readers
+ *   lock (rwlock) protects repos, nrepos, misc, tops, tab/ntab and root_cls.  Readers
  *   (classification, decisions) take it shared for table and repository
  *   lookups only, never across a syscall; a repository scan reads files with
  *   no lock held and takes it exclusive only to publish the result.
@@ -74,6 +92,9 @@ struct guard {
 	size_t nrepos;
 	size_t arepos;
 	struct guard_recs misc; /* records owned by no repository (.git file targets) */
+	struct guard_top *tops; /* worktree tops learnt from pointers */
+	size_t ntops;
+	size_t atops;
 	struct guard_rec *tab;	/* every record, sorted by (dev, ino); names borrowed */
 	size_t ntab;
 	bool root_known; /* root_cls is set, for generation root_gen */
@@ -93,6 +114,7 @@ uint8_t guard_tab_missing(struct guard *g, uint64_t dev, uint64_t ino, const cha
 bool name_is(const char *name, const char *want);
 bool name_is_dotgit(const char *name);
 bool name_is_bare(const char *name);
+bool guard_head_target_ok(const char *target);
 
 /* resolve.c */
 enum { RES_INSIDE, RES_MISSING, RES_OUTSIDE, RES_LINK, RES_ERROR };

@@ -26,6 +26,7 @@ static const struct {
 	[GUARD_RULE_D6] = {"D6", "modules"},
 	[GUARD_RULE_D7] = {"D7", "alternates"},
 	[GUARD_RULE_D8] = {"D8", "remotes/branches"},
+	[GUARD_RULE_D9] = {"D9", "symlink in a git folder"},
 	[GUARD_RULE_W1] = {"W1", ".git file"},
 	[GUARD_RULE_W2] = {"W2", "core.hooksPath target"},
 	[GUARD_RULE_W3] = {"W3", "config include target"},
@@ -74,6 +75,19 @@ bool name_is_bare(const char *name)
 	size_t n = strlen(name);
 
 	return n > 4 && !strcasecmp(name + n - 4, ".git");
+}
+
+/* A HEAD symlink's target as git writes it: "refs/...", never climbing out */
+bool guard_head_target_ok(const char *t)
+{
+	if (!t || strncmp(t, "refs/", 5))
+		return false;
+	for (; *t; t = *t ? t + 1 : t) {
+		if (t[0] == '.' && t[1] == '.' && (t[2] == '/' || !t[2]))
+			return false;
+		t = strchrnul(t, '/');
+	}
+	return true;
 }
 
 void guard_bump(struct guard *g)
@@ -358,6 +372,9 @@ void guard_free(struct guard *g)
 		guard_repo_free(g->repos[i]);
 	free(g->repos);
 	recs_clear(&g->misc);
+	for (i = 0; i < g->ntops; i++)
+		close(g->tops[i].fd);
+	free(g->tops);
 	free(g->tab);
 	pthread_rwlock_destroy(&g->lock);
 	free(g->root_path);

@@ -15,6 +15,39 @@
 
 #include "gitguard/guard-int.h"
 
+/* A list of strings a config scan collects */
+struct strs {
+	char **v;
+	size_t n;
+};
+
+static int strs_add(struct strs *l, const char *str)
+{
+	char **v, *d;
+
+	if (l->n >= 64)
+		return 0; /* git uses the last; more than this is no layout a person made */
+	d = strdup(str);
+	v = d ? realloc(l->v, (l->n + 1) * sizeof(*v)) : NULL;
+	if (!v) {
+		free(d);
+		return -ENOMEM;
+	}
+	l->v = v;
+	l->v[l->n++] = d;
+	return 0;
+}
+
+static void strs_free(struct strs *l)
+{
+	while (l->n)
+		free(l->v[--l->n]);
+	free(l->v);
+	l->v = NULL;
+}
+
+#define HL_DEPTH 8 /* folder levels of hooks/, remotes/, branches/ looked at for hard links */
+
 struct scan {
 	struct guard *g;
 	struct guard_repo *r;
@@ -23,6 +56,8 @@ struct scan {
 	uid_t owner;	  /* owner of that file, for "~/" */
 	unsigned depth;	  /* include depth */
 	uint8_t pin_rule; /* rule for pins of the current resolution */
+	struct strs rel;  /* relative core.hooksPath values: taken at every worktree top */
+	struct strs wt;	  /* core.worktree values */
 };
 
 static void x3(struct scan *s, const char *why)
@@ -169,7 +204,6 @@ static int on_hookspath_from(struct scan *s, int fromfd, const char *path)
 static int on_hookspath(struct scan *s, const char *value)
 {
 	char path[PATH_MAX];
-	int up, rc;
 
 	if (!*value)
 		return 0; /* empty: the default hooks/ */
@@ -177,23 +211,25 @@ static int on_hookspath(struct scan *s, const char *value)
 		x3(s, "a core.hooksPath that cannot be resolved");
 		return 0;
 	}
-	/* relative to where hooks run: the worktree's top, or the git folder if bare */
-	rc = on_hookspath_from(s, s->dfd, path);
-	if (rc || path[0] == '/')
-		return rc;
-	up = openat(s->dfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (up < 0)
-		return 0;
-	rc = on_hookspath_from(s, up, path);
-	close(up);
-	return rc;
+	if (path[0] == '/')
+		return on_hookspath_from(s, s->dfd, path);
+	/* relative to where hooks run: every worktree top, applied by scan_tops() */
+	return strs_add(&s->rel, path);
 }
 
 static int on_key(void *arg, enum guard_cfg_key key, const char *value)
 {
 	struct scan *s = arg;
 
-	return key == GUARD_CFG_INCLUDE ? on_include(s, value) : on_hookspath(s, value);
+	switch (key) {
+	case GUARD_CFG_INCLUDE:
+		return on_include(s, value);
+	case GUARD_CFG_HOOKSPATH:
+		return on_hookspath(s, value);
+	case GUARD_CFG_WORKTREE:
+		return *value ? strs_add(&s->wt, value) : 0;
+	}
+	return 0;
 }
 
 /* Reads and scans one config file; the repository format only counts at depth 0 */
@@ -237,8 +273,15 @@ static int scan_config(struct scan *s, int dirfd, const char *name)
 	if (rc)
 		return rc;
 	if (!s->depth) {
-		if (cfg.worktree_config)
+		if (cfg.worktree_config) {
 			x3(s, "extensions.worktreeConfig");
+			/* its hooksPath and includes still count, at the worktree tops */
+			s->depth++;
+			rc = scan_config(s, s->dfd, "config.worktree");
+			s->depth--;
+			if (rc)
+				return rc;
+		}
 		if (cfg.unknown_ext)
 			x3(s, "an unknown extension");
 		if (cfg.bad_format || cfg.format > 1)
@@ -259,7 +302,13 @@ static int hl_file(struct guard_repo *r, int dirfd, const char *name, uint8_t ru
 	return recs_add(&r->recs, st.st_dev, st.st_ino, NULL, GUARD_RO, rule);
 }
 
-static int hl_tree(struct guard_repo *r, int dfd, const char *name, uint8_t rule, unsigned *budget)
+/*
+ * HL for a tree git reads files from (hooks/, remotes/, branches/): git reads
+ * only a level or two down, so deeper folders are not looked at and the
+ * recursion stays shallow.
+ */
+static int hl_tree(struct guard_repo *r, int dfd, const char *name, uint8_t rule, unsigned *budget,
+		   unsigned depth)
 {
 	struct dirent *de;
 	DIR *d;
@@ -277,8 +326,10 @@ static int hl_tree(struct guard_repo *r, int dfd, const char *name, uint8_t rule
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		(*budget)--;
-		if (de->d_type == DT_DIR)
-			rc = hl_tree(r, dirfd(d), de->d_name, rule, budget);
+		if (de->d_type == DT_DIR && depth < HL_DEPTH)
+			rc = hl_tree(r, dirfd(d), de->d_name, rule, budget, depth + 1);
+		else if (de->d_type == DT_DIR)
+			continue;
 		else if (de->d_type != DT_LNK)
 			rc = hl_file(r, dirfd(d), de->d_name, rule);
 	}
@@ -325,9 +376,9 @@ static int scan_hardlinks(struct guard_repo *r, int dfd)
 	rc = rc ? rc : hl_file(r, dfd, "config", GUARD_RULE_D1);
 	rc = rc ? rc : hl_file(r, dfd, "config.worktree", GUARD_RULE_D2);
 	rc = rc ? rc : hl_file(r, dfd, "commondir", GUARD_RULE_D4);
-	rc = rc ? rc : hl_tree(r, dfd, "hooks", GUARD_RULE_D3, &budget);
-	rc = rc ? rc : hl_tree(r, dfd, "remotes", GUARD_RULE_D8, &budget);
-	rc = rc ? rc : hl_tree(r, dfd, "branches", GUARD_RULE_D8, &budget);
+	rc = rc ? rc : hl_tree(r, dfd, "hooks", GUARD_RULE_D3, &budget, 0);
+	rc = rc ? rc : hl_tree(r, dfd, "remotes", GUARD_RULE_D8, &budget, 0);
+	rc = rc ? rc : hl_tree(r, dfd, "branches", GUARD_RULE_D8, &budget, 0);
 	rc = rc ? rc : hl_worktrees(r, dfd);
 	if (!rc) {
 		fd = openat(dfd, "objects/info", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -336,6 +387,200 @@ static int scan_hardlinks(struct guard_repo *r, int dfd)
 			rc = rc ? rc : hl_file(r, fd, "http-alternates", GUARD_RULE_D7);
 			close(fd);
 		}
+	}
+	return rc;
+}
+
+/*
+ * D9: a symbolic link where git keeps its own files sends git's reads and
+ * writes wherever it points (objects/info to a folder the bot writes
+ * alternates in).  git makes none but HEAD under core.preferSymlinkRefs, so
+ * one there was planted: the git folder is read-only as a whole, and what the
+ * link names inside the root is read-only too.
+ */
+static int on_link(struct scan *s, int dirfd, const char *name)
+{
+	struct resolved res;
+	struct stat st;
+	int rc = 0;
+
+	x3(s, "a symbolic link in the git folder (D9)");
+	s->pin_rule = GUARD_RULE_D9;
+	switch (guard_resolve(s->g, dirfd, name, true, pin_cb, s, &res)) {
+	case RES_INSIDE:
+		rc = recs_add(&s->r->recs, res.st.st_dev, res.st.st_ino, NULL,
+			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_D9);
+		break;
+	case RES_MISSING:
+		if (!fstat(res.dirfd, &st))
+			rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, res.name,
+				      GUARD_RO | GUARD_TREE, GUARD_RULE_D9);
+		break;
+	default:
+		break; /* outside the root, or dangling in a way git cannot follow either */
+	}
+	resolved_close(&res);
+	return rc;
+}
+
+static int scan_links_in(struct scan *s, int dfd, const char *sub)
+{
+	char target[64];
+	struct dirent *de;
+	struct stat st;
+	ssize_t n;
+	int fd, rc = 0;
+	DIR *d;
+
+	fd = openat(dfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* missing, or a link itself: seen from the folder above */
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while (!rc && (de = readdir(d))) {
+		if (de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISLNK(st.st_mode))
+			continue;
+		if (!strcmp(sub, ".") && !strcmp(de->d_name, "HEAD")) {
+			n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+			if (n > 0) {
+				target[n] = '\0';
+				if (guard_head_target_ok(target))
+					continue;
+			}
+		}
+		rc = on_link(s, dirfd(d), de->d_name);
+	}
+	closedir(d);
+	return rc;
+}
+
+static int scan_links(struct scan *s, int dfd)
+{
+	static const char *const subs[] = {".",	   "objects",	 "objects/info", "objects/pack",
+					   "refs", "refs/heads", "refs/tags",	 "info",
+					   "logs"};
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; !rc && i < sizeof(subs) / sizeof(subs[0]); i++)
+		rc = scan_links_in(s, dfd, subs[i]);
+	return rc;
+}
+
+/* Adds the folder FD (taken over) to TOPS unless it is there already */
+static void tops_add(int *tops, size_t *n, int fd)
+{
+	struct stat st, o;
+	size_t i;
+
+	if (fd < 0)
+		return;
+	if (*n >= GUARD_SCAN_TOPS || fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		close(fd);
+		return;
+	}
+	for (i = 0; i < *n; i++)
+		if (!fstat(tops[i], &o) && o.st_dev == st.st_dev && o.st_ino == st.st_ino) {
+			close(fd);
+			return;
+		}
+	tops[(*n)++] = fd;
+}
+
+/* The folder PATH names from STARTFD, if inside the root, else -1 */
+static int open_inside(struct guard *g, int startfd, const char *path)
+{
+	struct resolved res;
+	int fd = -1;
+
+	if (guard_resolve(g, startfd, path, true, NULL, NULL, &res) == RES_INSIDE &&
+	    S_ISDIR(res.st.st_mode)) {
+		fd = res.fd;
+		res.fd = -1;
+	}
+	resolved_close(&res);
+	return fd;
+}
+
+/*
+ * The worktree top a worktrees/<id>/gitdir file in DIRFD names: it holds
+ * "<top>/.git" (absolute; relative to DIRFD in newer git).
+ */
+static int gitdir_top(struct guard *g, int dirfd)
+{
+	char path[GUARD_GITFILE_MAX], *buf, *slash;
+	size_t len;
+	int rc;
+
+	if (guard_read_file(dirfd, "gitdir", GUARD_GITFILE_MAX, &buf, &len, NULL))
+		return -1;
+	rc = guard_parse_commondir(buf, len, path, sizeof(path));
+	free(buf);
+	if (rc)
+		return -1;
+	slash = strrchr(path, '/');
+	if (!slash)
+		return -1;
+	if (slash == path)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	return open_inside(g, dirfd, path);
+}
+
+/*
+ * W2 for a relative core.hooksPath: githooks(5) takes it from the top of the
+ * worktree where git runs, or the git folder of a bare repository.  So it is
+ * guarded at every top this git folder has: the folder above it (a .git
+ * folder's worktree), core.worktree, the linked worktrees named by
+ * worktrees/<id>/gitdir (or its own gitdir, for an <id>), and the folders
+ * whose .git file or symlink names it (--separate-git-dir, a .git symlink,
+ * a submodule), learnt by guard_note_pointer.
+ */
+static int scan_tops(struct scan *s, int dfd)
+{
+	int tops[GUARD_SCAN_TOPS], fd, sub;
+	struct dirent *de;
+	size_t n = 0, i, j;
+	int rc = 0;
+	DIR *d;
+
+	if (!s->rel.n)
+		return 0;
+	tops_add(tops, &n, fcntl(dfd, F_DUPFD_CLOEXEC, 3));
+	tops_add(tops, &n, openat(dfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
+	for (i = 0; i < s->wt.n; i++)
+		tops_add(tops, &n, open_inside(s->g, dfd, s->wt.v[i]));
+	tops_add(tops, &n, gitdir_top(s->g, dfd));
+	fd = openat(dfd, "worktrees", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d && fd >= 0)
+		close(fd);
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		sub = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			continue;
+		tops_add(tops, &n, gitdir_top(s->g, sub));
+		close(sub);
+	}
+	if (d)
+		closedir(d);
+	pthread_rwlock_rdlock(&s->g->lock);
+	for (i = 0; i < s->g->ntops; i++)
+		if (s->g->tops[i].dev == s->r->dev && s->g->tops[i].ino == s->r->ino)
+			tops_add(tops, &n, fcntl(s->g->tops[i].fd, F_DUPFD_CLOEXEC, 3));
+	pthread_rwlock_unlock(&s->g->lock);
+	for (i = 0; i < n; i++) {
+		for (j = 0; !rc && j < s->rel.n; j++)
+			rc = on_hookspath_from(s, tops[i], s->rel.v[j]);
+		close(tops[i]);
 	}
 	return rc;
 }
@@ -402,7 +647,10 @@ static struct guard_repo *repo_scan(struct guard *g, int dfd, const struct stat 
 	if (!r->stamped)
 		memset(&r->stamp, 0, sizeof(r->stamp));
 	resolved_close(&res);
-	if (scan_hardlinks(r, dfd) == -ENOMEM)
+	rc = scan_tops(&s, dfd);
+	strs_free(&s.rel);
+	strs_free(&s.wt);
+	if (rc == -ENOMEM || scan_links(&s, dfd) == -ENOMEM || scan_hardlinks(r, dfd) == -ENOMEM)
 		goto nomem;
 	if (r->rule)
 		guard_logf(g,
@@ -412,6 +660,8 @@ static struct guard_repo *repo_scan(struct guard *g, int dfd, const struct stat 
 	return r;
 nomem:
 	resolved_close(&res);
+	strs_free(&s.rel);
+	strs_free(&s.wt);
 	guard_repo_free(r);
 	return NULL;
 }
@@ -563,31 +813,108 @@ bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd)
 	return changed;
 }
 
-/* A .git file or symlink names PATH (relative to STARTFD): that folder is a git folder. */
+/* Remembers TOPFD as a worktree top of the git folder (dev, ino); true if new */
+static bool top_add(struct guard *g, uint64_t dev, uint64_t ino, int topfd)
+{
+	struct guard_top *v;
+	struct stat st;
+	bool added = false;
+	size_t i;
+	int fd;
+
+	if (fstat(topfd, &st) < 0)
+		return false;
+	pthread_rwlock_wrlock(&g->lock);
+	for (i = 0; i < g->ntops; i++)
+		if (g->tops[i].dev == dev && g->tops[i].ino == ino &&
+		    g->tops[i].tdev == (uint64_t)st.st_dev && g->tops[i].tino == (uint64_t)st.st_ino)
+			goto out;
+	if (g->ntops >= GUARD_TOPS_MAX) {
+		pthread_rwlock_unlock(&g->lock);
+		guard_logf(g, "gitguard: more than %d worktree tops: a relative core.hooksPath is "
+			      "not guarded at the others", GUARD_TOPS_MAX);
+		return false;
+	}
+	if (g->ntops == g->atops) {
+		size_t na = g->atops ? g->atops * 2 : 16;
+
+		v = realloc(g->tops, na * sizeof(*v));
+		if (!v)
+			goto out;
+		g->tops = v;
+		g->atops = na;
+	}
+	fd = fcntl(topfd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		goto out;
+	g->tops[g->ntops++] = (struct guard_top){dev, ino, st.st_dev, st.st_ino, fd};
+	added = true;
+out:
+	pthread_rwlock_unlock(&g->lock);
+	return added;
+}
+
+/*
+ * A .git file or symlink in the folder STARTFD names PATH: that folder is a
+ * git folder, and STARTFD is a top of its worktrees.  A git folder outside
+ * the root (the root is a linked worktree, say) is opened as git would open
+ * it, by the kernel, and read: its config decides what is guarded here.
+ */
 int guard_note_pointer(struct guard *g, int startfd, const char *path)
 {
+	struct guard_repo info, **slot;
 	struct resolved res;
+	struct stat st;
+	bool known;
 	uint8_t f;
-	int rc = 0;
+	int rc = 0, gfd = -1;
 
-	if (guard_resolve(g, startfd, path, true, NULL, NULL, &res) != RES_INSIDE ||
-	    !S_ISDIR(res.st.st_mode)) {
-		resolved_close(&res);
-		return 0;
-	}
-	pthread_rwlock_rdlock(&g->lock);
-	f = guard_tab_inode(g, res.st.st_dev, res.st.st_ino, NULL);
-	pthread_rwlock_unlock(&g->lock);
-	if (!(f & REC_GITDIR)) {
+	switch (guard_resolve(g, startfd, path, true, NULL, NULL, &res)) {
+	case RES_INSIDE:
+		if (!S_ISDIR(res.st.st_mode))
+			break;
+		gfd = res.fd;
+		res.fd = -1;
+		st = res.st;
+		pthread_rwlock_rdlock(&g->lock);
+		f = guard_tab_inode(g, st.st_dev, st.st_ino, NULL);
+		pthread_rwlock_unlock(&g->lock);
+		if (f & REC_GITDIR)
+			break;
 		pthread_rwlock_wrlock(&g->lock);
-		rc = recs_add(&g->misc, res.st.st_dev, res.st.st_ino, NULL, REC_GITDIR,
-			      GUARD_RULE_W1);
+		rc = recs_add(&g->misc, st.st_dev, st.st_ino, NULL, REC_GITDIR, GUARD_RULE_W1);
 		if (!rc)
 			guard_tab_rebuild(g);
 		pthread_rwlock_unlock(&g->lock);
 		if (!rc)
 			guard_bump(g);
+		break;
+	case RES_OUTSIDE:
+		gfd = openat(startfd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (gfd >= 0 && fstat(gfd, &st) < 0) {
+			close(gfd);
+			gfd = -1;
+		}
+		break;
+	default:
+		break;
 	}
 	resolved_close(&res);
+	if (rc || gfd < 0) {
+		if (gfd >= 0)
+			close(gfd);
+		return rc;
+	}
+	if (top_add(g, st.st_dev, st.st_ino, startfd)) {
+		pthread_rwlock_rdlock(&g->lock);
+		slot = repo_find(g, st.st_dev, st.st_ino);
+		known = slot != NULL;
+		pthread_rwlock_unlock(&g->lock);
+		if (known)
+			guard_repo_rescan(g, st.st_dev, st.st_ino, gfd);
+		else if (guard_shape(gfd, NULL))
+			rc = guard_repo_get(g, gfd, &st, &info);
+	}
+	close(gfd);
 	return rc;
 }

@@ -4,8 +4,10 @@
  * O_PATH|O_NOFOLLOW, symlinks are read and spliced by hand (so each one is
  * seen and can be pinned), ".." is taken physically, and leaving the root
  * (".." at the root, an absolute path elsewhere) is noticed.  Outside the root
- * nothing is opened: paths there are followed as strings only, so that
- * "/root/path/../path/x" is still found to re-enter the root.
+ * the walk goes on the same way, one component at a time, following the
+ * host's symlinks (the person's: /srv/alias -> data), and re-enters the root
+ * when a folder it reaches is the root (same dev, ino): so an absolute path
+ * written through a host alias of the source is still found inside.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,9 +23,8 @@
 struct walk {
 	char rest[RES_PATH_MAX]; /* what is left to resolve */
 	size_t off;
-	bool in_host; /* outside the root: host[] is the path so far */
-	char host[RES_PATH_MAX];
-	int cur; /* inside: the current folder */
+	bool in_host; /* outside the root: cur is a host folder */
+	int cur;      /* the current folder */
 	bool at_root;
 };
 
@@ -72,41 +73,77 @@ static int splice_link(struct walk *w, const char *target)
 	return 0;
 }
 
-static void go_host(struct walk *w, const char *path)
+/* Leave the root for the host folder FD (taken over) */
+static void go_host(struct walk *w, int fd)
 {
 	if (w->cur >= 0)
 		close(w->cur);
-	w->cur = -1;
+	w->cur = fd;
 	w->in_host = true;
-	snprintf(w->host, sizeof(w->host), "%s", path);
+	w->at_root = false;
 }
 
-/* A host-side component; re-enter the root when the path reaches it */
-static int host_step(struct guard *g, struct walk *w, const char *comp)
+/* The host folder FD (taken over) is the current one; the root's own re-enters */
+static int host_enter(struct guard *g, struct walk *w, int fd)
 {
-	size_t n = strlen(w->host);
-	char *slash;
+	struct stat st;
 
-	if (!strcmp(comp, "."))
-		return 0;
-	if (!strcmp(comp, "..")) {
-		slash = strrchr(w->host, '/');
-		if (slash)
-			*slash = '\0';
-		return 0;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return -errno;
 	}
-	if (n + 1 + strlen(comp) >= sizeof(w->host))
-		return -ENAMETOOLONG;
-	w->host[n] = '/';
-	strcpy(w->host + n + 1, comp);
-	if (g->root_path && !strcmp(w->host, g->root_path)) {
-		w->cur = fcntl(g->root_fd, F_DUPFD_CLOEXEC, 3);
-		if (w->cur < 0)
-			return -errno;
+	go_host(w, fd);
+	if (st_is_root(g, &st)) {
 		w->in_host = false;
 		w->at_root = true;
 	}
 	return 0;
+}
+
+/*
+ * A component outside the root, resolved by the kernel's rules: symlinks
+ * there are the host's and are followed; returns 1 when the path cannot go on
+ * (missing, or not a folder), as git's open would fail there.
+ */
+static int host_step(struct guard *g, struct walk *w, const char *comp, int *links)
+{
+	char link[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+	int nfd, err;
+
+	if (!strcmp(comp, "."))
+		return 0;
+	nfd = openat(w->cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd < 0)
+		return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 1 : -errno;
+	if (fstat(nfd, &st) < 0) {
+		err = -errno;
+		close(nfd);
+		return err;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		n = readlinkat(nfd, "", link, sizeof(link) - 1);
+		close(nfd);
+		if (n <= 0)
+			return n < 0 ? -errno : 1;
+		link[n] = '\0';
+		if (++*links > GUARD_LINK_MAX)
+			return -ELOOP;
+		err = splice_link(w, link);
+		if (err)
+			return err;
+		if (link[0] == '/') {
+			nfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			return nfd < 0 ? -errno : host_enter(g, w, nfd);
+		}
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		close(nfd);
+		return 1;
+	}
+	return host_enter(g, w, nfd);
 }
 
 void resolved_close(struct resolved *r)
@@ -154,13 +191,10 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 	strcpy(w->rest, path);
 	w->cur = -1;
 	if (path[0] == '/') {
-		go_host(w, "");
-		if (g->root_path && !g->root_path[0]) {
-			/* the root is "/" itself */
-			w->cur = fcntl(g->root_fd, F_DUPFD_CLOEXEC, 3);
-			w->in_host = false;
-			w->at_root = true;
-		}
+		nfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		err = nfd < 0 ? -errno : host_enter(g, w, nfd);
+		if (err)
+			goto out;
 	} else {
 		w->cur = fcntl(startfd, F_DUPFD_CLOEXEC, 3);
 		if (w->cur < 0 || fstat(w->cur, &st) < 0) {
@@ -169,28 +203,28 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 		}
 		w->at_root = st_is_root(g, &st);
 	}
-	if (!w->in_host && w->cur < 0) {
-		err = -errno;
-		goto out;
-	}
 	while (next_comp(w, comp, sizeof(comp), &last, &err)) {
-		if (w->in_host) {
-			err = host_step(g, w, comp);
-			if (err)
+		if (w->in_host && strcmp(comp, "..")) {
+			rc = host_step(g, w, comp, &links);
+			if (rc < 0) {
+				err = rc;
 				goto out;
+			}
+			if (rc > 0)
+				break; /* git could not get in there either */
 			continue;
 		}
 		if (!strcmp(comp, "."))
 			continue;
 		if (!strcmp(comp, "..")) {
-			if (w->at_root) {
-				if (!g->root_path)
-					break;
-				go_host(w, g->root_path);
-				host_step(g, w, "..");
+			/* physical, as the kernel takes it after the links before it */
+			nfd = openat(w->cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (nfd >= 0 && (w->in_host || w->at_root)) {
+				err = host_enter(g, w, nfd);
+				if (err)
+					goto out;
 				continue;
 			}
-			nfd = openat(w->cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 			if (nfd < 0 || fstat(nfd, &st) < 0) {
 				err = -errno;
 				if (nfd >= 0)
@@ -248,8 +282,12 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 			err = splice_link(w, link);
 			if (err)
 				goto out;
-			if (link[0] == '/')
-				go_host(w, "");
+			if (link[0] == '/') {
+				nfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+				err = nfd < 0 ? -errno : host_enter(g, w, nfd);
+				if (err)
+					goto out;
+			}
 			continue;
 		}
 		if (last) {
@@ -284,10 +322,6 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 		r->where = RES_OUTSIDE;
 	} else if (w->cur >= 0) {
 		/* the path ended on "." or "..": the current folder is the target */
-		if (w->at_root && !strcmp(comp, "..") && !g->root_path) {
-			r->where = RES_OUTSIDE;
-			goto done;
-		}
 		r->where = RES_INSIDE;
 		r->fd = w->cur;
 		w->cur = -1;

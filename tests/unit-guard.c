@@ -657,7 +657,7 @@ static void test_x1(void)
 		IS(try_symlink("repo/abs", abs), "X1",
 		   "absolute symlink into a bare-shaped folder");
 	}
-	IS(try_symlink("repo/.git/refs/heads/l", "main"), "X1", "symlink made inside a git folder");
+	IS(try_symlink("repo/.git/refs/heads/l", "main"), "D9", "symlink made inside a git folder");
 }
 
 static int nrepos;
@@ -785,7 +785,7 @@ static void test_root_in_git(void)
 	IS(try_write("config"), "D1", "its config RO");
 	IS(try_create("hooks/pre-push"), "D3", "its hooks NC");
 	IS(try_write("index"), "", "its index writable");
-	IS(try_symlink("refs/l", "HEAD"), "X1", "symlinks inside it refused");
+	IS(try_symlink("refs/l", "HEAD"), "D9", "symlinks inside it refused");
 
 	join_root(base, "/main/.git/worktrees/wt");
 	open_root(false);

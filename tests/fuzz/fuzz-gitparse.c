@@ -22,7 +22,8 @@ static int collect(void *arg, enum guard_cfg_key key, const char *value)
 	struct seen *s = arg;
 	size_t n;
 
-	FUZZ_CHECK(key == GUARD_CFG_INCLUDE || key == GUARD_CFG_HOOKSPATH);
+	FUZZ_CHECK(key == GUARD_CFG_INCLUDE || key == GUARD_CFG_HOOKSPATH ||
+		   key == GUARD_CFG_WORKTREE);
 	FUZZ_CHECK(value != NULL);
 	/* the scanner's value buffer is 4096 bytes, NUL included */
 	n = strlen(value);

@@ -1,0 +1,414 @@
+#!/bin/bash
+# guard-layout: what gitguard must know about a repository's layout, tried
+# through writable mounts and checked afterwards with plain git on the host.
+#   - a folder rename walks the folder without recursion and within bounds:
+#     a 5,000-deep chain neither crashes the server (run with 1 MiB stacks)
+#     nor hides a git folder at its bottom (G3).
+#   - no symbolic link is made in, moved into or hard-linked into a git
+#     folder (D9); one planted before the mount makes the repository
+#     read-only and its target too.
+#   - a relative core.hooksPath is guarded at every worktree top (W2):
+#     linked worktrees, --separate-git-dir, a .git symlink, a submodule,
+#     config.worktree, an include, and a root that is a linked worktree of
+#     a repository outside it; husky hooks of the person's keep running.
+#   - absolute hooksPath, include and gitdir paths written through a host
+#     symlink alias of the source are found inside the root.
+# Each attack must fail with EROFS, and no PWNED-* marker may appear when git
+# runs on the SOURCE afterwards.
+. "$top_srcdir/tests/lib.sh"
+
+need_agentfs "gitguard rules"
+command -v git >/dev/null || skip_all "git is missing"
+command -v python3 >/dev/null || skip_all "python3 is missing"
+GTRY="$top_builddir/tests/guard-tryop"
+[ -x "$TRYOP" ] || bail_out "$TRYOP is not built"
+[ -x "$GTRY" ] || bail_out "$GTRY is not built"
+
+export GIT_CONFIG_NOSYSTEM=1 HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
+export GIT_AUTHOR_NAME=tester GIT_AUTHOR_EMAIL=tester@example.org
+export GIT_COMMITTER_NAME=tester GIT_COMMITTER_EMAIL=tester@example.org
+export GIT_TERMINAL_PROMPT=0 GIT_EDITOR=true GIT_PAGER=cat PAGER=cat
+unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
+	GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CEILING_DIRECTORIES 2>/dev/null
+mkdir -p "$HOME"
+git config --global init.defaultBranch main
+git config --global protocol.file.allow always
+
+# hook NAME: a script that leaves $T/PWNED-NAME when git runs it
+hook()
+{
+	printf '#!/bin/sh\ntouch %s/PWNED-%s\n' "$T" "$1"
+}
+# refuse DESC CMD...: CMD (fs-tryop or guard-tryop) must print EROFS
+refuse()
+{
+	local desc="$1" got
+	shift
+	got=$("$@" 2>&1)
+	is "$got" EROFS "$desc: EROFS"
+}
+allow()
+{
+	local desc="$1" got
+	shift
+	got=$("$@" 2>&1)
+	is "$got" OK "$desc: allowed"
+}
+try() { "$TRYOP" "$@"; }
+gtry() { "$GTRY" "$@"; }
+
+# no_marker DESC: no payload ran
+no_marker()
+{
+	local pwned
+	pwned=$(cd "$T" && ls -d PWNED-* 2>/dev/null)
+	if [ -z "$pwned" ]; then
+		ok "$1: no PWNED marker"
+	else
+		not_ok "$1: no PWNED marker"
+		diag "markers: $pwned"
+	fi
+}
+
+# chain DIR DEPTH [LEAF]: a chain of DEPTH folders "d" below DIR, made one
+# level at a time with mkdirat/openat (no path is longer than a name); with
+# LEAF, a git-shaped folder (HEAD, objects/, refs/) named LEAF at the bottom
+chain()
+{
+	python3 - "$1" "$2" "${3:-}" <<'EOF'
+import os, sys
+top, depth, leaf = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+for i in range(depth):
+    os.mkdir("d", dir_fd=fd)
+    nfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+    os.close(fd)
+    fd = nfd
+if leaf:
+    os.mkdir(leaf, dir_fd=fd)
+    g = os.open(leaf, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+    os.mkdir("objects", dir_fd=g)
+    os.mkdir("refs", dir_fd=g)
+    h = os.open("HEAD", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=g)
+    os.write(h, b"ref: refs/heads/main\n")
+    os.close(h)
+    os.close(g)
+os.close(fd)
+EOF
+}
+
+# bottom DIR: go down the chain of "d" below DIR by openat and make a file there
+bottom()
+{
+	python3 - "$1" <<'EOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+while True:
+    try:
+        nfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+    except FileNotFoundError:
+        break
+    os.close(fd)
+    fd = nfd
+os.close(os.open("bottom", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+EOF
+}
+
+# ---- 1. the folder-rename walk: deep chains ---------------------------------
+S1="$T/deep-src"
+M1="$T/deep-m"
+mkdir -p "$S1/plain" "$S1/plain2" "$S1/hidden" "$S1/near" "$M1"
+git init -q "$S1"
+git -C "$S1" commit -q --allow-empty -m init
+# a git folder at the bottom of deep chains, made on the host (the bot may
+# not make one): one beyond the walk's depth bound, one within it
+chain "$S1/hidden" 5000 repo.git
+chain "$S1/near" 1000 repo.git
+
+# 1 MiB stacks: what crashed the recursive walk at 4,500 levels
+FS_WRAP=(prlimit --stack=1048576 --)
+if fs_mount_fg "$S1" "$M1" 2>"$T/deep-mount.log"; then
+	ok "mount with 1 MiB stacks"
+	check "bot builds a 5000-deep chain through the mount" chain "$M1/plain" 5000
+	got=$(try rename "$M1/plain/d" "$M1/plain/moved" 2>&1)
+	case "$got" in
+	OK | EROFS) ok "rename the top of a 5000-deep chain: done or refused ($got)" ;;
+	*) not_ok "rename the top of a 5000-deep chain: done or refused"; diag "got: $got" ;;
+	esac
+	check "the server survived: the mount still answers" stat "$M1/plain"
+	check "bot builds a 3000-deep chain" chain "$M1/plain2" 3000
+	allow "rename the top of a 3000-deep chain (within the walk's bounds)" \
+		try rename "$M1/plain2/d" "$M1/plain2/moved"
+	check "a file made at the bottom of the moved chain" bottom "$M1/plain2/moved"
+	if kill -0 "$FS_PID" 2>/dev/null; then
+		ok "the server is still running"
+	else
+		not_ok "the server is still running"
+		diag "$(tail -5 "$T/deep-mount.log")"
+	fi
+	refuse "rename a folder with a git folder 5000 levels down" \
+		try rename "$M1/hidden/d" "$M1/hidden/moved"
+	refuse "rename a folder with a git folder 1000 levels down" \
+		try rename "$M1/near/d" "$M1/near/moved"
+	check "the server survived the refusals" stat "$M1/hidden/d"
+	if grep -q "refused rename of /near/moved: rule G3 (git folder" "$T/deep-mount.log"; then
+		ok "the git folder 1000 levels down is found (G3)"
+	else
+		not_ok "the git folder 1000 levels down is found (G3)"
+	fi
+	fs_umount "$M1"
+	wait_until 10 sh -c "! kill -0 $FS_PID" || diag "the mount -f server did not exit"
+else
+	not_ok "mount with 1 MiB stacks"
+	diag "$(cat "$T/deep-mount.log")"
+fi
+FS_WRAP=()
+[ -d "$S1/hidden/d" ] && ok "the hidden chain is where it was" || not_ok "the hidden chain is where it was"
+
+# ---- 2. symbolic links inside a git folder (D9) -----------------------------
+S2="$T/sl-src"
+M2="$T/sl-m"
+OUTOBJ="$T/outside-objects" # where a planted objects/XX link would send objects
+EVIL2="$T/evil-repo"        # a repository of the attacker's, outside the root
+mkdir -p "$S2" "$M2" "$OUTOBJ"
+git init -q --bare "$EVIL2"
+(
+	set -e
+	git init -q "$S2"
+	cd "$S2"
+	echo one >a
+	git add a
+	git commit -qm init
+	mkdir -p plain/linkdir
+	# a repository whose objects/info a bot replaced before agentfs guarded it
+	git init -q pre
+	git -C pre commit -q --allow-empty -m init
+	mkdir pre/botinfo
+	rm -rf pre/.git/objects/info
+	ln -s ../../botinfo pre/.git/objects/info
+	# a person who prefers symbolic-link refs: git makes HEAD a symlink
+	git init -q psr
+	git -C psr config core.preferSymlinkRefs true
+	git -C psr commit -q --allow-empty -m init
+) >"$T/sl-setup.log" 2>&1 || { diag "$(cat "$T/sl-setup.log")"; bail_out "symlink setup failed"; }
+ln -s "$OUTOBJ" "$S2/plain/linkdir/out"
+
+if fs_mount "$S2" "$M2"; then
+	G="$M2/.git"
+	allow "bot folder plain/botinfo" try mkdir "$M2/plain/botinfo"
+	allow "a symlink in a plain folder" try symlink ../../.. "$M2/plain/up"
+	allow "move objects/info aside" try rename "$G/objects/info" "$G/objects/info-old"
+	refuse "symlink objects/info -> a bot folder" \
+		try symlink ../../plain/botinfo "$G/objects/info"
+	refuse "rename a symlink onto objects/info" try rename "$M2/plain/up" "$G/objects/info"
+	refuse "hard link a symlink in as objects/info" try link "$M2/plain/up" "$G/objects/info"
+	allow "move objects/info back" try rename "$G/objects/info-old" "$G/objects/info"
+	made=0
+	for x in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do
+		for y in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do
+			[ -e "$G/objects/$x$y" ] && continue
+			[ "$(try symlink "$OUTOBJ" "$G/objects/$x$y")" = EROFS ] || made=$((made + 1))
+		done
+	done
+	is "$made" 0 "symlink objects/XX -> a folder outside the root, for every missing XX: EROFS"
+	refuse "symlink objects/pack -> a folder outside the root" \
+		try symlink "$OUTOBJ" "$G/objects/pack2"
+	refuse "symlink refs/heads/x" try symlink ../../../plain/up "$G/refs/heads/x"
+	refuse "symlink logs" try symlink ../plain "$G/logs2"
+	refuse "symlink HEAD -> outside" try symlink "$EVIL2/HEAD" "$G/HEAD.new"
+	refuse "rename a folder holding a symlink into objects/" \
+		try rename "$M2/plain/linkdir" "$G/objects/cd"
+	allow "the same folder may move elsewhere" try rename "$M2/plain/linkdir" "$M2/plain/linkdir2"
+	refuse "pre-existing objects/info -> botinfo: write alternates in the bot folder" \
+		gtry create "$M2/pre/botinfo/alternates" "$EVIL2/objects"
+	refuse "pre-existing objects/info -> botinfo: write alternates through the link" \
+		gtry create "$M2/pre/.git/objects/info/alternates" "$EVIL2/objects"
+	refuse "pre-existing objects/info -> botinfo: commit in that repository (read-only)" \
+		gtry create "$M2/pre/.git/objects/new-file" x
+	check "preferSymlinkRefs: git checkout -b makes HEAD a symlink through the mount" \
+		git -C "$M2/psr" checkout -q -b other
+	[ -L "$S2/psr/.git/HEAD" ] && ok "HEAD is a symlink to refs/heads/other" ||
+		not_ok "HEAD is a symlink to refs/heads/other"
+	check "git commit through the mount in a guarded repository" \
+		sh -c "cd '$M2' && echo two >>a && git commit -qam two"
+	fs_umount "$M2"
+else
+	not_ok "mount $S2"
+fi
+check "host git commit in the repository" sh -c "cd '$S2' && echo three >>a && git commit -qam three"
+check "host git status in pre" git -C "$S2/pre" status
+is "$(ls -A "$OUTOBJ")" "" "no object was written outside the root"
+is "$(ls -A "$S2/pre/botinfo")" "" "nothing written in the folder pre's objects/info points to"
+no_marker "symlinks in git folders"
+
+# ---- 3. a relative core.hooksPath at every worktree top (W2) ----------------
+# githooks(5): relative to the top of the worktree where git runs.
+S3="$T/hp-src"
+M3="$T/hp-m"
+OUT3="$T/hp-out"     # a main repository outside the root ...
+OWT="$T/hp-out-wt"   # ... whose linked worktree is a root of its own
+MW="$T/hp-mw"
+mkdir -p "$S3" "$M3" "$MW"
+# person_hook NAME: a harmless hook of the person's, leaving $T/RAN-NAME
+person_hook()
+{
+	printf '#!/bin/sh\ntouch %s/RAN-%s\n' "$T" "$1"
+}
+(
+	set -e
+	cd "$S3"
+	# hp: hooksPath=hooks-dir, a person's hook in it, committed so every
+	# worktree has the folder; a linked worktree hp-wt
+	git init -q hp
+	mkdir hp/hooks-dir
+	person_hook hp >hp/hooks-dir/post-commit
+	chmod +x hp/hooks-dir/post-commit
+	git -C hp add hooks-dir
+	git -C hp commit -qm init
+	git -C hp config core.hooksPath hooks-dir
+	git -C hp worktree add -q ../hp-wt -b wtb
+	# husky: hooksPath=.husky/_, the person's hook calls .husky/pre-commit
+	git init -q husky
+	mkdir -p husky/.husky/_
+	printf '#!/bin/sh\n. "$(dirname "$0")/../pre-commit"\n' >husky/.husky/_/pre-commit
+	person_hook husky >husky/.husky/pre-commit
+	chmod +x husky/.husky/_/pre-commit husky/.husky/pre-commit
+	git -C husky add .husky
+	git -C husky commit -qm init --no-verify
+	git -C husky config core.hooksPath .husky/_
+	git -C husky worktree add -q ../husky-wt -b wtb
+	# sep: git init --separate-git-dir
+	mkdir store
+	git init -q --separate-git-dir="$S3/store/sep-git" sep
+	mkdir sep/hooks-dir
+	git -C sep config core.hooksPath hooks-dir
+	git -C sep commit -q --allow-empty -m init --no-verify
+	# lnk: .git is a symlink into store/
+	git init -q lnk
+	mv lnk/.git store/lnk-git
+	ln -s ../store/lnk-git lnk/.git
+	mkdir lnk/hooks-dir
+	git -C lnk config core.hooksPath hooks-dir
+	git -C lnk commit -q --allow-empty -m init --no-verify
+	# super: a submodule whose own config has hooksPath=hooks-dir
+	git init -q up
+	git -C up commit -q --allow-empty -m up
+	git init -q super
+	git -C super commit -q --allow-empty -m init
+	git -C super -c protocol.file.allow=always submodule add -q "$S3/up" sub
+	git -C super commit -qm sub
+	git -C super/sub config core.hooksPath hooks-dir
+	mkdir super/sub/hooks-dir
+	# wtc: hooksPath in config.worktree (extensions.worktreeConfig)
+	git init -q wtc
+	git -C wtc config extensions.worktreeConfig true
+	git -C wtc config --worktree core.hooksPath wthooks
+	mkdir wtc/wthooks
+	# inc: hooksPath in an included file
+	git init -q inc
+	printf '[core]\n\thooksPath = inchooks\n' >inc/inc.cfg
+	git -C inc config include.path ../inc.cfg
+	mkdir inc/inchooks
+	# a main repository outside the root, its linked worktree the root
+	git init -q "$OUT3"
+	mkdir "$OUT3/hooks-dir"
+	person_hook out >"$OUT3/hooks-dir/post-commit"
+	chmod +x "$OUT3/hooks-dir/post-commit"
+	git -C "$OUT3" add hooks-dir
+	git -C "$OUT3" commit -qm init
+	git -C "$OUT3" config core.hooksPath hooks-dir
+	git -C "$OUT3" worktree add -q "$OWT" -b wtb
+) >"$T/hp-setup.log" 2>&1 || { diag "$(cat "$T/hp-setup.log")"; bail_out "hooksPath setup failed"; }
+
+if fs_mount "$S3" "$M3"; then
+	for w in hp hp-wt husky husky-wt sep lnk super/sub wtc inc; do
+		case "$w" in
+		husky*) h=.husky/_ ;;
+		wtc) h=wthooks ;;
+		inc) h=inchooks ;;
+		*) h=hooks-dir ;;
+		esac
+		refuse "$w: create $h/post-checkout" gtry create "$M3/$w/$h/post-checkout" "$(hook "$w-post-checkout")"
+		refuse "$w: rename a payload onto $h/commit-msg" \
+			try rename "$(gtry put "$M3/pay-$(echo "$w" | tr / -)" "$(hook "$w-msg")" >/dev/null &&
+				echo "$M3/pay-$(echo "$w" | tr / -)")" "$M3/$w/$h/commit-msg"
+		refuse "$w: rename $h away" try rename "$M3/$w/$h" "$M3/$w/hooks-old"
+	done
+	refuse "hp-wt: write the person's post-commit" gtry append "$M3/hp-wt/hooks-dir/post-commit" \
+		"touch $T/PWNED-hp-wt-append"
+	check "husky: commit through the mount runs the person's husky hook" \
+		sh -c "cd '$M3/husky' && echo x >f && git add f && git commit -qm x"
+	[ -e "$T/RAN-husky" ] && ok "husky: the person's hook ran" || not_ok "husky: the person's hook ran"
+	check "hp-wt: commit through the mount in the linked worktree" \
+		sh -c "cd '$M3/hp-wt' && echo x >f && git add f && git commit -qm x"
+	fs_umount "$M3"
+else
+	not_ok "mount $S3"
+fi
+if fs_mount "$OWT" "$MW"; then
+	refuse "root = a linked worktree of an outside repository: create hooks-dir/pre-commit" \
+		gtry create "$MW/hooks-dir/pre-commit" "$(hook owt-pre-commit)"
+	refuse "root = a linked worktree: write the person's post-commit" \
+		gtry append "$MW/hooks-dir/post-commit" "touch $T/PWNED-owt-append"
+	fs_umount "$MW"
+else
+	not_ok "mount the linked worktree $OWT"
+fi
+for w in hp hp-wt husky husky-wt sep lnk super super/sub inc; do
+	check "host: git commit in $w" git -C "$S3/$w" commit -q --allow-empty -m "host after attacks"
+done
+check "host: git commit in the outside repository's worktree" \
+	git -C "$OWT" commit -q --allow-empty -m "host after attacks"
+no_marker "hooksPath at every worktree top"
+
+# ---- 4. absolute config paths through a host alias of the source -------------
+# $T/alias -> data, and the source is $T/data/src: git on the host resolves
+# $T/alias/src/... into the source.
+S4="$T/data/src"
+M4="$T/alias-m"
+mkdir -p "$S4" "$M4"
+ln -s data "$T/alias"
+A4="$T/alias/src"
+(
+	set -e
+	cd "$S4"
+	git init -q abs
+	git -C abs commit -q --allow-empty -m init
+	mkdir abs/hooks-abs
+	git -C abs config core.hooksPath "$A4/abs/hooks-abs"
+	git -C abs config include.path "$A4/abs/inc-abs.cfg"
+	git -C abs config includeIf.gitdir:/.path "$A4/abs/incif-abs.cfg"
+	# a linked worktree whose .git file and gitdir name the alias path,
+	# with a relative hooksPath in the main repository
+	git init -q rel
+	git -C rel commit -q --allow-empty -m init
+	git -C rel config core.hooksPath hooks-rel
+	git -C rel worktree add -q ../relwt -b wtb
+	mkdir relwt/hooks-rel
+	echo "gitdir: $A4/rel/.git/worktrees/relwt" >relwt/.git
+	echo "$A4/relwt/.git" >rel/.git/worktrees/relwt/gitdir
+	git -C relwt status >/dev/null
+) >"$T/abs-setup.log" 2>&1 || { diag "$(cat "$T/abs-setup.log")"; bail_out "alias setup failed"; }
+
+if fs_mount "$S4" "$M4"; then
+	refuse "absolute hooksPath through a host alias: create pre-commit" \
+		gtry create "$M4/abs/hooks-abs/pre-commit" "$(hook abs-pre-commit)"
+	refuse "absolute hooksPath through a host alias: rename the folder away" \
+		try rename "$M4/abs/hooks-abs" "$M4/abs/hooks-old"
+	refuse "absolute include.path through a host alias: create the missing target" \
+		gtry create "$M4/abs/inc-abs.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-abs\n' "$T")"
+	refuse "absolute includeIf path through a host alias: create the missing target" \
+		gtry create "$M4/abs/incif-abs.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-abs\n' "$T")"
+	refuse "gitdir through a host alias: relative hooksPath at that worktree's top" \
+		gtry create "$M4/relwt/hooks-rel/pre-commit" "$(hook relwt-pre-commit)"
+	fs_umount "$M4"
+else
+	not_ok "mount $S4"
+fi
+printf '#!/bin/sh\ntouch %s/PWNED-abs-fsmonitor\n' "$T" >"$T/payload-abs"
+chmod +x "$T/payload-abs"
+check "host: git commit in abs" git -C "$S4/abs" commit -q --allow-empty -m "host after attacks"
+check "host: git commit in relwt" git -C "$S4/relwt" commit -q --allow-empty -m "host after attacks"
+no_marker "absolute paths through a host alias"
+
+done_testing
