@@ -1,0 +1,241 @@
+#!/bin/bash
+# guard-reference: git itself is the reference for where hooks run and which
+# files configure it.  A corpus of layouts (plain, bare, linked worktrees,
+# --separate-git-dir, a .git symlink, submodules absorbed and not, include
+# and includeIf of each kind, worktreeConfig, relative, absolute and aliased
+# core.hooksPath, husky's .husky/_) is asked, on the host, with git's own
+# commands: `rev-parse --git-path hooks` from every worktree top,
+# `worktree list --porcelain`, `config --show-origin --list`.  Through a
+# mount of the corpus (and through a mount of one linked worktree alone),
+# planting a hook wherever git says hooks run, and writing any config file
+# git says it reads, must fail with EROFS; then plain git on the host runs
+# in every worktree and no planted hook may have run.
+. "$top_srcdir/tests/lib.sh"
+
+need_agentfs "gitguard against git's own answers"
+command -v git >/dev/null || skip_all "git is missing"
+
+export GIT_CONFIG_NOSYSTEM=1 HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
+export GIT_AUTHOR_NAME=tester GIT_AUTHOR_EMAIL=tester@example.org
+export GIT_COMMITTER_NAME=tester GIT_COMMITTER_EMAIL=tester@example.org
+export GIT_TERMINAL_PROMPT=0 GIT_EDITOR=true GIT_PAGER=cat PAGER=cat
+unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
+	GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CEILING_DIRECTORIES 2>/dev/null
+mkdir -p "$HOME"
+git config --global init.defaultBranch main
+git config --global protocol.file.allow always
+
+S="$T/src"
+M="$T/m"
+MW="$T/mw"
+mkdir -p "$S" "$M" "$MW"
+ln -s "$T" "$T/alias" # a host symlink: $T/alias/src is the source by another name
+
+commit_in() { git -C "$1" commit -q --allow-empty -m "$2"; }
+
+# ---- the corpus, made by git on the host ----------------------------------
+corpus()
+{
+	set -e
+	git init -q "$T/up"
+	commit_in "$T/up" upstream
+
+	git init -q "$S/plain"
+	commit_in "$S/plain" init
+	git -C "$S/plain" worktree add -q ../plain-wt -b plain-wt
+	git -C "$S/plain" submodule add -q "$T/up" subm
+	git clone -q "$T/up" "$S/plain/subn"
+	git -C "$S/plain" submodule add -q "$T/up" subn
+	git -C "$S/plain" commit -qm submodules
+	git -C "$S/plain/subm" config core.hooksPath subhooks
+	# includes of every kind, one of them naming a hooksPath
+	printf '[user]\n\tnote = inc\n' >"$S/inc-plain.cfg"
+	printf '[user]\n\tnote = gitdir\n' >"$S/incif-gitdir.cfg"
+	printf '[user]\n\tnote = gitdiri\n' >"$S/incif-gitdiri.cfg"
+	printf '[core]\n\thooksPath = hooks-onbranch\n' >"$S/incif-onbranch.cfg"
+	printf '[user]\n\tnote = hasconfig\n' >"$S/incif-hasconfig.cfg"
+	git -C "$S/plain" remote add origin https://example.org/plain.git
+	git -C "$S/plain" config --add include.path ../../inc-plain.cfg
+	git -C "$S/plain" config --add "includeIf.gitdir:$S/plain/.path" ../../incif-gitdir.cfg
+	git -C "$S/plain" config --add "includeIf.gitdir/i:$S/PLAIN/.path" ../../incif-gitdiri.cfg
+	git -C "$S/plain" config --add "includeIf.onbranch:main.path" ../../incif-onbranch.cfg
+	git -C "$S/plain" config --add \
+		"includeIf.hasconfig:remote.*.url:https://example.org/**.path" ../../incif-hasconfig.cfg
+
+	mkdir -p "$S/store"
+	git init -q --separate-git-dir "$S/store/sep.git" "$S/sep"
+	commit_in "$S/sep" init
+	git -C "$S/sep" config core.hooksPath sep-hooks
+
+	git init -q "$S/store/symreal"
+	commit_in "$S/store/symreal" init
+	mv "$S/store/symreal/.git" "$S/store/sym.git"
+	mkdir -p "$S/symwt"
+	ln -s ../store/sym.git "$S/symwt/.git"
+	git -C "$S/symwt" config core.bare false
+	git -C "$S/symwt" config core.hooksPath sym-hooks
+
+	git init -q "$S/hp"
+	commit_in "$S/hp" init
+	git -C "$S/hp" config core.hooksPath hooks-dir
+	git -C "$S/hp" worktree add -q ../hp-wt -b hp-wt
+
+	git init -q "$S/wtc"
+	commit_in "$S/wtc" init
+	git -C "$S/wtc" config extensions.worktreeConfig true
+	git -C "$S/wtc" worktree add -q ../wtc-wt -b wtc-wt
+	git -C "$S/wtc-wt" config --worktree core.hooksPath wt-hooks
+
+	git init -q "$S/hus"
+	commit_in "$S/hus" init
+	mkdir -p "$S/hus/.husky/_"
+	printf '#!/bin/sh\n: husky\n' >"$S/hus/.husky/_/h"
+	git -C "$S/hus" config core.hooksPath .husky/_
+
+	git init -q "$S/abs"
+	commit_in "$S/abs" init
+	git -C "$S/abs" config core.hooksPath "$T/alias/src/abs/abs-hooks"
+
+	git init -q --bare "$S/bare.git"
+	git init -q --bare "$S/bare2.git"
+	git -C "$S/bare2.git" config core.hooksPath hk
+	set +e
+}
+# not in an || list: set -e would be off inside
+( corpus ) >"$T/corpus.log" 2>&1
+[ $? -eq 0 ] || { cat "$T/corpus.log" >&2; bail_out "building the corpus"; }
+
+TOPS="plain plain-wt plain/subm plain/subn sep symwt hp hp-wt wtc wtc-wt hus abs bare.git bare2.git"
+RS=$(realpath "$S")
+
+# hooks_of TOP: the absolute folder where git runs hooks for TOP, as git says
+hooks_of()
+{
+	local h
+	h=$(git -C "$S/$1" rev-parse --git-path hooks) || return 1
+	case "$h" in /*) ;; *) h="$S/$1/$h" ;; esac
+	realpath -m "$h"
+}
+
+# config_files TOP: every file `git config --list` reads for TOP, outside $HOME
+config_files()
+{
+	git -C "$S/$1" config --show-origin --list --show-scope 2>/dev/null |
+		awk -F'\t' '$1 == "local" || $1 == "worktree" { print $2 }' |
+		sed -n 's/^file://p' | sort -u |
+		while read -r f; do
+			case "$f" in /*) ;; *) f="$S/$1/$f" ;; esac
+			realpath -m "$f"
+		done
+}
+
+# in_mount HOSTPATH ROOT MNT: HOSTPATH seen through the mount of ROOT at MNT
+in_mount()
+{
+	case "$1" in
+	"$2") echo "$3" ;;
+	"$2"/*) echo "$3${1#"$2"}" ;;
+	*) return 1 ;;
+	esac
+}
+
+hook()
+{
+	printf '#!/bin/sh\ntouch %s/PWNED-%s\n' "$T" "$(printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '-')"
+}
+
+# plant FILE LABEL: write a hook at FILE; prints EROFS, OK or the error
+plant()
+{
+	local out
+	out=$( { hook "$2" >"$1"; } 2>&1 )
+	if [ -z "$out" ]; then
+		chmod +x "$1" 2>/dev/null
+		echo OK
+	else
+		case "$out" in
+		*"Read-only file system"*) echo EROFS ;;
+		*) echo "$out" ;;
+		esac
+	fi
+}
+
+# the hooks folders must exist for a planted hook to be a threat
+for top in $TOPS; do
+	h=$(hooks_of "$top") || bail_out "git rev-parse --git-path hooks in $top"
+	mkdir -p "$h"
+done
+
+# check_root ROOT MNT TOPS...: through MNT (a mount of ROOT), every hooks
+# folder and config file git names for each top inside ROOT is protected
+check_root()
+{
+	local root="$1" mnt="$2" top h mh f mf
+	shift 2
+	for top in "$@"; do
+		h=$(hooks_of "$top")
+		if mh=$(in_mount "$h" "$root" "$mnt"); then
+			is "$(plant "$mh/pre-commit" "$top-pre-commit")" EROFS \
+				"${mnt##*/}: $top: hook in ${h#"$RS"/} (git rev-parse --git-path hooks)"
+			is "$(plant "$mh/reference-transaction" "$top-reftx")" EROFS \
+				"${mnt##*/}: $top: reference-transaction hook in ${h#"$RS"/}"
+		else
+			diag "${mnt##*/}: $top: hooks at $h, outside the root"
+		fi
+		while read -r f; do
+			[ -n "$f" ] || continue
+			mf=$(in_mount "$f" "$root" "$mnt") || continue
+			got=$( { printf '[core]\n\tfsmonitor = %s\n' "$T/payload" >>"$mf"; } 2>&1 )
+			case "$got" in *"Read-only file system"*) got=EROFS ;; "") got=OK ;; esac
+			is "$got" EROFS "${mnt##*/}: $top: config file ${f#"$RS"/} (git config --show-origin)"
+		done < <(config_files "$top")
+	done
+}
+
+# linked worktrees git lists: each top's .git file is a pointer (W1)
+check_worktrees()
+{
+	local root="$1" mnt="$2" wt mw
+	while read -r wt; do
+		mw=$(in_mount "$(realpath -m "$wt")" "$root" "$mnt") || continue
+		[ -f "$wt/.git" ] || continue
+		got=$( { echo "gitdir: $T" >"$mw/.git"; } 2>&1 )
+		case "$got" in *"Read-only file system"*) got=EROFS ;; "") got=OK ;; esac
+		is "$got" EROFS "${mnt##*/}: .git file of worktree ${wt#"$RS"/} (git worktree list)"
+	done < <(for top in plain hp wtc; do
+		git -C "$S/$top" worktree list --porcelain | sed -n 's/^worktree //p'
+	done)
+}
+
+if fs_mount "$S" "$M"; then
+	ok "mount the corpus"
+	check_root "$RS" "$M" $TOPS
+	check_worktrees "$RS" "$M"
+	fs_umount "$M" || not_ok "unmount the corpus"
+else
+	not_ok "mount the corpus"
+fi
+
+# a mount of one linked worktree alone: its common git folder is outside it
+if fs_mount "$S/hp-wt" "$MW"; then
+	ok "mount the linked worktree hp-wt alone"
+	check_root "$RS/hp-wt" "$MW" hp-wt
+	fs_umount "$MW" || not_ok "unmount hp-wt"
+else
+	not_ok "mount the linked worktree hp-wt alone"
+fi
+
+# ---- plain git on the host, in every worktree --------------------------------
+for top in $TOPS; do
+	case "$top" in
+	*.git)
+		tree=$(git -C "$S/$top" mktree </dev/null)
+		c=$(git -C "$S/$top" commit-tree "$tree" -m host) &&
+			git -C "$S/$top" update-ref refs/heads/host "$c" ;;
+	*) commit_in "$S/$top" host ;;
+	esac >/dev/null 2>&1
+done
+pwned=$(cd "$T" && ls -d PWNED-* 2>/dev/null | tr '\n' ' ')
+is "$pwned" "" "host git ran no planted hook in any worktree"
+
+done_testing
