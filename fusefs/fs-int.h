@@ -59,7 +59,13 @@ struct inode_table {
 	size_t nbuckets, count;
 };
 
-/* A blocking flock or POSIX lock, retried from the lock thread. */
+/*
+ * A blocking flock or POSIX lock, retried from the lock thread. A worker
+ * allocates it, registers the request's interrupt callback and then puts it
+ * on fs->lk_head (under lk_lock); from then on only the lock thread (or
+ * fs_lock_drop() at the handle's release) takes it off the list, and whoever
+ * does replies and frees it. fd is the open handle's, valid until release.
+ */
 struct lock_wait {
 	struct lock_wait *next;
 	fuse_req_t req;
@@ -218,6 +224,7 @@ void ops_thread_exit(void);
 void fs_log(struct fs *fs, enum fs_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void fs_lock_queue(struct fs *fs, struct lock_wait *w);
+void fs_lock_drop(struct fs *fs, int fd);
 void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *parent,
 		   const char *name);
 int fs_as_caller(fuse_req_t req, bool with_groups);

@@ -341,14 +341,47 @@ static void lock_interrupted(fuse_req_t req, void *data)
 	pthread_cond_signal(&fs->lk_cond);
 }
 
+/*
+ * The interrupt callback is registered before the waiter is published: once
+ * on the list, the lock thread may grant it at once, and its reply frees the
+ * request and w. Only the lock thread frees w, after lock_reply() has
+ * unregistered the callback (which waits for one running), so the callback
+ * never sees a freed waiter.
+ */
 void fs_lock_queue(struct fs *fs, struct lock_wait *w)
 {
+	fuse_req_interrupt_func(w->req, lock_interrupted, w);
 	pthread_mutex_lock(&fs->lk_lock);
 	w->next = fs->lk_head;
 	fs->lk_head = w;
 	pthread_cond_signal(&fs->lk_cond);
 	pthread_mutex_unlock(&fs->lk_lock);
-	fuse_req_interrupt_func(w->req, lock_interrupted, w);
+}
+
+/*
+ * A file handle is released: its waiters go, answered EBADF, before its fd
+ * is closed, so none is retried on a file that reuses the number. The lock
+ * thread tries waiters under lk_lock, so none is mid-try on fd here.
+ */
+void fs_lock_drop(struct fs *fs, int fd)
+{
+	struct lock_wait *w, **pp, *done = NULL;
+
+	pthread_mutex_lock(&fs->lk_lock);
+	for (pp = &fs->lk_head; (w = *pp) != NULL;) {
+		if (w->fd != fd) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		w->next = done;
+		done = w;
+	}
+	pthread_mutex_unlock(&fs->lk_lock);
+	while ((w = done) != NULL) {
+		done = w->next;
+		lock_reply(w, EBADF);
+	}
 }
 
 static fuse_ino_t nodeid(struct fs_mount *m, struct inode *ino)

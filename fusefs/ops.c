@@ -668,6 +668,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	char *name;
 	int pfd;
 
+	fs_lock_drop(m->fs, (int)fi->fh);
 	close((int)fi->fh);
 	wire_open_end(m, i, (fi->fh & FH_PASSTHROUGH) != 0);
 	/* Passthrough writes bypass op_write_buf: other mounts learn of them here. */
