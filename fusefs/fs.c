@@ -17,6 +17,7 @@
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/fsuid.h>
 
@@ -204,6 +205,25 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 }
 
 /*
+ * The kernel has already applied the caller's umask to the mode of a create,
+ * mkdir or mknod (no FUSE_CAP_DONT_MASK), so the server's own umask must not
+ * mask it again: the mount's shell or agentfsd under systemd (UMask=0077)
+ * would change what callers get. A worker gets its own fs_struct
+ * (unshare(CLONE_FS)) with umask 0, leaving the process's umask, and so the
+ * daemon's own files, as they are. Failing that, modes are masked twice:
+ * stricter, never looser.
+ */
+static void worker_umask(struct fs *fs)
+{
+	if (unshare(CLONE_FS) != 0) {
+		fs_log(fs, FS_LOG_ERR, "unshare(CLONE_FS): %s; modes made through mounts "
+				       "are masked by the server's umask too", strerror(errno));
+		return;
+	}
+	umask(0);
+}
+
+/*
  * A worker: take one ready mount from the epoll set, receive one request,
  * re-arm the mount at once so another worker can take the next request,
  * then process this one. -EAGAIN is normal on the non-blocking fds.
@@ -217,6 +237,7 @@ static void *worker_main(void *arg)
 	uint32_t slot, gen;
 	int res;
 
+	worker_umask(fs);
 	for (;;) {
 		res = epoll_wait(fs->epfd, &ev, 1, -1);
 		if (res < 0 && errno == EINTR)

@@ -359,7 +359,6 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct listener *ls;
 	struct stat st;
-	mode_t old;
 	int fd, e;
 
 	if (strlen(path) >= sizeof sa.sun_path) {
@@ -385,15 +384,24 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 		snprintf(err, errlen, "socket: %s", strerror(e));
 		return -e;
 	}
-	old = umask(0177);
+	/*
+	 * No umask(): it is process-wide, and mount workers create files at
+	 * the same time. Nobody can connect before listen(), so the socket's
+	 * mode is set on its path between bind and listen.
+	 */
 	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
 		e = errno;
-		umask(old);
 		close(fd);
 		snprintf(err, errlen, "cannot bind %s: %s", path, strerror(e));
 		return -e;
 	}
-	umask(old);
+	if (chmod(path, 0600) != 0) {
+		e = errno;
+		close(fd);
+		unlink(path);
+		snprintf(err, errlen, "cannot chmod %s: %s", path, strerror(e));
+		return -e;
+	}
 	if (bot != NULL && bot->owner_uid != 0 && chown(path, bot->owner_uid, (gid_t)-1) != 0)
 		log_msg(LOG_WARNING, "chown %s: %s", path, strerror(errno));
 	ls = calloc(1, sizeof *ls);
