@@ -14,6 +14,28 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+/*
+ * connect() with a full listen backlog fails with EAGAIN (at once for a
+ * non-blocking socket, or when the wait is cut short): the daemon's loop is
+ * busy with a burst of clients, so try again for about 2 s, backing off.
+ */
+static int connect_retry(int fd, const struct sockaddr_un *sa)
+{
+	struct timespec ts = {0, 1000 * 1000};
+	long waited_ms = 0;
+
+	for (;;) {
+		if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0)
+			return 0;
+		if ((errno != EAGAIN && errno != EINTR) || waited_ms >= 2000)
+			return -1;
+		nanosleep(&ts, NULL);
+		waited_ms += ts.tv_nsec / 1000000;
+		if (ts.tv_nsec < 256 * 1000 * 1000)
+			ts.tv_nsec *= 2;
+	}
+}
+
 static int connect_to(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -25,7 +47,7 @@ static int connect_to(const char *path)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		die("socket: %s", strerror(errno));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+	if (connect_retry(fd, &sa) != 0) {
 		int e = errno;
 
 		close(fd);

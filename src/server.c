@@ -339,6 +339,26 @@ static void listener_error(struct evconnlistener *l, void *arg)
 	log_msg(LOG_ERR, "accept on %s: %s", ls->path, strerror(e));
 }
 
+/*
+ * The listen backlog: the kernel's limit (net.core.somaxconn), so a burst of
+ * clients (many bots' tools starting together) waits there while the loop
+ * is busy instead of failing with EAGAIN; libevent's default is 128.
+ */
+static int listen_backlog(void)
+{
+	FILE *f = fopen("/proc/sys/net/core/somaxconn", "re");
+	int n = 0;
+
+	if (f != NULL) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = 0;
+		fclose(f);
+	}
+	if (n <= 0)
+		n = SOMAXCONN;
+	return n > 65535 ? 65535 : n;
+}
+
 /* Is a daemon answering on this socket path? Used to refuse a second one. */
 static bool socket_in_use(const char *path)
 {
@@ -416,7 +436,8 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 	ls->bot = bot;
 	ls->owner = bot != NULL ? bot->owner_uid : geteuid();
 	ls->l = evconnlistener_new(srv->base, listener_accept, ls,
-				   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 128, fd);
+				   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, listen_backlog(),
+				   fd);
 	ls->retry = evtimer_new(srv->base, listener_retry, ls);
 	if (ls->l == NULL || ls->retry == NULL) {
 		if (ls->l != NULL)
