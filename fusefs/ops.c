@@ -63,6 +63,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		       "%s: the kernel offers no passthrough (Linux 6.9 and "
 		       "later do): file reads and writes go through agentfs",
 		       m->mountpoint);
+	else
+		fs_log(m->fs, FS_LOG_INFO,
+		       "%s: passthrough off (nopassthrough): file reads and writes go "
+		       "through agentfs",
+		       m->mountpoint);
 	pthread_mutex_lock(&m->fs->lock);
 	m->initialised = true;
 	pthread_mutex_unlock(&m->fs->lock);
