@@ -11,6 +11,7 @@ DAEMON_TESTS = \
 	tests/daemon-basic.sh \
 	tests/daemon-authority.sh \
 	tests/daemon-restart.sh \
-	tests/daemon-hostile.sh
+	tests/daemon-hostile.sh \
+	tests/cli-conv.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
