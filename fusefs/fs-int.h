@@ -97,6 +97,8 @@ struct fs_mount {
 	dev_t source_dev;
 	atomic_uint siblings; /* other mounts on source_dev: 0 skips fs_invalidate */
 	atomic_bool readonly;
+	unsigned kattrs;	  /* the kernel mount's MOUNT_ATTR_* at mount (immutable) */
+	bool noatime, nodiratime; /* -o: the server's reads leave atimes (immutable) */
 	atomic_bool allow_new_repos;
 	double timeout;
 	int poll_us; /* see fs_params; -o poll= */
@@ -234,6 +236,7 @@ int fs_attach(struct fs *fs, struct fs_mount *m, struct fs_error *err);
 /* mount.c */
 int mount_kernel(struct fs_mount *m, int mpfd, const char *extra, struct fs_error *err);
 int mount_detach(struct fs_mount *m);
+int mount_set_kernel_ro(struct fs_mount *m, bool readonly);
 int mount_open_dir(const char *path, struct fs_error *err, const char *what);
 void fs_seterr(struct fs_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -778,9 +778,15 @@ void fs_mount_free(struct fs_mount *m)
 }
 
 /* Takes effect on the next operation: the policy reads it every time. */
+/* The server refuses writes at once; the kernel flag follows for the mount table. */
 void fs_mount_set_readonly(struct fs_mount *m, bool readonly)
 {
+	int r;
+
 	atomic_store(&m->readonly, readonly);
+	if ((r = mount_set_kernel_ro(m, readonly)) != 0)
+		fs_log(m->fs, FS_LOG_WARN, "%s: cannot make the kernel mount %s: %s",
+		       m->mountpoint, readonly ? "read-only" : "writable", strerror(-r));
 }
 
 void fs_mount_set_allow_new_repos(struct fs_mount *m, bool allow)
@@ -815,6 +821,11 @@ void fs_mount_new_repos(struct fs_mount *m, void (*fn)(void *arg, const char *pa
 const char *fs_mount_source(const struct fs_mount *m)
 {
 	return m->source;
+}
+
+uint64_t fs_mount_id(const struct fs_mount *m)
+{
+	return m->mnt_id;
 }
 
 const char *fs_mount_point(const struct fs_mount *m)
