@@ -301,11 +301,13 @@ if [ -z "$bindfs_mode" ]; then
 
 	# auto_unmount: a server killed with SIGKILL leaves no dead mount behind
 	if fs_mount -o auto_unmount "$T/src" "$T/m"; then
+		# the watcher is the server's child
 		srv=
 		for p in $(lib_our_servers); do
-			[ "$(cat "/proc/$p/comm" 2>/dev/null)" = agentfs ] && srv="$srv $p"
+			[ "$(cat "/proc/$p/comm" 2>/dev/null)" = agentfs-unmount ] &&
+				srv="$srv $(awk '/^PPid:/ { print $2 }' "/proc/$p/status")"
 		done
-		is "$(echo $srv | wc -w)" 1 "-o auto_unmount: one server (and its watcher)"
+		is "$(echo $srv | wc -w)" 1 "-o auto_unmount: a watcher runs beside the server"
 		# shellcheck disable=SC2086
 		kill -KILL $srv
 		if wait_until 5 eval '! is_mounted "$T/m"'; then
