@@ -216,8 +216,10 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 static void worker_umask(struct fs *fs)
 {
 	if (unshare(CLONE_FS) != 0) {
-		fs_log(fs, FS_LOG_ERR, "unshare(CLONE_FS): %s; modes made through mounts "
-				       "are masked by the server's umask too", strerror(errno));
+		fs_log(fs, FS_LOG_ERR,
+		       "unshare(CLONE_FS): %s; modes made through mounts "
+		       "are masked by the server's umask too",
+		       strerror(errno));
 		return;
 	}
 	umask(0);
@@ -785,8 +787,8 @@ void fs_mount_set_readonly(struct fs_mount *m, bool readonly)
 
 	atomic_store(&m->readonly, readonly);
 	if ((r = mount_set_kernel_ro(m, readonly)) != 0)
-		fs_log(m->fs, FS_LOG_WARN, "%s: cannot make the kernel mount %s: %s",
-		       m->mountpoint, readonly ? "read-only" : "writable", strerror(-r));
+		fs_log(m->fs, FS_LOG_WARN, "%s: cannot make the kernel mount %s: %s", m->mountpoint,
+		       readonly ? "read-only" : "writable", strerror(-r));
 }
 
 void fs_mount_set_allow_new_repos(struct fs_mount *m, bool allow)

@@ -305,7 +305,8 @@ static int parse_options(const char *s, struct mount_opts *o, struct fs_error *e
 		else if (strcmp(tok, "nopassthrough") == 0)
 			o->nopassthrough = true;
 		else if (strcmp(tok, "rw") == 0 || strcmp(tok, "allow_other") == 0 ||
-			 strcmp(tok, "default_permissions") == 0 || strcmp(tok, "auto_unmount") == 0)
+			 strcmp(tok, "default_permissions") == 0 ||
+			 strcmp(tok, "auto_unmount") == 0)
 			; /* always on, the default, or the caller's (auto_unmount) */
 		else if (strncmp(tok, "fsname=", 7) == 0 && strlen(tok + 7) < sizeof o->fsname)
 			strcpy(o->fsname, tok + 7);

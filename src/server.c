@@ -266,6 +266,28 @@ static void peer_event(struct bufferevent *bev, short what, void *arg)
 		peer_lost(p);
 }
 
+/* One error line for a client whose user may not use this socket, then close. */
+static void peer_refuse(int fd, const struct listener *ls)
+{
+	char line[256];
+	int n;
+
+	if (ls->bot == NULL)
+		n = snprintf(line, sizeof line,
+			     "{\"ok\":false,\"error\":{\"code\":\"forbidden\",\"message\":"
+			     "\"permission denied: the control socket is " CONTROL_SOCKET_DENIED
+			     "\"}}\n");
+	else
+		n = snprintf(
+			line, sizeof line,
+			"{\"ok\":false,\"error\":{\"code\":\"forbidden\",\"message\":"
+			"\"permission denied: this bot's socket is for root and uid %u only\"}}\n",
+			(unsigned)ls->owner);
+	if (write(fd, line, (size_t)n) < 0)
+		log_msg(LOG_DEBUG, "write: %s", strerror(errno));
+	close(fd);
+}
+
 static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 			    int salen, void *arg)
 {
@@ -282,7 +304,7 @@ static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct
 	if (cred.uid != 0 && cred.uid != ls->owner) {
 		/* The socket's mode already keeps others out; this is the second lock. */
 		log_msg(LOG_WARNING, "refused a client with uid %u on %s", cred.uid, ls->path);
-		close(fd);
+		peer_refuse(fd, ls);
 		return;
 	}
 	if (srv->npeers >= srv->cfg->max_clients) {

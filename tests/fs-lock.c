@@ -74,8 +74,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 4 || argc > 5 ||
 	    (strcmp(argv[1], "flock") && strcmp(argv[1], "posix") && strcmp(argv[1], "ofd"))) {
-		fprintf(stderr,
-			"usage: fs-lock flock|posix|ofd try|hold|wait|getlk|churn PATH [SECONDS]\n");
+		fprintf(stderr, "usage: fs-lock flock|posix|ofd try|hold|wait|getlk|churn PATH "
+				"[SECONDS]\n");
 		return 2;
 	}
 	kind = argv[1];
