@@ -69,7 +69,13 @@ struct inode_table {
 	size_t nbuckets, count;
 };
 
-/* A blocking flock or POSIX lock, retried from the lock thread. */
+/*
+ * A blocking flock or POSIX lock, retried from the lock thread. A worker
+ * allocates it, registers the request's interrupt callback and then puts it
+ * on fs->lk_head (under lk_lock); from then on only the lock thread (or
+ * fs_lock_drop() at the handle's release) takes it off the list, and whoever
+ * does replies and frees it. fd is the open handle's, valid until release.
+ */
 struct lock_wait {
 	struct lock_wait *next;
 	fuse_req_t req;
@@ -108,6 +114,8 @@ struct fs_mount {
 	dev_t source_dev;
 	atomic_uint siblings; /* other mounts on source_dev: 0 skips fs_invalidate */
 	atomic_bool readonly;
+	unsigned kattrs;	  /* the kernel mount's MOUNT_ATTR_* at mount (immutable) */
+	bool noatime, nodiratime; /* -o: the server's reads leave atimes (immutable) */
 	atomic_bool allow_new_repos;
 	double timeout;
 	int poll_us; /* see fs_params; -o poll= */
@@ -250,6 +258,7 @@ void ops_thread_exit(void);
 void fs_log(struct fs *fs, enum fs_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void fs_lock_queue(struct fs *fs, struct lock_wait *w);
+void fs_lock_drop(struct fs *fs, int fd);
 void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *parent,
 		   const char *name);
 int fs_as_caller(fuse_req_t req, bool with_groups);
@@ -259,6 +268,7 @@ int fs_attach(struct fs *fs, struct fs_mount *m, struct fs_error *err);
 /* mount.c */
 int mount_kernel(struct fs_mount *m, int mpfd, const char *extra, struct fs_error *err);
 int mount_detach(struct fs_mount *m);
+int mount_set_kernel_ro(struct fs_mount *m, bool readonly);
 int mount_open_dir(const char *path, struct fs_error *err, const char *what);
 void fs_seterr(struct fs_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

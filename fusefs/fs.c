@@ -17,6 +17,7 @@
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/fsuid.h>
 
@@ -207,6 +208,27 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 }
 
 /*
+ * The kernel has already applied the caller's umask to the mode of a create,
+ * mkdir or mknod (no FUSE_CAP_DONT_MASK), so the server's own umask must not
+ * mask it again: the mount's shell or agentfsd under systemd (UMask=0077)
+ * would change what callers get. A worker gets its own fs_struct
+ * (unshare(CLONE_FS)) with umask 0, leaving the process's umask, and so the
+ * daemon's own files, as they are. Failing that, modes are masked twice:
+ * stricter, never looser.
+ */
+static void worker_umask(struct fs *fs)
+{
+	if (unshare(CLONE_FS) != 0) {
+		fs_log(fs, FS_LOG_ERR,
+		       "unshare(CLONE_FS): %s; modes made through mounts "
+		       "are masked by the server's umask too",
+		       strerror(errno));
+		return;
+	}
+	umask(0);
+}
+
+/*
  * A worker: take one ready mount from the epoll set, receive one request,
  * re-arm the mount at once so another worker can take the next request,
  * then process this one. -EAGAIN is normal on the non-blocking fds.
@@ -220,6 +242,7 @@ static void *worker_main(void *arg)
 	uint32_t slot, gen;
 	int res;
 
+	worker_umask(fs);
 	for (;;) {
 		res = epoll_wait(fs->epfd, &ev, 1, -1);
 		if (res < 0 && errno == EINTR)
@@ -344,14 +367,47 @@ static void lock_interrupted(fuse_req_t req, void *data)
 	pthread_cond_signal(&fs->lk_cond);
 }
 
+/*
+ * The interrupt callback is registered before the waiter is published: once
+ * on the list, the lock thread may grant it at once, and its reply frees the
+ * request and w. Only the lock thread frees w, after lock_reply() has
+ * unregistered the callback (which waits for one running), so the callback
+ * never sees a freed waiter.
+ */
 void fs_lock_queue(struct fs *fs, struct lock_wait *w)
 {
+	fuse_req_interrupt_func(w->req, lock_interrupted, w);
 	pthread_mutex_lock(&fs->lk_lock);
 	w->next = fs->lk_head;
 	fs->lk_head = w;
 	pthread_cond_signal(&fs->lk_cond);
 	pthread_mutex_unlock(&fs->lk_lock);
-	fuse_req_interrupt_func(w->req, lock_interrupted, w);
+}
+
+/*
+ * A file handle is released: its waiters go, answered EBADF, before its fd
+ * is closed, so none is retried on a file that reuses the number. The lock
+ * thread tries waiters under lk_lock, so none is mid-try on fd here.
+ */
+void fs_lock_drop(struct fs *fs, int fd)
+{
+	struct lock_wait *w, **pp, *done = NULL;
+
+	pthread_mutex_lock(&fs->lk_lock);
+	for (pp = &fs->lk_head; (w = *pp) != NULL;) {
+		if (w->fd != fd) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		w->next = done;
+		done = w;
+	}
+	pthread_mutex_unlock(&fs->lk_lock);
+	while ((w = done) != NULL) {
+		done = w->next;
+		lock_reply(w, EBADF);
+	}
 }
 
 static fuse_ino_t nodeid(struct fs_mount *m, struct inode *ino)
@@ -739,9 +795,15 @@ void fs_mount_free(struct fs_mount *m)
 }
 
 /* Takes effect on the next operation: the policy reads it every time. */
+/* The server refuses writes at once; the kernel flag follows for the mount table. */
 void fs_mount_set_readonly(struct fs_mount *m, bool readonly)
 {
+	int r;
+
 	atomic_store(&m->readonly, readonly);
+	if ((r = mount_set_kernel_ro(m, readonly)) != 0)
+		fs_log(m->fs, FS_LOG_WARN, "%s: cannot make the kernel mount %s: %s", m->mountpoint,
+		       readonly ? "read-only" : "writable", strerror(-r));
 }
 
 void fs_mount_set_allow_new_repos(struct fs_mount *m, bool allow)
@@ -776,6 +838,11 @@ void fs_mount_new_repos(struct fs_mount *m, void (*fn)(void *arg, const char *pa
 const char *fs_mount_source(const struct fs_mount *m)
 {
 	return m->source;
+}
+
+uint64_t fs_mount_id(const struct fs_mount *m)
+{
+	return m->mnt_id;
 }
 
 const char *fs_mount_point(const struct fs_mount *m)

@@ -55,9 +55,13 @@ struct fs_mount_params {
 	const char *const *ro_paths; /* subtrees (relative to source) made read-only */
 	size_t n_ro_paths;
 	bool allow_new_repos; /* reserved for gitguard: new .git folders allowed */
+	bool empty_mountpoint; /* refuse a non-empty mount point (not the source) */
 	/*
-	 * Comma-separated -o options: suid, dev, debug, fsname=NAME,
-	 * timeout=SECONDS, ro, allow_other and default_permissions (always on).
+	 * Comma-separated -o options: ro, suid/nosuid, dev/nodev, exec/noexec,
+	 * noatime, relatime, nodiratime, nonempty, debug, fsname=NAME (default:
+	 * the source's absolute path), timeout=SECONDS, poll=USEC,
+	 * nopassthrough, noguard; allow_other and default_permissions (always
+	 * on) and auto_unmount (the caller's to do) are accepted.
 	 */
 	const char *options;
 	/* Called from a worker once the kernel's INIT has been answered. */
@@ -77,6 +81,7 @@ void fs_mount_set_allow_new_repos(struct fs_mount *m, bool allow);
 void fs_mount_new_repos(struct fs_mount *m, void (*fn)(void *arg, const char *path), void *arg);
 const char *fs_mount_source(const struct fs_mount *m);
 const char *fs_mount_point(const struct fs_mount *m);
+uint64_t fs_mount_id(const struct fs_mount *m);
 unsigned fs_mount_count(struct fs *fs);
 
 /* mount.c */

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -201,12 +202,68 @@ static bool fd_beneath(int inner, int outer)
 	return false;
 }
 
+/*
+ * A mount hides what its mount point holds: refuse a folder with entries
+ * unless -o nonempty, but not the source itself (a guarded view over it).
+ */
+static int check_empty(int mpfd, int rootfd, const char *mountpoint, struct fs_error *err)
+{
+	struct stat sm, sr;
+	struct dirent *de;
+	DIR *d;
+	int fd, n = 0;
+
+	if (fstat(mpfd, &sm) == 0 && fstat(rootfd, &sr) == 0 && sm.st_dev == sr.st_dev &&
+	    sm.st_ino == sr.st_ino)
+		return 0;
+	fd = openat(mpfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (d == NULL) {
+		n = errno;
+		if (fd >= 0)
+			close(fd);
+		fs_seterr(err, n, "mount point %s: %s", mountpoint, strerror(n));
+		return -n;
+	}
+	while ((de = readdir(d)) != NULL && n == 0)
+		n = strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	if (n == 0)
+		return 0;
+	fs_seterr(err, ENOTEMPTY,
+		  "mount point %s is not empty: the mount would hide what it holds "
+		  "(-o nonempty mounts over it anyway)",
+		  mountpoint);
+	return -ENOTEMPTY;
+}
+
 struct mount_opts {
 	bool suid, dev, debug, readonly, noguard, nopassthrough;
+	bool noexec, noatime, nodiratime, nonempty;
 	double timeout;
 	int poll_us;
-	char fsname[256];
+	char fsname[PATH_MAX];
 };
+
+/* The kernel mount's flags (as mount_setattr's MOUNT_ATTR_*) for options o. */
+static unsigned mount_attrs(const struct mount_opts *o, bool readonly)
+{
+	return (o->suid ? 0 : MOUNT_ATTR_NOSUID) | (o->dev ? 0 : MOUNT_ATTR_NODEV) |
+	       (o->noexec ? MOUNT_ATTR_NOEXEC : 0) | (readonly ? MOUNT_ATTR_RDONLY : 0) |
+	       (o->noatime ? MOUNT_ATTR_NOATIME : MOUNT_ATTR_RELATIME) |
+	       (o->nodiratime ? MOUNT_ATTR_NODIRATIME : 0);
+}
+
+/* The same flags for mount(2). */
+static unsigned long mount_ms_flags(unsigned attrs)
+{
+	return (attrs & MOUNT_ATTR_NOSUID ? MS_NOSUID : 0) |
+	       (attrs & MOUNT_ATTR_NODEV ? MS_NODEV : 0) |
+	       (attrs & MOUNT_ATTR_NOEXEC ? MS_NOEXEC : 0) |
+	       (attrs & MOUNT_ATTR_RDONLY ? MS_RDONLY : 0) |
+	       ((attrs & MOUNT_ATTR__ATIME) == MOUNT_ATTR_NOATIME ? MS_NOATIME : MS_RELATIME) |
+	       (attrs & MOUNT_ATTR_NODIRATIME ? MS_NODIRATIME : 0);
+}
 
 static int parse_options(const char *s, struct mount_opts *o, struct fs_error *err)
 {
@@ -227,6 +284,18 @@ static int parse_options(const char *s, struct mount_opts *o, struct fs_error *e
 			o->dev = true;
 		else if (strcmp(tok, "nodev") == 0)
 			o->dev = false;
+		else if (strcmp(tok, "exec") == 0)
+			o->noexec = false;
+		else if (strcmp(tok, "noexec") == 0)
+			o->noexec = true;
+		else if (strcmp(tok, "noatime") == 0)
+			o->noatime = true;
+		else if (strcmp(tok, "relatime") == 0)
+			o->noatime = false;
+		else if (strcmp(tok, "nodiratime") == 0)
+			o->nodiratime = true;
+		else if (strcmp(tok, "nonempty") == 0)
+			o->nonempty = true;
 		else if (strcmp(tok, "debug") == 0)
 			o->debug = true;
 		else if (strcmp(tok, "ro") == 0)
@@ -236,8 +305,9 @@ static int parse_options(const char *s, struct mount_opts *o, struct fs_error *e
 		else if (strcmp(tok, "nopassthrough") == 0)
 			o->nopassthrough = true;
 		else if (strcmp(tok, "rw") == 0 || strcmp(tok, "allow_other") == 0 ||
-			 strcmp(tok, "default_permissions") == 0)
-			; /* always on, or the default */
+			 strcmp(tok, "default_permissions") == 0 ||
+			 strcmp(tok, "auto_unmount") == 0)
+			; /* always on, the default, or the caller's (auto_unmount) */
 		else if (strncmp(tok, "fsname=", 7) == 0 && strlen(tok + 7) < sizeof o->fsname)
 			strcpy(o->fsname, tok + 7);
 		else if (strncmp(tok, "poll=", 5) == 0) {
@@ -304,7 +374,7 @@ static int mount_legacy(struct fs_mount *m, int mpfd, const struct mount_opts *o
 			struct fs_error *err)
 {
 	char opts[256], target[64];
-	unsigned long flags = 0;
+	unsigned long flags;
 	struct statx stx;
 	int fd, e;
 
@@ -312,12 +382,8 @@ static int mount_legacy(struct fs_mount *m, int mpfd, const struct mount_opts *o
 		 "fd=%d,rootmode=%o,user_id=%u,group_id=%u,allow_other,default_permissions",
 		 m->fuse_fd, (unsigned)S_IFDIR, (unsigned)getuid(), (unsigned)getgid());
 	snprintf(target, sizeof target, "/proc/self/fd/%d", mpfd);
-	if (!o->suid)
-		flags |= MS_NOSUID;
-	if (!o->dev)
-		flags |= MS_NODEV;
-	if (mount(o->fsname[0] != '\0' ? o->fsname : m->source, target, "fuse.agentfs", flags,
-		  opts) != 0) {
+	flags = mount_ms_flags(m->kattrs);
+	if (mount(o->fsname, target, "fuse.agentfs", flags, opts) != 0) {
 		e = errno;
 		fs_seterr(err, e, "cannot mount %s: mount: %s%s", m->mountpoint, strerror(e),
 			  e == EPERM ? " (agentfs mount needs root)" : "");
@@ -347,7 +413,6 @@ static int mount_make(struct fs_mount *m, int mpfd, const struct mount_opts *o,
 {
 	char num[32];
 	int fsfd, mfd, e;
-	unsigned attrs = 0;
 	const char *step;
 	struct statx stx;
 
@@ -382,17 +447,13 @@ static int mount_make(struct fs_mount *m, int mpfd, const struct mount_opts *o,
 		goto fail;
 	if (fsconfig_str(fsfd, "subtype", "agentfs") != 0)
 		goto fail;
-	if (fsconfig_str(fsfd, "source", o->fsname[0] != '\0' ? o->fsname : m->source) != 0)
+	if (fsconfig_str(fsfd, "source", o->fsname) != 0)
 		goto fail;
 	step = "creating the superblock";
 	if (fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
 		goto fail;
-	if (!o->suid)
-		attrs |= MOUNT_ATTR_NOSUID;
-	if (!o->dev)
-		attrs |= MOUNT_ATTR_NODEV;
 	step = "fsmount";
-	mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, attrs);
+	mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, m->kattrs);
 	if (mfd < 0)
 		goto fail;
 	close(fsfd);
@@ -438,6 +499,49 @@ int mount_detach(struct fs_mount *m)
 }
 
 static int lexical_abs(const char *path, char *out, size_t len);
+
+/*
+ * Make the kernel mount read-only or writable, as configure changes it, so
+ * the mount table says what holds. The same mount is changed in place
+ * (mount_setattr on an fd of its root, checked by mount id), never
+ * remounted; binds of it made before keep the flag they had.
+ */
+int mount_set_kernel_ro(struct fs_mount *m, bool readonly)
+{
+	struct mount_attr attr = {0};
+	char path[PATH_MAX];
+	struct statx stx;
+	int fd, r = 0;
+
+	if (m->mnt_id == 0 || mountinfo_path_of(m->mnt_id, path, sizeof path) != 0)
+		return -ENOENT;
+	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != m->mnt_id) {
+		close(fd);
+		return -ESTALE;
+	}
+	if (readonly)
+		attr.attr_set = MOUNT_ATTR_RDONLY;
+	else
+		attr.attr_clr = MOUNT_ATTR_RDONLY;
+	if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
+		r = -errno;
+		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+		/* Kernels before 5.12: a bind remount restates every flag. */
+		if (r == -ENOSYS &&
+		    mount(NULL, path, NULL,
+			  MS_REMOUNT | MS_BIND |
+				  mount_ms_flags((m->kattrs & ~MOUNT_ATTR_RDONLY) |
+						 (readonly ? MOUNT_ATTR_RDONLY : 0)),
+			  NULL) == 0)
+			r = 0;
+	}
+	close(fd);
+	return r;
+}
 
 static void guard_log(void *arg, const char *msg)
 {
@@ -656,9 +760,16 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 			  p->mountpoint, p->source);
 		goto fail;
 	}
+	if (p->empty_mountpoint && !o.nonempty &&
+	    (r = check_empty(mpfd, rootfd, p->mountpoint, err)) != 0)
+		goto fail;
 	if (fstat(rootfd, &st) != 0) {
 		r = -errno;
 		fs_seterr(err, errno, "source %s: %s", p->source, strerror(errno));
+		goto fail;
+	}
+	if (o.fsname[0] == '\0' && (r = lexical_abs(p->source, o.fsname, sizeof o.fsname)) != 0) {
+		fs_seterr(err, -r, "source %s: %s", p->source, strerror(-r));
 		goto fail;
 	}
 	m = calloc(1, sizeof *m);
@@ -672,6 +783,9 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 		goto nomem;
 	m->source_dev = st.st_dev;
 	m->readonly = p->readonly || o.readonly;
+	m->kattrs = mount_attrs(&o, m->readonly);
+	m->noatime = o.noatime;
+	m->nodiratime = o.nodiratime;
 	m->allow_new_repos = p->allow_new_repos;
 	m->timeout = o.timeout;
 	m->poll_us = o.poll_us;
@@ -702,7 +816,8 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	}
 	if ((r = mount_make(m, mpfd, &o, err)) != 0)
 		goto fail;
-	m->want_passthrough = !o.nopassthrough;
+	/* Passthrough reads the source file in the kernel, which sets its atime. */
+	m->want_passthrough = !o.nopassthrough && !o.noatime;
 	if (wire_attach(m) != 0) {
 		r = -EIO;
 		fs_seterr(err, EIO, "cannot attach the FUSE session to /dev/fuse (fd %d)",

@@ -63,6 +63,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		       "%s: the kernel offers no passthrough (Linux 6.9 and "
 		       "later do): file reads and writes go through agentfs",
 		       m->mountpoint);
+	else
+		fs_log(m->fs, FS_LOG_INFO,
+		       "%s: passthrough off (%s): file reads and writes go through agentfs",
+		       m->mountpoint,
+		       m->noatime ? "noatime: the kernel's own reads would set atimes"
+				  : "nopassthrough");
 	pthread_mutex_lock(&m->fs->lock);
 	m->initialised = true;
 	pthread_mutex_unlock(&m->fs->lock);
@@ -519,6 +525,24 @@ static void set_keep_cache(struct fs_mount *m, struct inode *i, int fd, struct f
 	pthread_mutex_unlock(&m->fs->lock);
 }
 
+/*
+ * -o noatime (or nodiratime, for folders): the kernel keeps no atime on a
+ * FUSE mount, the source does, so the server's own opens carry O_NOATIME.
+ * That needs the owner's fsuid or CAP_FOWNER: without, open as usual.
+ */
+static int open_atime(struct fs_mount *m, int dirfd, const char *path, int flags)
+{
+	bool dir = (flags & O_DIRECTORY) != 0;
+	int fd;
+
+	if (m->noatime || (dir && m->nodiratime)) {
+		fd = openat(dirfd, path, flags | O_NOATIME);
+		if (fd >= 0 || errno != EPERM)
+			return fd;
+	}
+	return openat(dirfd, path, flags);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
@@ -551,8 +575,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	proc_path(path, fd);
 	/* The /proc/self/fd reopen must follow its magic link: no O_NOFOLLOW. */
-	nfd = open(path,
-		   (fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_TRUNC)) | O_CLOEXEC);
+	nfd = open_atime(m, AT_FDCWD, path,
+			 (fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_TRUNC)) |
+				 O_CLOEXEC);
 	r = nfd < 0 ? -errno : 0;
 	inode_fd_put(m, i);
 	if (r != 0) {
@@ -704,6 +729,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	char *name;
 	int pfd;
 
+	fs_lock_drop(m->fs, (int)fi->fh);
 	close((int)fi->fh);
 	wire_open_end(m, i, (fi->fh & FH_PASSTHROUGH) != 0);
 	/* Passthrough writes bypass op_write_buf: other mounts learn of them here. */
@@ -760,7 +786,7 @@ static int dir_open(struct fs_mount *m, struct inode *i)
 
 	if (fd < 0)
 		return fd;
-	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = open_atime(m, fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		dfd = -errno;
 	inode_fd_put(m, i);

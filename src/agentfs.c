@@ -20,10 +20,11 @@ static const char usage[] =
 	"  fork NAME NEWNAME [OPTIONS]    make a bot like NAME\n"
 	"  configure NAME [OPTIONS]       change a bot\n"
 	"  rm NAME                        delete a bot and the bots it made\n"
-	"  ls | show NAME | status | shutdown | version\n"
+	"  ls (or list) | show NAME | status | shutdown | version\n"
 	"  exec BOT [--cwd DIR] -- CMD...  run CMD confined to the bot's mounts (bubblewrap)\n"
 	"\n"
 	"  --json   print the daemon's raw JSON reply\n"
+	"  (--json and --socket may also follow the command)\n"
 	"\n"
 	"agentfs COMMAND --help shows a command's options; see agentfs(1).\n";
 
@@ -67,8 +68,55 @@ static const struct {
 };
 
 static const char *client_commands[] = {
-	"create", "configure", "fork", "rm", "ls", "show", "status", "shutdown", "version", "exec",
+	"create", "configure", "fork",	   "rm",      "ls",   "list",
+	"show",	  "status",    "shutdown", "version", "exec",
 };
+
+/* Options of the client commands that take a value: it is never a global option. */
+static bool takes_value(const char *arg)
+{
+	static const char *const opts[] = {"--sandbox", "--writable", "--readable",
+					   "--ttl",	"--id",	      "--cwd"};
+	size_t i;
+
+	for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
+		if (strcmp(arg, opts[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Global options may follow the command too (agentfs ls --json): take them
+ * out of its arguments, up to "--". For exec only those before the bot's
+ * name: what follows is the command's.
+ */
+static int global_options(int argc, char **argv, bool exec, bool *json, const char **socket_path)
+{
+	int i, n = 1, pos = 0;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0 || (exec && pos > 0)) {
+			while (i < argc)
+				argv[n++] = argv[i++];
+			break;
+		}
+		if (strcmp(argv[i], "--json") == 0) {
+			*json = true;
+		} else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
+			*socket_path = argv[++i];
+		} else if (strncmp(argv[i], "--socket=", 9) == 0) {
+			*socket_path = argv[i] + 9;
+		} else {
+			if (argv[i][0] != '-')
+				pos++;
+			argv[n++] = argv[i];
+			if (takes_value(argv[i]) && i + 1 < argc)
+				argv[n++] = argv[++i];
+		}
+	}
+	argv[n] = NULL;
+	return n;
+}
 
 int main(int argc, char **argv)
 {
@@ -113,6 +161,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof client_commands / sizeof client_commands[0]; i++) {
 		if (strcmp(argv[a], client_commands[i]) != 0)
 			continue;
+		argc = a + global_options(argc - a, argv + a, strcmp(argv[a], "exec") == 0, &json,
+					  &socket_path);
 		if (socket_path == NULL)
 			socket_path = getenv("AGENT_SOCKET");
 		if (socket_path == NULL || *socket_path == '\0')

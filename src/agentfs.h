@@ -15,6 +15,11 @@
 #define PROTOCOL_VERSION 1
 #define LINE_MAX_BYTES (1024 * 1024)
 #define BOT_NAME_MAX 64
+/*
+ * Why a user may not use the control socket: the daemon's reply to a client
+ * it refuses and the client's message on EACCES both say it, in these words.
+ */
+#define CONTROL_SOCKET_DENIED "root only"
 
 /* Automatic cleanup, as bubblewrap does it. */
 static inline void cleanup_freep(void *p)

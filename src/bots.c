@@ -981,6 +981,29 @@ static void done_configure(struct job *j)
 	job_finish(j);
 }
 
+/* Configure names only folders that exist, as create does (it fails at the mount). */
+static bool folders_exist(struct request *r, const struct paths *p)
+{
+	size_t i;
+	int fd, e;
+
+	for (i = 0; i < p->n; i++) {
+		fd = open_folder(p->v[i]);
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		e = errno;
+		fail(r, "bad_path", "%s: %s", p->v[i],
+		     e == ELOOP	    ? "a component is a symbolic link (give the real path)"
+		     : e == ENOTDIR ? "not a folder"
+		     : e == ENOENT  ? "no such folder"
+				    : strerror(e));
+		return false;
+	}
+	return true;
+}
+
 bool bots_configure(struct request *r, struct bot_spec *s)
 {
 	struct bot *caller = caller_of(r), *b = bot_find(s->name), next = {0}, *c;
@@ -1010,7 +1033,9 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 		next.network = s->network;
 	if (s->has_allow_new_repos)
 		next.allow_new_repos = s->allow_new_repos;
-	if (!ceiling_ok(r, &next))
+	/* The ceiling first: a bot learns nothing of folders beyond it. */
+	if (!ceiling_ok(r, &next) || (s->has_writable && !folders_exist(r, &s->writable)) ||
+	    (s->has_readable && !folders_exist(r, &s->readable)))
 		return false;
 	TAILQ_FOREACH(c, &d.bots, entry) {
 		char why[512];

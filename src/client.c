@@ -14,6 +14,28 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+/*
+ * connect() with a full listen backlog fails with EAGAIN (at once for a
+ * non-blocking socket, or when the wait is cut short): the daemon's loop is
+ * busy with a burst of clients, so try again for about 2 s, backing off.
+ */
+static int connect_retry(int fd, const struct sockaddr_un *sa)
+{
+	struct timespec ts = {0, 1000 * 1000};
+	long waited_ms = 0;
+
+	for (;;) {
+		if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0)
+			return 0;
+		if ((errno != EAGAIN && errno != EINTR) || waited_ms >= 2000)
+			return -1;
+		nanosleep(&ts, NULL);
+		waited_ms += ts.tv_nsec / 1000000;
+		if (ts.tv_nsec < 256 * 1000 * 1000)
+			ts.tv_nsec *= 2;
+	}
+}
+
 static int connect_to(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -25,13 +47,18 @@ static int connect_to(const char *path)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		die("socket: %s", strerror(errno));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+	if (connect_retry(fd, &sa) != 0) {
 		int e = errno;
 
 		close(fd);
 		if (e == ENOENT || e == ECONNREFUSED)
 			die("cannot connect to agentfsd at %s: %s (is agentfsd running?)", path,
 			    strerror(e));
+		if (e == EACCES || e == EPERM)
+			die("cannot connect to agentfsd at %s: permission denied: the control "
+			    "socket is " CONTROL_SOCKET_DENIED
+			    " (a bot uses its own, $AGENT_SOCKET)",
+			    path);
 		die("cannot connect to agentfsd at %s: %s", path, strerror(e));
 	}
 	return fd;
@@ -45,14 +72,13 @@ static char *exchange(const char *path, const char *text)
 	ssize_t r;
 	int fd = connect_to(path);
 
+	/* A send that fails still reads: a refusing daemon says why, then closes. */
 	while (off < len) {
 		r = send(fd, text + off, len - off, MSG_NOSIGNAL);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0) {
-			close(fd);
-			return NULL;
-		}
+		if (r <= 0)
+			break;
 		off += (size_t)r;
 	}
 	buf = malloc(cap);
@@ -326,12 +352,12 @@ static void print_reply(const char *op, const cJSON *rep)
 }
 
 static const char client_usage[] =
-	"usage: agentfs [--socket PATH] [--json] COMMAND ...\n"
+	"usage: agentfs [--socket PATH] [--json] COMMAND ... [--socket PATH] [--json]\n"
 	"  create NAME FOLDER [OPTIONS]   make a bot (see agentfs create --help)\n"
 	"  fork NAME NEWNAME [OPTIONS]    make a bot like NAME\n"
 	"  configure NAME [OPTIONS]       change a bot; its mounts follow at once\n"
 	"  rm NAME                        delete a bot and the bots it made\n"
-	"  ls                             list bots\n"
+	"  ls, list                       list bots\n"
 	"  show NAME                      show a bot, its mounts and socket\n"
 	"  status                         show the daemon's status\n"
 	"  shutdown                       stop the daemon\n"
@@ -380,8 +406,9 @@ int cmd_client(const char *socket_path, bool json, int argc, char **argv)
 		cJSON_AddStringToObject(req, "name", argv[1]);
 		if (strcmp(cmd, "rm") == 0)
 			op = "delete";
-	} else if (strcmp(cmd, "ls") == 0 || strcmp(cmd, "status") == 0 ||
-		   strcmp(cmd, "shutdown") == 0 || strcmp(cmd, "version") == 0) {
+	} else if (strcmp(cmd, "ls") == 0 || strcmp(cmd, "list") == 0 ||
+		   strcmp(cmd, "status") == 0 || strcmp(cmd, "shutdown") == 0 ||
+		   strcmp(cmd, "version") == 0) {
 		if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 			printf("usage: agentfs %s\n", cmd);
 			return 0;

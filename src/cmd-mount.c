@@ -10,6 +10,9 @@
 #include <syslog.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <pthread.h>
@@ -26,8 +29,10 @@ static const char mount_usage[] =
 	"      --ro             make the whole mount read-only\n"
 	"      --ro-path SUB    make SUB (relative to SOURCE) read-only; repeatable\n"
 	"      --allow-new-repos  let new git repositories be made inside\n"
-	"  -o OPT[,OPT...]      mount options: ro, suid, dev, debug, fsname=NAME,\n"
-	"                       timeout=SECONDS (attribute and entry cache)\n"
+	"  -o OPT[,OPT...]      mount options: ro, suid, dev, exec, noexec, noatime,\n"
+	"                       relatime, nodiratime, nonempty, auto_unmount,\n"
+	"                       debug (with -f), fsname=NAME, nopassthrough,\n"
+	"                       poll=USEC, timeout=SECONDS (attribute and entry cache)\n"
 	"  -h, --help           show this help\n";
 
 static bool log_to_stderr = true;
@@ -77,6 +82,119 @@ static void fail_report(const char *msg)
 	}
 }
 
+/* Is NAME one of the comma-separated options? */
+static bool has_option(const char *opts, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p;
+
+	for (p = opts; p != NULL && *p != '\0'; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+struct watch_find {
+	uint64_t id;
+	char path[PATH_MAX];
+};
+
+static int watch_match(void *arg, uint64_t id, const char *mp, const char *fstype)
+{
+	struct watch_find *wf = arg;
+
+	if (id != wf->id || strcmp(fstype, "fuse.agentfs") != 0 || strlen(mp) >= sizeof wf->path)
+		return 0;
+	strcpy(wf->path, mp);
+	return 1;
+}
+
+/*
+ * The watcher of -o auto_unmount: reads the mount id, then waits for the
+ * server's end. A server that ends on its own says 'Q' first; one killed or
+ * crashed leaves a dead mount (ENOTCONN) that nobody would clear, so the
+ * watcher detaches it, by the id it was told.
+ */
+static int watcher(int fd)
+{
+	struct watch_find wf = {0};
+	bool quit = false;
+	char c[16];
+	ssize_t n;
+
+	for (;;) {
+		n = read(fd, c, sizeof c);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (c[0] == 'M' && n == 1 + (ssize_t)sizeof wf.id)
+			memcpy(&wf.id, c + 1, sizeof wf.id);
+		else if (c[0] == 'Q')
+			quit = true;
+	}
+	if (quit || wf.id == 0 || fs_mountinfo_each(watch_match, &wf) != 1)
+		return 0;
+	if (umount2(wf.path, MNT_DETACH | UMOUNT_NOFOLLOW) != 0) {
+		syslog(LOG_ERR, "auto_unmount: cannot unmount %s: %s", wf.path, strerror(errno));
+		return 1;
+	}
+	syslog(LOG_NOTICE, "auto_unmount: the server of %s ended; unmounted it", wf.path);
+	return 0;
+}
+
+/* Start the watcher before any thread exists: fork is then safe. */
+static int watcher_start(void)
+{
+	int pfd[2], fd;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC) != 0)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		/* Its own session, no terminal, no folder held, no descriptor but the pipe. */
+		setsid();
+		prctl(PR_SET_NAME, "agentfs-unmount");
+		if (chdir("/") != 0)
+			_exit(1);
+		fd = fcntl(pfd[0], F_DUPFD_CLOEXEC, 3);
+		close_range(0, (unsigned)fd - 1, 0);
+		close_range((unsigned)fd + 1, ~0U, 0);
+		open("/dev/null", O_RDWR);
+		dup2(0, 1);
+		dup2(0, 2);
+		openlog("agentfs", LOG_PID, LOG_DAEMON);
+		_exit(watcher(fd));
+	}
+	close(pfd[0]);
+	return pfd[1];
+}
+
+static void watcher_say(int fd, const char *msg, size_t len)
+{
+	if (fd >= 0 && write(fd, msg, len) != (ssize_t)len)
+		syslog(LOG_WARNING, "auto_unmount: cannot reach the watcher: %s", strerror(errno));
+}
+
+/* Background: nothing reaches the caller's terminal once it has returned. */
+static void detach_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	close(fd);
+}
+
 static int serve(struct fs_mount_params *mp, bool foreground)
 {
 	struct fs_params p = {.timeout = -1, .log = cli_log, .lost = cli_lost};
@@ -84,8 +202,20 @@ static int serve(struct fs_mount_params *mp, bool foreground)
 	struct fs_mount *m = NULL;
 	sigset_t set;
 	struct fs *fs;
-	int sig;
+	int sig, watch = -1;
+	char msg[1 + sizeof(uint64_t)];
+	uint64_t id;
 
+	/*
+	 * Before the mount: libfuse's -o debug writes to stderr from the
+	 * workers, at once, and the caller returns on the kernel's INIT.
+	 */
+	if (!foreground)
+		detach_stdio();
+	if (has_option(mp->options, "auto_unmount") && (watch = watcher_start()) < 0) {
+		fail_report("auto_unmount: cannot start the watcher process");
+		return 1;
+	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
@@ -106,20 +236,13 @@ static int serve(struct fs_mount_params *mp, bool foreground)
 		fs_free(fs);
 		return 1;
 	}
-	if (!foreground) {
-		int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		/* Relative paths were resolved by fs_mount: leave the folder free now. */
-		if (chdir("/") != 0)
-			syslog(LOG_WARNING, "chdir /: %s", strerror(errno));
-
-		if (fd >= 0) {
-			dup2(fd, STDIN_FILENO);
-			dup2(fd, STDOUT_FILENO);
-			dup2(fd, STDERR_FILENO);
-			close(fd);
-		}
-	}
+	/* Relative paths were resolved by fs_mount: leave the folder free now. */
+	if (!foreground && chdir("/") != 0)
+		syslog(LOG_WARNING, "chdir /: %s", strerror(errno));
+	id = fs_mount_id(m);
+	msg[0] = 'M';
+	memcpy(msg + 1, &id, sizeof id);
+	watcher_say(watch, msg, sizeof msg);
 	for (;;) {
 		sig = sigwaitinfo(&set, NULL);
 		if (sig < 0)
@@ -127,6 +250,7 @@ static int serve(struct fs_mount_params *mp, bool foreground)
 		if (sig == SIGUSR1 || sig == SIGINT || sig == SIGTERM || sig == SIGHUP)
 			break;
 	}
+	watcher_say(watch, "Q", 1);
 	if (sig != SIGUSR1)
 		fs_unmount(m);
 	/*
@@ -205,6 +329,7 @@ int cmd_mount(int argc, char **argv)
 	mp.mountpoint = argv[optind + 1];
 	mp.ro_paths = ro;
 	mp.options = opts;
+	mp.empty_mountpoint = true;
 	if (geteuid() != 0)
 		die("mount needs root: agentfs serves every caller as root with "
 		    "default_permissions");

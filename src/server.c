@@ -266,6 +266,28 @@ static void peer_event(struct bufferevent *bev, short what, void *arg)
 		peer_lost(p);
 }
 
+/* One error line for a client whose user may not use this socket, then close. */
+static void peer_refuse(int fd, const struct listener *ls)
+{
+	char line[256];
+	int n;
+
+	if (ls->bot == NULL)
+		n = snprintf(line, sizeof line,
+			     "{\"ok\":false,\"error\":{\"code\":\"forbidden\",\"message\":"
+			     "\"permission denied: the control socket is " CONTROL_SOCKET_DENIED
+			     "\"}}\n");
+	else
+		n = snprintf(
+			line, sizeof line,
+			"{\"ok\":false,\"error\":{\"code\":\"forbidden\",\"message\":"
+			"\"permission denied: this bot's socket is for root and uid %u only\"}}\n",
+			(unsigned)ls->owner);
+	if (write(fd, line, (size_t)n) < 0)
+		log_msg(LOG_DEBUG, "write: %s", strerror(errno));
+	close(fd);
+}
+
 static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 			    int salen, void *arg)
 {
@@ -282,7 +304,7 @@ static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct
 	if (cred.uid != 0 && cred.uid != ls->owner) {
 		/* The socket's mode already keeps others out; this is the second lock. */
 		log_msg(LOG_WARNING, "refused a client with uid %u on %s", cred.uid, ls->path);
-		close(fd);
+		peer_refuse(fd, ls);
 		return;
 	}
 	if (srv->npeers >= srv->cfg->max_clients) {
@@ -339,6 +361,26 @@ static void listener_error(struct evconnlistener *l, void *arg)
 	log_msg(LOG_ERR, "accept on %s: %s", ls->path, strerror(e));
 }
 
+/*
+ * The listen backlog: the kernel's limit (net.core.somaxconn), so a burst of
+ * clients (many bots' tools starting together) waits there while the loop
+ * is busy instead of failing with EAGAIN; libevent's default is 128.
+ */
+static int listen_backlog(void)
+{
+	FILE *f = fopen("/proc/sys/net/core/somaxconn", "re");
+	int n = 0;
+
+	if (f != NULL) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = 0;
+		fclose(f);
+	}
+	if (n <= 0)
+		n = SOMAXCONN;
+	return n > 65535 ? 65535 : n;
+}
+
 /* Is a daemon answering on this socket path? Used to refuse a second one. */
 static bool socket_in_use(const char *path)
 {
@@ -359,7 +401,6 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct listener *ls;
 	struct stat st;
-	mode_t old;
 	int fd, e;
 
 	if (strlen(path) >= sizeof sa.sun_path) {
@@ -385,15 +426,24 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 		snprintf(err, errlen, "socket: %s", strerror(e));
 		return -e;
 	}
-	old = umask(0177);
+	/*
+	 * No umask(): it is process-wide, and mount workers create files at
+	 * the same time. Nobody can connect before listen(), so the socket's
+	 * mode is set on its path between bind and listen.
+	 */
 	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
 		e = errno;
-		umask(old);
 		close(fd);
 		snprintf(err, errlen, "cannot bind %s: %s", path, strerror(e));
 		return -e;
 	}
-	umask(old);
+	if (chmod(path, 0600) != 0) {
+		e = errno;
+		close(fd);
+		unlink(path);
+		snprintf(err, errlen, "cannot chmod %s: %s", path, strerror(e));
+		return -e;
+	}
 	if (bot != NULL && bot->owner_uid != 0 && chown(path, bot->owner_uid, (gid_t)-1) != 0)
 		log_msg(LOG_WARNING, "chown %s: %s", path, strerror(errno));
 	ls = calloc(1, sizeof *ls);
@@ -408,7 +458,8 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 	ls->bot = bot;
 	ls->owner = bot != NULL ? bot->owner_uid : geteuid();
 	ls->l = evconnlistener_new(srv->base, listener_accept, ls,
-				   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 128, fd);
+				   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, listen_backlog(),
+				   fd);
 	ls->retry = evtimer_new(srv->base, listener_retry, ls);
 	if (ls->l == NULL || ls->retry == NULL) {
 		if (ls->l != NULL)

@@ -156,6 +156,8 @@ is "$(mounts_in "$D_MNT/B" | awk '{ print $1 }')" "$idB" "B's folder kept its mo
 # --- configure applies to the live mount ---------------------------------------
 expect_ok "create RO read-only" "$(afs --json create RO "$T/ro" --sandbox read-only)"
 is "$(afs --json show RO | jget bot.mounts.0.access)" ro "RO's folder is mounted ro"
+kflags() { awk -v p="$D_MNT/RO/0" '$2 == p { split($4, o, ","); print o[1] }' /proc/self/mounts; }
+is "$(kflags)" ro "/proc/mounts shows RO's mount ro"
 id1=$(mounts_in "$D_MNT/RO" | awk '{ print $1 }')
 echo held >"$T/ro/held"
 # A file held open across the changes: a remount would cut it off.
@@ -172,6 +174,7 @@ e=$(write_err "$D_MNT/RO/0/f1")
 is "$e" "" "the same write now works on the existing mount"
 is "$(cat "$T/ro/f1" 2>/dev/null)" data "the file is in RO's folder"
 is "$(mounts_in "$D_MNT/RO" | awk '{ print $1 }')" "$id1" "same mount id: no remount"
+is "$(kflags)" rw "/proc/mounts shows it rw now"
 expect_ok "configure RO --sandbox read-only again" "$(afs --json configure RO --sandbox read-only)"
 e=$(write_err "$D_MNT/RO/0/f2")
 case "$e" in
@@ -179,6 +182,7 @@ case "$e" in
 *) not_ok "writes fail again at once"; diag "got: '$e'" ;;
 esac
 is "$(mounts_in "$D_MNT/RO" | awk '{ print $1 }')" "$id1" "still the same mount id"
+is "$(kflags)" ro "/proc/mounts shows it ro again"
 is "$(timeout 5 cat /proc/self/fd/7 2>&1)" held "a file opened before both changes still reads"
 exec 7<&-
 check "the state file is valid JSON" state_valid

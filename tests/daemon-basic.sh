@@ -7,8 +7,13 @@
 mkdir -p "$T/work" "$T/work2"
 
 # --- start ------------------------------------------------------------------
+# under umask 077, as systemd's UMask=0077 starts it: neither the sockets'
+# nor the mounts' modes may depend on it
+umask_was=$(umask)
+umask 077
 if daemon_start; then ok "agentfsd starts (daemonised, returns once listening)"
 else not_ok "agentfsd starts (daemonised, returns once listening)"; fi
+umask "$umask_was"
 [ -n "$D_PID" ] || bail_out "no agentfsd running after daemon_start"
 is "$(afs --json version | jget protocol)" 1 "the control socket answers as soon as agentfsd returns"
 check "the daemon runs on in the background (pid $D_PID)" kill -0 "$D_PID"
@@ -51,6 +56,10 @@ else
 fi
 is "$(cat "$T/work/hello.txt" 2>/dev/null)" hello "the file appears in the folder"
 echo fromhost >"$T/work/host.txt"
+(cd "$D_MNT/b1/0" && umask 0 && mkdir modes.d && : >modes.f)
+is "$(stat -c %a "$T/work/modes.d" "$T/work/modes.f" 2>&1 | tr '\n' ' ')" "777 666 " \
+	"with a caller umask of 0, a folder and a file made through the mount are 0777 and 0666"
+rm -rf "$T/work/modes.d" "$T/work/modes.f"
 is "$(cat "$D_MNT/b1/0/host.txt" 2>/dev/null)" fromhost "a host file reads through the mount"
 
 # --- ls and status ----------------------------------------------------------

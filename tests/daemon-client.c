@@ -20,6 +20,10 @@
  *   daemon-client flood SOCKET N        N clients connected at once, each
  *                                       asks for the version: print how many
  *                                       got a good answer
+ *   daemon-client burst SOCKET N PID    stop the daemon PID (SIGSTOP), open
+ *                                       N non-blocking connections, let it
+ *                                       go on (SIGCONT), ask each for the
+ *                                       version: print "CONNECTED ANSWERED"
  *   daemon-client get PATH              read JSON on stdin, print the value
  *                                       at PATH (a.b.0.c; * maps over an
  *                                       array, # counts it)
@@ -32,6 +36,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -449,6 +454,67 @@ static int cmd_flood(const char *sock, int n)
 	return 0;
 }
 
+/* One connection of a burst: connect without waiting, as many tools do. */
+static int burst_dial(const char *sock)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, e;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
+/*
+ * A burst of clients while the daemon's loop is busy (stopped): they all
+ * wait in the listen backlog, so each must connect and then be answered.
+ */
+static int cmd_burst(const char *sock, int n, pid_t pid)
+{
+	int *fds = calloc((size_t)n, sizeof *fds);
+	struct conn c = {0};
+	int i, connected = 0, answered = 0, shown = 0, why;
+	char *line;
+
+	if (fds == NULL || kill(pid, SIGSTOP) != 0)
+		return 2;
+	for (i = 0; i < n; i++) {
+		fds[i] = burst_dial(sock);
+		if (fds[i] >= 0)
+			connected++;
+		else if (shown++ < 5)
+			fprintf(stderr, "client %d: connect: %s\n", i, strerror(errno));
+	}
+	kill(pid, SIGCONT);
+	for (i = 0; i < n; i++) {
+		if (fds[i] < 0)
+			continue;
+		c = (struct conn){.fd = fds[i]};
+		line = send_all(c.fd, "{\"op\":\"version\",\"protocol\":1}\n", 30) == 0
+			       ? read_line(&c, 10000, &why)
+			       : NULL;
+		if (line != NULL && strstr(line, "\"ok\":true") != NULL)
+			answered++;
+		else if (shown++ < 5)
+			fprintf(stderr, "client %d: %s\n", i, line ? line : "no answer");
+		free(line);
+		free(c.buf);
+		close(fds[i]);
+	}
+	printf("%d %d\n", connected, answered);
+	free(fds);
+	return 0;
+}
+
 static void print_value(const cJSON *v)
 {
 	char *t;
@@ -556,11 +622,13 @@ int main(int argc, char **argv)
 		return cmd_stall(argv[2]);
 	if (argc == 4 && strcmp(argv[1], "flood") == 0)
 		return cmd_flood(argv[2], atoi(argv[3]));
+	if (argc == 5 && strcmp(argv[1], "burst") == 0)
+		return cmd_burst(argv[2], atoi(argv[3]), (pid_t)atoi(argv[4]));
 	if (argc == 3 && strcmp(argv[1], "get") == 0)
 		return cmd_get(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "valid") == 0)
 		return cmd_valid(argv[2]);
 	fprintf(stderr,
-		"usage: daemon-client req|pipe|noread|longline|stall|flood|get|valid ...\n");
+		"usage: daemon-client req|pipe|noread|longline|stall|flood|burst|get|valid ...\n");
 	return 2;
 }

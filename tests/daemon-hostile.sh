@@ -213,6 +213,11 @@ is "$n" 1000 "1000 concurrent clients each get a version answer"
 [ "$n" = 1000 ] || diag "$(head -5 "$T/flood.err")"
 is "$(afs --json status | jget ok)" true "the daemon answers after them"
 
+# --- a burst while the loop is busy: the listen backlog holds them all ---------------------
+r=$("$DCLIENT" burst "$D_SOCK" 300 "$pid0" 2>"$T/burst.err")
+is "$r" "300 300" "300 clients connecting while the daemon is stopped all connect, then get answers"
+[ "$r" = "300 300" ] || diag "$(head -5 "$T/burst.err")"
+
 # --- the end: alive, nothing leaked ----------------------------------------------------------
 for b in pp same v1; do
 	afs rm "$b" >/dev/null

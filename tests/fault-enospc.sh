@@ -50,7 +50,7 @@ chmod 0755 "$SMALL"
 echo keep >"$SMALL/keep"
 
 fs_mount_fg "$SMALL" "$M" || bail_out "agentfs mount -f of the small filesystem failed"
-ok "agentfs mount serves it"
+is "$(timeout 10 cat "$M/keep" 2>&1)" keep "agentfs mount serves it (a host file reads through it)"
 
 avail_kb()
 {

@@ -189,11 +189,13 @@ fs_mount_fg "$S" "$M"
 mounted=$?
 FS_WRAP=()
 if [ "$mounted" -ne 0 ]; then
-	not_ok "agentfs mount -f under prlimit --nofile=$LIMIT:$LIMIT"
+	not_is "$(timeout 10 cat "$M/d0/f00" 2>&1)" "file 0/00" \
+	"agentfs mount -f under prlimit --nofile=$LIMIT:$LIMIT serves the tree"
 	done_testing
 	exit 1
 fi
-ok "agentfs mount -f under prlimit --nofile=$LIMIT:$LIMIT"
+is "$(timeout 10 cat "$M/d0/f00" 2>&1)" "file 0/00" \
+	"agentfs mount -f under prlimit --nofile=$LIMIT:$LIMIT serves the tree"
 is "$(awk '/^Max open files/ { print $4 ":" $5 }' "/proc/$FS_PID/limits")" "$LIMIT:$LIMIT" \
 	"the server runs with its limit"
 want_list=$(cd "$S" && find . | sort)

@@ -208,4 +208,139 @@ if fs_mount "$T/src2" "$T/m"; then
 else
 	not_ok "mount for the rename case"
 fi
+
+# --- the conventions of mount(8), bindfs and sshfs -------------------------------------------
+# mtab SOURCE MNT: "SOURCE OPTIONS" of the mount at MNT in /proc/mounts
+mtab() { awk -v p="$1" '$2 == p { print $1, $4 }' /proc/self/mounts; }
+has_opt() { case ",$(mtab "$1" | cut -d' ' -f2)," in *",$2,"*) return 0 ;; esac; return 1; }
+if [ -z "$bindfs_mode" ]; then
+	# read-only: the mount table says so
+	for ro in --ro "-o ro"; do
+		# shellcheck disable=SC2086
+		if fs_mount $ro "$T/src" "$T/m"; then
+			check "$ro: /proc/mounts shows ro" has_opt "$T/m" ro
+			is "$(touch "$T/m/x" 2>&1 | grep -c 'Read-only file system')" 1 "$ro: a write fails with EROFS"
+			check "$ro: umount" fs_umount "$T/m"
+		else
+			not_ok "$ro: mount"
+		fi
+	done
+
+	# fsname: the source's absolute path, even when given relative
+	if (cd "$T" && "$AGENTFS" mount src m); then
+		fs_mounts="$T/m $fs_mounts"
+		is "$(mtab "$T/m" | cut -d' ' -f1)" "$T/src" "the mount's source in /proc/mounts is SOURCE's absolute path"
+		check "rw by default" has_opt "$T/m" rw
+		check "nosuid by default" has_opt "$T/m" nosuid
+		check "nodev by default" has_opt "$T/m" nodev
+		check "relatime by default" has_opt "$T/m" relatime
+		check "umount" fs_umount "$T/m"
+	else
+		not_ok "mount with a relative SOURCE for fsname"
+	fi
+	if fs_mount -o fsname=myname "$T/src" "$T/m"; then
+		is "$(mtab "$T/m" | cut -d' ' -f1)" myname "-o fsname=myname names the mount"
+		check "umount" fs_umount "$T/m"
+	fi
+
+	# noexec/exec, suid, dev, noatime, nodiratime are the kernel mount's flags
+	printf '#!/bin/sh\necho ran\n' >"$T/src/prog"
+	chmod 0755 "$T/src/prog"
+	if fs_mount -o noexec,suid,dev,noatime,nodiratime "$T/src" "$T/m"; then
+		for o in noexec noatime nodiratime; do
+			check "-o $o shows in /proc/mounts" has_opt "$T/m" $o
+		done
+		check "-o suid: no nosuid in /proc/mounts" eval '! has_opt "$T/m" nosuid'
+		check "-o dev: no nodev in /proc/mounts" eval '! has_opt "$T/m" nodev'
+		is "$("$T/m/prog" 2>&1 | grep -c 'Permission denied')" 1 "-o noexec: a program in the mount does not run"
+		# the kernel keeps no atime on FUSE: the source's is what the server's reads leave
+		echo data >"$T/src/at"
+		touch -a -d 2001-01-01 "$T/src/at" "$T/src"
+		before=$(stat -c %X "$T/src/at")
+		cat "$T/m/at" >/dev/null
+		is "$(stat -c %X "$T/src/at")" "$before" "-o noatime: a read through the mount leaves the file's atime"
+		before=$(stat -c %X "$T/src")
+		ls "$T/m" >/dev/null
+		is "$(stat -c %X "$T/src")" "$before" "-o nodiratime: a listing leaves the folder's atime"
+		check "umount" fs_umount "$T/m"
+	else
+		not_ok "mount -o noexec,suid,dev,noatime,nodiratime"
+	fi
+	if fs_mount -o noexec,exec "$T/src" "$T/m"; then
+		is "$("$T/m/prog" 2>&1)" ran "-o exec (the last one wins): a program in the mount runs"
+		touch -a -d 2001-01-01 "$T/src/at"
+		cat "$T/m/at" >/dev/null
+		if [ "$(stat -c %X "$T/src/at")" != "$(date -d 2001-01-01 +%s)" ]; then
+			ok "without noatime, a read through the mount updates the source's atime (relatime)"
+		else
+			# the source's own mount may be noatime
+			skip "the source's filesystem keeps no atime"
+		fi
+		check "umount" fs_umount "$T/m"
+	else
+		not_ok "mount -o noexec,exec"
+	fi
+
+	# a mount point with entries is refused, unless -o nonempty or it is the source
+	mkdir "$T/full"
+	echo hidden >"$T/full/hidden"
+	bad "a non-empty MOUNTPOINT is refused" "-o nonempty" mount "$T/src" "$T/full"
+	if fs_mount -o nonempty "$T/src" "$T/full"; then
+		is "$(cat "$T/full/file" 2>&1)" hello "-o nonempty mounts over a folder with entries"
+		check "umount" fs_umount "$T/full"
+	else
+		not_ok "mount -o nonempty"
+	fi
+	is "$(cat "$T/full/hidden" 2>&1)" hidden "what the folder held is there again"
+	if fs_mount "$T/src" "$T/src"; then
+		ok "mounting over SOURCE itself needs no -o nonempty"
+		check "umount" fs_umount "$T/src"
+	else
+		not_ok "mounting over SOURCE itself needs no -o nonempty"
+	fi
+
+	# auto_unmount: a server killed with SIGKILL leaves no dead mount behind
+	if fs_mount -o auto_unmount "$T/src" "$T/m"; then
+		# the watcher is the server's child
+		srv=
+		for p in $(lib_our_servers); do
+			[ "$(cat "/proc/$p/comm" 2>/dev/null)" = agentfs-unmount ] &&
+				srv="$srv $(awk '/^PPid:/ { print $2 }' "/proc/$p/status")"
+		done
+		is "$(echo $srv | wc -w)" 1 "-o auto_unmount: a watcher runs beside the server"
+		# shellcheck disable=SC2086
+		kill -KILL $srv
+		if wait_until 5 eval '! is_mounted "$T/m"'; then
+			ok "-o auto_unmount: the mount goes when its server is killed"
+		else
+			not_ok "-o auto_unmount: the mount goes when its server is killed"
+			diag "$(mtab "$T/m")"
+		fi
+		if wait_until 5 eval '[ -z "$(lib_our_servers)" ]'; then
+			ok "-o auto_unmount: its watcher exits too"
+		else
+			not_ok "-o auto_unmount: its watcher exits too"
+		fi
+	else
+		not_ok "mount -o auto_unmount"
+	fi
+	if fs_mount "$T/src" "$T/m"; then
+		kill -KILL $(lib_our_servers)
+		sleep 0.5
+		check "without auto_unmount, a killed server leaves its mount (as FUSE does)" is_mounted "$T/m"
+		fusermount3 -uz "$T/m" 2>/dev/null || umount -l "$T/m"
+	fi
+
+	# -o debug without -f: nothing on the terminal once agentfs has returned
+	if "$AGENTFS" mount -o debug "$T/src" "$T/m" >"$T/debug.out" 2>&1; then
+		fs_mounts="$T/m $fs_mounts"
+		ls "$T/m" >/dev/null
+		cat "$T/m/file" >/dev/null
+		sleep 0.2
+		is "$(wc -c <"$T/debug.out")" 0 "-o debug without -f writes nothing to the caller's output"
+		check "umount" fs_umount "$T/m"
+	else
+		not_ok "mount -o debug without -f"
+	fi
+fi
 done_testing

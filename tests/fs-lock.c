@@ -13,6 +13,9 @@
  *          name (EINTR)
  *   getlk  (posix, ofd) prints the type of a conflicting lock: F_WRLCK,
  *          F_RDLCK, or F_UNLCK when there is none
+ *   churn  takes the lock blocking and lets it go again, SECONDS times
+ *          (default 1000), so that several churners race each grant against
+ *          the next wait; prints "done" or the errno name of a failed call
  * Exits 0 when the action ran, 1 when the file cannot be opened, 2 on usage.
  */
 #ifndef _GNU_SOURCE
@@ -46,6 +49,15 @@ static int lock(int fd, const char *kind, bool block)
 	return fcntl(fd, block ? F_OFD_SETLKW : F_OFD_SETLK, &fl);
 }
 
+static int unlock(int fd, const char *kind)
+{
+	struct flock fl = {.l_type = F_UNLCK, .l_whence = SEEK_SET};
+
+	if (!strcmp(kind, "flock"))
+		return flock(fd, LOCK_UN);
+	return fcntl(fd, !strcmp(kind, "posix") ? F_SETLK : F_OFD_SETLK, &fl);
+}
+
 static const char *ename(int e)
 {
 	const char *s = strerrorname_np(e);
@@ -62,8 +74,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 4 || argc > 5 ||
 	    (strcmp(argv[1], "flock") && strcmp(argv[1], "posix") && strcmp(argv[1], "ofd"))) {
-		fprintf(stderr,
-			"usage: fs-lock flock|posix|ofd try|hold|wait|getlk PATH [SECONDS]\n");
+		fprintf(stderr, "usage: fs-lock flock|posix|ofd try|hold|wait|getlk|churn PATH "
+				"[SECONDS]\n");
 		return 2;
 	}
 	kind = argv[1];
@@ -98,6 +110,13 @@ int main(int argc, char **argv)
 		if (seconds > 0)
 			alarm(seconds);
 		puts(lock(fd, kind, true) == 0 ? "locked" : ename(errno));
+	} else if (!strcmp(action, "churn")) {
+		int i, n = seconds > 0 ? seconds : 1000;
+
+		for (i = 0; i < n; i++)
+			if (lock(fd, kind, true) < 0 || unlock(fd, kind) < 0)
+				break;
+		puts(i == n ? "done" : ename(errno));
 	} else if (!strcmp(action, "getlk") && strcmp(kind, "flock")) {
 		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
 

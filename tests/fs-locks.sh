@@ -195,6 +195,25 @@ else
 	not_ok "flock: take the lock in m1 for flock(1)"
 fi
 
+# waiters granted the moment they queue: each churner's wait races the
+# other's release, so the lock thread grants while the worker that queued the
+# waiter is still setting it up (a use-after-free there killed the server)
+for kind in flock posix; do
+	pids=
+	for mnt in "$M1" "$M2" "$M1" "$M2"; do
+		"$LOCKER" $kind churn "$mnt/lf" 2000 >"$T/churn.$kind.${#pids}" 2>&1 &
+		pids="$pids $!"
+		track_pid "$!"
+	done
+	bad=0
+	for p in $pids; do
+		wait "$p" || bad=1
+	done
+	is "$bad:$(cat "$T"/churn.$kind.* | sort -u | tr '\n' ' ')" "0:done " \
+		"$kind: 4 churners take and drop the lock 2000 times each across m1 and m2"
+	is "$(timeout 10 cat "$M1/other" 2>&1)" data "$kind: m1 still answers after the churn"
+done
+
 check "unmount m1" fs_umount "$M1"
 check "unmount m2" fs_umount "$M2"
 done_testing

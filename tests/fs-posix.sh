@@ -40,4 +40,27 @@ is "$(ls -A "$T/src")" "" "fsops left the source folder empty"
 
 check "unmount" fs_umount "$T/mnt"
 check "nothing is mounted at $T/mnt afterwards" eval '! is_mounted "$T/mnt"'
+
+# modes: what a caller makes gets the mode it gets natively, whatever the
+# umask of the shell that started the server (here 077, as under systemd)
+made()
+{
+	(
+		cd "$1" || exit 1
+		umask 0
+		mkdir d && mkdir -m 0777 dm && mkfifo p &&
+			(umask 0157 && : >f) && (umask 022 && mkdir d22) || exit 1
+		stat -c '%n %a' d dm p f d22 | tr '\n' ' '
+	)
+}
+mkdir "$T/native2" "$T/src2"
+chmod 0755 "$T/src2"
+if (umask 077 && fs_mount "$T/src2" "$T/mnt"); then
+	fs_mounts="$T/mnt $fs_mounts"
+	want=$(made "$T/native2")
+	is "$(made "$T/mnt")" "$want" "a server started under umask 077 makes modes as native does ($want)"
+	check "unmount the umask 077 mount" fs_umount "$T/mnt"
+else
+	not_ok "mount under umask 077"
+fi
 done_testing

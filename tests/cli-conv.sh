@@ -1,0 +1,115 @@
+#!/bin/bash
+# cli-conv: the conventions a user expects of the agentfs client and of the
+# build: global options after the command, `list` for `ls`, configure refusing
+# a missing folder as create does, one clear message when the control socket
+# is out of reach, and a fresh `autoreconf -fi` with no warnings.
+. "$top_srcdir/tests/daemon-lib.sh"
+
+# --- the build: a fresh autoreconf prints no warnings ------------------------------------------
+if command -v autoreconf >/dev/null && command -v automake >/dev/null; then
+	mkdir "$T/ac"
+	(
+		cd "$top_srcdir" || exit 1
+		for f in configure.ac Makefile.am */local.mk tests/*.mk; do
+			mkdir -p "$T/ac/$(dirname "$f")" && cp "$f" "$T/ac/$f" || exit 1
+		done
+	)
+	out=$(cd "$T/ac" && autoreconf -fi 2>&1)
+	rc=$?
+	warn=$(printf '%s\n' "$out" | grep -v "^[^ ]*: installing '" | grep .)
+	is "$rc:$warn" "0:" "a fresh autoreconf -fi succeeds and prints nothing but what it installs"
+else
+	skip "autoreconf or automake is not installed"
+fi
+
+
+# --- global options after the command; list for ls -------------------------------------------
+AGENTFS_BIN="$top_builddir/src/agentfs"
+mkdir -p "$T/work" "$T/extra"
+daemon_start || bail_out "agentfsd did not start"
+expect_ok "create c1" "$(afs --json create c1 "$T/work")"
+is "$("$AGENTFS_BIN" ls --socket "$D_SOCK" --json | jget 'bots.*.name')" c1 \
+	"ls --socket PATH --json: the global options after the command"
+is "$("$AGENTFS_BIN" ls --json --socket="$D_SOCK" | jget 'bots.*.name')" c1 \
+	"ls --json --socket=PATH"
+is "$("$AGENTFS_BIN" show c1 --json --socket "$D_SOCK" | jget bot.name)" c1 "show NAME --json --socket PATH"
+is "$(afs list)" "$(afs ls)" "agentfs list prints what agentfs ls does"
+is "$(afs list --json | jget 'bots.*.name')" c1 "agentfs list --json"
+expect_ok "configure c1 --ttl 0 --json: options and a global option after the name" \
+	"$(afs configure c1 --ttl 0 --json)"
+is "$(afs show c1 --json | jget bot.name)" c1 "--json after the name"
+out=$(afs --json show c1 --socket 2>&1)
+case "$out" in
+*"takes one bot name"* | *"--socket"*) ok "--socket without its path is an error ($out)" ;;
+*) not_ok "--socket without its path is an error"; diag "$out" ;;
+esac
+if command -v bwrap >/dev/null; then
+	is "$(afs exec c1 -- echo --json --socket x 2>&1)" "--json --socket x" \
+		"exec: what follows the bot is the command's, global-looking options included"
+	is "$("$AGENTFS_BIN" exec --socket "$D_SOCK" c1 -- echo ran 2>&1)" ran \
+		"exec --socket PATH BOT: a global option before the bot"
+else
+	skip "bwrap is not installed (exec)"
+fi
+
+# --- configure refuses a folder that does not exist, as create does -------------------------
+expect_error "create with a missing folder" bad_path "$(afs --json create c2 "$T/nosuch")"
+expect_error "configure --writable with a missing folder" bad_path \
+	"$(afs --json configure c1 --writable "$T/nosuch")"
+expect_error "configure --readable with a missing folder" bad_path \
+	"$(afs --json configure c1 --readable "$T/nosuch")"
+out=$(afs configure c1 --writable "$T/nosuch" 2>&1)
+case "$out" in
+*"no such folder"*) ok "the message says no such folder ($out)" ;;
+*) not_ok "the message says no such folder"; diag "$out" ;;
+esac
+is "$(afs --json show c1 | jget 'bot.mounts.#')" 1 "c1 is unchanged: one root, no failed one added"
+expect_ok "configure --writable with a folder that exists" \
+	"$(afs --json configure c1 --writable "$T/extra")"
+
+# --- the control socket out of reach: "root only" --------------------------------------------
+if command -v setpriv >/dev/null && setpriv --reuid=4242 --regid=4242 --clear-groups test -x "$T"; then
+	as_user() { setpriv --reuid=4242 --regid=4242 --clear-groups "$AGENTFS_BIN" --socket "$D_SOCK" "$@"; }
+	out=$(as_user status 2>&1)
+	rc=$?
+	case "$rc:$out" in
+	1:*"permission denied"*"root only"*) ok "a user on the 0600 control socket is told it is root only" ;;
+	*) not_ok "a user on the 0600 control socket is told it is root only"; diag "$rc: $out" ;;
+	esac
+	# the daemon's own check, behind a socket mode opened by mistake
+	chmod 0666 "$D_SOCK"
+	out=$(as_user --json status 2>&1)
+	chmod 0600 "$D_SOCK"
+	expect_error "the daemon refuses a user the socket's mode let through" forbidden "$out"
+	case "$out" in
+	*"root only"*) ok "and says root only" ;;
+	*) not_ok "and says root only"; diag "$out" ;;
+	esac
+	is "$(afs --json status | jget ok)" true "the daemon serves root after it"
+else
+	skip "setpriv is missing or uid 4242 cannot reach $T"
+fi
+
+# --- .ci/demo: colour only on a terminal -----------------------------------------------------
+if [ -f "$top_srcdir/.ci/demo" ]; then
+	{
+		sed -n '/^# colours:/,/^say()/p' "$top_srcdir/.ci/demo"
+		echo 'say heading'
+	} >"$T/say.sh"
+	out=$(TERM=xterm bash "$T/say.sh" | od -An -c)
+	case "$out" in
+	*033*) not_ok ".ci/demo writes no colour codes into a pipe"; diag "$out" ;;
+	*) ok ".ci/demo writes no colour codes into a pipe" ;;
+	esac
+	if command -v script >/dev/null; then
+		out=$(TERM=xterm script -qc "bash $T/say.sh" /dev/null | od -An -c)
+		case "$out" in
+		*033*) ok ".ci/demo makes its headings bold on a terminal" ;;
+		*) not_ok ".ci/demo makes its headings bold on a terminal"; diag "$out" ;;
+		esac
+	fi
+else
+	skip ".ci/demo is not in this tree"
+fi
+
+done_testing
