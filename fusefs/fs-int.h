@@ -17,6 +17,8 @@
 /* libfuse allocates a thread-specific key per session: keep well below. */
 #define FS_MAX_MOUNTS 1000
 
+#define SEAL_MAX 64 /* content-checked renames at once */
+
 /* Class bits of an inode, computed at lookup from its parent and name. */
 #define CLS_RO_TREE 0x1u /* read-only, and so is everything beneath */
 
@@ -52,6 +54,8 @@ struct inode {
 	int backing_id;		/* kernel passthrough id, 0 if none; see wire.c */
 	unsigned backing_users; /* open handles passing through to it */
 	unsigned plain_opens;	/* open handles served by read and write requests */
+	unsigned write_opens;	/* open handles that may write, and truncates running */
+	bool sealed;		/* renamed onto a content-checked name: no write ever (seal.c) */
 };
 
 struct inode_table {
@@ -154,6 +158,14 @@ struct fs {
 	bool stopping;
 	gid_t root_groups[64];
 	int n_root_groups;
+	/* seal.c: content-checked renames and writes (gitguard X2, X4) */
+	pthread_rwlock_t ns_lock; /* name changes shared, a checked rename exclusive */
+	pthread_mutex_t chk_lock; /* X4 writes in place, one at a time */
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} sealing[SEAL_MAX]; /* under lock: being checked, no writer admitted */
+	unsigned nsealing;
 };
 
 /* inode.c */
@@ -200,15 +212,28 @@ unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct 
 void policy_refresh(struct fs_mount *m, struct inode *i, unsigned depth);
 void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, int parent_fd,
 		   const char *name, struct inode *ino);
+unsigned policy_content_rule(struct fs_mount *m, struct inode *parent, const char *name);
+bool policy_checked_writes(struct fs_mount *m, struct inode *i);
 
 /* wire.c */
 int wire_attach(struct fs_mount *m);
-bool wire_open_begin(struct fs_mount *m, struct inode *ino);
+bool wire_open_begin(struct fs_mount *m, struct inode *ino, bool plain);
 void wire_open_end(struct fs_mount *m, struct inode *ino, bool passthrough);
 void wire_inode_free(struct fs_mount *m, struct inode *ino);
 void wire_closes_flush(void);
 bool wire_request_may_block(void);
 #define FH_PASSTHROUGH (1ull << 40) /* in fi->fh above the fd: wire_open_begin() said yes */
+#define FH_CHECKED (1ull << 41)	    /* writes to an X4 file: each checked (seal.c) */
+
+/* seal.c */
+int seal_write_begin(struct fs_mount *m, struct inode *i);
+void seal_write_end(struct fs_mount *m, struct inode *i);
+int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np, int npfd,
+		const char *newname, unsigned flags, unsigned rule);
+ssize_t seal_checked_write(struct fs_mount *m, struct inode *i, int fh, const char *data,
+			   size_t len, off_t off);
+int seal_checked_truncate_begin(struct fs_mount *m, struct inode *i, off_t size);
+void seal_checked_truncate_end(struct fs_mount *m);
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops fs_ops;

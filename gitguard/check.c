@@ -95,10 +95,14 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 	guard_name_stage(g, parent, name, mode, &c);
 	if (c.flags & (GUARD_RO | GUARD_TREE))
 		return refuse(v, c.rule);
-	/* X2/X4: only a regular file renamed in, whose content the caller checks */
-	if ((c.flags & GUARD_CHK) && (!move || !S_ISREG(mode)))
-		return refuse_why(v, c.rule, move ? "only a regular file may be renamed onto it"
-						  : "made only by renaming a checked file onto it");
+	/*
+	 * X2/X4: a regular file, renamed in (the caller checks its content) or,
+	 * for X4 only, made empty and then written with each write checked.
+	 */
+	if ((c.flags & GUARD_CHK) && !S_ISREG(mode))
+		return refuse_why(v, c.rule, "only a regular file may be put there");
+	if ((c.flags & GUARD_CHK) && !move && c.rule == GUARD_RULE_X2)
+		return refuse_why(v, c.rule, "made only by renaming a checked file onto it");
 	if (c.kind == GUARD_GITDIR) {
 		if (c.flags & GUARD_WT)
 			return refuse_why(v, GUARD_RULE_D5, "new worktree");
@@ -395,6 +399,10 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 		if (req->cls->kind != GUARD_BOTREPO &&
 		    (req->cls->flags & (GUARD_RO | GUARD_TREE | GUARD_PIN | GUARD_CHK)))
 			return refuse(v, req->cls->rule);
+		/* a new name for content nobody checked, still writable by its other name */
+		if (req->parent->kind != GUARD_BOTREPO &&
+		    (rc = (int)guard_content_rule(req->parent, req->name)))
+			return refuse_why(v, (unsigned)rc, "hard link onto a content-checked name");
 		return check_new(g, req->parent, req->parent_fd, req->name, req->mode & S_IFMT,
 				 false, v);
 	case GUARD_OP_UNLINK:
