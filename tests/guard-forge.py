@@ -4,6 +4,7 @@
   index OUT VERSION MODE:SHA:PATH...   write a git index (v2, v3 or v4) to OUT
   plant-rename SRC DST FILE            copy FILE to SRC, close, rename SRC onto DST
   plant-write DST FILE                 open DST for writing in place, write FILE
+  plant-new DST FILE                   create or truncate DST, write FILE
   plant-append DST TEXT                append TEXT to DST
   plant-trunc DST SIZE                 truncate DST to SIZE
   plant-create DST                     create DST (O_CREAT|O_EXCL)
@@ -81,6 +82,9 @@ def main(argv):
     elif cmd == "plant-write":
         data = open(argv[3], "rb").read()
         result(lambda: write_file(argv[2], data, "r+b"))
+    elif cmd == "plant-new":
+        data = open(argv[3], "rb").read()
+        result(lambda: write_file(argv[2], data))
     elif cmd == "plant-append":
         result(lambda: write_file(argv[2], argv[3].encode(), "ab"))
     elif cmd == "plant-trunc":

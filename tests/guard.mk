@@ -10,6 +10,7 @@ tests_guard_tryop_LDADD = $(PTHREAD_LIBS)
 GUARD_TESTS = \
 	tests/guard-git.sh \
 	tests/guard-attack.sh \
-	tests/guard-index.sh
+	tests/guard-index.sh \
+	tests/guard-strategy.sh
 TESTS += $(GUARD_TESTS)
 EXTRA_DIST += $(GUARD_TESTS) tests/guard-forge.py
