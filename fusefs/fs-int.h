@@ -18,6 +18,8 @@
 #define FS_MAX_MOUNTS 1000
 #define FS_DECIDE_STRIPES 64 /* decision-hold stripes (decide.c) */
 
+#define SEAL_MAX 64 /* content-checked renames at once */
+
 /* Class bits of an inode, computed at lookup from its parent and name. */
 #define CLS_RO_TREE 0x1u /* read-only, and so is everything beneath */
 
@@ -62,6 +64,8 @@ struct inode {
 	int backing_id;		/* [lock] kernel passthrough id, 0 if none; see wire.c */
 	unsigned backing_users; /* [lock] open handles passing through to it */
 	unsigned plain_opens;	/* [lock] open handles served by read and write requests */
+	unsigned write_opens;	/* [lock] open handles that may write, and truncates running */
+	bool sealed;		/* [lock] renamed onto a content-checked name: no write ever (seal.c) */
 };
 
 struct inode_table {
@@ -184,6 +188,14 @@ struct fs {
 	bool stopping;
 	gid_t root_groups[64];
 	int n_root_groups;
+	/* seal.c: content-checked renames and writes (gitguard X2, X4) */
+	pthread_rwlock_t ns_lock; /* name changes shared, a checked rename exclusive */
+	pthread_mutex_t chk_lock; /* X4 writes in place, one at a time */
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} sealing[SEAL_MAX]; /* under lock: being checked, no writer admitted */
+	unsigned nsealing;
 };
 
 /* inode.c */
@@ -230,6 +242,8 @@ unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct 
 void policy_refresh(struct fs_mount *m, struct inode *i);
 void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, int parent_fd,
 		   const char *name, struct inode *ino);
+unsigned policy_content_rule(struct fs_mount *m, struct inode *parent, const char *name);
+bool policy_checked_writes(struct fs_mount *m, struct inode *i);
 
 /* decide.c */
 struct decide_hold {
@@ -243,12 +257,23 @@ void decide_leave(struct decide_hold *h);
 
 /* wire.c */
 int wire_attach(struct fs_mount *m);
-bool wire_open_begin(struct fs_mount *m, struct inode *ino);
+bool wire_open_begin(struct fs_mount *m, struct inode *ino, bool plain);
 void wire_open_end(struct fs_mount *m, struct inode *ino, bool passthrough);
 void wire_inode_free(struct fs_mount *m, struct inode *ino);
 void wire_closes_flush(void);
 bool wire_request_may_block(void);
 #define FH_PASSTHROUGH (1ull << 40) /* in fi->fh above the fd: wire_open_begin() said yes */
+#define FH_CHECKED (1ull << 41)	    /* writes to an X4 file: each checked (seal.c) */
+
+/* seal.c */
+int seal_write_begin(struct fs_mount *m, struct inode *i);
+void seal_write_end(struct fs_mount *m, struct inode *i);
+int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np, int npfd,
+		const char *newname, unsigned flags, unsigned rule);
+ssize_t seal_checked_write(struct fs_mount *m, struct inode *i, int fh, const char *data,
+			   size_t len, off_t off);
+int seal_checked_truncate_begin(struct fs_mount *m, struct inode *i, off_t size);
+void seal_checked_truncate_end(struct fs_mount *m);
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops fs_ops;

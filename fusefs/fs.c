@@ -585,6 +585,8 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 		pthread_mutexattr_destroy(&a);
 	}
 	pthread_cond_init(&fs->cond, NULL);
+	pthread_rwlock_init(&fs->ns_lock, NULL);
+	pthread_mutex_init(&fs->chk_lock, NULL);
 	pthread_mutex_init(&fs->lk_lock, NULL);
 	pthread_cond_init(&fs->lk_cond, NULL);
 	pthread_mutex_init(&fs->nt_lock, NULL);

@@ -175,6 +175,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *i = ino_of(m, ino);
+	bool checked = false;
 	struct stat st;
 	int fd, r = 0;
 
@@ -182,16 +183,31 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 		r = policy_check(m, &PREQ(.op = GUARD_OP_CHMOD, .ino = i, .mode = i->type));
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
 		r = policy_check(m, &PREQ(.op = GUARD_OP_CHOWN, .ino = i, .mode = i->type));
-	if (r == 0 && (valid & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
+	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE))
 		r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
+	else if (r == 0 && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
+		r = policy_check(m, &PREQ(.op = GUARD_OP_TOUCH, .ino = i, .mode = i->type));
 	if (r != 0)
 		goto out;
-	fd = inode_fd_get(m, i);
-	if (fd < 0) {
-		r = fd;
+	/* a truncate counts as a writer (seal.c); of an X4 file it is checked */
+	if ((valid & FUSE_SET_ATTR_SIZE) && (r = seal_write_begin(m, i)) != 0)
+		goto out;
+	checked = (valid & FUSE_SET_ATTR_SIZE) && policy_checked_writes(m, i);
+	if (checked && (r = seal_checked_truncate_begin(m, i, attr->st_size)) != 0) {
+		seal_write_end(m, i);
 		goto out;
 	}
-	r = do_setattr(m, i, fd, attr, valid, fi);
+	fd = inode_fd_get(m, i);
+	if (fd < 0)
+		r = fd;
+	else
+		r = do_setattr(m, i, fd, attr, valid, fi);
+	if (checked)
+		seal_checked_truncate_end(m);
+	if (valid & FUSE_SET_ATTR_SIZE)
+		seal_write_end(m, i);
+	if (fd < 0)
+		goto out;
 	if (r == 0 && fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
 		r = -errno;
 	inode_fd_put(m, i);
@@ -268,6 +284,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	if (r == 0)
 		r = fs_as_caller(req, true);
 	if (r == 0) {
+		pthread_rwlock_rdlock(&m->fs->ns_lock);
 		if (link != NULL)
 			r = symlinkat(link, pfd, name);
 		else if (S_ISDIR(mode))
@@ -276,6 +293,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 			r = mknodat(pfd, name, mode, rdev);
 		if (r != 0)
 			r = -errno;
+		pthread_rwlock_unlock(&m->fs->ns_lock);
 		fs_as_root(m->fs);
 		if (r == 0)
 			r = made(m, op, p, pfd, name, &e);
@@ -364,8 +382,12 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	if (r == 0)
 		r = policy_check(m, &PREQ(.op = op, .ino = &child, .mode = child.type, .parent = p,
 					  .parent_fd = pfd, .name = name));
-	if (r == 0 && unlinkat(pfd, name, flags) != 0)
-		r = -errno;
+	if (r == 0) {
+		pthread_rwlock_rdlock(&m->fs->ns_lock);
+		if (unlinkat(pfd, name, flags) != 0)
+			r = -errno;
+		pthread_rwlock_unlock(&m->fs->ns_lock);
+	}
 	if (r == 0)
 		policy_notify(m, op, p, pfd, name, NULL);
 	inode_fd_put(m, p);
@@ -408,6 +430,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	enum guard_op op = (flags & RENAME_EXCHANGE) ? GUARD_OP_EXCHANGE : GUARD_OP_RENAME;
 	int pfd = -1, npfd = -1, sfd = 0, vfd = 0, r;
 	struct decide_hold h = {0};
+	unsigned rule;
 	bool have_dst;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
@@ -443,8 +466,16 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 			       .src_parent_fd = pfd, .src_name = name, .parent = np,
 			       .parent_fd = npfd, .name = newname, .victim = have_dst ? &dst : NULL,
 			       .victim_fd = vfd, .victim_mode = have_dst ? dst.type : 0));
-	if (r == 0 && renameat2(pfd, name, npfd, newname, flags) != 0)
-		r = -errno;
+	/* onto an index or a strategy file: its content is checked first (seal.c) */
+	rule = r == 0 && op == GUARD_OP_RENAME ? policy_content_rule(m, np, newname) : 0;
+	if (r == 0 && rule != 0) {
+		r = seal_rename(m, pfd, name, np, npfd, newname, flags, rule);
+	} else if (r == 0) {
+		pthread_rwlock_rdlock(&m->fs->ns_lock);
+		if (renameat2(pfd, name, npfd, newname, flags) != 0)
+			r = -errno;
+		pthread_rwlock_unlock(&m->fs->ns_lock);
+	}
 	if (r == 0) {
 		policy_notify(m, op, np, npfd, newname, NULL);
 		if (op == GUARD_OP_EXCHANGE)
@@ -489,8 +520,12 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		decide_enter(m, &h, np, NULL, false);
 		r = policy_check(m, &PREQ(.op = GUARD_OP_LINK, .ino = i, .mode = i->type,
 					  .parent = np, .parent_fd = npfd, .name = newname));
-		if (r == 0 && linkat(fd, "", npfd, newname, AT_EMPTY_PATH) != 0)
-			r = -errno;
+		if (r == 0) {
+			pthread_rwlock_rdlock(&m->fs->ns_lock);
+			if (linkat(fd, "", npfd, newname, AT_EMPTY_PATH) != 0)
+				r = -errno;
+			pthread_rwlock_unlock(&m->fs->ns_lock);
+		}
 		if (r == 0)
 			policy_notify(m, GUARD_OP_LINK, np, npfd, newname, NULL);
 		decide_leave(&h);
@@ -549,7 +584,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct inode *i = ino_of(m, ino);
 	char path[PROC_FD_MAX];
 	int fd, nfd, r = 0;
-	bool pt;
+	bool pt, wr, checked;
 
 	fd = inode_fd_get(m, i);
 	if (fd < 0) {
@@ -584,13 +619,23 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -r);
 		return;
 	}
+	/* a handle that may write is counted, and refused on a sealed inode (seal.c) */
+	wr = open_writes(fi->flags);
+	if (wr && (r = seal_write_begin(m, i)) != 0) {
+		close(nfd);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	checked = wr && policy_checked_writes(m, i);
 	set_keep_cache(m, i, nfd, fi);
 	fi->noflush = 1; /* see op_flush */
-	pt = wire_open_begin(m, i);
-	fi->fh = (uint64_t)nfd | (pt ? FH_PASSTHROUGH : 0);
+	pt = wire_open_begin(m, i, checked);
+	fi->fh = (uint64_t)nfd | (pt ? FH_PASSTHROUGH : 0) | (checked ? FH_CHECKED : 0);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* interrupted: no release will come */
 		wire_open_end(m, i, pt);
+		if (wr)
+			seal_write_end(m, i);
 		close(nfd);
 	}
 }
@@ -599,11 +644,11 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		      struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
-	struct inode *p = ino_of(m, parent);
+	struct inode *p = ino_of(m, parent), *i;
 	struct fuse_entry_param e;
 	struct decide_hold h;
 	int pfd, fd = -1, r;
-	bool pt;
+	bool pt, wr, checked;
 
 	pfd = inode_fd_get(m, p);
 	if (pfd < 0) {
@@ -616,10 +661,12 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	if (r == 0)
 		r = fs_as_caller(req, true);
 	if (r == 0) {
+		pthread_rwlock_rdlock(&m->fs->ns_lock);
 		fd = openat(pfd, name, (fi->flags & ~O_NOCTTY) | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
 			    mode);
 		if (fd < 0)
 			r = -errno;
+		pthread_rwlock_unlock(&m->fs->ns_lock);
 		fs_as_root(m->fs);
 		if (r == 0)
 			r = made(m, GUARD_OP_CREATE, p, pfd, name, &e);
@@ -631,13 +678,23 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 			close(fd);
 		goto out;
 	}
-	fi->noflush = 1; /* see op_flush */
-	pt = wire_open_begin(m, ino_of(m, e.ino));
-	fi->fh = (uint64_t)fd | (pt ? FH_PASSTHROUGH : 0);
-	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
-		wire_open_end(m, ino_of(m, e.ino), pt);
+	i = ino_of(m, e.ino);
+	wr = open_writes(fi->flags);
+	if (wr && (r = seal_write_begin(m, i)) != 0) {
 		close(fd);
-		inode_forget(m, ino_of(m, e.ino), 1);
+		inode_forget(m, i, 1);
+		goto out;
+	}
+	checked = wr && policy_checked_writes(m, i);
+	fi->noflush = 1; /* see op_flush */
+	pt = wire_open_begin(m, i, checked);
+	fi->fh = (uint64_t)fd | (pt ? FH_PASSTHROUGH : 0) | (checked ? FH_CHECKED : 0);
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		wire_open_end(m, i, pt);
+		if (wr)
+			seal_write_end(m, i);
+		close(fd);
+		inode_forget(m, i, 1);
 	}
 	return;
 out:
@@ -677,6 +734,37 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_buf(req, read_buf, (size_t)n);
 }
 
+/* A write to an X4 file: the content it would leave is checked first (seal.c). */
+static void checked_write(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
+			  struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	size_t len = fuse_buf_size(in);
+	struct fuse_bufvec mem = FUSE_BUFVEC_INIT(len);
+	ssize_t n;
+
+	if (len > GUARD_SEQ_MAX) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	mem.buf[0].mem = malloc(len ? len : 1);
+	if (mem.buf[0].mem == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = fuse_buf_copy(&mem, in, 0);
+	if (n >= 0)
+		n = seal_checked_write(m, ino_of(m, ino), (int)fi->fh, mem.buf[0].mem, (size_t)n,
+				       off);
+	free(mem.buf[0].mem);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	fs_invalidate(m, ino_of(m, ino), NULL, NULL);
+	fuse_reply_write(req, (size_t)n);
+}
+
 static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
 			 struct fuse_file_info *fi)
 {
@@ -684,6 +772,10 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
 	ssize_t n;
 
+	if (fi->fh & FH_CHECKED) {
+		checked_write(req, ino, in, off, fi);
+		return;
+	}
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	out.buf[0].fd = (int)fi->fh;
 	out.buf[0].pos = off;
@@ -732,6 +824,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fs_lock_drop(m->fs, (int)fi->fh);
 	close((int)fi->fh);
 	wire_open_end(m, i, (fi->fh & FH_PASSTHROUGH) != 0);
+	if (open_writes(fi->flags))
+		seal_write_end(m, i);
 	/* Passthrough writes bypass op_write_buf: other mounts learn of them here. */
 	if ((fi->fh & FH_PASSTHROUGH) && open_writes(fi->flags))
 		fs_invalidate(m, i, NULL, NULL);
@@ -1123,8 +1217,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 			 struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
-				      .mode = ino_of(m, ino)->type));
+	int r = (fi->fh & FH_CHECKED) ? -EROFS
+				       : policy_check(m, &PREQ(.op = GUARD_OP_WRITE,
+							       .ino = ino_of(m, ino),
+							       .mode = ino_of(m, ino)->type));
 
 	if (r == 0 && fallocate((int)fi->fh, mode, off, len) != 0)
 		r = -errno;
@@ -1138,8 +1234,10 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			       struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino_out),
-				      .mode = ino_of(m, ino_out)->type));
+	int r = (fi_out->fh & FH_CHECKED) ? -EROFS
+					   : policy_check(m, &PREQ(.op = GUARD_OP_WRITE,
+								   .ino = ino_of(m, ino_out),
+								   .mode = ino_of(m, ino_out)->type));
 	ssize_t n;
 
 	if (r != 0) {

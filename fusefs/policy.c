@@ -19,7 +19,7 @@ static const char *op_names[] = {
 	[GUARD_OP_MKDIR] = "mkdir",	  [GUARD_OP_SYMLINK] = "symlink",
 	[GUARD_OP_LINK] = "link",	  [GUARD_OP_UNLINK] = "unlink",
 	[GUARD_OP_RMDIR] = "rmdir",	  [GUARD_OP_RENAME] = "rename",
-	[GUARD_OP_EXCHANGE] = "exchange",
+	[GUARD_OP_EXCHANGE] = "exchange", [GUARD_OP_TOUCH] = "touch",
 };
 
 int ro_link_cmp(const void *a, const void *b)
@@ -192,6 +192,14 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 		return refuse(m, r, "read-only path");
 	if (m->guard == NULL)
 		return 0;
+	/* renamed onto an index or strategy file after a check: never written again */
+	if (r->ino != NULL && (r->op == GUARD_OP_WRITE || r->op == GUARD_OP_LINK)) {
+		pthread_mutex_lock(&m->fs->lock);
+		k = r->ino->sealed;
+		pthread_mutex_unlock(&m->fs->lock);
+		if (k)
+			return refuse(m, r, "rule X2/X4 (content checked when it was renamed in)");
+	}
 
 	p[0] = gcls_of(m, r->ino);
 	p[1] = gcls_of(m, r->parent);
@@ -295,4 +303,32 @@ void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, i
 	if (guard_notify(m->guard, &ev))
 		others_stale(m);
 	free(path);
+}
+
+/* The content rule (GUARD_RULE_X2, _X4) of name in parent, or 0. */
+unsigned policy_content_rule(struct fs_mount *m, struct inode *parent, const char *name)
+{
+	struct guard_cls pc;
+
+	if (m->guard == NULL)
+		return 0;
+	policy_refresh(m, parent);
+	pthread_mutex_lock(&m->fs->lock);
+	pc = parent->gcls;
+	pthread_mutex_unlock(&m->fs->lock);
+	return pc.kind == GUARD_BOTREPO ? 0 : guard_content_rule(&pc, name);
+}
+
+/* Whether writes to i must each be checked (an X4 file): no passthrough then. */
+bool policy_checked_writes(struct fs_mount *m, struct inode *i)
+{
+	struct guard_cls c;
+
+	if (m->guard == NULL || !S_ISREG(i->type))
+		return false;
+	policy_refresh(m, i);
+	pthread_mutex_lock(&m->fs->lock);
+	c = i->gcls;
+	pthread_mutex_unlock(&m->fs->lock);
+	return c.kind != GUARD_BOTREPO && (c.flags & GUARD_CHK) && c.rule == GUARD_RULE_X4;
 }

@@ -161,9 +161,10 @@ int wire_attach(struct fs_mount *m)
  * for the same reason: one whose backing file could not be made (a source
  * on a stacking filesystem, say) is served by read and write requests,
  * and so is every open of that inode until the last one is released.
+ * PLAIN asks for an open served by requests (writes the server must see).
  * Returns whether the reply passes through; wire_open_end() undoes it.
  */
-bool wire_open_begin(struct fs_mount *m, struct inode *i)
+bool wire_open_begin(struct fs_mount *m, struct inode *i, bool plain)
 {
 	struct wire_backing_map map = {.fd = -1};
 	bool pt = false, first;
@@ -178,12 +179,12 @@ bool wire_open_begin(struct fs_mount *m, struct inode *i)
 	 * reopens it with each passthrough open's own flags.
 	 */
 	pthread_mutex_lock(&m->fs->lock);
-	first = i->plain_opens == 0 && i->backing_id == 0;
+	first = !plain && i->plain_opens == 0 && i->backing_id == 0;
 	pthread_mutex_unlock(&m->fs->lock);
 	if (first)
 		map.fd = inode_fd_get(m, i);
 	pthread_mutex_lock(&m->fs->lock);
-	if (i->plain_opens == 0 && i->backing_id == 0) {
+	if (!plain && i->plain_opens == 0 && i->backing_id == 0) {
 		/*
 		 * Under the lock, so two first opens make one backing file. An
 		 * open that raced the last release of a plain-served inode has
@@ -193,7 +194,7 @@ bool wire_open_begin(struct fs_mount *m, struct inode *i)
 		if (id > 0)
 			i->backing_id = id;
 	}
-	if (i->plain_opens == 0 && i->backing_id > 0) {
+	if (!plain && i->plain_opens == 0 && i->backing_id > 0) {
 		i->backing_users++;
 		tl.backing_id = i->backing_id;
 		pt = true;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "gitguard/guard-int.h"
@@ -77,9 +78,9 @@ static bool in_gitdir(const struct guard_cls *c)
 	return c->kind == GUARD_GITDIR || c->kind == GUARD_INGIT;
 }
 
-/* NC: may NAME of type MODE be made in PARENT? */
+/* NC: may NAME of type MODE be made in PARENT (MOVE: by a rename)? */
 static int check_new(struct guard *g, const struct guard_cls *parent, int parent_fd,
-		     const char *name, mode_t mode, struct guard_verdict *v)
+		     const char *name, mode_t mode, bool move, struct guard_verdict *v)
 {
 	struct guard_cls c;
 	int bit, has;
@@ -102,6 +103,14 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 	/* D9: git makes no symlink in a git folder; one there sends git's reads and writes anywhere */
 	if (S_ISLNK(mode) && in_gitdir(parent))
 		return refuse(v, GUARD_RULE_D9);
+	/*
+	 * X2/X4: a regular file, renamed in (the caller checks its content) or,
+	 * for X4 only, made empty and then written with each write checked.
+	 */
+	if ((c.flags & GUARD_CHK) && !S_ISREG(mode))
+		return refuse_why(v, c.rule, "only a regular file may be put there");
+	if ((c.flags & GUARD_CHK) && !move && c.rule == GUARD_RULE_X2)
+		return refuse_why(v, c.rule, "made only by renaming a checked file onto it");
 	if (c.kind == GUARD_GITDIR) {
 		if (c.flags & GUARD_WT)
 			return refuse_why(v, GUARD_RULE_D5, "new worktree");
@@ -365,7 +374,7 @@ static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode,
 	if (!rc && victim)
 		rc = check_remove(victim, v);
 	if (!rc)
-		rc = check_new(g, parent, parent_fd, name, mode, v);
+		rc = check_new(g, parent, parent_fd, name, mode, true, v);
 	if (rc || !S_ISDIR(mode) || cls->kind == GUARD_BOTREPO)
 		return rc;
 	if (fd < 0)
@@ -552,25 +561,38 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 		v->rule = v->reason = NULL;
 	switch (req->op) {
 	case GUARD_OP_WRITE:
+		rc = check_write(req->cls, v);
+		/* X2: git writes an index by renaming a lock file onto it, never in place */
+		if (!rc && req->cls->kind != GUARD_BOTREPO && (req->cls->flags & GUARD_CHK) &&
+		    req->cls->rule == GUARD_RULE_X2)
+			rc = refuse_why(v, GUARD_RULE_X2, "index written in place, not renamed in");
+		return rc;
 	case GUARD_OP_CHMOD:
 	case GUARD_OP_CHOWN:
+	case GUARD_OP_TOUCH:
 		return check_write(req->cls, v);
 	case GUARD_OP_CREATE:
 	case GUARD_OP_MKDIR:
 		return check_new(g, req->parent, req->parent_fd, req->name,
-				 req->op == GUARD_OP_MKDIR ? S_IFDIR : (req->mode & S_IFMT), v);
+				 req->op == GUARD_OP_MKDIR ? S_IFDIR : (req->mode & S_IFMT), false,
+				 v);
 	case GUARD_OP_SYMLINK:
 		/* HEAD under core.preferSymlinkRefs: judged as the file git writes otherwise */
 		mode = head_symlink(req) ? S_IFREG : S_IFLNK;
-		rc = check_new(g, req->parent, req->parent_fd, req->name, mode, v);
+		rc = check_new(g, req->parent, req->parent_fd, req->name, mode, false, v);
 		if (!rc && S_ISLNK(mode))
 			rc = check_x1(g, req->parent_path, req->target, v);
 		return rc;
 	case GUARD_OP_LINK:
 		if (req->cls->kind != GUARD_BOTREPO &&
-		    (req->cls->flags & (GUARD_RO | GUARD_TREE | GUARD_PIN)))
+		    (req->cls->flags & (GUARD_RO | GUARD_TREE | GUARD_PIN | GUARD_CHK)))
 			return refuse(v, req->cls->rule);
-		return check_new(g, req->parent, req->parent_fd, req->name, req->mode & S_IFMT, v);
+		/* a new name for content nobody checked, still writable by its other name */
+		if (req->parent->kind != GUARD_BOTREPO &&
+		    (rc = (int)guard_content_rule(req->parent, req->name)))
+			return refuse_why(v, (unsigned)rc, "hard link onto a content-checked name");
+		return check_new(g, req->parent, req->parent_fd, req->name, req->mode & S_IFMT,
+				 false, v);
 	case GUARD_OP_UNLINK:
 	case GUARD_OP_RMDIR:
 		return check_remove(req->cls, v);
@@ -583,6 +605,11 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 		rc = check_remove(req->cls, v);
 		if (!rc)
 			rc = check_remove(req->victim, v);
+		/* X2/X4: an exchange would put unchecked content in place */
+		if (!rc && (req->cls->flags & GUARD_CHK) && req->cls->kind != GUARD_BOTREPO)
+			rc = refuse(v, req->cls->rule);
+		if (!rc && (req->victim->flags & GUARD_CHK) && req->victim->kind != GUARD_BOTREPO)
+			rc = refuse(v, req->victim->rule);
 		if (!rc)
 			rc = check_move(g, req->cls, req->mode, req->fd, req->parent,
 					req->parent_fd, req->name, NULL, v);
@@ -714,7 +741,8 @@ bool guard_notify(struct guard *g, const struct guard_event *ev)
 	}
 	if (p->kind == GUARD_GITDIR && ev->parent_fd >= 0) {
 		guard_name_stage(g, p, ev->name, ev->st ? ev->st->st_mode : 0, &c);
-		if (c.flags || c.role == GUARD_R_WORKTREES)
+		/* an index renamed in (every git add) changes no repository layout */
+		if ((c.flags & ~GUARD_CHK) || c.role == GUARD_R_WORKTREES)
 			changed |= guard_repo_rescan(g, p->dev, p->ino, ev->parent_fd);
 	}
 	/* a folder moved: what lies beneath it now hangs from another class */
@@ -723,4 +751,78 @@ bool guard_notify(struct guard *g, const struct guard_event *ev)
 	if (changed)
 		guard_bump(g);
 	return changed;
+}
+
+/*
+ * Content-checked names (gitguard.h): GUARD_RULE_X2 for a git folder's
+ * `index` and `sharedindex.*`, GUARD_RULE_X4 for the strategy files in
+ * rebase-merge/, rebase-apply/ and sequencer/, else 0.
+ */
+unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
+{
+	if (parent->kind == GUARD_GITDIR)
+		return name_is(name, "index") || !strncasecmp(name, "sharedindex.", 12)
+			       ? GUARD_RULE_X2
+			       : 0;
+	if (parent->kind == GUARD_INGIT && parent->role == GUARD_R_SEQ &&
+	    (name_is(name, "strategy") || name_is(name, "strategy_opts") || name_is(name, "opts")))
+		return GUARD_RULE_X4;
+	return 0;
+}
+
+/* 0 if BUF may become the file NAME of rule RULE, else -EROFS with *WHY */
+int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len,
+			size_t hashsz, const char **why)
+{
+	int rc = -1;
+
+	*why = "unknown content rule";
+	if (rule == GUARD_RULE_X2)
+		rc = guard_index_check_hash(buf, len, hashsz, why);
+	else if (rule == GUARD_RULE_X4)
+		rc = guard_seq_file_check(name, buf, len, why);
+	return rc ? -EROFS : 0;
+}
+
+/*
+ * As guard_content_check, reading FD (open for reading): a regular file with
+ * one name, no larger than the rule's cap, read to its end.
+ */
+int guard_content_fd(unsigned rule, const char *name, int fd, size_t hashsz, const char **why)
+{
+	size_t cap = rule == GUARD_RULE_X2 ? GUARD_INDEX_MAX : GUARD_SEQ_MAX, len = 0;
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	int rc;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+		*why = "not a regular file with one name";
+		return -EROFS;
+	}
+	if ((size_t)st.st_size > cap) {
+		*why = "larger than gitguard reads";
+		return -EROFS;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		*why = "out of memory reading it";
+		return -EROFS;
+	}
+	while (len <= (size_t)st.st_size) {
+		n = pread(fd, buf + len, (size_t)st.st_size + 1 - len, (off_t)len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	if (n < 0 || len != (size_t)st.st_size) {
+		free(buf);
+		*why = "changed or unreadable while being checked";
+		return -EROFS;
+	}
+	rc = guard_content_check(rule, name, buf, len, hashsz, why);
+	free(buf);
+	return rc;
 }

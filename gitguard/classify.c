@@ -97,8 +97,23 @@ int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char
 			out->role = GUARD_R_OBJECTS;
 			return 0;
 		}
+		if (name_is(name, "rebase-merge") || name_is(name, "rebase-apply") ||
+		    name_is(name, "sequencer")) {
+			out->role = GUARD_R_SEQ;
+			return 0;
+		}
+		if (guard_content_rule(parent, name)) {
+			set(out, GUARD_CHK, GUARD_RULE_X2);
+			return 0;
+		}
 	} else if (parent->kind == GUARD_INGIT) {
 		switch (parent->role) {
+		case GUARD_R_SEQ:
+			if (guard_content_rule(parent, name)) {
+				set(out, GUARD_CHK, GUARD_RULE_X4);
+				return 0;
+			}
+			break;
 		case GUARD_R_OBJECTS:
 			if (name_is(name, "info"))
 				out->role = GUARD_R_OBJINFO;
@@ -338,5 +353,6 @@ tables:
 /* Does this class refuse anything at all? */
 bool guard_cls_protected(const struct guard_cls *cls)
 {
-	return cls->kind == GUARD_GITDIR || (cls->flags & (GUARD_RO | GUARD_TREE | GUARD_PIN));
+	return cls->kind == GUARD_GITDIR ||
+	       (cls->flags & (GUARD_RO | GUARD_TREE | GUARD_PIN | GUARD_CHK));
 }

@@ -43,6 +43,7 @@ enum guard_role {
 	GUARD_R_WORKTREES, /* D/worktrees */
 	GUARD_R_CONFIG,	   /* D/config: a write to it is worth a guard_notify() */
 	GUARD_R_MODULES,   /* D/modules and the folders in it down to each submodule's git folder */
+	GUARD_R_SEQ,	   /* D/rebase-merge, D/rebase-apply, D/sequencer: X4 files inside */
 };
 
 /* Rules, as named in DESIGN.md; guard_rule_name() gives the text. */
@@ -64,7 +65,9 @@ enum guard_rule {
 	GUARD_RULE_W2,
 	GUARD_RULE_W3,
 	GUARD_RULE_X1,
+	GUARD_RULE_X2,
 	GUARD_RULE_X3,
+	GUARD_RULE_X4,
 	GUARD_RULE_HL, /* another name of a protected file (hard link) */
 	GUARD_RULE_MAX
 };
@@ -74,6 +77,7 @@ enum guard_rule {
 #define GUARD_TREE 0x02 /* RO and NC for the entry and everything beneath */
 #define GUARD_PIN 0x04	/* no rename, rmdir, unlink or exchange (G3, paths to W2/W3 targets) */
 #define GUARD_WT 0x08	/* a git folder that is a worktrees/<id> admin folder */
+#define GUARD_CHK 0x10	/* content-checked (X2 index, X4 strategy files): see guard_content_check */
 
 /* The class of one inode: cache it, copy it, compare it; no pointers inside. */
 struct guard_cls {
@@ -111,6 +115,7 @@ enum guard_op {
 	GUARD_OP_RMDIR,	  /* rmdir of cls from parent */
 	GUARD_OP_RENAME,  /* rename of cls (src_parent/src_name) onto parent/name */
 	GUARD_OP_EXCHANGE, /* RENAME_EXCHANGE of cls (src_parent/src_name) and victim (parent/name) */
+	GUARD_OP_TOUCH,	   /* setattr of times only (git freshens sharedindex.* so) */
 };
 
 /*
@@ -195,17 +200,52 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 int guard_check_inode(struct guard *g, const struct stat *st, struct guard_verdict *v);
 bool guard_notify(struct guard *g, const struct guard_event *ev);
 
+/*
+ * Content-checked files (flag GUARD_CHK): a git folder's `index` and
+ * `sharedindex.*` (X2), and rebase-merge/ and rebase-apply/ `strategy`,
+ * `strategy_opts` and sequencer/`opts` (X4).  guard_check() refuses to make
+ * them by create, mknod, mkdir, symlink or link, and X2 files cannot be
+ * written in place (git renames a lock file onto them).  What guard_check()
+ * cannot see is the content: the caller must
+ *   - on a rename (or exchange) of a regular file onto such a name, call
+ *     guard_content_check() on the source, read through an fd it holds, and
+ *     make sure no handle that may write the source stays open across the
+ *     check and the rename;
+ *   - for X4 files written in place, check the content each write would
+ *     leave (guard_content_check on that buffer) before applying it.
+ * guard_content_rule() says whether a name in a folder is one, and which.
+ */
+#define GUARD_INDEX_MAX (256u << 20) /* an index git writes for ~2M files */
+#define GUARD_SEQ_MAX (64u << 10)	     /* strategy files and sequencer/opts */
+unsigned guard_content_rule(const struct guard_cls *parent, const char *name);
+int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len,
+			size_t hashsz, const char **why);
+int guard_content_fd(unsigned rule, const char *name, int fd, size_t hashsz, const char **why);
+
+/* index.c: pure, for fuzzers */
+int guard_index_check(const char *buf, size_t len, const char **why);
+int guard_index_check_hash(const char *buf, size_t len, size_t hashsz, const char **why);
+bool guard_index_path_ok(const char *path, unsigned mode);
+
+/* seq.c: pure, for fuzzers */
+bool guard_strategy_name_ok(const char *s);
+int guard_seq_opts_check(const char *buf, size_t len, const char **why);
+int guard_seq_file_check(const char *name, const char *buf, size_t len, const char **why);
+
 /* parse.c: pure functions on a buffer, for fuzzers */
 enum guard_cfg_key {
 	GUARD_CFG_INCLUDE,   /* include.path, includeIf.<cond>.path */
 	GUARD_CFG_HOOKSPATH, /* core.hooksPath */
 	GUARD_CFG_WORKTREE,  /* core.worktree */
+	GUARD_CFG_STRATEGY,	/* options.strategy (with .seq only) */
+	GUARD_CFG_STRATEGY_OPT, /* options.strategy-option (with .seq only) */
 };
 
 struct guard_cfg {
 	/* called for each value of a key above; a non-zero return stops the scan */
 	int (*fn)(void *arg, enum guard_cfg_key key, const char *value);
 	void *arg;
+	bool seq; /* a sequencer/opts file: report the options.strategy* keys too */
 	/* filled by guard_config_scan */
 	long format;	      /* core.repositoryformatversion, -1 if unset */
 	bool bad_format;      /* repositoryformatversion not an integer */

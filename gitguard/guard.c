@@ -31,7 +31,9 @@ static const struct {
 	[GUARD_RULE_W2] = {"W2", "core.hooksPath target"},
 	[GUARD_RULE_W3] = {"W3", "config include target"},
 	[GUARD_RULE_X1] = {"X1", "symlink into a git folder"},
+	[GUARD_RULE_X2] = {"X2", "index: made only by a checked rename"},
 	[GUARD_RULE_X3] = {"X3", "git folder with an unsafe config"},
+	[GUARD_RULE_X4] = {"X4", "rebase or sequencer strategy file"},
 	[GUARD_RULE_HL] = {"HL", "another name of a protected file"},
 };
 

@@ -9,12 +9,19 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/repo.c \
 	gitguard/resolve.c \
 	gitguard/parse.c \
+	gitguard/index.c \
+	gitguard/seq.c \
 	gitguard/scan.c
 EXTRA_DIST += gitguard/README
 
-check_PROGRAMS += tests/unit-guard tests/unit-guard-parse
-TESTS += tests/unit-guard tests/unit-guard-parse
+check_PROGRAMS += tests/unit-guard tests/unit-guard-parse tests/unit-guard-index
+TESTS += tests/unit-guard tests/unit-guard-parse tests/unit-guard-index
 tests_unit_guard_SOURCES = tests/unit-guard.c tests/guard-tap.h
 tests_unit_guard_LDADD = gitguard/libgitguard.a
 tests_unit_guard_parse_SOURCES = tests/unit-guard-parse.c tests/guard-tap.h
 tests_unit_guard_parse_LDADD = gitguard/libgitguard.a
+tests_unit_guard_index_SOURCES = tests/unit-guard-index.c tests/guard-tap.h
+tests_unit_guard_index_LDADD = gitguard/libgitguard.a
+check_PROGRAMS += tests/guard-idx
+tests_guard_idx_SOURCES = tests/guard-idx.c
+tests_guard_idx_LDADD = gitguard/libgitguard.a

@@ -228,6 +228,13 @@ static int handle_var(struct guard_cfg *cfg, const char *var, const char *value)
 		return value && cfg->fn ? cfg->fn(cfg->arg, GUARD_CFG_HOOKSPATH, value) : 0;
 	if (!strcmp(var, "core.worktree"))
 		return value && cfg->fn ? cfg->fn(cfg->arg, GUARD_CFG_WORKTREE, value) : 0;
+	if (cfg->seq && cfg->fn && !strncmp(var, "options.", 8)) {
+		/* sequencer/opts: git's populate_opts_cb; a key alone has no value */
+		if (!strcmp(var + 8, "strategy"))
+			return cfg->fn(cfg->arg, GUARD_CFG_STRATEGY, value ? value : "");
+		if (!strcmp(var + 8, "strategy-option"))
+			return cfg->fn(cfg->arg, GUARD_CFG_STRATEGY_OPT, value ? value : "");
+	}
 	if (!strcmp(var, "core.repositoryformatversion")) {
 		char *end;
 

@@ -228,6 +228,9 @@ static int on_key(void *arg, enum guard_cfg_key key, const char *value)
 		return on_hookspath(s, value);
 	case GUARD_CFG_WORKTREE:
 		return *value ? strs_add(&s->wt, value) : 0;
+	case GUARD_CFG_STRATEGY:
+	case GUARD_CFG_STRATEGY_OPT:
+		return 0; /* sequencer/opts only (seq.c), never in a config */
 	}
 	return 0;
 }

@@ -152,6 +152,34 @@ check "git rebase -i (sequence editor drops a commit)" run_in "$R" sh -c \
 	"echo r1 >r1 && git add r1 && git commit -qm r1 && echo r2 >r2 && git add r2 && git commit -qm r2 &&
 	 GIT_SEQUENCE_EDITOR='sed -i 1d' git rebase -q -i HEAD~2 && test ! -e r1 && test -e r2 &&
 	 test \"\$(git log -1 --format=%s)\" = r2"
+# X4: the strategy files git writes itself pass the check
+check "git rebase -i with an exec line" run_in "$R" sh -c \
+	"echo x1 >x1 && git add x1 && git commit -qm x1 &&
+	 GIT_SEQUENCE_EDITOR='sed -i \"1a exec touch exec-ran\"' git rebase -q -i HEAD~1 &&
+	 test -e exec-ran && rm exec-ran"
+check "git rebase -s ort -X theirs through a conflict" run_in "$R" sh -c \
+	"git switch -q -c xs && echo xs >x1 && git commit -qam xs && git switch -q main &&
+	 echo xm >x1 && git commit -qam xm && git switch -q xs &&
+	 git rebase -q -s ort -X theirs main && test \"\$(cat x1)\" = xs && git switch -q main"
+check "git rebase -m stopped at a conflict, resolved, continued" run_in "$R" sh -c \
+	"git switch -q -c xc HEAD~1 && echo xc >x1 && git commit -qam xc &&
+	 ! git rebase -q -s ort main 2>/dev/null && test -f .git/rebase-merge/strategy &&
+	 echo xc >x1 && git add x1 && git rebase --continue >/dev/null && git switch -q main"
+check "git cherry-pick of a range stopped at a conflict, resolved, continued" run_in "$R" sh -c \
+	"git switch -q -c cp1 HEAD~1 && echo c1 >x1 && git commit -qam c1 && echo c2 >c2 &&
+	 git add c2 && git commit -qm c2 && git switch -q main &&
+	 ! git cherry-pick --strategy=ort main..cp1 >/dev/null 2>&1 &&
+	 grep -q 'strategy = ort' .git/sequencer/opts && echo c1 >x1 && git add x1 &&
+	 git cherry-pick --continue >/dev/null && test -f c2"
+check "git update-index --split-index, add, then --no-split-index" run_in "$R" sh -c \
+	"git update-index --split-index && ls .git/sharedindex.* >/dev/null &&
+	 echo si >si && git add si && git commit -qm si && git update-index --no-split-index"
+check "index v4 written and read" run_in "$R" sh -c \
+	"git update-index --index-version 4 && echo v4 >v4 && git add v4 && git commit -qm v4 &&
+	 git update-index --index-version 2"
+check "git read-tree into a temporary index" run_in "$R" sh -c \
+	"GIT_INDEX_FILE=.git/tmp-index git read-tree HEAD && rm .git/tmp-index"
+check "git read-tree -m -u" run_in "$R" sh -c "git read-tree -m -u HEAD"
 check "git diff" run_in "$R" sh -c "echo d >>a && git diff | grep -q '^+d' && git checkout -q -- a"
 check "git log" run_in "$R" sh -c "git log --oneline | grep -q pickme"
 check "git gc" run_in "$R" git gc -q

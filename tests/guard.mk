@@ -11,6 +11,8 @@ GUARD_TESTS = \
 	tests/guard-git.sh \
 	tests/guard-attack.sh \
 	tests/guard-layout.sh \
-	tests/guard-reference.sh
+	tests/guard-reference.sh \
+	tests/guard-index.sh \
+	tests/guard-strategy.sh
 TESTS += $(GUARD_TESTS)
-EXTRA_DIST += $(GUARD_TESTS)
+EXTRA_DIST += $(GUARD_TESTS) tests/guard-forge.py

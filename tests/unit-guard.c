@@ -342,7 +342,18 @@ static void test_plain_and_git(void)
 	c = cls_of("repo");
 	tap_ok(c.kind == GUARD_PLAIN, "worktree top stays plain");
 	/* writable as usual */
-	IS(try_write("repo/.git/index"), "", "index writable");
+	IS(try_write("repo/.git/index"), "X2", "index not written in place (X2)");
+	IS(try_op(GUARD_OP_TOUCH, "repo/.git/index"), "", "index times may be set");
+	IS(try_chmod("repo/.git/index"), "", "index chmod allowed");
+	IS(try_rename("repo/.git/HEAD", "repo/.git/index"), "", "a regular file renamed onto index "
+	   "passes guard_check (the caller checks its content)");
+	IS(try_create("repo/.git/sharedindex.0123"), "X2", "sharedindex.* not created in place");
+	IS(try_mkdir("repo/.git/index"), "X2", "no folder made at index");
+	IS(try_symlink("repo/.git/index", "../x"), "D9", "no symlink made at index (D9 comes first)");
+	IS(try_link("repo/.git/HEAD", "repo/.git/index"), "X2", "no hard link made at index");
+	IS(try_link("repo/.git/index", "repo/.git/idx2"), "X2", "no second name for index");
+	IS(try_create("repo/.git/sharedindex_ab12"), "", "git's sharedindex_XXXXXX temp creatable");
+	IS(try_mkdir("repo/.git/rebase-merge"), "", "rebase-merge may be made");
 	IS(try_write("repo/.git/HEAD"), "", "HEAD writable");
 	IS(try_create("repo/.git/index.lock"), "", "index.lock creatable");
 	IS(try_create("repo/.git/HEAD.lock"), "", "HEAD.lock creatable");
@@ -438,7 +449,7 @@ static void test_worktrees_modules(void)
 	IS(try_write("main/.git/worktrees/wt1/gitdir"), "D5", "worktree gitdir RO");
 	IS(try_remove("main/.git/worktrees/wt2/locked"), "D5", "worktree locked RO");
 	IS(try_write("main/.git/worktrees/wt1/HEAD"), "", "worktree HEAD writable");
-	IS(try_write("main/.git/worktrees/wt1/index"), "", "worktree index writable");
+	IS(try_write("main/.git/worktrees/wt1/index"), "X2", "worktree index not written in place");
 	IS(try_create("main/.git/worktrees/wt1/config.worktree"), "D2",
 	   "worktree config.worktree NC");
 	IS(try_mkdir("main/.git/worktrees/wt3"), "D5", "new worktree id NC");
@@ -784,7 +795,7 @@ static void test_root_in_git(void)
 	tap_ok(c.kind == GUARD_GITDIR, "root that is a .git folder is a git folder");
 	IS(try_write("config"), "D1", "its config RO");
 	IS(try_create("hooks/pre-push"), "D3", "its hooks NC");
-	IS(try_write("index"), "", "its index writable");
+	IS(try_write("index"), "X2", "its index not written in place");
 	IS(try_symlink("refs/l", "HEAD"), "D9", "symlinks inside it refused");
 
 	join_root(base, "/main/.git/worktrees/wt");

@@ -1,0 +1,314 @@
+/*
+ * Content-checked files (gitguard rules X2 and X4): a git folder's index
+ * and sharedindex.*, and the strategy files of a rebase, cherry-pick or
+ * revert. gitguard says which names they are and whether a content is
+ * safe; this file makes sure the content it judged is the content that
+ * ends up under the name.
+ *
+ * A rename onto such a name (git writes index.lock, then renames it):
+ *   1. open the source for reading and take its identity (dev, ino): a
+ *	regular file with one name;
+ *   2. seal it: wait until no handle of any mount of this server may write
+ *	it (a close() sends RELEASE after it returns, so git's own handle may
+ *	still be counted for a moment; a handle kept open is refused after
+ *	SEAL_WAIT_MS), then refuse every new write-open and truncate of it;
+ *	kernel passthrough writes bypass the server, so counting handles is
+ *	the only way to know none is left;
+ *   3. read it through the descriptor and check it;
+ *   4. under ns_lock held exclusively (every other name change of this
+ *	server holds it shared) check that the name is still that inode,
+ *	then rename;
+ *   5. on success every inode object of it, in every mount, stays sealed
+ *	for its life: a class computed from its old name cannot reopen it.
+ *
+ * A write in place of an X4 file (git's write_file: create or O_TRUNC, one
+ * write, close) reaches the server (no passthrough for such handles) and
+ * is applied only if the content it leaves passes; chk_lock serialises
+ * those writes so two of them cannot combine into an unchecked content.
+ */
+#include "fusefs/fs-int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SEAL_WAIT_MS 1000
+#define PROC_FD_MAX 32
+
+static bool in_sealing(struct fs *fs, dev_t dev, ino_t ino)
+{
+	unsigned k;
+
+	for (k = 0; k < fs->nsealing; k++)
+		if (fs->sealing[k].dev == dev && fs->sealing[k].ino == ino)
+			return true;
+	return false;
+}
+
+/* Handles that may write (dev, ino), over every mount; under fs->lock. */
+static unsigned writers(struct fs *fs, dev_t dev, ino_t ino)
+{
+	struct fs_mount *m;
+	struct inode *i;
+	unsigned n = 0;
+
+	for (m = fs->mounts; m != NULL; m = m->next) {
+		i = inode_find(m, dev, ino);
+		if (i != NULL)
+			n += i->write_opens;
+	}
+	return n;
+}
+
+/*
+ * A handle that may write i is about to be handed out (or a truncate is
+ * about to run): count it, unless i is sealed. 0 or -EROFS.
+ */
+int seal_write_begin(struct fs_mount *m, struct inode *i)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&m->fs->lock);
+	if (i->sealed || in_sealing(m->fs, i->dev, i->ino))
+		r = -EROFS;
+	else
+		i->write_opens++;
+	pthread_mutex_unlock(&m->fs->lock);
+	if (r != 0) {
+		char *path = inode_path(m, i, NULL);
+
+		fs_log(m->fs, FS_LOG_INFO, "%s: refused write of %s: rule X2/X4 (content checked "
+		       "when it was renamed in; no writes since)", m->mountpoint,
+		       path != NULL ? path : "?");
+		free(path);
+	}
+	return r;
+}
+
+void seal_write_end(struct fs_mount *m, struct inode *i)
+{
+	pthread_mutex_lock(&m->fs->lock);
+	if (i->write_opens > 0 && --i->write_opens == 0)
+		pthread_cond_broadcast(&m->fs->cond);
+	pthread_mutex_unlock(&m->fs->lock);
+}
+
+/* Step 2: no writer left, none admitted; false after SEAL_WAIT_MS or when full. */
+static bool seal(struct fs *fs, dev_t dev, ino_t ino)
+{
+	struct timespec dl;
+	bool ok = false;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += SEAL_WAIT_MS / 1000;
+	dl.tv_nsec += (long)(SEAL_WAIT_MS % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&fs->lock);
+	for (;;) {
+		if (!in_sealing(fs, dev, ino) && writers(fs, dev, ino) == 0) {
+			if (fs->nsealing < SEAL_MAX) {
+				fs->sealing[fs->nsealing].dev = dev;
+				fs->sealing[fs->nsealing++].ino = ino;
+				ok = true;
+			}
+			break;
+		}
+		if (pthread_cond_timedwait(&fs->cond, &fs->lock, &dl) == ETIMEDOUT)
+			break;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ok;
+}
+
+/* Step 5, or the undoing of step 2 when the rename did not happen. */
+static void unseal(struct fs *fs, dev_t dev, ino_t ino, bool keep)
+{
+	struct fs_mount *m;
+	struct inode *i;
+	unsigned k;
+
+	pthread_mutex_lock(&fs->lock);
+	for (k = 0; k < fs->nsealing; k++)
+		if (fs->sealing[k].dev == dev && fs->sealing[k].ino == ino) {
+			fs->sealing[k] = fs->sealing[--fs->nsealing];
+			break;
+		}
+	for (m = fs->mounts; keep && m != NULL; m = m->next) {
+		i = inode_find(m, dev, ino);
+		if (i != NULL)
+			i->sealed = true;
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Log a refusal of OP on name in the folder where (name NULL: on where itself). */
+static int refuse(struct fs_mount *m, const char *op, struct inode *where, const char *name,
+		  unsigned rule, const char *why)
+{
+	char *path = inode_path(m, where, name);
+
+	fs_log(m->fs, FS_LOG_INFO, "%s: refused %s of %s: rule %s (%s)", m->mountpoint, op,
+	       path != NULL ? path : "?", guard_rule_name(rule), why);
+	free(path);
+	return -EROFS;
+}
+
+/*
+ * Rename name in p onto newname in np, whose content rule is RULE (X2 or
+ * X4): the source must be a regular file with one name and no writer, and
+ * pass gitguard's check. Returns 0 or -errno, like renameat2.
+ */
+int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np, int npfd,
+		const char *newname, unsigned flags, unsigned rule)
+{
+	struct fs *fs = m->fs;
+	const char *why = NULL;
+	struct stat st, now;
+	int fd, r;
+
+	fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? refuse(m, "rename", np, newname, rule, "not a regular file") : -errno;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+		close(fd);
+		return refuse(m, "rename", np, newname, rule, "not a regular file with one name");
+	}
+	if (!seal(fs, st.st_dev, st.st_ino)) {
+		close(fd);
+		return refuse(m, "rename", np, newname, rule,
+			      "a handle that may write it is still open");
+	}
+	r = guard_content_fd(rule, newname, fd, 20, &why);
+	close(fd);
+	if (r != 0) {
+		unseal(fs, st.st_dev, st.st_ino, false);
+		return refuse(m, "rename", np, newname, rule, why);
+	}
+	pthread_rwlock_wrlock(&fs->ns_lock);
+	if (fstatat(pfd, name, &now, AT_SYMLINK_NOFOLLOW) != 0)
+		r = -errno;
+	else if (now.st_dev != st.st_dev || now.st_ino != st.st_ino || now.st_nlink != 1)
+		r = -EAGAIN;
+	else if (renameat2(pfd, name, npfd, newname, flags) != 0)
+		r = -errno;
+	pthread_rwlock_unlock(&fs->ns_lock);
+	unseal(fs, st.st_dev, st.st_ino, r == 0);
+	if (r == -EAGAIN)
+		return refuse(m, "rename", np, newname, rule, "the source changed while it was checked");
+	return r;
+}
+
+/* A readable fd on i's content, or -errno. */
+static int content_fd(struct fs_mount *m, struct inode *i)
+{
+	char path[PROC_FD_MAX];
+	int fd = inode_fd_get(m, i), rfd;
+
+	if (fd < 0)
+		return fd;
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	rfd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (rfd < 0)
+		rfd = -errno;
+	inode_fd_put(m, i);
+	return rfd;
+}
+
+/*
+ * What an X4 file i would hold after writing len bytes of data at off (data
+ * NULL: a truncate to off): 0 if gitguard accepts it. Called with chk_lock.
+ */
+static int content_after(struct fs_mount *m, struct inode *i, const char *name, const char *data,
+			 size_t len, off_t off)
+{
+	size_t cap = GUARD_SEQ_MAX, have = 0, size;
+	const char *why = NULL;
+	char *buf;
+	ssize_t n;
+	int fd, r;
+
+	if (off < 0 || (size_t)off > cap || len > cap - (size_t)off)
+		return refuse(m, "write", i, NULL, GUARD_RULE_X4, "larger than gitguard reads");
+	fd = content_fd(m, i);
+	if (fd < 0)
+		return fd;
+	buf = calloc(1, cap + 1);
+	if (buf == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (have <= cap && (n = pread(fd, buf + have, cap + 1 - have, (off_t)have)) > 0)
+		have += (size_t)n;
+	close(fd);
+	if (have > cap) {
+		free(buf);
+		return refuse(m, "write", i, NULL, GUARD_RULE_X4, "larger than gitguard reads");
+	}
+	if (data != NULL) {
+		memcpy(buf + off, data, len);
+		size = (size_t)off + len > have ? (size_t)off + len : have;
+	} else {
+		size = (size_t)off;
+	}
+	r = guard_content_check(GUARD_RULE_X4, name, buf, size, 20, &why);
+	free(buf);
+	return r != 0 ? refuse(m, "write", i, NULL, GUARD_RULE_X4, why) : 0;
+}
+
+/* i's last name, for the check and the log; NULL if it has none. */
+static char *name_of(struct fs_mount *m, struct inode *i)
+{
+	char *n;
+
+	pthread_mutex_lock(&m->fs->lock);
+	n = i->name != NULL ? strdup(i->name) : NULL;
+	pthread_mutex_unlock(&m->fs->lock);
+	return n;
+}
+
+/* A write to an X4 file through handle fh: checked, then applied. Bytes written or -errno. */
+ssize_t seal_checked_write(struct fs_mount *m, struct inode *i, int fh, const char *data,
+			   size_t len, off_t off)
+{
+	char *name = name_of(m, i);
+	ssize_t n;
+	int r;
+
+	if (name == NULL)
+		return -EROFS;
+	pthread_mutex_lock(&m->fs->chk_lock);
+	r = content_after(m, i, name, data, len, off);
+	n = r != 0 ? r : pwrite(fh, data, len, off);
+	if (n < 0 && r == 0)
+		n = -errno;
+	pthread_mutex_unlock(&m->fs->chk_lock);
+	free(name);
+	return n;
+}
+
+/* Begin a truncate of an X4 file to size: returns with chk_lock held when 0. */
+int seal_checked_truncate_begin(struct fs_mount *m, struct inode *i, off_t size)
+{
+	char *name = name_of(m, i);
+	int r;
+
+	if (name == NULL)
+		return -EROFS;
+	pthread_mutex_lock(&m->fs->chk_lock);
+	r = content_after(m, i, name, NULL, 0, size);
+	if (r != 0)
+		pthread_mutex_unlock(&m->fs->chk_lock);
+	free(name);
+	return r;
+}
+
+void seal_checked_truncate_end(struct fs_mount *m)
+{
+	pthread_mutex_unlock(&m->fs->chk_lock);
+}

@@ -1,0 +1,552 @@
+/*
+ * X2: is an index file safe to become a git folder's `index` (or a
+ * `sharedindex.<hash>`)?  git 2.39 trusts the paths of an on-disk index
+ * (read-cache.c create_from_disk checks none of them), and `git restore .`
+ * or `git checkout -f` then writes each entry where its path says.  So every
+ * path must pass git's own verify_path() as it runs with core.protectHFS and
+ * core.protectNTFS both on, every mode must be one git writes, and anything
+ * this parser does not understand is refused.
+ *
+ * A pure parser over a buffer, for the fuzzer: the format is
+ * Documentation/gitformat-index.txt (versions 2, 3 and 4, extensions TREE,
+ * REUC, link, UNTR, FSMN, EOIE, IEOT, sdir).  The trailing checksum is not
+ * verified: git 2.39 does not verify it either (only fsck does).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "gitguard/gitguard.h"
+
+#define IDX_HDR 12
+#define IDX_STAT 40 /* ctime, mtime, dev, ino, mode, uid, gid, size */
+#define IDX_NAMEMASK 0x0fffu
+#define IDX_EXTENDED 0x4000u
+#define IDX_STAGE 0x3000u
+#define IDX_X_ALLOWED 0x6000u /* flags2: skip-worktree, intent-to-add */
+#define IDX_X_SKIP 0x4000u    /* flags2: skip-worktree */
+#define IDX_PATH_MAX 4096     /* longer names are refused, git writes none on Linux */
+
+struct ix {
+	const unsigned char *p;
+	size_t len;
+	size_t hashsz;
+	unsigned version;
+	uint32_t nr;
+	bool link;	/* split index: empty names stand for shared entries */
+	bool sdir;	/* sparse index: folder entries are allowed */
+	bool strict;	/* check names, modes and order, not only the layout */
+	size_t end;	/* offset just past the last entry */
+	const char *why;
+};
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static unsigned be16(const unsigned char *p)
+{
+	return (unsigned)p[0] << 8 | p[1];
+}
+
+static int fail(struct ix *x, const char *why)
+{
+	if (!x->why)
+		x->why = why;
+	return -1;
+}
+
+/* git's decode_varint (varint.c), bounded by END */
+static int varint(const unsigned char **pp, const unsigned char *end, size_t *out)
+{
+	const unsigned char *p = *pp;
+	uint64_t val;
+	unsigned char c;
+
+	if (p >= end)
+		return -1;
+	c = *p++;
+	val = c & 127;
+	while (c & 128) {
+		val += 1;
+		if (!val || (val >> 57))
+			return -1;
+		if (p >= end)
+			return -1;
+		c = *p++;
+		val = (val << 7) + (c & 127);
+	}
+	*pp = p;
+	*out = (size_t)val;
+	return 0;
+}
+
+/* utf8.c next_hfs_char: the next code point, skipping those HFS+ ignores; 0 at the end or on bad UTF-8 */
+static uint32_t hfs_next(const char **in)
+{
+	const unsigned char *s;
+	uint32_t c;
+	int n, i;
+
+	for (;;) {
+		s = (const unsigned char *)*in;
+		if (!*s)
+			return 0;
+		if (*s < 0x80) {
+			n = 1;
+			c = *s;
+		} else if ((*s & 0xe0) == 0xc0) {
+			n = 2;
+			c = *s & 0x1f;
+		} else if ((*s & 0xf0) == 0xe0) {
+			n = 3;
+			c = *s & 0x0f;
+		} else if ((*s & 0xf8) == 0xf0) {
+			n = 4;
+			c = *s & 0x07;
+		} else {
+			return 0;
+		}
+		for (i = 1; i < n; i++) {
+			if ((s[i] & 0xc0) != 0x80)
+				return 0;
+			c = c << 6 | (s[i] & 0x3f);
+		}
+		*in += n;
+		if ((c >= 0x200c && c <= 0x200f) || (c >= 0x202a && c <= 0x202e) ||
+		    (c >= 0x206a && c <= 0x206f) || c == 0xfeff)
+			continue;
+		return c;
+	}
+}
+
+/* utf8.c is_hfs_dot_generic: does the component at PATH read ".NEEDLE" on HFS+? */
+static bool hfs_dot(const char *path, const char *needle)
+{
+	uint32_t c = hfs_next(&path);
+
+	if (c != '.')
+		return false;
+	for (; *needle; needle++) {
+		c = hfs_next(&path);
+		if (c > 127 || (c >= 'A' && c <= 'Z' ? c + 32 : c) != (uint32_t)*needle)
+			return false;
+	}
+	c = hfs_next(&path);
+	return !c || c == '/';
+}
+
+static bool ntfs_tail(const char *s)
+{
+	for (;; s++) {
+		if (!*s || *s == '/' || *s == '\\' || *s == ':')
+			return true;
+		if (*s != '.' && *s != ' ')
+			return false;
+	}
+}
+
+/* path.c is_ntfs_dotgit: ".git", "git~1", with trailing dots, spaces or a stream */
+static bool ntfs_dotgit(const char *s)
+{
+	if (s[0] == '.' && !strncasecmp(s + 1, "git", 3))
+		return ntfs_tail(s + 4);
+	if (!strncasecmp(s, "git~1", 5))
+		return ntfs_tail(s + 5);
+	return false;
+}
+
+/* path.c is_ntfs_dot_generic for "gitmodules", short name prefix "gi7eba" */
+static bool ntfs_dotgitmodules(const char *s)
+{
+	static const char pfx[] = "gi7eba";
+	bool tilde = false;
+	size_t i;
+
+	if (s[0] == '.' && !strncasecmp(s + 1, "gitmodules", 10))
+		return ntfs_tail(s + 11);
+	if (!strncasecmp(s, "gitmod", 6) && s[6] == '~' && s[7] >= '1' && s[7] <= '4')
+		return ntfs_tail(s + 8);
+	for (i = 0; i < 8; i++) {
+		if (!s[i])
+			return false;
+		if (tilde) {
+			if (s[i] < '0' || s[i] > '9')
+				return false;
+		} else if (s[i] == '~') {
+			i++;
+			if (s[i] < '1' || s[i] > '9')
+				return false;
+			tilde = true;
+		} else if (i >= 6 || (s[i] & 0x80) ||
+			   (s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]) != pfx[i]) {
+			return false;
+		}
+	}
+	return ntfs_tail(s + 8);
+}
+
+/* The component starting at S (up to '/' or the end): git's verify_dotfile, HFS and NTFS */
+static bool component_ok(const char *s, bool link)
+{
+	if (hfs_dot(s, "git") || ntfs_dotgit(s))
+		return false;
+	if (link && (hfs_dot(s, "gitmodules") || ntfs_dotgitmodules(s)))
+		return false;
+	if (s[0] != '.')
+		return true;
+	if (!s[1] || s[1] == '/')
+		return false; /* "." */
+	if (s[1] == '.' && (!s[2] || s[2] == '/'))
+		return false; /* ".." */
+	if ((s[1] | 32) == 'g' && (s[2] | 32) == 'i' && (s[3] | 32) == 't') {
+		if (!s[4] || s[4] == '/')
+			return false;
+		if (link && !strncasecmp(s + 4, "modules", 7) && (!s[11] || s[11] == '/'))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * read-cache.c verify_path() with protectHFS and protectNTFS: no empty
+ * component (so no leading or doubled '/'), no ".", "..", ".git" in any case
+ * or alias, and for symlinks no ".gitmodules".  A backslash starts an NTFS
+ * component too.  DIR allows one trailing '/' (a sparse folder entry).
+ */
+bool guard_index_path_ok(const char *path, unsigned mode)
+{
+	bool link = (mode & 0170000) == 0120000;
+	bool dir = (mode & 0170000) == 0040000;
+	const char *s = path;
+
+	for (;;) {
+		if (!*s || *s == '/')
+			return false; /* empty component */
+		if (!component_ok(s, link))
+			return false;
+		while (*s && *s != '/') {
+			if (*s == '\\' && (ntfs_dotgit(s + 1) || (link && ntfs_dotgitmodules(s + 1))))
+				return false;
+			s++;
+		}
+		if (!*s)
+			return true;
+		s++;
+		if (!*s)
+			return dir;
+	}
+}
+
+static bool mode_ok(uint32_t mode, bool sdir)
+{
+	switch (mode) {
+	case 0100644:
+	case 0100755:
+	case 0120000:
+	case 0160000:
+		return true;
+	case 0040000:
+		return sdir;
+	}
+	return false;
+}
+
+/* git's cache_name_stage_compare */
+static int name_cmp(const char *a, size_t al, unsigned as, const char *b, size_t bl, unsigned bs)
+{
+	size_t n = al < bl ? al : bl;
+	int c = memcmp(a, b, n);
+
+	if (c)
+		return c;
+	if (al != bl)
+		return al < bl ? -1 : 1;
+	return as < bs ? -1 : as > bs;
+}
+
+/*
+ * Walk the entries from offset 12.  For each: fixed part, flags, the name
+ * (v4: a strip count against the previous name, then a NUL-terminated
+ * suffix; v2/v3: the name and NUL padding to 8 bytes).  STARTS, when not
+ * NULL, receives each entry's offset and FRESH whether its name reads the
+ * same without the previous one (v4: it strips all of it).
+ */
+static int walk_entries(struct ix *x, size_t *starts, bool *fresh)
+{
+	char prev[IDX_PATH_MAX + 1], name[IDX_PATH_MAX + 1], last[IDX_PATH_MAX + 1];
+	size_t off = IDX_HDR, prevlen = 0, lastlen = 0, limit = x->len - x->hashsz;
+	unsigned laststage = 0;
+	bool have_last = false;
+	uint32_t i;
+
+	for (i = 0; i < x->nr; i++) {
+		const unsigned char *e = x->p + off, *f, *nm, *nul;
+		size_t fixed = IDX_STAT + x->hashsz, nlen, copy = 0, strip = 0, sfx, total;
+		unsigned flags, stage, xflags = 0;
+		uint32_t mode;
+
+		if (off + fixed + 2 > limit)
+			return fail(x, "index entry past the end of the file");
+		if (starts)
+			starts[i] = off;
+		mode = be32(e + 24);
+		f = e + fixed;
+		flags = be16(f);
+		if (flags & IDX_EXTENDED) {
+			if (x->version < 3)
+				return fail(x, "extended index entry in a version 2 index");
+			if (off + fixed + 4 > limit)
+				return fail(x, "index entry past the end of the file");
+			xflags = be16(f + 2);
+			if (xflags & ~IDX_X_ALLOWED)
+				return fail(x, "index entry with unknown extended flags");
+			nm = f + 4;
+		} else {
+			nm = f + 2;
+		}
+		nlen = flags & IDX_NAMEMASK;
+		stage = (flags & IDX_STAGE) >> 12;
+		if (x->version == 4) {
+			if (varint(&nm, x->p + limit, &strip) < 0)
+				return fail(x, "bad path compression in index");
+			if (strip > prevlen)
+				return fail(x, "index path strips more than the previous path");
+			copy = prevlen - strip;
+		}
+		if (fresh)
+			fresh[i] = copy == 0;
+		nul = memchr(nm, '\0', (size_t)(x->p + limit - nm));
+		if (!nul)
+			return fail(x, "unterminated path in index");
+		sfx = (size_t)(nul - nm);
+		if (copy + sfx > IDX_PATH_MAX)
+			return fail(x, "index path too long");
+		if (nlen == IDX_NAMEMASK ? copy + sfx < IDX_NAMEMASK : copy + sfx != nlen)
+			return fail(x, "index path length does not match its flags");
+		memcpy(name, prev, copy);
+		memcpy(name + copy, nm, sfx);
+		name[copy + sfx] = '\0';
+		nlen = copy + sfx;
+		if (x->version == 4) {
+			total = (size_t)(nul + 1 - e);
+		} else {
+			total = (size_t)(nm - e) + sfx;
+			total = (total + 8) & ~(size_t)7;
+		}
+		if (off + total > limit)
+			return fail(x, "index entry past the end of the file");
+		if (!x->strict) {
+			/* the layout only */
+		} else if (!mode_ok(mode, x->sdir)) {
+			return fail(x, "index entry with a mode git does not write");
+		} else if (!nlen) {
+			if (!x->link)
+				return fail(x, "index entry with an empty path");
+		} else {
+			if (mode == 0040000 && (!(xflags & IDX_X_SKIP) || name[nlen - 1] != '/'))
+				return fail(x, "sparse folder entry not marked as one");
+			if (!guard_index_path_ok(name, mode))
+				return fail(x, "index path git would refuse (.git, .., absolute, empty part)");
+			if (have_last && name_cmp(last, lastlen, laststage, name, nlen, stage) >= 0)
+				return fail(x, "index entries out of order or repeated");
+			memcpy(last, name, nlen + 1);
+			lastlen = nlen;
+			laststage = stage;
+			have_last = true;
+		}
+		memcpy(prev, name, nlen + 1);
+		prevlen = nlen;
+		off += total;
+	}
+	x->end = off;
+	return 0;
+}
+
+/* REUC: path NUL, three octal modes each NUL-ended, then a hash per non-zero mode */
+static int check_reuc(struct ix *x, const unsigned char *p, size_t sz)
+{
+	const unsigned char *end = p + sz, *nul;
+	unsigned long mode;
+	char *stop;
+	int k, hashes;
+
+	while (p < end) {
+		nul = memchr(p, '\0', (size_t)(end - p));
+		if (!nul || nul - p > IDX_PATH_MAX)
+			return fail(x, "bad resolve-undo extension");
+		if (!guard_index_path_ok((const char *)p, 0100644))
+			return fail(x, "resolve-undo path git would refuse");
+		p = nul + 1;
+		for (k = 0, hashes = 0; k < 3; k++) {
+			nul = memchr(p, '\0', (size_t)(end - p));
+			if (!nul || nul == p || nul - p > 7)
+				return fail(x, "bad resolve-undo extension");
+			mode = strtoul((const char *)p, &stop, 8);
+			if ((const unsigned char *)stop != nul)
+				return fail(x, "bad resolve-undo extension");
+			if (mode && !mode_ok((uint32_t)mode, false))
+				return fail(x, "resolve-undo entry with a mode git does not write");
+			hashes += mode != 0;
+			p = nul + 1;
+		}
+		if ((size_t)(end - p) < hashes * x->hashsz)
+			return fail(x, "bad resolve-undo extension");
+		p += hashes * x->hashsz;
+	}
+	return 0;
+}
+
+/*
+ * IEOT: a version, then (offset, count) per block.  git may load each block
+ * on its own thread with no previous name, so a block must start where the
+ * walk found an entry and, in v4, strip the whole previous name.
+ */
+static int check_ieot(struct ix *x, const unsigned char *p, size_t sz)
+{
+	size_t *starts, n, k, idx = 0;
+	bool *fresh;
+	int rc = 0;
+
+	if (sz < 4 || (sz - 4) % 8 || be32(p) != 1)
+		return fail(x, "bad index entry offset table");
+	n = (sz - 4) / 8;
+	starts = calloc((size_t)x->nr + 1, sizeof(*starts));
+	fresh = calloc((size_t)x->nr + 1, sizeof(*fresh));
+	if (!starts || !fresh) {
+		rc = fail(x, "out of memory checking the index");
+		goto out;
+	}
+	if (walk_entries(x, starts, fresh) < 0) {
+		rc = -1;
+		goto out;
+	}
+	for (k = 0; k < n && !rc; k++) {
+		uint32_t off = be32(p + 4 + 8 * k), cnt = be32(p + 8 + 8 * k);
+
+		if (idx >= x->nr || starts[idx] != off || cnt > x->nr - idx || !fresh[idx])
+			rc = fail(x, "index entry offset table does not match the entries");
+		idx += cnt;
+	}
+	if (!rc && idx != x->nr)
+		rc = fail(x, "index entry offset table does not cover the entries");
+out:
+	free(starts);
+	free(fresh);
+	return rc;
+}
+
+static int check_extensions(struct ix *x)
+{
+	size_t off = x->end, limit = x->len - x->hashsz;
+	const unsigned char *ieot = NULL;
+	size_t ieot_sz = 0;
+
+	while (off + 8 <= limit) {
+		const unsigned char *h = x->p + off;
+		uint32_t sz = be32(h + 4);
+
+		if (sz > limit - off - 8)
+			return fail(x, "index extension past the end of the file");
+		if (!memcmp(h, "TREE", 4) || !memcmp(h, "UNTR", 4) || !memcmp(h, "FSMN", 4)) {
+			/* directories and stat data only: git writes nothing from them */
+		} else if (!memcmp(h, "REUC", 4)) {
+			if (check_reuc(x, h + 8, sz) < 0)
+				return -1;
+		} else if (!memcmp(h, "link", 4)) {
+			if (sz < x->hashsz)
+				return fail(x, "bad split index extension");
+		} else if (!memcmp(h, "sdir", 4)) {
+			/* checked below: it had to be known before the entries */
+		} else if (!memcmp(h, "IEOT", 4)) {
+			ieot = h + 8;
+			ieot_sz = sz;
+		} else if (!memcmp(h, "EOIE", 4)) {
+			/* git reads the extensions from the offset EOIE names */
+			if (sz != 4 + x->hashsz || be32(h + 8) != x->end || off + 8 + sz != limit)
+				return fail(x, "end-of-index-entries extension does not match");
+		} else {
+			return fail(x, "index extension gitguard does not know");
+		}
+		off += 8 + (size_t)sz;
+	}
+	if (off != limit)
+		return fail(x, "trailing bytes after the index extensions");
+	if (ieot && check_ieot(x, ieot, ieot_sz) < 0)
+		return -1;
+	return 0;
+}
+
+/* Which of link and sdir are present: they change what entries may be. */
+static void scan_flags(struct ix *x)
+{
+	size_t off = x->end, limit = x->len - x->hashsz;
+
+	while (off + 8 <= limit) {
+		uint32_t sz = be32(x->p + off + 4);
+
+		if (!memcmp(x->p + off, "link", 4))
+			x->link = true;
+		if (!memcmp(x->p + off, "sdir", 4))
+			x->sdir = true;
+		if (sz > limit - off - 8)
+			return;
+		off += 8 + (size_t)sz;
+	}
+}
+
+/*
+ * 0 if BUF (LEN bytes) is an index that git 2.39 would read and whose every
+ * entry git would itself have written, for a repository with hashes of
+ * HASHSZ bytes (20 for SHA-1, 32 for SHA-256); else -1 with *WHY set.
+ */
+int guard_index_check_hash(const char *buf, size_t len, size_t hashsz, const char **why)
+{
+	struct ix x = {.p = (const unsigned char *)buf, .len = len, .hashsz = hashsz};
+	int rc;
+
+	if (hashsz != 20 && hashsz != 32) {
+		x.why = "unknown hash size";
+		goto bad;
+	}
+	if (len > GUARD_INDEX_MAX) {
+		x.why = "index larger than gitguard reads (256 MiB)";
+		goto bad;
+	}
+	if (len < IDX_HDR + hashsz || memcmp(buf, "DIRC", 4)) {
+		x.why = "not an index file";
+		goto bad;
+	}
+	x.version = be32(x.p + 4);
+	x.nr = be32(x.p + 8);
+	if (x.version < 2 || x.version > 4) {
+		x.why = "index version git 2.39 does not read";
+		goto bad;
+	}
+	if (x.nr > (len - IDX_HDR) / (IDX_STAT + 20 + 2 + 1)) {
+		x.why = "index entry count larger than the file";
+		goto bad;
+	}
+	/* the layout first: link and sdir, after the entries, change what they may be */
+	rc = walk_entries(&x, NULL, NULL);
+	if (!rc) {
+		scan_flags(&x);
+		x.strict = true;
+		rc = walk_entries(&x, NULL, NULL);
+	}
+	if (!rc)
+		rc = check_extensions(&x);
+	if (!rc)
+		return 0;
+bad:
+	if (why)
+		*why = x.why ? x.why : "malformed index";
+	return -1;
+}
+
+int guard_index_check(const char *buf, size_t len, const char **why)
+{
+	return guard_index_check_hash(buf, len, 20, why);
+}

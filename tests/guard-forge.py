@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""guard-forge.py: the bot's side of tests/guard-index.sh and guard-strategy.sh.
+
+  index OUT VERSION MODE:SHA:PATH...   write a git index (v2, v3 or v4) to OUT
+  plant-rename SRC DST FILE            copy FILE to SRC, close, rename SRC onto DST
+  plant-write DST FILE                 open DST for writing in place, write FILE
+  plant-new DST FILE                   create or truncate DST, write FILE
+  plant-append DST TEXT                append TEXT to DST
+  plant-trunc DST SIZE                 truncate DST to SIZE
+  plant-create DST                     create DST (O_CREAT|O_EXCL)
+  plant-link SRC DST                   hard-link SRC to DST
+  plant-symlink TARGET DST             make DST a symlink to TARGET
+  symlink-rename TARGET SRC DST        make SRC a symlink to TARGET, rename it onto DST
+  hold-rename SRC DST FILE             write FILE to SRC, keep it open, rename
+  two-names SRC DST FILE               write FILE to SRC, add a hard link, rename
+
+Each plant-* prints "ok" or the errno name of the first failure and exits 0.
+"""
+import errno
+import hashlib
+import os
+import struct
+import sys
+import time
+
+
+def varint(n):
+    out = [n & 127]
+    n >>= 7
+    while n:
+        n -= 1
+        out.append(128 | (n & 127))
+        n >>= 7
+    return bytes(reversed(out))
+
+
+def index(version, entries):
+    entries = sorted(entries, key=lambda e: e[2].encode())
+    body = b"DIRC" + struct.pack(">II", version, len(entries))
+    prev = b""
+    for mode, sha, path in entries:
+        name = path.encode()
+        ent = struct.pack(">10I", 0, 0, 0, 0, 0, 0, mode, 0, 0, 0) + bytes.fromhex(sha)
+        ent += struct.pack(">H", min(len(name), 0xFFF))
+        if version == 4:
+            common = 0
+            while common < min(len(prev), len(name)) and prev[common] == name[common]:
+                common += 1
+            ent += varint(len(prev) - common) + name[common:] + b"\0"
+            prev = name
+        else:
+            ent += name
+            ent += b"\0" * (8 - (len(ent) % 8))
+        body += ent
+    return body + hashlib.sha1(body).digest()
+
+
+def result(fn):
+    try:
+        fn()
+        print("ok")
+    except OSError as e:
+        print(errno.errorcode.get(e.errno, str(e.errno)))
+
+
+def write_file(path, data, mode="wb"):
+    with open(path, mode) as f:
+        f.write(data)
+
+
+def main(argv):
+    cmd = argv[1]
+    if cmd == "index":
+        ents = []
+        for spec in argv[4:]:
+            mode, sha, path = spec.split(":", 2)
+            ents.append((int(mode, 8), sha, path))
+        write_file(argv[2], index(int(argv[3]), ents))
+    elif cmd == "plant-rename":
+        data = open(argv[4], "rb").read()
+        result(lambda: (write_file(argv[2], data), os.rename(argv[2], argv[3])))
+    elif cmd == "plant-write":
+        data = open(argv[3], "rb").read()
+        result(lambda: write_file(argv[2], data, "r+b"))
+    elif cmd == "plant-new":
+        data = open(argv[3], "rb").read()
+        result(lambda: write_file(argv[2], data))
+    elif cmd == "plant-append":
+        result(lambda: write_file(argv[2], argv[3].encode(), "ab"))
+    elif cmd == "plant-trunc":
+        result(lambda: os.truncate(argv[2], int(argv[3])))
+    elif cmd == "plant-create":
+        result(lambda: os.close(os.open(argv[2], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)))
+    elif cmd == "plant-link":
+        result(lambda: os.link(argv[2], argv[3]))
+    elif cmd == "plant-symlink":
+        result(lambda: os.symlink(argv[2], argv[3]))
+    elif cmd == "hold-rename":
+        data = open(argv[4], "rb").read()
+        f = open(argv[2], "wb")
+        f.write(data)
+        f.flush()
+        t = time.monotonic()
+        result(lambda: os.rename(argv[2], argv[3]))
+        print("%.2f" % (time.monotonic() - t))
+        f.close()
+    elif cmd == "symlink-rename":
+        result(lambda: (os.symlink(argv[2], argv[3]), os.rename(argv[3], argv[4])))
+    elif cmd == "two-names":
+        data = open(argv[4], "rb").read()
+        write_file(argv[2], data)
+        os.link(argv[2], argv[2] + ".second")
+        result(lambda: os.rename(argv[2], argv[3]))
+    else:
+        sys.exit("guard-forge.py: unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

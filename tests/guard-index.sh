@@ -1,0 +1,147 @@
+#!/bin/bash
+# guard-index: rule X2.  git 2.39 trusts the paths in an on-disk index, so a
+# bot that forges .git/index makes the person's `git restore .` or
+# `git checkout -f` write where the bot wants: .git/hooks/pre-commit (then
+# run by the next commit), ../outside, an absolute path.  Through the mount
+# every way of putting a forged index in place must fail with EROFS: a
+# rename of index.lock onto index (git's own way: its content is checked),
+# a write, truncate or create in place, a symlink, a hard link, a rename of a
+# file that still has a writer or a second name, sharedindex.*, and the
+# index of a linked worktree.  Then plain git on the host (restore,
+# checkout -f, commit) must write nothing outside the worktree or in
+# .git/hooks, and no marker may appear.
+. "$top_srcdir/tests/lib.sh"
+
+need_agentfs "gitguard rules"
+command -v git >/dev/null || skip_all "git is missing"
+command -v python3 >/dev/null || skip_all "python3 is missing"
+FORGE="$top_srcdir/tests/guard-forge.py"
+
+export GIT_CONFIG_NOSYSTEM=1 HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
+export GIT_AUTHOR_NAME=tester GIT_AUTHOR_EMAIL=tester@example.org
+export GIT_COMMITTER_NAME=tester GIT_COMMITTER_EMAIL=tester@example.org
+export GIT_TERMINAL_PROMPT=0 GIT_EDITOR=true GIT_PAGER=cat PAGER=cat
+unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
+	GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CEILING_DIRECTORIES 2>/dev/null
+mkdir -p "$HOME"
+git config --global init.defaultBranch main
+
+S="$T/src"  # SOURCE: a repository with a linked worktree
+M="$T/m"    # its mount point
+B="$T/bot"  # the bot's scratch folder (its /tmp), outside the root
+mkdir -p "$S" "$M" "$B" "$T/outside"
+
+setup()
+{
+	set -e
+	git init -q "$S/repo"
+	cd "$S/repo"
+	echo one >a
+	mkdir d && echo two >d/b
+	git add a d/b
+	git commit -qm init
+	git worktree add -q ../wt -b wtb
+	echo "gitdir: ../repo/.git/worktrees/wt" >"$S/wt/.git"
+	set +e
+}
+if ! (setup) >"$T/setup.log" 2>&1; then
+	diag "$(cat "$T/setup.log")"
+	bail_out "host setup failed"
+fi
+
+if ! fs_mount "$S" "$M"; then
+	not_ok "mount $S"
+	done_testing
+	exit 1
+fi
+ok "writable mount of a repository with a linked worktree"
+
+G="$M/repo/.git"
+# The payload blob, written by the bot through the mount (objects are writable).
+printf '#!/bin/sh\ntouch %s/PWNED-x2\n' "$T" >"$B/payload"
+SHA=$(cd "$M/repo" && git hash-object -w "$B/payload")
+[ -n "$SHA" ] || bail_out "git hash-object through the mount failed"
+GOOD=$(cd "$M/repo" && git rev-parse HEAD:a)
+
+# expect DESC WANT CMD...: CMD (a guard-forge.py plant) must print WANT
+expect()
+{
+	local desc="$1" want="$2" got
+	shift 2
+	got=$(python3 "$FORGE" "$@" 2>&1 | head -1)
+	is "$got" "$want" "$desc"
+}
+
+# forged VERSION PATH: an index with README and PATH (mode 755, the payload)
+forged()
+{
+	python3 "$FORGE" index "$B/forged" "$1" "100644:$GOOD:README" "100755:$SHA:$2"
+}
+
+# ---- a forged index by every way, for each kind of bad path ----------------
+for path in .git/hooks/pre-commit .GIT/hooks/pre-commit .Git/hooks/pre-commit \
+	git~1/hooks/pre-commit .git./hooks/pre-commit ".git /hooks/pre-commit" \
+	$'.\xe2\x80\x8cgit/hooks/pre-commit' d/../.git/hooks/pre-commit \
+	../outside/pwned "$T/outside/abs" d//x ./d/x sub/.git/hooks/pre-commit; do
+	for v in 2 3 4; do
+		forged "$v" "$path"
+		expect "v$v '$path': rename of index.lock onto index refused" EROFS \
+			plant-rename "$G/index.lock" "$G/index" "$B/forged"
+		rm -f "$G/index.lock"
+	done
+done
+forged 2 .git/hooks/pre-commit
+expect "write in place of index refused" EROFS plant-write "$G/index" "$B/forged"
+expect "truncate of index refused" EROFS plant-trunc "$G/index" 0
+expect "rename onto sharedindex.* refused" EROFS \
+	plant-rename "$G/sharedindex.1234" "$G/sharedindex.$SHA" "$B/forged"
+rm -f "$G/sharedindex.1234"
+expect "create of sharedindex.* refused" EROFS plant-create "$G/sharedindex.$GOOD"
+expect "rename onto the worktree's index refused" EROFS \
+	plant-rename "$G/worktrees/wt/index.lock" "$G/worktrees/wt/index" "$B/forged"
+rm -f "$G/worktrees/wt/index.lock"
+expect "write in place of the worktree's index refused" EROFS \
+	plant-write "$G/worktrees/wt/index" "$B/forged"
+cp "$B/forged" "$M/forged-in-root"
+expect "symlink made at sharedindex.* refused" EROFS plant-symlink ../../forged-in-root \
+	"$G/sharedindex.$GOOD"
+expect "rename of a symlink onto index refused" EROFS \
+	symlink-rename ../../forged-in-root "$G/ln.lock" "$G/index"
+rm -f "$G/ln.lock"
+expect "hard link onto sharedindex.* refused" EROFS plant-link "$M/forged-in-root" \
+	"$G/sharedindex.$GOOD"
+python3 "$FORGE" index "$B/legit" 2 "100644:$GOOD:a" "100644:$GOOD:d/b"
+expect "rename of a legit index with a second name refused" EROFS \
+	two-names "$G/index.lock" "$G/index" "$B/legit"
+rm -f "$G/index.lock" "$G/index.lock.second"
+out=$(python3 "$FORGE" hold-rename "$G/index.lock" "$G/index" "$B/legit" 2>&1)
+is "$(echo "$out" | head -1)" EROFS "rename of index.lock with a writer still open refused"
+diag "the rename waited $(echo "$out" | tail -1) s for the writer to go"
+rm -f "$G/index.lock"
+
+# ---- what git does still works, and what it did is sealed ------------------
+expect "rename of a legit index.lock onto index allowed" ok \
+	plant-rename "$G/index.lock" "$G/index" "$B/legit"
+expect "the renamed-in index is not writable afterwards" EROFS plant-append "$G/index" x
+check "git status through the mount" sh -c "cd '$M/repo' && git status --porcelain"
+check "git add through the mount" sh -c "cd '$M/repo' && echo three >c && git add c"
+check "git commit through the mount" sh -c "cd '$M/repo' && git commit -qm c"
+check "git add in the worktree through the mount" sh -c "cd '$M/wt' && echo w >w && git add w"
+
+fs_umount "$M" || not_ok "umount $M"
+
+# ---- the person's git on the host ------------------------------------------
+(
+	cd "$S/repo" && git restore . && git checkout -q -f && git commit -q --allow-empty -m host &&
+		git -C "$S/wt" restore . && git -C "$S/wt" checkout -q -f
+) >"$T/host.log" 2>&1
+is "$?" 0 "host: git restore, checkout -f and commit succeed"
+[ -s "$T/host.log" ] && diag "$(cat "$T/host.log")"
+is "$(ls "$S/repo/.git/hooks" | grep -v '\.sample$' | tr '\n' ' ')" "" \
+	"host: no hook appeared in .git/hooks"
+is "$(ls "$T/outside" | tr '\n' ' ')" "" "host: nothing written outside the root"
+is "$(ls "$T" | grep PWNED | tr '\n' ' ')" "" "host: no marker"
+is "$(find "$S" -name 'pre-commit' -o -name pwned | tr '\n' ' ')" "" \
+	"host: no planted file anywhere in the source"
+
+done_testing

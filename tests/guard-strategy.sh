@@ -1,0 +1,173 @@
+#!/bin/bash
+# guard-strategy: rule X4.  A rebase or cherry-pick in progress takes its
+# merge strategy from rebase-merge/strategy (or rebase-apply/) and
+# sequencer/opts; git runs a strategy NAME it does not know as
+# git-merge-NAME, and a NAME with a '/' is a path from the work tree:
+# "x/../tools/fmt.sh" runs the bot's tools/fmt.sh on the person's
+# `git rebase --continue`.  Through the mount every way of planting such a
+# strategy must fail with EROFS (a write in place, in one piece or two, a
+# truncate, a rename onto it, a link, a symlink, a folder renamed in); then
+# plain git on the host continues the rebase and the cherry-pick and no
+# marker may appear.  A control plants the same on the host directly and
+# shows git would run it.
+. "$top_srcdir/tests/lib.sh"
+
+need_agentfs "gitguard rules"
+command -v git >/dev/null || skip_all "git is missing"
+command -v python3 >/dev/null || skip_all "python3 is missing"
+FORGE="$top_srcdir/tests/guard-forge.py"
+
+export GIT_CONFIG_NOSYSTEM=1 HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
+export GIT_AUTHOR_NAME=tester GIT_AUTHOR_EMAIL=tester@example.org
+export GIT_COMMITTER_NAME=tester GIT_COMMITTER_EMAIL=tester@example.org
+export GIT_TERMINAL_PROMPT=0 GIT_EDITOR=true GIT_PAGER=cat PAGER=cat
+unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
+	GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CEILING_DIRECTORIES 2>/dev/null
+mkdir -p "$HOME"
+git config --global init.defaultBranch main
+
+S="$T/src" # SOURCE: two repositories
+M="$T/m"
+B="$T/bot"
+C="$T/control" # the control: planted on the host, no mount
+mkdir -p "$S" "$M" "$B" "$C"
+
+# conflicted DIR: a repository where rebasing t onto main stops at a conflict
+conflicted()
+{
+	git init -q "$1"
+	cd "$1"
+	echo a >f
+	git add f
+	git commit -qm a
+	git checkout -qb t
+	echo b >f
+	git commit -qam b
+	echo b2 >g
+	git add g
+	git commit -qm b2
+	git checkout -q main
+	echo c >f
+	git commit -qam c
+	git checkout -q t
+}
+
+setup()
+{
+	set -e
+	(conflicted "$S/rb")
+	(conflicted "$S/cp")
+	(conflicted "$C/rb")
+	set +e
+}
+if ! (setup) >"$T/setup.log" 2>&1; then
+	diag "$(cat "$T/setup.log")"
+	bail_out "host setup failed"
+fi
+
+# payload DIR: the bot's program, and the folder git-merge-x the path needs
+payload()
+{
+	mkdir -p "$1/tools" "$1/git-merge-x"
+	printf '#!/bin/sh\ntouch %s/PWNED-x4-%s\nexit 1\n' "$T" "$2" >"$1/tools/fmt.sh"
+	chmod +x "$1/tools/fmt.sh"
+}
+EVIL="x/../tools/fmt.sh"
+
+# ---- control: on the host, git 2.39 runs a planted strategy ----------------
+(
+	cd "$C/rb" && git rebase main >/dev/null 2>&1
+	payload "$C/rb" control
+	echo "$EVIL" >.git/rebase-merge/strategy
+	echo b >f && git add f && git rebase --continue
+) >"$T/control.log" 2>&1
+if [ -e "$T/PWNED-x4-control" ]; then
+	ok "control: a strategy planted on the host runs the bot's program"
+else
+	skip "control: this git does not run a planted strategy (the attacks below prove less)"
+fi
+
+if ! fs_mount "$S" "$M"; then
+	not_ok "mount $S"
+	done_testing
+	exit 1
+fi
+ok "writable mount"
+
+expect()
+{
+	local desc="$1" want="$2" got
+	shift 2
+	got=$(python3 "$FORGE" "$@" 2>&1 | tail -1)
+	is "$got" "$want" "$desc"
+}
+
+# ---- a rebase stopped at a conflict, through the mount ----------------------
+R="$M/rb"
+run_rb() { (cd "$R" && "$@"); }
+run_rb git rebase main >/dev/null 2>&1
+check "rebase through the mount stops at the conflict" test -d "$R/.git/rebase-merge"
+payload "$R" rebase
+RM="$R/.git/rebase-merge"
+printf '%s\n' "$EVIL" >"$B/evil"
+printf 'x' >"$B/ok"
+printf -- '--theirs\n--x\n' >"$B/twolines"
+
+expect "strategy: create and write a path in one piece refused" EROFS \
+	plant-new "$RM/strategy" "$B/evil"
+expect "strategy: a plain name may be written" ok plant-write "$RM/strategy" "$B/ok"
+expect "strategy: overwritten with a path refused" EROFS \
+	plant-write "$RM/strategy" "$B/evil"
+expect "strategy: a path appended in a second write refused" EROFS \
+	plant-append "$RM/strategy" "/../tools/fmt.sh"
+expect "strategy: extended with zeros refused" EROFS plant-trunc "$RM/strategy" 100
+expect "strategy: a file renamed onto it refused" EROFS \
+	plant-rename "$RM/strategy.tmp" "$RM/strategy" "$B/evil"
+rm -f "$RM/strategy.tmp"
+expect "strategy_opts: two lines renamed onto it refused" EROFS \
+	plant-rename "$RM/opts.tmp" "$RM/strategy_opts" "$B/twolines"
+rm -f "$RM/opts.tmp"
+echo "$EVIL" >"$R/evil-in-root"
+rm -f "$RM/strategy"
+expect "strategy: a hard link onto it refused" EROFS plant-link "$R/evil-in-root" "$RM/strategy"
+expect "strategy: a symlink made there refused" EROFS plant-symlink ../../evil-in-root \
+	"$RM/strategy"
+mkdir -p "$R/.git/rebase-apply"
+expect "rebase-apply/strategy: a path written refused" EROFS \
+	plant-new "$R/.git/rebase-apply/strategy" "$B/evil"
+rm -rf "$R/.git/rebase-apply"
+
+# ---- a cherry-pick of a range stopped at a conflict -------------------------
+P="$M/cp"
+(cd "$P" && git checkout -q main && git cherry-pick --strategy=ort main..t) >/dev/null 2>&1
+check "cherry-pick through the mount stops with sequencer/opts" test -f "$P/.git/sequencer/opts"
+payload "$P" cherry
+printf '[options]\n\tstrategy = %s\n' "$EVIL" >"$B/evil-opts"
+expect "sequencer/opts: config-style rename onto it refused" EROFS \
+	plant-rename "$P/.git/sequencer/opts.lock" "$P/.git/sequencer/opts" "$B/evil-opts"
+rm -f "$P/.git/sequencer/opts.lock"
+expect "sequencer/opts: write in place refused" EROFS \
+	plant-write "$P/.git/sequencer/opts" "$B/evil-opts"
+mkdir -p "$P/.git/seqx"
+cp "$B/evil-opts" "$P/.git/seqx/opts"
+is "$(python3 -c "
+import os
+try:
+    os.rename('$P/.git/sequencer', '$P/.git/sequencer.old')
+    os.rename('$P/.git/seqx', '$P/.git/sequencer'); print('ok')
+except OSError as e:
+    print(e.errno == 30 and 'EROFS' or e)")" EROFS "sequencer/: a folder with a bad opts renamed in refused"
+[ -d "$P/.git/sequencer.old" ] && mv "$P/.git/sequencer.old" "$P/.git/sequencer" 2>/dev/null
+rm -rf "$P/.git/seqx"
+
+fs_umount "$M" || not_ok "umount $M"
+
+# ---- the person continues on the host ---------------------------------------
+(cd "$S/rb" && rm -f .git/rebase-merge/strategy && echo b >f && git add f &&
+	git rebase --continue) >"$T/host-rb.log" 2>&1
+is "$?" 0 "host: git rebase --continue finishes"
+(cd "$S/cp" && echo b >f && git add f && git cherry-pick --continue) >"$T/host-cp.log" 2>&1
+is "$?" 0 "host: git cherry-pick --continue finishes"
+is "$(ls "$T" | grep 'PWNED-x4-[rc][eh]' | tr '\n' ' ')" "" "host: no planted strategy ran"
+
+done_testing

@@ -1,0 +1,229 @@
+/*
+ * Unit tests of gitguard's X2 and X4 parsers: guard_index_check (an index
+ * is refused when git's verify_path would refuse one of its paths, when a
+ * mode is one git never writes, or when anything is not understood) and the
+ * strategy file checks of seq.c.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gitguard/gitguard.h"
+#include "tests/guard-tap.h"
+
+struct ent {
+	uint32_t mode;
+	const char *name;
+	unsigned xflags; /* flags2; sets the extended bit */
+};
+
+static size_t put32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+	return 4;
+}
+
+/* An index of VERSION with entries E[0..N) and raw extension bytes EXT; trailer zeros. */
+static size_t build(unsigned char *out, unsigned version, const struct ent *e, size_t n,
+		    const void *ext, size_t extlen)
+{
+	size_t off = 0, i, common, nl, start;
+	char prev[4096] = "";
+
+	memcpy(out, "DIRC", 4);
+	off = 4;
+	off += put32(out + off, version);
+	off += put32(out + off, (uint32_t)n);
+	for (i = 0; i < n; i++) {
+		start = off;
+		memset(out + off, 0, 40 + 20);
+		put32(out + off + 24, e[i].mode);
+		off += 40 + 20;
+		nl = strlen(e[i].name);
+		out[off] = (unsigned char)(((nl < 0xfff ? nl : 0xfff) >> 8) | (e[i].xflags ? 0x40 : 0));
+		out[off + 1] = (unsigned char)(nl < 0xfff ? nl : 0xfff);
+		off += 2;
+		if (e[i].xflags) {
+			out[off] = (unsigned char)(e[i].xflags >> 8);
+			out[off + 1] = (unsigned char)e[i].xflags;
+			off += 2;
+		}
+		if (version == 4) {
+			for (common = 0; prev[common] && prev[common] == e[i].name[common]; common++)
+				;
+			out[off++] = (unsigned char)(strlen(prev) - common); /* < 128 here */
+			memcpy(out + off, e[i].name + common, nl - common + 1);
+			off += nl - common + 1;
+			strcpy(prev, e[i].name);
+		} else {
+			memcpy(out + off, e[i].name, nl);
+			off += nl;
+			do
+				out[off++] = 0;
+			while ((off - start) % 8);
+		}
+	}
+	memcpy(out + off, ext, extlen);
+	off += extlen;
+	memset(out + off, 0, 20);
+	return off + 20;
+}
+
+static unsigned char buf[1 << 16];
+
+static int check1(unsigned version, uint32_t mode, const char *name, const char **why)
+{
+	struct ent e[2] = {{0100644, "!first", 0}, {mode, name, 0}};
+	size_t len = build(buf, version, e, 2, NULL, 0);
+
+	return guard_index_check((const char *)buf, len, why);
+}
+
+int main(void)
+{
+	static const char *const bad[] = {
+		".git/hooks/pre-commit", ".GIT/hooks/x", "a/.Git/config", ".git", "git~1/hooks/x",
+		"GIT~1/config", ".git./hooks/x", ".git /x", ".git::$INDEX_ALLOCATION/x",
+		"a/\xe2\x80\x8c.git/hooks/x", ".g\xe2\x80\x8dit/x", "../outside/x", "a/../../x",
+		"a/./b", "./a", "/etc/passwd", "a//b", "a/", "", "a\\.git\\hooks",
+	};
+	static const char *const good[] = {
+		"README", "src/a.c", ".github/workflows/ci.yml", ".gitignore", "a/.gitkeep",
+		"git~2x", "..foo", "a...b", ".gitx/y", "my.git/x", "a\\b",
+	};
+	struct ent ok3[3] = {{0100644, "a", 0}, {0100755, "b/c", 0x4000}, {0120000, "d", 0x2000}};
+	struct ent unsorted[2] = {{0100644, "b", 0}, {0100644, "a", 0}};
+	struct ent v4pair[2] = {{0100644, "ab", 0}, {0100644, "ac", 0}};
+	struct ent dup[2] = {{0100644, "a", 0}, {0100644, "a", 0}};
+	struct ent sparse[2] = {{0100644, "a", 0}, {0040000, "dir/", 0x4000}};
+	struct ent split[2] = {{0100644, "", 0}, {0100644, "x", 0}};
+	unsigned char ext[64];
+	const char *why = NULL;
+	size_t i, len;
+	unsigned v;
+	int rc;
+
+	for (v = 2; v <= 4; v++) {
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			why = NULL;
+			rc = check1(v, 0100644, bad[i], &why);
+			tap_ok(rc < 0 && why, "v%u: path '%s' refused (%s)", v, bad[i],
+			       why ? why : "-");
+		}
+		for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+			why = NULL;
+			rc = check1(v, 0100644, good[i], &why);
+			tap_ok(rc == 0, "v%u: path '%s' allowed%s%s", v, good[i], why ? ": " : "",
+			       why ? why : "");
+		}
+	}
+	tap_ok(check1(2, 0120000, ".gitmodules", &why) < 0, "symlink .gitmodules refused");
+	tap_ok(check1(2, 0120000, "GITMOD~1", &why) < 0, "symlink GITMOD~1 refused");
+	tap_ok(check1(2, 0100644, ".gitmodules", &why) == 0, "file .gitmodules allowed");
+	tap_ok(check1(2, 0160000, "sub", &why) == 0, "gitlink allowed");
+	tap_ok(check1(2, 0160000, ".git", &why) < 0, "gitlink at .git refused");
+	tap_ok(check1(2, 0100777, "x", &why) < 0, "mode 100777 refused");
+	tap_ok(check1(2, 0040000, "x/", &why) < 0, "folder entry without sdir refused");
+	tap_ok(check1(2, 0, "x", &why) < 0, "mode 0 refused");
+
+	len = build(buf, 3, ok3, 3, NULL, 0);
+	tap_ok(guard_index_check((const char *)buf, len, &why) == 0,
+	       "v3 with skip-worktree and intent-to-add allowed");
+	len = build(buf, 4, ok3, 3, NULL, 0);
+	tap_ok(guard_index_check((const char *)buf, len, &why) == 0, "v4 with extended flags");
+	len = build(buf, 2, ok3, 3, NULL, 0);
+	tap_ok(guard_index_check((const char *)buf, len, &why) < 0,
+	       "extended flags in a v2 index refused");
+	ok3[1].xflags = 0x8000;
+	len = build(buf, 3, ok3, 3, NULL, 0);
+	tap_ok(guard_index_check((const char *)buf, len, &why) < 0, "unknown extended flag refused");
+	len = build(buf, 2, unsorted, 2, NULL, 0);
+	tap_ok(guard_index_check((const char *)buf, len, &why) < 0, "unsorted entries refused");
+	len = build(buf, 2, dup, 2, NULL, 0);
+	tap_ok(guard_index_check((const char *)buf, len, &why) < 0, "repeated entry refused");
+
+	memcpy(ext, "sdir", 4);
+	put32(ext + 4, 0);
+	len = build(buf, 3, sparse, 2, ext, 8);
+	tap_ok(guard_index_check((const char *)buf, len, &why) == 0, "sparse folder entry with sdir");
+	len = build(buf, 3, split, 2, NULL, 0);
+	tap_ok(guard_index_check((const char *)buf, len, &why) < 0, "empty name without link refused");
+	memcpy(ext, "link", 4);
+	put32(ext + 4, 20);
+	memset(ext + 8, 0xab, 20);
+	len = build(buf, 3, split, 2, ext, 28);
+	tap_ok(guard_index_check((const char *)buf, len, &why) == 0,
+	       "empty name (a replaced shared entry) with link allowed");
+	memcpy(ext, "ZZZZ", 4);
+	put32(ext + 4, 0);
+	len = build(buf, 2, ok3, 1, ext, 8);
+	tap_ok(guard_index_check((const char *)buf, len, &why) < 0, "unknown extension refused");
+	memcpy(ext, "TREE", 4);
+	put32(ext + 4, 100);
+	len = build(buf, 2, ok3, 1, ext, 8);
+	tap_ok(guard_index_check((const char *)buf, len, &why) < 0,
+	       "extension past the end refused");
+	memcpy(ext, "REUC", 4);
+	put32(ext + 4, 11);
+	memcpy(ext + 8, "../x\0" "0\0" "0\0" "0\0", 11);
+	len = build(buf, 2, ok3, 1, ext, 19);
+	tap_ok(guard_index_check((const char *)buf, len, &why) < 0,
+	       "resolve-undo path '../x' refused");
+	memcpy(ext + 8, "ok/x\0" "0\0" "0\0" "0\0", 11);
+	len = build(buf, 2, ok3, 1, ext, 19);
+	tap_ok(guard_index_check((const char *)buf, len, &why) == 0, "resolve-undo 'ok/x' allowed");
+
+	len = build(buf, 5, ok3, 1, NULL, 0);
+	tap_ok(guard_index_check((const char *)buf, len, &why) < 0, "version 5 refused");
+	len = build(buf, 2, ok3, 1, NULL, 0);
+	buf[11] = 9;
+	tap_ok(guard_index_check((const char *)buf, len, &why) < 0, "entry count too high refused");
+	len = build(buf, 2, ok3, 1, NULL, 0);
+	tap_ok(guard_index_check((const char *)buf, len - 1, &why) < 0, "truncated index refused");
+	tap_ok(guard_index_check("DIRC", 4, &why) < 0, "header only refused");
+
+	/* v4: a strip count larger than the previous name */
+	len = build(buf, 4, v4pair, 2, NULL, 0);
+	tap_ok(guard_index_check((const char *)buf, len, &why) == 0, "v4 prefix compression");
+	buf[12 + 66 + 62] = 50;
+	tap_ok(guard_index_check((const char *)buf, len, &why) < 0, "v4 over-long strip refused");
+
+	tap_ok(guard_strategy_name_ok("ort") && guard_strategy_name_ok("recursive") &&
+		       guard_strategy_name_ok("my_strat-2.0+x"),
+	       "plain strategy names");
+	tap_ok(!guard_strategy_name_ok("x/../tools/fmt.sh") && !guard_strategy_name_ok("/bin/sh") &&
+		       !guard_strategy_name_ok("") && !guard_strategy_name_ok("a b") &&
+		       !guard_strategy_name_ok("a;b"),
+	       "strategy names with a path or other characters refused");
+	tap_ok(guard_seq_file_check("strategy", "ort\n", 4, &why) == 0 &&
+		       guard_seq_file_check("strategy", "", 0, &why) == 0 &&
+		       guard_seq_file_check("strategy", "ort", 3, &why) == 0,
+	       "strategy file: 'ort\\n', 'ort', empty");
+	tap_ok(guard_seq_file_check("strategy", "x/../tools/fmt.sh\n", 18, &why) < 0 &&
+		       guard_seq_file_check("strategy", "ort\nx\n", 6, &why) < 0 &&
+		       guard_seq_file_check("strategy", "or\0t", 4, &why) < 0,
+	       "strategy file with a path, two lines or a NUL refused");
+	tap_ok(guard_seq_file_check("strategy_opts", " --theirs --subtree=a/b\n", 24, &why) == 0,
+	       "strategy_opts with a path value allowed");
+	tap_ok(guard_seq_file_check("strategy_opts", "--x\n--y\n", 8, &why) < 0,
+	       "strategy_opts over two lines refused");
+	{
+		const char ok[] = "[options]\n\tstrategy = ort\n\tstrategy-option = theirs\n"
+				  "\tsignoff = true\n";
+		const char evil[] = "[options]\n\tstrategy = x/../tools/fmt.sh\n";
+		const char evil2[] = "[OPTIONS]\nStrategy=\"a/b\"\n";
+		const char broken[] = "[options\nstrategy = ort\n";
+
+		tap_ok(guard_seq_opts_check(ok, sizeof(ok) - 1, &why) == 0, "sequencer/opts from git");
+		tap_ok(guard_seq_opts_check(evil, sizeof(evil) - 1, &why) < 0,
+		       "sequencer/opts with a path strategy refused");
+		tap_ok(guard_seq_opts_check(evil2, sizeof(evil2) - 1, &why) < 0,
+		       "sequencer/opts: case and quotes do not hide it");
+		tap_ok(guard_seq_opts_check(broken, sizeof(broken) - 1, &why) < 0,
+		       "sequencer/opts that does not parse refused");
+	}
+	return tap_done();
+}
