@@ -534,11 +534,31 @@ static void add_git_roots(struct job *j, struct bot *b)
 	free(common);
 }
 
+/* Job thread: a bot with no user named runs as its folder's owner. */
+static void root_user(struct job *j, struct bot *b)
+{
+	struct stat st;
+	int fd;
+
+	if (b->uid_set)
+		return;
+	fd = open_folder(b->folder);
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		job_seterr(j, errno, "bad_path", "%s: %s", b->folder, strerror(errno));
+	} else {
+		b->uid = st.st_uid;
+		b->uid_set = true;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 /* Job thread: mount every root; on failure leave nothing mounted. */
 static void run_mount_bot(struct job *j)
 {
 	size_t i;
 
+	root_user(j, j->bot);
 	add_git_roots(j, j->bot);
 	for (i = 0; i < j->bot->nroots && j->error == 0; i++)
 		root_mount(j, j->bot, &j->bot->roots[i]);
@@ -551,6 +571,7 @@ static void run_restore_bot(struct job *j)
 {
 	size_t i;
 
+	root_user(j, j->bot);
 	for (i = 0; i < j->bot->nroots; i++) {
 		j->error = 0;
 		root_mount(j, j->bot, &j->bot->roots[i]);
@@ -716,6 +737,38 @@ static bool spec_paths_dup(struct paths *dst, const struct paths *src)
 	return true;
 }
 
+/*
+ * The user a new bot's commands run as: a bot's bots run as its own user
+ * (it may name no other); a fork keeps its source's; the operator may name
+ * any user if root, else only itself. Unnamed, it is the folder's owner,
+ * found on the job thread (root_user).
+ */
+static bool bot_user(struct request *r, struct bot *b, const struct bot_spec *s,
+		     const struct bot *caller, const struct bot *from)
+{
+	const struct bot *inherit = from != NULL ? from : caller;
+	uid_t op = r->peer != NULL ? server_peer_uid(r->peer) : 0;
+
+	if (inherit != NULL) {
+		b->uid = inherit->uid;
+		b->uid_set = inherit->uid_set;
+	}
+	if (!s->has_user)
+		return true;
+	if (caller != NULL && (!caller->uid_set || s->user != caller->uid)) {
+		fail(r, "forbidden", "%s: a bot's bots run as its own user (uid %u); it may not name another",
+		     b->name, (unsigned)caller->uid);
+		return false;
+	}
+	if (caller == NULL && op != 0 && s->user != op) {
+		fail(r, "forbidden", "%s: only root may name another user than its own", b->name);
+		return false;
+	}
+	b->uid = s->user;
+	b->uid_set = true;
+	return true;
+}
+
 /* Start a new bot from a spec, created by the caller; NULL after replying an error. */
 static struct bot *bot_new(struct request *r, const char *name, const struct bot_spec *s,
 			   const struct bot *from)
@@ -779,6 +832,10 @@ static struct bot *bot_new(struct request *r, const char *name, const struct bot
 	b->created = time(NULL);
 	b->expires = b->ttl > 0 ? b->created + b->ttl : 0;
 	b->owner_uid = caller != NULL ? caller->owner_uid : server_peer_uid(r->peer);
+	if (!bot_user(r, b, s, caller, from)) {
+		bot_free(b);
+		return NULL;
+	}
 	if (r->id != NULL && cJSON_IsString(r->id) &&
 	    (b->request_id = strdup(r->id->valuestring)) == NULL)
 		goto nomem;
@@ -1179,6 +1236,7 @@ void bots_exec_plan(struct request *r, const char *name)
 	cJSON_AddStringToObject(body, "name", b->name);
 	cJSON_AddStringToObject(body, "sandbox", sandbox_name(b->sandbox));
 	cJSON_AddBoolToObject(body, "network", b->network);
+	cJSON_AddNumberToObject(body, "uid", b->uid);
 	cJSON_AddStringToObject(body, "folder", b->folder);
 	cJSON_AddStringToObject(body, "socket",
 				b->sock != NULL ? server_listener_path(b->sock) : "");

@@ -9,9 +9,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <pty.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include <termios.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 static const char exec_usage[] =
@@ -86,10 +89,161 @@ static char *find_in_path(const char *prog)
 	return NULL;
 }
 
+#define MAX_GROUPS 256
+
+/* Who the bot's user is: its uid, primary gid and supplementary groups. */
+struct ids {
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[MAX_GROUPS];
+	int ngroups;
+};
+
+/*
+ * The ids of uid from the host's user database (a uid without a name gets
+ * its own number as group), and, as su and sudo do, its HOME, USER and
+ * LOGNAME in our environment, which the command inherits.
+ */
+static void user_ids(uid_t uid, struct ids *id)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[16384];
+
+	id->uid = uid;
+	id->gid = (gid_t)uid;
+	id->groups[0] = id->gid;
+	id->ngroups = 1;
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) != 0 || pwp == NULL)
+		return;
+	id->gid = pw.pw_gid;
+	id->ngroups = MAX_GROUPS;
+	if (getgrouplist(pw.pw_name, pw.pw_gid, id->groups, &id->ngroups) < 0)
+		die("%s is in more than %d groups", pw.pw_name, MAX_GROUPS);
+	if (setenv("HOME", pw.pw_dir, 1) != 0 || setenv("USER", pw.pw_name, 1) != 0 ||
+	    setenv("LOGNAME", pw.pw_name, 1) != 0)
+		die("out of memory");
+}
+
+/*
+ * Become id for good, from root. Any failure ends here: nothing runs as
+ * the wrong user, and nothing can win root back (no_new_privs: a setuid
+ * program it runs gains nothing).
+ */
+static void become(const struct ids *id)
+{
+	uid_t r, e, s;
+	gid_t rg, eg, sg;
+
+	if (setgroups((size_t)id->ngroups, id->groups) != 0)
+		die("cannot set the groups of uid %u: %s", (unsigned)id->uid, strerror(errno));
+	if (setresgid(id->gid, id->gid, id->gid) != 0)
+		die("cannot become group %u: %s", (unsigned)id->gid, strerror(errno));
+	if (setresuid(id->uid, id->uid, id->uid) != 0)
+		die("cannot become uid %u: %s", (unsigned)id->uid, strerror(errno));
+	if (getresuid(&r, &e, &s) != 0 || r != id->uid || e != id->uid || s != id->uid ||
+	    getresgid(&rg, &eg, &sg) != 0 || rg != id->gid || eg != id->gid || sg != id->gid ||
+	    (id->uid != 0 && setuid(0) == 0))
+		die("could not drop root for uid %u: refusing to run", (unsigned)id->uid);
+	if (id->uid != 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		die("cannot set no_new_privs: %s", strerror(errno));
+}
+
+/* "UID:GID:G1,G2,...", what the in-sandbox step (exec_as) is given. */
+static char *ids_format(const struct ids *id)
+{
+	char *s, *t;
+	int i;
+
+	if (asprintf(&s, "%u:%u:", (unsigned)id->uid, (unsigned)id->gid) < 0)
+		die("out of memory");
+	for (i = 0; i < id->ngroups; i++) {
+		if (asprintf(&t, "%s%s%u", s, i > 0 ? "," : "", (unsigned)id->groups[i]) < 0)
+			die("out of memory");
+		free(s);
+		s = t;
+	}
+	return s;
+}
+
+static bool ids_parse(const char *s, struct ids *id)
+{
+	unsigned long v;
+	char *end;
+
+	v = strtoul(s, &end, 10);
+	if (end == s || *end != ':')
+		return false;
+	id->uid = (uid_t)v;
+	s = end + 1;
+	v = strtoul(s, &end, 10);
+	if (end == s || *end != ':')
+		return false;
+	id->gid = (gid_t)v;
+	s = end + 1;
+	for (id->ngroups = 0; *s != '\0' && id->ngroups < MAX_GROUPS; s = end + (*end == ',')) {
+		v = strtoul(s, &end, 10);
+		if (end == s || (*end != ',' && *end != '\0'))
+			return false;
+		id->groups[id->ngroups++] = (gid_t)v;
+	}
+	return *s == '\0';
+}
+
+/*
+ * Run CMD as shells do: 127 if it is not found, 126 if it cannot be run,
+ * with the reason on stderr.
+ */
+static void __attribute__((noreturn)) run_command(char **cmd)
+{
+	int e;
+
+	execvp(cmd[0], cmd);
+	e = errno;
+	if (e == ENOENT && strchr(cmd[0], '/') == NULL)
+		fprintf(stderr, "agentfs: %s: command not found\n", cmd[0]);
+	else
+		fprintf(stderr, "agentfs: cannot run %s: %s\n", cmd[0], strerror(e));
+	exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
+}
+
+/*
+ * Inside the sandbox, as its first program: bwrap (run as root, every
+ * capability dropped but CAP_SETUID and CAP_SETGID) starts
+ * `agentfs exec --as IDS -- CMD`, which becomes the bot's user and runs
+ * CMD. The user keeps no capability: a uid change from root clears them.
+ */
+static int exec_as(int argc, char **argv)
+{
+	struct ids id;
+
+	if (argc < 5 || strcmp(argv[3], "--") != 0 || !ids_parse(argv[2], &id) || id.uid == 0)
+		die("exec --as: bad arguments (it is run by agentfs exec inside the sandbox)");
+	become(&id);
+	run_command(argv + 4);
+}
+
+/* danger-full-access: no sandbox, but still the bot's user. */
+static void become_user(const char *bot, uid_t uid)
+{
+	struct ids id;
+
+	if (geteuid() != 0) {
+		if (getuid() == uid && geteuid() == uid)
+			return;
+		die("bot %s runs as uid %u: only root (or that user) can run its commands", bot,
+		    (unsigned)uid);
+	}
+	user_ids(uid, &id);
+	become(&id);
+}
+
 /* The bwrap command line for a plan: order matters, parents before nested roots. */
 static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan, const char *cwd,
-			const char *setsid_ctty, int status_fd, char **cmd)
+			const char *setsid_ctty, int status_fd, uid_t uid, char **cmd)
 {
+	char *self = realpath("/proc/self/exe", NULL), *ids;
+	struct ids id;
+
 	const cJSON *binds = cJSON_GetObjectItemCaseSensitive(plan, "binds"), *v;
 	const char *sock = jstr(plan, "socket"), *ctl = jstr(plan, "control_socket");
 	const cJSON **sorted;
@@ -102,10 +256,14 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	arg(a, "/");
 	arg(a, "--dev");
 	arg(a, "/dev");
+	arg(a, "--perms");
+	arg(a, "01777");
 	arg(a, "--tmpfs");
 	arg(a, "/dev/shm");
 	arg(a, "--proc");
 	arg(a, "/proc");
+	arg(a, "--perms");
+	arg(a, "01777");
 	arg(a, "--tmpfs");
 	arg(a, "/tmp");
 	/* The daemon's state (every bot's mounts) and every bot's socket stay out of sight. */
@@ -132,6 +290,12 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 		arg(a, jstr(sorted[i], "path"));
 	}
 	free(sorted);
+	if (self == NULL)
+		die("cannot find agentfs itself: %s", strerror(errno));
+	/* agentfs itself, for exec --as, even if it lives in a hidden folder */
+	arg(a, "--ro-bind");
+	arg(a, self);
+	arg(a, self);
 	if (sock != NULL && *sock != '\0') {
 		arg(a, "--ro-bind");
 		arg(a, sock);
@@ -154,6 +318,11 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	/* As root bwrap keeps every capability unless told: a bot could remount /. */
 	arg(a, "--cap-drop");
 	arg(a, "ALL");
+	/* Only for exec --as, which gives them up with root. */
+	arg(a, "--cap-add");
+	arg(a, "CAP_SETUID");
+	arg(a, "--cap-add");
+	arg(a, "CAP_SETGID");
 	arg(a, "--die-with-parent");
 	arg(a, "--new-session");
 	arg(a, "--chdir");
@@ -172,6 +341,15 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 		arg(a, "--ctty");
 		arg(a, "--wait");
 	}
+	user_ids(uid, &id);
+	ids = ids_format(&id);
+	arg(a, self);
+	arg(a, "exec");
+	arg(a, "--as");
+	arg(a, ids);
+	arg(a, "--");
+	free(ids);
+	free(self);
 	for (; *cmd != NULL; cmd++)
 		arg(a, *cmd);
 }
@@ -386,9 +564,12 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	struct argv_buf a = {0};
 	const char *cwd_opt = NULL, *sandbox, *sock, *folder, *bot = NULL;
 	char cwd[PATH_MAX], *bwrap, *norm = NULL, *setsid_path;
-	const cJSON *err;
+	const cJSON *err, *uid;
 	int i, code, status_pipe[2];
+	bool full_access;
 
+	if (argc > 1 && strcmp(argv[1], "--as") == 0)
+		return exec_as(argc, argv);
 	/*
 	 * Options may come before or after BOT, but never after the command
 	 * starts: `agentfs exec bot ls -la` runs ls -la.
@@ -430,8 +611,15 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	sandbox = jstr(rep, "sandbox");
 	sock = jstr(rep, "socket");
 	folder = jstr(rep, "folder");
-	if (sandbox == NULL || folder == NULL)
+	uid = cJSON_GetObjectItemCaseSensitive(rep, "uid");
+	if (sandbox == NULL || folder == NULL || !cJSON_IsNumber(uid) || uid->valuedouble < 0)
 		die("agentfsd sent a bad exec plan");
+	full_access = strcmp(sandbox, "danger-full-access") == 0;
+	if (uid->valuedouble == 0 && !full_access)
+		die("bot %s would run as root (the owner of %s): a bot runs as root only with "
+		    "sandbox danger-full-access. Make it again with --user USER, or give the "
+		    "folder to its user (chown)",
+		    bot, folder);
 
 	if (cwd_opt != NULL) {
 		if (cwd_opt[0] != '/') {
@@ -448,13 +636,13 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	if (path_normalise(cwd, &norm) != 0)
 		die("bad folder %s", cwd);
 
-	if (strcmp(sandbox, "danger-full-access") == 0) {
+	if (full_access) {
+		become_user(bot, (uid_t)uid->valuedouble);
 		if (sock != NULL && *sock != '\0')
 			setenv("AGENT_SOCKET", sock, 1);
 		if (chdir(norm) != 0)
 			die("cannot enter %s: %s", norm, strerror(errno));
-		execvp(argv[optind], argv + optind);
-		die("cannot run %s: %s", argv[optind], strerror(errno));
+		run_command(argv + optind);
 	}
 	bwrap = find_in_path("bwrap");
 	if (bwrap == NULL)
@@ -465,7 +653,8 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 		die("pipe: %s", strerror(errno));
 	fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);
 	setsid_path = isatty(STDIN_FILENO) ? find_in_path("setsid") : NULL;
-	build_bwrap(&a, bwrap, rep, norm, setsid_path, status_pipe[1], argv + optind);
+	build_bwrap(&a, bwrap, rep, norm, setsid_path, status_pipe[1], (uid_t)uid->valuedouble,
+		    argv + optind);
 	free(setsid_path);
 	free(bwrap);
 	free(norm);

@@ -6,6 +6,7 @@
 
 W="$T/ws"
 mkdir -p "$W"
+own "$W"
 daemon_start || bail_out "agentfsd did not start"
 check "create w1" afs create w1 "$W" --sandbox workspace-write --no-network
 

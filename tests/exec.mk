@@ -7,6 +7,7 @@ EXEC_TESTS = \
 	tests/exec-git.sh \
 	tests/exec-status.sh \
 	tests/exec-tty.sh \
-	tests/exec-modes.sh
+	tests/exec-modes.sh \
+	tests/exec-user.sh
 TESTS += $(EXEC_TESTS)
 EXTRA_DIST += tests/exec-lib.sh $(EXEC_TESTS)
