@@ -15,6 +15,7 @@
 #include <pty.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,8 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 static const char exec_usage[] =
@@ -87,6 +90,74 @@ static char *find_in_path(const char *prog)
 	}
 	free(copy);
 	return NULL;
+}
+
+/* Variables that name host sockets and agents: never passed in. */
+static const char *const socket_vars[] = {
+	"SSH_AUTH_SOCK", "SSH_AGENT_PID",	    "DBUS_SESSION_BUS_ADDRESS",
+	"DBUS_SYSTEM_BUS_ADDRESS", "GPG_AGENT_INFO", "XDG_RUNTIME_DIR",
+	"WAYLAND_DISPLAY",	   "DISPLAY",	     "XAUTHORITY",
+};
+
+/*
+ * Host sockets: TCP, UDP and abstract UNIX sockets live in the network
+ * namespace, which a bot without network does not share. Pathname sockets
+ * are files: the host's services keep theirs under /run (/var/run links
+ * there), which a bot without network gets empty; /tmp is private anyway.
+ * The variables that point at agents are dropped for every bot.
+ */
+static void hide_host_sockets(struct argv_buf *a, bool network)
+{
+	struct stat st;
+	size_t i;
+
+	for (i = 0; i < sizeof socket_vars / sizeof socket_vars[0]; i++) {
+		arg(a, "--unsetenv");
+		arg(a, socket_vars[i]);
+	}
+	if (network)
+		return;
+	if (stat("/run", &st) == 0 && S_ISDIR(st.st_mode)) {
+		arg(a, "--tmpfs");
+		arg(a, "/run");
+	}
+	if (lstat("/var/run", &st) == 0 && S_ISDIR(st.st_mode)) {
+		arg(a, "--tmpfs");
+		arg(a, "/var/run");
+	}
+}
+
+/*
+ * Landlock (Linux 6.12, ABI 6): the command may not connect to abstract
+ * UNIX sockets or signal processes made outside its sandbox. Without
+ * network that is what the network namespace gives already; with network
+ * it keeps the host's abstract sockets (X11, D-Bus) out of reach. An older
+ * kernel has no such scopes: nothing is done. A kernel that has them and
+ * fails to apply them stops the command.
+ */
+#define LL_CREATE_RULESET 444
+#define LL_RESTRICT_SELF 446
+#define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define LL_SCOPE_SIGNAL (1ULL << 1)
+
+struct ll_ruleset_attr {
+	uint64_t handled_access_fs, handled_access_net, scoped;
+};
+
+static void landlock_scope(void)
+{
+	struct ll_ruleset_attr attr = {0, 0, LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL};
+	long abi = syscall(LL_CREATE_RULESET, NULL, 0, 1U);
+	int fd;
+
+	if (abi < 6)
+		return;
+	fd = (int)syscall(LL_CREATE_RULESET, &attr, sizeof attr, 0U);
+	if (fd < 0)
+		die("landlock: cannot make a ruleset: %s", strerror(errno));
+	if (syscall(LL_RESTRICT_SELF, fd, 0U) != 0)
+		die("landlock: cannot restrict the command: %s", strerror(errno));
+	close(fd);
 }
 
 #define MAX_GROUPS 256
@@ -219,6 +290,7 @@ static int exec_as(int argc, char **argv)
 	if (argc < 5 || strcmp(argv[3], "--") != 0 || !ids_parse(argv[2], &id) || id.uid == 0)
 		die("exec --as: bad arguments (it is run by agentfs exec inside the sandbox)");
 	become(&id);
+	landlock_scope();
 	run_command(argv + 4);
 }
 
@@ -266,6 +338,7 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	arg(a, "01777");
 	arg(a, "--tmpfs");
 	arg(a, "/tmp");
+	hide_host_sockets(a, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "network")));
 	/* The daemon's state (every bot's mounts) and every bot's socket stay out of sight. */
 	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(plan, "hide")) {
 		if (cJSON_IsString(v) && access(v->valuestring, F_OK) == 0) {

@@ -8,6 +8,7 @@ EXEC_TESTS = \
 	tests/exec-status.sh \
 	tests/exec-tty.sh \
 	tests/exec-modes.sh \
-	tests/exec-user.sh
+	tests/exec-user.sh \
+	tests/exec-sockets.sh
 TESTS += $(EXEC_TESTS)
 EXTRA_DIST += tests/exec-lib.sh $(EXEC_TESTS)
