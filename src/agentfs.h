@@ -52,6 +52,7 @@ struct root {
 	bool kept;	    /* configure: carried over from the previous plan */
 	struct fs_mount *m; /* NULL when not mounted */
 	char *error;	    /* why it is not mounted */
+	bool lost;	    /* unmounted from outside: configure (or a restart) mounts it again */
 };
 
 /* A bot: what it may touch, where it is mounted, who made it. */

@@ -69,9 +69,12 @@ static struct {
 	struct event *done_ev;
 	bool stopping, thread_started;
 	bool shutdown_requested;
+	int mountinfo_fd;
+	struct event *mountinfo_ev;
 } d;
 
 static void job_submit(struct job *j);
+static void check_lost(struct bot *only);
 
 static struct bot *bot_find(const char *name)
 {
@@ -1124,6 +1127,15 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 	j->unmount = calloc(nold + 1, sizeof *j->unmount);
 	for (k = 0; k < nold; k++) {
 		for (i = 0; i < b->nroots; i++) {
+			if (!b->roots[i].kept && strcmp(b->roots[i].path, old[k].path) == 0 &&
+			    old[k].lost) {
+				/* Mounted again at its place once the old mount has ended. */
+				b->roots[i].kept = true;
+				free(b->roots[i].mountpoint);
+				b->roots[i].mountpoint = old[k].mountpoint;
+				old[k].mountpoint = NULL;
+				break;
+			}
 			if (!b->roots[i].kept && strcmp(b->roots[i].path, old[k].path) == 0) {
 				b->roots[i].kept = true;
 				b->roots[i].m = old[k].m;
@@ -1177,6 +1189,7 @@ void bots_show(struct request *r, const char *name)
 		fail(r, "not_found", "no bot named %s", name);
 		return;
 	}
+	check_lost(b);
 	body = cJSON_CreateObject();
 	cJSON_AddItemToObject(body, "bot", bot_to_json(b, true));
 	request_reply(r, body);
@@ -1225,7 +1238,15 @@ void bots_exec_plan(struct request *r, const char *name)
 		fail(r, "busy", "bot %s is being changed; ask again", b->name);
 		return;
 	}
+	check_lost(b);
 	for (i = 0; i < b->nroots; i++) {
+		if (b->roots[i].lost) {
+			fail(r, "mount_lost",
+			     "%s was unmounted from outside (its mount %s): nothing was run; "
+			     "`agentfs configure %s` (or restarting agentfsd) mounts it again",
+			     b->roots[i].path, b->roots[i].mountpoint, b->name);
+			return;
+		}
 		if (b->roots[i].m == NULL) {
 			fail(r, "mount_failed", "%s is not mounted: %s", b->roots[i].path,
 			     b->roots[i].error != NULL ? b->roots[i].error : "unknown reason");
@@ -1329,6 +1350,67 @@ static void job_done(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int collect_ours(void *arg, uint64_t id, const char *mp, const char *fstype)
+{
+	struct paths *ps = arg;
+
+	(void)id;
+	if (strcmp(fstype, "fuse.agentfs") == 0 && path_within(mp, d.cfg->mount_dir))
+		return paths_add(ps, mp) != 0;
+	return 0;
+}
+
+/*
+ * Mark the roots whose mount is no longer in the mount table: unmounted
+ * from outside (umount -l, fusermount3 -uz) while a sandbox still holds it,
+ * so the FUSE connection lives on. Their mounts keep serving those
+ * sandboxes; exec refuses the bot and show says "lost" until a configure
+ * or a restart mounts them again. Only bot, if given; busy bots are left
+ * alone. Fails open to nothing: without the table, nothing is marked.
+ */
+static void check_lost(struct bot *only)
+{
+	struct paths ours = {0};
+	struct bot *b;
+	size_t i;
+
+	if (fs_mountinfo_each(collect_ours, &ours) != 0) {
+		paths_free(&ours);
+		return;
+	}
+	qsort(ours.v, ours.n, sizeof *ours.v, cmp_str);
+	TAILQ_FOREACH(b, &d.bots, entry) {
+		if ((only != NULL && b != only) || b->busy || b->deleting)
+			continue;
+		for (i = 0; i < b->nroots; i++) {
+			struct root *rt = &b->roots[i];
+
+			if (rt->m == NULL || rt->lost ||
+			    bsearch(&rt->mountpoint, ours.v, ours.n, sizeof *ours.v, cmp_str) != NULL)
+				continue;
+			log_msg(LOG_WARNING,
+				"bot %s: %s was unmounted from outside; "
+				"agentfs configure %s mounts it again",
+				b->name, rt->mountpoint, b->name);
+			rt->lost = true;
+			free(rt->error);
+			rt->error = strdup("unmounted from outside");
+		}
+	}
+	paths_free(&ours);
+}
+
+/* The mount table changed (edge-triggered: any mount on the host). */
+static void mountinfo_changed(evutil_socket_t fd, short what, void *arg)
+{
+	check_lost(NULL);
+}
+
 /* A mount ended from outside (umount by someone): note it on its root. */
 static void done_lost(struct job *j)
 {
@@ -1342,6 +1424,7 @@ static void done_lost(struct job *j)
 					b->name, b->roots[i].mountpoint);
 				fs_mount_free(j->lost);
 				b->roots[i].m = NULL;
+				b->roots[i].lost = true;
 				free(b->roots[i].error);
 				b->roots[i].error = strdup("unmounted from outside");
 				j->lost = NULL;
@@ -1491,6 +1574,14 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 		return -r;
 	}
 	d.thread_started = true;
+	d.mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (d.mountinfo_fd >= 0) {
+		d.mountinfo_ev = event_new(base, d.mountinfo_fd, EV_READ | EV_ET | EV_PERSIST,
+					   mountinfo_changed, NULL);
+		if (d.mountinfo_ev == NULL || event_add(d.mountinfo_ev, NULL) != 0)
+			log_msg(LOG_WARNING, "cannot watch the mount table: lost mounts are "
+					     "noticed at exec and show only");
+	}
 	fs_mountinfo_each(clean_stale, NULL);
 	r = state_load(cfg, &d.bots, err, errlen);
 	if (r != 0)
@@ -1541,6 +1632,12 @@ void bots_stop(void)
 	if (d.done_ev != NULL)
 		event_free(d.done_ev);
 	d.done_ev = NULL;
+	if (d.mountinfo_ev != NULL)
+		event_free(d.mountinfo_ev);
+	d.mountinfo_ev = NULL;
+	if (d.mountinfo_fd > 0)
+		close(d.mountinfo_fd);
+	d.mountinfo_fd = -1;
 	fs_free(d.fs);
 	d.fs = NULL;
 }

@@ -6,6 +6,7 @@
  * unconfined: only a danger-full-access bot runs without bwrap.
  */
 #include "src/agentfs.h"
+#include "fusefs/fusefs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -307,6 +308,47 @@ static void become_user(const char *bot, uid_t uid)
 	}
 	user_ids(uid, &id);
 	become(&id);
+}
+
+struct live_query {
+	uint64_t id;
+	const char *mountpoint;
+	bool live;
+};
+
+static int live_match(void *arg, uint64_t id, const char *mp, const char *fstype)
+{
+	struct live_query *q = arg;
+
+	if (id != q->id)
+		return 0;
+	q->live = strcmp(mp, q->mountpoint) == 0 && strcmp(fstype, "fuse.agentfs") == 0;
+	return 1;
+}
+
+/*
+ * Is the bind's source the live agentfs mount the daemon made? A root
+ * unmounted from outside leaves the bare folder in the state folder:
+ * binding that would let the command write there, unguarded.
+ */
+static void check_live(const char *bot, const cJSON *bind)
+{
+	struct live_query q = {0, jstr(bind, "source"), false};
+	struct statx stx;
+
+	if (q.mountpoint == NULL || jstr(bind, "path") == NULL)
+		die("agentfsd sent a bad exec plan");
+	if (statx(AT_FDCWD, q.mountpoint, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_MNT_ID,
+		  &stx) == 0 &&
+	    (stx.stx_mask & STATX_MNT_ID)) {
+		q.id = stx.stx_mnt_id;
+		fs_mountinfo_each(live_match, &q);
+	}
+	if (!q.live)
+		die("%s of bot %s is not mounted (its mount %s was unmounted from outside); "
+		    "nothing was run. `agentfs configure %s` (or restarting agentfsd) mounts it "
+		    "again",
+		    jstr(bind, "path"), bot, q.mountpoint, bot);
 }
 
 /* The bwrap command line for a plan: order matters, parents before nested roots. */
@@ -637,7 +679,7 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	struct argv_buf a = {0};
 	const char *cwd_opt = NULL, *sandbox, *sock, *folder, *bot = NULL;
 	char cwd[PATH_MAX], *bwrap, *norm = NULL, *setsid_path;
-	const cJSON *err, *uid;
+	const cJSON *err, *uid, *b;
 	int i, code, status_pipe[2];
 	bool full_access;
 
@@ -717,6 +759,8 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 			die("cannot enter %s: %s", norm, strerror(errno));
 		run_command(argv + optind);
 	}
+	cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(rep, "binds"))
+		check_live(bot, b);
 	bwrap = find_in_path("bwrap");
 	if (bwrap == NULL)
 		die("bwrap (bubblewrap) not found in PATH: install it (apt-get install "

@@ -89,7 +89,8 @@ cJSON *bot_to_json(const struct bot *b, bool full)
 		cJSON_AddStringToObject(m, "mountpoint", rt->mountpoint);
 		cJSON_AddStringToObject(m, "access", rt->writable ? "rw" : "ro");
 		cJSON_AddStringToObject(m, "state",
-					rt->m != NULL		       ? "mounted"
+					rt->lost		       ? "lost"
+					: rt->m != NULL		       ? "mounted"
 					: b->busy && rt->error == NULL ? "mounting"
 								       : "unmounted");
 		if (rt->error != NULL)
