@@ -269,6 +269,14 @@ static int bot_plan_roots(struct bot *b)
 	free(w);
 	return 0;
 nomem:
+	if (b->roots != NULL) {
+		for (i = 0; i < n; i++) {
+			free(b->roots[i].path);
+			free(b->roots[i].mountpoint);
+		}
+		free(b->roots);
+		b->roots = NULL;
+	}
 	paths_free(&all);
 	free(w);
 	return -ENOMEM;
@@ -281,7 +289,22 @@ static void fs_log_cb(void *arg, enum fs_log_level level, const char *msg)
 	log_msg(prio[level], "%s", msg);
 }
 
-/* Could uid write (or read) the folder fd? Checked with its own credentials. */
+/* Back to root on this thread; a thread that cannot is not trusted with more work. */
+static void thread_as_root(void)
+{
+	setfsuid(0);
+	setfsgid(0);
+	if (syscall(SYS_setgroups, (size_t)0, NULL) != 0 || setfsuid((uid_t)-1) != 0 ||
+	    setfsgid((gid_t)-1) != 0) {
+		log_msg(LOG_CRIT, "cannot switch the job thread back to root: stopping");
+		abort();
+	}
+}
+
+/*
+ * Could uid write (or read) the folder fd? Checked with its own
+ * credentials; any step that fails answers no.
+ */
 static bool uid_may(uid_t uid, int fd, int mode)
 {
 	struct passwd pw, *pwp = NULL;
@@ -295,18 +318,18 @@ static bool uid_may(uid_t uid, int fd, int mode)
 	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp != NULL) {
 		gid = pw.pw_gid;
 		if (getgrouplist(pw.pw_name, gid, groups, &n) < 0)
-			n = 0;
+			return false; /* more groups than we can set: not decided, so no */
 	} else {
 		n = 0;
 	}
 	/* Per-thread credentials: the raw syscalls change only this thread. */
-	syscall(SYS_setgroups, (size_t)n, groups);
+	ok = syscall(SYS_setgroups, (size_t)n, groups) == 0;
 	setfsgid(gid);
 	setfsuid(uid);
-	ok = faccessat(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) == 0;
-	setfsuid(0);
-	setfsgid(0);
-	syscall(SYS_setgroups, (size_t)0, NULL);
+	/* setfsuid answers the previous id: asking again shows whether it took. */
+	ok = ok && (gid_t)setfsgid((gid_t)-1) == gid && (uid_t)setfsuid((uid_t)-1) == uid &&
+	     faccessat(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) == 0;
+	thread_as_root();
 	return ok;
 }
 
@@ -1084,9 +1107,21 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 			return false;
 		}
 	}
+	/*
+	 * Everything that can fail comes first, before the bot changes: a
+	 * removed root's mount must reach the unmount list, never be dropped.
+	 */
 	j = job_new(r);
 	if (j == NULL) {
 		fail(r, "internal", "out of memory");
+		return false;
+	}
+	j->unmount = calloc(b->nroots + 1, sizeof *j->unmount);
+	next.roots = NULL;
+	next.nroots = 0;
+	if (j->unmount == NULL || bot_plan_roots(&next) != 0) {
+		fail(r, "internal", "out of memory");
+		job_abort(j);
 		return false;
 	}
 	if (s->has_writable) {
@@ -1115,16 +1150,9 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 	 */
 	old = b->roots;
 	nold = b->nroots;
-	b->roots = NULL;
-	b->nroots = 0;
-	if (bot_plan_roots(b) != 0) {
-		b->roots = old;
-		b->nroots = nold;
-		fail(r, "internal", "out of memory");
-		job_abort(j);
-		return false;
-	}
-	j->unmount = calloc(nold + 1, sizeof *j->unmount);
+	b->roots = next.roots;
+	b->nroots = next.nroots;
+	b->mount_seq = next.mount_seq;
 	for (k = 0; k < nold; k++) {
 		for (i = 0; i < b->nroots; i++) {
 			if (!b->roots[i].kept && strcmp(b->roots[i].path, old[k].path) == 0 &&
@@ -1151,7 +1179,7 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 				break;
 			}
 		}
-		if (old[k].m != NULL && j->unmount != NULL)
+		if (old[k].m != NULL)
 			j->unmount[j->nunmount++] = old[k].m;
 		if (old[k].mountpoint != NULL && old[k].m == NULL)
 			rmdir(old[k].mountpoint);
