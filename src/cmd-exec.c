@@ -261,6 +261,28 @@ static bool ids_parse(const char *s, struct ids *id)
 	return *s == '\0';
 }
 
+/* Is there a file named prog in a PATH folder? */
+static bool in_path(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char *copy, *dir, *save = NULL, *full;
+	struct stat st;
+	bool found = false;
+
+	copy = strdup(path != NULL && *path != '\0' ? path : "/usr/local/bin:/usr/bin:/bin");
+	if (copy == NULL)
+		die("out of memory");
+	for (dir = strtok_r(copy, ":", &save); dir != NULL && !found;
+	     dir = strtok_r(NULL, ":", &save)) {
+		if (asprintf(&full, "%s/%s", dir, prog) < 0)
+			die("out of memory");
+		found = stat(full, &st) == 0 && !S_ISDIR(st.st_mode);
+		free(full);
+	}
+	free(copy);
+	return found;
+}
+
 /*
  * Run CMD as shells do: 127 if it is not found, 126 if it cannot be run,
  * with the reason on stderr.
@@ -271,6 +293,9 @@ static void __attribute__((noreturn)) run_command(char **cmd)
 
 	execvp(cmd[0], cmd);
 	e = errno;
+	/* execvp says EACCES for a PATH folder it may not search: found nowhere is 127. */
+	if (e == EACCES && strchr(cmd[0], '/') == NULL && !in_path(cmd[0]))
+		e = ENOENT;
 	if (e == ENOENT && strchr(cmd[0], '/') == NULL)
 		fprintf(stderr, "agentfs: %s: command not found\n", cmd[0]);
 	else
