@@ -335,6 +335,9 @@ static void become_user(const char *bot, uid_t uid)
 	become(&id);
 }
 
+/* Where agentfs is found inside a sandbox (bwrap's own /dev). */
+#define EXEC_SELF "/dev/.agentfs-exec"
+
 struct live_query {
 	uint64_t id;
 	const char *mountpoint;
@@ -432,10 +435,13 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	free(sorted);
 	if (self == NULL)
 		die("cannot find agentfs itself: %s", strerror(errno));
-	/* agentfs itself, for exec --as, even if it lives in a hidden folder */
+	/*
+	 * agentfs itself, for exec --as, at a path of its own: it may live in a
+	 * hidden folder, or in a root, which it must not cover.
+	 */
 	arg(a, "--ro-bind");
 	arg(a, self);
-	arg(a, self);
+	arg(a, EXEC_SELF);
 	if (sock != NULL && *sock != '\0') {
 		arg(a, "--ro-bind");
 		arg(a, sock);
@@ -483,7 +489,7 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	}
 	user_ids(uid, &id);
 	ids = ids_format(&id);
-	arg(a, self);
+	arg(a, EXEC_SELF);
 	arg(a, "exec");
 	arg(a, "--as");
 	arg(a, ids);
