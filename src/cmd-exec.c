@@ -790,6 +790,9 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 			die("cannot enter %s: %s", norm, strerror(errno));
 		run_command(argv + optind);
 	}
+	if (geteuid() != 0)
+		die("only root can run a confined bot (bwrap sets up the sandbox as root and "
+		    "switches to the bot's user inside it); a bot cannot exec its bots");
 	cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(rep, "binds"))
 		check_live(bot, b);
 	bwrap = find_in_path("bwrap");

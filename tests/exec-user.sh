@@ -60,6 +60,8 @@ out=$(ex u1 -- "$AGENTFS" --json create c2 "$W/sub" --user root </dev/null 2>/de
 expect_error "inside, u1 cannot name root as c2's user" forbidden "$out"
 out=$(ex u1 -- "$AGENTFS" --json create c3 "$W/sub" --user "$EX_USER" </dev/null 2>/dev/null)
 expect_ok "inside, u1 may name its own user" "$out"
+out=$(ex u1 -- "$AGENTFS" exec c1 -- id -u </dev/null 2>&1)
+like "$out" "only root can run a confined bot" "inside, u1 cannot exec c1 (it is not root): a clear error"
 
 # --- danger-full-access ------------------------------------------------------------
 check "create du (danger-full-access, folder of $EX_USER)" afs create du "$T/du" --sandbox danger-full-access
