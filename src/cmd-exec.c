@@ -161,6 +161,46 @@ static void landlock_scope(void)
 	close(fd);
 }
 
+/*
+ * The loader's variables may name libraries inside a bot's roots: exec --as
+ * runs with CAP_SETUID, so it starts without them and gives them back to
+ * the command once it is the bot's user.
+ */
+static const char *const loader_vars[] = {"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"};
+#define SAVED_PREFIX "AGENTFS_SAVED_"
+
+static void loader_vars_hold(struct argv_buf *a)
+{
+	char name[64];
+	const char *v;
+	size_t i;
+
+	for (i = 0; i < sizeof loader_vars / sizeof loader_vars[0]; i++) {
+		snprintf(name, sizeof name, SAVED_PREFIX "%s", loader_vars[i]);
+		if ((v = getenv(loader_vars[i])) != NULL) {
+			arg(a, "--setenv");
+			arg(a, name);
+			arg(a, v);
+		}
+		arg(a, "--unsetenv");
+		arg(a, loader_vars[i]);
+	}
+}
+
+static void loader_vars_restore(void)
+{
+	char name[64];
+	const char *v;
+	size_t i;
+
+	for (i = 0; i < sizeof loader_vars / sizeof loader_vars[0]; i++) {
+		snprintf(name, sizeof name, SAVED_PREFIX "%s", loader_vars[i]);
+		if ((v = getenv(name)) != NULL && setenv(loader_vars[i], v, 1) != 0)
+			die("out of memory");
+		unsetenv(name);
+	}
+}
+
 #define MAX_GROUPS 256
 
 /* Who the bot's user is: its uid, primary gid and supplementary groups. */
@@ -317,6 +357,7 @@ static int exec_as(int argc, char **argv)
 		die("exec --as: bad arguments (it is run by agentfs exec inside the sandbox)");
 	become(&id);
 	landlock_scope();
+	loader_vars_restore();
 	run_command(argv + 4);
 }
 
@@ -409,6 +450,7 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	arg(a, "--tmpfs");
 	arg(a, "/tmp");
 	hide_host_sockets(a, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "network")));
+	loader_vars_hold(a);
 	/* The daemon's state (every bot's mounts) and every bot's socket stay out of sight. */
 	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(plan, "hide")) {
 		if (cJSON_IsString(v) && access(v->valuestring, F_OK) == 0) {

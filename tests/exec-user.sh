@@ -24,6 +24,9 @@ is "$(ex u1 -- sh -c 'echo "$HOME $USER"' </dev/null 2>&1)" "/nonexistent $EX_US
 out=$(ex u1 -- sh -c 'grep -E "^(CapEff|CapPrm|NoNewPrivs):" /proc/self/status' </dev/null 2>&1 | tr -s '\t\n' '  ')
 like "$out" "CapPrm: 0+ CapEff: 0+ NoNewPrivs: 1" "no capabilities, no_new_privs ($out)"
 ex u1 -- su -c true root </dev/null >/dev/null 2>&1 && not_ok "su inside fails" || ok "su inside fails"
+# the loader's variables reach the command, not the step that still has CAP_SETUID
+out=$(LD_LIBRARY_PATH="$W/lib" "$AGENTFS" --socket "$D_SOCK" exec u1 -- sh -c 'echo "$LD_LIBRARY_PATH"; env | grep -c AGENTFS_SAVED' </dev/null 2>&1 | tr '\n' ' ')
+is "$out" "$W/lib 0 " "LD_LIBRARY_PATH reaches the command (held back from exec --as)"
 
 # --- what it makes is the user's -----------------------------------------------
 check "touch f and mkdir d inside" ex u1 -- sh -c 'touch f && mkdir d && echo x >d/g' </dev/null
