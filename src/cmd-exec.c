@@ -23,6 +23,7 @@
 #include <termios.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -237,6 +238,23 @@ static void user_ids(uid_t uid, struct ids *id)
 }
 
 /*
+ * Drop whatever capability is left (bwrap hands its own down as inheritable
+ * and ambient ones; securebits could keep others) and check none is.
+ */
+static bool caps_left(void)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct c[2] = {{0, 0, 0}, {0, 0, 0}};
+
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+		return true;
+	if (syscall(SYS_capset, &h, c) != 0 || syscall(SYS_capget, &h, c) != 0)
+		return true;
+	return (c[0].effective | c[0].permitted | c[0].inheritable | c[1].effective |
+		c[1].permitted | c[1].inheritable) != 0;
+}
+
+/*
  * Become id for good, from root. Any failure ends here: nothing runs as
  * the wrong user, and nothing can win root back (no_new_privs: a setuid
  * program it runs gains nothing).
@@ -258,6 +276,9 @@ static void become(const struct ids *id)
 		die("could not drop root for uid %u: refusing to run", (unsigned)id->uid);
 	if (id->uid != 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		die("cannot set no_new_privs: %s", strerror(errno));
+	if (id->uid != 0 && caps_left())
+		die("capabilities survived the switch to uid %u: refusing to run",
+		    (unsigned)id->uid);
 }
 
 /* "UID:GID:G1,G2,...", what the in-sandbox step (exec_as) is given. */
@@ -426,7 +447,6 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 {
 	char *self = realpath("/proc/self/exe", NULL), *ids;
 	struct ids id;
-
 	const cJSON *binds = cJSON_GetObjectItemCaseSensitive(plan, "binds"), *v;
 	const char *sock = jstr(plan, "socket"), *ctl = jstr(plan, "control_socket");
 	const cJSON **sorted;

@@ -21,8 +21,8 @@ is "$(ex u1 -- id -u </dev/null 2>&1)" "$EX_UID" "id -u inside is the user's uid
 is "$(ex u1 -- id -g </dev/null 2>&1)" "$EX_GID" "id -g inside is the user's group"
 like "$(ex u1 -- id -G </dev/null 2>&1)" "(^| )$EX_XGID( |$)" "the user's supplementary group $EX_GROUP is there"
 is "$(ex u1 -- sh -c 'echo "$HOME $USER"' </dev/null 2>&1)" "/nonexistent $EX_USER" "HOME and USER are the user's"
-out=$(ex u1 -- sh -c 'grep -E "^(CapEff|CapPrm|NoNewPrivs):" /proc/self/status' </dev/null 2>&1 | tr -s '\t\n' '  ')
-like "$out" "CapPrm: 0+ CapEff: 0+ NoNewPrivs: 1" "no capabilities, no_new_privs ($out)"
+out=$(ex u1 -- sh -c 'grep -E "^(CapInh|CapEff|CapPrm|CapAmb|NoNewPrivs):" /proc/self/status' </dev/null 2>&1 | tr -s '\t\n' '  ')
+like "$out" "CapInh: 0+ CapPrm: 0+ CapEff: 0+ CapAmb: 0+ NoNewPrivs: 1" "no capabilities, no_new_privs ($out)"
 ex u1 -- su -c true root </dev/null >/dev/null 2>&1 && not_ok "su inside fails" || ok "su inside fails"
 # the loader's variables reach the command, not the step that still has CAP_SETUID
 out=$(LD_LIBRARY_PATH="$W/lib" "$AGENTFS" --socket "$D_SOCK" exec u1 -- sh -c 'echo "$LD_LIBRARY_PATH"; env | grep -c AGENTFS_SAVED' </dev/null 2>&1 | tr '\n' ' ')
