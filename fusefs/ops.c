@@ -24,6 +24,26 @@ static void proc_path(char *buf, int fd)
 	snprintf(buf, PROC_FD_MAX, "/proc/self/fd/%d", fd);
 }
 
+/*
+ * Nothing made or changed through a mount may make a host file more
+ * privileged than its maker: a setuid bit (anything), a setgid bit on a
+ * non-folder, or a security.* xattr (file capabilities, labels). The
+ * mount's nosuid protects only the mount; the source is the host's own
+ * file. Setgid folders stay: git's core.sharedRepository makes them.
+ * `had` is the mode the file has already: a bit it has may stay.
+ */
+static bool raises_privilege(mode_t mode, mode_t type, mode_t had)
+{
+	mode_t added = mode & ~had;
+
+	return (added & S_ISUID) || ((added & S_ISGID) && !S_ISDIR(type));
+}
+
+static bool xattr_privileged(const char *name)
+{
+	return strncmp(name, "security.", 9) == 0;
+}
+
 static void reply_entry_or_err(fuse_req_t req, int r, const struct fuse_entry_param *e)
 {
 	if (r != 0)
@@ -200,6 +220,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	fd = inode_fd_get(m, i);
 	if (fd < 0)
 		r = fd;
+	else if ((valid & FUSE_SET_ATTR_MODE) &&
+		 fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0 &&
+		 raises_privilege(attr->st_mode, st.st_mode, st.st_mode))
+		r = -EPERM;
 	else
 		r = do_setattr(m, i, fd, attr, valid, fi);
 	if (checked)
@@ -281,6 +305,8 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	decide_enter(m, &h, p, NULL, false);
 	r = policy_check(m, &PREQ(.op = op, .mode = mode & S_IFMT, .parent = p, .parent_fd = pfd,
 				  .name = name, .target = link));
+	if (r == 0 && link == NULL && raises_privilege(mode, mode, 0))
+		r = -EPERM;
 	if (r == 0)
 		r = fs_as_caller(req, true);
 	if (r == 0) {
@@ -658,6 +684,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	decide_enter(m, &h, p, NULL, false);
 	r = policy_check(m, &PREQ(.op = GUARD_OP_CREATE, .mode = S_IFREG, .parent = p,
 				  .parent_fd = pfd, .name = name));
+	if (r == 0 && raises_privilege(mode, S_IFREG, 0))
+		r = -EPERM;
 	if (r == 0)
 		r = fs_as_caller(req, true);
 	if (r == 0) {
@@ -1070,8 +1098,15 @@ static void xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const
 	struct inode *i;
 	int fd, r;
 
-	r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
-				  .mode = ino_of(m, ino)->type));
+	/*
+	 * Removing security.capability lowers privilege, and the kernel does it
+	 * itself when a file with one is written: it stays allowed.
+	 */
+	if (xattr_privileged(name) && (value != NULL || strcmp(name, "security.capability") != 0))
+		r = -EPERM;
+	else
+		r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
+					  .mode = ino_of(m, ino)->type));
 	if (r == 0 && (fd = xattr_fd(req, ino, &i, path)) < 0) {
 		r = fd;
 	} else if (r == 0) {

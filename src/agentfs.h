@@ -57,6 +57,7 @@ struct root {
 	bool kept;	    /* configure: carried over from the previous plan */
 	struct fs_mount *m; /* NULL when not mounted */
 	char *error;	    /* why it is not mounted */
+	bool lost;	    /* unmounted from outside: configure (or a restart) mounts it again */
 };
 
 /* A bot: what it may touch, where it is mounted, who made it. */
@@ -73,6 +74,8 @@ struct bot {
 	time_t created, expires;
 	char *request_id; /* the id of the create or fork that made it */
 	uid_t owner_uid;  /* uid of the operator that made it, or of its creator */
+	uid_t uid;	  /* the user its commands run as (with uid_set) */
+	bool uid_set;	  /* unset: its folder's owner, found when it is first mounted */
 	struct root *roots;
 	size_t nroots;
 	unsigned mount_seq; /* the next mount point number: never reused */
@@ -130,6 +133,8 @@ int mkdir_p(const char *path, mode_t mode);
 int write_file_atomic(const char *dir, const char *name, const char *data, size_t len);
 const char *sandbox_name(enum sandbox s);
 int sandbox_parse(const char *s, enum sandbox *out);
+int user_parse(const char *s, uid_t *out);
+char *user_name(uid_t uid);
 
 /* server.c */
 struct server *server_create(struct event_base *base, struct config *cfg);
@@ -167,6 +172,8 @@ struct bot_spec {
 	struct paths writable, readable;
 	bool network, allow_new_repos;
 	long ttl;
+	bool has_user;
+	uid_t user;
 };
 int bots_init(struct event_base *base, struct config *cfg, struct server *srv, char *err,
 	      size_t errlen);

@@ -69,9 +69,12 @@ static struct {
 	struct event *done_ev;
 	bool stopping, thread_started;
 	bool shutdown_requested;
+	int mountinfo_fd;
+	struct event *mountinfo_ev;
 } d;
 
 static void job_submit(struct job *j);
+static void check_lost(struct bot *only);
 
 static struct bot *bot_find(const char *name)
 {
@@ -266,6 +269,14 @@ static int bot_plan_roots(struct bot *b)
 	free(w);
 	return 0;
 nomem:
+	if (b->roots != NULL) {
+		for (i = 0; i < n; i++) {
+			free(b->roots[i].path);
+			free(b->roots[i].mountpoint);
+		}
+		free(b->roots);
+		b->roots = NULL;
+	}
 	paths_free(&all);
 	free(w);
 	return -ENOMEM;
@@ -278,7 +289,22 @@ static void fs_log_cb(void *arg, enum fs_log_level level, const char *msg)
 	log_msg(prio[level], "%s", msg);
 }
 
-/* Could uid write (or read) the folder fd? Checked with its own credentials. */
+/* Back to root on this thread; a thread that cannot is not trusted with more work. */
+static void thread_as_root(void)
+{
+	setfsuid(0);
+	setfsgid(0);
+	if (syscall(SYS_setgroups, (size_t)0, NULL) != 0 || setfsuid((uid_t)-1) != 0 ||
+	    setfsgid((gid_t)-1) != 0) {
+		log_msg(LOG_CRIT, "cannot switch the job thread back to root: stopping");
+		abort();
+	}
+}
+
+/*
+ * Could uid write (or read) the folder fd? Checked with its own
+ * credentials; any step that fails answers no.
+ */
 static bool uid_may(uid_t uid, int fd, int mode)
 {
 	struct passwd pw, *pwp = NULL;
@@ -292,18 +318,18 @@ static bool uid_may(uid_t uid, int fd, int mode)
 	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp != NULL) {
 		gid = pw.pw_gid;
 		if (getgrouplist(pw.pw_name, gid, groups, &n) < 0)
-			n = 0;
+			return false; /* more groups than we can set: not decided, so no */
 	} else {
 		n = 0;
 	}
 	/* Per-thread credentials: the raw syscalls change only this thread. */
-	syscall(SYS_setgroups, (size_t)n, groups);
+	ok = syscall(SYS_setgroups, (size_t)n, groups) == 0;
 	setfsgid(gid);
 	setfsuid(uid);
-	ok = faccessat(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) == 0;
-	setfsuid(0);
-	setfsgid(0);
-	syscall(SYS_setgroups, (size_t)0, NULL);
+	/* setfsuid answers the previous id: asking again shows whether it took. */
+	ok = ok && (gid_t)setfsgid((gid_t)-1) == gid && (uid_t)setfsuid((uid_t)-1) == uid &&
+	     faccessat(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) == 0;
+	thread_as_root();
 	return ok;
 }
 
@@ -534,11 +560,31 @@ static void add_git_roots(struct job *j, struct bot *b)
 	free(common);
 }
 
+/* Job thread: a bot with no user named runs as its folder's owner. */
+static void root_user(struct job *j, struct bot *b)
+{
+	struct stat st;
+	int fd;
+
+	if (b->uid_set)
+		return;
+	fd = open_folder(b->folder);
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		job_seterr(j, errno, "bad_path", "%s: %s", b->folder, strerror(errno));
+	} else {
+		b->uid = st.st_uid;
+		b->uid_set = true;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 /* Job thread: mount every root; on failure leave nothing mounted. */
 static void run_mount_bot(struct job *j)
 {
 	size_t i;
 
+	root_user(j, j->bot);
 	add_git_roots(j, j->bot);
 	for (i = 0; i < j->bot->nroots && j->error == 0; i++)
 		root_mount(j, j->bot, &j->bot->roots[i]);
@@ -551,6 +597,7 @@ static void run_restore_bot(struct job *j)
 {
 	size_t i;
 
+	root_user(j, j->bot);
 	for (i = 0; i < j->bot->nroots; i++) {
 		j->error = 0;
 		root_mount(j, j->bot, &j->bot->roots[i]);
@@ -716,6 +763,38 @@ static bool spec_paths_dup(struct paths *dst, const struct paths *src)
 	return true;
 }
 
+/*
+ * The user a new bot's commands run as: a bot's bots run as its own user
+ * (it may name no other); a fork keeps its source's; the operator may name
+ * any user if root, else only itself. Unnamed, it is the folder's owner,
+ * found on the job thread (root_user).
+ */
+static bool bot_user(struct request *r, struct bot *b, const struct bot_spec *s,
+		     const struct bot *caller, const struct bot *from)
+{
+	const struct bot *inherit = from != NULL ? from : caller;
+	uid_t op = r->peer != NULL ? server_peer_uid(r->peer) : 0;
+
+	if (inherit != NULL) {
+		b->uid = inherit->uid;
+		b->uid_set = inherit->uid_set;
+	}
+	if (!s->has_user)
+		return true;
+	if (caller != NULL && (!caller->uid_set || s->user != caller->uid)) {
+		fail(r, "forbidden", "%s: a bot's bots run as its own user (uid %u); it may not name another",
+		     b->name, (unsigned)caller->uid);
+		return false;
+	}
+	if (caller == NULL && op != 0 && s->user != op) {
+		fail(r, "forbidden", "%s: only root may name another user than its own", b->name);
+		return false;
+	}
+	b->uid = s->user;
+	b->uid_set = true;
+	return true;
+}
+
 /* Start a new bot from a spec, created by the caller; NULL after replying an error. */
 static struct bot *bot_new(struct request *r, const char *name, const struct bot_spec *s,
 			   const struct bot *from)
@@ -779,6 +858,10 @@ static struct bot *bot_new(struct request *r, const char *name, const struct bot
 	b->created = time(NULL);
 	b->expires = b->ttl > 0 ? b->created + b->ttl : 0;
 	b->owner_uid = caller != NULL ? caller->owner_uid : server_peer_uid(r->peer);
+	if (!bot_user(r, b, s, caller, from)) {
+		bot_free(b);
+		return NULL;
+	}
 	if (r->id != NULL && cJSON_IsString(r->id) &&
 	    (b->request_id = strdup(r->id->valuestring)) == NULL)
 		goto nomem;
@@ -1049,9 +1132,21 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 			return false;
 		}
 	}
+	/*
+	 * Everything that can fail comes first, before the bot changes: a
+	 * removed root's mount must reach the unmount list, never be dropped.
+	 */
 	j = job_new(r);
 	if (j == NULL) {
 		fail(r, "internal", "out of memory");
+		return false;
+	}
+	j->unmount = calloc(b->nroots + 1, sizeof *j->unmount);
+	next.roots = NULL;
+	next.nroots = 0;
+	if (j->unmount == NULL || bot_plan_roots(&next) != 0) {
+		fail(r, "internal", "out of memory");
+		job_abort(j);
 		return false;
 	}
 	if (s->has_writable) {
@@ -1080,18 +1175,20 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 	 */
 	old = b->roots;
 	nold = b->nroots;
-	b->roots = NULL;
-	b->nroots = 0;
-	if (bot_plan_roots(b) != 0) {
-		b->roots = old;
-		b->nroots = nold;
-		fail(r, "internal", "out of memory");
-		job_abort(j);
-		return false;
-	}
-	j->unmount = calloc(nold + 1, sizeof *j->unmount);
+	b->roots = next.roots;
+	b->nroots = next.nroots;
+	b->mount_seq = next.mount_seq;
 	for (k = 0; k < nold; k++) {
 		for (i = 0; i < b->nroots; i++) {
+			if (!b->roots[i].kept && strcmp(b->roots[i].path, old[k].path) == 0 &&
+			    old[k].lost) {
+				/* Mounted again at its place once the old mount has ended. */
+				b->roots[i].kept = true;
+				free(b->roots[i].mountpoint);
+				b->roots[i].mountpoint = old[k].mountpoint;
+				old[k].mountpoint = NULL;
+				break;
+			}
 			if (!b->roots[i].kept && strcmp(b->roots[i].path, old[k].path) == 0) {
 				b->roots[i].kept = true;
 				b->roots[i].m = old[k].m;
@@ -1107,7 +1204,7 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 				break;
 			}
 		}
-		if (old[k].m != NULL && j->unmount != NULL)
+		if (old[k].m != NULL)
 			j->unmount[j->nunmount++] = old[k].m;
 		if (old[k].mountpoint != NULL && old[k].m == NULL)
 			rmdir(old[k].mountpoint);
@@ -1145,6 +1242,7 @@ void bots_show(struct request *r, const char *name)
 		fail(r, "not_found", "no bot named %s", name);
 		return;
 	}
+	check_lost(b);
 	body = cJSON_CreateObject();
 	cJSON_AddItemToObject(body, "bot", bot_to_json(b, true));
 	request_reply(r, body);
@@ -1193,7 +1291,15 @@ void bots_exec_plan(struct request *r, const char *name)
 		fail(r, "busy", "bot %s is being changed; ask again", b->name);
 		return;
 	}
+	check_lost(b);
 	for (i = 0; i < b->nroots; i++) {
+		if (b->roots[i].lost) {
+			fail(r, "mount_lost",
+			     "%s was unmounted from outside (its mount %s): nothing was run; "
+			     "`agentfs configure %s` (or restarting agentfsd) mounts it again",
+			     b->roots[i].path, b->roots[i].mountpoint, b->name);
+			return;
+		}
 		if (b->roots[i].m == NULL) {
 			fail(r, "mount_failed", "%s is not mounted: %s", b->roots[i].path,
 			     b->roots[i].error != NULL ? b->roots[i].error : "unknown reason");
@@ -1204,6 +1310,7 @@ void bots_exec_plan(struct request *r, const char *name)
 	cJSON_AddStringToObject(body, "name", b->name);
 	cJSON_AddStringToObject(body, "sandbox", sandbox_name(b->sandbox));
 	cJSON_AddBoolToObject(body, "network", b->network);
+	cJSON_AddNumberToObject(body, "uid", b->uid);
 	cJSON_AddStringToObject(body, "folder", b->folder);
 	cJSON_AddStringToObject(body, "socket",
 				b->sock != NULL ? server_listener_path(b->sock) : "");
@@ -1296,6 +1403,67 @@ static void job_done(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int collect_ours(void *arg, uint64_t id, const char *mp, const char *fstype)
+{
+	struct paths *ps = arg;
+
+	(void)id;
+	if (strcmp(fstype, "fuse.agentfs") == 0 && path_within(mp, d.cfg->mount_dir))
+		return paths_add(ps, mp) != 0;
+	return 0;
+}
+
+/*
+ * Mark the roots whose mount is no longer in the mount table: unmounted
+ * from outside (umount -l, fusermount3 -uz) while a sandbox still holds it,
+ * so the FUSE connection lives on. Their mounts keep serving those
+ * sandboxes; exec refuses the bot and show says "lost" until a configure
+ * or a restart mounts them again. Only bot, if given; busy bots are left
+ * alone. Fails open to nothing: without the table, nothing is marked.
+ */
+static void check_lost(struct bot *only)
+{
+	struct paths ours = {0};
+	struct bot *b;
+	size_t i;
+
+	if (fs_mountinfo_each(collect_ours, &ours) != 0) {
+		paths_free(&ours);
+		return;
+	}
+	qsort(ours.v, ours.n, sizeof *ours.v, cmp_str);
+	TAILQ_FOREACH(b, &d.bots, entry) {
+		if ((only != NULL && b != only) || b->busy || b->deleting)
+			continue;
+		for (i = 0; i < b->nroots; i++) {
+			struct root *rt = &b->roots[i];
+
+			if (rt->m == NULL || rt->lost ||
+			    bsearch(&rt->mountpoint, ours.v, ours.n, sizeof *ours.v, cmp_str) != NULL)
+				continue;
+			log_msg(LOG_WARNING,
+				"bot %s: %s was unmounted from outside; "
+				"agentfs configure %s mounts it again",
+				b->name, rt->mountpoint, b->name);
+			rt->lost = true;
+			free(rt->error);
+			rt->error = strdup("unmounted from outside");
+		}
+	}
+	paths_free(&ours);
+}
+
+/* The mount table changed (edge-triggered: any mount on the host). */
+static void mountinfo_changed(evutil_socket_t fd, short what, void *arg)
+{
+	check_lost(NULL);
+}
+
 /* A mount ended from outside (umount by someone): note it on its root. */
 static void done_lost(struct job *j)
 {
@@ -1309,6 +1477,7 @@ static void done_lost(struct job *j)
 					b->name, b->roots[i].mountpoint);
 				fs_mount_free(j->lost);
 				b->roots[i].m = NULL;
+				b->roots[i].lost = true;
 				free(b->roots[i].error);
 				b->roots[i].error = strdup("unmounted from outside");
 				j->lost = NULL;
@@ -1458,6 +1627,14 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 		return -r;
 	}
 	d.thread_started = true;
+	d.mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (d.mountinfo_fd >= 0) {
+		d.mountinfo_ev = event_new(base, d.mountinfo_fd, EV_READ | EV_ET | EV_PERSIST,
+					   mountinfo_changed, NULL);
+		if (d.mountinfo_ev == NULL || event_add(d.mountinfo_ev, NULL) != 0)
+			log_msg(LOG_WARNING, "cannot watch the mount table: lost mounts are "
+					     "noticed at exec and show only");
+	}
 	fs_mountinfo_each(clean_stale, NULL);
 	r = state_load(cfg, &d.bots, err, errlen);
 	if (r != 0)
@@ -1508,6 +1685,12 @@ void bots_stop(void)
 	if (d.done_ev != NULL)
 		event_free(d.done_ev);
 	d.done_ev = NULL;
+	if (d.mountinfo_ev != NULL)
+		event_free(d.mountinfo_ev);
+	d.mountinfo_ev = NULL;
+	if (d.mountinfo_fd > 0)
+		close(d.mountinfo_fd);
+	d.mountinfo_fd = -1;
 	fs_free(d.fs);
 	d.fs = NULL;
 }

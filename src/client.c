@@ -169,6 +169,8 @@ static const char bot_usage[] =
 	"  --network, --no-network\n"
 	"  --allow-new-repos, --no-allow-new-repos\n"
 	"  --ttl SECONDS       delete the bot after this long (0: never)\n"
+	"  --user USER         create: the user (name or uid) its commands run as\n"
+	"                      (default: the owner of FOLDER; a bot's bots: its own)\n"
 	"  --id ID             request id; a resent create or fork with it is answered\n"
 	"                      from what the first made\n";
 
@@ -187,6 +189,7 @@ static void bot_options(const char *cmd, int argc, char **argv, cJSON *req, int 
 		{"no-allow-new-repos", no_argument, NULL, 'A'},
 		{"ttl", required_argument, NULL, 't'},
 		{"id", required_argument, NULL, 'i'},
+		{"user", required_argument, NULL, 'u'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -231,6 +234,12 @@ static void bot_options(const char *cmd, int argc, char **argv, cJSON *req, int 
 			if (errno != 0 || *end != '\0' || ttl < 0)
 				die_usage(cmd, "--ttl takes whole seconds, not %s", optarg);
 			cJSON_AddNumberToObject(req, "ttl", (double)ttl);
+			break;
+		case 'u':
+			if (strcmp(cmd, "create") != 0)
+				die_usage(cmd, "--user is for create only");
+			cJSON_DeleteItemFromObject(req, "user");
+			cJSON_AddStringToObject(req, "user", optarg);
 			break;
 		case 'i':
 			cJSON_DeleteItemFromObject(req, "id");
@@ -295,6 +304,7 @@ static void print_bot(const cJSON *b)
 									      : "(operator)");
 	printf("%-16s%s\n", "sandbox", str(b, "sandbox"));
 	printf("%-16s%s\n", "folder", str(b, "folder"));
+	printf("%-16s%s\n", "user", str(b, "user"));
 	print_paths("writable", cJSON_GetObjectItemCaseSensitive(b, "writable"));
 	print_paths("readable", cJSON_GetObjectItemCaseSensitive(b, "readable"));
 	printf("%-16s%s\n", "network",

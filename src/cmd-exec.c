@@ -6,19 +6,27 @@
  * unconfined: only a danger-full-access bot runs without bwrap.
  */
 #include "src/agentfs.h"
+#include "fusefs/fusefs.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <pty.h>
+#include <pwd.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 static const char exec_usage[] =
@@ -86,10 +94,359 @@ static char *find_in_path(const char *prog)
 	return NULL;
 }
 
+/* Variables that name host sockets and agents: never passed in. */
+static const char *const socket_vars[] = {
+	"SSH_AUTH_SOCK", "SSH_AGENT_PID",	    "DBUS_SESSION_BUS_ADDRESS",
+	"DBUS_SYSTEM_BUS_ADDRESS", "GPG_AGENT_INFO", "XDG_RUNTIME_DIR",
+	"WAYLAND_DISPLAY",	   "DISPLAY",	     "XAUTHORITY",
+};
+
+/*
+ * Host sockets: TCP, UDP and abstract UNIX sockets live in the network
+ * namespace, which a bot without network does not share. Pathname sockets
+ * are files: the host's services keep theirs under /run (/var/run links
+ * there), which a bot without network gets empty; /tmp is private anyway.
+ * The variables that point at agents are dropped for every bot.
+ */
+static void hide_host_sockets(struct argv_buf *a, bool network)
+{
+	struct stat st;
+	size_t i;
+
+	for (i = 0; i < sizeof socket_vars / sizeof socket_vars[0]; i++) {
+		arg(a, "--unsetenv");
+		arg(a, socket_vars[i]);
+	}
+	if (network)
+		return;
+	if (stat("/run", &st) == 0 && S_ISDIR(st.st_mode)) {
+		arg(a, "--tmpfs");
+		arg(a, "/run");
+	}
+	if (lstat("/var/run", &st) == 0 && S_ISDIR(st.st_mode)) {
+		arg(a, "--tmpfs");
+		arg(a, "/var/run");
+	}
+}
+
+/*
+ * Landlock (Linux 6.12, ABI 6): the command may not connect to abstract
+ * UNIX sockets or signal processes made outside its sandbox. Without
+ * network that is what the network namespace gives already; with network
+ * it keeps the host's abstract sockets (X11, D-Bus) out of reach. An older
+ * kernel has no such scopes: nothing is done. A kernel that has them and
+ * fails to apply them stops the command.
+ */
+#define LL_CREATE_RULESET 444
+#define LL_RESTRICT_SELF 446
+#define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define LL_SCOPE_SIGNAL (1ULL << 1)
+
+struct ll_ruleset_attr {
+	uint64_t handled_access_fs, handled_access_net, scoped;
+};
+
+static void landlock_scope(void)
+{
+	struct ll_ruleset_attr attr = {0, 0, LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL};
+	long abi = syscall(LL_CREATE_RULESET, NULL, 0, 1U);
+	int fd;
+
+	if (abi < 6)
+		return;
+	fd = (int)syscall(LL_CREATE_RULESET, &attr, sizeof attr, 0U);
+	if (fd < 0)
+		die("landlock: cannot make a ruleset: %s", strerror(errno));
+	if (syscall(LL_RESTRICT_SELF, fd, 0U) != 0)
+		die("landlock: cannot restrict the command: %s", strerror(errno));
+	close(fd);
+}
+
+/*
+ * The loader's variables may name libraries inside a bot's roots: exec --as
+ * runs with CAP_SETUID, so it starts without them and gives them back to
+ * the command once it is the bot's user.
+ */
+static const char *const loader_vars[] = {"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"};
+#define SAVED_PREFIX "AGENTFS_SAVED_"
+
+static void loader_vars_hold(struct argv_buf *a)
+{
+	char name[64];
+	const char *v;
+	size_t i;
+
+	for (i = 0; i < sizeof loader_vars / sizeof loader_vars[0]; i++) {
+		snprintf(name, sizeof name, SAVED_PREFIX "%s", loader_vars[i]);
+		if ((v = getenv(loader_vars[i])) != NULL) {
+			arg(a, "--setenv");
+			arg(a, name);
+			arg(a, v);
+		}
+		arg(a, "--unsetenv");
+		arg(a, loader_vars[i]);
+	}
+}
+
+static void loader_vars_restore(void)
+{
+	char name[64];
+	const char *v;
+	size_t i;
+
+	for (i = 0; i < sizeof loader_vars / sizeof loader_vars[0]; i++) {
+		snprintf(name, sizeof name, SAVED_PREFIX "%s", loader_vars[i]);
+		if ((v = getenv(name)) != NULL && setenv(loader_vars[i], v, 1) != 0)
+			die("out of memory");
+		unsetenv(name);
+	}
+}
+
+#define MAX_GROUPS 256
+
+/* Who the bot's user is: its uid, primary gid and supplementary groups. */
+struct ids {
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[MAX_GROUPS];
+	int ngroups;
+};
+
+/*
+ * The ids of uid from the host's user database (a uid without a name gets
+ * its own number as group), and, as su and sudo do, its HOME, USER and
+ * LOGNAME in our environment, which the command inherits.
+ */
+static void user_ids(uid_t uid, struct ids *id)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[16384];
+
+	id->uid = uid;
+	id->gid = (gid_t)uid;
+	id->groups[0] = id->gid;
+	id->ngroups = 1;
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) != 0 || pwp == NULL)
+		return;
+	id->gid = pw.pw_gid;
+	id->ngroups = MAX_GROUPS;
+	if (getgrouplist(pw.pw_name, pw.pw_gid, id->groups, &id->ngroups) < 0)
+		die("%s is in more than %d groups", pw.pw_name, MAX_GROUPS);
+	if (setenv("HOME", pw.pw_dir, 1) != 0 || setenv("USER", pw.pw_name, 1) != 0 ||
+	    setenv("LOGNAME", pw.pw_name, 1) != 0)
+		die("out of memory");
+}
+
+/*
+ * Drop whatever capability is left (bwrap hands its own down as inheritable
+ * and ambient ones; securebits could keep others) and check none is.
+ */
+static bool caps_left(void)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct c[2] = {{0, 0, 0}, {0, 0, 0}};
+
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+		return true;
+	if (syscall(SYS_capset, &h, c) != 0 || syscall(SYS_capget, &h, c) != 0)
+		return true;
+	return (c[0].effective | c[0].permitted | c[0].inheritable | c[1].effective |
+		c[1].permitted | c[1].inheritable) != 0;
+}
+
+/*
+ * Become id for good, from root. Any failure ends here: nothing runs as
+ * the wrong user, and nothing can win root back (no_new_privs: a setuid
+ * program it runs gains nothing).
+ */
+static void become(const struct ids *id)
+{
+	uid_t r, e, s;
+	gid_t rg, eg, sg;
+
+	if (setgroups((size_t)id->ngroups, id->groups) != 0)
+		die("cannot set the groups of uid %u: %s", (unsigned)id->uid, strerror(errno));
+	if (setresgid(id->gid, id->gid, id->gid) != 0)
+		die("cannot become group %u: %s", (unsigned)id->gid, strerror(errno));
+	if (setresuid(id->uid, id->uid, id->uid) != 0)
+		die("cannot become uid %u: %s", (unsigned)id->uid, strerror(errno));
+	if (getresuid(&r, &e, &s) != 0 || r != id->uid || e != id->uid || s != id->uid ||
+	    getresgid(&rg, &eg, &sg) != 0 || rg != id->gid || eg != id->gid || sg != id->gid ||
+	    (id->uid != 0 && setuid(0) == 0))
+		die("could not drop root for uid %u: refusing to run", (unsigned)id->uid);
+	if (id->uid != 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		die("cannot set no_new_privs: %s", strerror(errno));
+	if (id->uid != 0 && caps_left())
+		die("capabilities survived the switch to uid %u: refusing to run",
+		    (unsigned)id->uid);
+}
+
+/* "UID:GID:G1,G2,...", what the in-sandbox step (exec_as) is given. */
+static char *ids_format(const struct ids *id)
+{
+	char *s, *t;
+	int i;
+
+	if (asprintf(&s, "%u:%u:", (unsigned)id->uid, (unsigned)id->gid) < 0)
+		die("out of memory");
+	for (i = 0; i < id->ngroups; i++) {
+		if (asprintf(&t, "%s%s%u", s, i > 0 ? "," : "", (unsigned)id->groups[i]) < 0)
+			die("out of memory");
+		free(s);
+		s = t;
+	}
+	return s;
+}
+
+static bool ids_parse(const char *s, struct ids *id)
+{
+	unsigned long v;
+	char *end;
+
+	v = strtoul(s, &end, 10);
+	if (end == s || *end != ':')
+		return false;
+	id->uid = (uid_t)v;
+	s = end + 1;
+	v = strtoul(s, &end, 10);
+	if (end == s || *end != ':')
+		return false;
+	id->gid = (gid_t)v;
+	s = end + 1;
+	for (id->ngroups = 0; *s != '\0' && id->ngroups < MAX_GROUPS; s = end + (*end == ',')) {
+		v = strtoul(s, &end, 10);
+		if (end == s || (*end != ',' && *end != '\0'))
+			return false;
+		id->groups[id->ngroups++] = (gid_t)v;
+	}
+	return *s == '\0';
+}
+
+/* Is there a file named prog in a PATH folder? */
+static bool in_path(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char *copy, *dir, *save = NULL, *full;
+	struct stat st;
+	bool found = false;
+
+	copy = strdup(path != NULL && *path != '\0' ? path : "/usr/local/bin:/usr/bin:/bin");
+	if (copy == NULL)
+		die("out of memory");
+	for (dir = strtok_r(copy, ":", &save); dir != NULL && !found;
+	     dir = strtok_r(NULL, ":", &save)) {
+		if (asprintf(&full, "%s/%s", dir, prog) < 0)
+			die("out of memory");
+		found = stat(full, &st) == 0 && !S_ISDIR(st.st_mode);
+		free(full);
+	}
+	free(copy);
+	return found;
+}
+
+/*
+ * Run CMD as shells do: 127 if it is not found, 126 if it cannot be run,
+ * with the reason on stderr.
+ */
+static void __attribute__((noreturn)) run_command(char **cmd)
+{
+	int e;
+
+	execvp(cmd[0], cmd);
+	e = errno;
+	/* execvp says EACCES for a PATH folder it may not search: found nowhere is 127. */
+	if (e == EACCES && strchr(cmd[0], '/') == NULL && !in_path(cmd[0]))
+		e = ENOENT;
+	if (e == ENOENT && strchr(cmd[0], '/') == NULL)
+		fprintf(stderr, "agentfs: %s: command not found\n", cmd[0]);
+	else
+		fprintf(stderr, "agentfs: cannot run %s: %s\n", cmd[0], strerror(e));
+	exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
+}
+
+/*
+ * Inside the sandbox, as its first program: bwrap (run as root, every
+ * capability dropped but CAP_SETUID and CAP_SETGID) starts
+ * `agentfs exec --as IDS -- CMD`, which becomes the bot's user and runs
+ * CMD. The user keeps no capability: a uid change from root clears them.
+ */
+static int exec_as(int argc, char **argv)
+{
+	struct ids id;
+
+	if (argc < 5 || strcmp(argv[3], "--") != 0 || !ids_parse(argv[2], &id) || id.uid == 0)
+		die("exec --as: bad arguments (it is run by agentfs exec inside the sandbox)");
+	become(&id);
+	landlock_scope();
+	loader_vars_restore();
+	run_command(argv + 4);
+}
+
+/* danger-full-access: no sandbox, but still the bot's user. */
+static void become_user(const char *bot, uid_t uid)
+{
+	struct ids id;
+
+	if (geteuid() != 0) {
+		if (getuid() == uid && geteuid() == uid)
+			return;
+		die("bot %s runs as uid %u: only root (or that user) can run its commands", bot,
+		    (unsigned)uid);
+	}
+	user_ids(uid, &id);
+	become(&id);
+}
+
+/* Where agentfs is found inside a sandbox (bwrap's own /dev). */
+#define EXEC_SELF "/dev/.agentfs-exec"
+
+struct live_query {
+	uint64_t id;
+	const char *mountpoint;
+	bool live;
+};
+
+static int live_match(void *arg, uint64_t id, const char *mp, const char *fstype)
+{
+	struct live_query *q = arg;
+
+	if (id != q->id)
+		return 0;
+	q->live = strcmp(mp, q->mountpoint) == 0 && strcmp(fstype, "fuse.agentfs") == 0;
+	return 1;
+}
+
+/*
+ * Is the bind's source the live agentfs mount the daemon made? A root
+ * unmounted from outside leaves the bare folder in the state folder:
+ * binding that would let the command write there, unguarded.
+ */
+static void check_live(const char *bot, const cJSON *bind)
+{
+	struct live_query q = {0, jstr(bind, "source"), false};
+	struct statx stx;
+
+	if (q.mountpoint == NULL || jstr(bind, "path") == NULL)
+		die("agentfsd sent a bad exec plan");
+	if (statx(AT_FDCWD, q.mountpoint, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_MNT_ID,
+		  &stx) == 0 &&
+	    (stx.stx_mask & STATX_MNT_ID)) {
+		q.id = stx.stx_mnt_id;
+		fs_mountinfo_each(live_match, &q);
+	}
+	if (!q.live)
+		die("%s of bot %s is not mounted (its mount %s was unmounted from outside); "
+		    "nothing was run. `agentfs configure %s` (or restarting agentfsd) mounts it "
+		    "again",
+		    jstr(bind, "path"), bot, q.mountpoint, bot);
+}
+
 /* The bwrap command line for a plan: order matters, parents before nested roots. */
 static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan, const char *cwd,
-			const char *setsid_ctty, int status_fd, char **cmd)
+			const char *setsid_ctty, int status_fd, uid_t uid, char **cmd)
 {
+	char *self = realpath("/proc/self/exe", NULL), *ids;
+	struct ids id;
 	const cJSON *binds = cJSON_GetObjectItemCaseSensitive(plan, "binds"), *v;
 	const char *sock = jstr(plan, "socket"), *ctl = jstr(plan, "control_socket");
 	const cJSON **sorted;
@@ -102,12 +459,18 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	arg(a, "/");
 	arg(a, "--dev");
 	arg(a, "/dev");
+	arg(a, "--perms");
+	arg(a, "01777");
 	arg(a, "--tmpfs");
 	arg(a, "/dev/shm");
 	arg(a, "--proc");
 	arg(a, "/proc");
+	arg(a, "--perms");
+	arg(a, "01777");
 	arg(a, "--tmpfs");
 	arg(a, "/tmp");
+	hide_host_sockets(a, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "network")));
+	loader_vars_hold(a);
 	/* The daemon's state (every bot's mounts) and every bot's socket stay out of sight. */
 	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(plan, "hide")) {
 		if (cJSON_IsString(v) && access(v->valuestring, F_OK) == 0) {
@@ -132,6 +495,15 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 		arg(a, jstr(sorted[i], "path"));
 	}
 	free(sorted);
+	if (self == NULL)
+		die("cannot find agentfs itself: %s", strerror(errno));
+	/*
+	 * agentfs itself, for exec --as, at a path of its own: it may live in a
+	 * hidden folder, or in a root, which it must not cover.
+	 */
+	arg(a, "--ro-bind");
+	arg(a, self);
+	arg(a, EXEC_SELF);
 	if (sock != NULL && *sock != '\0') {
 		arg(a, "--ro-bind");
 		arg(a, sock);
@@ -154,6 +526,11 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	/* As root bwrap keeps every capability unless told: a bot could remount /. */
 	arg(a, "--cap-drop");
 	arg(a, "ALL");
+	/* Only for exec --as, which gives them up with root. */
+	arg(a, "--cap-add");
+	arg(a, "CAP_SETUID");
+	arg(a, "--cap-add");
+	arg(a, "CAP_SETGID");
 	arg(a, "--die-with-parent");
 	arg(a, "--new-session");
 	arg(a, "--chdir");
@@ -172,6 +549,15 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 		arg(a, "--ctty");
 		arg(a, "--wait");
 	}
+	user_ids(uid, &id);
+	ids = ids_format(&id);
+	arg(a, EXEC_SELF);
+	arg(a, "exec");
+	arg(a, "--as");
+	arg(a, ids);
+	arg(a, "--");
+	free(ids);
+	free(self);
 	for (; *cmd != NULL; cmd++)
 		arg(a, *cmd);
 }
@@ -386,9 +772,12 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	struct argv_buf a = {0};
 	const char *cwd_opt = NULL, *sandbox, *sock, *folder, *bot = NULL;
 	char cwd[PATH_MAX], *bwrap, *norm = NULL, *setsid_path;
-	const cJSON *err;
+	const cJSON *err, *uid, *b;
 	int i, code, status_pipe[2];
+	bool full_access;
 
+	if (argc > 1 && strcmp(argv[1], "--as") == 0)
+		return exec_as(argc, argv);
 	/*
 	 * Options may come before or after BOT, but never after the command
 	 * starts: `agentfs exec bot ls -la` runs ls -la.
@@ -430,8 +819,15 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	sandbox = jstr(rep, "sandbox");
 	sock = jstr(rep, "socket");
 	folder = jstr(rep, "folder");
-	if (sandbox == NULL || folder == NULL)
+	uid = cJSON_GetObjectItemCaseSensitive(rep, "uid");
+	if (sandbox == NULL || folder == NULL || !cJSON_IsNumber(uid) || uid->valuedouble < 0)
 		die("agentfsd sent a bad exec plan");
+	full_access = strcmp(sandbox, "danger-full-access") == 0;
+	if (uid->valuedouble == 0 && !full_access)
+		die("bot %s would run as root (the owner of %s): a bot runs as root only with "
+		    "sandbox danger-full-access. Make it again with --user USER, or give the "
+		    "folder to its user (chown)",
+		    bot, folder);
 
 	if (cwd_opt != NULL) {
 		if (cwd_opt[0] != '/') {
@@ -448,14 +844,19 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	if (path_normalise(cwd, &norm) != 0)
 		die("bad folder %s", cwd);
 
-	if (strcmp(sandbox, "danger-full-access") == 0) {
+	if (full_access) {
+		become_user(bot, (uid_t)uid->valuedouble);
 		if (sock != NULL && *sock != '\0')
 			setenv("AGENT_SOCKET", sock, 1);
 		if (chdir(norm) != 0)
 			die("cannot enter %s: %s", norm, strerror(errno));
-		execvp(argv[optind], argv + optind);
-		die("cannot run %s: %s", argv[optind], strerror(errno));
+		run_command(argv + optind);
 	}
+	if (geteuid() != 0)
+		die("only root can run a confined bot (bwrap sets up the sandbox as root and "
+		    "switches to the bot's user inside it); a bot cannot exec its bots");
+	cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(rep, "binds"))
+		check_live(bot, b);
 	bwrap = find_in_path("bwrap");
 	if (bwrap == NULL)
 		die("bwrap (bubblewrap) not found in PATH: install it (apt-get install "
@@ -465,7 +866,8 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 		die("pipe: %s", strerror(errno));
 	fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);
 	setsid_path = isatty(STDIN_FILENO) ? find_in_path("setsid") : NULL;
-	build_bwrap(&a, bwrap, rep, norm, setsid_path, status_pipe[1], argv + optind);
+	build_bwrap(&a, bwrap, rep, norm, setsid_path, status_pipe[1], (uid_t)uid->valuedouble,
+		    argv + optind);
 	free(setsid_path);
 	free(bwrap);
 	free(norm);

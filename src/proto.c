@@ -88,6 +88,7 @@ static const struct field f_create[] = {
 	{"network", cJSON_True, false},
 	{"allow_new_repos", cJSON_True, false},
 	{"ttl", cJSON_Number, false},
+	{"user", cJSON_String, false},
 	{NULL, 0, false},
 };
 static const struct field f_configure[] = {
@@ -280,6 +281,13 @@ static cJSON *parse_spec(const cJSON *req, struct bot_spec *s)
 					   "one year");
 		s->has_ttl = true;
 		s->ttl = (long)v->valuedouble;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "user");
+	if (v != NULL) {
+		if (user_parse(v->valuestring, &s->user) != 0)
+			return proto_error("bad_value", "no user named \"%.64s\" (give a name or a uid)",
+					   v->valuestring);
+		s->has_user = true;
 	}
 	if ((s->name == NULL && cJSON_GetObjectItemCaseSensitive(req, "name") != NULL) ||
 	    (s->as == NULL && cJSON_GetObjectItemCaseSensitive(req, "as") != NULL))

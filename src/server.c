@@ -396,6 +396,11 @@ static bool socket_in_use(const char *path)
 	return r == 0;
 }
 
+static uid_t bot_socket_uid(const struct bot *b)
+{
+	return b->uid_set && b->uid != 0 ? b->uid : b->owner_uid;
+}
+
 int server_listen(struct server *srv, const char *path, struct bot *bot, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -444,7 +449,9 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 		snprintf(err, errlen, "cannot chmod %s: %s", path, strerror(e));
 		return -e;
 	}
-	if (bot != NULL && bot->owner_uid != 0 && chown(path, bot->owner_uid, (gid_t)-1) != 0)
+	/* A bot's socket is for its commands: they run as its user. */
+	if (bot != NULL && bot_socket_uid(bot) != 0 &&
+	    chown(path, bot_socket_uid(bot), (gid_t)-1) != 0)
 		log_msg(LOG_WARNING, "chown %s: %s", path, strerror(errno));
 	ls = calloc(1, sizeof *ls);
 	if (ls == NULL || (ls->path = strdup(path)) == NULL) {
@@ -456,7 +463,7 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 	}
 	ls->srv = srv;
 	ls->bot = bot;
-	ls->owner = bot != NULL ? bot->owner_uid : geteuid();
+	ls->owner = bot != NULL ? bot_socket_uid(bot) : geteuid();
 	ls->l = evconnlistener_new(srv->base, listener_accept, ls,
 				   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, listen_backlog(),
 				   fd);

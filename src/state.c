@@ -64,6 +64,15 @@ cJSON *bot_to_json(const struct bot *b, bool full)
 	cJSON_AddNumberToObject(o, "ttl", (double)b->ttl);
 	cJSON_AddNumberToObject(o, "created", (double)b->created);
 	cJSON_AddNumberToObject(o, "expires", (double)b->expires);
+	if (b->uid_set) {
+		char *u = user_name(b->uid);
+
+		cJSON_AddStringToObject(o, "user", u != NULL ? u : "");
+		cJSON_AddNumberToObject(o, "uid", b->uid);
+		free(u);
+	} else {
+		cJSON_AddNullToObject(o, "user");
+	}
 	if (!full)
 		return o;
 	if (b->sock != NULL) {
@@ -80,7 +89,8 @@ cJSON *bot_to_json(const struct bot *b, bool full)
 		cJSON_AddStringToObject(m, "mountpoint", rt->mountpoint);
 		cJSON_AddStringToObject(m, "access", rt->writable ? "rw" : "ro");
 		cJSON_AddStringToObject(m, "state",
-					rt->m != NULL		       ? "mounted"
+					rt->lost		       ? "lost"
+					: rt->m != NULL		       ? "mounted"
 					: b->busy && rt->error == NULL ? "mounting"
 								       : "unmounted");
 		if (rt->error != NULL)
@@ -198,6 +208,11 @@ static struct bot *load_bot(const cJSON *o)
 		b->expires = (time_t)v->valuedouble;
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "owner_uid")) != NULL && cJSON_IsNumber(v))
 		b->owner_uid = (uid_t)v->valuedouble;
+	/* A state from before users: the folder's owner, found at mount. */
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "uid")) != NULL && cJSON_IsNumber(v)) {
+		b->uid = (uid_t)v->valuedouble;
+		b->uid_set = true;
+	}
 	return b;
 bad:
 	bot_free(b);

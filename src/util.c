@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +215,38 @@ int sandbox_parse(const char *s, enum sandbox *out)
 		}
 	}
 	return -EINVAL;
+}
+
+/* A user given by name, or by a uid that need not have a name. */
+int user_parse(const char *s, uid_t *out)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[4096], *end;
+	unsigned long n;
+
+	if (getpwnam_r(s, &pw, buf, sizeof buf, &pwp) == 0 && pwp != NULL) {
+		*out = pw.pw_uid;
+		return 0;
+	}
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || n >= (uid_t)-1)
+		return -EINVAL;
+	*out = (uid_t)n;
+	return 0;
+}
+
+/* uid's name, or the number if it has none; NULL without memory. */
+char *user_name(uid_t uid)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[4096], *s;
+
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp != NULL)
+		return strdup(pw.pw_name);
+	if (asprintf(&s, "%u", (unsigned)uid) < 0)
+		return NULL;
+	return s;
 }
 
 /* $AGENTFS_SOCKET, else /run/agentfs/agentfsd.sock as root, else under $XDG_RUNTIME_DIR. */

@@ -10,6 +10,7 @@ command -v ps >/dev/null || skip_all "ps (procps) is missing"
 
 W="$T/ws"
 mkdir -p "$W/sub" "$T/sib" "$T/ws2" "$T/wn" "$T/srv"
+own "$W" "$T/ws2" "$T/wn"
 echo host-data >"$W/hostfile"
 echo sibling-data >"$T/sib/file"
 

@@ -20,6 +20,7 @@ echo ro-data >"$T/ro/file"
 		git add f &&
 		git commit -qm host-commit
 ) || bail_out "cannot make the test repository"
+own "$R" "$T/ro"
 config_sum=$(cksum <"$R/.git/config")
 
 daemon_start || bail_out "agentfsd did not start"
@@ -37,9 +38,9 @@ write_err()
 out=$(cd "$R" && ex g1 -- sh -c 'echo two >f && git add f && git commit -qm inside-commit && echo committed' \
 	</dev/null 2>&1)
 is "$out" committed "git add and git commit work inside"
-is "$(git -C "$R" log --format=%s | tr '\n' ' ')" "inside-commit host-commit " \
+is "$(hgit -C "$R" log --format=%s | tr '\n' ' ')" "inside-commit host-commit " \
 	"the commit made inside is in the host's repository"
-is "$(git -C "$R" status --porcelain)" "" "the host's work tree is clean after the commit"
+is "$(hgit -C "$R" status --porcelain)" "" "the host's work tree is clean after the commit"
 out=$(cd "$R" && ex g1 -- git status --porcelain </dev/null 2>&1)
 is "$out" "" "git status inside agrees"
 

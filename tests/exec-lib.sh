@@ -12,8 +12,15 @@
 #   pty_run SECS CMD...   run CMD on a new pseudo-terminal (python3), print
 #                         what it wrote (CRs removed), exit with its status;
 #                         $PTY_INPUT, if set, is typed PTY_DELAY s (0.5) in
-#   PY                    the real python3 executable (not a pyenv shim), or empty
+#   PY                    the real python3 executable (not a pyenv shim) that
+#                         any user may run (/usr/bin's before one under /root), or empty
 #   BWRAP                 bwrap's path
+#   EX_USER, EX_UID, EX_GID  a user made for the test (removed at exit), a
+#                         member of the extra group EX_GROUP (gid EX_XGID):
+#                         a bot never runs as root, so the tests' bots run
+#                         as this user
+#   own PATH...           chown -R PATH... to EX_USER (the bot's folders)
+#   hgit ARGS...          git on the host, as root, over the user's repositories
 #
 # $T is made outside /tmp (in /var/tmp unless TMPDIR is elsewhere): inside a
 # sandbox /tmp is a private tmpfs, so a $T under /tmp would hide the host
@@ -48,10 +55,48 @@ if ! "$BWRAP" --ro-bind / / --unshare-pid --unshare-net --unshare-ipc --unshare-
 fi
 
 PY=
-if command -v python3 >/dev/null 2>&1; then
+if [ -x /usr/bin/python3 ]; then
+	PY=/usr/bin/python3
+elif command -v python3 >/dev/null 2>&1; then
 	PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
 	[ -x "$PY" ] || PY=
 fi
+
+# A user and an extra group of our own; useradd may meet another test's
+# lock on /etc/passwd, so it is retried.
+EX_USER=afs-u$$
+EX_GROUP=afs-g$$
+exec_user_cleanup()
+{
+	local rc=$?
+	userdel "$EX_USER" 2>/dev/null
+	groupdel "$EX_USER" 2>/dev/null
+	groupdel "$EX_GROUP" 2>/dev/null
+	(exit "$rc")
+	daemon_cleanup
+}
+trap exec_user_cleanup EXIT
+command -v useradd >/dev/null || skip_all "useradd is missing"
+for _i in 1 2 3 4 5 6 7 8 9 10; do
+	getent group "$EX_GROUP" >/dev/null || groupadd "$EX_GROUP" 2>/dev/null
+	getent passwd "$EX_USER" >/dev/null ||
+		useradd -M -U -G "$EX_GROUP" -d /nonexistent -s /bin/sh "$EX_USER" 2>/dev/null
+	getent passwd "$EX_USER" >/dev/null && break
+	sleep 0.3
+done
+EX_UID=$(id -u "$EX_USER" 2>/dev/null) || bail_out "cannot make the test user $EX_USER"
+EX_GID=$(id -g "$EX_USER")
+EX_XGID=$(getent group "$EX_GROUP" | cut -d: -f3)
+
+own()
+{
+	chown -R "$EX_USER:$EX_USER" "$@"
+}
+
+hgit()
+{
+	git -c safe.directory='*' "$@"
+}
 
 ex()
 {

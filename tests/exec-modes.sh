@@ -6,6 +6,7 @@
 
 W="$T/ws"
 mkdir -p "$W/sub" "$T/ws2" "$T/rd" "$T/d" "$T/outside" "$T/fakebin"
+own "$W" "$T/ws2"
 daemon_start || bail_out "agentfsd did not start"
 check "create w1 (workspace-write, a readable root)" \
 	afs create w1 "$W" --sandbox workspace-write --no-network --readable "$T/rd"

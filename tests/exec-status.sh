@@ -6,6 +6,7 @@
 
 W="$T/ws"
 mkdir -p "$W"
+own "$W"
 daemon_start || bail_out "agentfsd did not start"
 check "create w1" afs create w1 "$W" --sandbox workspace-write --no-network
 
@@ -16,6 +17,29 @@ ex w1 -- true </dev/null
 is "$?" 0 "true inside: exec exits 0"
 ex w1 -- false </dev/null
 is "$?" 1 "false inside: exec exits 1"
+
+# --- 127 and 126, as shells do ---------------------------------------------------
+printf '#!/bin/sh\necho ran\n' >"$W/noexec"
+chmod 0644 "$W/noexec"
+own "$W/noexec"
+mkdir -p "$T/d"
+check "create d1 (danger-full-access)" afs create d1 "$T/d" --sandbox danger-full-access
+for b in w1 d1; do
+	err=$(ex "$b" -- "nosuchcommand-$$" </dev/null 2>&1)
+	rc=$?
+	is "$rc" 127 "$b: a command not in PATH: exec exits 127"
+	like "$err" "nosuchcommand-$$: command not found" "$b: and says the command was not found"
+	ex "$b" -- "/nonexistent-$$/cmd" </dev/null 2>/dev/null
+	is "$?" 127 "$b: a path that does not exist: exec exits 127"
+	err=$(ex "$b" -- "$W/noexec" </dev/null 2>&1)
+	rc=$?
+	is "$rc" 126 "$b: a file that is not executable: exec exits 126"
+	like "$err" "cannot run $W/noexec: Permission denied" "$b: and says why"
+	ex "$b" -- "$W" </dev/null 2>/dev/null
+	is "$?" 126 "$b: a folder as the command: exec exits 126"
+done
+ex w1 -- sh -c 'exit 127' </dev/null
+is "$?" 127 "a command that exits 127 itself: exec exits 127 (as in shells)"
 printf 'abc' | ex w1 -- sh -c 'cat >/dev/null; exit 3'
 is "$?" 3 "exit 3 after reading stdin: exec exits 3"
 

@@ -12,6 +12,7 @@ command -v ps >/dev/null || skip_all "ps (procps) is missing"
 
 W="$T/ws"
 mkdir -p "$W"
+own "$W"
 daemon_start || bail_out "agentfsd did not start"
 check "create w1" afs create w1 "$W" --sandbox workspace-write --no-network
 

@@ -31,7 +31,13 @@ case ",$(fs_mopts "$T/mnt")," in
 	diag "options: $(fs_mopts "$T/mnt")" ;;
 esac
 
-tap_include fuse "$FSOPS" "$FS_KIND" "$T/mnt"
+# agentfs refuses setuid and setgid files through its mounts: fsops makes
+# the ones it needs in the source
+if [ "${AGENTFS_TEST_BINDFS:-0}" = 1 ]; then
+	tap_include fuse "$FSOPS" "$FS_KIND" "$T/mnt"
+else
+	tap_include fuse "$FSOPS" "$FS_KIND" "$T/mnt" "$T/src"
+fi
 
 # statfs through the mount reports the source's filesystem
 is "$(stat -f -c '%S %b %l' "$T/mnt")" "$(stat -f -c '%S %b %l' "$T/src")" \

@@ -1,12 +1,14 @@
 /*
  * fsops: POSIX behaviour of a folder, printed as TAP.
  *
- *   fsops native|fuse DIR
+ *   fsops native|fuse DIR [HOSTDIR]
  *
  * Makes a private folder inside DIR, runs every check there and removes it.
  * The same program runs on a native folder and through a mount, so both must
  * behave alike; the kind ("native" or "fuse") only selects the few answers
- * that differ by design (O_TMPFILE, RENAME_WHITEOUT).  Results are unnumbered
+ * that differ by design (O_TMPFILE, RENAME_WHITEOUT).  HOSTDIR, the source
+ * of a mount at DIR that refuses setuid and setgid files (agentfs's do), is
+ * where the checks that need such files make them.  Results are unnumbered
  * "ok - ..." lines and the plan comes last; the counters live in shared
  * memory so the unprivileged child of the identity checks adds to them.
  */
@@ -51,6 +53,11 @@ struct tap {
 
 static struct tap *tap;
 static bool is_fuse;
+/*
+ * The work folder as seen on the host, when the mount refuses setuid and
+ * setgid files (agentfs does): files that need those bits are made there.
+ */
+static char host_work[PATH_MAX];
 
 static const char *ename(int e)
 {
@@ -628,8 +635,15 @@ static void t_attrs(void)
 	T_OK(chmod("h2", 0604), "chmod");
 	T_EQ(st_of("h2").st_mode & 07777, 0604, "chmod sets the mode");
 	fd = open("h2", O_RDONLY);
-	T_OK(fchmod(fd, 04751), "fchmod with setuid");
-	T_EQ(st_of("h2").st_mode & 07777, 04751, "fchmod sets the mode, setuid included");
+	if (host_work[0] != '\0') {
+		T_ERR(fchmod(fd, 04751), EPERM, "fchmod with setuid: EPERM through the mount");
+		T_EQ(st_of("h2").st_mode & 07777, 0604, "the refused fchmod changed nothing");
+		T_ERR(chmod("h2", 02755), EPERM, "chmod g+s of a file: EPERM through the mount");
+		T_OK(fchmod(fd, 0751), "fchmod without setuid");
+	} else {
+		T_OK(fchmod(fd, 04751), "fchmod with setuid");
+		T_EQ(st_of("h2").st_mode & 07777, 04751, "fchmod sets the mode, setuid included");
+	}
 	T_OK(chown("h2", UID_U, GID_MEMBER), "chown");
 	st = st_of("h2");
 	ok(st.st_uid == UID_U && st.st_gid == GID_MEMBER, "chown sets owner and group");
@@ -933,11 +947,18 @@ static void ident_setup(void)
 		    chown(dirs[i].name, dirs[i].uid, dirs[i].gid) < 0 ||
 		    chmod(dirs[i].name, dirs[i].mode) < 0)
 			bad++;
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-		if (put_file(files[i].name, "secret data", 0600) < 0 ||
-		    chown(files[i].name, files[i].uid, files[i].gid) < 0 ||
-		    chmod(files[i].name, files[i].mode) < 0)
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char path[PATH_MAX * 2];
+
+		snprintf(path, sizeof path, "%s%s%s", host_work, host_work[0] ? "/" : "",
+			 files[i].name);
+		if ((files[i].mode & (S_ISUID | S_ISGID)) == 0)
+			snprintf(path, sizeof path, "%s", files[i].name);
+		if (put_file(path, "secret data", 0600) < 0 ||
+		    chown(path, files[i].uid, files[i].gid) < 0 ||
+		    chmod(path, files[i].mode) < 0)
 			bad++;
+	}
 	T_EQ(bad, 0, "identity: root sets up the folders and files");
 }
 
@@ -1033,8 +1054,18 @@ static void ident_child(void)
 	T_EQ(st_of("id/open/c1").st_gid, GID_MEMBER, "as 4242: the group changed");
 	T_ERR(chown("id/open/c1", -1, GID_OTHER), EPERM,
 	      "as 4242: chgrp to a group it is not in: EPERM");
-	T_OK(chmod("id/open/c1", 02755), "as 4242: chmod g+s its file of a group it is in");
-	T_EQ(st_of("id/open/c1").st_mode & 07777, 02755, "as 4242: setgid kept for a member");
+	if (host_work[0] != '\0') {
+		T_ERR(chmod("id/open/c1", 02755), EPERM,
+		      "as 4242: chmod g+s its file: EPERM through the mount");
+		T_ERR(chmod("id/open/c1", 04755), EPERM,
+		      "as 4242: chmod u+s its file: EPERM through the mount");
+		T_OK(chmod("id/open/d1", 02755), "as 4242: chmod g+s its folder");
+		T_EQ(st_of("id/open/d1").st_mode & 07777, 02755, "as 4242: a folder may be setgid");
+	} else {
+		T_OK(chmod("id/open/c1", 02755), "as 4242: chmod g+s its file of a group it is in");
+		T_EQ(st_of("id/open/c1").st_mode & 07777, 02755,
+		     "as 4242: setgid kept for a member");
+	}
 	T_OK(chmod("id/open/ng", 02755), "as 4242: chmod g+s its file of group 4444");
 	T_EQ(st_of("id/open/ng").st_mode & 07777, 0755, "as 4242: setgid dropped for a non-member");
 	T_ERR(utimensat(AT_FDCWD, "id/pub", ts, 0), EPERM,
@@ -1094,8 +1125,8 @@ int main(int argc, char **argv)
 	int failed;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc != 3 || (strcmp(argv[1], "native") && strcmp(argv[1], "fuse"))) {
-		fprintf(stderr, "usage: fsops native|fuse DIR\n");
+	if (argc < 3 || argc > 4 || (strcmp(argv[1], "native") && strcmp(argv[1], "fuse"))) {
+		fprintf(stderr, "usage: fsops native|fuse DIR [HOSTDIR]\n");
 		return 2;
 	}
 	is_fuse = !strcmp(argv[1], "fuse");
@@ -1108,6 +1139,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	diag("fsops %s in %s", argv[1], work);
+	if (argc == 4)
+		snprintf(host_work, sizeof host_work, "%s%s", argv[3], work + strlen(argv[2]));
 
 	t_open_flags();
 	t_read_write();

@@ -13,6 +13,7 @@ tests_fs_lock_SOURCES = tests/fs-lock.c
 FS_TESTS = \
 	tests/fs-cli.sh \
 	tests/fs-posix.sh \
+	tests/fs-privs.sh \
 	tests/fs-ro.sh \
 	tests/fs-race.sh \
 	tests/fs-locks.sh \

@@ -1,0 +1,83 @@
+#!/bin/bash
+# exec-user: a bot's commands run as its user, never as root (unless its
+# sandbox is danger-full-access): by default the owner of its folder, or the
+# user the operator names; a bot's bots run as its user and may name no
+# other. What they make belongs to that user on the host.
+. "$top_srcdir/tests/exec-lib.sh"
+
+W="$T/ws" R0="$T/rootdir"
+mkdir -p "$W/sub" "$R0" "$T/dr" "$T/du"
+own "$W" "$T/du"
+daemon_start || bail_out "agentfsd did not start"
+check "create u1 over a folder of $EX_USER (no --user)" \
+	afs create u1 "$W" --sandbox workspace-write --no-network
+is "$(afs --json show u1 | jget bot.user)" "$EX_USER" "show: u1's user is the folder's owner"
+is "$(afs --json show u1 | jget bot.uid)" "$EX_UID" "show: u1's uid is $EX_UID"
+is "$(afs --json ls | jget 'bots.0.user')" "$EX_USER" "ls --json shows the user"
+like "$(afs show u1)" "^user +$EX_USER" "agentfs show prints the user"
+
+# --- the command's identity ---------------------------------------------------
+is "$(ex u1 -- id -u </dev/null 2>&1)" "$EX_UID" "id -u inside is the user's uid"
+is "$(ex u1 -- id -g </dev/null 2>&1)" "$EX_GID" "id -g inside is the user's group"
+like "$(ex u1 -- id -G </dev/null 2>&1)" "(^| )$EX_XGID( |$)" "the user's supplementary group $EX_GROUP is there"
+is "$(ex u1 -- sh -c 'echo "$HOME $USER"' </dev/null 2>&1)" "/nonexistent $EX_USER" "HOME and USER are the user's"
+out=$(ex u1 -- sh -c 'grep -E "^(CapInh|CapEff|CapPrm|CapAmb|NoNewPrivs):" /proc/self/status' </dev/null 2>&1 | tr -s '\t\n' '  ')
+like "$out" "CapInh: 0+ CapPrm: 0+ CapEff: 0+ CapAmb: 0+ NoNewPrivs: 1" "no capabilities, no_new_privs ($out)"
+ex u1 -- su -c true root </dev/null >/dev/null 2>&1 && not_ok "su inside fails" || ok "su inside fails"
+# the loader's variables reach the command, not the step that still has CAP_SETUID
+out=$(LD_LIBRARY_PATH="$W/lib" "$AGENTFS" --socket "$D_SOCK" exec u1 -- sh -c 'echo "$LD_LIBRARY_PATH"; env | grep -c AGENTFS_SAVED' </dev/null 2>&1 | tr '\n' ' ')
+is "$out" "$W/lib 0 " "LD_LIBRARY_PATH reaches the command (held back from exec --as)"
+
+# --- what it makes is the user's -----------------------------------------------
+check "touch f and mkdir d inside" ex u1 -- sh -c 'touch f && mkdir d && echo x >d/g' </dev/null
+is "$(stat -c %u:%g "$W/f" "$W/d" "$W/d/g" 2>&1 | tr '\n' ' ')" \
+	"$EX_UID:$EX_GID $EX_UID:$EX_GID $EX_UID:$EX_GID " "on the host they belong to $EX_USER"
+out=$(ex u1 -- sh -c 'cp /bin/sh x && chmod 4755 x' </dev/null 2>&1)
+like "$out" "Operation not permitted" "cp /bin/sh x && chmod 4755 x inside fails"
+is "$(stat -c %a "$W/x" 2>&1)" 755 "the host file is not setuid"
+is "$(ex u1 -- sh -c 'echo x >"$1"' sh "$R0/no" </dev/null 2>&1 | grep -c 'Read-only\|Permission')" 1 \
+	"a folder outside the roots stays unwritable"
+
+# --- root is refused -------------------------------------------------------------
+check "create r0 over a root-owned folder" afs create r0 "$R0" --sandbox workspace-write
+is "$(afs --json show r0 | jget bot.uid)" 0 "r0's user is root (the folder's owner)"
+out=$(ex r0 -- sh -c 'touch "$1/ran"' sh "$R0" </dev/null 2>&1)
+rc=$?
+like "$out" "would run as root.*--user" "exec of a root bot is refused, saying how to fix it"
+[ "$rc" -ne 0 ] && [ ! -e "$R0/ran" ] && ok "nothing ran (status $rc)" || not_ok "nothing ran (status $rc)"
+check "create r1 over the root-owned folder --user $EX_USER" \
+	afs create r1 "$R0" --sandbox workspace-write --user "$EX_USER"
+is "$(ex r1 -- id -un </dev/null 2>&1)" "$EX_USER" "r1 runs as $EX_USER"
+like "$(ex r1 -- touch "$R0/f" </dev/null 2>&1)" "Permission denied" \
+	"r1 cannot write the root-owned folder (as natively)"
+check "create r2 --user $EX_UID (a uid)" afs create r2 "$R0" --sandbox read-only --user "$EX_UID"
+is "$(afs --json show r2 | jget bot.user)" "$EX_USER" "a uid given is shown by name"
+expect_error "create --user nosuchuser-$$: bad_value" bad_value \
+	"$(afs --json create r3 "$R0" --user "nosuchuser-$$" 2>&1)"
+
+# --- a bot's bots ----------------------------------------------------------------
+out=$(ex u1 -- "$AGENTFS" --json create c1 "$W/sub" </dev/null 2>/dev/null)
+expect_ok "inside, u1 creates c1" "$out"
+is "$(afs --json show c1 | jget bot.user)" "$EX_USER" "c1 inherits u1's user"
+out=$(ex u1 -- "$AGENTFS" --json create c2 "$W/sub" --user root </dev/null 2>/dev/null)
+expect_error "inside, u1 cannot name root as c2's user" forbidden "$out"
+out=$(ex u1 -- "$AGENTFS" --json create c3 "$W/sub" --user "$EX_USER" </dev/null 2>/dev/null)
+expect_ok "inside, u1 may name its own user" "$out"
+out=$(ex u1 -- "$AGENTFS" exec c1 -- id -u </dev/null 2>&1)
+like "$out" "only root can run a confined bot" "inside, u1 cannot exec c1 (it is not root): a clear error"
+
+# --- danger-full-access ------------------------------------------------------------
+check "create du (danger-full-access, folder of $EX_USER)" afs create du "$T/du" --sandbox danger-full-access
+is "$(ex du -- id -u </dev/null 2>&1)" "$EX_UID" "danger-full-access runs as the user too"
+check "create dr (danger-full-access, root's folder)" afs create dr "$T/dr" --sandbox danger-full-access
+is "$(ex dr -- id -u </dev/null 2>&1)" 0 "danger-full-access over root's folder runs as root"
+
+# --- kept across a restart --------------------------------------------------------
+daemon_kill TERM
+daemon_wait_gone 10
+daemon_start || bail_out "agentfsd did not restart"
+restored_state r1 >/dev/null
+is "$(afs --json show r1 | jget bot.user)" "$EX_USER" "r1's user is kept across a restart"
+is "$(ex r1 -- id -u </dev/null 2>&1)" "$EX_UID" "and its commands still run as $EX_USER"
+
+done_testing
