@@ -32,6 +32,7 @@ struct listener {
 	struct evconnlistener *l;
 	struct event *retry;
 	char *path;
+	unsigned burst;	 /* accepted since the loop last turned (listener_accept) */
 	struct bot *bot; /* NULL: the control socket */
 	uid_t owner;	 /* besides root, the uid allowed to connect */
 	LIST_ENTRY(listener) entry;
@@ -58,6 +59,7 @@ struct server {
 	LIST_HEAD(, listener) listeners;
 	TAILQ_HEAD(, peer) peers;
 	unsigned npeers;
+	unsigned nctl; /* of them, on the control socket */
 };
 
 static void peer_read(struct bufferevent *bev, void *arg);
@@ -84,6 +86,8 @@ static void peer_free(struct peer *p)
 {
 	TAILQ_REMOVE(&p->srv->peers, p, entry);
 	p->srv->npeers--;
+	if (p->bot == NULL)
+		p->srv->nctl--;
 	free(p);
 }
 
@@ -288,6 +292,49 @@ static void peer_refuse(int fd, const struct listener *ls)
 	close(fd);
 }
 
+/*
+ * Shares of max_clients (agentfsd(8), LIMITS): no one process and no one
+ * bot's socket holds more than an eighth of it, and the bots' sockets
+ * together leave an eighth to the control socket, so one bot (or one
+ * runaway client) holding connections cannot lock out the others or the
+ * operator.
+ */
+static unsigned client_share(const struct server *srv)
+{
+	unsigned max = srv->cfg->max_clients, s = max / 8;
+
+	if (s < 16)
+		s = 16;
+	return s < max ? s : max;
+}
+
+/* NULL if a client of pid on ls may be served now, else why not */
+static const char *admit(const struct server *srv, const struct listener *ls, pid_t pid)
+{
+	unsigned share = client_share(srv), of_pid = 0, of_bot = 0;
+	const struct peer *p;
+
+	if (srv->npeers >= srv->cfg->max_clients)
+		return "too many clients";
+	if (ls->bot != NULL && srv->npeers - srv->nctl + share >= srv->cfg->max_clients)
+		return "too many clients on bots' sockets (the rest is kept for the control socket)";
+	if (srv->npeers < share)
+		return NULL; /* no one can be over a share yet: skip the count */
+	TAILQ_FOREACH(p, &srv->peers, entry) {
+		if (p->dead)
+			continue;
+		of_pid += p->pid == pid;
+		of_bot += ls->bot != NULL && p->bot == ls->bot;
+	}
+	if (of_pid >= share)
+		return "too many connections from one process";
+	if (of_bot >= share)
+		return "too many clients on this bot's socket";
+	return NULL;
+}
+
+#define ACCEPT_BURST 32 /* connections accepted in one turn of the loop */
+
 static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 			    int salen, void *arg)
 {
@@ -295,8 +342,20 @@ static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct
 	struct server *srv = ls->srv;
 	struct ucred cred;
 	socklen_t clen = sizeof cred;
+	const char *why;
 	struct peer *p;
 
+	/*
+	 * libevent accepts until the backlog is empty: a client reconnecting
+	 * as fast as it is served kept the loop here and every other client
+	 * waiting. After a burst, let the loop turn before accepting more.
+	 */
+	if (++ls->burst == ACCEPT_BURST) {
+		static const struct timeval now = {0, 0};
+
+		evconnlistener_disable(l);
+		event_add(ls->retry, &now);
+	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0) {
 		close(fd);
 		return;
@@ -307,11 +366,13 @@ static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct
 		peer_refuse(fd, ls);
 		return;
 	}
-	if (srv->npeers >= srv->cfg->max_clients) {
-		static const char busy[] = "{\"ok\":false,\"error\":{\"code\":\"limit\","
-					   "\"message\":\"too many clients\"}}\n";
+	if ((why = admit(srv, ls, cred.pid)) != NULL) {
+		char busy[200];
+		int n = snprintf(busy, sizeof busy,
+				 "{\"ok\":false,\"error\":{\"code\":\"limit\",\"message\":\"%s\"}}\n",
+				 why);
 
-		if (write(fd, busy, sizeof busy - 1) < 0)
+		if (write(fd, busy, (size_t)n) < 0)
 			log_msg(LOG_DEBUG, "write: %s", strerror(errno));
 		close(fd);
 		return;
@@ -334,6 +395,8 @@ static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct
 	}
 	TAILQ_INSERT_TAIL(&srv->peers, p, entry);
 	srv->npeers++;
+	if (p->bot == NULL)
+		srv->nctl++;
 	bufferevent_setcb(p->bev, peer_read, peer_write, peer_event, p);
 	bufferevent_enable(p->bev, EV_READ | EV_WRITE);
 }
@@ -342,6 +405,7 @@ static void listener_retry(evutil_socket_t fd, short what, void *arg)
 {
 	struct listener *ls = arg;
 
+	ls->burst = 0;
 	evconnlistener_enable(ls->l);
 }
 
@@ -518,6 +582,7 @@ void server_unlisten(struct server *srv, struct bot *bot)
 		p1 = TAILQ_NEXT(p, entry);
 		if (p->bot == bot) {
 			p->bot = NULL;
+			srv->nctl++; /* counted as bot-less from now on, as peer_free() expects */
 			p->eof = true;
 			/* Cut off at once; a job still holding it drops its answer. */
 			if (!p->busy) {

@@ -43,14 +43,17 @@ case "$out" in
 *"takes one bot name"* | *"--socket"*) ok "--socket without its path is an error ($out)" ;;
 *) not_ok "--socket without its path is an error"; diag "$out" ;;
 esac
-if command -v bwrap >/dev/null; then
-	is "$(afs exec c1 -- echo --json --socket x 2>&1)" "--json --socket x" \
-		"exec: what follows the bot is the command's, global-looking options included"
-	is "$("$AGENTFS_BIN" exec --socket "$D_SOCK" c1 -- echo ran 2>&1)" ran \
-		"exec --socket PATH BOT: a global option before the bot"
-else
-	skip "bwrap is not installed (exec)"
-fi
+# argument parsing only: a danger-full-access bot runs its command unconfined,
+# so no bwrap and no bot user are needed (a confined bot over a root-owned
+# folder is refused: it would run as root)
+mkdir -p "$T/ex"
+expect_ok "create ex (danger-full-access)" \
+	"$(afs --json create ex "$T/ex" --sandbox danger-full-access)"
+is "$(afs exec ex -- echo --json --socket x 2>&1)" "--json --socket x" \
+	"exec: what follows the bot is the command's, global-looking options included"
+is "$("$AGENTFS_BIN" exec --socket "$D_SOCK" ex -- echo ran 2>&1)" ran \
+	"exec --socket PATH BOT: a global option before the bot"
+expect_ok "rm ex" "$(afs --json rm ex)"
 
 # --- configure refuses a folder that does not exist, as create does -------------------------
 expect_error "create with a missing folder" bad_path "$(afs --json create c2 "$T/nosuch")"

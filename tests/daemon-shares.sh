@@ -1,0 +1,53 @@
+#!/bin/bash
+# daemon-shares: one bot, or one runaway client, at its limit cannot lock
+# out the others or the operator.  With max_clients 64, no process and no
+# bot's socket gets more than 16 connections, and the bots' sockets together
+# leave 16 to the control socket.
+. "$top_srcdir/tests/daemon-lib.sh"
+
+FCLIENT="$top_builddir/tests/fault-client"
+AGENTFS_BIN="$top_builddir/src/agentfs"
+[ -x "$FCLIENT" ] || bail_out "$FCLIENT is not built"
+
+printf '{"max_clients": 64}\n' >"$T/cfg.json"
+mkdir -p "$T/lead" "$T/other"
+daemon_start --config "$T/cfg.json" || bail_out "agentfsd did not start"
+expect_ok "create lead" "$(afs --json create lead "$T/lead")"
+expect_ok "create other" "$(afs --json create other "$T/other")"
+
+as() { local b=$1; shift; AGENT_SOCKET="$D_SOCK.d/$b.sock" "$AGENTFS_BIN" --json "$@"; }
+
+# lead's tools hold 100 connections on its socket
+"$FCLIENT" hold "$D_SOCK.d/lead.sock" 100 30 >"$T/hold-lead.out" 2>&1 &
+p_lead=$!
+track_pid "$p_lead"
+wait_until 10 eval 'grep -q opened "$T/hold-lead.out"' || diag "hold: $(cat "$T/hold-lead.out")"
+wait_until 5 eval '[ "$(afs --json status | jget clients)" -le 17 ]'
+n=$(afs --json status | jget clients)
+ok_if() { if eval "$1"; then ok "$2"; else not_ok "$2"; diag "${3:-}"; fi; }
+ok_if '[ "$n" -le 17 ] && [ "$n" -ge 2 ]' "lead's socket holds at most its share (16), not 100" "clients: $n"
+r=$(as lead status 2>&1)
+case "$r" in
+*"too many clients on this bot's socket"*) ok "lead's next client is told its socket is full" ;;
+*) not_ok "lead's next client is told its socket is full"; diag "$r" ;;
+esac
+is "$(as other status | jget bot)" other "another bot is still served on its own socket"
+expect_ok "the operator is still served: configure lead" "$(afs --json configure lead --ttl 0)"
+
+# a runaway process on the control socket
+"$FCLIENT" hold "$D_SOCK" 100 30 >"$T/hold-ctl.out" 2>&1 &
+p_ctl=$!
+track_pid "$p_ctl"
+wait_until 10 eval 'grep -q opened "$T/hold-ctl.out"' || diag "hold: $(cat "$T/hold-ctl.out")"
+r=$(afs --json status)
+expect_ok "the operator is served while one process holds 100 connections" "$r"
+n=$(printf '%s' "$r" | jget clients)
+ok_if '[ "$n" -le 34 ]' "the runaway process holds at most its share" "clients: $n"
+expect_ok "the operator deletes lead while its tools hold its socket" "$(afs --json rm lead)"
+
+kill "$p_lead" "$p_ctl" 2>/dev/null
+wait "$p_lead" "$p_ctl" 2>/dev/null
+wait_until 10 eval '[ "$(afs --json status | jget clients)" = 1 ]'
+is "$(afs --json status | jget clients)" 1 "every held connection is gone once its holder is"
+
+done_testing
