@@ -294,14 +294,14 @@ static void peer_refuse(int fd, const struct listener *ls)
 
 /*
  * Shares of max_clients (agentfsd(8), LIMITS): no one process and no one
- * bot's socket holds more than an eighth of it, and the bots' sockets
- * together leave an eighth to the control socket, so one bot (or one
+ * bot's socket holds more than a quarter of it, and the bots' sockets
+ * together leave a quarter to the control socket, so one bot (or one
  * runaway client) holding connections cannot lock out the others or the
  * operator.
  */
 static unsigned client_share(const struct server *srv)
 {
-	unsigned max = srv->cfg->max_clients, s = max / 8;
+	unsigned max = srv->cfg->max_clients, s = max / 4;
 
 	if (s < 16)
 		s = 16;

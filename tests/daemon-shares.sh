@@ -1,6 +1,6 @@
 #!/bin/bash
 # daemon-shares: one bot, or one runaway client, at its limit cannot lock
-# out the others or the operator.  With max_clients 64, no process and no
+# out the others or the operator.  With max_clients 64 (shares of a quarter), no process and no
 # bot's socket gets more than 16 connections, and the bots' sockets together
 # leave 16 to the control socket.
 . "$top_srcdir/tests/daemon-lib.sh"
