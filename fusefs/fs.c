@@ -211,7 +211,7 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
  * would change what callers get. A worker gets its own fs_struct
  * (unshare(CLONE_FS)) with umask 0, leaving the process's umask, and so the
  * daemon's own files, as they are. Failing that, modes are masked twice:
- * stricter, never looser.
+ * stricter, never looser. Workers use no path relative to the cwd.
  */
 static void worker_umask(struct fs *fs)
 {
@@ -223,6 +223,9 @@ static void worker_umask(struct fs *fs)
 		return;
 	}
 	umask(0);
+	/* Its own cwd: the caller's folder must not stay busy (umount(8) EBUSY). */
+	if (chdir("/") != 0)
+		fs_log(fs, FS_LOG_ERR, "chdir /: %s", strerror(errno));
 }
 
 /*
