@@ -532,7 +532,7 @@ int mount_set_kernel_ro(struct fs_mount *m, bool readonly)
 		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
 		/* Kernels before 5.12: a bind remount restates every flag. */
 		if (r == -ENOSYS &&
-		    mount(NULL, path, NULL,
+		    mount("", path, "",
 			  MS_REMOUNT | MS_BIND |
 				  mount_ms_flags((m->kattrs & ~MOUNT_ATTR_RDONLY) |
 						 (readonly ? MOUNT_ATTR_RDONLY : 0)),

@@ -26,6 +26,12 @@
 
 #define OUTPUT_MAX (16 * 1024 * 1024)
 #define PARTIAL_LINE_TIMEOUT 30
+/*
+ * libevent accepts until the backlog is empty, and the backlog is the
+ * kernel's (thousands): after this many accepts a socket waits one turn of
+ * the loop, so the clients accepted are served and closed before more come.
+ */
+#define ACCEPT_BURST 64
 
 struct listener {
 	struct server *srv;
@@ -34,6 +40,7 @@ struct listener {
 	char *path;
 	struct bot *bot; /* NULL: the control socket */
 	uid_t owner;	 /* besides root, the uid allowed to connect */
+	unsigned accepted; /* since the last pause, up to ACCEPT_BURST */
 	LIST_ENTRY(listener) entry;
 };
 
@@ -288,6 +295,18 @@ static void peer_refuse(int fd, const struct listener *ls)
 	close(fd);
 }
 
+/* Every ACCEPT_BURST clients, pause accepting until the loop has turned once. */
+static void listener_pace(struct listener *ls)
+{
+	static const struct timeval now = {0, 0};
+
+	if (++ls->accepted < ACCEPT_BURST)
+		return;
+	ls->accepted = 0;
+	evconnlistener_disable(ls->l);
+	event_add(ls->retry, &now);
+}
+
 static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 			    int salen, void *arg)
 {
@@ -336,6 +355,7 @@ static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct
 	srv->npeers++;
 	bufferevent_setcb(p->bev, peer_read, peer_write, peer_event, p);
 	bufferevent_enable(p->bev, EV_READ | EV_WRITE);
+	listener_pace(ls);
 }
 
 static void listener_retry(evutil_socket_t fd, short what, void *arg)
