@@ -782,8 +782,10 @@ void fs_mount_free(struct fs_mount *m)
 	free(m);
 }
 
-/* Takes effect on the next operation: the policy reads it every time. */
-/* The server refuses writes at once; the kernel flag follows for the mount table. */
+/*
+ * Takes effect on the next operation: the policy reads it every time. The
+ * kernel mount's flag follows, so the mount table says it.
+ */
 void fs_mount_set_readonly(struct fs_mount *m, bool readonly)
 {
 	int r;
