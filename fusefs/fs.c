@@ -214,7 +214,7 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
  * would change what callers get. A worker gets its own fs_struct
  * (unshare(CLONE_FS)) with umask 0, leaving the process's umask, and so the
  * daemon's own files, as they are. Failing that, modes are masked twice:
- * stricter, never looser.
+ * stricter, never looser. Workers use no path relative to the cwd.
  */
 static void worker_umask(struct fs *fs)
 {
@@ -226,6 +226,9 @@ static void worker_umask(struct fs *fs)
 		return;
 	}
 	umask(0);
+	/* Its own cwd: the caller's folder must not stay busy (umount(8) EBUSY). */
+	if (chdir("/") != 0)
+		fs_log(fs, FS_LOG_ERR, "chdir /: %s", strerror(errno));
 }
 
 /*
@@ -796,8 +799,10 @@ void fs_mount_free(struct fs_mount *m)
 	free(m);
 }
 
-/* Takes effect on the next operation: the policy reads it every time. */
-/* The server refuses writes at once; the kernel flag follows for the mount table. */
+/*
+ * Takes effect on the next operation: the policy reads it every time. The
+ * kernel mount's flag follows, so the mount table says it.
+ */
 void fs_mount_set_readonly(struct fs_mount *m, bool readonly)
 {
 	int r;

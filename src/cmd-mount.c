@@ -119,8 +119,8 @@ static int watcher(int fd)
 {
 	struct watch_find wf = {0};
 	bool quit = false;
-	char c[16];
-	ssize_t n;
+	char c[32];
+	ssize_t n, i;
 
 	for (;;) {
 		n = read(fd, c, sizeof c);
@@ -128,10 +128,15 @@ static int watcher(int fd)
 			continue;
 		if (n <= 0)
 			break;
-		if (c[0] == 'M' && n == 1 + (ssize_t)sizeof wf.id)
-			memcpy(&wf.id, c + 1, sizeof wf.id);
-		else if (c[0] == 'Q')
-			quit = true;
+		/* 'M' and the id, then 'Q': one read may bring both */
+		for (i = 0; i < n; i++) {
+			if (c[i] == 'Q') {
+				quit = true;
+			} else if (c[i] == 'M' && n - i > (ssize_t)sizeof wf.id) {
+				memcpy(&wf.id, c + i + 1, sizeof wf.id);
+				i += sizeof wf.id;
+			}
+		}
 	}
 	if (quit || wf.id == 0 || fs_mountinfo_each(watch_match, &wf) != 1)
 		return 0;

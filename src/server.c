@@ -26,6 +26,12 @@
 
 #define OUTPUT_MAX (16 * 1024 * 1024)
 #define PARTIAL_LINE_TIMEOUT 30
+/*
+ * libevent accepts until the backlog is empty, and the backlog is the
+ * kernel's (thousands): after this many accepts a socket waits one turn of
+ * the loop, so the clients accepted are served and closed before more come.
+ */
+#define ACCEPT_BURST 64
 
 struct listener {
 	struct server *srv;
@@ -332,8 +338,6 @@ static const char *admit(const struct server *srv, const struct listener *ls, pi
 		return "too many clients on this bot's socket";
 	return NULL;
 }
-
-#define ACCEPT_BURST 32 /* connections accepted in one turn of the loop */
 
 static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 			    int salen, void *arg)

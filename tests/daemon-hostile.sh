@@ -23,6 +23,7 @@ bot_count()
 daemon_start || bail_out "agentfsd did not start"
 pid0=$D_PID
 fds0=$(ls "/proc/$D_PID/fd" | wc -l)
+fds0_list=$(ls -l "/proc/$D_PID/fd" | awk '{ print $9, $10, $11 }')
 
 # --- malformed JSON --------------------------------------------------------------
 expect_error "an unfinished object" bad_json "$(raw '{"op":"version"')"
@@ -232,8 +233,8 @@ fi
 # a deleted bot's mounts are torn down on the job thread: give it a moment
 wait_until 5 eval '[ "$(ls "/proc/$pid0/fd" 2>/dev/null | wc -l)" = "$fds0" ]'
 fds1=$(ls "/proc/$pid0/fd" 2>/dev/null | wc -l)
-is "$fds1" "$fds0" "the daemon holds as many descriptors as at the start"
-[ "$fds1" = "$fds0" ] || diag "$(ls -l "/proc/$pid0/fd" 2>/dev/null)"
+is "$fds1" "$fds0" "the daemon holds as many descriptors as at the start" ||
+	diag "now: $(ls -l "/proc/$pid0/fd" | awk '{ print $9, $10, $11 }')" "at the start: $fds0_list"
 is "$(afs --json status | jget pid)" "$pid0" "the same daemon is alive and answering"
 expect_ok "shutdown" "$(afs --json shutdown)"
 daemon_wait_gone 5

@@ -331,6 +331,22 @@ if [ -z "$bindfs_mode" ]; then
 		fusermount3 -uz "$T/m" 2>/dev/null || umount -l "$T/m"
 	fi
 
+	# the server keeps no thread in the folder it was started from
+	mkdir "$T/tm"
+	if mount -t tmpfs none "$T/tm" 2>/dev/null; then
+		if (cd "$T/tm" && "$AGENTFS" mount "$T/src" "$T/m"); then
+			fs_mounts="$T/m $fs_mounts"
+			check "the folder agentfs mount was run from can be unmounted while it serves" \
+				umount "$T/tm"
+			check "umount" fs_umount "$T/m"
+		else
+			not_ok "mount from a folder on a tmpfs"
+		fi
+		is_mounted "$T/tm" && umount -l "$T/tm"
+	else
+		skip "cannot mount a tmpfs here"
+	fi
+
 	# -o debug without -f: nothing on the terminal once agentfs has returned
 	if "$AGENTFS" mount -o debug "$T/src" "$T/m" >"$T/debug.out" 2>&1; then
 		fs_mounts="$T/m $fs_mounts"
