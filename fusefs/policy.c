@@ -173,6 +173,8 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 		return refuse(m, r, "read-only path");
 	if (m->guard == NULL)
 		return 0;
+	/* a host change to a config first, so the classes below see it */
+	guard_revalidate(m->guard);
 
 	p[0] = gcls_of(m, r->ino);
 	p[1] = gcls_of(m, r->parent);

@@ -550,6 +550,7 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 
 	if (v)
 		v->rule = v->reason = NULL;
+	guard_revalidate(g);
 	switch (req->op) {
 	case GUARD_OP_WRITE:
 	case GUARD_OP_CHMOD:

@@ -190,6 +190,7 @@ bool guard_cls_protected(const struct guard_cls *cls);
 
 /* check.c */
 int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdict *v);
+void guard_revalidate(struct guard *g);
 int guard_check_inode(struct guard *g, const struct stat *st, struct guard_verdict *v);
 bool guard_notify(struct guard *g, const struct guard_event *ev);
 

@@ -51,6 +51,28 @@ struct guard_top {
 	int fd; /* O_PATH of the top */
 };
 
+#define GUARD_REVAL_MS 50   /* a host change to a config file is seen by decisions this late */
+#define GUARD_WATCH_FILES 16 /* config files, includes, config.worktree watched per repository */
+
+/* A config file a repository scan read, or found missing, with its stamp */
+struct guard_wfile {
+	int dirfd; /* O_PATH of its folder */
+	char *name;
+	bool missing;
+	struct stat st;
+};
+
+/*
+ * What guard_revalidate() looks at for one scanned repository: the files its
+ * scan read, and the git folder to rescan when one of them changed.  Owned by
+ * its struct guard_repo, freed with it.
+ */
+struct guard_watch {
+	int gfd; /* O_PATH of the git folder */
+	size_t n;
+	struct guard_wfile f[GUARD_WATCH_FILES];
+};
+
 /* What gitguard learnt from one git folder's config and layout. */
 struct guard_repo {
 	uint64_t dev;
@@ -62,6 +84,7 @@ struct guard_repo {
 	bool stamped;	 /* config is D/config and stamp below is valid */
 	struct stat stamp;
 	struct guard_recs recs; /* W2/W3 targets, pins, pointed folders, hard-link guards */
+	struct guard_watch *watch; /* NULL for the bot's repositories */
 };
 
 /*
@@ -70,7 +93,9 @@ struct guard_repo {
  *   (classification, decisions) take it shared for table and repository
  *   lookups only, never across a syscall; a repository scan reads files with
  *   no lock held and takes it exclusive only to publish the result.
- *   gen and ntab_hint are atomics read without the lock (fast paths).
+ *   gen, ntab_hint and reval_ms are atomics read without the lock (fast
+ *   paths).  guard_revalidate() fstatat()s the watched files under the
+ *   shared lock: a few syscalls, at most every GUARD_REVAL_MS, by one thread.
  *   root_fd, root_dev, root_ino, root_path, allow_new and log are set by
  *   guard_open and read-only afterwards.
  * No other lock exists, so there is no lock order.
@@ -86,6 +111,7 @@ struct guard {
 
 	_Atomic uint64_t gen;
 	_Atomic size_t ntab_hint; /* ntab, for a lock-free "nothing recorded" test */
+	_Atomic int64_t reval_ms; /* when guard_revalidate() last looked (CLOCK_MONOTONIC_COARSE) */
 
 	pthread_rwlock_t lock;
 	struct guard_repo **repos;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gitguard/guard-int.h"
@@ -109,6 +110,32 @@ static int expand_home(struct scan *s, const char *in, char *out, size_t outsz)
 
 static int scan_config(struct scan *s, int dirfd, const char *name);
 
+/* Remembers NAME in DIRFD (ST, or NULL when missing) for guard_revalidate() */
+static int watch_file(struct scan *s, int dirfd, const char *name, const struct stat *st)
+{
+	struct guard_watch *w = s->r->watch;
+	struct guard_wfile *f;
+	int fd;
+
+	if (!w || w->n >= GUARD_WATCH_FILES)
+		return 0;
+	fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return 0;
+	f = &w->f[w->n];
+	f->name = strdup(name);
+	if (!f->name) {
+		close(fd);
+		return -ENOMEM;
+	}
+	f->dirfd = fd;
+	f->missing = !st;
+	if (st)
+		f->st = *st;
+	w->n++;
+	return 0;
+}
+
 /* W3: an include target is RO, NC if missing, and is read for more */
 static int on_include(struct scan *s, const char *value)
 {
@@ -158,6 +185,8 @@ static int on_include(struct scan *s, const char *value)
 			break;
 		}
 		rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, res.name, GUARD_RO, GUARD_RULE_W3);
+		if (!rc)
+			rc = watch_file(s, res.dirfd, res.name, NULL);
 		break;
 	}
 	case RES_OUTSIDE:
@@ -242,6 +271,11 @@ static int scan_config(struct scan *s, int dirfd, const char *name)
 	int rc;
 
 	rc = guard_read_file(dirfd, name, GUARD_CONFIG_MAX, &buf, &len, &st);
+	if ((!rc || rc == -ENOENT) && watch_file(s, dirfd, name, rc ? NULL : &st)) {
+		if (!rc)
+			free(buf);
+		return -ENOMEM;
+	}
 	if (rc == -ENOENT && !s->depth) {
 		x3(s, "no config");
 		return 0;
@@ -601,6 +635,12 @@ static struct guard_repo *repo_scan(struct guard *g, int dfd, const struct stat 
 		return NULL;
 	r->dev = dst->st_dev;
 	r->ino = dst->st_ino;
+	r->watch = calloc(1, sizeof(*r->watch));
+	if (!r->watch) {
+		free(r);
+		return NULL;
+	}
+	r->watch->gfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
 	s.r = r;
 	if (!fstatat(dfd, "commondir", &st, AT_SYMLINK_NOFOLLOW)) {
 		/* D4: config, hooks and objects live in the common folder */
@@ -784,6 +824,72 @@ int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guar
 	if (changed || found)
 		guard_bump(g);
 	return 0;
+}
+
+static bool wfile_changed(const struct guard_wfile *f)
+{
+	struct stat st;
+
+	if (fstatat(f->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return !f->missing;
+	return f->missing || st.st_ino != f->st.st_ino || st.st_dev != f->st.st_dev ||
+	       st.st_size != f->st.st_size || st.st_mode != f->st.st_mode ||
+	       st.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
+	       st.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec ||
+	       st.st_ctim.tv_sec != f->st.st_ctim.tv_sec ||
+	       st.st_ctim.tv_nsec != f->st.st_ctim.tv_nsec;
+}
+
+/*
+ * A person may change a config file on the host while a mount is live (git
+ * config core.hooksPath .husky/_): before a decision, at most every
+ * GUARD_REVAL_MS, the files each repository scan read are stat'ed again and
+ * the repositories whose files changed are rescanned.  Between two looks
+ * this costs a coarse clock read and an atomic load.
+ */
+void guard_revalidate(struct guard *g)
+{
+	struct {
+		uint64_t dev;
+		uint64_t ino;
+		int fd;
+	} ch[16];
+	struct timespec ts;
+	struct guard_repo *r;
+	int64_t now, last;
+	size_t i, j, n = 0;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	last = atomic_load(&g->reval_ms);
+	if (now - last < GUARD_REVAL_MS || !atomic_compare_exchange_strong(&g->reval_ms, &last, now))
+		return;
+	pthread_rwlock_rdlock(&g->lock);
+	for (i = 0; i < g->nrepos && n < 16; i++) {
+		r = g->repos[i];
+		if (r->bot || !r->watch || r->watch->gfd < 0)
+			continue;
+		for (j = 0; j < r->watch->n; j++)
+			if (wfile_changed(&r->watch->f[j]))
+				break;
+		if (j == r->watch->n)
+			continue;
+		ch[n].fd = fcntl(r->watch->gfd, F_DUPFD_CLOEXEC, 3);
+		if (ch[n].fd < 0)
+			continue;
+		ch[n].dev = r->dev;
+		ch[n].ino = r->ino;
+		n++;
+	}
+	pthread_rwlock_unlock(&g->lock);
+	if (n == 16)
+		atomic_store(&g->reval_ms, 0); /* more may wait: look again next time */
+	for (i = 0; i < n; i++) {
+		guard_logf(g, "gitguard: the config of git folder (dev %llu, ino %llu) changed: rescanned",
+			   (unsigned long long)ch[i].dev, (unsigned long long)ch[i].ino);
+		guard_repo_rescan(g, ch[i].dev, ch[i].ino, ch[i].fd);
+		close(ch[i].fd);
+	}
 }
 
 /* Rescans the git folder (dev, ino) at DFD if it is known; true if anything changed. */

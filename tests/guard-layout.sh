@@ -13,6 +13,8 @@
 #     a repository outside it; husky hooks of the person's keep running.
 #   - absolute hooksPath, include and gitdir paths written through a host
 #     symlink alias of the source are found inside the root.
+#   - a config, include target or include list changed on the host while
+#     the mount is live applies to the bot's next operation.
 # Each attack must fail with EROFS, and no PWNED-* marker may appear when git
 # runs on the SOURCE afterwards.
 . "$top_srcdir/tests/lib.sh"
@@ -410,5 +412,54 @@ chmod +x "$T/payload-abs"
 check "host: git commit in abs" git -C "$S4/abs" commit -q --allow-empty -m "host after attacks"
 check "host: git commit in relwt" git -C "$S4/relwt" commit -q --allow-empty -m "host after attacks"
 no_marker "absolute paths through a host alias"
+
+# ---- 5. a config changed on the host while the mount is live ----------------
+S5="$T/live-src"
+M5="$T/live-m"
+mkdir -p "$S5" "$M5"
+(
+	set -e
+	git init -q "$S5"
+	git -C "$S5" commit -q --allow-empty -m init
+	printf '[user]\n\tnote = inc\n' >"$S5/inc.cfg"
+	git -C "$S5" config include.path ../inc.cfg
+	git -C "$S5" worktree add -q "$S5/lwt" -b wtb
+) >"$T/live-setup.log" 2>&1 || { diag "$(cat "$T/live-setup.log")"; bail_out "live setup failed"; }
+
+if fs_mount "$S5" "$M5"; then
+	allow "bot makes a plain folder already-there/ before any hooksPath names it" \
+		try mkdir "$M5/already-there"
+	allow "and a plain folder lwt/already-there/ in the linked worktree" \
+		try mkdir "$M5/lwt/already-there"
+	git -C "$S5" config core.hooksPath newhooks
+	sleep 0.2
+	refuse "host set core.hooksPath=newhooks while mounted: bot makes newhooks/" \
+		try mkdir "$M5/newhooks"
+	refuse "host set core.hooksPath=newhooks: bot makes newhooks/ in the linked worktree" \
+		try mkdir "$M5/lwt/newhooks"
+	git -C "$S5" config core.hooksPath already-there
+	sleep 0.2
+	refuse "host set core.hooksPath=already-there (a folder the bot made): create pre-commit" \
+		gtry create "$M5/already-there/pre-commit" "$(hook live-already)"
+	refuse "the same in the linked worktree" \
+		gtry create "$M5/lwt/already-there/pre-commit" "$(hook live-already-wt)"
+	printf '[core]\n\thooksPath = inchooks\n' >>"$S5/inc.cfg"
+	sleep 0.2
+	refuse "host edited an include target to set hooksPath=inchooks: bot makes inchooks/" \
+		try mkdir "$M5/inchooks"
+	git -C "$S5" config --add include.path ../inc2.cfg
+	sleep 0.2
+	refuse "host added include.path=../inc2.cfg: bot makes inc2.cfg" \
+		gtry create "$M5/inc2.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-live\n' "$T")"
+	fs_umount "$M5"
+else
+	not_ok "mount $S5"
+fi
+printf '#!/bin/sh\ntouch %s/PWNED-live-fsmonitor\n' "$T" >"$T/payload-live"
+chmod +x "$T/payload-live"
+git -C "$S5" config core.hooksPath already-there
+check "host: git commit after the live changes" git -C "$S5" commit -q --allow-empty -m "host after attacks"
+check "host: git commit in the linked worktree" git -C "$S5/lwt" commit -q --allow-empty -m "host after"
+no_marker "config changed while mounted"
 
 done_testing
