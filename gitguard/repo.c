@@ -919,6 +919,18 @@ bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd)
 	return changed;
 }
 
+/* Index of the top ST of the git folder (dev, ino) in g->tops, or SIZE_MAX; lock held */
+static size_t top_find(struct guard *g, uint64_t dev, uint64_t ino, const struct stat *st)
+{
+	size_t i;
+
+	for (i = 0; i < g->ntops; i++)
+		if (g->tops[i].dev == dev && g->tops[i].ino == ino &&
+		    g->tops[i].tdev == (uint64_t)st->st_dev && g->tops[i].tino == (uint64_t)st->st_ino)
+			return i;
+	return SIZE_MAX;
+}
+
 /* Remembers TOPFD as a worktree top of the git folder (dev, ino); true if new */
 static bool top_add(struct guard *g, uint64_t dev, uint64_t ino, int topfd)
 {
@@ -930,11 +942,15 @@ static bool top_add(struct guard *g, uint64_t dev, uint64_t ino, int topfd)
 
 	if (fstat(topfd, &st) < 0)
 		return false;
+	/* a .git file is classified at every lookup: known tops cost a shared lock */
+	pthread_rwlock_rdlock(&g->lock);
+	i = top_find(g, dev, ino, &st);
+	pthread_rwlock_unlock(&g->lock);
+	if (i < SIZE_MAX)
+		return false;
 	pthread_rwlock_wrlock(&g->lock);
-	for (i = 0; i < g->ntops; i++)
-		if (g->tops[i].dev == dev && g->tops[i].ino == ino &&
-		    g->tops[i].tdev == (uint64_t)st.st_dev && g->tops[i].tino == (uint64_t)st.st_ino)
-			goto out;
+	if (top_find(g, dev, ino, &st) < SIZE_MAX)
+		goto out;
 	if (g->ntops >= GUARD_TOPS_MAX) {
 		pthread_rwlock_unlock(&g->lock);
 		guard_logf(g, "gitguard: more than %d worktree tops: a relative core.hooksPath is "
