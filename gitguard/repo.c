@@ -545,14 +545,20 @@ static int open_inside(struct guard *g, int startfd, const char *path)
  * The worktree top a worktrees/<id>/gitdir file in DIRFD names: it holds
  * "<top>/.git" (absolute; relative to DIRFD in newer git).
  */
-static int gitdir_top(struct guard *g, int dirfd)
+static int gitdir_top(struct scan *s, int dirfd)
 {
 	char path[GUARD_GITFILE_MAX], *buf, *slash;
+	struct stat st;
 	size_t len;
 	int rc;
 
-	if (guard_read_file(dirfd, "gitdir", GUARD_GITFILE_MAX, &buf, &len, NULL))
+	if (guard_read_file(dirfd, "gitdir", GUARD_GITFILE_MAX, &buf, &len, &st))
 		return -1;
+	/* git worktree move on the host rewrites it */
+	if (watch_file(s, dirfd, "gitdir", &st)) {
+		free(buf);
+		return -1;
+	}
 	rc = guard_parse_commondir(buf, len, path, sizeof(path));
 	free(buf);
 	if (rc)
@@ -564,7 +570,7 @@ static int gitdir_top(struct guard *g, int dirfd)
 		slash[1] = '\0';
 	else
 		*slash = '\0';
-	return open_inside(g, dirfd, path);
+	return open_inside(s->g, dirfd, path);
 }
 
 /*
@@ -580,17 +586,25 @@ static int scan_tops(struct scan *s, int dfd)
 {
 	int tops[GUARD_SCAN_TOPS], fd, sub;
 	struct dirent *de;
+	struct stat st;
 	size_t n = 0, i, j;
 	int rc = 0;
 	DIR *d;
 
 	if (!s->rel.n)
 		return 0;
+	/* a worktree the person adds on the host while mounted changes worktrees/ */
+	if (!fstatat(dfd, "worktrees", &st, AT_SYMLINK_NOFOLLOW))
+		rc = watch_file(s, dfd, "worktrees", &st);
+	else
+		rc = watch_file(s, dfd, "worktrees", NULL);
+	if (rc)
+		return rc;
 	tops_add(tops, &n, fcntl(dfd, F_DUPFD_CLOEXEC, 3));
 	tops_add(tops, &n, openat(dfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
 	for (i = 0; i < s->wt.n; i++)
 		tops_add(tops, &n, open_inside(s->g, dfd, s->wt.v[i]));
-	tops_add(tops, &n, gitdir_top(s->g, dfd));
+	tops_add(tops, &n, gitdir_top(s, dfd));
 	fd = openat(dfd, "worktrees", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d && fd >= 0)
@@ -601,7 +615,7 @@ static int scan_tops(struct scan *s, int dfd)
 		sub = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0)
 			continue;
-		tops_add(tops, &n, gitdir_top(s->g, sub));
+		tops_add(tops, &n, gitdir_top(s, sub));
 		close(sub);
 	}
 	if (d)

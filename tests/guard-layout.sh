@@ -443,6 +443,10 @@ if fs_mount "$S5" "$M5"; then
 		gtry create "$M5/already-there/pre-commit" "$(hook live-already)"
 	refuse "the same in the linked worktree" \
 		gtry create "$M5/lwt/already-there/pre-commit" "$(hook live-already-wt)"
+	git -C "$S5" worktree add -q "$S5/lwt2" -b wtb2 >/dev/null 2>&1
+	sleep 0.2
+	refuse "host added a linked worktree lwt2 while mounted: bot makes lwt2/already-there/" \
+		try mkdir "$M5/lwt2/already-there"
 	printf '[core]\n\thooksPath = inchooks\n' >>"$S5/inc.cfg"
 	sleep 0.2
 	refuse "host edited an include target to set hooksPath=inchooks: bot makes inchooks/" \
@@ -460,6 +464,8 @@ chmod +x "$T/payload-live"
 git -C "$S5" config core.hooksPath already-there
 check "host: git commit after the live changes" git -C "$S5" commit -q --allow-empty -m "host after attacks"
 check "host: git commit in the linked worktree" git -C "$S5/lwt" commit -q --allow-empty -m "host after"
+check "host: git commit in the linked worktree made while mounted" \
+	git -C "$S5/lwt2" commit -q --allow-empty -m "host after"
 no_marker "config changed while mounted"
 
 done_testing
