@@ -171,6 +171,17 @@ void guard_repo_free(struct guard_repo *r);
 int guard_note_pointer(struct guard *g, int startfd, const char *path);
 bool guard_shape(int fd, int *has);
 
+/* lg2.c: libgit2's answers for a git folder, a cross-check of repo.c's */
+struct guard_lg2 {
+	char *workdir;	 /* NULL for a bare repository */
+	char *commondir;
+	char *hooks[8];	 /* core.hooksPath values */
+	size_t nhooks;
+};
+
+int guard_lg2_view(int dfd, struct guard_lg2 *v);
+void guard_lg2_free(struct guard_lg2 *v);
+
 /* check.c */
 int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path);
 

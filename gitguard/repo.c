@@ -26,8 +26,13 @@ static int strs_add(struct strs *l, const char *str)
 {
 	char **v, *d;
 
+	size_t i;
+
 	if (l->n >= 64)
 		return 0; /* git uses the last; more than this is no layout a person made */
+	for (i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], str))
+			return 0;
 	d = strdup(str);
 	v = d ? realloc(l->v, (l->n + 1) * sizeof(*v)) : NULL;
 	if (!v) {
@@ -59,6 +64,7 @@ struct scan {
 	uint8_t pin_rule; /* rule for pins of the current resolution */
 	struct strs rel;  /* relative core.hooksPath values: taken at every worktree top */
 	struct strs wt;	  /* core.worktree values */
+	bool unread;	  /* an include was not read (outside the root): libgit2 is not asked */
 };
 
 static void x3(struct scan *s, const char *why)
@@ -143,8 +149,10 @@ static int on_include(struct scan *s, const char *value)
 	struct resolved res;
 	int rc = 0;
 
-	if (!strncmp(value, "%(prefix)/", 10))
+	if (!strncmp(value, "%(prefix)/", 10)) {
+		s->unread = true;
 		return 0; /* git's install prefix: outside any root */
+	}
 	if (!*value || expand_home(s, value, path, sizeof(path))) {
 		x3(s, "an include that cannot be resolved");
 		return 0;
@@ -190,6 +198,7 @@ static int on_include(struct scan *s, const char *value)
 		break;
 	}
 	case RES_OUTSIDE:
+		s->unread = true;
 		break;
 	default:
 		x3(s, "an include that cannot be resolved");
@@ -633,6 +642,41 @@ static int scan_tops(struct scan *s, int dfd)
 	return rc;
 }
 
+/* Has any file the scan read changed since? */
+static bool watch_changed(const struct guard_watch *w);
+
+/*
+ * The cross-check: libgit2's worktree and hooksPath values are applied too,
+ * and a common folder libgit2 sees elsewhere makes the git folder X3.
+ */
+static int scan_lg2(struct scan *s, int dfd, int cfgdir)
+{
+	struct guard_lg2 v;
+	struct stat a, b;
+	size_t i;
+	int fd, rc = 0;
+
+	if (s->r->rule || s->unread || cfgdir < 0 || guard_lg2_view(dfd, &v))
+		return 0;
+	if (watch_changed(s->r->watch)) {
+		/* changed while libgit2 read it: the revalidation reads it again */
+		guard_lg2_free(&v);
+		return 0;
+	}
+	fd = open(v.commondir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &a) < 0 || fstat(cfgdir, &b) < 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino)
+		x3(s, "libgit2 finds another common folder");
+	if (fd >= 0)
+		close(fd);
+	for (i = 0; !rc && i < v.nhooks; i++)
+		rc = *v.hooks[i] ? on_hookspath(s, v.hooks[i]) : 0;
+	if (!rc && v.workdir)
+		rc = strs_add(&s->wt, v.workdir);
+	guard_lg2_free(&v);
+	return rc;
+}
+
 /* Scans the git folder DFD; returns a new repository record or NULL (ENOMEM). */
 static struct guard_repo *repo_scan(struct guard *g, int dfd, const struct stat *dst)
 {
@@ -700,8 +744,9 @@ static struct guard_repo *repo_scan(struct guard *g, int dfd, const struct stat 
 	}
 	if (!r->stamped)
 		memset(&r->stamp, 0, sizeof(r->stamp));
+	rc = scan_lg2(&s, dfd, cfgdir);
 	resolved_close(&res);
-	rc = scan_tops(&s, dfd);
+	rc = rc ? rc : scan_tops(&s, dfd);
 	strs_free(&s.rel);
 	strs_free(&s.wt);
 	if (rc == -ENOMEM || scan_links(&s, dfd) == -ENOMEM || scan_hardlinks(r, dfd) == -ENOMEM)
@@ -838,6 +883,18 @@ int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guar
 	if (changed || found)
 		guard_bump(g);
 	return 0;
+}
+
+static bool wfile_changed(const struct guard_wfile *f);
+
+static bool watch_changed(const struct guard_watch *w)
+{
+	size_t i;
+
+	for (i = 0; w && i < w->n; i++)
+		if (wfile_changed(&w->f[i]))
+			return true;
+	return false;
 }
 
 static bool wfile_changed(const struct guard_wfile *f)
