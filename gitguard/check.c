@@ -172,8 +172,7 @@ static int wlevel_add_name(struct wlevel *l, const char *name)
 }
 
 /* Is the entry NAME of level L (not a folder to enter) unprotected? */
-static int walk_entry(struct wstate *w, struct wlevel *l, const char *name,
-		      const struct stat *st)
+static int walk_entry(struct wstate *w, struct wlevel *l, const char *name, const struct stat *st)
 {
 	struct guard_cls c;
 

@@ -51,7 +51,7 @@ struct guard_top {
 	int fd; /* O_PATH of the top */
 };
 
-#define GUARD_REVAL_MS 50   /* a host change to a config file is seen by decisions this late */
+#define GUARD_REVAL_MS 50    /* a host change to a config file is seen by decisions this late */
 #define GUARD_WATCH_FILES 16 /* config files, includes, config.worktree watched per repository */
 
 /* A config file a repository scan read, or found missing, with its stamp */
@@ -83,7 +83,7 @@ struct guard_repo {
 	const char *why; /* why X3 */
 	bool stamped;	 /* config is D/config and stamp below is valid */
 	struct stat stamp;
-	struct guard_recs recs; /* W2/W3 targets, pins, pointed folders, hard-link guards */
+	struct guard_recs recs;	   /* W2/W3 targets, pins, pointed folders, hard-link guards */
 	struct guard_watch *watch; /* NULL for the bot's repositories */
 };
 
@@ -121,7 +121,7 @@ struct guard {
 	struct guard_top *tops; /* worktree tops learnt from pointers */
 	size_t ntops;
 	size_t atops;
-	struct guard_rec *tab;	/* every record, sorted by (dev, ino); names borrowed */
+	struct guard_rec *tab; /* every record, sorted by (dev, ino); names borrowed */
 	size_t ntab;
 	bool root_known; /* root_cls is set, for generation root_gen */
 	uint64_t root_gen;
@@ -173,9 +173,9 @@ bool guard_shape(int fd, int *has);
 
 /* lg2.c: libgit2's answers for a git folder, a cross-check of repo.c's */
 struct guard_lg2 {
-	char *workdir;	 /* NULL for a bare repository */
+	char *workdir; /* NULL for a bare repository */
 	char *commondir;
-	char *hooks[8];	 /* core.hooksPath values */
+	char *hooks[8]; /* core.hooksPath values */
 	size_t nhooks;
 };
 

@@ -933,7 +933,8 @@ void guard_revalidate(struct guard *g)
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	last = atomic_load(&g->reval_ms);
-	if (now - last < GUARD_REVAL_MS || !atomic_compare_exchange_strong(&g->reval_ms, &last, now))
+	if (now - last < GUARD_REVAL_MS ||
+	    !atomic_compare_exchange_strong(&g->reval_ms, &last, now))
 		return;
 	pthread_rwlock_rdlock(&g->lock);
 	for (i = 0; i < g->nrepos && n < 16; i++) {
@@ -956,7 +957,9 @@ void guard_revalidate(struct guard *g)
 	if (n == 16)
 		atomic_store(&g->reval_ms, 0); /* more may wait: look again next time */
 	for (i = 0; i < n; i++) {
-		guard_logf(g, "gitguard: the config of git folder (dev %llu, ino %llu) changed: rescanned",
+		guard_logf(g,
+			   "gitguard: the config of git folder (dev %llu, ino %llu) changed: "
+			   "rescanned",
 			   (unsigned long long)ch[i].dev, (unsigned long long)ch[i].ino);
 		guard_repo_rescan(g, ch[i].dev, ch[i].ino, ch[i].fd);
 		close(ch[i].fd);
@@ -997,7 +1000,8 @@ static size_t top_find(struct guard *g, uint64_t dev, uint64_t ino, const struct
 
 	for (i = 0; i < g->ntops; i++)
 		if (g->tops[i].dev == dev && g->tops[i].ino == ino &&
-		    g->tops[i].tdev == (uint64_t)st->st_dev && g->tops[i].tino == (uint64_t)st->st_ino)
+		    g->tops[i].tdev == (uint64_t)st->st_dev &&
+		    g->tops[i].tino == (uint64_t)st->st_ino)
 			return i;
 	return SIZE_MAX;
 }
@@ -1024,8 +1028,10 @@ static bool top_add(struct guard *g, uint64_t dev, uint64_t ino, int topfd)
 		goto out;
 	if (g->ntops >= GUARD_TOPS_MAX) {
 		pthread_rwlock_unlock(&g->lock);
-		guard_logf(g, "gitguard: more than %d worktree tops: a relative core.hooksPath is "
-			      "not guarded at the others", GUARD_TOPS_MAX);
+		guard_logf(g,
+			   "gitguard: more than %d worktree tops: a relative core.hooksPath is "
+			   "not guarded at the others",
+			   GUARD_TOPS_MAX);
 		return false;
 	}
 	if (g->ntops == g->atops) {
