@@ -186,6 +186,7 @@ void guard_lg2_free(struct guard_lg2 *v);
 int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path);
 
 /* classify.c */
+int guard_note_dotgit(struct guard *g, int parent_fd, const char *name, const struct stat *st);
 int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char *name, mode_t mode,
 		     struct guard_cls *out);
 

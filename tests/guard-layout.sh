@@ -15,6 +15,8 @@
 #     symlink alias of the source are found inside the root.
 #   - a config, include target or include list changed on the host while
 #     the mount is live applies to the bot's next operation.
+#   - a root that is a folder of a worktree: the repository above guards its
+#     hooks folder and includes inside the root.
 # Each attack must fail with EROFS, and no PWNED-* marker may appear when git
 # runs on the SOURCE afterwards.
 . "$top_srcdir/tests/lib.sh"
@@ -467,5 +469,42 @@ check "host: git commit in the linked worktree" git -C "$S5/lwt" commit -q --all
 check "host: git commit in the linked worktree made while mounted" \
 	git -C "$S5/lwt2" commit -q --allow-empty -m "host after"
 no_marker "config changed while mounted"
+
+# ---- 6. a root that is a folder of a worktree: the repository above ---------
+S6="$T/above"
+M6="$T/above-m"
+M6W="$T/above-mw"
+mkdir -p "$S6" "$M6" "$M6W"
+(
+	set -e
+	git init -q "$S6/app"
+	mkdir -p "$S6/app/docs/hooks-dir"
+	person_hook above >"$S6/app/docs/hooks-dir/post-commit"
+	chmod +x "$S6/app/docs/hooks-dir/post-commit"
+	git -C "$S6/app" add docs
+	git -C "$S6/app" commit -qm init
+	git -C "$S6/app" config core.hooksPath docs/hooks-dir
+	git -C "$S6/app" config include.path ../docs/inc.cfg
+	git -C "$S6/app" worktree add -q "$S6/app-wt" -b wtb
+) >"$T/above-setup.log" 2>&1 || { diag "$(cat "$T/above-setup.log")"; bail_out "above setup failed"; }
+
+if fs_mount "$S6/app/docs" "$M6" && fs_mount "$S6/app-wt/docs" "$M6W"; then
+	refuse "root = app/docs: hooksPath docs/hooks-dir of the repository above: create pre-commit" \
+		gtry create "$M6/hooks-dir/pre-commit" "$(hook above-pre-commit)"
+	refuse "root = app/docs: include ../docs/inc.cfg of the repository above: create it" \
+		gtry create "$M6/inc.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-above\n' "$T")"
+	refuse "root = app-wt/docs (a linked worktree's folder): create hooks-dir/pre-commit" \
+		gtry create "$M6W/hooks-dir/pre-commit" "$(hook above-wt-pre-commit)"
+	allow "root = app/docs: other files stay writable" gtry create "$M6/notes.md" notes
+	fs_umount "$M6W"
+	fs_umount "$M6"
+else
+	not_ok "mount app/docs and app-wt/docs"
+fi
+printf '#!/bin/sh\ntouch %s/PWNED-above-fsmonitor\n' "$T" >"$T/payload-above"
+chmod +x "$T/payload-above"
+check "host: git commit in app" git -C "$S6/app" commit -q --allow-empty -m "host after attacks"
+check "host: git commit in app-wt" git -C "$S6/app-wt" commit -q --allow-empty -m "host after"
+no_marker "the repository above the root"
 
 done_testing
