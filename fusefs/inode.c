@@ -277,24 +277,28 @@ static void inode_unref(struct fs_mount *m, struct inode *i)
 		inode_free(m, i);
 }
 
+/* Frees i, and each parent that only i kept: a loop, for chains thousands deep */
 static void inode_free(struct fs_mount *m, struct inode *i)
 {
-	struct inode **pp;
+	struct inode **pp, *p;
 
-	for (pp = &m->table.buckets[hash(i->dev, i->ino, m->table.nbuckets)]; *pp != NULL;
-	     pp = &(*pp)->hnext) {
-		if (*pp == i) {
-			*pp = i->hnext;
-			m->table.count--;
-			break;
+	while (i != NULL) {
+		for (pp = &m->table.buckets[hash(i->dev, i->ino, m->table.nbuckets)]; *pp != NULL;
+		     pp = &(*pp)->hnext) {
+			if (*pp == i) {
+				*pp = i->hnext;
+				m->table.count--;
+				break;
+			}
 		}
+		inode_fd_cache_drop(m->fs, i);
+		wire_inode_free(m, i);
+		p = i->parent;
+		free(i->handle);
+		free(i->name);
+		free(i);
+		i = p != NULL && p != &m->root && --p->refs == 0 && p->nlookup == 0 ? p : NULL;
 	}
-	inode_fd_cache_drop(m->fs, i);
-	wire_inode_free(m, i);
-	inode_unref(m, i->parent);
-	free(i->handle);
-	free(i->name);
-	free(i);
 }
 
 /* Remember where an inode was last seen, for classification and logs. */

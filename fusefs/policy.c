@@ -192,6 +192,8 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 		return refuse(m, r, "read-only path");
 	if (m->guard == NULL)
 		return 0;
+	/* a host change to a config first, so the classes below see it */
+	guard_revalidate(m->guard);
 	/* renamed onto an index or strategy file after a check: never written again */
 	if (r->ino != NULL && (r->op == GUARD_OP_WRITE || r->op == GUARD_OP_LINK)) {
 		pthread_mutex_lock(&m->fs->lock);

@@ -181,8 +181,7 @@ static int wlevel_add_name(struct wlevel *l, const char *name)
 }
 
 /* Is the entry NAME of level L (not a folder to enter) unprotected? */
-static int walk_entry(struct wstate *w, struct wlevel *l, const char *name,
-		      const struct stat *st)
+static int walk_entry(struct wstate *w, struct wlevel *l, const char *name, const struct stat *st)
 {
 	struct guard_cls c;
 
@@ -559,6 +558,7 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 
 	if (v)
 		v->rule = v->reason = NULL;
+	guard_revalidate(g);
 	switch (req->op) {
 	case GUARD_OP_WRITE:
 		rc = check_write(req->cls, v);

@@ -193,7 +193,7 @@ bool guard_shape(int fd, int *has)
 }
 
 /* A .git file or symlink in the folder PARENT_FD: note where it points. */
-static int note_dotgit(struct guard *g, int parent_fd, const char *name, const struct stat *st)
+int guard_note_dotgit(struct guard *g, int parent_fd, const char *name, const struct stat *st)
 {
 	char path[GUARD_GITFILE_MAX], *buf;
 	size_t len;
@@ -326,7 +326,7 @@ int guard_classify(struct guard *g, const struct guard_cls *parent, int parent_f
 			out->flags = 0;
 			out->rule = 0;
 		} else {
-			rc = note_dotgit(g, parent_fd, name, st);
+			rc = guard_note_dotgit(g, parent_fd, name, st);
 		}
 	}
 close:

@@ -7,11 +7,17 @@
  * when the inode is looked up, and asks guard_check() before every write-ish
  * operation.  Classes are plain data (no pointers) and may be copied freely.
  *
- * libgit2 is not used: the layout files (.git files, commondir) and the
+ * The layout files (.git files, commondir, worktrees/<id>/gitdir) and the
  * config sections that matter (include, includeIf, core.hooksPath,
- * core.repositoryformatversion, extensions.*) are read through descriptors,
- * size-capped and parsed here (parse.c), so nothing follows a symlink or an
- * include by path and nothing blocks on a FIFO.
+ * core.worktree, core.repositoryformatversion, extensions.*) are read
+ * through descriptors, size-capped and parsed here (parse.c), so nothing
+ * follows a bot's symlink or an include by path and nothing blocks on a
+ * FIFO: libgit2 reads by path, follows every link and opens FIFOs, so it
+ * cannot be the first reader of an agent-controlled tree.  It is a second
+ * one (lg2.c): once gitguard's own reading found a git folder safe to read,
+ * libgit2 opens it through /proc/self/fd/N, and its worktree, common folder
+ * and hooksPath values are applied too; where the two disagree, the
+ * stricter answer wins.
  *
  * Thread safety: every function may be called from several threads at once
  * on the same struct guard, except guard_free().
@@ -197,6 +203,7 @@ bool guard_cls_protected(const struct guard_cls *cls);
 
 /* check.c */
 int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdict *v);
+void guard_revalidate(struct guard *g);
 int guard_check_inode(struct guard *g, const struct stat *st, struct guard_verdict *v);
 bool guard_notify(struct guard *g, const struct guard_event *ev);
 

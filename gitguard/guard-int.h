@@ -51,6 +51,28 @@ struct guard_top {
 	int fd; /* O_PATH of the top */
 };
 
+#define GUARD_REVAL_MS 50    /* a host change to a config file is seen by decisions this late */
+#define GUARD_WATCH_FILES 16 /* config files, includes, config.worktree watched per repository */
+
+/* A config file a repository scan read, or found missing, with its stamp */
+struct guard_wfile {
+	int dirfd; /* O_PATH of its folder */
+	char *name;
+	bool missing;
+	struct stat st;
+};
+
+/*
+ * What guard_revalidate() looks at for one scanned repository: the files its
+ * scan read, and the git folder to rescan when one of them changed.  Owned by
+ * its struct guard_repo, freed with it.
+ */
+struct guard_watch {
+	int gfd; /* O_PATH of the git folder */
+	size_t n;
+	struct guard_wfile f[GUARD_WATCH_FILES];
+};
+
 /* What gitguard learnt from one git folder's config and layout. */
 struct guard_repo {
 	uint64_t dev;
@@ -61,7 +83,8 @@ struct guard_repo {
 	const char *why; /* why X3 */
 	bool stamped;	 /* config is D/config and stamp below is valid */
 	struct stat stamp;
-	struct guard_recs recs; /* W2/W3 targets, pins, pointed folders, hard-link guards */
+	struct guard_recs recs;	   /* W2/W3 targets, pins, pointed folders, hard-link guards */
+	struct guard_watch *watch; /* NULL for the bot's repositories */
 };
 
 /*
@@ -70,7 +93,9 @@ struct guard_repo {
  *   (classification, decisions) take it shared for table and repository
  *   lookups only, never across a syscall; a repository scan reads files with
  *   no lock held and takes it exclusive only to publish the result.
- *   gen and ntab_hint are atomics read without the lock (fast paths).
+ *   gen, ntab_hint and reval_ms are atomics read without the lock (fast
+ *   paths).  guard_revalidate() fstatat()s the watched files under the
+ *   shared lock: a few syscalls, at most every GUARD_REVAL_MS, by one thread.
  *   root_fd, root_dev, root_ino, root_path and log are set by guard_open and
  *   read-only afterwards; allow_new is an atomic (a bot's configure).
  * No other lock exists, so there is no lock order.
@@ -86,6 +111,7 @@ struct guard {
 
 	_Atomic uint64_t gen;
 	_Atomic size_t ntab_hint; /* ntab, for a lock-free "nothing recorded" test */
+	_Atomic int64_t reval_ms; /* when guard_revalidate() last looked (CLOCK_MONOTONIC_COARSE) */
 
 	pthread_rwlock_t lock;
 	struct guard_repo **repos;
@@ -95,7 +121,7 @@ struct guard {
 	struct guard_top *tops; /* worktree tops learnt from pointers */
 	size_t ntops;
 	size_t atops;
-	struct guard_rec *tab;	/* every record, sorted by (dev, ino); names borrowed */
+	struct guard_rec *tab; /* every record, sorted by (dev, ino); names borrowed */
 	size_t ntab;
 	bool root_known; /* root_cls is set, for generation root_gen */
 	uint64_t root_gen;
@@ -144,10 +170,22 @@ void guard_repo_free(struct guard_repo *r);
 int guard_note_pointer(struct guard *g, int startfd, const char *path);
 bool guard_shape(int fd, int *has);
 
+/* lg2.c: libgit2's answers for a git folder, a cross-check of repo.c's */
+struct guard_lg2 {
+	char *workdir; /* NULL for a bare repository */
+	char *commondir;
+	char *hooks[8]; /* core.hooksPath values */
+	size_t nhooks;
+};
+
+int guard_lg2_view(int dfd, struct guard_lg2 *v);
+void guard_lg2_free(struct guard_lg2 *v);
+
 /* check.c */
 int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path);
 
 /* classify.c */
+int guard_note_dotgit(struct guard *g, int parent_fd, const char *name, const struct stat *st);
 int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char *name, mode_t mode,
 		     struct guard_cls *out);
 

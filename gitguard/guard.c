@@ -357,8 +357,19 @@ int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp, st
 
 void guard_repo_free(struct guard_repo *r)
 {
+	size_t i;
+
 	if (!r)
 		return;
+	if (r->watch) {
+		for (i = 0; i < r->watch->n; i++) {
+			close(r->watch->f[i].dirfd);
+			free(r->watch->f[i].name);
+		}
+		if (r->watch->gfd >= 0)
+			close(r->watch->gfd);
+		free(r->watch);
+	}
 	recs_clear(&r->recs);
 	free(r->path);
 	free(r);

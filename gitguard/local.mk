@@ -11,13 +11,15 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/parse.c \
 	gitguard/index.c \
 	gitguard/seq.c \
+	gitguard/lg2.c \
 	gitguard/scan.c
+gitguard_libgitguard_a_CFLAGS = $(AM_CFLAGS) $(GIT2_CFLAGS)
 EXTRA_DIST += gitguard/README
 
 check_PROGRAMS += tests/unit-guard tests/unit-guard-parse tests/unit-guard-index
 TESTS += tests/unit-guard tests/unit-guard-parse tests/unit-guard-index
 tests_unit_guard_SOURCES = tests/unit-guard.c tests/guard-tap.h
-tests_unit_guard_LDADD = gitguard/libgitguard.a
+tests_unit_guard_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)
 tests_unit_guard_parse_SOURCES = tests/unit-guard-parse.c tests/guard-tap.h
 tests_unit_guard_parse_LDADD = gitguard/libgitguard.a
 tests_unit_guard_index_SOURCES = tests/unit-guard-index.c tests/guard-tap.h

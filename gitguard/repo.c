@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gitguard/guard-int.h"
@@ -25,8 +26,13 @@ static int strs_add(struct strs *l, const char *str)
 {
 	char **v, *d;
 
+	size_t i;
+
 	if (l->n >= 64)
 		return 0; /* git uses the last; more than this is no layout a person made */
+	for (i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], str))
+			return 0;
 	d = strdup(str);
 	v = d ? realloc(l->v, (l->n + 1) * sizeof(*v)) : NULL;
 	if (!v) {
@@ -58,6 +64,7 @@ struct scan {
 	uint8_t pin_rule; /* rule for pins of the current resolution */
 	struct strs rel;  /* relative core.hooksPath values: taken at every worktree top */
 	struct strs wt;	  /* core.worktree values */
+	bool unread;	  /* an include was not read (outside the root): libgit2 is not asked */
 };
 
 static void x3(struct scan *s, const char *why)
@@ -109,6 +116,32 @@ static int expand_home(struct scan *s, const char *in, char *out, size_t outsz)
 
 static int scan_config(struct scan *s, int dirfd, const char *name);
 
+/* Remembers NAME in DIRFD (ST, or NULL when missing) for guard_revalidate() */
+static int watch_file(struct scan *s, int dirfd, const char *name, const struct stat *st)
+{
+	struct guard_watch *w = s->r->watch;
+	struct guard_wfile *f;
+	int fd;
+
+	if (!w || w->n >= GUARD_WATCH_FILES)
+		return 0;
+	fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return 0;
+	f = &w->f[w->n];
+	f->name = strdup(name);
+	if (!f->name) {
+		close(fd);
+		return -ENOMEM;
+	}
+	f->dirfd = fd;
+	f->missing = !st;
+	if (st)
+		f->st = *st;
+	w->n++;
+	return 0;
+}
+
 /* W3: an include target is RO, NC if missing, and is read for more */
 static int on_include(struct scan *s, const char *value)
 {
@@ -116,8 +149,10 @@ static int on_include(struct scan *s, const char *value)
 	struct resolved res;
 	int rc = 0;
 
-	if (!strncmp(value, "%(prefix)/", 10))
+	if (!strncmp(value, "%(prefix)/", 10)) {
+		s->unread = true;
 		return 0; /* git's install prefix: outside any root */
+	}
 	if (!*value || expand_home(s, value, path, sizeof(path))) {
 		x3(s, "an include that cannot be resolved");
 		return 0;
@@ -158,9 +193,12 @@ static int on_include(struct scan *s, const char *value)
 			break;
 		}
 		rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, res.name, GUARD_RO, GUARD_RULE_W3);
+		if (!rc)
+			rc = watch_file(s, res.dirfd, res.name, NULL);
 		break;
 	}
 	case RES_OUTSIDE:
+		s->unread = true;
 		break;
 	default:
 		x3(s, "an include that cannot be resolved");
@@ -245,6 +283,11 @@ static int scan_config(struct scan *s, int dirfd, const char *name)
 	int rc;
 
 	rc = guard_read_file(dirfd, name, GUARD_CONFIG_MAX, &buf, &len, &st);
+	if ((!rc || rc == -ENOENT) && watch_file(s, dirfd, name, rc ? NULL : &st)) {
+		if (!rc)
+			free(buf);
+		return -ENOMEM;
+	}
 	if (rc == -ENOENT && !s->depth) {
 		x3(s, "no config");
 		return 0;
@@ -514,14 +557,20 @@ static int open_inside(struct guard *g, int startfd, const char *path)
  * The worktree top a worktrees/<id>/gitdir file in DIRFD names: it holds
  * "<top>/.git" (absolute; relative to DIRFD in newer git).
  */
-static int gitdir_top(struct guard *g, int dirfd)
+static int gitdir_top(struct scan *s, int dirfd)
 {
 	char path[GUARD_GITFILE_MAX], *buf, *slash;
+	struct stat st;
 	size_t len;
 	int rc;
 
-	if (guard_read_file(dirfd, "gitdir", GUARD_GITFILE_MAX, &buf, &len, NULL))
+	if (guard_read_file(dirfd, "gitdir", GUARD_GITFILE_MAX, &buf, &len, &st))
 		return -1;
+	/* git worktree move on the host rewrites it */
+	if (watch_file(s, dirfd, "gitdir", &st)) {
+		free(buf);
+		return -1;
+	}
 	rc = guard_parse_commondir(buf, len, path, sizeof(path));
 	free(buf);
 	if (rc)
@@ -533,7 +582,7 @@ static int gitdir_top(struct guard *g, int dirfd)
 		slash[1] = '\0';
 	else
 		*slash = '\0';
-	return open_inside(g, dirfd, path);
+	return open_inside(s->g, dirfd, path);
 }
 
 /*
@@ -549,17 +598,25 @@ static int scan_tops(struct scan *s, int dfd)
 {
 	int tops[GUARD_SCAN_TOPS], fd, sub;
 	struct dirent *de;
+	struct stat st;
 	size_t n = 0, i, j;
 	int rc = 0;
 	DIR *d;
 
 	if (!s->rel.n)
 		return 0;
+	/* a worktree the person adds on the host while mounted changes worktrees/ */
+	if (!fstatat(dfd, "worktrees", &st, AT_SYMLINK_NOFOLLOW))
+		rc = watch_file(s, dfd, "worktrees", &st);
+	else
+		rc = watch_file(s, dfd, "worktrees", NULL);
+	if (rc)
+		return rc;
 	tops_add(tops, &n, fcntl(dfd, F_DUPFD_CLOEXEC, 3));
 	tops_add(tops, &n, openat(dfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
 	for (i = 0; i < s->wt.n; i++)
 		tops_add(tops, &n, open_inside(s->g, dfd, s->wt.v[i]));
-	tops_add(tops, &n, gitdir_top(s->g, dfd));
+	tops_add(tops, &n, gitdir_top(s, dfd));
 	fd = openat(dfd, "worktrees", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d && fd >= 0)
@@ -570,7 +627,7 @@ static int scan_tops(struct scan *s, int dfd)
 		sub = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0)
 			continue;
-		tops_add(tops, &n, gitdir_top(s->g, sub));
+		tops_add(tops, &n, gitdir_top(s, sub));
 		close(sub);
 	}
 	if (d)
@@ -585,6 +642,41 @@ static int scan_tops(struct scan *s, int dfd)
 			rc = on_hookspath_from(s, tops[i], s->rel.v[j]);
 		close(tops[i]);
 	}
+	return rc;
+}
+
+/* Has any file the scan read changed since? */
+static bool watch_changed(const struct guard_watch *w);
+
+/*
+ * The cross-check: libgit2's worktree and hooksPath values are applied too,
+ * and a common folder libgit2 sees elsewhere makes the git folder X3.
+ */
+static int scan_lg2(struct scan *s, int dfd, int cfgdir)
+{
+	struct guard_lg2 v;
+	struct stat a, b;
+	size_t i;
+	int fd, rc = 0;
+
+	if (s->r->rule || s->unread || cfgdir < 0 || guard_lg2_view(dfd, &v))
+		return 0;
+	if (watch_changed(s->r->watch)) {
+		/* changed while libgit2 read it: the revalidation reads it again */
+		guard_lg2_free(&v);
+		return 0;
+	}
+	fd = open(v.commondir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &a) < 0 || fstat(cfgdir, &b) < 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino)
+		x3(s, "libgit2 finds another common folder");
+	if (fd >= 0)
+		close(fd);
+	for (i = 0; !rc && i < v.nhooks; i++)
+		rc = *v.hooks[i] ? on_hookspath(s, v.hooks[i]) : 0;
+	if (!rc && v.workdir)
+		rc = strs_add(&s->wt, v.workdir);
+	guard_lg2_free(&v);
 	return rc;
 }
 
@@ -604,6 +696,12 @@ static struct guard_repo *repo_scan(struct guard *g, int dfd, const struct stat 
 		return NULL;
 	r->dev = dst->st_dev;
 	r->ino = dst->st_ino;
+	r->watch = calloc(1, sizeof(*r->watch));
+	if (!r->watch) {
+		free(r);
+		return NULL;
+	}
+	r->watch->gfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
 	s.r = r;
 	if (!fstatat(dfd, "commondir", &st, AT_SYMLINK_NOFOLLOW)) {
 		/* D4: config, hooks and objects live in the common folder */
@@ -649,8 +747,9 @@ static struct guard_repo *repo_scan(struct guard *g, int dfd, const struct stat 
 	}
 	if (!r->stamped)
 		memset(&r->stamp, 0, sizeof(r->stamp));
+	rc = scan_lg2(&s, dfd, cfgdir);
 	resolved_close(&res);
-	rc = scan_tops(&s, dfd);
+	rc = rc ? rc : scan_tops(&s, dfd);
 	strs_free(&s.rel);
 	strs_free(&s.wt);
 	if (rc == -ENOMEM || scan_links(&s, dfd) == -ENOMEM || scan_hardlinks(r, dfd) == -ENOMEM)
@@ -789,6 +888,87 @@ int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guar
 	return 0;
 }
 
+static bool wfile_changed(const struct guard_wfile *f);
+
+static bool watch_changed(const struct guard_watch *w)
+{
+	size_t i;
+
+	for (i = 0; w && i < w->n; i++)
+		if (wfile_changed(&w->f[i]))
+			return true;
+	return false;
+}
+
+static bool wfile_changed(const struct guard_wfile *f)
+{
+	struct stat st;
+
+	if (fstatat(f->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return !f->missing;
+	return f->missing || st.st_ino != f->st.st_ino || st.st_dev != f->st.st_dev ||
+	       st.st_size != f->st.st_size || st.st_mode != f->st.st_mode ||
+	       st.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
+	       st.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec ||
+	       st.st_ctim.tv_sec != f->st.st_ctim.tv_sec ||
+	       st.st_ctim.tv_nsec != f->st.st_ctim.tv_nsec;
+}
+
+/*
+ * A person may change a config file on the host while a mount is live (git
+ * config core.hooksPath .husky/_): before a decision, at most every
+ * GUARD_REVAL_MS, the files each repository scan read are stat'ed again and
+ * the repositories whose files changed are rescanned.  Between two looks
+ * this costs a coarse clock read and an atomic load.
+ */
+void guard_revalidate(struct guard *g)
+{
+	struct {
+		uint64_t dev;
+		uint64_t ino;
+		int fd;
+	} ch[16];
+	struct timespec ts;
+	struct guard_repo *r;
+	int64_t now, last;
+	size_t i, j, n = 0;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	last = atomic_load(&g->reval_ms);
+	if (now - last < GUARD_REVAL_MS ||
+	    !atomic_compare_exchange_strong(&g->reval_ms, &last, now))
+		return;
+	pthread_rwlock_rdlock(&g->lock);
+	for (i = 0; i < g->nrepos && n < 16; i++) {
+		r = g->repos[i];
+		if (r->bot || !r->watch || r->watch->gfd < 0)
+			continue;
+		for (j = 0; j < r->watch->n; j++)
+			if (wfile_changed(&r->watch->f[j]))
+				break;
+		if (j == r->watch->n)
+			continue;
+		ch[n].fd = fcntl(r->watch->gfd, F_DUPFD_CLOEXEC, 3);
+		if (ch[n].fd < 0)
+			continue;
+		ch[n].dev = r->dev;
+		ch[n].ino = r->ino;
+		n++;
+	}
+	pthread_rwlock_unlock(&g->lock);
+	if (n == 16)
+		atomic_store(&g->reval_ms, 0); /* more may wait: look again next time */
+	for (i = 0; i < n; i++) {
+		guard_logf(g,
+			   "gitguard: the config of git folder (dev %llu, ino %llu) changed: "
+			   "rescanned",
+			   (unsigned long long)ch[i].dev, (unsigned long long)ch[i].ino);
+		guard_repo_rescan(g, ch[i].dev, ch[i].ino, ch[i].fd);
+		close(ch[i].fd);
+	}
+}
+
 /* Rescans the git folder (dev, ino) at DFD if it is known; true if anything changed. */
 bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd)
 {
@@ -816,6 +996,19 @@ bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd)
 	return changed;
 }
 
+/* Index of the top ST of the git folder (dev, ino) in g->tops, or SIZE_MAX; lock held */
+static size_t top_find(struct guard *g, uint64_t dev, uint64_t ino, const struct stat *st)
+{
+	size_t i;
+
+	for (i = 0; i < g->ntops; i++)
+		if (g->tops[i].dev == dev && g->tops[i].ino == ino &&
+		    g->tops[i].tdev == (uint64_t)st->st_dev &&
+		    g->tops[i].tino == (uint64_t)st->st_ino)
+			return i;
+	return SIZE_MAX;
+}
+
 /* Remembers TOPFD as a worktree top of the git folder (dev, ino); true if new */
 static bool top_add(struct guard *g, uint64_t dev, uint64_t ino, int topfd)
 {
@@ -827,15 +1020,21 @@ static bool top_add(struct guard *g, uint64_t dev, uint64_t ino, int topfd)
 
 	if (fstat(topfd, &st) < 0)
 		return false;
+	/* a .git file is classified at every lookup: known tops cost a shared lock */
+	pthread_rwlock_rdlock(&g->lock);
+	i = top_find(g, dev, ino, &st);
+	pthread_rwlock_unlock(&g->lock);
+	if (i < SIZE_MAX)
+		return false;
 	pthread_rwlock_wrlock(&g->lock);
-	for (i = 0; i < g->ntops; i++)
-		if (g->tops[i].dev == dev && g->tops[i].ino == ino &&
-		    g->tops[i].tdev == (uint64_t)st.st_dev && g->tops[i].tino == (uint64_t)st.st_ino)
-			goto out;
+	if (top_find(g, dev, ino, &st) < SIZE_MAX)
+		goto out;
 	if (g->ntops >= GUARD_TOPS_MAX) {
 		pthread_rwlock_unlock(&g->lock);
-		guard_logf(g, "gitguard: more than %d worktree tops: a relative core.hooksPath is "
-			      "not guarded at the others", GUARD_TOPS_MAX);
+		guard_logf(g,
+			   "gitguard: more than %d worktree tops: a relative core.hooksPath is "
+			   "not guarded at the others",
+			   GUARD_TOPS_MAX);
 		return false;
 	}
 	if (g->ntops == g->atops) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #define SCAN_DEPTH 512
+#define SCAN_ABOVE_MAX 4096 /* folders above the root looked at for a .git */
 
 struct scan {
 	struct guard *g;
@@ -78,6 +79,48 @@ static void scan_dir(struct scan *s, int dfd, const struct guard_cls *cls, unsig
 	closedir(d);
 }
 
+/*
+ * git finds its repository in the folder it runs in or in any folder above,
+ * so a repository above the root (the root is a folder of a worktree, or of
+ * a submodule) has a config that can name files inside the root: a relative
+ * hooksPath taken from its top, an include.  Each folder above the root that
+ * holds a .git is read now, as one inside would be.
+ */
+static void scan_above(struct guard *g)
+{
+	struct guard_repo info;
+	struct stat st, cst, pst;
+	int cur, up, gfd;
+	unsigned n;
+
+	cur = openat(g->root_fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (n = 0; cur >= 0 && n < SCAN_ABOVE_MAX && !fstat(cur, &cst); n++) {
+		if (!fstatat(cur, ".git", &st, AT_SYMLINK_NOFOLLOW)) {
+			if (S_ISDIR(st.st_mode)) {
+				gfd = openat(cur, ".git",
+					     O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (gfd >= 0 && guard_shape(gfd, NULL))
+					guard_repo_get(g, gfd, &st, &info);
+				if (gfd >= 0)
+					close(gfd);
+			} else {
+				guard_note_dotgit(g, cur, ".git", &st);
+			}
+		}
+		up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0 || fstat(up, &pst) < 0 ||
+		    (pst.st_dev == cst.st_dev && pst.st_ino == cst.st_ino)) {
+			if (up >= 0)
+				close(up);
+			break; /* "/" */
+		}
+		close(cur);
+		cur = up;
+	}
+	if (cur >= 0)
+		close(cur);
+}
+
 /* Walk the root, scanning every repository in it; at most budget entries. */
 int guard_scan_tree(struct guard *g, unsigned long budget, struct guard_err *err)
 {
@@ -89,6 +132,7 @@ int guard_scan_tree(struct guard *g, unsigned long budget, struct guard_err *err
 	rc = guard_classify_root(g, &root, err);
 	if (rc)
 		return rc;
+	scan_above(g);
 	scan_dir(&s, g->root_fd, &root, 0);
 	if (s.truncated && g->log) {
 		snprintf(msg, sizeof(msg),

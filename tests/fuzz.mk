@@ -16,7 +16,8 @@ FUZZ_BINS = tests/fuzz/fuzz-proto tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decid
 FUZZ_TARGETS = proto gitparse decide
 FUZZ_GITGUARD_SRC = $(top_srcdir)/gitguard/guard.c $(top_srcdir)/gitguard/classify.c \
 	$(top_srcdir)/gitguard/check.c $(top_srcdir)/gitguard/repo.c \
-	$(top_srcdir)/gitguard/resolve.c $(top_srcdir)/gitguard/parse.c
+	$(top_srcdir)/gitguard/resolve.c $(top_srcdir)/gitguard/parse.c \
+	$(top_srcdir)/gitguard/lg2.c
 FUZZ_GITGUARD_HDR = $(top_srcdir)/gitguard/gitguard.h $(top_srcdir)/gitguard/guard-int.h
 
 fuzz: $(FUZZ_BINS)
@@ -46,7 +47,8 @@ tests/fuzz/fuzz-gitparse: $(FUZZ_GITPARSE_SRC) $(top_srcdir)/gitguard/gitguard.h
 
 tests/fuzz/fuzz-decide: $(FUZZ_DECIDE_SRC) $(FUZZ_GITGUARD_HDR) $(top_srcdir)/tests/fuzz/fuzz.h
 	@$(MKDIR_P) tests/fuzz
-	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(FUZZ_FLAGS) -pthread -o $@ $(FUZZ_DECIDE_SRC)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(GIT2_CFLAGS) $(FUZZ_FLAGS) -pthread -o $@ \
+		$(FUZZ_DECIDE_SRC) $(GIT2_LIBS)
 
 # New inputs go to tests/fuzz/work-TARGET/ (not committed); the seeds in
 # corpus-TARGET/ are read, never grown.  Crashes land in tests/fuzz/crash-*.
@@ -84,7 +86,7 @@ tests_fuzz_replay_gitparse_LDADD = gitguard/libgitguard.a
 tests_fuzz_replay_decide_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h \
 	tests/fuzz/fuzz-decide.c
 tests_fuzz_replay_decide_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"decide"'
-tests_fuzz_replay_decide_LDADD = gitguard/libgitguard.a
+tests_fuzz_replay_decide_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)
 
 EXTRA_DIST += tests/fuzz/README tests/fuzz/proto.dict \
 	tests/fuzz/corpus-proto tests/fuzz/corpus-gitparse tests/fuzz/corpus-decide \

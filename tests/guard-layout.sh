@@ -13,6 +13,10 @@
 #     a repository outside it; husky hooks of the person's keep running.
 #   - absolute hooksPath, include and gitdir paths written through a host
 #     symlink alias of the source are found inside the root.
+#   - a config, include target or include list changed on the host while
+#     the mount is live applies to the bot's next operation.
+#   - a root that is a folder of a worktree: the repository above guards its
+#     hooks folder and includes inside the root.
 # Each attack must fail with EROFS, and no PWNED-* marker may appear when git
 # runs on the SOURCE afterwards.
 . "$top_srcdir/tests/lib.sh"
@@ -410,5 +414,97 @@ chmod +x "$T/payload-abs"
 check "host: git commit in abs" git -C "$S4/abs" commit -q --allow-empty -m "host after attacks"
 check "host: git commit in relwt" git -C "$S4/relwt" commit -q --allow-empty -m "host after attacks"
 no_marker "absolute paths through a host alias"
+
+# ---- 5. a config changed on the host while the mount is live ----------------
+S5="$T/live-src"
+M5="$T/live-m"
+mkdir -p "$S5" "$M5"
+(
+	set -e
+	git init -q "$S5"
+	git -C "$S5" commit -q --allow-empty -m init
+	printf '[user]\n\tnote = inc\n' >"$S5/inc.cfg"
+	git -C "$S5" config include.path ../inc.cfg
+	git -C "$S5" worktree add -q "$S5/lwt" -b wtb
+) >"$T/live-setup.log" 2>&1 || { diag "$(cat "$T/live-setup.log")"; bail_out "live setup failed"; }
+
+if fs_mount "$S5" "$M5"; then
+	allow "bot makes a plain folder already-there/ before any hooksPath names it" \
+		try mkdir "$M5/already-there"
+	allow "and a plain folder lwt/already-there/ in the linked worktree" \
+		try mkdir "$M5/lwt/already-there"
+	git -C "$S5" config core.hooksPath newhooks
+	sleep 0.2
+	refuse "host set core.hooksPath=newhooks while mounted: bot makes newhooks/" \
+		try mkdir "$M5/newhooks"
+	refuse "host set core.hooksPath=newhooks: bot makes newhooks/ in the linked worktree" \
+		try mkdir "$M5/lwt/newhooks"
+	git -C "$S5" config core.hooksPath already-there
+	sleep 0.2
+	refuse "host set core.hooksPath=already-there (a folder the bot made): create pre-commit" \
+		gtry create "$M5/already-there/pre-commit" "$(hook live-already)"
+	refuse "the same in the linked worktree" \
+		gtry create "$M5/lwt/already-there/pre-commit" "$(hook live-already-wt)"
+	git -C "$S5" worktree add -q "$S5/lwt2" -b wtb2 >/dev/null 2>&1
+	sleep 0.2
+	refuse "host added a linked worktree lwt2 while mounted: bot makes lwt2/already-there/" \
+		try mkdir "$M5/lwt2/already-there"
+	printf '[core]\n\thooksPath = inchooks\n' >>"$S5/inc.cfg"
+	sleep 0.2
+	refuse "host edited an include target to set hooksPath=inchooks: bot makes inchooks/" \
+		try mkdir "$M5/inchooks"
+	git -C "$S5" config --add include.path ../inc2.cfg
+	sleep 0.2
+	refuse "host added include.path=../inc2.cfg: bot makes inc2.cfg" \
+		gtry create "$M5/inc2.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-live\n' "$T")"
+	fs_umount "$M5"
+else
+	not_ok "mount $S5"
+fi
+printf '#!/bin/sh\ntouch %s/PWNED-live-fsmonitor\n' "$T" >"$T/payload-live"
+chmod +x "$T/payload-live"
+git -C "$S5" config core.hooksPath already-there
+check "host: git commit after the live changes" git -C "$S5" commit -q --allow-empty -m "host after attacks"
+check "host: git commit in the linked worktree" git -C "$S5/lwt" commit -q --allow-empty -m "host after"
+check "host: git commit in the linked worktree made while mounted" \
+	git -C "$S5/lwt2" commit -q --allow-empty -m "host after"
+no_marker "config changed while mounted"
+
+# ---- 6. a root that is a folder of a worktree: the repository above ---------
+S6="$T/above"
+M6="$T/above-m"
+M6W="$T/above-mw"
+mkdir -p "$S6" "$M6" "$M6W"
+(
+	set -e
+	git init -q "$S6/app"
+	mkdir -p "$S6/app/docs/hooks-dir"
+	person_hook above >"$S6/app/docs/hooks-dir/post-commit"
+	chmod +x "$S6/app/docs/hooks-dir/post-commit"
+	git -C "$S6/app" add docs
+	git -C "$S6/app" commit -qm init
+	git -C "$S6/app" config core.hooksPath docs/hooks-dir
+	git -C "$S6/app" config include.path ../docs/inc.cfg
+	git -C "$S6/app" worktree add -q "$S6/app-wt" -b wtb
+) >"$T/above-setup.log" 2>&1 || { diag "$(cat "$T/above-setup.log")"; bail_out "above setup failed"; }
+
+if fs_mount "$S6/app/docs" "$M6" && fs_mount "$S6/app-wt/docs" "$M6W"; then
+	refuse "root = app/docs: hooksPath docs/hooks-dir of the repository above: create pre-commit" \
+		gtry create "$M6/hooks-dir/pre-commit" "$(hook above-pre-commit)"
+	refuse "root = app/docs: include ../docs/inc.cfg of the repository above: create it" \
+		gtry create "$M6/inc.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-above\n' "$T")"
+	refuse "root = app-wt/docs (a linked worktree's folder): create hooks-dir/pre-commit" \
+		gtry create "$M6W/hooks-dir/pre-commit" "$(hook above-wt-pre-commit)"
+	allow "root = app/docs: other files stay writable" gtry create "$M6/notes.md" notes
+	fs_umount "$M6W"
+	fs_umount "$M6"
+else
+	not_ok "mount app/docs and app-wt/docs"
+fi
+printf '#!/bin/sh\ntouch %s/PWNED-above-fsmonitor\n' "$T" >"$T/payload-above"
+chmod +x "$T/payload-above"
+check "host: git commit in app" git -C "$S6/app" commit -q --allow-empty -m "host after attacks"
+check "host: git commit in app-wt" git -C "$S6/app-wt" commit -q --allow-empty -m "host after"
+no_marker "the repository above the root"
 
 done_testing

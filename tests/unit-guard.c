@@ -926,6 +926,27 @@ static void test_oversize_gitfile(void)
 	IS(try_write("f/.git"), "W1", "a FIFO named .git is RO and not read");
 }
 
+/* D9, a relative hooksPath at every worktree top, a host change seen by the next decision */
+static void test_layout(void)
+{
+	new_root("layout", false);
+	git_repo("m");
+	sh("cd m && git config core.hooksPath hk && git worktree add -q ../w && mkdir ../w/hk");
+	sh("git init -q --separate-git-dir=\"$PWD/sg\" sep && mkdir sep/hk && "
+	   "git -C sep config core.hooksPath hk");
+	guard_scan_tree(g, 0, NULL);
+	IS(try_create("w/hk/pre-commit"), "W2", "relative hooksPath at a linked worktree's top");
+	IS(try_create("sep/hk/pre-commit"), "W2", "relative hooksPath at a --separate-git-dir top");
+	IS(try_symlink("m/.git/objects/ab", "/tmp"), "D9", "no symlink in objects/");
+	IS(try_symlink("m/.git/refs/heads/x", "main"), "D9", "no symlink in refs/");
+	IS(try_symlink("m/.git/HEAD", "refs/heads/main"), "", "HEAD -> refs/heads/main allowed");
+	IS(try_symlink("m/.git/HEAD", "refs/../../x"), "D9", "HEAD climbing out of refs/ refused");
+	IS(try_symlink("m/.git/ORIG_HEAD", "refs/heads/main"), "D9", "only HEAD may be a symlink");
+	sh("cd m && git config core.hooksPath hk2");
+	usleep(60 * 1000);
+	IS(try_mkdir("w/hk2"), "W2", "a host change to hooksPath is seen by the next decision");
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/unit-guard.XXXXXX";
@@ -959,6 +980,7 @@ int main(void)
 	test_threads();
 	test_notify_config();
 	test_include_symlink();
+	test_layout();
 	guard_free(g);
 	close(rootfd);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
