@@ -795,6 +795,45 @@ static bool bot_user(struct request *r, struct bot *b, const struct bot_spec *s,
 	return true;
 }
 
+/* The bot the operator made at the top of b's family (b itself if the operator made it) */
+static const struct bot *family_top(const struct bot *b)
+{
+	const struct bot *p;
+	unsigned hops = 0;
+
+	while (b->creator != NULL && (p = bot_find(b->creator)) != NULL && hops++ < 1000)
+		b = p;
+	return b;
+}
+
+/*
+ * Bots made by bots get shares of max_bots (agentfsd(8), LIMITS): one
+ * operator-made bot and everything it made hold at most a quarter, and all
+ * bots' bots together leave a quarter to the operator, so one busy lead
+ * cannot keep the operator or the other leads from making bots.
+ */
+static bool family_room(struct request *r, const struct bot *caller)
+{
+	unsigned max = d.cfg->max_bots, share = max / 4, n = 0;
+	const struct bot *top = family_top(caller), *b;
+
+	if (share < 4)
+		share = max < 4 ? max : 4;
+	TAILQ_FOREACH(b, &d.bots, entry)
+		n += family_top(b) == top;
+	if (n >= share) {
+		fail(r, "limit", "bot %s and the bots it made number %u, their share of max_bots (%u)",
+		     top->name, n, max);
+		return false;
+	}
+	if (max >= 8 && d.nbots + share >= max) {
+		fail(r, "limit", "%u bots: the rest of max_bots (%u) is kept for the operator", d.nbots,
+		     max);
+		return false;
+	}
+	return true;
+}
+
 /* Start a new bot from a spec, created by the caller; NULL after replying an error. */
 static struct bot *bot_new(struct request *r, const char *name, const struct bot_spec *s,
 			   const struct bot *from)
@@ -813,6 +852,8 @@ static struct bot *bot_new(struct request *r, const char *name, const struct bot
 		fail(r, "limit", "at most %u bots", d.cfg->max_bots);
 		return NULL;
 	}
+	if (caller != NULL && !family_room(r, caller))
+		return NULL;
 	b = calloc(1, sizeof *b);
 	if (b == NULL)
 		goto nomem;

@@ -1,6 +1,7 @@
 #!/bin/bash
 # daemon-shares: one bot, or one runaway client, at its limit cannot lock
-# out the others or the operator.  With max_clients 64 (shares of a quarter), no process and no
+# out the others or the operator: bots made by bots (max_bots), then
+# connections (max_clients).  With max_clients 64 (shares of a quarter), no process and no
 # bot's socket gets more than 16 connections, and the bots' sockets together
 # leave 16 to the control socket.
 . "$top_srcdir/tests/daemon-lib.sh"
@@ -9,13 +10,44 @@ FCLIENT="$top_builddir/tests/fault-client"
 AGENTFS_BIN="$top_builddir/src/agentfs"
 [ -x "$FCLIENT" ] || bail_out "$FCLIENT is not built"
 
-printf '{"max_clients": 64}\n' >"$T/cfg.json"
-mkdir -p "$T/lead" "$T/other"
+printf '{"max_clients": 64, "max_bots": 12}\n' >"$T/cfg.json"
+mkdir -p "$T/lead" "$T/other" "$T/third" "$T/op"
 daemon_start --config "$T/cfg.json" || bail_out "agentfsd did not start"
 expect_ok "create lead" "$(afs --json create lead "$T/lead")"
 expect_ok "create other" "$(afs --json create other "$T/other")"
 
 as() { local b=$1; shift; AGENT_SOCKET="$D_SOCK.d/$b.sock" "$AGENTFS_BIN" --json "$@"; }
+
+# --- bots: with max_bots 12, a family (an operator-made bot and what it made)
+# holds at most 4, and bots' bots leave 4 to the operator ----------------------
+for c in l1 l2 l3; do
+	mkdir -p "$T/lead/$c"
+	expect_ok "lead makes $c" "$(as lead create "$c" "$T/lead/$c")"
+done
+mkdir -p "$T/lead/l4"
+expect_error "lead's fifth in its family is refused" limit "$(as lead create l4 "$T/lead/l4")"
+case "$(as lead create l4 "$T/lead/l4")" in
+*"their share of max_bots"*) ok "the error says the family is at its share" ;;
+*) not_ok "the error says the family is at its share" ;;
+esac
+expect_error "a child of lead's child is in the same family" limit \
+	"$(mkdir -p "$T/lead/l1/g"; as l1 create g1 "$T/lead/l1/g")"
+for c in o1 o2 o3; do
+	mkdir -p "$T/other/$c"
+	expect_ok "other makes $c (its own family)" "$(as other create "$c" "$T/other/$c")"
+done
+expect_ok "operator makes third" "$(afs --json create third "$T/third")"
+mkdir -p "$T/third/t1"
+r=$(as third create t1 "$T/third/t1")
+expect_error "third's first child is refused: the rest is the operator's" limit "$r"
+for c in p1 p2 p3; do
+	mkdir -p "$T/op/$c"
+	expect_ok "the operator still makes $c" "$(afs --json create "$c" "$T/op/$c")"
+done
+expect_error "the thirteenth bot is refused" limit "$(afs --json create p4 "$T/op")"
+for c in l1 l2 l3 o1 o2 o3 third p1 p2 p3; do
+	afs rm "$c" >/dev/null
+done
 
 # lead's tools hold 100 connections on its socket
 "$FCLIENT" hold "$D_SOCK.d/lead.sock" 100 30 >"$T/hold-lead.out" 2>&1 &
