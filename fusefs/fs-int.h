@@ -17,6 +17,8 @@
 /* libfuse allocates a thread-specific key per session: keep well below. */
 #define FS_MAX_MOUNTS 1000
 #define FS_DECIDE_STRIPES 64 /* decision-hold stripes (decide.c) */
+#define FS_FD_RESERVE 256     /* descriptors kept from open handles (sockets, state) */
+#define FS_MAX_WAITERS 4096   /* blocking lock requests waiting, over all mounts */
 
 #define SEAL_MAX 64 /* content-checked renames at once */
 
@@ -82,6 +84,7 @@ struct inode_table {
  */
 struct lock_wait {
 	struct lock_wait *next;
+	struct fs_mount *m; /* counted in m->nwaiters until lock_reply() */
 	fuse_req_t req;
 	int fd;
 	bool posix; /* F_OFD_SETLK with lk, else flock(op) */
@@ -144,6 +147,9 @@ struct fs_mount {
 	bool kernel_passthrough; /* and the kernel offered it at INIT */
 	atomic_bool passthrough; /* and INIT's reply enabled it (read by every open) */
 	atomic_bool polled;	 /* a worker polls it (worker_poll) */
+	atomic_uint nhandles;	 /* open file handles (fs_handle_take) */
+	atomic_uint nwaiters;	 /* blocking lock requests waiting (fs_waiter_take) */
+	atomic_bool over_logged; /* a share refusal was logged (once per mount) */
 	void (*ready)(void *, struct fs_mount *);
 	void *ready_arg;
 };
@@ -170,6 +176,9 @@ struct fs {
 	/* fd cache */
 	struct inode lru; /* list head: lru.lru_next most recent */
 	unsigned nfds, maxfds;
+	/* open file handles and lock waiters: shares of what the process has */
+	atomic_uint nhandles, nwaiters;
+	unsigned max_handles, max_waiters;
 	/* blocking locks */
 	pthread_mutex_t lk_lock;
 	pthread_cond_t lk_cond;
@@ -283,6 +292,9 @@ void ops_thread_exit(void);
 void fs_log(struct fs *fs, enum fs_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void fs_lock_queue(struct fs *fs, struct lock_wait *w);
+bool fs_handle_take(struct fs_mount *m);
+void fs_handle_put(struct fs_mount *m);
+bool fs_waiter_take(struct fs_mount *m);
 void fs_lock_drop(struct fs *fs, int fd);
 void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *parent,
 		   const char *name);

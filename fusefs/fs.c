@@ -292,6 +292,10 @@ static void lock_reply(struct lock_wait *w, int err)
 	/* Unregister first: this waits for a running interrupt callback. */
 	fuse_req_interrupt_func(w->req, NULL, NULL);
 	fuse_reply_err(w->req, err);
+	if (w->m != NULL) {
+		atomic_fetch_sub(&w->m->nwaiters, 1);
+		atomic_fetch_sub(&w->m->fs->nwaiters, 1);
+	}
 	free(w);
 }
 
@@ -377,6 +381,57 @@ static void lock_interrupted(fuse_req_t req, void *data)
  * unregistered the callback (which waits for one running), so the callback
  * never sees a freed waiter.
  */
+/*
+ * Shares (agentfs(1), LIMITS): with more than one mount, no mount holds more
+ * than a quarter of the process's open handles or lock waiters, so one bot
+ * holding thousands of opens cannot make every other bot's opens fail.
+ */
+static unsigned share_of(const struct fs *fs, unsigned total)
+{
+	unsigned s = total / 4;
+
+	if (atomic_load_explicit(&fs->nmounts, memory_order_relaxed) < 2)
+		return total;
+	return s < 64 ? (total < 64 ? total : 64) : s;
+}
+
+static bool take(struct fs_mount *m, atomic_uint *mine, atomic_uint *all, unsigned total,
+		 const char *what)
+{
+	if (atomic_fetch_add(mine, 1) >= share_of(m->fs, total)) {
+		atomic_fetch_sub(mine, 1);
+		if (!atomic_exchange(&m->over_logged, true))
+			fs_log(m->fs, FS_LOG_WARN,
+			       "%s: at its share of %s (%u of %u): refusing more (ENFILE, ENOLCK)",
+			       m->mountpoint, what, share_of(m->fs, total), total);
+		return false;
+	}
+	if (atomic_fetch_add(all, 1) >= total) {
+		atomic_fetch_sub(all, 1);
+		atomic_fetch_sub(mine, 1);
+		return false;
+	}
+	return true;
+}
+
+/* An open file handle for m, or false (answer ENFILE): release with fs_handle_put() */
+bool fs_handle_take(struct fs_mount *m)
+{
+	return take(m, &m->nhandles, &m->fs->nhandles, m->fs->max_handles, "open files");
+}
+
+void fs_handle_put(struct fs_mount *m)
+{
+	atomic_fetch_sub(&m->nhandles, 1);
+	atomic_fetch_sub(&m->fs->nhandles, 1);
+}
+
+/* A lock waiter for m, or false (answer ENOLCK); lock_reply() gives it back */
+bool fs_waiter_take(struct fs_mount *m)
+{
+	return take(m, &m->nwaiters, &m->fs->nwaiters, m->fs->max_waiters, "lock waiters");
+}
+
 void fs_lock_queue(struct fs *fs, struct lock_wait *w)
 {
 	fuse_req_interrupt_func(w->req, lock_interrupted, w);
@@ -392,13 +447,13 @@ void fs_lock_queue(struct fs *fs, struct lock_wait *w)
  * is closed, so none is retried on a file that reuses the number. The lock
  * thread tries waiters under lk_lock, so none is mid-try on fd here.
  */
-void fs_lock_drop(struct fs *fs, int fd)
+static void lock_drop_where(struct fs *fs, int fd, const struct fs_mount *m, int err)
 {
 	struct lock_wait *w, **pp, *done = NULL;
 
 	pthread_mutex_lock(&fs->lk_lock);
 	for (pp = &fs->lk_head; (w = *pp) != NULL;) {
-		if (w->fd != fd) {
+		if (m != NULL ? w->m != m : w->fd != fd) {
 			pp = &w->next;
 			continue;
 		}
@@ -409,8 +464,13 @@ void fs_lock_drop(struct fs *fs, int fd)
 	pthread_mutex_unlock(&fs->lk_lock);
 	while ((w = done) != NULL) {
 		done = w->next;
-		lock_reply(w, EBADF);
+		lock_reply(w, err);
 	}
+}
+
+void fs_lock_drop(struct fs *fs, int fd)
+{
+	lock_drop_where(fs, fd, NULL, EBADF);
 }
 
 static fuse_ino_t nodeid(struct fs_mount *m, struct inode *ino)
@@ -566,12 +626,19 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 		if (fs->max_pollers > fs->p.workers - 1)
 			fs->max_pollers = fs->p.workers - 1;
 	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur > (1u << 24))
+		rl.rlim_cur = rl.rlim_cur == RLIM_INFINITY ? (1u << 24) : 1024;
 	fs->maxfds = fs->p.fd_cache;
-	if (fs->maxfds == 0) {
-		if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-			rl.rlim_cur = 1024;
+	if (fs->maxfds == 0)
 		fs->maxfds = rl.rlim_cur > 128 ? (unsigned)(rl.rlim_cur / 2) : 32;
-	}
+	/* what the fd cache leaves, less a reserve for sockets and state files */
+	fs->max_handles = rl.rlim_cur > fs->maxfds + 2 * FS_FD_RESERVE
+				  ? (unsigned)rl.rlim_cur - fs->maxfds - FS_FD_RESERVE
+				  : (unsigned)rl.rlim_cur / 4;
+	if (fs->max_handles < 64)
+		fs->max_handles = 64;
+	fs->max_waiters = FS_MAX_WAITERS;
 	fs->lru.lru_next = fs->lru.lru_prev = &fs->lru;
 	{
 		/*
@@ -770,6 +837,8 @@ void fs_mount_free(struct fs_mount *m)
 		pthread_mutex_unlock(&fs->lock);
 		inval_forget_mount(fs, m);
 	}
+	/* waiters of a connection that ended without releasing its files */
+	lock_drop_where(fs, -1, m, EIO);
 	if (m->se != NULL) {
 		/* The session owns the fd only once fuse_session_mount() took it. */
 		bool owned = fuse_session_fd(m->se) == m->fuse_fd;

@@ -645,10 +645,17 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -r);
 		return;
 	}
+	/* the mount's share of open files (fs.c) */
+	if (!fs_handle_take(m)) {
+		close(nfd);
+		fuse_reply_err(req, ENFILE);
+		return;
+	}
 	/* a handle that may write is counted, and refused on a sealed inode (seal.c) */
 	wr = open_writes(fi->flags);
 	if (wr && (r = seal_write_begin(m, i)) != 0) {
 		close(nfd);
+		fs_handle_put(m);
 		fuse_reply_err(req, -r);
 		return;
 	}
@@ -663,6 +670,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (wr)
 			seal_write_end(m, i);
 		close(nfd);
+		fs_handle_put(m);
 	}
 }
 
@@ -676,6 +684,11 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	int pfd, fd = -1, r;
 	bool pt, wr, checked;
 
+	/* the mount's share of open files (fs.c), before anything is made */
+	if (!fs_handle_take(m)) {
+		fuse_reply_err(req, ENFILE);
+		return;
+	}
 	pfd = inode_fd_get(m, p);
 	if (pfd < 0) {
 		r = pfd;
@@ -723,9 +736,11 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 			seal_write_end(m, i);
 		close(fd);
 		inode_forget(m, i, 1);
+		fs_handle_put(m);
 	}
 	return;
 out:
+	fs_handle_put(m);
 	fuse_reply_err(req, -r);
 }
 
@@ -851,6 +866,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 	fs_lock_drop(m->fs, (int)fi->fh);
 	close((int)fi->fh);
+	fs_handle_put(m);
 	wire_open_end(m, i, (fi->fh & FH_PASSTHROUGH) != 0);
 	if (open_writes(fi->flags))
 		seal_write_end(m, i);
@@ -1205,19 +1221,28 @@ static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 
 static void lock_wait(fuse_req_t req, int fd, bool posix, int op, const struct flock *lk)
 {
-	struct lock_wait *w = calloc(1, sizeof *w);
+	struct fs_mount *m = req_mount(req);
+	struct lock_wait *w;
 
-	if (w == NULL) {
+	if (!fs_waiter_take(m)) {
 		fuse_reply_err(req, ENOLCK);
 		return;
 	}
+	w = calloc(1, sizeof *w);
+	if (w == NULL) {
+		atomic_fetch_sub(&m->nwaiters, 1);
+		atomic_fetch_sub(&m->fs->nwaiters, 1);
+		fuse_reply_err(req, ENOLCK);
+		return;
+	}
+	w->m = m;
 	w->req = req;
 	w->fd = fd;
 	w->posix = posix;
 	w->op = op;
 	if (lk != NULL)
 		w->lk = *lk;
-	fs_lock_queue(req_mount(req)->fs, w);
+	fs_lock_queue(m->fs, w);
 }
 
 static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,

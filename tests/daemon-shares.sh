@@ -82,4 +82,47 @@ wait "$p_lead" "$p_ctl" 2>/dev/null
 wait_until 10 eval '[ "$(afs --json status | jget clients)" = 1 ]'
 is "$(afs --json status | jget clients)" 1 "every held connection is gone once its holder is"
 
+# --- open files: with 1024 descriptors the daemon has 256 for open handles,
+# and with two mounts neither gets more than 64 --------------------------------
+expect_ok "shutdown" "$(afs --json shutdown)"
+daemon_wait_gone 10
+(ulimit -n 1024 && daemon_start --config "$T/cfg.json") || bail_out "agentfsd did not start again"
+D_PID=$(daemon_pids "$D_SOCK" | head -n 1)
+expect_ok "create hog" "$(mkdir -p "$T/hog"; afs --json create hog "$T/hog")"
+MH=$(mounts_in "$D_MNT/hog" | awk 'NR == 1 { print $2 }')
+MO=$(mounts_in "$D_MNT/other" | awk 'NR == 1 { print $2 }')
+for i in $(seq 200); do echo "$i" >"$T/hog/f$i"; done
+for i in $(seq 20); do echo "$i" >"$T/other/f$i"; done
+# hog holds as many opens as it can get, and says how many and why it stopped
+python3 - "$MH" >"$T/hog.out" 2>&1 <<'PY' &
+import os, sys, time
+fds = []
+err = "none"
+for i in range(1, 201):
+    try:
+        fds.append(os.open(f"{sys.argv[1]}/f{i}", os.O_RDONLY))
+    except OSError as e:
+        err = os.strerror(e.errno)
+        break
+print(len(fds), err, flush=True)
+time.sleep(20)
+PY
+p_hog=$!
+track_pid "$p_hog"
+wait_until 10 eval '[ -s "$T/hog.out" ]'
+read -r held why <"$T/hog.out"
+is "$held $why" "64 Too many open files in system" "hog gets its share of open files (64), then ENFILE"
+r=$(python3 -c '
+import os, sys
+fds = [os.open(f"{sys.argv[1]}/f{i}", os.O_RDONLY) for i in range(1, 21)]
+print(len(fds))' "$MO" 2>&1)
+is "$r" 20 "another bot opens its files meanwhile"
+kill "$p_hog" 2>/dev/null
+wait "$p_hog" 2>/dev/null
+r=$(python3 -c '
+import os, sys
+fds = [os.open(f"{sys.argv[1]}/f{i}", os.O_RDONLY) for i in range(1, 65)]
+print(len(fds))' "$MH" 2>&1 | tail -1)
+is "$r" 64 "once hog closed its files its whole share is free again"
+
 done_testing
