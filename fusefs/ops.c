@@ -184,9 +184,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	if (r != 0)
 		goto out;
 	/* a truncate counts as a writer (seal.c); of an X4 file it is checked */
-	if ((valid & FUSE_SET_ATTR_SIZE) && (r = seal_write_begin(m, i)) != 0)
+	if ((valid & FUSE_SET_ATTR_SIZE) && (r = seal_write_begin(m, i, &checked)) != 0)
 		goto out;
-	checked = (valid & FUSE_SET_ATTR_SIZE) && policy_checked_writes(m, i);
 	if (checked && (r = seal_checked_truncate_begin(m, i, attr->st_size)) != 0) {
 		seal_write_end(m, i);
 		goto out;
@@ -574,12 +573,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	/* a handle that may write is counted, and refused on a sealed inode (seal.c) */
 	wr = open_writes(fi->flags);
-	if (wr && (r = seal_write_begin(m, i)) != 0) {
+	checked = false;
+	if (wr && (r = seal_write_begin(m, i, &checked)) != 0) {
 		close(nfd);
 		fuse_reply_err(req, -r);
 		return;
 	}
-	checked = wr && policy_checked_writes(m, i);
 	set_keep_cache(m, i, nfd, fi);
 	fi->noflush = 1; /* see op_flush */
 	pt = wire_open_begin(m, i, checked);
@@ -630,12 +629,12 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	i = ino_of(m, e.ino);
 	wr = open_writes(fi->flags);
-	if (wr && (r = seal_write_begin(m, i)) != 0) {
+	checked = false;
+	if (wr && (r = seal_write_begin(m, i, &checked)) != 0) {
 		close(fd);
 		inode_forget(m, i, 1);
 		goto out;
 	}
-	checked = wr && policy_checked_writes(m, i);
 	fi->noflush = 1; /* see op_flush */
 	pt = wire_open_begin(m, i, checked);
 	fi->fh = (uint64_t)fd | (pt ? FH_PASSTHROUGH : 0) | (checked ? FH_CHECKED : 0);

@@ -65,17 +65,22 @@ static unsigned writers(struct fs *fs, dev_t dev, ino_t ino)
 
 /*
  * A handle that may write i is about to be handed out (or a truncate is
- * about to run): count it, unless i is sealed. 0 or -EROFS.
+ * about to run): count it, unless i is sealed. 0 or -EROFS. *checked (if
+ * not NULL) says whether its writes must each be checked (an X4 file), from
+ * the class the caller's policy_check() just refreshed.
  */
-int seal_write_begin(struct fs_mount *m, struct inode *i)
+int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked)
 {
 	int r = 0;
 
 	pthread_mutex_lock(&m->fs->lock);
-	if (i->sealed || in_sealing(m->fs, i->dev, i->ino))
+	if (i->sealed || (m->fs->nsealing > 0 && in_sealing(m->fs, i->dev, i->ino)))
 		r = -EROFS;
 	else
 		i->write_opens++;
+	if (checked != NULL)
+		*checked = m->guard != NULL && S_ISREG(i->type) && i->gcls.kind != GUARD_BOTREPO &&
+			   (i->gcls.flags & GUARD_CHK) && i->gcls.rule == GUARD_RULE_X4;
 	pthread_mutex_unlock(&m->fs->lock);
 	if (r != 0) {
 		char *path = inode_path(m, i, NULL);
