@@ -529,12 +529,26 @@ int guard_index_check_hash(const char *buf, size_t len, size_t hashsz, const cha
 		x.why = "index entry count larger than the file";
 		goto bad;
 	}
-	/* the layout first: link and sdir, after the entries, change what they may be */
+	/*
+	 * Strictly, as if there were neither link nor sdir (the usual index: one
+	 * pass).  Those extensions, after the entries, allow empty names and
+	 * folder entries: if the entries failed, find them and walk again.
+	 */
+	x.strict = true;
 	rc = walk_entries(&x, NULL, NULL);
-	if (!rc) {
-		scan_flags(&x);
+	if (rc) {
+		const char *first = x.why;
+
+		x.strict = false;
+		x.why = NULL;
+		if (!walk_entries(&x, NULL, NULL))
+			scan_flags(&x);
 		x.strict = true;
-		rc = walk_entries(&x, NULL, NULL);
+		x.why = NULL;
+		if (x.link || x.sdir)
+			rc = walk_entries(&x, NULL, NULL);
+		else
+			x.why = first;
 	}
 	if (!rc)
 		rc = check_extensions(&x);
