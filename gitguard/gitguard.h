@@ -229,6 +229,10 @@ bool guard_strategy_name_ok(const char *s);
 int guard_seq_opts_check(const char *buf, size_t len, const char **why);
 int guard_seq_file_check(const char *name, const char *buf, size_t len, const char **why);
 
+/* audit.c: agentfs audit; kind is hook, exec, strategy, index or shape */
+typedef void (*guard_audit_fn)(void *arg, const char *path, const char *kind, const char *why);
+long guard_audit(int rootfd, const char *path, guard_audit_fn fn, void *arg, struct guard_err *err);
+
 /* parse.c: pure functions on a buffer, for fuzzers */
 enum guard_cfg_key {
 	GUARD_CFG_INCLUDE,   /* include.path, includeIf.<cond>.path */

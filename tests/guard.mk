@@ -11,6 +11,7 @@ GUARD_TESTS = \
 	tests/guard-git.sh \
 	tests/guard-attack.sh \
 	tests/guard-index.sh \
-	tests/guard-strategy.sh
+	tests/guard-strategy.sh \
+	tests/guard-audit.sh
 TESTS += $(GUARD_TESTS)
 EXTRA_DIST += $(GUARD_TESTS) tests/guard-forge.py
