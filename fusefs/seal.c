@@ -149,6 +149,7 @@ static void unseal(struct fs *fs, dev_t dev, ino_t ino, bool keep)
 		if (i != NULL)
 			i->sealed = true;
 	}
+	pthread_cond_broadcast(&fs->cond); /* another rename of it may be waiting */
 	pthread_mutex_unlock(&fs->lock);
 }
 
