@@ -54,8 +54,8 @@ struct inode {
 	int backing_id;		/* kernel passthrough id, 0 if none; see wire.c */
 	unsigned backing_users; /* open handles passing through to it */
 	unsigned plain_opens;	/* open handles served by read and write requests */
-	unsigned write_opens;	/* open handles that may write, and truncates running */
-	bool sealed;		/* renamed onto a content-checked name: no write ever (seal.c) */
+	unsigned write_opens;	/* fs->lock: handles that may write, truncates running */
+	bool sealed;		/* fs->lock: renamed onto a content-checked name (seal.c) */
 };
 
 struct inode_table {

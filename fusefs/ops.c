@@ -1154,10 +1154,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 			 struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = (fi->fh & FH_CHECKED) ? -EROFS
-				       : policy_check(m, &PREQ(.op = GUARD_OP_WRITE,
-							       .ino = ino_of(m, ino),
-							       .mode = ino_of(m, ino)->type));
+	int r = (fi->fh & FH_CHECKED)
+			? -EROFS
+			: policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
+						.mode = ino_of(m, ino)->type));
 
 	if (r == 0 && fallocate((int)fi->fh, mode, off, len) != 0)
 		r = -errno;
@@ -1171,10 +1171,10 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			       struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = (fi_out->fh & FH_CHECKED) ? -EROFS
-					   : policy_check(m, &PREQ(.op = GUARD_OP_WRITE,
-								   .ino = ino_of(m, ino_out),
-								   .mode = ino_of(m, ino_out)->type));
+	int r = (fi_out->fh & FH_CHECKED)
+			? -EROFS
+			: policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino_out),
+						.mode = ino_of(m, ino_out)->type));
 	ssize_t n;
 
 	if (r != 0) {

@@ -85,9 +85,10 @@ int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked)
 	if (r != 0) {
 		char *path = inode_path(m, i, NULL);
 
-		fs_log(m->fs, FS_LOG_INFO, "%s: refused write of %s: rule X2/X4 (content checked "
-		       "when it was renamed in; no writes since)", m->mountpoint,
-		       path != NULL ? path : "?");
+		fs_log(m->fs, FS_LOG_INFO,
+		       "%s: refused write of %s: rule X2/X4 (content checked "
+		       "when it was renamed in; no writes since)",
+		       m->mountpoint, path != NULL ? path : "?");
 		free(path);
 	}
 	return r;
@@ -180,7 +181,8 @@ int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np,
 
 	fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ELOOP ? refuse(m, "rename", np, newname, rule, "not a regular file") : -errno;
+		return errno == ELOOP ? refuse(m, "rename", np, newname, rule, "not a regular file")
+				      : -errno;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
 		close(fd);
 		return refuse(m, "rename", np, newname, rule, "not a regular file with one name");
@@ -206,7 +208,8 @@ int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np,
 	pthread_rwlock_unlock(&fs->ns_lock);
 	unseal(fs, st.st_dev, st.st_ino, r == 0);
 	if (r == -EAGAIN)
-		return refuse(m, "rename", np, newname, rule, "the source changed while it was checked");
+		return refuse(m, "rename", np, newname, rule,
+			      "the source changed while it was checked");
 	return r;
 }
 

@@ -151,8 +151,8 @@ static void index_files(struct audit *a, int dfd, const char *name, const char *
 /* git's strategies: try_merge_command runs git-merge-NAME for any other */
 static bool builtin_strategy(const char *s)
 {
-	static const char *const names[] = {"ort", "recursive", "resolve", "octopus", "ours",
-					    "subtree"};
+	static const char *const names[] = {"ort",     "recursive", "resolve",
+					    "octopus", "ours",	    "subtree"};
 	size_t i;
 
 	for (i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -193,8 +193,8 @@ static void check_strategy(struct audit *a, int dfd, const char *name, const cha
 		guard_config_scan(buf, len, &cfg);
 	}
 	if (strat[0] && !builtin_strategy(strat))
-		found(a, path, "strategy", "strategy '%s': git runs the program git-merge-%s", strat,
-		      strat);
+		found(a, path, "strategy", "strategy '%s': git runs the program git-merge-%s",
+		      strat, strat);
 	free(buf);
 }
 
@@ -225,8 +225,7 @@ static void state_file(struct audit *a, int dfd, const char *name, const char *p
 {
 	if (!strcmp(name, "strategy") || !strcmp(name, "strategy_opts") || !strcmp(name, "opts"))
 		check_strategy(a, dfd, name, path);
-	else if (!strcmp(name, "git-rebase-todo") || !strcmp(name, "done") ||
-		 !strcmp(name, "todo"))
+	else if (!strcmp(name, "git-rebase-todo") || !strcmp(name, "done") || !strcmp(name, "todo"))
 		check_todo(a, dfd, name, path);
 }
 
@@ -297,8 +296,10 @@ static void hooks_path(struct audit *a, int dfd, int topfd, const char *top, con
 	}
 	free(copy);
 	if (fd < 0) {
-		found(a, path, "hook", "core.hooksPath '%s' cannot be listed without following a "
-		      "symlink", hp);
+		found(a, path, "hook",
+		      "core.hooksPath '%s' cannot be listed without following a "
+		      "symlink",
+		      hp);
 		return;
 	}
 	shown = hp[0] == '/' ? strdup(hp) : join(topfd >= 0 ? top : path, hp);
@@ -371,8 +372,8 @@ static void gitdir(struct audit *a, int fd, const char *path, int topfd, const c
 /* The target of a .git file or symlink: is it a worktree or submodule git folder? */
 static bool usual_pointer(const char *t)
 {
-	return strstr(t, "/worktrees/") || !strncmp(t, "worktrees/", 10) || strstr(t, "/modules/") ||
-	       !strncmp(t, "modules/", 8);
+	return strstr(t, "/worktrees/") || !strncmp(t, "worktrees/", 10) ||
+	       strstr(t, "/modules/") || !strncmp(t, "modules/", 8);
 }
 
 static void dotgit_entry(struct audit *a, int dfd, const struct stat *st, const char *path)
@@ -395,8 +396,10 @@ static void dotgit_entry(struct audit *a, int dfd, const struct stat *st, const 
 	if (guard_parse_gitfile(buf, len, target, sizeof target))
 		found(a, path, "shape", "a .git file git cannot read");
 	else if (!usual_pointer(target))
-		found(a, path, "shape", "a .git file pointing to '%s', not a worktree or submodule "
-		      "git folder", target);
+		found(a, path, "shape",
+		      "a .git file pointing to '%s', not a worktree or submodule "
+		      "git folder",
+		      target);
 	free(buf);
 }
 
@@ -438,7 +441,8 @@ static int visit(struct audit *a, struct frame *f, const char *name, const char 
 	shape = guard_shape(fd, NULL);
 	if (shape) {
 		if (f->gitdepth > 0)
-			found(a, path, "shape", "a bare-shaped git folder inside a work tree: git "
+			found(a, path, "shape",
+			      "a bare-shaped git folder inside a work tree: git "
 			      "run in it uses its config");
 		gitdir(a, fd, path, -1, NULL);
 		close(fd);

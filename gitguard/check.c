@@ -583,8 +583,8 @@ unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
 }
 
 /* 0 if BUF may become the file NAME of rule RULE, else -EROFS with *WHY */
-int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len,
-			size_t hashsz, const char **why)
+int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len, size_t hashsz,
+			const char **why)
 {
 	int rc = -1;
 

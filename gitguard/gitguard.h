@@ -213,10 +213,10 @@ bool guard_notify(struct guard *g, const struct guard_event *ev);
  * guard_content_rule() says whether a name in a folder is one, and which.
  */
 #define GUARD_INDEX_MAX (256u << 20) /* an index git writes for ~2M files */
-#define GUARD_SEQ_MAX (64u << 10)	     /* strategy files and sequencer/opts */
+#define GUARD_SEQ_MAX (64u << 10)    /* strategy files and sequencer/opts */
 unsigned guard_content_rule(const struct guard_cls *parent, const char *name);
-int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len,
-			size_t hashsz, const char **why);
+int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len, size_t hashsz,
+			const char **why);
 int guard_content_fd(unsigned rule, const char *name, int fd, size_t hashsz, const char **why);
 
 /* index.c: pure, for fuzzers */
@@ -235,8 +235,8 @@ long guard_audit(int rootfd, const char *path, guard_audit_fn fn, void *arg, str
 
 /* parse.c: pure functions on a buffer, for fuzzers */
 enum guard_cfg_key {
-	GUARD_CFG_INCLUDE,   /* include.path, includeIf.<cond>.path */
-	GUARD_CFG_HOOKSPATH, /* core.hooksPath */
+	GUARD_CFG_INCLUDE,	/* include.path, includeIf.<cond>.path */
+	GUARD_CFG_HOOKSPATH,	/* core.hooksPath */
 	GUARD_CFG_STRATEGY,	/* options.strategy (with .seq only) */
 	GUARD_CFG_STRATEGY_OPT, /* options.strategy-option (with .seq only) */
 };
