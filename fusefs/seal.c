@@ -236,10 +236,9 @@ static int content_fd(struct fs_mount *m, struct inode *i)
 static int content_after(struct fs_mount *m, struct inode *i, const char *name, const char *data,
 			 size_t len, off_t off)
 {
-	size_t cap = GUARD_SEQ_MAX, have = 0, size;
+	size_t cap = GUARD_SEQ_MAX, have, size;
 	const char *why = NULL;
-	char *buf;
-	ssize_t n;
+	char *buf, *nb;
 	int fd, r;
 
 	if (off < 0 || (size_t)off > cap || len > cap - (size_t)off)
@@ -247,24 +246,23 @@ static int content_after(struct fs_mount *m, struct inode *i, const char *name, 
 	fd = content_fd(m, i);
 	if (fd < 0)
 		return fd;
-	buf = calloc(1, cap + 1);
-	if (buf == NULL) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (have <= cap && (n = pread(fd, buf + have, cap + 1 - have, (off_t)have)) > 0)
-		have += (size_t)n;
+	r = guard_read_fd(fd, cap, &buf, &have, NULL);
 	close(fd);
-	if (have > cap) {
-		free(buf);
-		return refuse(m, "write", i, NULL, GUARD_RULE_X4, "larger than gitguard reads");
+	if (r != 0)
+		return refuse(m, "write", i, NULL, GUARD_RULE_X4, "cannot be read to check it");
+	size = data != NULL ? ((size_t)off + len > have ? (size_t)off + len : have) : (size_t)off;
+	if (size > have) {
+		/* a write past the end, or a truncate that extends: zeros between */
+		nb = realloc(buf, size + 1);
+		if (nb == NULL) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = nb;
+		memset(buf + have, 0, size - have);
 	}
-	if (data != NULL) {
+	if (data != NULL)
 		memcpy(buf + off, data, len);
-		size = (size_t)off + len > have ? (size_t)off + len : have;
-	} else {
-		size = (size_t)off;
-	}
 	r = guard_content_check(GUARD_RULE_X4, name, buf, size, 20, &why);
 	free(buf);
 	return r != 0 ? refuse(m, "write", i, NULL, GUARD_RULE_X4, why) : 0;

@@ -219,6 +219,9 @@ int guard_content_check(unsigned rule, const char *name, const char *buf, size_t
 			const char **why);
 int guard_content_fd(unsigned rule, const char *name, int fd, size_t hashsz, const char **why);
 
+/* resolve.c: the one capped reader of a file a bot may have written */
+int guard_read_fd(int fd, size_t cap, char **buf, size_t *len, struct stat *st);
+
 /* index.c: pure, for fuzzers */
 int guard_index_check(const char *buf, size_t len, const char **why);
 int guard_index_check_hash(const char *buf, size_t len, size_t hashsz, const char **why);

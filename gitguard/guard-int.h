@@ -113,7 +113,6 @@ typedef int (*resolve_pin_fn)(void *arg, const struct stat *st, bool is_link);
 int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, resolve_pin_fn pin,
 		  void *arg, struct resolved *r);
 void resolved_close(struct resolved *r);
-int guard_read_fd(int fd, size_t cap, char **buf, size_t *len, struct stat *st);
 int guard_read_file(int dirfd, const char *name, size_t cap, char **buf, size_t *len,
 		    struct stat *st);
 
