@@ -252,7 +252,6 @@ void policy_refresh(struct fs_mount *m, struct inode *i);
 void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, int parent_fd,
 		   const char *name, struct inode *ino);
 unsigned policy_content_rule(struct fs_mount *m, struct inode *parent, const char *name);
-bool policy_checked_writes(struct fs_mount *m, struct inode *i);
 
 /* decide.c */
 struct decide_hold {
@@ -275,7 +274,7 @@ bool wire_request_may_block(void);
 #define FH_CHECKED (1ull << 41)	    /* writes to an X4 file: each checked (seal.c) */
 
 /* seal.c */
-int seal_write_begin(struct fs_mount *m, struct inode *i);
+int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked);
 void seal_write_end(struct fs_mount *m, struct inode *i);
 int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np, int npfd,
 		const char *newname, unsigned flags, unsigned rule);

@@ -210,9 +210,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	if (r != 0)
 		goto out;
 	/* a truncate counts as a writer (seal.c); of an X4 file it is checked */
-	if ((valid & FUSE_SET_ATTR_SIZE) && (r = seal_write_begin(m, i)) != 0)
+	if ((valid & FUSE_SET_ATTR_SIZE) && (r = seal_write_begin(m, i, &checked)) != 0)
 		goto out;
-	checked = (valid & FUSE_SET_ATTR_SIZE) && policy_checked_writes(m, i);
 	if (checked && (r = seal_checked_truncate_begin(m, i, attr->st_size)) != 0) {
 		seal_write_end(m, i);
 		goto out;
@@ -653,13 +652,13 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	/* a handle that may write is counted, and refused on a sealed inode (seal.c) */
 	wr = open_writes(fi->flags);
-	if (wr && (r = seal_write_begin(m, i)) != 0) {
+	checked = false;
+	if (wr && (r = seal_write_begin(m, i, &checked)) != 0) {
 		close(nfd);
 		fs_handle_put(m);
 		fuse_reply_err(req, -r);
 		return;
 	}
-	checked = wr && policy_checked_writes(m, i);
 	set_keep_cache(m, i, nfd, fi);
 	fi->noflush = 1; /* see op_flush */
 	pt = wire_open_begin(m, i, checked);
@@ -721,12 +720,12 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	i = ino_of(m, e.ino);
 	wr = open_writes(fi->flags);
-	if (wr && (r = seal_write_begin(m, i)) != 0) {
+	checked = false;
+	if (wr && (r = seal_write_begin(m, i, &checked)) != 0) {
 		close(fd);
 		inode_forget(m, i, 1);
 		goto out;
 	}
-	checked = wr && policy_checked_writes(m, i);
 	fi->noflush = 1; /* see op_flush */
 	pt = wire_open_begin(m, i, checked);
 	fi->fh = (uint64_t)fd | (pt ? FH_PASSTHROUGH : 0) | (checked ? FH_CHECKED : 0);
@@ -1277,10 +1276,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 			 struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = (fi->fh & FH_CHECKED) ? -EROFS
-				       : policy_check(m, &PREQ(.op = GUARD_OP_WRITE,
-							       .ino = ino_of(m, ino),
-							       .mode = ino_of(m, ino)->type));
+	int r = (fi->fh & FH_CHECKED)
+			? -EROFS
+			: policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
+						.mode = ino_of(m, ino)->type));
 
 	if (r == 0 && fallocate((int)fi->fh, mode, off, len) != 0)
 		r = -errno;
@@ -1294,10 +1293,10 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			       struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = (fi_out->fh & FH_CHECKED) ? -EROFS
-					   : policy_check(m, &PREQ(.op = GUARD_OP_WRITE,
-								   .ino = ino_of(m, ino_out),
-								   .mode = ino_of(m, ino_out)->type));
+	int r = (fi_out->fh & FH_CHECKED)
+			? -EROFS
+			: policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino_out),
+						.mode = ino_of(m, ino_out)->type));
 	ssize_t n;
 
 	if (r != 0) {

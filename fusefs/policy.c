@@ -320,17 +320,3 @@ unsigned policy_content_rule(struct fs_mount *m, struct inode *parent, const cha
 	pthread_mutex_unlock(&m->fs->lock);
 	return pc.kind == GUARD_BOTREPO ? 0 : guard_content_rule(&pc, name);
 }
-
-/* Whether writes to i must each be checked (an X4 file): no passthrough then. */
-bool policy_checked_writes(struct fs_mount *m, struct inode *i)
-{
-	struct guard_cls c;
-
-	if (m->guard == NULL || !S_ISREG(i->type))
-		return false;
-	policy_refresh(m, i);
-	pthread_mutex_lock(&m->fs->lock);
-	c = i->gcls;
-	pthread_mutex_unlock(&m->fs->lock);
-	return c.kind != GUARD_BOTREPO && (c.flags & GUARD_CHK) && c.rule == GUARD_RULE_X4;
-}

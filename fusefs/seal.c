@@ -65,24 +65,30 @@ static unsigned writers(struct fs *fs, dev_t dev, ino_t ino)
 
 /*
  * A handle that may write i is about to be handed out (or a truncate is
- * about to run): count it, unless i is sealed. 0 or -EROFS.
+ * about to run): count it, unless i is sealed. 0 or -EROFS. *checked (if
+ * not NULL) says whether its writes must each be checked (an X4 file), from
+ * the class the caller's policy_check() just refreshed.
  */
-int seal_write_begin(struct fs_mount *m, struct inode *i)
+int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked)
 {
 	int r = 0;
 
 	pthread_mutex_lock(&m->fs->lock);
-	if (i->sealed || in_sealing(m->fs, i->dev, i->ino))
+	if (i->sealed || (m->fs->nsealing > 0 && in_sealing(m->fs, i->dev, i->ino)))
 		r = -EROFS;
 	else
 		i->write_opens++;
+	if (checked != NULL)
+		*checked = m->guard != NULL && S_ISREG(i->type) && i->gcls.kind != GUARD_BOTREPO &&
+			   (i->gcls.flags & GUARD_CHK) && i->gcls.rule == GUARD_RULE_X4;
 	pthread_mutex_unlock(&m->fs->lock);
 	if (r != 0) {
 		char *path = inode_path(m, i, NULL);
 
-		fs_log(m->fs, FS_LOG_INFO, "%s: refused write of %s: rule X2/X4 (content checked "
-		       "when it was renamed in; no writes since)", m->mountpoint,
-		       path != NULL ? path : "?");
+		fs_log(m->fs, FS_LOG_INFO,
+		       "%s: refused write of %s: rule X2/X4 (content checked "
+		       "when it was renamed in; no writes since)",
+		       m->mountpoint, path != NULL ? path : "?");
 		free(path);
 	}
 	return r;
@@ -144,6 +150,7 @@ static void unseal(struct fs *fs, dev_t dev, ino_t ino, bool keep)
 		if (i != NULL)
 			i->sealed = true;
 	}
+	pthread_cond_broadcast(&fs->cond); /* another rename of it may be waiting */
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -174,7 +181,8 @@ int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np,
 
 	fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ELOOP ? refuse(m, "rename", np, newname, rule, "not a regular file") : -errno;
+		return errno == ELOOP ? refuse(m, "rename", np, newname, rule, "not a regular file")
+				      : -errno;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
 		close(fd);
 		return refuse(m, "rename", np, newname, rule, "not a regular file with one name");
@@ -200,7 +208,8 @@ int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np,
 	pthread_rwlock_unlock(&fs->ns_lock);
 	unseal(fs, st.st_dev, st.st_ino, r == 0);
 	if (r == -EAGAIN)
-		return refuse(m, "rename", np, newname, rule, "the source changed while it was checked");
+		return refuse(m, "rename", np, newname, rule,
+			      "the source changed while it was checked");
 	return r;
 }
 
@@ -227,10 +236,9 @@ static int content_fd(struct fs_mount *m, struct inode *i)
 static int content_after(struct fs_mount *m, struct inode *i, const char *name, const char *data,
 			 size_t len, off_t off)
 {
-	size_t cap = GUARD_SEQ_MAX, have = 0, size;
+	size_t cap = GUARD_SEQ_MAX, have, size;
 	const char *why = NULL;
-	char *buf;
-	ssize_t n;
+	char *buf, *nb;
 	int fd, r;
 
 	if (off < 0 || (size_t)off > cap || len > cap - (size_t)off)
@@ -238,24 +246,23 @@ static int content_after(struct fs_mount *m, struct inode *i, const char *name, 
 	fd = content_fd(m, i);
 	if (fd < 0)
 		return fd;
-	buf = calloc(1, cap + 1);
-	if (buf == NULL) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (have <= cap && (n = pread(fd, buf + have, cap + 1 - have, (off_t)have)) > 0)
-		have += (size_t)n;
+	r = guard_read_fd(fd, cap, &buf, &have, NULL);
 	close(fd);
-	if (have > cap) {
-		free(buf);
-		return refuse(m, "write", i, NULL, GUARD_RULE_X4, "larger than gitguard reads");
+	if (r != 0)
+		return refuse(m, "write", i, NULL, GUARD_RULE_X4, "cannot be read to check it");
+	size = data != NULL ? ((size_t)off + len > have ? (size_t)off + len : have) : (size_t)off;
+	if (size > have) {
+		/* a write past the end, or a truncate that extends: zeros between */
+		nb = realloc(buf, size + 1);
+		if (nb == NULL) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = nb;
+		memset(buf + have, 0, size - have);
 	}
-	if (data != NULL) {
+	if (data != NULL)
 		memcpy(buf + off, data, len);
-		size = (size_t)off + len > have ? (size_t)off + len : have;
-	} else {
-		size = (size_t)off;
-	}
 	r = guard_content_check(GUARD_RULE_X4, name, buf, size, 20, &why);
 	free(buf);
 	return r != 0 ? refuse(m, "write", i, NULL, GUARD_RULE_X4, why) : 0;

@@ -771,8 +771,8 @@ unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
 }
 
 /* 0 if BUF may become the file NAME of rule RULE, else -EROFS with *WHY */
-int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len,
-			size_t hashsz, const char **why)
+int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len, size_t hashsz,
+			const char **why)
 {
 	int rc = -1;
 
@@ -786,40 +786,25 @@ int guard_content_check(unsigned rule, const char *name, const char *buf, size_t
 
 /*
  * As guard_content_check, reading FD (open for reading): a regular file with
- * one name, no larger than the rule's cap, read to its end.
+ * one name, no larger than the rule's cap.
  */
 int guard_content_fd(unsigned rule, const char *name, int fd, size_t hashsz, const char **why)
 {
-	size_t cap = rule == GUARD_RULE_X2 ? GUARD_INDEX_MAX : GUARD_SEQ_MAX, len = 0;
+	size_t cap = rule == GUARD_RULE_X2 ? GUARD_INDEX_MAX : GUARD_SEQ_MAX, len;
 	struct stat st;
 	char *buf;
-	ssize_t n;
 	int rc;
 
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
-		*why = "not a regular file with one name";
+	rc = guard_read_fd(fd, cap, &buf, &len, &st);
+	if (rc) {
+		*why = rc == -EFBIG    ? "larger than gitguard reads"
+		       : rc == -EINVAL ? "not a regular file"
+				       : "unreadable";
 		return -EROFS;
 	}
-	if ((size_t)st.st_size > cap) {
-		*why = "larger than gitguard reads";
-		return -EROFS;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		*why = "out of memory reading it";
-		return -EROFS;
-	}
-	while (len <= (size_t)st.st_size) {
-		n = pread(fd, buf + len, (size_t)st.st_size + 1 - len, (off_t)len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	if (n < 0 || len != (size_t)st.st_size) {
+	if (st.st_nlink != 1) {
 		free(buf);
-		*why = "changed or unreadable while being checked";
+		*why = "a file with more than one name";
 		return -EROFS;
 	}
 	rc = guard_content_check(rule, name, buf, len, hashsz, why);

@@ -223,11 +223,14 @@ bool guard_notify(struct guard *g, const struct guard_event *ev);
  * guard_content_rule() says whether a name in a folder is one, and which.
  */
 #define GUARD_INDEX_MAX (256u << 20) /* an index git writes for ~2M files */
-#define GUARD_SEQ_MAX (64u << 10)	     /* strategy files and sequencer/opts */
+#define GUARD_SEQ_MAX (64u << 10)    /* strategy files and sequencer/opts */
 unsigned guard_content_rule(const struct guard_cls *parent, const char *name);
-int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len,
-			size_t hashsz, const char **why);
+int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len, size_t hashsz,
+			const char **why);
 int guard_content_fd(unsigned rule, const char *name, int fd, size_t hashsz, const char **why);
+
+/* resolve.c: the one capped reader of a file a bot may have written */
+int guard_read_fd(int fd, size_t cap, char **buf, size_t *len, struct stat *st);
 
 /* index.c: pure, for fuzzers */
 int guard_index_check(const char *buf, size_t len, const char **why);
@@ -238,6 +241,10 @@ bool guard_index_path_ok(const char *path, unsigned mode);
 bool guard_strategy_name_ok(const char *s);
 int guard_seq_opts_check(const char *buf, size_t len, const char **why);
 int guard_seq_file_check(const char *name, const char *buf, size_t len, const char **why);
+
+/* audit.c: agentfs audit; kind is hook, exec, strategy, index or shape */
+typedef void (*guard_audit_fn)(void *arg, const char *path, const char *kind, const char *why);
+long guard_audit(int rootfd, const char *path, guard_audit_fn fn, void *arg, struct guard_err *err);
 
 /* parse.c: pure functions on a buffer, for fuzzers */
 enum guard_cfg_key {

@@ -34,10 +34,10 @@ struct ix {
 	size_t hashsz;
 	unsigned version;
 	uint32_t nr;
-	bool link;	/* split index: empty names stand for shared entries */
-	bool sdir;	/* sparse index: folder entries are allowed */
-	bool strict;	/* check names, modes and order, not only the layout */
-	size_t end;	/* offset just past the last entry */
+	bool link;   /* split index: empty names stand for shared entries */
+	bool sdir;   /* sparse index: folder entries are allowed */
+	bool strict; /* check names, modes and order, not only the layout */
+	size_t end;  /* offset just past the last entry */
 	const char *why;
 };
 
@@ -228,7 +228,8 @@ bool guard_index_path_ok(const char *path, unsigned mode)
 		if (!component_ok(s, link))
 			return false;
 		while (*s && *s != '/') {
-			if (*s == '\\' && (ntfs_dotgit(s + 1) || (link && ntfs_dotgitmodules(s + 1))))
+			if (*s == '\\' &&
+			    (ntfs_dotgit(s + 1) || (link && ntfs_dotgitmodules(s + 1))))
 				return false;
 			s++;
 		}
@@ -349,7 +350,8 @@ static int walk_entries(struct ix *x, size_t *starts, bool *fresh)
 			if (mode == 0040000 && (!(xflags & IDX_X_SKIP) || name[nlen - 1] != '/'))
 				return fail(x, "sparse folder entry not marked as one");
 			if (!guard_index_path_ok(name, mode))
-				return fail(x, "index path git would refuse (.git, .., absolute, empty part)");
+				return fail(x, "index path git would refuse (.git, .., absolute, "
+					       "empty part)");
 			if (have_last && name_cmp(last, lastlen, laststage, name, nlen, stage) >= 0)
 				return fail(x, "index entries out of order or repeated");
 			memcpy(last, name, nlen + 1);
@@ -529,12 +531,26 @@ int guard_index_check_hash(const char *buf, size_t len, size_t hashsz, const cha
 		x.why = "index entry count larger than the file";
 		goto bad;
 	}
-	/* the layout first: link and sdir, after the entries, change what they may be */
+	/*
+	 * Strictly, as if there were neither link nor sdir (the usual index: one
+	 * pass).  Those extensions, after the entries, allow empty names and
+	 * folder entries: if the entries failed, find them and walk again.
+	 */
+	x.strict = true;
 	rc = walk_entries(&x, NULL, NULL);
-	if (!rc) {
-		scan_flags(&x);
+	if (rc) {
+		const char *first = x.why;
+
+		x.strict = false;
+		x.why = NULL;
+		if (!walk_entries(&x, NULL, NULL))
+			scan_flags(&x);
 		x.strict = true;
-		rc = walk_entries(&x, NULL, NULL);
+		x.why = NULL;
+		if (x.link || x.sdir)
+			rc = walk_entries(&x, NULL, NULL);
+		else
+			x.why = first;
 	}
 	if (!rc)
 		rc = check_extensions(&x);

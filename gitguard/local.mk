@@ -12,6 +12,7 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/index.c \
 	gitguard/seq.c \
 	gitguard/lg2.c \
+	gitguard/audit.c \
 	gitguard/scan.c
 gitguard_libgitguard_a_CFLAGS = $(AM_CFLAGS) $(GIT2_CFLAGS)
 EXTRA_DIST += gitguard/README

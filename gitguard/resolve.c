@@ -345,6 +345,65 @@ done:
 }
 
 /*
+ * Reads the open file FD from its start: a regular file of at most CAP bytes
+ * (it may not grow past CAP while being read).  Returns 0 with *BUFP
+ * NUL-terminated, -EINVAL for a non-regular file, -EFBIG when larger than
+ * CAP, or another -errno.  The one reader of agent-written files (STYLE 15).
+ */
+int guard_read_fd(int fd, size_t cap, char **bufp, size_t *lenp, struct stat *stp)
+{
+	struct stat st;
+	size_t len = 0, sz;
+	char *buf, *nb;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((size_t)st.st_size > cap)
+		return -EFBIG;
+	/* room for the size seen and one byte more, to see it grow */
+	sz = (size_t)st.st_size + 1;
+	buf = malloc(sz + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		n = pread(fd, buf + len, sz - len, (off_t)len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			n = -errno;
+			free(buf);
+			return (int)n;
+		}
+		if (!n)
+			break;
+		len += (size_t)n;
+		if (len > cap) {
+			free(buf);
+			return -EFBIG;
+		}
+		if (len == sz) {
+			/* it grew while being read: more room, up to CAP + 1 */
+			sz = sz * 2 < cap + 1 ? sz * 2 : cap + 1;
+			nb = realloc(buf, sz + 1);
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+	}
+	buf[len] = '\0';
+	*bufp = buf;
+	*lenp = len;
+	if (stp)
+		*stp = st;
+	return 0;
+}
+
+/*
  * Reads NAME beneath DIRFD: no symlink, no FIFO (O_NONBLOCK, S_ISREG), at most
  * CAP bytes.  Returns 0, -ENOENT, -EFTYPE-like -EINVAL for a non-regular
  * file, -EFBIG when larger than CAP, or another -errno.
@@ -352,57 +411,12 @@ done:
 int guard_read_file(int dirfd, const char *name, size_t cap, char **bufp, size_t *lenp,
 		    struct stat *stp)
 {
-	struct stat st;
-	char *buf;
-	size_t len = 0;
-	ssize_t n;
-	int fd, err;
+	int fd, rc;
 
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return errno == ELOOP ? -EINVAL : -errno;
-	if (fstat(fd, &st) < 0) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	if ((size_t)st.st_size > cap) {
-		close(fd);
-		return -EFBIG;
-	}
-	buf = malloc(cap + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		n = read(fd, buf + len, cap + 1 - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			free(buf);
-			close(fd);
-			return err;
-		}
-		if (!n)
-			break;
-		len += (size_t)n;
-		if (len > cap) {
-			free(buf);
-			close(fd);
-			return -EFBIG;
-		}
-	}
+	rc = guard_read_fd(fd, cap, bufp, lenp, stp);
 	close(fd);
-	buf[len] = '\0';
-	*bufp = buf;
-	*lenp = len;
-	if (stp)
-		*stp = st;
-	return 0;
+	return rc;
 }

@@ -13,6 +13,7 @@ static const char usage[] =
 	"Mounting one folder:\n"
 	"  mount [-f] [--ro] [--ro-path SUB]... [--allow-new-repos] [-o OPTS] SOURCE MOUNTPOINT\n"
 	"  umount [-z] MOUNTPOINT\n"
+	"  audit [--json] PATH...   list what in a tree would make git run a bot's code\n"
 	"\n"
 	"Talking to agentfsd (socket: --socket, else $AGENT_SOCKET, else $AGENTFS_SOCKET,\n"
 	"else /run/agentfs/agentfsd.sock):\n"
@@ -65,6 +66,7 @@ static const struct {
 } commands[] = {
 	{"mount", cmd_mount},
 	{"umount", cmd_umount},
+	{"audit", cmd_audit},
 };
 
 static const char *client_commands[] = {

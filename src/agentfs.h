@@ -115,6 +115,7 @@ int cmd_exec(const char *socket_path, int argc, char **argv);
 /* cmd-mount.c */
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
 
 /* client.c */
 int cmd_client(const char *socket_path, bool json, int argc, char **argv);

@@ -12,12 +12,14 @@ FUZZ_SECONDS = 600
 FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 FUZZ_CPPFLAGS = -I$(top_srcdir) -I$(top_builddir) -include $(top_builddir)/config.h
-FUZZ_BINS = tests/fuzz/fuzz-proto tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decide
-FUZZ_TARGETS = proto gitparse decide
+FUZZ_BINS = tests/fuzz/fuzz-proto tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decide \
+	tests/fuzz/fuzz-index
+FUZZ_TARGETS = proto gitparse decide index
 FUZZ_GITGUARD_SRC = $(top_srcdir)/gitguard/guard.c $(top_srcdir)/gitguard/classify.c \
 	$(top_srcdir)/gitguard/check.c $(top_srcdir)/gitguard/repo.c \
 	$(top_srcdir)/gitguard/resolve.c $(top_srcdir)/gitguard/parse.c \
-	$(top_srcdir)/gitguard/lg2.c
+	$(top_srcdir)/gitguard/lg2.c \
+	$(top_srcdir)/gitguard/index.c $(top_srcdir)/gitguard/seq.c
 FUZZ_GITGUARD_HDR = $(top_srcdir)/gitguard/gitguard.h $(top_srcdir)/gitguard/guard-int.h
 
 fuzz: $(FUZZ_BINS)
@@ -34,6 +36,8 @@ FUZZ_PROTO_SRC = $(top_srcdir)/tests/fuzz/fuzz-proto.c $(top_srcdir)/src/proto.c
 	$(top_srcdir)/src/util.c
 FUZZ_GITPARSE_SRC = $(top_srcdir)/tests/fuzz/fuzz-gitparse.c $(top_srcdir)/gitguard/parse.c
 FUZZ_DECIDE_SRC = $(top_srcdir)/tests/fuzz/fuzz-decide.c $(FUZZ_GITGUARD_SRC)
+FUZZ_INDEX_SRC = $(top_srcdir)/tests/fuzz/fuzz-index.c $(top_srcdir)/gitguard/index.c \
+	$(top_srcdir)/gitguard/seq.c $(top_srcdir)/gitguard/parse.c
 
 tests/fuzz/fuzz-proto: $(FUZZ_PROTO_SRC) $(top_srcdir)/src/agentfs.h $(top_srcdir)/tests/fuzz/fuzz.h
 	@$(MKDIR_P) tests/fuzz
@@ -49,6 +53,11 @@ tests/fuzz/fuzz-decide: $(FUZZ_DECIDE_SRC) $(FUZZ_GITGUARD_HDR) $(top_srcdir)/te
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(GIT2_CFLAGS) $(FUZZ_FLAGS) -pthread -o $@ \
 		$(FUZZ_DECIDE_SRC) $(GIT2_LIBS)
+
+tests/fuzz/fuzz-index: $(FUZZ_INDEX_SRC) $(top_srcdir)/gitguard/gitguard.h \
+		$(top_srcdir)/tests/fuzz/fuzz.h
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_INDEX_SRC)
 
 # New inputs go to tests/fuzz/work-TARGET/ (not committed); the seeds in
 # corpus-TARGET/ are read, never grown.  Crashes land in tests/fuzz/crash-*.
@@ -68,7 +77,8 @@ CLEANFILES += $(FUZZ_BINS)
 
 # make check: every saved input replayed through the same entry points,
 # built with the ordinary compiler and without libFuzzer (TAP, one per input).
-FUZZ_REPLAYS = tests/fuzz/replay-proto tests/fuzz/replay-gitparse tests/fuzz/replay-decide
+FUZZ_REPLAYS = tests/fuzz/replay-proto tests/fuzz/replay-gitparse tests/fuzz/replay-decide \
+	tests/fuzz/replay-index
 check_PROGRAMS += $(FUZZ_REPLAYS)
 TESTS += $(FUZZ_REPLAYS)
 
@@ -88,6 +98,11 @@ tests_fuzz_replay_decide_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h \
 tests_fuzz_replay_decide_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"decide"'
 tests_fuzz_replay_decide_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)
 
-EXTRA_DIST += tests/fuzz/README tests/fuzz/proto.dict \
+tests_fuzz_replay_index_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h \
+	tests/fuzz/fuzz-index.c
+tests_fuzz_replay_index_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"index"'
+tests_fuzz_replay_index_LDADD = gitguard/libgitguard.a
+
+EXTRA_DIST += tests/fuzz/README tests/fuzz/proto.dict tests/fuzz/corpus-index \
 	tests/fuzz/corpus-proto tests/fuzz/corpus-gitparse tests/fuzz/corpus-decide \
 	tests/fuzz/regress-proto tests/fuzz/regress-gitparse tests/fuzz/regress-decide

@@ -36,7 +36,7 @@ def varint(n):
 
 def index(version, entries):
     entries = sorted(entries, key=lambda e: e[2].encode())
-    body = b"DIRC" + struct.pack(">II", version, len(entries))
+    body = bytearray(b"DIRC" + struct.pack(">II", version, len(entries)))
     prev = b""
     for mode, sha, path in entries:
         name = path.encode()
@@ -52,7 +52,7 @@ def index(version, entries):
             ent += name
             ent += b"\0" * (8 - (len(ent) % 8))
         body += ent
-    return body + hashlib.sha1(body).digest()
+    return bytes(body) + hashlib.sha1(body).digest()
 
 
 def result(fn):

@@ -116,6 +116,18 @@ printf -- '--theirs\n--x\n' >"$B/twolines"
 expect "strategy: create and write a path in one piece refused" EROFS \
 	plant-new "$RM/strategy" "$B/evil"
 expect "strategy: a plain name may be written" ok plant-write "$RM/strategy" "$B/ok"
+is "$(python3 -c "
+import mmap, os
+fd = os.open('$RM/strategy', os.O_RDWR)
+m = mmap.mmap(fd, 1)
+m[0:1] = b'/'
+try:
+    m.flush(); print('flushed')
+except OSError as e:
+    print('refused')
+m.close(); os.close(fd)
+print(open('$S/rb/.git/rebase-merge/strategy').read())" | tail -1)" "x" \
+	"strategy: a write through a shared mapping does not reach the file"
 expect "strategy: overwritten with a path refused" EROFS \
 	plant-write "$RM/strategy" "$B/evil"
 expect "strategy: a path appended in a second write refused" EROFS \

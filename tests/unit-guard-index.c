@@ -43,7 +43,8 @@ static size_t build(unsigned char *out, unsigned version, const struct ent *e, s
 		put32(out + off + 24, e[i].mode);
 		off += 40 + 20;
 		nl = strlen(e[i].name);
-		out[off] = (unsigned char)(((nl < 0xfff ? nl : 0xfff) >> 8) | (e[i].xflags ? 0x40 : 0));
+		out[off] = (unsigned char)(((nl < 0xfff ? nl : 0xfff) >> 8) |
+					   (e[i].xflags ? 0x40 : 0));
 		out[off + 1] = (unsigned char)(nl < 0xfff ? nl : 0xfff);
 		off += 2;
 		if (e[i].xflags) {
@@ -52,7 +53,8 @@ static size_t build(unsigned char *out, unsigned version, const struct ent *e, s
 			off += 2;
 		}
 		if (version == 4) {
-			for (common = 0; prev[common] && prev[common] == e[i].name[common]; common++)
+			for (common = 0; prev[common] && prev[common] == e[i].name[common];
+			     common++)
 				;
 			out[off++] = (unsigned char)(strlen(prev) - common); /* < 128 here */
 			memcpy(out + off, e[i].name + common, nl - common + 1);
@@ -85,14 +87,32 @@ static int check1(unsigned version, uint32_t mode, const char *name, const char 
 int main(void)
 {
 	static const char *const bad[] = {
-		".git/hooks/pre-commit", ".GIT/hooks/x", "a/.Git/config", ".git", "git~1/hooks/x",
-		"GIT~1/config", ".git./hooks/x", ".git /x", ".git::$INDEX_ALLOCATION/x",
-		"a/\xe2\x80\x8c.git/hooks/x", ".g\xe2\x80\x8dit/x", "../outside/x", "a/../../x",
-		"a/./b", "./a", "/etc/passwd", "a//b", "a/", "", "a\\.git\\hooks",
+		".git/hooks/pre-commit",
+		".GIT/hooks/x",
+		"a/.Git/config",
+		".git",
+		"git~1/hooks/x",
+		"GIT~1/config",
+		".git./hooks/x",
+		".git /x",
+		".git::$INDEX_ALLOCATION/x",
+		"a/\xe2\x80\x8c.git/hooks/x",
+		".g\xe2\x80\x8dit/x",
+		"../outside/x",
+		"a/../../x",
+		"a/./b",
+		"./a",
+		"/etc/passwd",
+		"a//b",
+		"a/",
+		"",
+		"a\\.git\\hooks",
 	};
 	static const char *const good[] = {
-		"README", "src/a.c", ".github/workflows/ci.yml", ".gitignore", "a/.gitkeep",
-		"git~2x", "..foo", "a...b", ".gitx/y", "my.git/x", "a\\b",
+		"README",     "src/a.c",    ".github/workflows/ci.yml",
+		".gitignore", "a/.gitkeep", "git~2x",
+		"..foo",      "a...b",	    ".gitx/y",
+		"my.git/x",   "a\\b",
 	};
 	struct ent ok3[3] = {{0100644, "a", 0}, {0100755, "b/c", 0x4000}, {0120000, "d", 0x2000}};
 	struct ent unsorted[2] = {{0100644, "b", 0}, {0100644, "a", 0}};
@@ -139,7 +159,8 @@ int main(void)
 	       "extended flags in a v2 index refused");
 	ok3[1].xflags = 0x8000;
 	len = build(buf, 3, ok3, 3, NULL, 0);
-	tap_ok(guard_index_check((const char *)buf, len, &why) < 0, "unknown extended flag refused");
+	tap_ok(guard_index_check((const char *)buf, len, &why) < 0,
+	       "unknown extended flag refused");
 	len = build(buf, 2, unsorted, 2, NULL, 0);
 	tap_ok(guard_index_check((const char *)buf, len, &why) < 0, "unsorted entries refused");
 	len = build(buf, 2, dup, 2, NULL, 0);
@@ -148,9 +169,11 @@ int main(void)
 	memcpy(ext, "sdir", 4);
 	put32(ext + 4, 0);
 	len = build(buf, 3, sparse, 2, ext, 8);
-	tap_ok(guard_index_check((const char *)buf, len, &why) == 0, "sparse folder entry with sdir");
+	tap_ok(guard_index_check((const char *)buf, len, &why) == 0,
+	       "sparse folder entry with sdir");
 	len = build(buf, 3, split, 2, NULL, 0);
-	tap_ok(guard_index_check((const char *)buf, len, &why) < 0, "empty name without link refused");
+	tap_ok(guard_index_check((const char *)buf, len, &why) < 0,
+	       "empty name without link refused");
 	memcpy(ext, "link", 4);
 	put32(ext + 4, 20);
 	memset(ext + 8, 0xab, 20);
@@ -168,11 +191,21 @@ int main(void)
 	       "extension past the end refused");
 	memcpy(ext, "REUC", 4);
 	put32(ext + 4, 11);
-	memcpy(ext + 8, "../x\0" "0\0" "0\0" "0\0", 11);
+	memcpy(ext + 8,
+	       "../x\0"
+	       "0\0"
+	       "0\0"
+	       "0\0",
+	       11);
 	len = build(buf, 2, ok3, 1, ext, 19);
 	tap_ok(guard_index_check((const char *)buf, len, &why) < 0,
 	       "resolve-undo path '../x' refused");
-	memcpy(ext + 8, "ok/x\0" "0\0" "0\0" "0\0", 11);
+	memcpy(ext + 8,
+	       "ok/x\0"
+	       "0\0"
+	       "0\0"
+	       "0\0",
+	       11);
 	len = build(buf, 2, ok3, 1, ext, 19);
 	tap_ok(guard_index_check((const char *)buf, len, &why) == 0, "resolve-undo 'ok/x' allowed");
 
@@ -217,7 +250,8 @@ int main(void)
 		const char evil2[] = "[OPTIONS]\nStrategy=\"a/b\"\n";
 		const char broken[] = "[options\nstrategy = ort\n";
 
-		tap_ok(guard_seq_opts_check(ok, sizeof(ok) - 1, &why) == 0, "sequencer/opts from git");
+		tap_ok(guard_seq_opts_check(ok, sizeof(ok) - 1, &why) == 0,
+		       "sequencer/opts from git");
 		tap_ok(guard_seq_opts_check(evil, sizeof(evil) - 1, &why) < 0,
 		       "sequencer/opts with a path strategy refused");
 		tap_ok(guard_seq_opts_check(evil2, sizeof(evil2) - 1, &why) < 0,

@@ -345,7 +345,8 @@ static void test_plain_and_git(void)
 	IS(try_write("repo/.git/index"), "X2", "index not written in place (X2)");
 	IS(try_op(GUARD_OP_TOUCH, "repo/.git/index"), "", "index times may be set");
 	IS(try_chmod("repo/.git/index"), "", "index chmod allowed");
-	IS(try_rename("repo/.git/HEAD", "repo/.git/index"), "", "a regular file renamed onto index "
+	IS(try_rename("repo/.git/HEAD", "repo/.git/index"), "",
+	   "a regular file renamed onto index "
 	   "passes guard_check (the caller checks its content)");
 	IS(try_create("repo/.git/sharedindex.0123"), "X2", "sharedindex.* not created in place");
 	IS(try_mkdir("repo/.git/index"), "X2", "no folder made at index");

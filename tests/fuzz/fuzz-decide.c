@@ -454,9 +454,11 @@ static void pick_class(struct in *in, int gi, struct guard_cls *cls, mode_t *mod
 static void check_cls(const struct guard_cls *c)
 {
 	FUZZ_CHECK(c->kind <= GUARD_BOTREPO);
-	FUZZ_CHECK(c->role <= GUARD_R_MODULES);
-	FUZZ_CHECK((c->flags & ~(GUARD_RO | GUARD_TREE | GUARD_PIN | GUARD_WT)) == 0);
+	FUZZ_CHECK(c->role <= GUARD_R_SEQ);
+	FUZZ_CHECK((c->flags & ~(GUARD_RO | GUARD_TREE | GUARD_PIN | GUARD_WT | GUARD_CHK)) == 0);
 	FUZZ_CHECK(c->rule < GUARD_RULE_MAX);
+	if ((c->flags & GUARD_CHK) && !(c->flags & (GUARD_RO | GUARD_TREE)))
+		FUZZ_CHECK(c->rule == GUARD_RULE_X2 || c->rule == GUARD_RULE_X4);
 	if (c->flags & GUARD_TREE)
 		FUZZ_CHECK(c->flags & GUARD_RO);
 }
@@ -541,6 +543,10 @@ static void check_rules(const struct guard_req *r, int rc, int gi, int rcls, int
 		    (c->cls[gi].flags & (GUARD_RO | GUARD_TREE)) && rc != -EROFS)
 			FUZZ_FAIL("%s is protected (rule %u) but op %d is allowed", c->rel,
 				  c->cls[gi].rule, r->op);
+		/* X2: an index is never written in place */
+		if (r->op == GUARD_OP_WRITE && (c->cls[gi].flags & GUARD_CHK) &&
+		    c->cls[gi].rule == GUARD_RULE_X2 && rc != -EROFS)
+			FUZZ_FAIL("X2: %s may be written in place", c->rel);
 		/* G3: a git folder is not removed or moved */
 		if ((r->op == GUARD_OP_RMDIR || r->op == GUARD_OP_UNLINK ||
 		     r->op == GUARD_OP_RENAME || r->op == GUARD_OP_EXCHANGE) &&

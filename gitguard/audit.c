@@ -1,0 +1,527 @@
+/*
+ * agentfs audit: what in a tree would make a person's git run something the
+ * person's own config and hooks did not name, or write where a bot wants.
+ * A report, not a guard: it reads a tree that a bot may have written
+ * through a mount (or anywhere else) and lists, one finding each:
+ *   hook       a file in a git folder's hooks/, or under core.hooksPath
+ *   exec       an exec line in a rebase's todo or done list
+ *   strategy   a strategy file gitguard's X4 would refuse, or one naming a
+ *              strategy git does not ship (git-merge-NAME is run)
+ *   index      an index (or sharedindex.*) gitguard's X2 would refuse
+ *   shape      a bare-shaped folder inside a work tree, a .git file pointing
+ *              elsewhere than a worktree or submodule git folder, a .git
+ *              symlink
+ * The walk uses descriptors only (openat with O_NOFOLLOW, fstatat without
+ * following), never follows a symlink, is iterative, and is bounded in depth
+ * and entries.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "gitguard/guard-int.h"
+
+#define AUDIT_DEPTH 256	       /* folders deep, one descriptor each */
+#define AUDIT_ENTRIES 10000000 /* entries looked at in all */
+#define AUDIT_TODO_MAX (16u << 20)
+
+struct audit {
+	guard_audit_fn fn;
+	void *arg;
+	unsigned long entries;
+	unsigned long findings;
+	int errors;
+	struct guard_err *err;
+};
+
+static void found(struct audit *a, const char *path, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void found(struct audit *a, const char *path, const char *kind, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	a->findings++;
+	a->fn(a->arg, path, kind, why);
+}
+
+static void failed(struct audit *a, const char *path, const char *what, int e)
+{
+	a->errors++;
+	if (a->err && !a->err->code) {
+		a->err->code = -e;
+		snprintf(a->err->msg, sizeof a->err->msg, "%s (%s): %s", what, strerror(e), path);
+	}
+}
+
+static char *join(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *p = malloc(la + lb + 2);
+
+	if (!p)
+		return NULL;
+	memcpy(p, a, la);
+	p[la] = '/';
+	memcpy(p + la + 1, b, lb + 1);
+	return p;
+}
+
+static int open_dir(int dfd, const char *name)
+{
+	return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Every entry of the folder NAME in DFD but "." and "..", as fn(dfd of it, entry name). */
+static void each_entry(struct audit *a, int dfd, const char *name, const char *path,
+		       void (*fn)(struct audit *, int, const char *, const char *))
+{
+	struct dirent *de;
+	char *p;
+	DIR *d;
+	int fd;
+
+	fd = open_dir(dfd, name);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		p = join(path, de->d_name);
+		if (p)
+			fn(a, dirfd(d), de->d_name, p);
+		free(p);
+	}
+	closedir(d);
+}
+
+static void hook_file(struct audit *a, int dfd, const char *name, const char *path)
+{
+	struct stat st;
+	size_t n = strlen(name);
+
+	if (n > 7 && !strcmp(name + n - 7, ".sample"))
+		return;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		return;
+	found(a, path, "hook", "%s that git may run as a hook",
+	      S_ISLNK(st.st_mode) ? "a symlink" : "a file");
+}
+
+static void check_index(struct audit *a, int dfd, const char *name, const char *path)
+{
+	const char *why = NULL;
+	size_t len;
+	char *buf;
+	int rc;
+
+	rc = guard_read_file(dfd, name, GUARD_INDEX_MAX, &buf, &len, NULL);
+	if (rc == -ENOENT)
+		return;
+	if (rc) {
+		found(a, path, "index", "cannot be checked: %s", strerror(-rc));
+		return;
+	}
+	if (guard_index_check(buf, len, &why) < 0)
+		found(a, path, "index", "git would write what it names: %s", why);
+	free(buf);
+}
+
+static void index_files(struct audit *a, int dfd, const char *name, const char *path)
+{
+	if (!strcmp(name, "index") || !strncmp(name, "sharedindex.", 12))
+		check_index(a, dfd, name, path);
+}
+
+/* git's strategies: try_merge_command runs git-merge-NAME for any other */
+static bool builtin_strategy(const char *s)
+{
+	static const char *const names[] = {"ort",     "recursive", "resolve",
+					    "octopus", "ours",	    "subtree"};
+	size_t i;
+
+	for (i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strcmp(s, names[i]))
+			return true;
+	return false;
+}
+
+static int on_strategy(void *arg, enum guard_cfg_key key, const char *value)
+{
+	char *out = arg;
+
+	if (key == GUARD_CFG_STRATEGY && !out[0])
+		snprintf(out, 256, "%s", value);
+	return 0;
+}
+
+/* strategy, strategy_opts or opts in a state folder */
+static void check_strategy(struct audit *a, int dfd, const char *name, const char *path)
+{
+	char strat[256] = "";
+	const char *why = NULL;
+	size_t len, n;
+	char *buf;
+
+	if (guard_read_file(dfd, name, GUARD_SEQ_MAX, &buf, &len, NULL))
+		return;
+	if (guard_seq_file_check(name, buf, len, &why) < 0) {
+		found(a, path, "strategy", "%s", why);
+	} else if (!strcmp(name, "strategy")) {
+		n = len;
+		while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+			n--;
+		snprintf(strat, sizeof strat, "%.*s", (int)n, buf);
+	} else if (!strcmp(name, "opts")) {
+		struct guard_cfg cfg = {.fn = on_strategy, .arg = strat, .seq = true};
+
+		guard_config_scan(buf, len, &cfg);
+	}
+	if (strat[0] && !builtin_strategy(strat))
+		found(a, path, "strategy", "strategy '%s': git runs the program git-merge-%s",
+		      strat, strat);
+	free(buf);
+}
+
+/* exec lines (exec or x, git's todo commands) in a todo or done list */
+static void check_todo(struct audit *a, int dfd, const char *name, const char *path)
+{
+	char *buf, *line, *end, *p;
+	size_t len;
+
+	if (guard_read_file(dfd, name, AUDIT_TODO_MAX, &buf, &len, NULL))
+		return;
+	for (line = buf; line < buf + len; line = end + 1) {
+		end = memchr(line, '\n', (size_t)(buf + len - line));
+		if (!end)
+			end = buf + len;
+		*end = '\0';
+		for (p = line; *p == ' ' || *p == '\t'; p++)
+			;
+		if (!strncmp(p, "exec", 4) && (p[4] == ' ' || p[4] == '\t'))
+			found(a, path, "exec", "git runs: %s", p + 5);
+		else if (p[0] == 'x' && (p[1] == ' ' || p[1] == '\t'))
+			found(a, path, "exec", "git runs: %s", p + 2);
+	}
+	free(buf);
+}
+
+static void state_file(struct audit *a, int dfd, const char *name, const char *path)
+{
+	if (!strcmp(name, "strategy") || !strcmp(name, "strategy_opts") || !strcmp(name, "opts"))
+		check_strategy(a, dfd, name, path);
+	else if (!strcmp(name, "git-rebase-todo") || !strcmp(name, "done") || !strcmp(name, "todo"))
+		check_todo(a, dfd, name, path);
+}
+
+static void gitdir_state(struct audit *a, int dfd, const char *path);
+
+static void worktree_admin(struct audit *a, int dfd, const char *name, const char *path)
+{
+	int fd = open_dir(dfd, name);
+
+	if (fd < 0)
+		return;
+	gitdir_state(a, fd, path);
+	close(fd);
+}
+
+/* What a git folder's per-worktree files hold: index, rebase and sequencer state */
+static void gitdir_state(struct audit *a, int dfd, const char *path)
+{
+	static const char *const dirs[] = {"rebase-merge", "rebase-apply", "sequencer"};
+	char *p;
+	size_t i;
+
+	each_entry(a, dfd, ".", path, index_files);
+	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		p = join(path, dirs[i]);
+		if (p)
+			each_entry(a, dfd, dirs[i], p, state_file);
+		free(p);
+	}
+}
+
+static int on_hooks(void *arg, enum guard_cfg_key key, const char *value)
+{
+	char *out = arg;
+
+	if (key == GUARD_CFG_HOOKSPATH)
+		snprintf(out, PATH_MAX, "%s", value);
+	return 0;
+}
+
+/* core.hooksPath of the git folder DFD: its files, reached without following links */
+static void hooks_path(struct audit *a, int dfd, int topfd, const char *top, const char *path)
+{
+	char hp[PATH_MAX] = "", *copy, *comp, *save, *shown;
+	struct guard_cfg cfg = {.fn = on_hooks, .arg = hp};
+	size_t len;
+	char *buf;
+	int fd, nfd;
+
+	if (guard_read_file(dfd, "config", GUARD_CONFIG_MAX, &buf, &len, NULL))
+		return;
+	guard_config_scan(buf, len, &cfg);
+	free(buf);
+	if (!hp[0])
+		return;
+	if (hp[0] == '/')
+		fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else if (topfd >= 0)
+		fd = fcntl(topfd, F_DUPFD_CLOEXEC, 3);
+	else
+		fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3); /* a bare repository: from the git folder */
+	copy = strdup(hp);
+	for (comp = copy ? strtok_r(copy, "/", &save) : NULL; comp && fd >= 0;
+	     comp = strtok_r(NULL, "/", &save)) {
+		nfd = open_dir(fd, comp);
+		close(fd);
+		fd = nfd;
+	}
+	free(copy);
+	if (fd < 0) {
+		found(a, path, "hook",
+		      "core.hooksPath '%s' cannot be listed without following a "
+		      "symlink",
+		      hp);
+		return;
+	}
+	shown = hp[0] == '/' ? strdup(hp) : join(topfd >= 0 ? top : path, hp);
+	if (shown)
+		each_entry(a, fd, ".", shown, hook_file);
+	free(shown);
+	close(fd);
+}
+
+static void gitdir(struct audit *a, int fd, const char *path, int topfd, const char *top);
+
+/* modules/: each submodule's git folder, at any depth of its name (up to 8) */
+static void modules(struct audit *a, int dfd, const char *path, int depth)
+{
+	struct dirent *de;
+	struct stat st;
+	char *p;
+	DIR *d;
+	int fd, cfd;
+
+	fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode))
+			continue;
+		cfd = open_dir(dirfd(d), de->d_name);
+		p = cfd >= 0 ? join(path, de->d_name) : NULL;
+		if (p && guard_shape(cfd, NULL))
+			gitdir(a, cfd, p, -1, NULL);
+		else if (p && depth < 8)
+			modules(a, cfd, p, depth + 1);
+		free(p);
+		if (cfd >= 0)
+			close(cfd);
+	}
+	closedir(d);
+}
+
+/* A git folder FD at PATH; TOPFD/TOP its work tree's top, or -1 for a bare one */
+static void gitdir(struct audit *a, int fd, const char *path, int topfd, const char *top)
+{
+	char *p;
+	int mfd;
+
+	p = join(path, "hooks");
+	if (p)
+		each_entry(a, fd, "hooks", p, hook_file);
+	free(p);
+	hooks_path(a, fd, topfd, top, path);
+	gitdir_state(a, fd, path);
+	p = join(path, "worktrees");
+	if (p)
+		each_entry(a, fd, "worktrees", p, worktree_admin);
+	free(p);
+	mfd = open_dir(fd, "modules");
+	p = mfd >= 0 ? join(path, "modules") : NULL;
+	if (p)
+		modules(a, mfd, p, 0);
+	free(p);
+	if (mfd >= 0)
+		close(mfd);
+}
+
+/* The target of a .git file or symlink: is it a worktree or submodule git folder? */
+static bool usual_pointer(const char *t)
+{
+	return strstr(t, "/worktrees/") || !strncmp(t, "worktrees/", 10) ||
+	       strstr(t, "/modules/") || !strncmp(t, "modules/", 8);
+}
+
+static void dotgit_entry(struct audit *a, int dfd, const struct stat *st, const char *path)
+{
+	char target[GUARD_GITFILE_MAX];
+	size_t len;
+	ssize_t n;
+	char *buf;
+
+	if (S_ISLNK(st->st_mode)) {
+		n = readlinkat(dfd, ".git", target, sizeof target - 1);
+		target[n > 0 ? n : 0] = '\0';
+		found(a, path, "shape", "a .git symlink to '%s': git uses that folder", target);
+		return;
+	}
+	if (!S_ISREG(st->st_mode))
+		return;
+	if (guard_read_file(dfd, ".git", GUARD_GITFILE_MAX, &buf, &len, NULL))
+		return;
+	if (guard_parse_gitfile(buf, len, target, sizeof target))
+		found(a, path, "shape", "a .git file git cannot read");
+	else if (!usual_pointer(target))
+		found(a, path, "shape",
+		      "a .git file pointing to '%s', not a worktree or submodule "
+		      "git folder",
+		      target);
+	free(buf);
+}
+
+struct frame {
+	DIR *d;
+	char *path;
+	int gitdepth; /* > 0: beneath a work tree (a folder holding .git) */
+};
+
+/* One folder entry of the walk: returns an fd to descend into, or -1. */
+static int visit(struct audit *a, struct frame *f, const char *name, const char *path,
+		 bool *in_tree)
+{
+	int dfd = dirfd(f->d), fd;
+	struct stat st;
+	bool shape;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	if (name_is_dotgit(name)) {
+		if (S_ISDIR(st.st_mode)) {
+			fd = open_dir(dfd, name);
+			if (fd >= 0) {
+				gitdir(a, fd, path, dfd, f->path);
+				close(fd);
+			}
+		} else {
+			dotgit_entry(a, dfd, &st, path);
+		}
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode))
+		return -1;
+	fd = open_dir(dfd, name);
+	if (fd < 0) {
+		failed(a, path, "cannot open", errno);
+		return -1;
+	}
+	shape = guard_shape(fd, NULL);
+	if (shape) {
+		if (f->gitdepth > 0)
+			found(a, path, "shape",
+			      "a bare-shaped git folder inside a work tree: git "
+			      "run in it uses its config");
+		gitdir(a, fd, path, -1, NULL);
+		close(fd);
+		return -1;
+	}
+	*in_tree = f->gitdepth > 0 || !fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW);
+	return fd;
+}
+
+/*
+ * Audit the tree at PATH (ROOTFD open on it): FN gets each finding.  Returns
+ * the number of findings, or -1 with ERR set when part of the tree could not
+ * be read (findings are still reported).
+ */
+long guard_audit(int rootfd, const char *path, guard_audit_fn fn, void *arg, struct guard_err *err)
+{
+	struct audit a = {.fn = fn, .arg = arg, .err = err};
+	struct frame st[AUDIT_DEPTH];
+	struct dirent *de;
+	struct stat s;
+	int depth = 0, fd;
+	bool in_tree;
+	char *p;
+
+	if (err)
+		err->code = 0;
+	fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+	st[0].d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!st[0].d) {
+		failed(&a, path, "cannot read", errno);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	st[0].path = strdup(path);
+	st[0].gitdepth = !fstatat(rootfd, ".git", &s, AT_SYMLINK_NOFOLLOW);
+	if (guard_shape(rootfd, NULL))
+		gitdir(&a, rootfd, path, -1, NULL);
+	while (depth >= 0) {
+		struct frame *f = &st[depth];
+
+		de = readdir(f->d);
+		if (!de) {
+			closedir(f->d);
+			free(f->path);
+			depth--;
+			continue;
+		}
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (++a.entries > AUDIT_ENTRIES) {
+			failed(&a, f->path, "more entries than audit reads", E2BIG);
+			break;
+		}
+		p = join(f->path, de->d_name);
+		if (!p) {
+			failed(&a, f->path, "out of memory", ENOMEM);
+			break;
+		}
+		in_tree = false;
+		fd = visit(&a, f, de->d_name, p, &in_tree);
+		if (fd < 0) {
+			free(p);
+			continue;
+		}
+		if (depth + 1 >= AUDIT_DEPTH || !(st[depth + 1].d = fdopendir(fd))) {
+			failed(&a, p, "too deep to audit", ELOOP);
+			close(fd);
+			free(p);
+			continue;
+		}
+		st[depth + 1].path = p;
+		st[depth + 1].gitdepth = in_tree;
+		depth++;
+	}
+	while (depth >= 0) {
+		closedir(st[depth].d);
+		free(st[depth].path);
+		depth--;
+	}
+	return a.errors ? -1 : (long)a.findings;
+}

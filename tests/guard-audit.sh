@@ -1,0 +1,144 @@
+#!/bin/bash
+# guard-audit: `agentfs audit PATH...` lists what in a tree would make a
+# person's git run something or write where a bot wants, and exits 1 when
+# it finds anything, 0 on a clean tree, 2 on an error.  A clean repository
+# with a linked worktree and a submodule is clean; then each plant, made in
+# a copy of it, must be reported with its path: a hook, a core.hooksPath
+# file, an exec line of a rebase in progress, a strategy path, a strategy
+# git would run as a program, a forged index, a bare-shaped folder in the
+# work tree, a .git file pointing elsewhere.  The walk follows no symlink and
+# survives a chain deeper than it reads.
+. "$top_srcdir/tests/lib.sh"
+
+command -v git >/dev/null || skip_all "git is missing"
+command -v python3 >/dev/null || skip_all "python3 is missing"
+FORGE="$top_srcdir/tests/guard-forge.py"
+
+export GIT_CONFIG_NOSYSTEM=1 HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
+export GIT_AUTHOR_NAME=tester GIT_AUTHOR_EMAIL=tester@example.org
+export GIT_COMMITTER_NAME=tester GIT_COMMITTER_EMAIL=tester@example.org
+export GIT_TERMINAL_PROMPT=0 GIT_EDITOR=true GIT_PAGER=cat PAGER=cat
+unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_INDEX_FILE 2>/dev/null
+mkdir -p "$HOME"
+git config --global init.defaultBranch main
+git config --global protocol.file.allow always
+
+setup()
+{
+	set -e
+	git init -q "$T/up"
+	echo u >"$T/up/u"
+	git -C "$T/up" add u
+	git -C "$T/up" commit -qm up
+	git init -q "$T/clean/repo"
+	cd "$T/clean/repo"
+	echo a >f
+	git add f
+	git commit -qm a
+	git submodule add -q "$T/up" sub
+	git commit -qm sub
+	git worktree add -q ../wt -b wtb
+	git checkout -qb t
+	echo b >f
+	git commit -qam b
+	git checkout -q main
+	echo c >f
+	git commit -qam c
+	set +e
+}
+if ! (setup) >"$T/setup.log" 2>&1; then
+	diag "$(cat "$T/setup.log")"
+	bail_out "setup failed"
+fi
+
+# audit_is DESC WANT_RC GREP PATH...: exit status WANT_RC and a line matching GREP
+audit_is()
+{
+	local desc="$1" want="$2" re="$3" out rc
+	shift 3
+	out=$("$AGENTFS" audit "$@" 2>&1)
+	rc=$?
+	if [ "$rc" = "$want" ] && { [ -z "$re" ] || printf '%s\n' "$out" | grep -q -- "$re"; }; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		diag "exit status $rc (want $want), output:" "$out"
+	fi
+}
+
+audit_is "a clean repository with a worktree and a submodule: exit 0" 0 "" "$T/clean"
+is "$("$AGENTFS" audit --json "$T/clean")" "[]" "--json of a clean tree is []"
+
+# fresh NAME: a copy of the clean tree to plant in; prints its repository path
+fresh()
+{
+	rm -rf "$T/$1"
+	cp -a "$T/clean" "$T/$1"
+	echo "$T/$1/repo"
+}
+
+R=$(fresh hook)
+printf '#!/bin/sh\n' >"$R/.git/hooks/pre-commit"
+audit_is "a hook in .git/hooks" 1 "repo/.git/hooks/pre-commit: hook" "$T/hook"
+
+R=$(fresh hp)
+git -C "$R" config core.hooksPath .husky/_
+mkdir -p "$R/.husky/_"
+printf '#!/bin/sh\n' >"$R/.husky/_/pre-push"
+audit_is "a file under a relative core.hooksPath" 1 "repo/.husky/_/pre-push: hook" "$T/hp"
+
+R=$(fresh ex)
+(cd "$R" && git checkout -q t && GIT_SEQUENCE_EDITOR='sed -i "1a exec make planted"' \
+	git rebase -i main) >/dev/null 2>&1
+audit_is "an exec line in a rebase in progress" 1 "git-rebase-todo: exec: git runs: make planted" \
+	"$T/ex"
+echo 'x/../tools/fmt.sh' >"$R/.git/rebase-merge/strategy"
+audit_is "a strategy that is a path" 1 "rebase-merge/strategy: strategy: strategy is not a plain" \
+	"$T/ex"
+echo 'mine' >"$R/.git/rebase-merge/strategy"
+audit_is "a strategy git runs as git-merge-mine" 1 "git runs the program git-merge-mine" "$T/ex"
+
+R=$(fresh cp)
+(cd "$R" && git cherry-pick --strategy=ort main..t) >/dev/null 2>&1
+printf '[options]\n\tstrategy = a/b\n' >"$R/.git/sequencer/opts"
+audit_is "sequencer/opts naming a path" 1 "sequencer/opts: strategy" "$T/cp"
+
+R=$(fresh idx)
+SHA=$(git -C "$R" rev-parse HEAD:f)
+python3 "$FORGE" index "$R/.git/index" 2 "100755:$SHA:.git/hooks/pre-commit"
+audit_is "a forged index" 1 "repo/.git/index: index: git would write" "$T/idx"
+python3 "$FORGE" index "$R/.git/worktrees/wt/index" 2 "100644:$SHA:../x"
+audit_is "a forged worktree index" 1 "worktrees/wt/index: index" "$T/idx"
+
+R=$(fresh shape)
+mkdir -p "$R/docs/q/objects" "$R/docs/q/refs"
+echo 'ref: refs/heads/main' >"$R/docs/q/HEAD"
+audit_is "a bare-shaped folder inside the work tree" 1 "repo/docs/q: shape" "$T/shape"
+
+R=$(fresh ptr)
+mkdir "$R/n"
+echo "gitdir: $T/elsewhere" >"$R/n/.git"
+audit_is "a .git file pointing elsewhere" 1 "repo/n/.git: shape" "$T/ptr"
+
+R=$(fresh links)
+ln -s "$T/hook" "$R/link-to-planted"
+audit_is "a symlink to a planted tree is not followed" 0 "" "$T/links"
+
+# a chain deeper than the audit reads: an error, not a crash
+python3 -c "
+import os
+p = '$T/deep'
+os.makedirs(p)
+fd = os.open(p, os.O_RDONLY)
+for i in range(300):
+    os.mkdir('d', dir_fd=fd)
+    nfd = os.open('d', os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = nfd
+"
+audit_is "a 300-deep chain: exit 2, too deep" 2 "too deep" "$T/deep"
+audit_is "a missing path: exit 2" 2 "No such file" "$T/missing"
+is "$(python3 -c "import json,sys; print(len(json.load(sys.stdin)))" \
+	< <("$AGENTFS" audit --json "$T/hook" "$T/shape"))" 2 "--json: one object per finding"
+
+done_testing
