@@ -14,7 +14,7 @@
 #include "gitguard/gitguard.h"
 
 static const char audit_usage[] =
-	"usage: agentfs audit [--json] PATH...\n"
+	"usage: agentfs audit [--json] [--socket PATH] [--bot BOT]... [PATH...]\n"
 	"\n"
 	"Walk each PATH (never following a symlink) and list, one line each, what\n"
 	"would make git run something or write where a bot wants: hooks and\n"
@@ -23,8 +23,11 @@ static const char audit_usage[] =
 	"shapes. Run it before continuing a bot's work with git on the host.\n"
 	"Exit status: 0 nothing found, 1 something found, 2 an error.\n"
 	"\n"
-	"  --json      one JSON array of {path, kind, why}\n"
-	"  -h, --help  show this help\n";
+	"  --json         one JSON array of {path, kind, why}\n"
+	"  --bot BOT      also every writable root of the bot BOT, read on the host\n"
+	"                 (asks agentfsd at --socket, AGENT_SOCKET or the default)\n"
+	"  --socket PATH  agentfsd's socket, for --bot\n"
+	"  -h, --help     show this help\n";
 
 struct out {
 	bool json;
@@ -47,23 +50,90 @@ static void print_finding(void *arg, const char *path, const char *kind, const c
 		die("out of memory");
 }
 
+/* Audit the tree at path: returns findings, or -1 (reported) */
+static long audit_one(struct out *o, const char *path)
+{
+	struct guard_err err;
+	long n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "agentfs audit: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	n = guard_audit(fd, path, print_finding, o, &err);
+	close(fd);
+	if (n < 0)
+		fprintf(stderr, "agentfs audit: %s (part of the tree was not read)\n", err.msg);
+	return n;
+}
+
+/* Every writable root of BOT, as agentfsd reports them: findings, or -1 */
+static long audit_bot(struct out *o, const char *socket_path, const char *bot)
+{
+	cJSON *req = cJSON_CreateObject(), *rep, *mounts, *m, *path, *access;
+	long found = 0, n;
+	bool bad = false;
+
+	if (req == NULL || cJSON_AddStringToObject(req, "op", "show") == NULL ||
+	    cJSON_AddStringToObject(req, "name", bot) == NULL)
+		die("out of memory");
+	rep = client_request(socket_path, req);
+	cJSON_Delete(req);
+	mounts = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rep, "bot"),
+						  "mounts");
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")) || !cJSON_IsArray(mounts)) {
+		cJSON *e = cJSON_GetObjectItemCaseSensitive(rep, "error");
+		cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+
+		fprintf(stderr, "agentfs audit: bot %s: %s\n", bot,
+			cJSON_IsString(msg) ? msg->valuestring : "agentfsd sent no roots");
+		cJSON_Delete(rep);
+		return -1;
+	}
+	cJSON_ArrayForEach(m, mounts) {
+		path = cJSON_GetObjectItemCaseSensitive(m, "path");
+		access = cJSON_GetObjectItemCaseSensitive(m, "access");
+		if (!cJSON_IsString(path) || !cJSON_IsString(access) ||
+		    strcmp(access->valuestring, "rw") != 0)
+			continue;
+		n = audit_one(o, path->valuestring);
+		if (n < 0)
+			bad = true;
+		else
+			found += n;
+	}
+	cJSON_Delete(rep);
+	return bad ? -1 : found;
+}
+
 int cmd_audit(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
+		{"bot", required_argument, NULL, 'b'},
+		{"socket", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	const char *socket_path = NULL, **bots = NULL;
 	struct out o = {0};
-	struct guard_err err;
 	long found = 0, n;
-	int c, fd, i, rc = 0;
+	int c, i, nbots = 0, rc = 0;
 	char *text;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		if (c == 'j') {
 			o.json = true;
+		} else if (c == 'b') {
+			bots = realloc(bots, (size_t)(nbots + 1) * sizeof *bots);
+			if (bots == NULL)
+				die("out of memory");
+			bots[nbots++] = optarg;
+		} else if (c == 's') {
+			socket_path = optarg;
 		} else if (c == 'h') {
 			fputs(audit_usage, stdout);
 			return 0;
@@ -71,27 +141,23 @@ int cmd_audit(int argc, char **argv)
 			usage_error("audit", argv[optind - 1], optopt);
 		}
 	}
-	if (optind >= argc)
-		die_usage("audit", "audit needs at least one PATH");
+	if (optind >= argc && nbots == 0)
+		die_usage("audit", "audit needs a PATH or --bot BOT");
+	if (nbots > 0 && socket_path == NULL)
+		socket_path = getenv("AGENT_SOCKET");
+	if (nbots > 0 && (socket_path == NULL || *socket_path == '\0'))
+		socket_path = default_socket_path();
 	if (o.json && (o.arr = cJSON_CreateArray()) == NULL)
 		die("out of memory");
-	for (i = optind; i < argc; i++) {
-		fd = open(argv[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0) {
-			fprintf(stderr, "agentfs audit: %s: %s\n", argv[i], strerror(errno));
+	for (i = 0; i < nbots + (argc - optind); i++) {
+		n = i < nbots ? audit_bot(&o, socket_path, bots[i])
+			      : audit_one(&o, argv[optind + i - nbots]);
+		if (n < 0)
 			rc = 2;
-			continue;
-		}
-		n = guard_audit(fd, argv[i], print_finding, &o, &err);
-		close(fd);
-		if (n < 0) {
-			fprintf(stderr, "agentfs audit: %s (part of the tree was not read)\n",
-				err.msg);
-			rc = 2;
-		} else {
+		else
 			found += n;
-		}
 	}
+	free(bots);
 	if (o.json) {
 		text = cJSON_Print(o.arr);
 		if (text == NULL)

@@ -141,4 +141,23 @@ audit_is "a missing path: exit 2" 2 "No such file" "$T/missing"
 is "$(python3 -c "import json,sys; print(len(json.load(sys.stdin)))" \
 	< <("$AGENTFS" audit --json "$T/hook" "$T/shape"))" 2 "--json: one object per finding"
 
+# --bot BOT: the bot's writable roots, as agentfsd reports them, read on the host
+if [ "$(id -u)" = 0 ] && [ -c /dev/fuse ]; then
+	"$top_builddir/src/agentfsd" --socket "$T/d.sock" --state "$T/dstate" ||
+		bail_out "agentfsd did not start"
+	"$AGENTFS" --socket "$T/d.sock" create planted "$T/hook" --sandbox danger-full-access \
+		>/dev/null || bail_out "create planted"
+	"$AGENTFS" --socket "$T/d.sock" create tidy "$T/clean" --readable "$T/hook" \
+		--sandbox danger-full-access >/dev/null || bail_out "create tidy"
+	audit_is "--bot: a bot whose root holds a hook" 1 "repo/.git/hooks/pre-commit: hook" \
+		--socket "$T/d.sock" --bot planted
+	audit_is "--bot: a bot with a clean writable root (its read-only root is not its work)" 0 "" \
+		--socket "$T/d.sock" --bot tidy
+	audit_is "--bot: a bot that does not exist: exit 2" 2 "no bot" --socket "$T/d.sock" --bot nosuch
+	"$AGENTFS" --socket "$T/d.sock" shutdown >/dev/null
+	wait_until 10 eval '! "$AGENTFS" --socket "$T/d.sock" status >/dev/null 2>&1'
+else
+	skip "--bot: needs root and /dev/fuse for agentfsd"
+fi
+
 done_testing
