@@ -52,7 +52,7 @@ struct guard_top {
 };
 
 #define GUARD_REVAL_MS 50    /* a host change to a config file is seen by decisions this late */
-#define GUARD_WATCH_FILES 16 /* config files, includes, config.worktree watched per repository */
+#define GUARD_WATCH_FILES 24 /* config files, includes, config.worktree watched per repository */
 
 /* A config file a repository scan read, or found missing, with its stamp */
 struct guard_wfile {
