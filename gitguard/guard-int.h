@@ -133,7 +133,7 @@ void guard_logf(struct guard *g, const char *fmt, ...) __attribute__((format(pri
 int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name, uint8_t flags,
 	     uint8_t rule);
 void recs_clear(struct guard_recs *r);
-void guard_tab_rebuild(struct guard *g);
+int guard_tab_rebuild(struct guard *g);
 uint8_t guard_tab_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *rule);
 uint8_t guard_tab_missing(struct guard *g, uint64_t dev, uint64_t ino, const char *name,
 			  uint8_t *rule);

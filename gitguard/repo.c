@@ -897,18 +897,25 @@ static bool recs_equal(const struct guard_recs *a, const struct guard_recs *b)
 /* Publishes R (replacing any record of the same folder); lock held exclusive. */
 static int repo_publish(struct guard *g, struct guard_repo *r, bool *changed)
 {
-	struct guard_repo **slot = repo_find(g, r->dev, r->ino), **v;
+	struct guard_repo **slot = repo_find(g, r->dev, r->ino), **v, *old;
 
 	if (slot) {
-		*changed = (*slot)->rule != r->rule || !recs_equal(&(*slot)->recs, &r->recs);
-		if ((*slot)->bot) {
+		old = *slot;
+		*changed = old->rule != r->rule || !recs_equal(&old->recs, &r->recs);
+		*slot = r;
+		/* the table borrows the old record's names: rebuilt before it is freed */
+		if ((old->recs.n || r->recs.n) && guard_tab_rebuild(g)) {
+			*slot = old;
+			return -ENOMEM;
+		}
+		if (old->bot) {
 			/* the bot's own: keep it so */
 			r->bot = true;
-			r->path = (*slot)->path;
-			(*slot)->path = NULL;
+			r->path = old->path;
+			old->path = NULL;
 		}
-		guard_repo_free(*slot);
-		*slot = r;
+		guard_repo_free(old);
+		return 0;
 	} else {
 		if (g->nrepos == g->arepos) {
 			size_t na = g->arepos ? g->arepos * 2 : 8;
