@@ -52,7 +52,7 @@ struct guard_top {
 };
 
 #define GUARD_REVAL_MS 50    /* a host change to a config file is seen by decisions this late */
-#define GUARD_WATCH_FILES 16 /* config files, includes, config.worktree watched per repository */
+#define GUARD_WATCH_FILES 24 /* config files, includes, config.worktree watched per repository */
 
 /* A config file a repository scan read, or found missing, with its stamp */
 struct guard_wfile {
@@ -133,7 +133,7 @@ void guard_logf(struct guard *g, const char *fmt, ...) __attribute__((format(pri
 int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name, uint8_t flags,
 	     uint8_t rule);
 void recs_clear(struct guard_recs *r);
-void guard_tab_rebuild(struct guard *g);
+int guard_tab_rebuild(struct guard *g);
 uint8_t guard_tab_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *rule);
 uint8_t guard_tab_missing(struct guard *g, uint64_t dev, uint64_t ino, const char *name,
 			  uint8_t *rule);

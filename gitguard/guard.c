@@ -169,8 +169,11 @@ static void tab_append(struct guard_rec *tab, size_t *n, const struct guard_recs
 	*n += r->n;
 }
 
-/* Rebuilds the sorted table from every repository's records; lock held exclusive. */
-void guard_tab_rebuild(struct guard *g)
+/*
+ * Rebuilds the sorted table from every repository's records; lock held
+ * exclusive.  -ENOMEM leaves the old table, whose names are still borrowed.
+ */
+int guard_tab_rebuild(struct guard *g)
 {
 	struct guard_rec *tab;
 	size_t i, total = g->misc.n, n = 0;
@@ -181,7 +184,7 @@ void guard_tab_rebuild(struct guard *g)
 	if (total && !tab) {
 		/* keep the old table: stale beats empty */
 		guard_logf(g, "gitguard: out of memory rebuilding the protected table");
-		return;
+		return -ENOMEM;
 	}
 	tab_append(tab, &n, &g->misc);
 	for (i = 0; i < g->nrepos; i++)
@@ -192,6 +195,7 @@ void guard_tab_rebuild(struct guard *g)
 	g->tab = tab;
 	g->ntab = n;
 	atomic_store(&g->ntab_hint, n);
+	return 0;
 }
 
 static size_t tab_first(struct guard *g, uint64_t dev, uint64_t ino)

@@ -645,6 +645,108 @@ static int scan_tops(struct scan *s, int dfd)
 	return rc;
 }
 
+/* One global or system config file PATH outside the root: the person's, opened as git does */
+static int scan_outside(struct scan *s, const char *path)
+{
+	char real[PATH_MAX], proc[64], *slash;
+	int fd, dfd, rc = 0, obase = s->basefd;
+	struct stat st;
+	ssize_t n;
+
+	fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, real, sizeof(real) - 1);
+	/* GIT_CONFIG_GLOBAL=/dev/null and the like: nothing git reads there matters */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || n <= 0 || (size_t)n >= sizeof(real)) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	real[n] = '\0';
+	slash = strrchr(real, '/');
+	if (!slash || slash == real)
+		return 0;
+	*slash = '\0';
+	dfd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return 0;
+	s->basefd = dfd;
+	s->depth++;
+	rc = scan_config(s, dfd, slash + 1);
+	s->depth--;
+	s->basefd = obase;
+	close(dfd);
+	return rc;
+}
+
+/* One global or system config file PATH, read as an include of the repository's */
+static int scan_global_file(struct scan *s, const char *path)
+{
+	struct resolved res;
+	int where;
+
+	s->pin_rule = GUARD_RULE_W3;
+	where = guard_resolve(s->g, s->dfd, path, true, NULL, NULL, &res);
+	resolved_close(&res);
+	if (where == RES_OUTSIDE)
+		return scan_outside(s, path);
+	if (where == RES_INSIDE || where == RES_MISSING)
+		return on_include(s, path); /* inside the root: guarded as an include target */
+	return 0;
+}
+
+/* HOME's global config files ($XDG_CONFIG_HOME/git/config, ~/.gitconfig) into L */
+static int global_paths(struct strs *l, const char *home, const char *xdg)
+{
+	char p[PATH_MAX];
+	int rc = 0;
+
+	if (xdg && *xdg && snprintf(p, sizeof(p), "%s/git/config", xdg) < (int)sizeof(p))
+		rc = strs_add(l, p);
+	else if (home && *home &&
+		 snprintf(p, sizeof(p), "%s/.config/git/config", home) < (int)sizeof(p))
+		rc = strs_add(l, p);
+	if (!rc && home && *home && snprintf(p, sizeof(p), "%s/.gitconfig", home) < (int)sizeof(p))
+		rc = strs_add(l, p);
+	return rc;
+}
+
+/*
+ * The person's global and system config (git config --global core.hooksPath
+ * .githooks applies to every repository): those of this process's
+ * environment, and the global ones of the root's owner.  Read like includes;
+ * a relative hooksPath there is guarded at every worktree top.
+ */
+static int scan_global(struct scan *s)
+{
+	struct passwd pw, *res = NULL;
+	struct strs l = {0};
+	const char *env;
+	char buf[4096];
+	struct stat st;
+	size_t i;
+	int rc = 0;
+
+	env = getenv("GIT_CONFIG_GLOBAL");
+	if (env)
+		rc = *env ? strs_add(&l, env) : 0;
+	else
+		rc = global_paths(&l, getenv("HOME"), getenv("XDG_CONFIG_HOME"));
+	if (!rc && !fstat(s->g->root_fd, &st) &&
+	    !getpwuid_r(st.st_uid, &pw, buf, sizeof(buf), &res) && res && res->pw_dir)
+		rc = global_paths(&l, res->pw_dir, NULL);
+	if (!rc && !getenv("GIT_CONFIG_NOSYSTEM")) {
+		env = getenv("GIT_CONFIG_SYSTEM");
+		rc = strs_add(&l, env ? env : "/etc/gitconfig");
+	}
+	for (i = 0; !rc && i < l.n; i++)
+		rc = l.v[i][0] == '/' ? scan_global_file(s, l.v[i]) : 0;
+	strs_free(&l);
+	return rc;
+}
+
 /* Has any file the scan read changed since? */
 static bool watch_changed(const struct guard_watch *w);
 
@@ -749,6 +851,7 @@ static struct guard_repo *repo_scan(struct guard *g, int dfd, const struct stat 
 		memset(&r->stamp, 0, sizeof(r->stamp));
 	rc = scan_lg2(&s, dfd, cfgdir);
 	resolved_close(&res);
+	rc = rc ? rc : scan_global(&s);
 	rc = rc ? rc : scan_tops(&s, dfd);
 	strs_free(&s.rel);
 	strs_free(&s.wt);
@@ -797,18 +900,25 @@ static bool recs_equal(const struct guard_recs *a, const struct guard_recs *b)
 /* Publishes R (replacing any record of the same folder); lock held exclusive. */
 static int repo_publish(struct guard *g, struct guard_repo *r, bool *changed)
 {
-	struct guard_repo **slot = repo_find(g, r->dev, r->ino), **v;
+	struct guard_repo **slot = repo_find(g, r->dev, r->ino), **v, *old;
 
 	if (slot) {
-		*changed = (*slot)->rule != r->rule || !recs_equal(&(*slot)->recs, &r->recs);
-		if ((*slot)->bot) {
+		old = *slot;
+		*changed = old->rule != r->rule || !recs_equal(&old->recs, &r->recs);
+		*slot = r;
+		/* the table borrows the old record's names: rebuilt before it is freed */
+		if ((old->recs.n || r->recs.n) && guard_tab_rebuild(g)) {
+			*slot = old;
+			return -ENOMEM;
+		}
+		if (old->bot) {
 			/* the bot's own: keep it so */
 			r->bot = true;
-			r->path = (*slot)->path;
-			(*slot)->path = NULL;
+			r->path = old->path;
+			old->path = NULL;
 		}
-		guard_repo_free(*slot);
-		*slot = r;
+		guard_repo_free(old);
+		return 0;
 	} else {
 		if (g->nrepos == g->arepos) {
 			size_t na = g->arepos ? g->arepos * 2 : 8;

@@ -17,6 +17,8 @@
 #     the mount is live applies to the bot's next operation.
 #   - a root that is a folder of a worktree: the repository above guards its
 #     hooks folder and includes inside the root.
+#   - the person's global config: a relative hooksPath and includes count
+#     for every repository, and a change while mounted too.
 # Each attack must fail with EROFS, and no PWNED-* marker may appear when git
 # runs on the SOURCE afterwards.
 . "$top_srcdir/tests/lib.sh"
@@ -506,5 +508,40 @@ chmod +x "$T/payload-above"
 check "host: git commit in app" git -C "$S6/app" commit -q --allow-empty -m "host after attacks"
 check "host: git commit in app-wt" git -C "$S6/app-wt" commit -q --allow-empty -m "host after"
 no_marker "the repository above the root"
+
+# ---- 7. the person's global config: a relative hooksPath for every repository
+S7="$T/global-src"
+M7="$T/global-m"
+mkdir -p "$S7" "$M7"
+(
+	set -e
+	git init -q "$S7/r"
+	git -C "$S7/r" commit -q --allow-empty -m init
+	printf '[user]\n\tnote = shared\n' >"$S7/shared.cfg"
+	git config --global core.hooksPath .githooks
+	git config --global include.path "$S7/shared.cfg"
+	# a person's ~/.gitconfig is often a symlink into a dotfiles folder
+	mkdir -p "$HOME/dotfiles"
+	mv "$HOME/.gitconfig" "$HOME/dotfiles/gitconfig"
+	ln -s dotfiles/gitconfig "$HOME/.gitconfig"
+) >"$T/global-setup.log" 2>&1 || { diag "$(cat "$T/global-setup.log")"; bail_out "global setup failed"; }
+if fs_mount "$S7" "$M7"; then
+	refuse "global core.hooksPath=.githooks: bot makes r/.githooks" try mkdir "$M7/r/.githooks"
+	refuse "global include.path into the root: bot writes it" \
+		gtry append "$M7/shared.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-global\n' "$T")"
+	git config --global core.hooksPath .hooks2
+	sleep 0.2
+	refuse "global core.hooksPath changed to .hooks2 while mounted: bot makes r/.hooks2" \
+		try mkdir "$M7/r/.hooks2"
+	fs_umount "$M7"
+else
+	not_ok "mount $S7"
+fi
+printf '#!/bin/sh\ntouch %s/PWNED-global-fsmonitor\n' "$T" >"$T/payload-global"
+chmod +x "$T/payload-global"
+check "host: git commit in r" git -C "$S7/r" commit -q --allow-empty -m "host after attacks"
+git config --global --unset core.hooksPath
+git config --global --unset include.path
+no_marker "the person's global config"
 
 done_testing
