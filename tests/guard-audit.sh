@@ -14,14 +14,7 @@ command -v git >/dev/null || skip_all "git is missing"
 command -v python3 >/dev/null || skip_all "python3 is missing"
 FORGE="$top_srcdir/tests/guard-forge.py"
 
-export GIT_CONFIG_NOSYSTEM=1 HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
-export GIT_AUTHOR_NAME=tester GIT_AUTHOR_EMAIL=tester@example.org
-export GIT_COMMITTER_NAME=tester GIT_COMMITTER_EMAIL=tester@example.org
-export GIT_TERMINAL_PROMPT=0 GIT_EDITOR=true GIT_PAGER=cat PAGER=cat
-unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_INDEX_FILE 2>/dev/null
-mkdir -p "$HOME"
-git config --global init.defaultBranch main
-git config --global protocol.file.allow always
+git_test_env
 
 setup()
 {

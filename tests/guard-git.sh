@@ -13,16 +13,7 @@
 need_agentfs "gitguard rules"
 command -v git >/dev/null || skip_all "git is missing"
 
-# The host's git configuration must not matter.
-export GIT_CONFIG_NOSYSTEM=1 HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
-export GIT_AUTHOR_NAME=tester GIT_AUTHOR_EMAIL=tester@example.org
-export GIT_COMMITTER_NAME=tester GIT_COMMITTER_EMAIL=tester@example.org
-export GIT_TERMINAL_PROMPT=0 GIT_EDITOR=true GIT_PAGER=cat PAGER=cat
-unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
-	GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CEILING_DIRECTORIES 2>/dev/null
-mkdir -p "$HOME"
-git config --global init.defaultBranch main
-git config --global protocol.file.allow always
+git_test_env
 
 S="$T/src"     # the first mount's SOURCE: not a repository itself
 M="$T/m1"      # its mount point

@@ -30,15 +30,7 @@ GTRY="$top_builddir/tests/guard-tryop"
 [ -x "$TRYOP" ] || bail_out "$TRYOP is not built"
 [ -x "$GTRY" ] || bail_out "$GTRY is not built"
 
-export GIT_CONFIG_NOSYSTEM=1 HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
-export GIT_AUTHOR_NAME=tester GIT_AUTHOR_EMAIL=tester@example.org
-export GIT_COMMITTER_NAME=tester GIT_COMMITTER_EMAIL=tester@example.org
-export GIT_TERMINAL_PROMPT=0 GIT_EDITOR=true GIT_PAGER=cat PAGER=cat
-unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
-	GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CEILING_DIRECTORIES 2>/dev/null
-mkdir -p "$HOME"
-git config --global init.defaultBranch main
-git config --global protocol.file.allow always
+git_test_env
 
 # hook NAME: a script that leaves $T/PWNED-NAME when git runs it
 hook()

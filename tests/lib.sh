@@ -10,6 +10,7 @@
 #   fs_mount_fg [ARGS...] SOURCE MNT    agentfs mount -f, pid in $FS_PID, remembered
 #   fs_umount MNT, is_mounted MNT, fs_type MNT, track_pid PID
 #   wait_until SECONDS CMD...           poll CMD every 0.1 s until it succeeds
+#   git_test_env                        git with none of the host's configuration
 # and a trap that unmounts everything the test mounted, kills (by pid) only what
 # it started, and removes $T.  Nothing is left behind, pass or fail.
 #
@@ -309,6 +310,22 @@ else
 	FS_TYPE=fuse.agentfs
 	FS_KIND=fuse
 fi
+
+# git_test_env: git as the tests run it sees none of the host's configuration:
+# a private HOME (init.defaultBranch main, file:// submodules allowed), a fixed
+# author, no editor, pager or prompt, and no GIT_* variable from the caller.
+git_test_env()
+{
+	export GIT_CONFIG_NOSYSTEM=1 HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
+	export GIT_AUTHOR_NAME=tester GIT_AUTHOR_EMAIL=tester@example.org
+	export GIT_COMMITTER_NAME=tester GIT_COMMITTER_EMAIL=tester@example.org
+	export GIT_TERMINAL_PROMPT=0 GIT_EDITOR=true GIT_PAGER=cat PAGER=cat
+	unset GIT_DIR GIT_WORK_TREE GIT_COMMON_DIR GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
+		GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CEILING_DIRECTORIES 2>/dev/null
+	mkdir -p "$HOME"
+	git config --global init.defaultBranch main
+	git config --global protocol.file.allow always
+}
 
 need_agentfs()
 {
