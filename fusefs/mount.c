@@ -791,6 +791,7 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	m->poll_us = o.poll_us;
 	m->ready = p->ready;
 	m->ready_arg = p->ready_arg;
+	m->tag = p->tag;
 	inode_table_init(&m->table);
 	if (m->table.buckets == NULL)
 		goto nomem;

@@ -200,13 +200,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	int fd, r = 0;
 
 	if (valid & FUSE_SET_ATTR_MODE)
-		r = policy_check(m, &PREQ(.op = GUARD_OP_CHMOD, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_CHMOD, .ino = i, .mode = i->type));
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
-		r = policy_check(m, &PREQ(.op = GUARD_OP_CHOWN, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_CHOWN, .ino = i, .mode = i->type));
 	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE))
-		r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
 	else if (r == 0 && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
-		r = policy_check(m, &PREQ(.op = GUARD_OP_TOUCH, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_TOUCH, .ino = i, .mode = i->type));
 	if (r != 0)
 		goto out;
 	/* a truncate counts as a writer (seal.c); of an X4 file it is checked */
@@ -236,6 +236,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 		r = -errno;
 	inode_fd_put(m, i);
 	if (r == 0) {
+		if (valid & FUSE_SET_ATTR_SIZE)
+			policy_changed(m, FS_EV_MODIFIED, i, NULL, NULL, NULL, false);
 		fs_invalidate(m, i, NULL, NULL);
 		fuse_reply_attr(req, &st, m->timeout);
 		return;
@@ -280,6 +282,7 @@ static int made(struct fs_mount *m, enum guard_op op, struct inode *p, int pfd, 
 		struct fuse_entry_param *e)
 {
 	policy_notify(m, op, p, pfd, name, NULL);
+	policy_changed(m, FS_EV_CREATED, p, name, NULL, NULL, op == GUARD_OP_MKDIR);
 	fs_invalidate(m, NULL, p, name);
 	return inode_lookup(m, p, name, e);
 }
@@ -303,8 +306,8 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		goto out;
 	}
 	decide_enter(m, &h, p, NULL, false);
-	r = policy_check(m, &PREQ(.op = op, .mode = mode & S_IFMT, .parent = p, .parent_fd = pfd,
-				  .name = name, .target = link));
+	r = policy_check(m, &PREQ(.req = req, .op = op, .mode = mode & S_IFMT, .parent = p,
+				  .parent_fd = pfd, .name = name, .target = link));
 	if (r == 0 && link == NULL && raises_privilege(mode, mode, 0))
 		r = -EPERM;
 	if (r == 0)
@@ -406,7 +409,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	}
 	r = child_of(m, p, pfd, name, &child, &real);
 	if (r == 0)
-		r = policy_check(m, &PREQ(.op = op, .ino = &child, .mode = child.type, .parent = p,
+		r = policy_check(m, &PREQ(.req = req, .op = op, .ino = &child, .mode = child.type, .parent = p,
 					  .parent_fd = pfd, .name = name));
 	if (r == 0) {
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
@@ -414,8 +417,10 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 			r = -errno;
 		pthread_rwlock_unlock(&m->fs->ns_lock);
 	}
-	if (r == 0)
+	if (r == 0) {
 		policy_notify(m, op, p, pfd, name, NULL);
+		policy_changed(m, FS_EV_DELETED, p, name, NULL, NULL, flags != 0);
+	}
 	inode_fd_put(m, p);
 	if (r == 0)
 		fs_invalidate(m, &child, p, name);
@@ -488,7 +493,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		vfd = vfd < 0 ? 0 : vfd;
 	}
 	r = policy_check(m,
-			 &PREQ(.op = op, .ino = &src, .fd = sfd, .mode = src.type, .src_parent = p,
+			 &PREQ(.req = req, .op = op, .ino = &src, .fd = sfd, .mode = src.type, .src_parent = p,
 			       .src_parent_fd = pfd, .src_name = name, .parent = np,
 			       .parent_fd = npfd, .name = newname, .victim = have_dst ? &dst : NULL,
 			       .victim_fd = vfd, .victim_mode = have_dst ? dst.type : 0));
@@ -506,6 +511,14 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		policy_notify(m, op, np, npfd, newname, NULL);
 		if (op == GUARD_OP_EXCHANGE)
 			policy_notify(m, op, p, pfd, name, NULL);
+		if (op == GUARD_OP_EXCHANGE) {
+			/* both names stay, each with the other's content */
+			policy_changed(m, FS_EV_MODIFIED, p, name, NULL, NULL, S_ISDIR(src.type));
+			policy_changed(m, FS_EV_MODIFIED, np, newname, NULL, NULL,
+				       S_ISDIR(dst.type));
+		} else {
+			policy_changed(m, FS_EV_RENAMED, p, name, np, newname, S_ISDIR(src.type));
+		}
 		if (rsrc != NULL)
 			inode_moved(m, rsrc, np, newname);
 		if (op == GUARD_OP_EXCHANGE && rdst != NULL)
@@ -544,7 +557,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		struct decide_hold h;
 
 		decide_enter(m, &h, np, NULL, false);
-		r = policy_check(m, &PREQ(.op = GUARD_OP_LINK, .ino = i, .mode = i->type,
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_LINK, .ino = i, .mode = i->type,
 					  .parent = np, .parent_fd = npfd, .name = newname));
 		if (r == 0) {
 			pthread_rwlock_rdlock(&m->fs->ns_lock);
@@ -552,8 +565,10 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 				r = -errno;
 			pthread_rwlock_unlock(&m->fs->ns_lock);
 		}
-		if (r == 0)
+		if (r == 0) {
 			policy_notify(m, GUARD_OP_LINK, np, npfd, newname, NULL);
+			policy_changed(m, FS_EV_CREATED, np, newname, NULL, NULL, false);
+		}
 		decide_leave(&h);
 		inode_fd_put(m, np);
 	}
@@ -627,7 +642,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			i->nlink = st.st_nlink;
 			pthread_mutex_unlock(&m->fs->lock);
 		}
-		r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
 		if (r != 0) {
 			inode_fd_put(m, i);
 			fuse_reply_err(req, -r);
@@ -682,7 +697,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		goto out;
 	}
 	decide_enter(m, &h, p, NULL, false);
-	r = policy_check(m, &PREQ(.op = GUARD_OP_CREATE, .mode = S_IFREG, .parent = p,
+	r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_CREATE, .mode = S_IFREG, .parent = p,
 				  .parent_fd = pfd, .name = name));
 	if (r == 0 && raises_privilege(mode, S_IFREG, 0))
 		r = -EPERM;
@@ -852,8 +867,10 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fs_lock_drop(m->fs, (int)fi->fh);
 	close((int)fi->fh);
 	wire_open_end(m, i, (fi->fh & FH_PASSTHROUGH) != 0);
-	if (open_writes(fi->flags))
+	if (open_writes(fi->flags)) {
 		seal_write_end(m, i);
+		policy_changed(m, FS_EV_MODIFIED, i, NULL, NULL, NULL, false);
+	}
 	/* Passthrough writes bypass op_write_buf: other mounts learn of them here. */
 	if ((fi->fh & FH_PASSTHROUGH) && open_writes(fi->flags))
 		fs_invalidate(m, i, NULL, NULL);
@@ -1105,7 +1122,7 @@ static void xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const
 	if (xattr_privileged(name) && (value != NULL || strcmp(name, "security.capability") != 0))
 		r = -EPERM;
 	else
-		r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
 					  .mode = ino_of(m, ino)->type));
 	if (r == 0 && (fd = xattr_fd(req, ino, &i, path)) < 0) {
 		r = fd;
@@ -1253,7 +1270,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 {
 	struct fs_mount *m = req_mount(req);
 	int r = (fi->fh & FH_CHECKED) ? -EROFS
-				       : policy_check(m, &PREQ(.op = GUARD_OP_WRITE,
+				       : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
 							       .ino = ino_of(m, ino),
 							       .mode = ino_of(m, ino)->type));
 
@@ -1270,7 +1287,7 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 {
 	struct fs_mount *m = req_mount(req);
 	int r = (fi_out->fh & FH_CHECKED) ? -EROFS
-					   : policy_check(m, &PREQ(.op = GUARD_OP_WRITE,
+					   : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
 								   .ino = ino_of(m, ino_out),
 								   .mode = ino_of(m, ino_out)->type));
 	ssize_t n;

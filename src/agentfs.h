@@ -121,6 +121,10 @@ int cmd_client(const char *socket_path, bool json, int argc, char **argv);
 cJSON *client_request(const char *socket_path, cJSON *req);
 
 /* util.c */
+struct fs_event;
+double event_now(void);
+cJSON *event_from_fs(const struct fs_event *ev, const char *root);
+void event_format(const cJSON *o, char *buf, size_t len);
 void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void log_open(bool foreground);
 int path_normalise(const char *in, char **out);
