@@ -64,6 +64,11 @@ static int connect_to(const char *path)
 	return fd;
 }
 
+int client_connect(const char *path)
+{
+	return connect_to(path);
+}
+
 /* Send one request and read one reply line; NULL if the connection was lost. */
 static char *exchange(const char *path, const char *text)
 {
@@ -370,6 +375,8 @@ static const char client_usage[] =
 	"  ls, list                       list bots\n"
 	"  show NAME                      show a bot, its mounts and socket\n"
 	"  status                         show the daemon's status\n"
+	"  log [BOT] [--follow]           events: writes refused and why, mounts, bots\n"
+	"  changes BOT [--since MARK]     what the bot created, modified, deleted, renamed\n"
 	"  shutdown                       stop the daemon\n"
 	"  version                        show client and daemon versions\n";
 
@@ -384,6 +391,8 @@ int cmd_client(const char *socket_path, bool json, int argc, char **argv)
 	unsigned char rnd[8];
 	int i;
 
+	if (strcmp(cmd, "log") == 0 || strcmp(cmd, "changes") == 0)
+		return cmd_events(socket_path, json, argc, argv);
 	if (strcmp(cmd, "create") == 0 || strcmp(cmd, "fork") == 0) {
 		bot_options(cmd, argc, argv, req, 2, pos);
 		cJSON_AddStringToObject(req, "name", pos[0]);
