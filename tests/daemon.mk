@@ -13,6 +13,7 @@ DAEMON_TESTS = \
 	tests/daemon-restart.sh \
 	tests/daemon-hostile.sh \
 	tests/daemon-race.sh \
+	tests/daemon-events.sh \
 	tests/cli-conv.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
