@@ -14,6 +14,7 @@ DAEMON_TESTS = \
 	tests/daemon-hostile.sh \
 	tests/daemon-race.sh \
 	tests/daemon-events.sh \
+	tests/daemon-changes.sh \
 	tests/cli-conv.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
