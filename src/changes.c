@@ -59,22 +59,22 @@ struct changes {
 	uint64_t mark;		   /* the last mark's number, 0: none */
 	bool dirty;		   /* not saved since the last change */
 	bool forget;		   /* deleted: its file goes, and is never written again */
+	bool freed;		   /* its bot is gone: the saver frees it */
 };
 
 /*
- * lock protects the list and every table; io serialises the file writes
- * with their removal. Lock order: io, then lock.
+ * lock protects the list and every table; only the saver thread writes
+ * and removes files (but for a new bot's stale file, removed by the loop)
+ * and frees tables once their bot is gone.
  */
 static struct {
-	pthread_mutex_t lock, io;
+	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct changes *list;
 	char *dir; /* STATE/changes */
 	pthread_t thread;
 	bool started, stopping;
-} chg = {.lock = PTHREAD_MUTEX_INITIALIZER,
-	 .io = PTHREAD_MUTEX_INITIALIZER,
-	 .cond = PTHREAD_COND_INITIALIZER};
+} chg = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static uint64_t hash(const char *s)
 {
@@ -497,33 +497,62 @@ struct changes *changes_new(const char *bot, bool restore)
 	return cs;
 }
 
-/* The bot was deleted: its file goes now and is not written again. */
+/* The bot was deleted: the saver removes its file, and never writes it again. */
 void changes_forget(struct changes *cs)
 {
-	cleanup_free char *fn = cs != NULL ? file_name(cs->name) : NULL, *path = NULL;
-
-	if (cs == NULL || fn == NULL || asprintf(&path, "%s/%s", chg.dir, fn) < 0)
+	if (cs == NULL)
 		return;
-	pthread_mutex_lock(&chg.io);
 	pthread_mutex_lock(&chg.lock);
 	cs->forget = true;
-	cs->dirty = false;
+	cs->dirty = true; /* the saver's turn: it removes the file */
+	pthread_cond_signal(&chg.cond);
 	pthread_mutex_unlock(&chg.lock);
-	unlink(path);
-	pthread_mutex_unlock(&chg.io);
 }
 
-/* Write every table changed since its last save. Holds io, so a forget waits. */
-static void save_dirty(void)
+static char *file_path(const char *bot)
 {
-	struct changes *cs;
-	char *text, *fn;
+	char *p;
+
+	return asprintf(&p, "%s/%s.json", chg.dir, bot) < 0 ? NULL : p;
+}
+
+/*
+ * Saver: first the tables whose bot is gone (their file removed if the bot
+ * was deleted, else saved one last time; then freed), so a new bot of the
+ * same name is never overwritten by its predecessor; then every table
+ * changed since its last save.
+ */
+static void save_pass(void)
+{
+	struct changes *cs, **pp, *gone = NULL, *drop;
+	char *text, *fn, *path;
 	cJSON *o;
 	int r;
 
-	pthread_mutex_lock(&chg.io);
+	pthread_mutex_lock(&chg.lock);
+	for (pp = &chg.list; (cs = *pp) != NULL;) {
+		if (cs->freed && cs->forget) {
+			*pp = cs->next;
+			cs->next = gone;
+			gone = cs;
+		} else {
+			pp = &cs->next;
+		}
+	}
+	pthread_mutex_unlock(&chg.lock);
+	while ((cs = gone) != NULL) {
+		gone = cs->next;
+		if ((path = file_path(cs->name)) != NULL && unlink(path) != 0 && errno != ENOENT)
+			log_msg(LOG_WARNING, "cannot remove %s: %s", path, strerror(errno));
+		free(path);
+		table_clear(&cs->all);
+		table_clear(&cs->recent);
+		free(cs->name);
+		free(cs);
+	}
 	for (;;) {
 		text = fn = NULL;
+		drop = NULL;
 		pthread_mutex_lock(&chg.lock);
 		for (cs = chg.list; cs != NULL && !(cs->dirty && !cs->forget); cs = cs->next)
 			;
@@ -537,20 +566,33 @@ static void save_dirty(void)
 			cJSON_Delete(o);
 			fn = file_name(cs->name);
 		}
+		if (cs == NULL || cs->freed) {
+			/* a gone bot's table, saved now if it had to be: no one holds it */
+			for (pp = &chg.list; *pp != NULL && !((*pp)->freed && !(*pp)->dirty);)
+				pp = &(*pp)->next;
+			if ((drop = *pp) != NULL)
+				*pp = drop->next;
+		}
 		pthread_mutex_unlock(&chg.lock);
-		if (cs == NULL)
+		if (cs == NULL && drop == NULL)
 			break;
-		if (text == NULL || fn == NULL)
-			r = -ENOMEM;
-		else
-			r = write_file_atomic(chg.dir, fn, text, strlen(text));
-		if (r != 0)
-			log_msg(LOG_ERR, "cannot save the changes in %s/%s: %s", chg.dir,
-				fn != NULL ? fn : "?", strerror(-r));
+		if (cs != NULL) {
+			r = text == NULL || fn == NULL
+				    ? -ENOMEM
+				    : write_file_atomic(chg.dir, fn, text, strlen(text));
+			if (r != 0)
+				log_msg(LOG_ERR, "cannot save the changes in %s/%s: %s", chg.dir,
+					fn != NULL ? fn : "?", strerror(-r));
+		}
 		free(text);
 		free(fn);
+		if (drop != NULL) {
+			table_clear(&drop->all);
+			table_clear(&drop->recent);
+			free(drop->name);
+			free(drop);
+		}
 	}
-	pthread_mutex_unlock(&chg.io);
 }
 
 /* Under chg.lock */
@@ -559,7 +601,7 @@ static bool any_dirty(void)
 	struct changes *cs;
 
 	for (cs = chg.list; cs != NULL; cs = cs->next)
-		if (cs->dirty && !cs->forget)
+		if (cs->dirty || cs->freed)
 			return true;
 	return false;
 }
@@ -569,42 +611,33 @@ static void *saver_main(void *arg)
 	struct timespec ts = {0, SAVE_DELAY_MS * 1000 * 1000};
 
 	pthread_mutex_lock(&chg.lock);
-	while (!chg.stopping) {
+	for (;;) {
 		if (!any_dirty()) {
+			if (chg.stopping)
+				break;
 			pthread_cond_wait(&chg.cond, &chg.lock);
 			continue;
 		}
 		pthread_mutex_unlock(&chg.lock);
-		/* a burst of changes is saved once */
-		nanosleep(&ts, NULL);
-		save_dirty();
+		/* a burst of changes is saved once (but at a stop, at once) */
+		if (!chg.stopping)
+			nanosleep(&ts, NULL);
+		save_pass();
 		pthread_mutex_lock(&chg.lock);
 	}
 	pthread_mutex_unlock(&chg.lock);
 	return NULL;
 }
 
+/* The bot is freed: the saver saves (unless forgotten) and frees its table. */
 void changes_free(struct changes *cs)
 {
-	struct changes **pp;
-
 	if (cs == NULL)
 		return;
-	save_dirty();
-	pthread_mutex_lock(&chg.io);
 	pthread_mutex_lock(&chg.lock);
-	for (pp = &chg.list; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == cs) {
-			*pp = cs->next;
-			break;
-		}
-	}
+	cs->freed = true;
+	pthread_cond_signal(&chg.cond);
 	pthread_mutex_unlock(&chg.lock);
-	pthread_mutex_unlock(&chg.io);
-	table_clear(&cs->all);
-	table_clear(&cs->recent);
-	free(cs->name);
-	free(cs);
 }
 
 /* The changes op: since made, or since mark (which must be the latest). */
@@ -696,7 +729,6 @@ void changes_stop(void)
 		pthread_join(chg.thread, NULL);
 		chg.started = false;
 	}
-	save_dirty();
 	free(chg.dir);
 	chg.dir = NULL;
 }
