@@ -248,8 +248,8 @@ unsigned policy_content_rule(struct fs_mount *m, struct inode *parent, const cha
 bool policy_checked_writes(struct fs_mount *m, struct inode *i);
 int policy_refused(struct fs_mount *m, fuse_req_t req, const char *op, struct inode *where,
 		   const char *name, bool dir, const char *rule, const char *why);
-void policy_changed(struct fs_mount *m, enum fs_event_kind kind, struct inode *p,
-		    const char *name, struct inode *p2, const char *name2, bool dir);
+void policy_changed(struct fs_mount *m, enum fs_event_kind kind, struct inode *p, const char *name,
+		    struct inode *p2, const char *name2, bool dir);
 
 /* decide.c */
 struct decide_hold {

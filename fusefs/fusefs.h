@@ -45,7 +45,7 @@ struct fs_event {
 	bool dir;	   /* path is a folder */
 	/* FS_EV_REFUSED only: */
 	const char *op;	    /* "write", "create", "rename", ... */
-	const char *rule;   /* gitguard's rule ("G1", "X2", ...), "read-only mount", "read-only path" */
+	const char *rule;   /* gitguard's ("G1", ...), "read-only mount" or "read-only path" */
 	const char *reason; /* why, in words; may hold a hint */
 	pid_t pid;	    /* the calling process, 0 if unknown */
 	char comm[16];	    /* its command name (/proc/PID/comm), "" if it is gone */

@@ -255,13 +255,13 @@ static int refuse(struct fs_mount *m, const struct preq *r, const char *rule, co
 {
 	struct inode *where = r->parent != NULL ? r->parent : r->ino;
 
-	return policy_refused(m, r->req, op_names[r->op], where,
-			      r->parent != NULL ? r->name : NULL, S_ISDIR(r->mode), rule, why);
+	return policy_refused(m, r->req, op_names[r->op], where, r->parent != NULL ? r->name : NULL,
+			      S_ISDIR(r->mode), rule, why);
 }
 
 /* Tell the event callback that a change succeeded: name in p (and name2 in p2 for a rename). */
-void policy_changed(struct fs_mount *m, enum fs_event_kind kind, struct inode *p,
-		    const char *name, struct inode *p2, const char *name2, bool dir)
+void policy_changed(struct fs_mount *m, enum fs_event_kind kind, struct inode *p, const char *name,
+		    struct inode *p2, const char *name2, bool dir)
 {
 	struct fs_event ev = {.kind = kind, .dir = dir};
 	char *path, *path2 = NULL;

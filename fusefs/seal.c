@@ -78,8 +78,9 @@ int seal_write_begin(struct fs_mount *m, struct inode *i)
 		i->write_opens++;
 	pthread_mutex_unlock(&m->fs->lock);
 	if (r != 0)
-		policy_refused(m, NULL, "write", i, NULL, false, "X2/X4",
-			       "rule X2/X4 (content checked when it was renamed in; no writes since)");
+		policy_refused(
+			m, NULL, "write", i, NULL, false, "X2/X4",
+			"rule X2/X4 (content checked when it was renamed in; no writes since)");
 	return r;
 }
 

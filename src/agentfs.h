@@ -85,7 +85,7 @@ struct bot {
 	bool deleting;
 	bool busy; /* the job thread works on it: the loop leaves it alone */
 	/* Set before its first mount, freed by bot_free after its last: workers read them. */
-	struct evring *ring;	   /* its events (events.c) */
+	struct evring *ring;	 /* its events (events.c) */
 	struct changes *changes; /* what its mounts changed (changes.c) */
 	TAILQ_ENTRY(bot) entry;
 };

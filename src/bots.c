@@ -979,8 +979,8 @@ static void done_delete(struct job *j)
 	size_t i;
 
 	for (i = 0; i < j->nvictims; i++) {
-		struct bot *c = j->victims[i]->creator != NULL ? bot_find(j->victims[i]->creator)
-							       : NULL;
+		struct bot *c =
+			j->victims[i]->creator != NULL ? bot_find(j->victims[i]->creator) : NULL;
 
 		log_msg(LOG_INFO, "bot %s deleted", j->victims[i]->name);
 		events_bot(j->victims[i], "bot_deleted", NULL, "deleted%s",
@@ -1517,7 +1517,8 @@ static void check_lost(struct bot *only)
 				"agentfs configure %s mounts it again",
 				b->name, rt->mountpoint, b->name);
 			events_bot(b, "mount_lost", rt->path,
-				   "%s was unmounted from outside; agentfs configure %s mounts it again",
+				   "%s was unmounted from outside; agentfs configure %s mounts it "
+				   "again",
 				   rt->mountpoint, b->name);
 			rt->lost = true;
 			free(rt->error);
@@ -1545,10 +1546,11 @@ static void done_lost(struct job *j)
 				log_msg(LOG_WARNING, "bot %s: %s was unmounted from outside",
 					b->name, b->roots[i].mountpoint);
 				if (!b->roots[i].lost)
-					events_bot(b, "mount_lost", b->roots[i].path,
-						   "%s was unmounted from outside; agentfs configure "
-						   "%s mounts it again",
-						   b->roots[i].mountpoint, b->name);
+					events_bot(
+						b, "mount_lost", b->roots[i].path,
+						"%s was unmounted from outside; agentfs configure "
+						"%s mounts it again",
+						b->roots[i].mountpoint, b->name);
 				fs_mount_free(j->lost);
 				b->roots[i].m = NULL;
 				b->roots[i].lost = true;

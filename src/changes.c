@@ -215,7 +215,8 @@ static void move_beneath(struct ctable *t, const char *a, const char *b)
 
 	for (i = 0; i < NBUCKETS; i++) {
 		for (pp = &t->b[i]; (c = *pp) != NULL;) {
-			if (c->kind == C_DELETED || strncmp(c->path, a, la) != 0 || c->path[la] != '/') {
+			if (c->kind == C_DELETED || strncmp(c->path, a, la) != 0 ||
+			    c->path[la] != '/') {
 				pp = &c->hnext;
 				continue;
 			}
@@ -406,12 +407,15 @@ static void table_load(struct ctable *t, const cJSON *o)
 	struct change *n;
 	size_t k;
 
-	t->overflow = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "overflow"));
+	t->overflow =
+		(uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "overflow"));
 	if (t->overflow > UINT32_MAX * 1024ull)
 		t->overflow = 0; /* NaN or nonsense */
 	cJSON_ArrayForEach(v, c) {
-		const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "type"));
-		const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "path"));
+		const char *type =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "type"));
+		const char *path =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "path"));
 
 		if (type == NULL || path == NULL || get(t, path) != NULL)
 			continue;
@@ -656,7 +660,8 @@ void changes_list(struct request *r, struct changes *cs, uint64_t since)
 
 		pthread_mutex_unlock(&chg.lock);
 		if (mark == 0)
-			request_fail(r, proto_error("bad_value", "bot %s has no mark %llu: it has none",
+			request_fail(r, proto_error("bad_value",
+						    "bot %s has no mark %llu: it has none",
 						    cs->name, (unsigned long long)since));
 		else
 			request_fail(r, proto_error("bad_value",

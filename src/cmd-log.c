@@ -189,8 +189,10 @@ static void print_changes(const cJSON *rep)
 	const cJSON *v, *nk = cJSON_GetObjectItemCaseSensitive(rep, "not_kept");
 
 	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(rep, "changes")) {
-		const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "type"));
-		const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "path"));
+		const char *type =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "type"));
+		const char *path =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "path"));
 		bool dir = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "dir"));
 
 		if (type != NULL && strcmp(type, "renamed") == 0)

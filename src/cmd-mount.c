@@ -75,8 +75,7 @@ static void cli_event(void *arg, struct fs_mount *m, const struct fs_event *ev)
 	}
 	n = strlen(line);
 	if (write(event_fd, line, n) != (ssize_t)n)
-		syslog(LOG_WARNING, "cannot append to the --log file: %s",
-		       strerror(errno));
+		syslog(LOG_WARNING, "cannot append to the --log file: %s", strerror(errno));
 }
 
 /* The mount ended from outside: wake the main thread's sigwait. */
@@ -342,8 +341,8 @@ int cmd_mount(int argc, char **argv)
 			if (event_fd >= 0)
 				close(event_fd);
 			event_json = c == 'L';
-			event_fd = open(optarg, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
-					0600);
+			event_fd = open(optarg,
+					O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
 			if (event_fd < 0)
 				die("--log %s: %s", optarg, strerror(errno));
 			break;
