@@ -3,8 +3,9 @@
 # Every refusal of a bot's mount lands in its event ring with the rule, the
 # path, the operation and the process (pid, command name); `agentfs log`
 # shows it, --follow streams new ones, a bot reads only its own and its
-# children's; the ring holds 1000 events and counts what it dropped; the
-# daemon's log gets one line per path every 10 s however many refusals.
+# children's; roots lost and restored and configures are logged too; the
+# ring holds 1000 events and counts what it dropped; the daemon's log gets
+# one line per path every 10 s however many refusals.
 . "$top_srcdir/tests/daemon-lib.sh"
 
 AGENTFS_BIN="$top_builddir/src/agentfs"
@@ -104,6 +105,19 @@ else
 fi
 like "$(cat "$T/followk")" "K bot_deleted: deleted" "its last line says the bot was deleted"
 like "$(afs log A)" "bot_deleted: K, which it made, was deleted" "its maker's log says so too"
+
+# --- mounts lost and restored, a configure --------------------------------------------
+fusermount3 -uz "$D_MNT/B/0" 2>/dev/null || umount -l "$D_MNT/B/0"
+if wait_until 5 eval 'afs log B | grep -q "mount_lost: $D_MNT/B/0 was unmounted from outside"'; then
+	ok "a root unmounted from outside is in the bot's log"
+else
+	not_ok "a root unmounted from outside is in the bot's log"
+	diag "$(afs log B)"
+fi
+expect_ok "configure B mounts it again" "$(afs --json configure B)"
+r=$(afs log B)
+like "$r" "B bot_configured: configured" "the configure is in the log"
+like "$r" "B mount_restored: $T/b mounted again at $D_MNT/B/0" "and the root mounted again"
 
 # --- a flood: the ring is bounded, the daemon's log rate-limited ---------------------
 before=$(grep -c "refused create of /repo/.git/hooks/flood" "$T/d.log")
