@@ -96,6 +96,9 @@ struct fs_mount_params {
 	void (*ready)(void *arg, struct fs_mount *m);
 	void *ready_arg;
 	void *tag; /* the caller's, for fs_mount_tag() (events name their mount by it) */
+	/* Called while the source is scanned, every few thousand entries, and at its end. */
+	void (*progress)(void *arg, unsigned long entries, unsigned long repos);
+	void *progress_arg;
 };
 
 /* fs.c */

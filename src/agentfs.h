@@ -177,6 +177,7 @@ cJSON *proto_error_line(const char *code, const char *msg);
 struct request {
 	struct peer *peer; /* NULL: the daemon itself (ttl expiry) */
 	cJSON *id;	   /* a copy of the request's "id", or NULL */
+	bool progress;	   /* send progress lines before the reply */
 };
 /* The fields of create, configure and fork; has_* says which were given. */
 struct bot_spec {

@@ -44,7 +44,8 @@ struct job {
 	uid_t uid;	       /* the operator whose access is checked; 0: none */
 	struct paths ceiling;  /* a bot creator's roots: implicit git roots must be inside */
 	bool ceiling_set;
-	int error; /* nonzero: the job failed */
+	const char *scanning; /* the root being mounted, for progress */
+	int error;	      /* nonzero: the job failed */
 	char code[32];
 	char msg[1024];
 };
@@ -71,6 +72,18 @@ static struct {
 	bool shutdown_requested;
 	int mountinfo_fd;
 	struct event *mountinfo_ev;
+	/*
+	 * The scan of the root being mounted, for a client that asked for
+	 * progress (under lock): the job thread fills it, the loop sends it.
+	 * job is cleared by job_finish, so the loop never uses a gone peer.
+	 */
+	struct {
+		struct job *job;
+		char root[PATH_MAX];
+		unsigned long entries, repos;
+		bool pending;
+	} prog;
+	struct event *prog_ev;
 } d;
 
 static void job_submit(struct job *j);
@@ -383,6 +396,45 @@ static bool on_agentfs(int fd)
 	return q.agentfs;
 }
 
+/* Job thread, while a root is scanned: note how far, for progress_send on the loop. */
+static void job_progress(void *arg, unsigned long entries, unsigned long repos)
+{
+	struct job *j = arg;
+
+	/* a report the loop has not sent yet is replaced: a slow client gets the latest */
+	pthread_mutex_lock(&d.lock);
+	d.prog.job = j;
+	snprintf(d.prog.root, sizeof d.prog.root, "%s", j->scanning);
+	d.prog.entries = entries;
+	d.prog.repos = repos;
+	d.prog.pending = true;
+	event_active(d.prog_ev, EV_READ, 0);
+	pthread_mutex_unlock(&d.lock);
+}
+
+/* Loop: one progress line to the client whose root is being scanned. */
+static void progress_send(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *peer = NULL;
+	cJSON *line, *o;
+
+	pthread_mutex_lock(&d.lock);
+	if (d.prog.job != NULL && d.prog.pending) {
+		d.prog.pending = false;
+		peer = d.prog.job->req.peer;
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "root", d.prog.root);
+		cJSON_AddNumberToObject(o, "entries", (double)d.prog.entries);
+		cJSON_AddNumberToObject(o, "repos", (double)d.prog.repos);
+	}
+	pthread_mutex_unlock(&d.lock);
+	if (peer == NULL)
+		return;
+	line = cJSON_CreateObject();
+	cJSON_AddItemToObject(line, "progress", o);
+	server_reply(peer, line);
+}
+
 /* Job thread: check one root and mount it. */
 static void root_mount(struct job *j, struct bot *b, struct root *rt)
 {
@@ -434,6 +486,11 @@ static void root_mount(struct job *j, struct bot *b, struct root *rt)
 	mp.readonly = !rt->writable;
 	mp.allow_new_repos = b->allow_new_repos;
 	mp.tag = b;
+	if (j->req.progress && j->req.peer != NULL) {
+		j->scanning = rt->path;
+		mp.progress = job_progress;
+		mp.progress_arg = j;
+	}
 	if (fs_mount(d.fs, &mp, &rt->m, &err) != 0) {
 		job_seterr(j, err.code, err.code == EMFILE ? "limit" : "mount_failed", "%s",
 			   err.msg);
@@ -674,6 +731,10 @@ static void bot_remove(struct bot *b)
 
 static void job_finish(struct job *j)
 {
+	pthread_mutex_lock(&d.lock);
+	if (d.prog.job == j)
+		d.prog.job = NULL;
+	pthread_mutex_unlock(&d.lock);
 	if (j->req.peer != NULL) {
 		server_peer_resume(j->req.peer);
 		server_peer_unref(j->req.peer);
@@ -1697,7 +1758,8 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 	pthread_cond_init(&d.cond, NULL);
 	d.todo_tail = &d.todo;
 	d.done_ev = event_new(base, -1, 0, job_done, NULL);
-	if (d.done_ev == NULL || events_init(base, &d.bots) != 0 ||
+	d.prog_ev = event_new(base, -1, 0, progress_send, NULL);
+	if (d.done_ev == NULL || d.prog_ev == NULL || events_init(base, &d.bots) != 0 ||
 	    changes_init(cfg->state_dir) != 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -1769,6 +1831,9 @@ void bots_stop(void)
 	if (d.done_ev != NULL)
 		event_free(d.done_ev);
 	d.done_ev = NULL;
+	if (d.prog_ev != NULL)
+		event_free(d.prog_ev);
+	d.prog_ev = NULL;
 	if (d.mountinfo_ev != NULL)
 		event_free(d.mountinfo_ev);
 	d.mountinfo_ev = NULL;

@@ -89,13 +89,15 @@ static const struct field f_create[] = {
 	{"allow_new_repos", cJSON_True, false},
 	{"ttl", cJSON_Number, false},
 	{"user", cJSON_String, false},
+	{"progress", cJSON_True, false},
 	{NULL, 0, false},
 };
 static const struct field f_configure[] = {
 	{"name", cJSON_String, true},	  {"sandbox", cJSON_String, false},
 	{"writable", cJSON_Array, false}, {"readable", cJSON_Array, false},
 	{"network", cJSON_True, false},	  {"allow_new_repos", cJSON_True, false},
-	{"ttl", cJSON_Number, false},	  {NULL, 0, false},
+	{"ttl", cJSON_Number, false},	  {"progress", cJSON_True, false},
+	{NULL, 0, false},
 };
 static const struct field f_fork[] = {
 	{"name", cJSON_String, true},
@@ -106,6 +108,7 @@ static const struct field f_fork[] = {
 	{"network", cJSON_True, false},
 	{"allow_new_repos", cJSON_True, false},
 	{"ttl", cJSON_Number, false},
+	{"progress", cJSON_True, false},
 	{NULL, 0, false},
 };
 
@@ -487,6 +490,7 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 		bot_spec_free(&spec);
 		return false;
 	}
+	r.progress = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "progress"));
 	/* The request's id outlives this line when the answer is deferred. */
 	r.id = r.id != NULL ? cJSON_Duplicate(r.id, true) : NULL;
 	name = cJSON_GetObjectItemCaseSensitive(req, "name");

@@ -15,6 +15,7 @@ DAEMON_TESTS = \
 	tests/daemon-race.sh \
 	tests/daemon-events.sh \
 	tests/daemon-changes.sh \
+	tests/daemon-progress.sh \
 	tests/cli-conv.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
