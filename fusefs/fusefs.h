@@ -32,7 +32,7 @@ enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
 enum fs_event_kind {
 	FS_EV_REFUSED,	/* a write-ish operation was refused (EROFS) */
 	FS_EV_CREATED,	/* a name was made: file, folder, node, symlink, hard link */
-	FS_EV_MODIFIED, /* content changed: a handle that could write closed, a truncate */
+	FS_EV_MODIFIED, /* content may change: a file opened to write, or truncated */
 	FS_EV_DELETED,	/* a name was removed */
 	FS_EV_RENAMED,	/* path became path2 */
 };

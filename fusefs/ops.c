@@ -668,6 +668,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	checked = wr && policy_checked_writes(m, i);
+	/* reported at the open, which the writer waits for; its release comes later */
+	if (wr)
+		policy_changed(m, FS_EV_MODIFIED, i, NULL, NULL, NULL, false);
 	set_keep_cache(m, i, nfd, fi);
 	fi->noflush = 1; /* see op_flush */
 	pt = wire_open_begin(m, i, checked);
@@ -867,10 +870,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fs_lock_drop(m->fs, (int)fi->fh);
 	close((int)fi->fh);
 	wire_open_end(m, i, (fi->fh & FH_PASSTHROUGH) != 0);
-	if (open_writes(fi->flags)) {
+	if (open_writes(fi->flags))
 		seal_write_end(m, i);
-		policy_changed(m, FS_EV_MODIFIED, i, NULL, NULL, NULL, false);
-	}
 	/* Passthrough writes bypass op_write_buf: other mounts learn of them here. */
 	if ((fi->fh & FH_PASSTHROUGH) && open_writes(fi->flags))
 		fs_invalidate(m, i, NULL, NULL);

@@ -104,6 +104,7 @@ struct config {
 	bool poll_set;
 	unsigned max_bots;
 	unsigned max_clients;
+	unsigned max_changes; /* paths kept per list of a bot's changes */
 };
 
 /* agentfs.c */
@@ -222,7 +223,7 @@ bool events_log(struct request *r, struct bot *b, uint64_t since, bool follow);
 
 /* changes.c */
 struct changes;
-int changes_init(const char *state_dir);
+int changes_init(const char *state_dir, unsigned max);
 void changes_stop(void);
 struct changes *changes_new(const char *bot, bool restore);
 void changes_forget(struct changes *cs);

@@ -1760,7 +1760,7 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 	d.done_ev = event_new(base, -1, 0, job_done, NULL);
 	d.prog_ev = event_new(base, -1, 0, progress_send, NULL);
 	if (d.done_ev == NULL || d.prog_ev == NULL || events_init(base, &d.bots) != 0 ||
-	    changes_init(cfg->state_dir) != 0) {
+	    changes_init(cfg->state_dir, cfg->max_changes) != 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}

@@ -4,11 +4,11 @@
  * made file written to stays "created", a renamed one is "renamed a -> b").
  * Recorded by the mount workers as the filesystem's own write path reports
  * them (fs_params.event), kept twice: since the bot was made, and since its
- * last mark. Bounded (CHANGES_MAX paths a table: past it, changes are only
- * counted) and saved in STATE/changes/NAME.json by a thread of its own
- * (written whole, then renamed over the old file), so the loop never waits
- * on the disk and a restart, even after kill -9, keeps all but the last
- * fraction of a second.
+ * last mark. Bounded (max_changes paths a table, 100,000 unless configured;
+ * past it, changes are only counted) and saved in STATE/changes/NAME.json by
+ * a thread of its own (written whole, then renamed over the old file), so
+ * the loop never waits on the disk and a restart, even after kill -9, keeps
+ * all but the last fraction of a second.
  */
 #include "src/agentfs.h"
 #include "fusefs/fusefs.h"
@@ -24,7 +24,6 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#define CHANGES_MAX 100000
 #define NBUCKETS 4096
 #define SAVE_DELAY_MS 200
 #define CHANGES_FILE_MAX (256 * 1024 * 1024)
@@ -74,6 +73,7 @@ static struct {
 	char *dir; /* STATE/changes */
 	pthread_t thread;
 	bool started, stopping;
+	size_t max; /* paths a table keeps (config max_changes) */
 } chg = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static uint64_t hash(const char *s)
@@ -122,9 +122,9 @@ static struct change *put(struct ctable *t, const char *path, enum ckind kind, b
 {
 	struct change *c;
 
-	if (t->n >= CHANGES_MAX || (c = calloc(1, sizeof *c)) == NULL ||
+	if (t->n >= chg.max || (c = calloc(1, sizeof *c)) == NULL ||
 	    (c->path = strdup(path)) == NULL) {
-		if (t->n < CHANGES_MAX)
+		if (t->n < chg.max)
 			free(c);
 		t->overflow++;
 		return NULL;
@@ -705,10 +705,11 @@ void changes_mark(struct request *r, struct changes *cs)
 	request_reply(r, body);
 }
 
-int changes_init(const char *state_dir)
+int changes_init(const char *state_dir, unsigned max)
 {
 	int r;
 
+	chg.max = max;
 	if (asprintf(&chg.dir, "%s/changes", state_dir) < 0)
 		return -ENOMEM;
 	if (mkdir_p(chg.dir, 0700) != 0) {

@@ -129,4 +129,21 @@ fi
 expect_ok "create W again" "$(afs --json create W "$T/w")"
 is "$(changes W)" "" "a new bot of the same name starts with nothing"
 
+# --- bounded: past max_changes, only counted ----------------------------------------------
+afs shutdown >/dev/null
+daemon_wait_gone 10 || bail_out "agentfsd did not stop"
+printf '{"max_changes": 20}\n' >"$T/cfg.json"
+daemon_start --config "$T/cfg.json" || bail_out "agentfsd did not start with max_changes"
+mkdir -p "$T/many"
+expect_ok "create M (max_changes 20)" "$(afs --json create M "$T/many")"
+for i in $(seq 30); do : >"$D_MNT/M/0/f$i"; done
+r=$(afs --json changes M)
+is "$(printf '%s' "$r" | jget 'changes.#')" 20 "20 paths are kept"
+is "$(printf '%s' "$r" | jget too_many)" true "too_many says there were more"
+is "$(printf '%s' "$r" | jget not_kept)" 10 "not_kept counts the 10 others"
+like_many=$(afs changes M | tail -n 1)
+is "$like_many" "too many changes: 10 more were counted but not kept" "the client says so"
+rm "$D_MNT/M/0/f1"
+is "$(afs --json changes M | jget 'changes.#')" 19 "a kept path made and removed again leaves the list"
+
 done_testing
