@@ -613,6 +613,7 @@ static bool any_dirty(void)
 static void *saver_main(void *arg)
 {
 	struct timespec ts = {0, SAVE_DELAY_MS * 1000 * 1000};
+	bool stopping;
 
 	pthread_mutex_lock(&chg.lock);
 	for (;;) {
@@ -622,9 +623,10 @@ static void *saver_main(void *arg)
 			pthread_cond_wait(&chg.cond, &chg.lock);
 			continue;
 		}
+		stopping = chg.stopping;
 		pthread_mutex_unlock(&chg.lock);
 		/* a burst of changes is saved once (but at a stop, at once) */
-		if (!chg.stopping)
+		if (!stopping)
 			nanosleep(&ts, NULL);
 		save_pass();
 		pthread_mutex_lock(&chg.lock);
