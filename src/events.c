@@ -190,19 +190,32 @@ static void follower_closed(void *arg)
 	follower_drop(arg);
 }
 
-/* Send f what its ring got since it was last fed. */
+/*
+ * Send f what its ring got since it was last fed. A reply may lose the peer
+ * (it does not read), which drops and frees f: the peer is held meanwhile,
+ * and f is not touched once it is gone.
+ */
 static void follower_feed(struct follower *f)
 {
+	struct peer *p = f->peer;
 	uint64_t last = 0;
 	cJSON *arr = ring_since(f->ring, f->next_seq, &last), *o, *line;
+	bool alive;
 
+	server_peer_ref(p);
 	while ((o = cJSON_DetachItemFromArray(arr, 0)) != NULL) {
+		if (!server_peer_alive(p)) {
+			cJSON_Delete(o);
+			continue;
+		}
 		line = cJSON_CreateObject();
 		cJSON_AddItemToObject(line, "event", o);
-		server_reply(f->peer, line);
+		server_reply(p, line);
 	}
 	cJSON_Delete(arr);
-	if (last != 0)
+	alive = server_peer_alive(p);
+	server_peer_unref(p);
+	if (alive && last != 0)
 		f->next_seq = last + 1;
 }
 
@@ -294,6 +307,10 @@ bool events_log(struct request *r, struct bot *b, uint64_t since, bool follow)
 	request_reply(r, body);
 	cJSON_Delete(r->id); /* a stream's lines carry no id */
 	r->id = NULL;
+	if (!server_peer_alive(r->peer)) {
+		free(f);
+		return false;
+	}
 	f->peer = r->peer;
 	f->ring = ring;
 	f->next_seq = last + 1;
