@@ -1721,8 +1721,13 @@ static void clean_leftovers(void)
 static void done_restore(struct job *j)
 {
 	char err[512];
+	size_t i, n = 0;
 
 	j->bot->busy = false;
+	for (i = 0; i < j->bot->nroots; i++)
+		n += j->bot->roots[i].m != NULL;
+	events_bot(j->bot, "bot_restored", j->bot->folder,
+		   "restored at agentfsd's start: %zu of %zu roots mounted", n, j->bot->nroots);
 	if (!bot_activate(j->bot, err, sizeof err))
 		log_msg(LOG_ERR, "bot %s: %s", j->bot->name, err);
 	job_finish(j);
