@@ -188,8 +188,11 @@ void server_peer_stream(struct peer *p, void (*closed)(void *arg), void *arg)
 {
 	p->closed = closed;
 	p->closed_arg = arg;
-	if (p->bev != NULL)
+	if (p->bev != NULL) {
+		/* no partial-line timer: a stream may stay quiet for hours */
+		bufferevent_set_timeouts(p->bev, NULL, NULL);
 		bufferevent_enable(p->bev, EV_READ);
+	}
 }
 
 /* The owner ends a stream: close once what was sent is out. */
