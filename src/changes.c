@@ -520,18 +520,19 @@ static char *file_path(const char *bot)
 	return asprintf(&p, "%s/%s.json", chg.dir, bot) < 0 ? NULL : p;
 }
 
-/*
- * Saver: first the tables whose bot is gone (their file removed if the bot
- * was deleted, else saved one last time; then freed), so a new bot of the
- * same name is never overwritten by its predecessor; then every table
- * changed since its last save.
- */
-static void save_pass(void)
+static void changes_destroy(struct changes *cs)
 {
-	struct changes *cs, **pp, *gone = NULL, *drop;
-	char *text, *fn, *path;
-	cJSON *o;
-	int r;
+	table_clear(&cs->all);
+	table_clear(&cs->recent);
+	free(cs->name);
+	free(cs);
+}
+
+/* Deleted bots' tables, gone: their files removed, then freed. */
+static void remove_forgotten(void)
+{
+	struct changes *cs, **pp, *gone = NULL;
+	char *path;
 
 	pthread_mutex_lock(&chg.lock);
 	for (pp = &chg.list; (cs = *pp) != NULL;) {
@@ -549,54 +550,74 @@ static void save_pass(void)
 		if ((path = file_path(cs->name)) != NULL && unlink(path) != 0 && errno != ENOENT)
 			log_msg(LOG_WARNING, "cannot remove %s: %s", path, strerror(errno));
 		free(path);
-		table_clear(&cs->all);
-		table_clear(&cs->recent);
-		free(cs->name);
-		free(cs);
+		changes_destroy(cs);
 	}
-	for (;;) {
-		text = fn = NULL;
-		drop = NULL;
-		pthread_mutex_lock(&chg.lock);
-		for (cs = chg.list; cs != NULL && !(cs->dirty && !cs->forget); cs = cs->next)
-			;
-		if (cs != NULL) {
-			cs->dirty = false;
-			o = cJSON_CreateObject();
-			cJSON_AddNumberToObject(o, "mark", (double)cs->mark);
-			cJSON_AddItemToObject(o, "all", table_save(&cs->all));
-			cJSON_AddItemToObject(o, "recent", table_save(&cs->recent));
-			text = cJSON_PrintUnformatted(o);
-			cJSON_Delete(o);
-			fn = file_name(cs->name);
-		}
-		if (cs == NULL || cs->freed) {
-			/* a gone bot's table, saved now if it had to be: no one holds it */
-			for (pp = &chg.list; *pp != NULL && !((*pp)->freed && !(*pp)->dirty);)
-				pp = &(*pp)->next;
-			if ((drop = *pp) != NULL)
-				*pp = drop->next;
-		}
-		pthread_mutex_unlock(&chg.lock);
-		if (cs == NULL && drop == NULL)
-			break;
-		if (cs != NULL) {
-			r = text == NULL || fn == NULL
-				    ? -ENOMEM
-				    : write_file_atomic(chg.dir, fn, text, strlen(text));
-			if (r != 0)
-				log_msg(LOG_ERR, "cannot save the changes in %s/%s: %s", chg.dir,
-					fn != NULL ? fn : "?", strerror(-r));
-		}
-		free(text);
-		free(fn);
-		if (drop != NULL) {
-			table_clear(&drop->all);
-			table_clear(&drop->recent);
-			free(drop->name);
-			free(drop);
-		}
+}
+
+/* cs as its file's text; under chg.lock. */
+static char *snapshot(const struct changes *cs)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *text;
+
+	cJSON_AddNumberToObject(o, "mark", (double)cs->mark);
+	cJSON_AddItemToObject(o, "all", table_save(&cs->all));
+	cJSON_AddItemToObject(o, "recent", table_save(&cs->recent));
+	text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return text;
+}
+
+/*
+ * One step of the saver: write one table changed since its last save, or
+ * take one out whose bot is gone (saved first if it had to be). False
+ * when there is nothing left to do.
+ */
+static bool save_one(void)
+{
+	struct changes *cs, **pp, *drop = NULL;
+	char *text = NULL, *fn = NULL;
+	int r;
+
+	pthread_mutex_lock(&chg.lock);
+	for (cs = chg.list; cs != NULL && !(cs->dirty && !cs->forget); cs = cs->next)
+		;
+	if (cs != NULL) {
+		cs->dirty = false;
+		text = snapshot(cs);
+		fn = file_name(cs->name);
 	}
+	if (cs == NULL || cs->freed) {
+		/* no one holds a gone bot's table: it goes once saved */
+		for (pp = &chg.list; *pp != NULL && !((*pp)->freed && !(*pp)->dirty);)
+			pp = &(*pp)->next;
+		if ((drop = *pp) != NULL)
+			*pp = drop->next;
+	}
+	pthread_mutex_unlock(&chg.lock);
+	if (cs != NULL) {
+		r = text == NULL || fn == NULL ? -ENOMEM
+					       : write_file_atomic(chg.dir, fn, text, strlen(text));
+		if (r != 0)
+			log_msg(LOG_ERR, "cannot save the changes in %s/%s: %s", chg.dir,
+				fn != NULL ? fn : "?", strerror(-r));
+	}
+	free(text);
+	free(fn);
+	if (drop != NULL)
+		changes_destroy(drop);
+	return cs != NULL || drop != NULL;
+}
+
+/*
+ * Saver: first the tables of deleted bots, so a new bot of the same name is
+ * never overwritten by its predecessor's removal; then the changed ones.
+ */
+static void save_pass(void)
+{
+	remove_forgotten();
+	while (save_one())
+		;
 }
 
 /* Under chg.lock */
