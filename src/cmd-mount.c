@@ -228,7 +228,7 @@ static void detach_stdio(void)
 
 static int serve(struct fs_mount_params *mp, bool foreground)
 {
-	struct fs_params p = {.timeout = -1, .log = cli_log, .lost = cli_lost, .event = cli_event};
+	struct fs_params p = {.timeout = -1, .log = cli_log, .lost = cli_lost};
 	struct fs_error err = {0};
 	struct fs_mount *m = NULL;
 	sigset_t set;
@@ -256,6 +256,8 @@ static int serve(struct fs_mount_params *mp, bool foreground)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (event_fd >= 0) /* else no path is computed for an event no one reads */
+		p.event = cli_event;
 	fs = fs_new(&p, &err);
 	if (fs == NULL) {
 		fail_report(err.msg);
