@@ -92,6 +92,37 @@ if wait_until 5 eval '[ "$(afs --json status | jget clients)" -lt "$clients" ]';
 else
 	not_ok "the daemon lets a stream go when its client leaves"
 fi
+# a bot follows its own log on its socket; the operator the daemon's
+AGENT_SOCKET="$D_SOCK.d/A.sock" "$AGENTFS_BIN" log --follow >"$T/followa" 2>&1 &
+fpa=$!
+"$AGENTFS_BIN" --socket "$D_SOCK" log --follow >"$T/followall" 2>&1 &
+fpall=$!
+track_pid "$fpa"
+track_pid "$fpall"
+wait_until 5 eval '[ -s "$T/followa" ] && [ -s "$T/followall" ]'
+mkdir "$MA/repo/.git/hooks/sub" 2>/dev/null
+mkdir "$D_MNT/B/0/.git" 2>/dev/null
+if wait_until 5 grep -q "A refused mkdir of $T/a/repo/.git/hooks/sub" "$T/followa"; then
+	ok "a bot follows its own log on its socket"
+else
+	not_ok "a bot follows its own log on its socket"
+	diag "$(cat "$T/followa")"
+fi
+if wait_until 5 eval 'grep -q "A refused mkdir of $T/a/repo/.git/hooks/sub" "$T/followall" &&
+	grep -q "B refused mkdir of $T/b/.git" "$T/followall"'; then
+	ok "the operator follows every bot's events"
+else
+	not_ok "the operator follows every bot's events"
+	diag "$(cat "$T/followall")"
+fi
+if grep -q "B refused" "$T/followa"; then
+	not_ok "a bot's stream holds only its own events"
+else
+	ok "a bot's stream holds only its own events"
+fi
+kill "$fpa" "$fpall"
+wait "$fpa" "$fpall" 2>/dev/null
+
 "$AGENTFS_BIN" --socket "$D_SOCK" log K --follow >"$T/followk" 2>&1 &
 fpid=$!
 track_pid "$fpid"
