@@ -152,6 +152,7 @@ struct fs_mount {
 	atomic_bool over_logged; /* a share refusal was logged (once per mount) */
 	void (*ready)(void *, struct fs_mount *);
 	void *ready_arg;
+	void *tag; /* fs_mount_params.tag (immutable) */
 };
 
 /*
@@ -230,6 +231,7 @@ void inode_unpin(struct fs_mount *m, struct inode *ino);
  * unused fds 0: fds 0 to 2 are always open on something else (fs_new checks).
  */
 struct preq {
+	fuse_req_t req; /* for the caller's pid in a refusal's event */
 	enum guard_op op;
 	struct inode *ino;    /* the existing entry acted on */
 	int fd;		      /* its O_PATH fd (a folder being renamed) */
@@ -252,6 +254,10 @@ void policy_refresh(struct fs_mount *m, struct inode *i);
 void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, int parent_fd,
 		   const char *name, struct inode *ino);
 unsigned policy_content_rule(struct fs_mount *m, struct inode *parent, const char *name);
+int policy_refused(struct fs_mount *m, fuse_req_t req, const char *op, struct inode *where,
+		   const char *name, bool dir, const char *rule, const char *why);
+void policy_changed(struct fs_mount *m, enum fs_event_kind kind, struct inode *p, const char *name,
+		    struct inode *p2, const char *name2, bool dir);
 
 /* decide.c */
 struct decide_hold {

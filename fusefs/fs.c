@@ -916,6 +916,11 @@ const char *fs_mount_source(const struct fs_mount *m)
 	return m->source;
 }
 
+void *fs_mount_tag(const struct fs_mount *m)
+{
+	return m->tag;
+}
+
 uint64_t fs_mount_id(const struct fs_mount *m)
 {
 	return m->mnt_id;

@@ -26,9 +26,30 @@ struct fs_error {
 
 #define FS_POLL_US_DEFAULT 50
 
-#define FS_POLL_US_DEFAULT 50
-
 enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
+
+/* What happened in a mount, for fs_params.event. */
+enum fs_event_kind {
+	FS_EV_REFUSED,	/* a write-ish operation was refused (EROFS) */
+	FS_EV_CREATED,	/* a name was made: file, folder, node, symlink, hard link */
+	FS_EV_MODIFIED, /* content may change: a file opened to write, or truncated */
+	FS_EV_DELETED,	/* a name was removed */
+	FS_EV_RENAMED,	/* path became path2 */
+};
+
+/* One event; every string lives only for the call. */
+struct fs_event {
+	enum fs_event_kind kind;
+	const char *path;  /* from the mount's root, "/a/b" */
+	const char *path2; /* FS_EV_RENAMED: the new name */
+	bool dir;	   /* path is a folder */
+	/* FS_EV_REFUSED only: */
+	const char *op;	    /* "write", "create", "rename", ... */
+	const char *rule;   /* gitguard's ("G1", ...), "read-only mount" or "read-only path" */
+	const char *reason; /* why, in words; may hold a hint */
+	pid_t pid;	    /* the calling process, 0 if unknown */
+	char comm[16];	    /* its command name (/proc/PID/comm), "" if it is gone */
+};
 
 struct fs_params {
 	unsigned workers;  /* threads serving every mount; 0 = default (4) */
@@ -46,6 +67,13 @@ struct fs_params {
 	 */
 	void (*lost)(void *arg, struct fs_mount *m);
 	void *lost_arg;
+	/*
+	 * Called from a worker for every refusal and every change made through
+	 * a mount (NULL: none are reported); must be thread-safe and quick.
+	 * Refusals also reach .log, at most one line per path every 10 s.
+	 */
+	void (*event)(void *arg, struct fs_mount *m, const struct fs_event *ev);
+	void *event_arg;
 };
 
 struct fs_mount_params {
@@ -67,6 +95,10 @@ struct fs_mount_params {
 	/* Called from a worker once the kernel's INIT has been answered. */
 	void (*ready)(void *arg, struct fs_mount *m);
 	void *ready_arg;
+	void *tag; /* the caller's, for fs_mount_tag() (events name their mount by it) */
+	/* Called while the source is scanned, every few thousand entries, and at its end. */
+	void (*progress)(void *arg, unsigned long entries, unsigned long repos);
+	void *progress_arg;
 };
 
 /* fs.c */
@@ -80,6 +112,7 @@ void fs_mount_set_readonly(struct fs_mount *m, bool readonly);
 void fs_mount_set_allow_new_repos(struct fs_mount *m, bool allow);
 void fs_mount_new_repos(struct fs_mount *m, void (*fn)(void *arg, const char *path), void *arg);
 const char *fs_mount_source(const struct fs_mount *m);
+void *fs_mount_tag(const struct fs_mount *m);
 const char *fs_mount_point(const struct fs_mount *m);
 uint64_t fs_mount_id(const struct fs_mount *m);
 unsigned fs_mount_count(struct fs *fs);

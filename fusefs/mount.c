@@ -551,7 +551,7 @@ static void guard_log(void *arg, const char *msg)
 }
 
 /* Every mount gets gitguard, the rule table of DESIGN.md at any depth. */
-static int mount_guard(struct fs_mount *m, struct fs_error *err)
+static int mount_guard(struct fs_mount *m, const struct fs_mount_params *p, struct fs_error *err)
 {
 	struct guard_opts go = {
 		.allow_new_repos = m->allow_new_repos, .log = guard_log, .log_arg = m};
@@ -566,7 +566,7 @@ static int mount_guard(struct fs_mount *m, struct fs_error *err)
 	go.root_path = abs;
 	r = guard_open(m->root.fd, &go, &m->guard, &gerr);
 	if (r == 0)
-		r = guard_scan_tree(m->guard, 0, &gerr);
+		r = guard_scan_tree_progress(m->guard, 0, p->progress, p->progress_arg, &gerr);
 	if (r != 0) {
 		fs_seterr(err, -r, "source %s: %s", m->source, gerr.msg);
 		return r;
@@ -791,6 +791,7 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	m->poll_us = o.poll_us;
 	m->ready = p->ready;
 	m->ready_arg = p->ready_arg;
+	m->tag = p->tag;
 	inode_table_init(&m->table);
 	if (m->table.buckets == NULL)
 		goto nomem;
@@ -800,7 +801,7 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 		goto fail;
 	rootfd = -1; /* owned by the root inode now */
 	/* Read-only mounts get the guard too: configure may make them writable. */
-	if (!o.noguard && (r = mount_guard(m, err)) != 0)
+	if (!o.noguard && (r = mount_guard(m, p, err)) != 0)
 		goto fail;
 
 	if (o.debug)

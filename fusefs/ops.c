@@ -200,13 +200,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	int fd, r = 0;
 
 	if (valid & FUSE_SET_ATTR_MODE)
-		r = policy_check(m, &PREQ(.op = GUARD_OP_CHMOD, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_CHMOD, .ino = i, .mode = i->type));
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
-		r = policy_check(m, &PREQ(.op = GUARD_OP_CHOWN, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_CHOWN, .ino = i, .mode = i->type));
 	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE))
-		r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
 	else if (r == 0 && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
-		r = policy_check(m, &PREQ(.op = GUARD_OP_TOUCH, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_TOUCH, .ino = i, .mode = i->type));
 	if (r != 0)
 		goto out;
 	/* a truncate counts as a writer (seal.c); of an X4 file it is checked */
@@ -235,6 +235,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 		r = -errno;
 	inode_fd_put(m, i);
 	if (r == 0) {
+		if (valid & FUSE_SET_ATTR_SIZE)
+			policy_changed(m, FS_EV_MODIFIED, i, NULL, NULL, NULL, false);
 		fs_invalidate(m, i, NULL, NULL);
 		fuse_reply_attr(req, &st, m->timeout);
 		return;
@@ -279,6 +281,7 @@ static int made(struct fs_mount *m, enum guard_op op, struct inode *p, int pfd, 
 		struct fuse_entry_param *e)
 {
 	policy_notify(m, op, p, pfd, name, NULL);
+	policy_changed(m, FS_EV_CREATED, p, name, NULL, NULL, op == GUARD_OP_MKDIR);
 	fs_invalidate(m, NULL, p, name);
 	return inode_lookup(m, p, name, e);
 }
@@ -302,8 +305,8 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		goto out;
 	}
 	decide_enter(m, &h, p, NULL, false);
-	r = policy_check(m, &PREQ(.op = op, .mode = mode & S_IFMT, .parent = p, .parent_fd = pfd,
-				  .name = name, .target = link));
+	r = policy_check(m, &PREQ(.req = req, .op = op, .mode = mode & S_IFMT, .parent = p,
+				  .parent_fd = pfd, .name = name, .target = link));
 	if (r == 0 && link == NULL && raises_privilege(mode, mode, 0))
 		r = -EPERM;
 	if (r == 0)
@@ -405,7 +408,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	}
 	r = child_of(m, p, pfd, name, &child, &real);
 	if (r == 0)
-		r = policy_check(m, &PREQ(.op = op, .ino = &child, .mode = child.type, .parent = p,
+		r = policy_check(m, &PREQ(.req = req, .op = op, .ino = &child, .mode = child.type, .parent = p,
 					  .parent_fd = pfd, .name = name));
 	if (r == 0) {
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
@@ -413,8 +416,10 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 			r = -errno;
 		pthread_rwlock_unlock(&m->fs->ns_lock);
 	}
-	if (r == 0)
+	if (r == 0) {
 		policy_notify(m, op, p, pfd, name, NULL);
+		policy_changed(m, FS_EV_DELETED, p, name, NULL, NULL, flags != 0);
+	}
 	inode_fd_put(m, p);
 	if (r == 0)
 		fs_invalidate(m, &child, p, name);
@@ -487,7 +492,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		vfd = vfd < 0 ? 0 : vfd;
 	}
 	r = policy_check(m,
-			 &PREQ(.op = op, .ino = &src, .fd = sfd, .mode = src.type, .src_parent = p,
+			 &PREQ(.req = req, .op = op, .ino = &src, .fd = sfd, .mode = src.type, .src_parent = p,
 			       .src_parent_fd = pfd, .src_name = name, .parent = np,
 			       .parent_fd = npfd, .name = newname, .victim = have_dst ? &dst : NULL,
 			       .victim_fd = vfd, .victim_mode = have_dst ? dst.type : 0));
@@ -505,6 +510,14 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		policy_notify(m, op, np, npfd, newname, NULL);
 		if (op == GUARD_OP_EXCHANGE)
 			policy_notify(m, op, p, pfd, name, NULL);
+		if (op == GUARD_OP_EXCHANGE) {
+			/* both names stay, each with the other's content */
+			policy_changed(m, FS_EV_MODIFIED, p, name, NULL, NULL, S_ISDIR(src.type));
+			policy_changed(m, FS_EV_MODIFIED, np, newname, NULL, NULL,
+				       S_ISDIR(dst.type));
+		} else {
+			policy_changed(m, FS_EV_RENAMED, p, name, np, newname, S_ISDIR(src.type));
+		}
 		if (rsrc != NULL)
 			inode_moved(m, rsrc, np, newname);
 		if (op == GUARD_OP_EXCHANGE && rdst != NULL)
@@ -543,7 +556,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		struct decide_hold h;
 
 		decide_enter(m, &h, np, NULL, false);
-		r = policy_check(m, &PREQ(.op = GUARD_OP_LINK, .ino = i, .mode = i->type,
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_LINK, .ino = i, .mode = i->type,
 					  .parent = np, .parent_fd = npfd, .name = newname));
 		if (r == 0) {
 			pthread_rwlock_rdlock(&m->fs->ns_lock);
@@ -551,8 +564,10 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 				r = -errno;
 			pthread_rwlock_unlock(&m->fs->ns_lock);
 		}
-		if (r == 0)
+		if (r == 0) {
 			policy_notify(m, GUARD_OP_LINK, np, npfd, newname, NULL);
+			policy_changed(m, FS_EV_CREATED, np, newname, NULL, NULL, false);
+		}
 		decide_leave(&h);
 		inode_fd_put(m, np);
 	}
@@ -626,7 +641,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			i->nlink = st.st_nlink;
 			pthread_mutex_unlock(&m->fs->lock);
 		}
-		r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
 		if (r != 0) {
 			inode_fd_put(m, i);
 			fuse_reply_err(req, -r);
@@ -659,6 +674,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -r);
 		return;
 	}
+	/* reported at the open, which the writer waits for; its release comes later */
+	if (wr)
+		policy_changed(m, FS_EV_MODIFIED, i, NULL, NULL, NULL, false);
 	set_keep_cache(m, i, nfd, fi);
 	fi->noflush = 1; /* see op_flush */
 	pt = wire_open_begin(m, i, checked);
@@ -694,7 +712,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		goto out;
 	}
 	decide_enter(m, &h, p, NULL, false);
-	r = policy_check(m, &PREQ(.op = GUARD_OP_CREATE, .mode = S_IFREG, .parent = p,
+	r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_CREATE, .mode = S_IFREG, .parent = p,
 				  .parent_fd = pfd, .name = name));
 	if (r == 0 && raises_privilege(mode, S_IFREG, 0))
 		r = -EPERM;
@@ -1120,7 +1138,7 @@ static void xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const
 	if (xattr_privileged(name) && (value != NULL || strcmp(name, "security.capability") != 0))
 		r = -EPERM;
 	else
-		r = policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
 					  .mode = ino_of(m, ino)->type));
 	if (r == 0 && (fd = xattr_fd(req, ino, &i, path)) < 0) {
 		r = fd;
@@ -1276,10 +1294,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 			 struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = (fi->fh & FH_CHECKED)
-			? -EROFS
-			: policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
-						.mode = ino_of(m, ino)->type));
+	int r = (fi->fh & FH_CHECKED) ? -EROFS
+				       : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
+							       .ino = ino_of(m, ino),
+							       .mode = ino_of(m, ino)->type));
 
 	if (r == 0 && fallocate((int)fi->fh, mode, off, len) != 0)
 		r = -errno;
@@ -1293,10 +1311,10 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			       struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = (fi_out->fh & FH_CHECKED)
-			? -EROFS
-			: policy_check(m, &PREQ(.op = GUARD_OP_WRITE, .ino = ino_of(m, ino_out),
-						.mode = ino_of(m, ino_out)->type));
+	int r = (fi_out->fh & FH_CHECKED) ? -EROFS
+					   : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
+								   .ino = ino_of(m, ino_out),
+								   .mode = ino_of(m, ino_out)->type));
 	ssize_t n;
 
 	if (r != 0) {

@@ -8,9 +8,11 @@
 #include "fusefs/fs-int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *op_names[] = {
@@ -141,16 +143,141 @@ void policy_refresh(struct fs_mount *m, struct inode *i)
 	free(v);
 }
 
-static int refuse(struct fs_mount *m, const struct preq *r, const char *why)
+/* The command name of pid, "" if it is gone or unreadable; never blocks on a hung mount. */
+static void caller_comm(pid_t pid, char comm[16])
 {
-	struct inode *where = r->parent != NULL ? r->parent : r->ino;
-	const char *name = r->parent != NULL ? r->name : NULL;
-	char *path = inode_path(m, where, name);
+	char path[32];
+	ssize_t n, k;
+	int fd;
 
-	fs_log(m->fs, FS_LOG_INFO, "%s: refused %s of %s: %s", m->mountpoint, op_names[r->op],
-	       path != NULL ? path : "?", why);
+	comm[0] = '\0';
+	if (pid <= 0)
+		return;
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, comm, 15);
+	close(fd);
+	if (n < 0)
+		n = 0;
+	comm[n] = '\0';
+	for (k = 0; k < n; k++)
+		if (comm[k] == '\n')
+			comm[k] = '\0';
+		else if ((unsigned char)comm[k] < 0x20 || comm[k] == 0x7f)
+			comm[k] = '?';
+}
+
+/*
+ * Refusals reach the log at most once per path every RL_INTERVAL seconds,
+ * with how many were not logged; a loop of refused writes would flood it.
+ * The event callback hears of every one. A slot is keyed by a hash of the
+ * mount and path: a collision only logs one line more.
+ */
+#define RL_SLOTS 256
+#define RL_INTERVAL 10
+
+static struct {
+	uint64_t key;
+	time_t last;
+	unsigned long quiet; /* refusals since the last line */
+} rl[RL_SLOTS];
+static pthread_mutex_t rl_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t rl_hash(const struct fs_mount *m, const char *path)
+{
+	uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)m;
+
+	for (; *path != '\0'; path++)
+		h = (h ^ (unsigned char)*path) * 1099511628211ull;
+	return h | 1;
+}
+
+/* Whether to log this refusal now; *quiet: how many were not logged before it. */
+static bool rl_admit(const struct fs_mount *m, const char *path, unsigned long *quiet)
+{
+	uint64_t key = rl_hash(m, path);
+	struct timespec now;
+	unsigned slot = (unsigned)(key % RL_SLOTS);
+	bool log;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&rl_lock);
+	log = rl[slot].key != key || now.tv_sec - rl[slot].last >= RL_INTERVAL;
+	*quiet = rl[slot].key == key ? rl[slot].quiet : 0;
+	if (log) {
+		rl[slot].key = key;
+		rl[slot].last = now.tv_sec;
+		rl[slot].quiet = 0;
+	} else {
+		rl[slot].quiet++;
+	}
+	pthread_mutex_unlock(&rl_lock);
+	return log;
+}
+
+/*
+ * Report a refused op on name in where (name NULL: where itself): every one
+ * to the event callback, rate-limited to the log. req NULL: no caller known.
+ */
+int policy_refused(struct fs_mount *m, fuse_req_t req, const char *op, struct inode *where,
+		   const char *name, bool dir, const char *rule, const char *why)
+{
+	char *path = inode_path(m, where, name);
+	struct fs_event ev = {.kind = FS_EV_REFUSED,
+			      .path = path != NULL ? path : "?",
+			      .dir = dir,
+			      .op = op,
+			      .rule = rule,
+			      .reason = why};
+	unsigned long quiet;
+
+	if (m->fs->p.event != NULL) {
+		ev.pid = req != NULL ? fuse_req_ctx(req)->pid : 0;
+		caller_comm(ev.pid, ev.comm);
+		m->fs->p.event(m->fs->p.event_arg, m, &ev);
+	}
+	if (rl_admit(m, ev.path, &quiet)) {
+		if (quiet > 0)
+			fs_log(m->fs, FS_LOG_INFO,
+			       "%s: refused %s of %s: %s (and %lu more refusals of it not logged)",
+			       m->mountpoint, op, ev.path, why, quiet);
+		else
+			fs_log(m->fs, FS_LOG_INFO, "%s: refused %s of %s: %s", m->mountpoint, op,
+			       ev.path, why);
+	}
 	free(path);
 	return -EROFS;
+}
+
+static int refuse(struct fs_mount *m, const struct preq *r, const char *rule, const char *why)
+{
+	struct inode *where = r->parent != NULL ? r->parent : r->ino;
+
+	return policy_refused(m, r->req, op_names[r->op], where, r->parent != NULL ? r->name : NULL,
+			      S_ISDIR(r->mode), rule, why);
+}
+
+/* Tell the event callback that a change succeeded: name in p (and name2 in p2 for a rename). */
+void policy_changed(struct fs_mount *m, enum fs_event_kind kind, struct inode *p, const char *name,
+		    struct inode *p2, const char *name2, bool dir)
+{
+	struct fs_event ev = {.kind = kind, .dir = dir};
+	char *path, *path2 = NULL;
+
+	if (m->fs->p.event == NULL)
+		return;
+	path = inode_path(m, p, name);
+	if (p2 != NULL)
+		path2 = inode_path(m, p2, name2);
+	if (path != NULL && (p2 == NULL || path2 != NULL)) {
+		ev.path = path;
+		ev.path2 = path2;
+		m->fs->p.event(m->fs->p.event_arg, m, &ev);
+	}
+	free(path);
+	free(path2);
 }
 
 /* Under fs->lock */
@@ -184,12 +311,12 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 	int res, k;
 
 	if (atomic_load_explicit(&m->readonly, memory_order_relaxed))
-		return refuse(m, r, "read-only mount");
+		return refuse(m, r, "read-only mount", "read-only mount");
 	pthread_mutex_lock(&m->fs->lock);
 	k = ro_tree(r->ino) || ro_tree(r->parent) || ro_tree(r->src_parent) || ro_tree(r->victim);
 	pthread_mutex_unlock(&m->fs->lock);
 	if (k)
-		return refuse(m, r, "read-only path");
+		return refuse(m, r, "read-only path", "read-only path");
 	if (m->guard == NULL)
 		return 0;
 	/* a host change to a config first, so the classes below see it */
@@ -200,7 +327,8 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 		k = r->ino->sealed;
 		pthread_mutex_unlock(&m->fs->lock);
 		if (k)
-			return refuse(m, r, "rule X2/X4 (content checked when it was renamed in)");
+			return refuse(m, r, "X2/X4",
+				      "rule X2/X4 (content checked when it was renamed in)");
 	}
 
 	p[0] = gcls_of(m, r->ino);
@@ -254,7 +382,7 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 			 ? "; new repositories are refused here: clone into /tmp, or allow them "
 			   "(agentfs mount --allow-new-repos, or a bot's allow_new_repos)"
 			 : "");
-	return refuse(m, r, why);
+	return refuse(m, r, v.rule != NULL ? v.rule : "?", why);
 }
 
 /*

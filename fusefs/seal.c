@@ -82,15 +82,10 @@ int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked)
 		*checked = m->guard != NULL && S_ISREG(i->type) && i->gcls.kind != GUARD_BOTREPO &&
 			   (i->gcls.flags & GUARD_CHK) && i->gcls.rule == GUARD_RULE_X4;
 	pthread_mutex_unlock(&m->fs->lock);
-	if (r != 0) {
-		char *path = inode_path(m, i, NULL);
-
-		fs_log(m->fs, FS_LOG_INFO,
-		       "%s: refused write of %s: rule X2/X4 (content checked "
-		       "when it was renamed in; no writes since)",
-		       m->mountpoint, path != NULL ? path : "?");
-		free(path);
-	}
+	if (r != 0)
+		policy_refused(
+			m, NULL, "write", i, NULL, false, "X2/X4",
+			"rule X2/X4 (content checked when it was renamed in; no writes since)");
 	return r;
 }
 
@@ -158,12 +153,10 @@ static void unseal(struct fs *fs, dev_t dev, ino_t ino, bool keep)
 static int refuse(struct fs_mount *m, const char *op, struct inode *where, const char *name,
 		  unsigned rule, const char *why)
 {
-	char *path = inode_path(m, where, name);
+	char msg[320];
 
-	fs_log(m->fs, FS_LOG_INFO, "%s: refused %s of %s: rule %s (%s)", m->mountpoint, op,
-	       path != NULL ? path : "?", guard_rule_name(rule), why);
-	free(path);
-	return -EROFS;
+	snprintf(msg, sizeof msg, "rule %s (%s)", guard_rule_name(rule), why);
+	return policy_refused(m, NULL, op, where, name, false, guard_rule_name(rule), msg);
 }
 
 /*

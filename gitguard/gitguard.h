@@ -189,6 +189,10 @@ void guard_bump(struct guard *g);
 
 /* scan.c */
 int guard_scan_tree(struct guard *g, unsigned long budget, struct guard_err *err);
+/* Told every few thousand entries of a scan, and at its end: entries seen, repositories known. */
+typedef void (*guard_progress_fn)(void *arg, unsigned long entries, unsigned long repos);
+int guard_scan_tree_progress(struct guard *g, unsigned long budget, guard_progress_fn fn,
+			     void *arg, struct guard_err *err);
 uint64_t guard_generation(struct guard *g);
 const char *guard_rule_name(unsigned rule);
 const char *guard_rule_reason(unsigned rule);

@@ -17,12 +17,25 @@
 
 #define SCAN_DEPTH 512
 #define SCAN_ABOVE_MAX 4096 /* folders above the root looked at for a .git */
+#define SCAN_PROGRESS 4096 /* entries between two progress reports */
 
 struct scan {
 	struct guard *g;
 	unsigned long entries, budget;
 	bool truncated;
+	guard_progress_fn progress;
+	void *progress_arg;
 };
+
+static void scan_progress(struct scan *s)
+{
+	size_t n;
+
+	pthread_rwlock_rdlock(&s->g->lock);
+	n = s->g->nrepos;
+	pthread_rwlock_unlock(&s->g->lock);
+	s->progress(s->progress_arg, s->entries, n);
+}
 
 /* Inside a git folder these hold no repository: objects, refs and logs can be huge. */
 static bool skip_in_gitdir(const char *name)
@@ -58,6 +71,8 @@ static void scan_dir(struct scan *s, int dfd, const struct guard_cls *cls, unsig
 			s->truncated = true;
 			break;
 		}
+		if (s->progress != NULL && s->entries % SCAN_PROGRESS == 0)
+			scan_progress(s);
 		/* Only folders, and .git files or links, can be or point to git folders. */
 		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN && !dotgit)
 			continue;
@@ -124,7 +139,14 @@ static void scan_above(struct guard *g)
 /* Walk the root, scanning every repository in it; at most budget entries. */
 int guard_scan_tree(struct guard *g, unsigned long budget, struct guard_err *err)
 {
-	struct scan s = {g, 0, budget ? budget : 10000000UL, false};
+	return guard_scan_tree_progress(g, budget, NULL, NULL, err);
+}
+
+/* Walk the root, scanning every repository in it; at most budget entries. */
+int guard_scan_tree_progress(struct guard *g, unsigned long budget, guard_progress_fn fn,
+			     void *arg, struct guard_err *err)
+{
+	struct scan s = {g, 0, budget ? budget : 10000000UL, false, fn, arg};
 	struct guard_cls root;
 	char msg[160];
 	int rc;
@@ -134,6 +156,8 @@ int guard_scan_tree(struct guard *g, unsigned long budget, struct guard_err *err
 		return rc;
 	scan_above(g);
 	scan_dir(&s, g->root_fd, &root, 0);
+	if (fn != NULL)
+		scan_progress(&s);
 	if (s.truncated && g->log) {
 		snprintf(msg, sizeof(msg),
 			 "gitguard: the root has more than %lu entries: repositories beyond "

@@ -22,6 +22,8 @@ static const char usage[] =
 	"  configure NAME [OPTIONS]       change a bot\n"
 	"  rm NAME                        delete a bot and the bots it made\n"
 	"  ls (or list) | show NAME | status | shutdown | version\n"
+	"  log [BOT] [--follow]           why writes were refused, mounts, bots made\n"
+	"  changes BOT [--since MARK | --mark]  what the bot changed\n"
 	"  exec BOT [--cwd DIR] -- CMD...  run CMD confined to the bot's mounts (bubblewrap)\n"
 	"\n"
 	"  --json   print the daemon's raw JSON reply\n"
@@ -71,7 +73,7 @@ static const struct {
 
 static const char *client_commands[] = {
 	"create", "configure", "fork",	   "rm",      "ls",   "list",
-	"show",	  "status",    "shutdown", "version", "exec",
+	"show",	  "status",    "shutdown", "version", "exec", "log", "changes",
 };
 
 /* Options of the client commands that take a value: it is never a global option. */

@@ -58,6 +58,7 @@ struct root {
 	struct fs_mount *m; /* NULL when not mounted */
 	char *error;	    /* why it is not mounted */
 	bool lost;	    /* unmounted from outside: configure (or a restart) mounts it again */
+	bool was_lost;	    /* configure: mounting it again after it was lost */
 };
 
 /* A bot: what it may touch, where it is mounted, who made it. */
@@ -83,6 +84,9 @@ struct bot {
 	struct event *ttl_ev;
 	bool deleting;
 	bool busy; /* the job thread works on it: the loop leaves it alone */
+	/* Set before its first mount, freed by bot_free after its last: workers read them. */
+	struct evring *ring;	 /* its events (events.c) */
+	struct changes *changes; /* what its mounts changed (changes.c) */
 	TAILQ_ENTRY(bot) entry;
 };
 TAILQ_HEAD(bots, bot);
@@ -100,6 +104,7 @@ struct config {
 	bool poll_set;
 	unsigned max_bots;
 	unsigned max_clients;
+	unsigned max_changes; /* paths kept per list of a bot's changes */
 };
 
 /* agentfs.c */
@@ -120,8 +125,16 @@ int cmd_audit(int argc, char **argv);
 /* client.c */
 int cmd_client(const char *socket_path, bool json, int argc, char **argv);
 cJSON *client_request(const char *socket_path, cJSON *req);
+int client_connect(const char *path);
+
+/* cmd-log.c */
+int cmd_events(const char *socket_path, bool json, int argc, char **argv);
 
 /* util.c */
+struct fs_event;
+double event_now(void);
+cJSON *event_from_fs(const struct fs_event *ev, const char *root);
+void event_format(const cJSON *o, char *buf, size_t len);
 void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void log_open(bool foreground);
 int path_normalise(const char *in, char **out);
@@ -144,6 +157,8 @@ void server_unlisten(struct server *srv, struct bot *bot);
 const char *server_listener_path(const struct listener *ls);
 void server_reply(struct peer *p, cJSON *reply);
 void server_peer_resume(struct peer *p);
+void server_peer_stream(struct peer *p, void (*closed)(void *arg), void *arg);
+void server_peer_end(struct peer *p);
 void server_peer_ref(struct peer *p);
 void server_peer_unref(struct peer *p);
 bool server_peer_alive(const struct peer *p);
@@ -164,6 +179,7 @@ cJSON *proto_error_line(const char *code, const char *msg);
 struct request {
 	struct peer *peer; /* NULL: the daemon itself (ttl expiry) */
 	cJSON *id;	   /* a copy of the request's "id", or NULL */
+	bool progress;	   /* send progress lines before the reply */
 };
 /* The fields of create, configure and fork; has_* says which were given. */
 struct bot_spec {
@@ -188,9 +204,34 @@ void bots_show(struct request *r, const char *name);
 void bots_status(struct request *r);
 void bots_exec_plan(struct request *r, const char *name);
 void bots_shutdown(struct request *r);
+bool bots_log(struct request *r, const char *name, uint64_t since, bool follow);
+void bots_changes(struct request *r, const char *name, uint64_t since, bool mark);
 void request_reply(struct request *r, cJSON *body);
 void request_fail(struct request *r, cJSON *error);
 void bot_spec_free(struct bot_spec *s);
+
+/* events.c */
+struct evring;
+struct fs_event;
+int events_init(struct event_base *base, struct bots *bots);
+void events_stop(void);
+struct evring *events_ring_new(const char *bot);
+void events_ring_free(struct evring *r);
+void events_refused(struct bot *b, struct fs_mount *m, const struct fs_event *fe);
+void events_bot(struct bot *b, const char *type, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+bool events_log(struct request *r, struct bot *b, uint64_t since, bool follow);
+
+/* changes.c */
+struct changes;
+int changes_init(const char *state_dir, unsigned max);
+void changes_stop(void);
+struct changes *changes_new(const char *bot, bool restore);
+void changes_forget(struct changes *cs);
+void changes_free(struct changes *cs);
+void changes_record(struct changes *cs, struct fs_mount *m, const struct fs_event *ev);
+void changes_list(struct request *r, struct changes *cs, uint64_t since);
+void changes_mark(struct request *r, struct changes *cs);
 
 /* state.c */
 int state_save(const struct config *cfg, struct bots *bots);

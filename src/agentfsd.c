@@ -28,7 +28,8 @@ static const char usage[] =
 	"                    /run/agentfs/agentfsd.sock)\n"
 	"  --state DIR       where bots are kept (default: /var/lib/agentfs)\n"
 	"  --config FILE     JSON defaults: default_sandbox, default_network,\n"
-	"                    writable, workers, poll_us, max_bots, max_clients\n"
+	"                    writable, workers, poll_us, max_bots, max_clients,\n"
+	"                    max_changes\n"
 	"  -h, --help        show this help\n"
 	"  -V, --version     show the version\n";
 
@@ -169,6 +170,9 @@ static int config_read(struct config *cfg, const char *file, char *err, size_t l
 		} else if (strcmp(v->string, "max_clients") == 0) {
 			if (cfg_uint(v, "max_clients", 1, 100000, &cfg->max_clients, err, len) != 0)
 				return -EINVAL;
+		} else if (strcmp(v->string, "max_changes") == 0) {
+			if (cfg_uint(v, "max_changes", 1, 10000000, &cfg->max_changes, err, len) != 0)
+				return -EINVAL;
 		} else {
 			snprintf(err, len, "config has an unknown field \"%.64s\"", v->string);
 			return -EINVAL;
@@ -243,6 +247,7 @@ int main(int argc, char **argv)
 		.workers = 4,
 		.max_bots = 200,
 		.max_clients = 4096,
+		.max_changes = 100000,
 	};
 	const char *config_file = NULL;
 	struct event *sigs[3];

@@ -44,7 +44,8 @@ struct job {
 	uid_t uid;	       /* the operator whose access is checked; 0: none */
 	struct paths ceiling;  /* a bot creator's roots: implicit git roots must be inside */
 	bool ceiling_set;
-	int error; /* nonzero: the job failed */
+	const char *scanning; /* the root being mounted, for progress */
+	int error;	      /* nonzero: the job failed */
 	char code[32];
 	char msg[1024];
 };
@@ -71,6 +72,18 @@ static struct {
 	bool shutdown_requested;
 	int mountinfo_fd;
 	struct event *mountinfo_ev;
+	/*
+	 * The scan of the root being mounted, for a client that asked for
+	 * progress (under lock): the job thread fills it, the loop sends it.
+	 * job is cleared by job_finish, so the loop never uses a gone peer.
+	 */
+	struct {
+		struct job *job;
+		char root[PATH_MAX];
+		unsigned long entries, repos;
+		bool pending;
+	} prog;
+	struct event *prog_ev;
 } d;
 
 static void job_submit(struct job *j);
@@ -289,6 +302,19 @@ static void fs_log_cb(void *arg, enum fs_log_level level, const char *msg)
 	log_msg(prio[level], "%s", msg);
 }
 
+/* A mount's refusal or change (any worker): the mount's tag is its bot. */
+static void fs_event_cb(void *arg, struct fs_mount *m, const struct fs_event *ev)
+{
+	struct bot *b = fs_mount_tag(m);
+
+	if (b == NULL)
+		return;
+	if (ev->kind == FS_EV_REFUSED)
+		events_refused(b, m, ev);
+	else
+		changes_record(b->changes, m, ev);
+}
+
 /* Back to root on this thread; a thread that cannot is not trusted with more work. */
 static void thread_as_root(void)
 {
@@ -370,6 +396,45 @@ static bool on_agentfs(int fd)
 	return q.agentfs;
 }
 
+/* Job thread, while a root is scanned: note how far, for progress_send on the loop. */
+static void job_progress(void *arg, unsigned long entries, unsigned long repos)
+{
+	struct job *j = arg;
+
+	/* a report the loop has not sent yet is replaced: a slow client gets the latest */
+	pthread_mutex_lock(&d.lock);
+	d.prog.job = j;
+	snprintf(d.prog.root, sizeof d.prog.root, "%s", j->scanning);
+	d.prog.entries = entries;
+	d.prog.repos = repos;
+	d.prog.pending = true;
+	event_active(d.prog_ev, EV_READ, 0);
+	pthread_mutex_unlock(&d.lock);
+}
+
+/* Loop: one progress line to the client whose root is being scanned. */
+static void progress_send(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *peer = NULL;
+	cJSON *line, *o;
+
+	pthread_mutex_lock(&d.lock);
+	if (d.prog.job != NULL && d.prog.pending) {
+		d.prog.pending = false;
+		peer = d.prog.job->req.peer;
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "root", d.prog.root);
+		cJSON_AddNumberToObject(o, "entries", (double)d.prog.entries);
+		cJSON_AddNumberToObject(o, "repos", (double)d.prog.repos);
+	}
+	pthread_mutex_unlock(&d.lock);
+	if (peer == NULL)
+		return;
+	line = cJSON_CreateObject();
+	cJSON_AddItemToObject(line, "progress", o);
+	server_reply(peer, line);
+}
+
 /* Job thread: check one root and mount it. */
 static void root_mount(struct job *j, struct bot *b, struct root *rt)
 {
@@ -420,6 +485,12 @@ static void root_mount(struct job *j, struct bot *b, struct root *rt)
 	mp.mountpoint = rt->mountpoint;
 	mp.readonly = !rt->writable;
 	mp.allow_new_repos = b->allow_new_repos;
+	mp.tag = b;
+	if (j->req.progress && j->req.peer != NULL) {
+		j->scanning = rt->path;
+		mp.progress = job_progress;
+		mp.progress_arg = j;
+	}
 	if (fs_mount(d.fs, &mp, &rt->m, &err) != 0) {
 		job_seterr(j, err.code, err.code == EMFILE ? "limit" : "mount_failed", "%s",
 			   err.msg);
@@ -660,6 +731,10 @@ static void bot_remove(struct bot *b)
 
 static void job_finish(struct job *j)
 {
+	pthread_mutex_lock(&d.lock);
+	if (d.prog.job == j)
+		d.prog.job = NULL;
+	pthread_mutex_unlock(&d.lock);
 	if (j->req.peer != NULL) {
 		server_peer_resume(j->req.peer);
 		server_peer_unref(j->req.peer);
@@ -699,6 +774,8 @@ static void done_create(struct job *j)
 		return;
 	}
 	log_msg(LOG_INFO, "bot %s made by %s", b->name, b->creator ? b->creator : "the operator");
+	events_bot(b, "bot_made", b->folder, "made by %s, sandbox %s",
+		   b->creator ? b->creator : "the operator", sandbox_name(b->sandbox));
 	body = cJSON_CreateObject();
 	cJSON_AddItemToObject(body, "bot", bot_to_json(b, true));
 	request_reply(&j->req, body);
@@ -932,6 +1009,8 @@ static bool bot_start(struct request *r, struct bot *b)
 		return false;
 	}
 	b->busy = true;
+	b->ring = events_ring_new(b->name);
+	b->changes = changes_new(b->name, false);
 	TAILQ_INSERT_TAIL(&d.bots, b, entry);
 	d.nbots++;
 	j->bot = b;
@@ -1002,7 +1081,16 @@ static void done_delete(struct job *j)
 	size_t i;
 
 	for (i = 0; i < j->nvictims; i++) {
+		struct bot *c =
+			j->victims[i]->creator != NULL ? bot_find(j->victims[i]->creator) : NULL;
+
 		log_msg(LOG_INFO, "bot %s deleted", j->victims[i]->name);
+		events_bot(j->victims[i], "bot_deleted", NULL, "deleted%s",
+			   j->req.peer == NULL ? ": its ttl ran out" : "");
+		if (c != NULL && !c->deleting)
+			events_bot(c, "bot_deleted", NULL, "%s, which it made, was deleted",
+				   j->victims[i]->name);
+		changes_forget(j->victims[i]->changes);
 		cJSON_AddItemToArray(names, cJSON_CreateString(j->victims[i]->name));
 		bot_remove(j->victims[i]);
 	}
@@ -1097,8 +1185,19 @@ static void run_configure(struct job *j)
 static void done_configure(struct job *j)
 {
 	cJSON *body = cJSON_CreateObject();
+	size_t i;
 
 	j->bot->busy = false;
+	events_bot(j->bot, "bot_configured", NULL, "configured: sandbox %s, %zu roots",
+		   sandbox_name(j->bot->sandbox), j->bot->nroots);
+	for (i = 0; i < j->bot->nroots; i++) {
+		struct root *rt = &j->bot->roots[i];
+
+		if (rt->was_lost && rt->m != NULL)
+			events_bot(j->bot, "mount_restored", rt->path, "%s mounted again at %s",
+				   rt->path, rt->mountpoint);
+		rt->was_lost = false;
+	}
 	save_state();
 	cJSON_AddItemToObject(body, "bot", bot_to_json(j->bot, true));
 	request_reply(&j->req, body);
@@ -1225,6 +1324,7 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 			    old[k].lost) {
 				/* Mounted again at its place once the old mount has ended. */
 				b->roots[i].kept = true;
+				b->roots[i].was_lost = true;
 				free(b->roots[i].mountpoint);
 				b->roots[i].mountpoint = old[k].mountpoint;
 				old[k].mountpoint = NULL;
@@ -1389,6 +1489,33 @@ void bots_shutdown(struct request *r)
 	event_base_loopexit(d.base, NULL);
 }
 
+/* log: a bot's events (its own and its descendants' only), or the daemon's for the operator. */
+bool bots_log(struct request *r, const char *name, uint64_t since, bool follow)
+{
+	struct bot *caller = caller_of(r), *b = name != NULL ? bot_find(name) : caller;
+
+	if (name != NULL && (b == NULL || b->deleting || !bot_visible(caller, b))) {
+		fail(r, "not_found", "no bot named %s", name);
+		return false;
+	}
+	return events_log(r, b, since, follow);
+}
+
+/* changes and mark: of a bot the caller may see (itself included). */
+void bots_changes(struct request *r, const char *name, uint64_t since, bool mark)
+{
+	struct bot *b = bot_find(name);
+
+	if (b == NULL || b->deleting || !bot_visible(caller_of(r), b)) {
+		fail(r, "not_found", "no bot named %s", name);
+		return;
+	}
+	if (mark)
+		changes_mark(r, b->changes);
+	else
+		changes_list(r, b->changes, since);
+}
+
 static void *job_main(void *arg)
 {
 	struct job *j;
@@ -1491,6 +1618,10 @@ static void check_lost(struct bot *only)
 				"bot %s: %s was unmounted from outside; "
 				"agentfs configure %s mounts it again",
 				b->name, rt->mountpoint, b->name);
+			events_bot(b, "mount_lost", rt->path,
+				   "%s was unmounted from outside; agentfs configure %s mounts it "
+				   "again",
+				   rt->mountpoint, b->name);
 			rt->lost = true;
 			free(rt->error);
 			rt->error = strdup("unmounted from outside");
@@ -1516,6 +1647,12 @@ static void done_lost(struct job *j)
 			if (b->roots[i].m == j->lost) {
 				log_msg(LOG_WARNING, "bot %s: %s was unmounted from outside",
 					b->name, b->roots[i].mountpoint);
+				if (!b->roots[i].lost)
+					events_bot(
+						b, "mount_lost", b->roots[i].path,
+						"%s was unmounted from outside; agentfs configure "
+						"%s mounts it again",
+						b->roots[i].mountpoint, b->name);
 				fs_mount_free(j->lost);
 				b->roots[i].m = NULL;
 				b->roots[i].lost = true;
@@ -1625,8 +1762,13 @@ static void clean_leftovers(void)
 static void done_restore(struct job *j)
 {
 	char err[512];
+	size_t i, n = 0;
 
 	j->bot->busy = false;
+	for (i = 0; i < j->bot->nroots; i++)
+		n += j->bot->roots[i].m != NULL;
+	events_bot(j->bot, "bot_restored", j->bot->folder,
+		   "restored at agentfsd's start: %zu of %zu roots mounted", n, j->bot->nroots);
 	if (!bot_activate(j->bot, err, sizeof err))
 		log_msg(LOG_ERR, "bot %s: %s", j->bot->name, err);
 	job_finish(j);
@@ -1635,8 +1777,11 @@ static void done_restore(struct job *j)
 int bots_init(struct event_base *base, struct config *cfg, struct server *srv, char *err,
 	      size_t errlen)
 {
-	struct fs_params fp = {
-		.workers = cfg->workers, .timeout = -1, .log = fs_log_cb, .lost = fs_lost_cb};
+	struct fs_params fp = {.workers = cfg->workers,
+			       .timeout = -1,
+			       .log = fs_log_cb,
+			       .lost = fs_lost_cb,
+			       .event = fs_event_cb};
 
 	if (cfg->poll_set)
 		fp.poll_us = cfg->poll_us == 0 ? -1 : (int)cfg->poll_us;
@@ -1659,7 +1804,9 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 	pthread_cond_init(&d.cond, NULL);
 	d.todo_tail = &d.todo;
 	d.done_ev = event_new(base, -1, 0, job_done, NULL);
-	if (d.done_ev == NULL) {
+	d.prog_ev = event_new(base, -1, 0, progress_send, NULL);
+	if (d.done_ev == NULL || d.prog_ev == NULL || events_init(base, &d.bots) != 0 ||
+	    changes_init(cfg->state_dir, cfg->max_changes) != 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -1694,6 +1841,8 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 			return -ENOMEM;
 		}
 		b->busy = true;
+		b->ring = events_ring_new(b->name);
+		b->changes = changes_new(b->name, true);
 		j->bot = b;
 		j->run = run_restore_bot;
 		j->done = done_restore;
@@ -1723,9 +1872,14 @@ void bots_stop(void)
 		bot_remove(b);
 	}
 	d.nbots = 0;
+	events_stop();
+	changes_stop();
 	if (d.done_ev != NULL)
 		event_free(d.done_ev);
 	d.done_ev = NULL;
+	if (d.prog_ev != NULL)
+		event_free(d.prog_ev);
+	d.prog_ev = NULL;
 	if (d.mountinfo_ev != NULL)
 		event_free(d.mountinfo_ev);
 	d.mountinfo_ev = NULL;

@@ -64,6 +64,29 @@ static int connect_to(const char *path)
 	return fd;
 }
 
+int client_connect(const char *path)
+{
+	return connect_to(path);
+}
+
+/*
+ * A progress line sent before a reply (the request asked, "progress": true):
+ * shown on a terminal's one line, overwritten by the next.
+ */
+static void show_progress(const char *line, bool *shown)
+{
+	cleanup_cjson cJSON *o = cJSON_Parse(line);
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "progress");
+
+	if (!cJSON_IsObject(p) || !isatty(STDERR_FILENO))
+		return;
+	fprintf(stderr, "\ragentfs: scanning %s: %.0f entries, %.0f repositories\033[K",
+		cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "root")),
+		cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "entries")),
+		cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "repos")));
+	*shown = true;
+}
+
 /* Send one request and read one reply line; NULL if the connection was lost. */
 static char *exchange(const char *path, const char *text)
 {
@@ -71,6 +94,7 @@ static char *exchange(const char *path, const char *text)
 	char *buf, *nl;
 	ssize_t r;
 	int fd = connect_to(path);
+	bool shown = false;
 
 	/* A send that fails still reads: a refusing daemon says why, then closes. */
 	while (off < len) {
@@ -99,9 +123,18 @@ static char *exchange(const char *path, const char *text)
 			break;
 		n += (size_t)r;
 		buf[n] = '\0';
-		if ((nl = memchr(buf, '\n', n)) != NULL) {
+		while ((nl = memchr(buf, '\n', n)) != NULL &&
+		       strncmp(buf, "{\"progress\":", 12) == 0) {
+			*nl = '\0';
+			show_progress(buf, &shown);
+			n -= (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, n + 1);
+		}
+		if (nl != NULL) {
 			*nl = '\0';
 			close(fd);
+			if (shown)
+				fputc('\n', stderr);
 			return buf;
 		}
 	}
@@ -370,6 +403,8 @@ static const char client_usage[] =
 	"  ls, list                       list bots\n"
 	"  show NAME                      show a bot, its mounts and socket\n"
 	"  status                         show the daemon's status\n"
+	"  log [BOT] [--follow]           events: writes refused and why, mounts, bots\n"
+	"  changes BOT [--since MARK]     what the bot created, modified, deleted, renamed\n"
 	"  shutdown                       stop the daemon\n"
 	"  version                        show client and daemon versions\n";
 
@@ -384,6 +419,8 @@ int cmd_client(const char *socket_path, bool json, int argc, char **argv)
 	unsigned char rnd[8];
 	int i;
 
+	if (strcmp(cmd, "log") == 0 || strcmp(cmd, "changes") == 0)
+		return cmd_events(socket_path, json, argc, argv);
 	if (strcmp(cmd, "create") == 0 || strcmp(cmd, "fork") == 0) {
 		bot_options(cmd, argc, argv, req, 2, pos);
 		cJSON_AddStringToObject(req, "name", pos[0]);
@@ -433,6 +470,11 @@ int cmd_client(const char *socket_path, bool json, int argc, char **argv)
 		fputs(client_usage, stderr);
 		return 2;
 	}
+	/* Mounting scans the roots: on a terminal, show how far it got. */
+	if ((strcmp(op, "create") == 0 || strcmp(op, "fork") == 0 ||
+	     strcmp(op, "configure") == 0) &&
+	    isatty(STDERR_FILENO))
+		cJSON_AddBoolToObject(req, "progress", true);
 	cJSON_AddStringToObject(req, "op", op);
 	text = cJSON_PrintUnformatted(req);
 	if (text == NULL || asprintf(&reply, "%s\n", text) < 0)

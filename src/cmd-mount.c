@@ -29,6 +29,8 @@ static const char mount_usage[] =
 	"      --ro             make the whole mount read-only\n"
 	"      --ro-path SUB    make SUB (relative to SOURCE) read-only; repeatable\n"
 	"      --allow-new-repos  let new git repositories be made inside\n"
+	"      --log FILE       append every refused write to FILE, one line each\n"
+	"      --log-json FILE  the same as JSON objects, one a line\n"
 	"  -o OPT[,OPT...]      mount options: ro, suid, dev, exec, noexec, noatime,\n"
 	"                       relatime, nodiratime, nonempty, auto_unmount,\n"
 	"                       debug (with -f), fsname=NAME, nopassthrough,\n"
@@ -45,6 +47,35 @@ static void cli_log(void *arg, enum fs_log_level level, const char *msg)
 		fprintf(stderr, "agentfs: %s\n", msg);
 	else
 		syslog(prio[level], "%s", msg);
+}
+
+static int event_fd = -1;
+static bool event_json;
+static char *event_root; /* the mount point's absolute path, for the --log lines */
+
+/* --log: every refusal, one line each, appended with one write (workers race). */
+static void cli_event(void *arg, struct fs_mount *m, const struct fs_event *ev)
+{
+	cleanup_cjson cJSON *o = NULL;
+	cleanup_free char *text = NULL;
+	char line[8192];
+	size_t n;
+
+	if (ev->kind != FS_EV_REFUSED || event_fd < 0)
+		return;
+	o = event_from_fs(ev, event_root != NULL ? event_root : fs_mount_point(m));
+	if (event_json) {
+		text = cJSON_PrintUnformatted(o);
+		if (text == NULL)
+			return;
+		snprintf(line, sizeof line, "%s\n", text);
+	} else {
+		event_format(o, line, sizeof line - 1);
+		strcat(line, "\n");
+	}
+	n = strlen(line);
+	if (write(event_fd, line, n) != (ssize_t)n)
+		syslog(LOG_WARNING, "cannot append to the --log file: %s", strerror(errno));
 }
 
 /* The mount ended from outside: wake the main thread's sigwait. */
@@ -230,6 +261,8 @@ static int serve(struct fs_mount_params *mp, bool foreground)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (event_fd >= 0) /* else no path is computed for an event no one reads */
+		p.event = cli_event;
 	fs = fs_new(&p, &err);
 	if (fs == NULL) {
 		fail_report(err.msg);
@@ -275,6 +308,8 @@ int cmd_mount(int argc, char **argv)
 		{"ro", no_argument, NULL, 'r'},
 		{"ro-path", required_argument, NULL, 'R'},
 		{"allow-new-repos", no_argument, NULL, 'A'},
+		{"log", required_argument, NULL, 'l'},
+		{"log-json", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -307,6 +342,17 @@ int cmd_mount(int argc, char **argv)
 		case 'A':
 			mp.allow_new_repos = true;
 			break;
+		case 'l':
+		case 'L':
+			/* opened here, before the mount: a file inside it would wait on itself */
+			if (event_fd >= 0)
+				close(event_fd);
+			event_json = c == 'L';
+			event_fd = open(optarg,
+					O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+			if (event_fd < 0)
+				die("--log %s: %s", optarg, strerror(errno));
+			break;
 		case 'o':
 			if (opts == NULL) {
 				opts = strdup(optarg);
@@ -334,6 +380,8 @@ int cmd_mount(int argc, char **argv)
 	mp.mountpoint = argv[optind + 1];
 	mp.ro_paths = ro;
 	mp.options = opts;
+	if (event_fd >= 0)
+		event_root = realpath(mp.mountpoint, NULL);
 	mp.empty_mountpoint = true;
 	if (geteuid() != 0)
 		die("mount needs root: agentfs serves every caller as root with "
@@ -354,9 +402,15 @@ int cmd_mount(int argc, char **argv)
 	if (pid == 0) {
 		close(pfd[0]);
 		/* The server lives on: it keeps none of its caller's descriptors. */
+		if (event_fd >= 0) {
+			/* kept: moved just above the pipe, the range below is closed */
+			if (event_fd != pfd[1] + 1 && dup3(event_fd, pfd[1] + 1, O_CLOEXEC) < 0)
+				_exit(1);
+			event_fd = pfd[1] + 1;
+		}
 		if (pfd[1] > 3)
 			close_range(3, (unsigned)pfd[1] - 1, 0);
-		close_range((unsigned)pfd[1] + 1, ~0U, 0);
+		close_range((unsigned)pfd[1] + (event_fd >= 0 ? 2 : 1), ~0U, 0);
 		ready_fd = pfd[1];
 		setsid();
 		log_to_stderr = false;

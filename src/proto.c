@@ -89,13 +89,15 @@ static const struct field f_create[] = {
 	{"allow_new_repos", cJSON_True, false},
 	{"ttl", cJSON_Number, false},
 	{"user", cJSON_String, false},
+	{"progress", cJSON_True, false},
 	{NULL, 0, false},
 };
 static const struct field f_configure[] = {
 	{"name", cJSON_String, true},	  {"sandbox", cJSON_String, false},
 	{"writable", cJSON_Array, false}, {"readable", cJSON_Array, false},
 	{"network", cJSON_True, false},	  {"allow_new_repos", cJSON_True, false},
-	{"ttl", cJSON_Number, false},	  {NULL, 0, false},
+	{"ttl", cJSON_Number, false},	  {"progress", cJSON_True, false},
+	{NULL, 0, false},
 };
 static const struct field f_fork[] = {
 	{"name", cJSON_String, true},
@@ -106,14 +108,24 @@ static const struct field f_fork[] = {
 	{"network", cJSON_True, false},
 	{"allow_new_repos", cJSON_True, false},
 	{"ttl", cJSON_Number, false},
+	{"progress", cJSON_True, false},
 	{NULL, 0, false},
 };
+
+static const struct field f_log[] = {{"name", cJSON_String, false},
+				     {"since", cJSON_Number, false},
+				     {"follow", cJSON_True, false},
+				     {NULL, 0, false}};
+
+static const struct field f_changes[] = {
+	{"name", cJSON_String, true}, {"since", cJSON_Number, false}, {NULL, 0, false}};
 
 static const struct op ops[] = {
 	{"version", f_version}, {"create", f_create}, {"configure", f_configure},
 	{"fork", f_fork},	{"delete", f_name},   {"list", f_none},
 	{"show", f_name},	{"status", f_none},   {"shutdown", f_none},
-	{"exec_plan", f_name},
+	{"exec_plan", f_name},	{"log", f_log},	      {"changes", f_changes},
+	{"mark", f_name},
 };
 
 static const char *type_name(int type)
@@ -374,6 +386,32 @@ static const char *nul_field(const char *line, size_t len, char *key, size_t key
 	return NULL;
 }
 
+/* The sequence number in field k (absent: 0), or -1 after failing the request. */
+static double seq_field(struct request *r, const cJSON *req, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, k);
+
+	if (v == NULL)
+		return 0;
+	if (v->valuedouble < 0 || v->valuedouble > 9007199254740992.0 ||
+	    v->valuedouble != (double)(uint64_t)v->valuedouble) {
+		request_fail(r, proto_error("bad_value", "%s must be a whole number from 0", k));
+		return -1;
+	}
+	return v->valuedouble;
+}
+
+static bool proto_log(struct request *r, const cJSON *req)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "name");
+	double since = seq_field(r, req, "since");
+
+	if (since < 0)
+		return false;
+	return bots_log(r, name != NULL ? name->valuestring : NULL, (uint64_t)since,
+			cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "follow")));
+}
+
 /*
  * Answer one request line. Returns true when the answer comes later (a
  * job holds the peer), so the transport waits before the next line.
@@ -452,6 +490,7 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 		bot_spec_free(&spec);
 		return false;
 	}
+	r.progress = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "progress"));
 	/* The request's id outlives this line when the answer is deferred. */
 	r.id = r.id != NULL ? cJSON_Duplicate(r.id, true) : NULL;
 	name = cJSON_GetObjectItemCaseSensitive(req, "name");
@@ -475,6 +514,12 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 		bots_exec_plan(&r, name->valuestring);
 	else if (strcmp(op->name, "shutdown") == 0)
 		bots_shutdown(&r);
+	else if (strcmp(op->name, "log") == 0)
+		deferred = proto_log(&r, req);
+	else if (strcmp(op->name, "changes") == 0 && seq_field(&r, req, "since") >= 0)
+		bots_changes(&r, name->valuestring, (uint64_t)seq_field(&r, req, "since"), false);
+	else if (strcmp(op->name, "mark") == 0)
+		bots_changes(&r, name->valuestring, 0, true);
 	if (!deferred)
 		cJSON_Delete(r.id);
 	bot_spec_free(&spec);

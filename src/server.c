@@ -55,6 +55,9 @@ struct peer {
 	bool busy;     /* a request is being answered; later lines wait */
 	bool skipping; /* dropping the rest of an over-long line */
 	bool eof;      /* the client shut its side; close once answered */
+	/* a stream (log --follow): told once when the peer goes; its input is ignored */
+	void (*closed)(void *arg);
+	void *closed_arg;
 	unsigned refs;
 	TAILQ_ENTRY(peer) entry;
 };
@@ -97,11 +100,24 @@ static void peer_free(struct peer *p)
 	free(p);
 }
 
+/* A stream's owner hears that it ended, once, before the peer is marked dead. */
+static void peer_closed(struct peer *p)
+{
+	void (*fn)(void *) = p->closed;
+
+	p->closed = NULL;
+	if (fn != NULL)
+		fn(p->closed_arg);
+}
+
 /* Mark the peer dead and close its connection; freed when no job holds it. */
 static void peer_lost(struct peer *p)
 {
 	if (p->dead)
 		return;
+	p->refs++;
+	peer_closed(p);
+	p->refs--;
 	p->dead = true;
 	if (p->bev != NULL) {
 		bufferevent_free(p->bev);
@@ -173,6 +189,34 @@ void server_reply(struct peer *p, cJSON *reply)
 	free(text);
 }
 
+/*
+ * Make p a stream: the request that made it stays unanswered for good, the
+ * owner sends lines with server_reply() and hears of the client's end by
+ * closed(arg). Reading goes on only to notice that end.
+ */
+void server_peer_stream(struct peer *p, void (*closed)(void *arg), void *arg)
+{
+	p->closed = closed;
+	p->closed_arg = arg;
+	if (p->bev != NULL) {
+		/* no partial-line timer: a stream may stay quiet for hours */
+		bufferevent_set_timeouts(p->bev, NULL, NULL);
+		bufferevent_enable(p->bev, EV_READ);
+	}
+}
+
+/* The owner ends a stream: close once what was sent is out. */
+void server_peer_end(struct peer *p)
+{
+	p->closed = NULL;
+	if (p->dead)
+		return;
+	p->busy = false;
+	p->eof = true;
+	bufferevent_disable(p->bev, EV_READ);
+	peer_maybe_close(p);
+}
+
 /* A deferred request was answered: take the next buffered line. */
 void server_peer_resume(struct peer *p)
 {
@@ -194,6 +238,8 @@ static void peer_read(struct bufferevent *bev, void *arg)
 
 	/* A reply may lose the peer (it does not read): keep it until we return. */
 	p->refs++;
+	if (p->closed != NULL) /* a stream: what the client sends means nothing */
+		evbuffer_drain(in, evbuffer_get_length(in));
 	while (!p->dead && !p->busy) {
 		eol = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
 		if (eol.pos < 0) {
@@ -234,7 +280,7 @@ static void peer_read(struct bufferevent *bev, void *arg)
 			line[--len] = '\0';
 		if (len > 0 && proto_dispatch(p->srv, p, line, len)) {
 			p->busy = true;
-			if (p->bev != NULL)
+			if (p->bev != NULL && p->closed == NULL)
 				bufferevent_disable(p->bev, EV_READ);
 		}
 		free(line);
@@ -253,6 +299,10 @@ static void peer_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct peer *p = arg;
 
+	if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) && p->closed != NULL) {
+		peer_lost(p); /* a stream ends with its client */
+		return;
+	}
 	if (what & BEV_EVENT_TIMEOUT) {
 		/* Say why, then close once the reply is out (peer_write). */
 		evbuffer_drain(bufferevent_get_input(bev),
@@ -588,8 +638,11 @@ void server_unlisten(struct server *srv, struct bot *bot)
 			p->bot = NULL;
 			srv->nctl++; /* counted as bot-less from now on, as peer_free() expects */
 			p->eof = true;
+			p->refs++;
+			peer_closed(p);
+			p->refs--;
 			/* Cut off at once; a job still holding it drops its answer. */
-			if (!p->busy) {
+			if (!p->busy || p->refs == 0) {
 				peer_lost(p);
 			} else {
 				p->dead = true;

@@ -126,6 +126,8 @@ void bot_free(struct bot *b)
 	paths_free(&b->writable);
 	paths_free(&b->readable);
 	paths_free(&b->git_roots);
+	events_ring_free(b->ring);
+	changes_free(b->changes);
 	free(b);
 }
 

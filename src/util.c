@@ -11,7 +11,10 @@
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
+#include <time.h>
 #include <sys/stat.h>
+
+#include "fusefs/fusefs.h"
 
 static bool log_stderr = true;
 
@@ -282,4 +285,86 @@ bool bot_name_ok(const char *s)
 			return false;
 	}
 	return s[0] != '-';
+}
+
+static const char *const event_types[] = {
+	[FS_EV_REFUSED] = "refused", [FS_EV_CREATED] = "created", [FS_EV_MODIFIED] = "modified",
+	[FS_EV_DELETED] = "deleted", [FS_EV_RENAMED] = "renamed",
+};
+
+/* Now, as seconds since the epoch with milliseconds. */
+double event_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)(ts.tv_nsec / 1000000) / 1000.0;
+}
+
+/*
+ * An event object (agentfs-protocol(7)) for what a mount reported; its
+ * paths are joined to root (the mounted folder or the mount point).
+ */
+cJSON *event_from_fs(const struct fs_event *ev, const char *root)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *p = NULL;
+
+	cJSON_AddNumberToObject(o, "time", event_now());
+	cJSON_AddStringToObject(o, "type", event_types[ev->kind]);
+	if (asprintf(&p, "%s%s", strcmp(root, "/") == 0 ? "" : root,
+		     strcmp(ev->path, "/") == 0 && strcmp(root, "/") != 0 ? "" : ev->path) >= 0)
+		cJSON_AddStringToObject(o, "path", p);
+	free(p);
+	if (ev->path2 != NULL &&
+	    asprintf(&p, "%s%s", strcmp(root, "/") == 0 ? "" : root, ev->path2) >= 0) {
+		cJSON_AddStringToObject(o, "to", p);
+		free(p);
+	}
+	cJSON_AddBoolToObject(o, "dir", ev->dir);
+	if (ev->kind != FS_EV_REFUSED)
+		return o;
+	cJSON_AddStringToObject(o, "op", ev->op);
+	cJSON_AddStringToObject(o, "rule", ev->rule != NULL ? ev->rule : "");
+	cJSON_AddStringToObject(o, "reason", ev->reason != NULL ? ev->reason : "");
+	cJSON_AddNumberToObject(o, "pid", ev->pid);
+	cJSON_AddStringToObject(o, "comm", ev->comm);
+	return o;
+}
+
+static const char *ev_str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* One line of text (no newline) for an event object, as agentfs log prints it. */
+void event_format(const cJSON *o, char *buf, size_t len)
+{
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "time");
+	const char *type = ev_str(o, "type"), *bot = ev_str(o, "bot");
+	char when[32] = "-";
+	time_t s;
+	int n;
+
+	if (cJSON_IsNumber(t)) {
+		s = (time_t)t->valuedouble;
+		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", localtime(&s));
+	}
+	n = snprintf(buf, len, "%s %s%s", when, bot, *bot != '\0' ? " " : "");
+	if (n < 0 || (size_t)n >= len)
+		return;
+	if (strcmp(type, "refused") == 0)
+		snprintf(buf + n, len - (size_t)n, "refused %s of %s: %s (pid %.0f %s)",
+			 ev_str(o, "op"), ev_str(o, "path"), ev_str(o, "reason"),
+			 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "pid")),
+			 *ev_str(o, "comm") != '\0' ? ev_str(o, "comm") : "?");
+	else if (cJSON_GetObjectItemCaseSensitive(o, "message") != NULL)
+		snprintf(buf + n, len - (size_t)n, "%s: %s", type, ev_str(o, "message"));
+	else if (strcmp(type, "renamed") == 0)
+		snprintf(buf + n, len - (size_t)n, "renamed %s -> %s", ev_str(o, "path"),
+			 ev_str(o, "to"));
+	else
+		snprintf(buf + n, len - (size_t)n, "%s %s", type, ev_str(o, "path"));
 }

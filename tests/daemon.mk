@@ -14,6 +14,9 @@ DAEMON_TESTS = \
 	tests/daemon-hostile.sh \
 	tests/daemon-race.sh \
 	tests/daemon-shares.sh \
+	tests/daemon-events.sh \
+	tests/daemon-changes.sh \
+	tests/daemon-progress.sh \
 	tests/cli-conv.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)

@@ -358,5 +358,30 @@ if [ -z "$bindfs_mode" ]; then
 	else
 		not_ok "mount -o debug without -f"
 	fi
+	# --log FILE: every refusal, with the process that asked; the log itself is rate-limited
+	mkdir -p "$T/lsrc/ro" "$T/lm"
+	if "$AGENTFS" mount --ro-path ro --log "$T/refused.log" "$T/lsrc" "$T/lm"; then
+		fs_mounts="$T/lm $fs_mounts"
+		for i in 1 2 3; do
+			sh -c 'echo x >"$1/ro/f"' sh "$T/lm" 2>/dev/null
+		done
+		is "$(grep -c 'refused create of '"$T"'/lm/ro/f: read-only path (pid [0-9]* sh)' \
+			"$T/refused.log")" 3 "--log: each refusal one line, with path, reason, pid and command"
+		check "umount (--log)" fs_umount "$T/lm"
+	else
+		not_ok "mount --log"
+	fi
+	if "$AGENTFS" mount --ro-path ro --log-json "$T/refused.json" "$T/lsrc" "$T/lm"; then
+		fs_mounts="$T/lm $fs_mounts"
+		touch "$T/lm/ro/new" 2>/dev/null
+		check "--log-json: one JSON object with type, path, op and rule" grep -qF \
+			'"type":"refused","path":"'"$T"'/lm/ro/new","dir":false,"op":"create","rule":"read-only path"' \
+			"$T/refused.json"
+		check "--log-json: the command name" grep -qF '"comm":"touch"' "$T/refused.json"
+		check "umount (--log-json)" fs_umount "$T/lm"
+	else
+		not_ok "mount --log-json"
+	fi
+	bad "--log in a missing folder" "$T/nosuch/log" mount --log "$T/nosuch/log" "$T/lsrc" "$T/lm"
 fi
 done_testing

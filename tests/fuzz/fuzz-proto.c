@@ -257,6 +257,23 @@ void bots_exec_plan(struct request *r, const char *name)
 	answer(r, name, false);
 }
 
+bool bots_log(struct request *r, const char *name, uint64_t since, bool follow)
+{
+	FUZZ_CHECK(!line_has_nul);
+	FUZZ_CHECK(name == NULL || ref_name_ok(name));
+	(void)since;
+	(void)follow;
+	return answer(r, name != NULL ? name : "log", false);
+}
+
+void bots_changes(struct request *r, const char *name, uint64_t since, bool mark)
+{
+	FUZZ_CHECK(!line_has_nul);
+	FUZZ_CHECK(name != NULL && ref_name_ok(name));
+	FUZZ_CHECK(!mark || since == 0);
+	answer(r, name, false);
+}
+
 void bots_shutdown(struct request *r)
 {
 	FUZZ_CHECK(!line_has_nul);

@@ -1,0 +1,275 @@
+/* agentfs log and agentfs changes: what happened to a bot, and what it changed. */
+#include "src/agentfs.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+
+static const char log_usage[] =
+	"usage: agentfs log [BOT] [--follow] [--since SEQ] [--json]\n"
+	"\n"
+	"Show the events kept for BOT (the daemon's, for every bot, without BOT;\n"
+	"a bot's own on its socket): writes refused and why, mounts lost and\n"
+	"restored, bots made, configured and deleted.\n"
+	"\n"
+	"  -f, --follow     then print each new event until interrupted\n"
+	"      --since SEQ  only events numbered SEQ and later\n"
+	"      --json       one JSON object a line (with --follow, the reply, then\n"
+	"                   {\"event\": ...} lines)\n";
+
+static const char changes_usage[] =
+	"usage: agentfs changes BOT [--since MARK] [--mark] [--json]\n"
+	"\n"
+	"List what BOT created, modified, deleted and renamed through its mounts\n"
+	"since it was made (or since MARK), merged per path.\n"
+	"\n"
+	"  --since MARK   only since the mark MARK (the bot's latest)\n"
+	"  --mark         set a mark now and print its number\n"
+	"  --json         print the daemon's JSON reply\n";
+
+static unsigned long long seq_arg(const char *cmd, const char *s)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || *s == '\0' || *s == '-')
+		die_usage(cmd, "--since takes a whole number, not %s", s);
+	return v;
+}
+
+/* Read one line from fd into *buf (grown); false at the end of the stream. */
+static bool read_line(int fd, char **buf, size_t *cap, size_t *len, char **line)
+{
+	char *nl, *nb;
+	ssize_t r;
+
+	for (;;) {
+		if (*line != NULL) {
+			/* drop the line handed out last time */
+			size_t used = strlen(*line) + 1;
+
+			memmove(*buf, *buf + used, *len - used);
+			*len -= used;
+			*line = NULL;
+		}
+		if (*len > 0 && (nl = memchr(*buf, '\n', *len)) != NULL) {
+			*nl = '\0';
+			*line = *buf;
+			return true;
+		}
+		if (*len + 4096 > *cap) {
+			nb = realloc(*buf, *cap = *len + 65536);
+			if (nb == NULL)
+				die("out of memory");
+			*buf = nb;
+		}
+		r = read(fd, *buf + *len, *cap - *len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		*len += (size_t)r;
+	}
+}
+
+static void print_event(const cJSON *o)
+{
+	char line[8192];
+
+	event_format(o, line, sizeof line);
+	printf("%s\n", line);
+}
+
+/* A failed reply: its message on stderr (or the JSON), exit 1. */
+static int failed(const cJSON *rep, const char *text, bool json)
+{
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(rep, "error");
+
+	if (json)
+		printf("%s\n", text);
+	else
+		fprintf(stderr, "agentfs: %s: %s\n",
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "code")),
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message")));
+	return 1;
+}
+
+static int cmd_log(const char *socket_path, bool json, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"follow", no_argument, NULL, 'f'},
+		{"since", required_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cleanup_cjson cJSON *req = cJSON_CreateObject();
+	cleanup_free char *text = NULL, *buf = NULL;
+	size_t cap = 0, len = 0;
+	char *line = NULL;
+	bool follow = false, first = true;
+	int c, fd;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":fh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			follow = true;
+			break;
+		case 's':
+			cJSON_AddNumberToObject(req, "since", (double)seq_arg("log", optarg));
+			break;
+		case 'h':
+			fputs(log_usage, stdout);
+			return 0;
+		case ':':
+			die_usage("log", "option %s needs an argument", argv[optind - 1]);
+		default:
+			usage_error("log", argv[optind - 1], optopt);
+		}
+	}
+	if (argc - optind > 1)
+		die_usage("log", "log takes at most one bot name");
+	cJSON_AddStringToObject(req, "op", "log");
+	if (argc - optind == 1)
+		cJSON_AddStringToObject(req, "name", argv[optind]);
+	if (follow)
+		cJSON_AddBoolToObject(req, "follow", true);
+	text = cJSON_PrintUnformatted(req);
+	if (text == NULL)
+		die("out of memory");
+	fd = client_connect(socket_path);
+	if (dprintf(fd, "%s\n", text) < 0)
+		die("cannot send the request: %s", strerror(errno));
+	if (!follow)
+		shutdown(fd, SHUT_WR);
+	while (read_line(fd, &buf, &cap, &len, &line)) {
+		cleanup_cjson cJSON *o = cJSON_Parse(line);
+		const cJSON *v;
+
+		if (o == NULL)
+			die("agentfsd sent a line that is not JSON");
+		if (first && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ok"))) {
+			close(fd);
+			return failed(o, line, json);
+		}
+		if (json) {
+			printf("%s\n", line);
+		} else if (first) {
+			v = cJSON_GetObjectItemCaseSensitive(o, "dropped");
+			if (cJSON_GetNumberValue(v) > 0)
+				printf("(%.0f older events were dropped: %.0f in all)\n",
+				       cJSON_GetNumberValue(v),
+				       cJSON_GetNumberValue(
+					       cJSON_GetObjectItemCaseSensitive(o, "total")));
+			cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(o, "events"))
+				print_event(v);
+		} else if ((v = cJSON_GetObjectItemCaseSensitive(o, "event")) != NULL) {
+			print_event(v);
+		}
+		fflush(stdout);
+		first = false;
+		if (!follow)
+			break;
+	}
+	close(fd);
+	if (first)
+		die("agentfsd closed the connection without a reply");
+	return 0;
+}
+
+static void print_changes(const cJSON *rep)
+{
+	const cJSON *v, *nk = cJSON_GetObjectItemCaseSensitive(rep, "not_kept");
+
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(rep, "changes")) {
+		const char *type =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "type"));
+		const char *path =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "path"));
+		bool dir = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "dir"));
+
+		if (type != NULL && strcmp(type, "renamed") == 0)
+			printf("renamed  %s%s -> %s%s%s\n",
+			       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "from")),
+			       dir ? "/" : "", path, dir ? "/" : "",
+			       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "modified"))
+				       ? " (and modified)"
+				       : "");
+		else
+			printf("%-8s %s%s\n", type, path, dir ? "/" : "");
+	}
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "too_many")))
+		printf("too many changes: %.0f more were counted but not kept\n",
+		       cJSON_GetNumberValue(nk));
+}
+
+static int cmd_changes(const char *socket_path, bool json, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"since", required_argument, NULL, 's'},
+		{"mark", no_argument, NULL, 'm'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cleanup_cjson cJSON *req = cJSON_CreateObject(), *rep = NULL;
+	cleanup_free char *text = NULL;
+	bool mark = false;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			cJSON_AddNumberToObject(req, "since", (double)seq_arg("changes", optarg));
+			break;
+		case 'm':
+			mark = true;
+			break;
+		case 'h':
+			fputs(changes_usage, stdout);
+			return 0;
+		case ':':
+			die_usage("changes", "option %s needs an argument", argv[optind - 1]);
+		default:
+			usage_error("changes", argv[optind - 1], optopt);
+		}
+	}
+	if (argc - optind != 1)
+		die_usage("changes", "changes takes one bot name");
+	if (mark && cJSON_GetObjectItemCaseSensitive(req, "since") != NULL)
+		die_usage("changes", "--mark and --since do not go together");
+	cJSON_AddStringToObject(req, "op", mark ? "mark" : "changes");
+	cJSON_AddStringToObject(req, "name", argv[optind]);
+	rep = client_request(socket_path, req);
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")) || json) {
+		text = cJSON_PrintUnformatted(rep);
+		if (text == NULL)
+			die("out of memory");
+		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")))
+			return failed(rep, text, json);
+		printf("%s\n", text);
+		return 0;
+	}
+	if (mark)
+		printf("mark %.0f\n",
+		       cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(rep, "mark")));
+	else
+		print_changes(rep);
+	return 0;
+}
+
+/* log or changes */
+int cmd_events(const char *socket_path, bool json, int argc, char **argv)
+{
+	if (strcmp(argv[0], "log") == 0)
+		return cmd_log(socket_path, json, argc, argv);
+	return cmd_changes(socket_path, json, argc, argv);
+}

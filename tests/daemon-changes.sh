@@ -1,0 +1,151 @@
+#!/bin/bash
+# daemon-changes: what a bot changed through its mounts, merged per path
+# (created, modified, deleted, renamed; a temporary file leaves nothing),
+# kept across a daemon killed with SIGKILL, listed since a mark, and shown
+# only to the operator, the bot and the bots that made it.
+. "$top_srcdir/tests/daemon-lib.sh"
+
+AGENTFS_BIN="$top_builddir/src/agentfs"
+
+as()
+{
+	local bot="$1"
+	shift
+	AGENT_SOCKET="$D_SOCK.d/$bot.sock" "$AGENTFS_BIN" --json "$@"
+}
+
+# changes BOT [ARGS...]: the text list
+changes()
+{
+	afs changes "$@"
+}
+
+mkdir -p "$T/w/dir" "$T/w/old" "$T/o"
+echo keep >"$T/w/mod"
+echo keep >"$T/w/del"
+echo keep >"$T/w/ren"
+echo keep >"$T/w/dir/inner"
+echo keep >"$T/w/untouched"
+
+daemon_start || bail_out "agentfsd did not start"
+expect_ok "create W" "$(afs --json create W "$T/w")"
+expect_ok "create O" "$(afs --json create O "$T/o")"
+M="$D_MNT/W/0"
+
+is "$(changes W)" "" "a new bot changed nothing"
+
+# through the bot's mount, as its commands would
+echo new >"$M/made"
+echo more >>"$M/mod"
+rm "$M/del"
+mv "$M/ren" "$M/renamed"
+echo tmp >"$M/scratch" && rm "$M/scratch"
+mkdir "$M/newdir" && echo x >"$M/newdir/f" && rm -r "$M/newdir"
+echo y >"$M/made2" && echo z >>"$M/made2"
+mv "$M/dir" "$M/dir2"
+: >"$M/tr" && mv "$M/tr" "$M/tr2"
+truncate -s 0 "$M/untouched2" 2>/dev/null
+want="created  $T/w/made
+created  $T/w/made2
+deleted  $T/w/del
+modified $T/w/mod
+renamed  $T/w/dir/ -> $T/w/dir2/
+renamed  $T/w/ren -> $T/w/renamed
+created  $T/w/tr2
+created  $T/w/untouched2"
+got=$(changes W)
+is "$(printf '%s\n' "$got" | sort)" "$(printf '%s\n' "$want" | sort)" \
+	"created, modified, deleted and renamed, merged per path"
+if printf '%s\n' "$got" | grep -q scratch; then
+	not_ok "a file made and removed again is not listed"
+else
+	ok "a file made and removed again is not listed"
+fi
+if printf '%s\n' "$got" | grep -q newdir; then
+	not_ok "a folder made, filled and removed again is not listed"
+else
+	ok "a folder made, filled and removed again is not listed"
+fi
+if printf '%s\n' "$got" | grep -q untouched$; then
+	not_ok "a file only read is not listed"
+else
+	ok "a file only read is not listed"
+fi
+r=$(afs --json changes W)
+is "$(printf '%s' "$r" | "$DCLIENT" get 'changes.*.type' | sort | uniq -c | awk '{ printf "%s=%s ", $2, $1 }')" \
+	"created=4 deleted=1 modified=1 renamed=2 " "--json: the same, with a type each"
+
+# --- a mark ---------------------------------------------------------------------------
+mark=$(afs --json changes W --mark | jget mark)
+is "$mark" 1 "--mark answers the mark's number"
+echo after >"$M/aftermark"
+echo again >>"$M/made"
+is "$(changes W --since "$mark" | sort)" "$(printf '%s\n' "created  $T/w/aftermark" "modified $T/w/made" | sort)" \
+	"--since MARK lists only what changed after it"
+like_all=$(changes W)
+case "$like_all" in
+*"created  $T/w/made"*"created  $T/w/aftermark"* | *"created  $T/w/aftermark"*"created  $T/w/made"*)
+	ok "without --since, everything since the bot was made" ;;
+*)
+	not_ok "without --since, everything since the bot was made"
+	diag "$like_all" ;;
+esac
+expect_error "an older mark is refused" bad_value "$(raw '{"op":"changes","name":"W","since":7}')"
+
+# --- who may read it ---------------------------------------------------------------------
+expect_ok "W reads its own changes" "$(as W changes W)"
+expect_error "O cannot read W's changes" not_found "$(as O changes W)"
+expect_error "O cannot set a mark on W" not_found "$(as O changes W --mark)"
+expect_ok "W makes a child C" "$(as W create C "$T/w/dir2")"
+echo c >"$D_MNT/C/0/fromchild"
+is "$(as W changes C | jget changes.0.path)" "$T/w/dir2/fromchild" "a bot reads its child's changes"
+expect_error "the child cannot read its maker's" not_found "$(as C changes W)"
+
+# --- kept across kill -9 -------------------------------------------------------------------
+sleep 1 # saved within a fraction of a second
+before=$(changes W)
+p=$(daemon_pids)
+kill -KILL $p
+daemon_wait_gone 5 || bail_out "agentfsd did not die"
+daemon_start || bail_out "agentfsd did not start again"
+is "$(restored_state W)" mounted "W is mounted again after the restart"
+is "$(afs --json log W | jget events.0.message)" "restored at agentfsd's start: 1 of 1 roots mounted" \
+	"its log starts with its restore"
+is "$(changes W)" "$before" "the list survives kill -9 and a restart"
+is "$(changes W --since 1 | sort)" "$(printf '%s\n' "created  $T/w/aftermark" "modified $T/w/made" | sort)" \
+	"so does the mark"
+echo post >"$M/postrestart"
+like_post=$(changes W)
+case "$like_post" in
+*"created  $T/w/postrestart"*) ok "changes after the restart are added" ;;
+*) not_ok "changes after the restart are added" ;;
+esac
+
+# --- a deleted bot's changes go with it ------------------------------------------------------
+expect_ok "delete W" "$(afs --json rm W)"
+if wait_until 5 eval '[ ! -e "$D_STATE/changes/W.json" ]'; then
+	ok "its saved changes are removed (by the saver thread, within a second)"
+else
+	not_ok "its saved changes are removed (by the saver thread, within a second)"
+fi
+expect_ok "create W again" "$(afs --json create W "$T/w")"
+is "$(changes W)" "" "a new bot of the same name starts with nothing"
+
+# --- bounded: past max_changes, only counted ----------------------------------------------
+afs shutdown >/dev/null
+daemon_wait_gone 10 || bail_out "agentfsd did not stop"
+printf '{"max_changes": 20}\n' >"$T/cfg.json"
+daemon_start --config "$T/cfg.json" || bail_out "agentfsd did not start with max_changes"
+mkdir -p "$T/many"
+expect_ok "create M (max_changes 20)" "$(afs --json create M "$T/many")"
+for i in $(seq 30); do : >"$D_MNT/M/0/f$i"; done
+r=$(afs --json changes M)
+is "$(printf '%s' "$r" | jget 'changes.#')" 20 "20 paths are kept"
+is "$(printf '%s' "$r" | jget too_many)" true "too_many says there were more"
+is "$(printf '%s' "$r" | jget not_kept)" 10 "not_kept counts the 10 others"
+like_many=$(afs changes M | tail -n 1)
+is "$like_many" "too many changes: 10 more were counted but not kept" "the client says so"
+rm "$D_MNT/M/0/f1"
+is "$(afs --json changes M | jget 'changes.#')" 19 "a kept path made and removed again leaves the list"
+
+done_testing
