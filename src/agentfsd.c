@@ -29,6 +29,7 @@ static const char usage[] =
 	"  --state DIR       where bots are kept (default: /var/lib/agentfs)\n"
 	"  --config FILE     JSON defaults: default_sandbox, default_network,\n"
 	"                    writable, workers, poll_us, max_bots, max_clients\n"
+	"                    (default: " AGENTFSD_CONFIG ", if it exists)\n"
 	"  -h, --help        show this help\n"
 	"  -V, --version     show the version\n";
 
@@ -311,6 +312,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "agentfsd: --socket and --state take absolute paths\n");
 		return 2;
 	}
+	/* The default file is optional; one named with --config must exist. */
+	if (config_file == NULL && access(AGENTFSD_CONFIG, F_OK) == 0)
+		config_file = AGENTFSD_CONFIG;
 	if (config_file != NULL && config_read(&cfg, config_file, err, sizeof err) != 0) {
 		fprintf(stderr, "agentfsd: %s\n", err);
 		return 1;

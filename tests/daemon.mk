@@ -16,3 +16,7 @@ DAEMON_TESTS = \
 	tests/cli-conv.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
+
+# make install into a DESTDIR, the unit's ExecStart line, the completion.
+TESTS += tests/install.sh
+EXTRA_DIST += tests/install.sh
