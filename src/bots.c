@@ -104,9 +104,24 @@ static bool bot_descends(const struct bot *b, const struct bot *anc)
 	return false;
 }
 
-static bool bot_visible(const struct bot *caller, const struct bot *b)
+/* The uid of the operator asking; 0 for root and for the daemon itself (ttl). */
+static uid_t operator_uid(struct request *r)
 {
-	return caller == NULL || caller == b || bot_descends(b, caller);
+	return r->peer != NULL ? server_peer_uid(r->peer) : 0;
+}
+
+/*
+ * May the asker see b? A bot sees itself and the bots it made; root sees
+ * every bot; an operator in agentfsd's group sees the bots it made, and
+ * theirs.
+ */
+static bool bot_visible(struct request *r, const struct bot *b)
+{
+	const struct bot *caller = caller_of(r);
+
+	if (caller != NULL)
+		return caller == b || bot_descends(b, caller);
+	return operator_uid(r) == 0 || b->owner_uid == operator_uid(r);
 }
 
 static void fail(struct request *r, const char *code, const char *fmt, ...)
@@ -739,7 +754,8 @@ static bool answer_resend(struct request *r)
 		if (b->request_id == NULL || strcmp(b->request_id, r->id->valuestring) != 0)
 			continue;
 		if ((caller == NULL) != (b->creator == NULL) ||
-		    (caller != NULL && strcmp(caller->name, b->creator) != 0))
+		    (caller != NULL && strcmp(caller->name, b->creator) != 0) ||
+		    !bot_visible(r, b))
 			continue;
 		if (b->busy) {
 			fail(r, "busy", "bot %s is still being made; ask again", b->name);
@@ -778,6 +794,10 @@ static bool bot_user(struct request *r, struct bot *b, const struct bot_spec *s,
 	if (inherit != NULL) {
 		b->uid = inherit->uid;
 		b->uid_set = inherit->uid_set;
+	} else if (caller == NULL && op != 0) {
+		/* An operator other than root: its bots run as itself. */
+		b->uid = op;
+		b->uid_set = true;
 	}
 	if (!s->has_user)
 		return true;
@@ -919,12 +939,12 @@ bool bots_create(struct request *r, struct bot_spec *s)
 
 bool bots_fork(struct request *r, struct bot_spec *s)
 {
-	struct bot *caller = caller_of(r), *src, *b;
+	struct bot *src, *b;
 
 	if (answer_resend(r))
 		return false;
 	src = bot_find(s->name);
-	if (src == NULL || !bot_visible(caller, src)) {
+	if (src == NULL || !bot_visible(r, src)) {
 		fail(r, "not_found", "no bot named %s", s->name);
 		return false;
 	}
@@ -1007,7 +1027,7 @@ bool bots_delete(struct request *r, const char *name)
 {
 	struct bot *caller = caller_of(r), *b = bot_find(name);
 
-	if (b == NULL || b->deleting || !bot_visible(caller, b)) {
+	if (b == NULL || b->deleting || !bot_visible(r, b)) {
 		fail(r, "not_found", "no bot named %s", name);
 		return false;
 	}
@@ -1094,7 +1114,7 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 	size_t nold, i, k;
 	struct job *j;
 
-	if (b == NULL || b->deleting || !bot_visible(caller, b)) {
+	if (b == NULL || b->deleting || !bot_visible(r, b)) {
 		fail(r, "not_found", "no bot named %s", s->name);
 		return false;
 	}
@@ -1224,11 +1244,11 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 
 void bots_list(struct request *r)
 {
-	struct bot *caller = caller_of(r), *b;
+	struct bot *b;
 	cJSON *body = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(body, "bots");
 
 	TAILQ_FOREACH(b, &d.bots, entry)
-		if (!b->deleting && bot_visible(caller, b))
+		if (!b->deleting && bot_visible(r, b))
 			cJSON_AddItemToArray(arr, bot_to_json(b, false));
 	request_reply(r, body);
 }
@@ -1238,7 +1258,7 @@ void bots_show(struct request *r, const char *name)
 	struct bot *b = bot_find(name);
 	cJSON *body;
 
-	if (b == NULL || b->deleting || !bot_visible(caller_of(r), b)) {
+	if (b == NULL || b->deleting || !bot_visible(r, b)) {
 		fail(r, "not_found", "no bot named %s", name);
 		return;
 	}
@@ -1246,6 +1266,20 @@ void bots_show(struct request *r, const char *name)
 	body = cJSON_CreateObject();
 	cJSON_AddItemToObject(body, "bot", bot_to_json(b, true));
 	request_reply(r, body);
+}
+
+/* How many bots the asker sees (all of them, for root). */
+static unsigned bots_seen(struct request *r)
+{
+	struct bot *b;
+	unsigned n = 0;
+
+	if (operator_uid(r) == 0)
+		return d.nbots;
+	TAILQ_FOREACH(b, &d.bots, entry)
+		if (!b->deleting && bot_visible(r, b))
+			n++;
+	return n;
 }
 
 void bots_status(struct request *r)
@@ -1260,7 +1294,7 @@ void bots_status(struct request *r)
 	} else {
 		cJSON_AddNumberToObject(body, "pid", getpid());
 		cJSON_AddNumberToObject(body, "uptime", (double)(time(NULL) - d.started));
-		cJSON_AddNumberToObject(body, "bots", d.nbots);
+		cJSON_AddNumberToObject(body, "bots", bots_seen(r));
 		cJSON_AddNumberToObject(body, "mounts", fs_mount_count(d.fs));
 		cJSON_AddNumberToObject(body, "clients", server_clients(d.srv));
 		cJSON_AddNumberToObject(body, "workers", d.cfg->workers);
@@ -1283,7 +1317,7 @@ void bots_exec_plan(struct request *r, const char *name)
 	cJSON *body, *binds, *o, *hide;
 	size_t i;
 
-	if (b == NULL || b->deleting || !bot_visible(caller_of(r), b)) {
+	if (b == NULL || b->deleting || !bot_visible(r, b)) {
 		fail(r, "not_found", "no bot named %s", name);
 		return;
 	}
@@ -1340,6 +1374,10 @@ void bots_shutdown(struct request *r)
 {
 	if (caller_of(r) != NULL) {
 		fail(r, "forbidden", "a bot cannot shut the daemon down");
+		return;
+	}
+	if (operator_uid(r) != 0) {
+		fail(r, "forbidden", "only root may shut agentfsd down");
 		return;
 	}
 	d.shutdown_requested = true;

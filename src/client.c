@@ -57,7 +57,8 @@ static int connect_to(const char *path)
 		if (e == EACCES || e == EPERM)
 			die("cannot connect to agentfsd at %s: permission denied: the control "
 			    "socket is " CONTROL_SOCKET_DENIED
-			    " (a bot uses its own, $AGENT_SOCKET)",
+			    ", and members of agentfsd's group, agentfs by default (a bot uses "
+			    "its own, $AGENT_SOCKET)",
 			    path);
 		die("cannot connect to agentfsd at %s: %s", path, strerror(e));
 	}

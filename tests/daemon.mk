@@ -13,7 +13,8 @@ DAEMON_TESTS = \
 	tests/daemon-restart.sh \
 	tests/daemon-hostile.sh \
 	tests/daemon-race.sh \
-	tests/cli-conv.sh
+	tests/cli-conv.sh \
+	tests/daemon-operators.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
 
