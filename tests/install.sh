@@ -96,6 +96,34 @@ pid=$(printf '%s' "$r" | jget pid)
 afs shutdown >/dev/null
 daemon_wait_gone 10 && ok "it stops on shutdown" || not_ok "it stops on shutdown"
 
+# The unit's hardening that systemd applies without a namespace (the
+# capability bounding set and no_new_privs) leaves agentfsd working: it
+# mounts a bot's root, and files are made through it as root and as a user.
+caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr 'A-Z ' 'a-z,' | sed 's/cap_/+/g')
+if command -v setpriv >/dev/null && [ -n "$caps" ] &&
+	setpriv --bounding-set "-all,$caps" --no-new-privs $D$exec_line --socket "$D_SOCK" \
+		--state "$D_STATE" 2>"$T/err"; then
+	ok "agentfsd starts with the unit's capabilities ($caps) and no_new_privs"
+	mkdir -p "$T/hard"
+	chown nobody "$T/hard"
+	afs create hard "$T/hard" >/dev/null
+	m="$D_MNT/hard/0"
+	pid=$(afs --json status | jget pid)
+	is "$(awk '/^NoNewPrivs/ { print $2 }' "/proc/$pid/status")" 1 "it runs with no_new_privs"
+	echo root >"$m/by-root" 2>/dev/null
+	chown nobody "$m/by-root" 2>/dev/null
+	mkdir "$m/dir" 2>/dev/null
+	is "$(stat -c '%U %F' "$T/hard/by-root" "$T/hard/dir" 2>&1 | tr '\n' ' ')" \
+		"nobody regular file root directory " \
+		"files and folders are made and given away through its mount"
+	afs rm hard >/dev/null
+	afs shutdown >/dev/null
+	daemon_wait_gone 10
+else
+	not_ok "agentfsd starts with the unit's capabilities ($caps) and no_new_privs"
+	diag "$(cat "$T/err" 2>/dev/null)"
+fi
+
 # The example configuration, installed where agentfsd reads it, is valid.
 if "$D$sbindir/agentfsd" --config "$D$sysconfdir/agentfs/agentfsd.json" \
 	--socket "$D_SOCK" --state "$D_STATE" 2>"$T/err"; then
