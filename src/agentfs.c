@@ -19,7 +19,7 @@ static const char usage[] =
 	"  create NAME FOLDER [OPTIONS]   make a bot\n"
 	"  fork NAME NEWNAME [OPTIONS]    make a bot like NAME\n"
 	"  configure NAME [OPTIONS]       change a bot\n"
-	"  rm NAME                        delete a bot and the bots it made\n"
+	"  rm [--force] NAME              delete a bot and the bots it made\n"
 	"  ls (or list) | show NAME | status | shutdown | version\n"
 	"  exec BOT [--cwd DIR] -- CMD...  run CMD confined to the bot's mounts (bubblewrap)\n"
 	"\n"

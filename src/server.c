@@ -127,6 +127,11 @@ uid_t server_peer_uid(const struct peer *p)
 	return p->uid;
 }
 
+pid_t server_peer_pid(const struct peer *p)
+{
+	return p->pid;
+}
+
 /* Close once the client has shut its side and everything it asked is answered. */
 static void peer_maybe_close(struct peer *p)
 {
