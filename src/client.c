@@ -295,6 +295,22 @@ static void print_time(const char *label, const cJSON *o, const char *k)
 	printf("%-16s%s\n", label, buf);
 }
 
+/* show's running sandboxes: the pids of their agentfs exec, or "-". */
+static void print_sandboxes(const cJSON *arr)
+{
+	const cJSON *v;
+
+	if (arr == NULL)
+		return;
+	printf("%-16s", "sandboxes");
+	if (cJSON_GetArraySize(arr) == 0)
+		printf("-");
+	cJSON_ArrayForEach(v, arr)
+		printf("%sexec pid %.0f", v == arr->child ? "" : ", ",
+		       cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(v, "pid")));
+	printf("\n");
+}
+
 static void print_bot(const cJSON *b)
 {
 	const cJSON *m, *mounts = cJSON_GetObjectItemCaseSensitive(b, "mounts");
@@ -323,6 +339,7 @@ static void print_bot(const cJSON *b)
 	}
 	if (mounts != NULL)
 		print_paths("repos made", cJSON_GetObjectItemCaseSensitive(b, "repos_made"));
+	print_sandboxes(cJSON_GetObjectItemCaseSensitive(b, "sandboxes"));
 }
 
 static void print_reply(const char *op, const cJSON *rep)

@@ -40,6 +40,7 @@ expect_error "rm of a bot with a running sandbox is refused" running "$r"
 like "$(printf '%s' "$r" | jget error.message)" "pid[s]? $holder\b.*--force" \
 	"the message names the exec's pid and --force"
 is "$(afs --json show lead | jget ok)" true "lead still exists"
+like "$(afs show lead)" "sandboxes +exec pid $holder" "agentfs show lists the sandbox by its exec's pid"
 kill -0 "$holder" 2>/dev/null && ok "its sandbox still runs" || not_ok "its sandbox still runs"
 kill "$holder"
 wait "$holder" 2>/dev/null
