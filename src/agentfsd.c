@@ -170,7 +170,8 @@ static int config_read(struct config *cfg, const char *file, char *err, size_t l
 			if (cfg_uint(v, "max_bots", 1, 900, &cfg->max_bots, err, len) != 0)
 				return -EINVAL;
 		} else if (strcmp(v->string, "group") == 0) {
-			if (!cJSON_IsString(v) || strlen(v->valuestring) > 64) {
+			if (!cJSON_IsString(v) || strlen(v->valuestring) > 64 ||
+			    strpbrk(v->valuestring, "\"\\:, \t\n") != NULL) {
 				snprintf(err, len,
 					 "config field \"group\" must be a group name (\"\": root only)");
 				return -EINVAL;
