@@ -790,13 +790,19 @@ static void sandbox_signal(struct sandbox_run *sb, int sig)
 		pidfd_signal(sb->pidfd, sig);
 }
 
+/* The live record of pid; one whose process has ended (its pid reused) goes. */
 static struct sandbox_run *sandbox_of(struct bot *b, pid_t pid)
 {
 	struct sandbox_run *sb;
 
-	LIST_FOREACH(sb, &b->sandboxes, entry)
-		if (sb->pid == pid)
+	LIST_FOREACH(sb, &b->sandboxes, entry) {
+		if (sb->pid != pid)
+			continue;
+		if (pidfd_signal(sb->pidfd, 0) == 0)
 			return sb;
+		sandbox_free(sb);
+		return NULL;
+	}
 	return NULL;
 }
 
@@ -1248,6 +1254,14 @@ struct force {
 	bool killed;
 };
 
+static time_t mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
 static unsigned sandboxes_running(struct bot **v, size_t n)
 {
 	unsigned count = 0;
@@ -1272,7 +1286,7 @@ static void force_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct force *f = arg;
 	struct timeval tv = {0, 100 * 1000};
-	time_t waited = time(NULL) - f->start;
+	time_t waited = mono_now() - f->start;
 	struct peer *p = f->req.peer;
 	size_t i;
 
@@ -1332,7 +1346,7 @@ static bool force_delete(struct request *r, struct bot *b)
 		f->victims[i]->busy = true;
 	f->req = *r;
 	f->bot = b;
-	f->start = time(NULL);
+	f->start = mono_now();
 	if (r->peer != NULL)
 		server_peer_ref(r->peer);
 	log_msg(LOG_INFO, "bot %s: rm --force: ending %u sandboxes (SIGTERM)", b->name,
