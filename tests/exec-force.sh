@@ -31,9 +31,9 @@ sandboxes_of()
 }
 
 # --- refused while a sandbox runs ---------------------------------------------
-run lead -- sleep 60
+run lead -- sleep 9871
 holder=$!
-wait_until 10 pgrep -f "^sleep 60" >/dev/null || diag "the sandbox did not start"
+wait_until 10 pgrep -f "^sleep 9871" >/dev/null || diag "the sandbox did not start"
 wait_until 5 eval '[ -n "$(sandboxes_of lead)" ]'
 r=$(afs --json rm lead)
 expect_error "rm of a bot with a running sandbox is refused" running "$r"
@@ -48,14 +48,14 @@ wait_until 5 eval '[ -z "$(sandboxes_of lead)" ]' &&
 	ok "a sandbox that ended is forgotten" || not_ok "a sandbox that ended is forgotten"
 
 # --- a bot's bot's sandbox holds its maker too -------------------------------------
-run kid -- sleep 60
+run kid -- sleep 9871
 kidrun=$!
 wait_until 10 eval '[ -n "$(sandboxes_of kid)" ]'
 expect_error "rm of lead is refused while kid (a bot it made) runs a sandbox" running \
 	"$(afs --json rm lead)"
 
 # --- rm --force ----------------------------------------------------------------
-run lead -- sleep 60
+run lead -- sleep 9871
 holder=$!
 wait_until 10 eval '[ "$(sandboxes_of lead)" = 1 ]'
 start=$(date +%s%N)
@@ -72,7 +72,7 @@ is "$(afs --json show lead | jget error.code)" not_found "lead is gone"
 
 # A command that ignores SIGTERM is killed with its whole sandbox.
 check "create stubborn" afs create stubborn "$W" --no-network
-run stubborn -- sh -c 'trap "" TERM; sleep 60 & trap "" TERM; wait; sleep 60'
+run stubborn -- sh -c 'trap "" TERM; sleep 9871 & trap "" TERM; wait; sleep 9871'
 holder=$!
 wait_until 10 eval '[ -n "$(sandboxes_of stubborn)" ]'
 sleep 0.5
@@ -83,7 +83,7 @@ expect_ok "rm --force of a bot whose command ignores SIGTERM" "$r"
 [ "$took" -ge 2500 ] && [ "$took" -lt 8000 ] &&
 	ok "it waits the 3 s grace, then kills ($took ms)" || not_ok "it waits the 3 s grace, then kills ($took ms)"
 wait_until 5 eval '! kill -0 '"$holder"' 2>/dev/null' && ok "the exec ended" || not_ok "the exec ended"
-pgrep -f "^sleep 60" >/dev/null && not_ok "no process of the sandbox is left" ||
+pgrep -f "^sleep 9871" >/dev/null && not_ok "no process of the sandbox is left" ||
 	ok "no process of the sandbox is left"
 
 # --- nothing else can be registered ---------------------------------------------------
