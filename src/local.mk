@@ -64,8 +64,12 @@ endif
 
 # The configuration goes only if it is still the example: edits are kept.
 uninstall-local:
-	rm -f '$(DESTDIR)$(tmpfilesdir)/agentfs.conf' \
-		'$(DESTDIR)$(bashcompletiondir)/agentfs' '$(DESTDIR)$(bashcompletiondir)/agentfsd'
+if HAVE_TMPFILES
+	rm -f '$(DESTDIR)$(tmpfilesdir)/agentfs.conf'
+endif
+if HAVE_BASH_COMPLETION
+	rm -f '$(DESTDIR)$(bashcompletiondir)/agentfs' '$(DESTDIR)$(bashcompletiondir)/agentfsd'
+endif
 	@if cmp -s $(srcdir)/src/agentfsd.json.example '$(DESTDIR)$(agentfsconfdir)/agentfsd.json'; then \
 		echo " rm -f '$(DESTDIR)$(agentfsconfdir)/agentfsd.json'"; \
 		rm -f '$(DESTDIR)$(agentfsconfdir)/agentfsd.json'; \
