@@ -103,9 +103,9 @@ struct config {
 	bool poll_set;
 	unsigned max_bots;
 	unsigned max_clients;
-	char *group;	    /* operators besides root: its members (NULL: "agentfs", "": none) */
-	gid_t group_gid;    /* with group_found */
-	bool group_found;   /* the group exists: the control socket is 0660 to it */
+	char *group;	  /* operators besides root: its members (NULL: "agentfs", "": none) */
+	gid_t group_gid;  /* with group_found */
+	bool group_found; /* the group exists: the control socket is 0660 to it */
 };
 
 /* agentfs.c */

@@ -173,7 +173,7 @@ static int config_read(struct config *cfg, const char *file, char *err, size_t l
 			if (!cJSON_IsString(v) || strlen(v->valuestring) > 64 ||
 			    strpbrk(v->valuestring, "\"\\:, \t\n") != NULL) {
 				snprintf(err, len,
-					 "config field \"group\" must be a group name (\"\": root only)");
+					 "config field \"group\" must be a group name, or \"\"");
 				return -EINVAL;
 			}
 			free(cfg->group);

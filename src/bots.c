@@ -679,9 +679,9 @@ struct sandbox_run {
 	LIST_ENTRY(sandbox_run) entry;
 };
 
-#define SANDBOXES_MAX 256   /* per bot */
-#define FORCE_GRACE_S 3	    /* rm --force: SIGTERM, then SIGKILL after this long */
-#define FORCE_GIVE_UP_S 3   /* ... and delete anyway after this much longer */
+#define SANDBOXES_MAX 256 /* per bot */
+#define FORCE_GRACE_S 3	  /* rm --force: SIGTERM, then SIGKILL after this long */
+#define FORCE_GIVE_UP_S 3 /* ... and delete anyway after this much longer */
 
 static int pidfd_open_pid(pid_t pid)
 {
@@ -851,14 +851,15 @@ void bots_exec_register(struct request *r, const char *name, bool has_pid, doubl
 		sb->uid = server_peer_uid(r->peer);
 		sb->pidfd = pidfd_open_pid(pid);
 		sb->ev = sb->pidfd >= 0 ? event_new(d.base, sb->pidfd, EV_READ, sandbox_gone, sb)
-				       : NULL;
+					: NULL;
 		if (sb->ev == NULL || event_add(sb->ev, NULL) != 0) {
 			if (sb->ev != NULL)
 				event_free(sb->ev);
 			if (sb->pidfd >= 0)
 				close(sb->pidfd);
 			free(sb);
-			fail(r, "internal", "cannot follow the client's process: %s", strerror(errno));
+			fail(r, "internal", "cannot follow the client's process: %s",
+			     strerror(errno));
 			return;
 		}
 		LIST_INSERT_HEAD(&b->sandboxes, sb, entry);
@@ -872,7 +873,8 @@ void bots_exec_register(struct request *r, const char *name, bool has_pid, doubl
 		if (fd < 0 || !descends_from(init, pid) || pidfd_signal(fd, 0) != 0) {
 			if (fd >= 0)
 				close(fd);
-			fail(r, "forbidden", "process %d is not a sandbox this client started", (int)init);
+			fail(r, "forbidden", "process %d is not a sandbox this client started",
+			     (int)init);
 			return;
 		}
 		sb->init = init;
@@ -974,8 +976,7 @@ static bool answer_resend(struct request *r)
 		if (b->request_id == NULL || strcmp(b->request_id, r->id->valuestring) != 0)
 			continue;
 		if ((caller == NULL) != (b->creator == NULL) ||
-		    (caller != NULL && strcmp(caller->name, b->creator) != 0) ||
-		    !bot_visible(r, b))
+		    (caller != NULL && strcmp(caller->name, b->creator) != 0) || !bot_visible(r, b))
 			continue;
 		if (b->busy) {
 			fail(r, "busy", "bot %s is still being made; ask again", b->name);
@@ -1293,7 +1294,8 @@ static void force_tick(evutil_socket_t fd, short what, void *arg)
 	if (sandboxes_running(f->victims, f->nvictims) > 0) {
 		if (waited < FORCE_GRACE_S + FORCE_GIVE_UP_S) {
 			if (waited >= FORCE_GRACE_S && !f->killed) {
-				log_msg(LOG_INFO, "bot %s: sandboxes still running after %d s: SIGKILL",
+				log_msg(LOG_INFO,
+					"bot %s: sandboxes still running after %d s: SIGKILL",
 					f->bot->name, FORCE_GRACE_S);
 				force_signal(f, SIGKILL);
 				f->killed = true;
