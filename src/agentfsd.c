@@ -30,8 +30,8 @@ static const char usage[] =
 	"  --state DIR       where bots are kept (default: /var/lib/agentfs)\n"
 	"  --config FILE     JSON defaults: default_sandbox, default_network,\n"
 	"                    writable, workers, poll_us, max_bots, max_clients,\n"
-	"                    group\n"
-	"                    (default: " AGENTFSD_CONFIG ", if it exists)\n"
+	"                    group; default: " AGENTFSD_CONFIG ",\n"
+	"                    if it exists\n"
 	"  -h, --help        show this help\n"
 	"  -V, --version     show the version\n";
 
