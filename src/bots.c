@@ -1251,16 +1251,17 @@ struct force {
 	struct bot **victims;
 	size_t nvictims;
 	struct event *tick;
-	time_t start;
+	long long start; /* mono_ms() */
 	bool killed;
 };
 
-static time_t mono_now(void)
+/* Milliseconds on the monotonic clock. */
+static long long mono_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static unsigned sandboxes_running(struct bot **v, size_t n)
@@ -1287,13 +1288,13 @@ static void force_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct force *f = arg;
 	struct timeval tv = {0, 100 * 1000};
-	time_t waited = mono_now() - f->start;
+	long long waited = mono_ms() - f->start;
 	struct peer *p = f->req.peer;
 	size_t i;
 
 	if (sandboxes_running(f->victims, f->nvictims) > 0) {
-		if (waited < FORCE_GRACE_S + FORCE_GIVE_UP_S) {
-			if (waited >= FORCE_GRACE_S && !f->killed) {
+		if (waited < (FORCE_GRACE_S + FORCE_GIVE_UP_S) * 1000) {
+			if (waited >= FORCE_GRACE_S * 1000 && !f->killed) {
 				log_msg(LOG_INFO,
 					"bot %s: sandboxes still running after %d s: SIGKILL",
 					f->bot->name, FORCE_GRACE_S);
@@ -1348,7 +1349,7 @@ static bool force_delete(struct request *r, struct bot *b)
 		f->victims[i]->busy = true;
 	f->req = *r;
 	f->bot = b;
-	f->start = mono_now();
+	f->start = mono_ms();
 	if (r->peer != NULL)
 		server_peer_ref(r->peer);
 	log_msg(LOG_INFO, "bot %s: rm --force: ending %u sandboxes (SIGTERM)", b->name,

@@ -30,11 +30,19 @@ sandboxes_of()
 	[ "${n:-0}" != 0 ] && echo "$n"
 }
 
+# up BOT N: wait until BOT's first sandbox has its init registered and N
+# commands of ours run (a signal sent before the command starts would go
+# to the sandbox's init, which ignores it, and only the SIGKILL would end it)
+up()
+{
+	wait_until 10 eval '[ -n "$(afs --json show '"$1"' | jget bot.sandboxes.0.init)" ] &&
+		[ "$(pgrep -fc "^sleep 9871")" -ge '"$2"' ]' || diag "the sandbox of $1 did not start"
+}
+
 # --- refused while a sandbox runs ---------------------------------------------
 run lead -- sleep 9871
 holder=$!
-wait_until 10 pgrep -f "^sleep 9871" >/dev/null || diag "the sandbox did not start"
-wait_until 5 eval '[ -n "$(sandboxes_of lead)" ]'
+up lead 1
 r=$(afs --json rm lead)
 expect_error "rm of a bot with a running sandbox is refused" running "$r"
 like "$(printf '%s' "$r" | jget error.message)" "pid[s]? $holder\b.*--force" \
@@ -50,14 +58,14 @@ wait_until 5 eval '[ -z "$(sandboxes_of lead)" ]' &&
 # --- a bot's bot's sandbox holds its maker too -------------------------------------
 run kid -- sleep 9871
 kidrun=$!
-wait_until 10 eval '[ -n "$(sandboxes_of kid)" ]'
+up kid 1
 expect_error "rm of lead is refused while kid (a bot it made) runs a sandbox" running \
 	"$(afs --json rm lead)"
 
 # --- rm --force ----------------------------------------------------------------
 run lead -- sleep 9871
 holder=$!
-wait_until 10 eval '[ "$(sandboxes_of lead)" = 1 ]'
+up lead 2
 start=$(date +%s%N)
 r=$(afs --json rm --force lead)
 took=$((($(date +%s%N) - start) / 1000000))
@@ -74,7 +82,7 @@ is "$(afs --json show lead | jget error.code)" not_found "lead is gone"
 check "create stubborn" afs create stubborn "$W" --no-network
 run stubborn -- sh -c 'trap "" TERM; sleep 9871 & trap "" TERM; wait; sleep 9871'
 holder=$!
-wait_until 10 eval '[ -n "$(sandboxes_of stubborn)" ]'
+wait_until 10 eval '[ -n "$(afs --json show stubborn | jget bot.sandboxes.0.init)" ]'
 sleep 0.5
 start=$(date +%s%N)
 r=$(afs --json rm --force stubborn)
