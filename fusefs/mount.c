@@ -530,7 +530,10 @@ int mount_set_kernel_ro(struct fs_mount *m, bool readonly)
 	if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
 		r = -errno;
 		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-		/* Kernels before 5.12: a bind remount restates every flag. */
+		/*
+		 * Kernels before 5.12 (and valgrind): a bind remount restates
+		 * every flag. Its type is ignored; "none", not NULL, for valgrind.
+		 */
 		if (r == -ENOSYS &&
 		    mount("none", path, "", /* ignored by a remount; valgrind wants strings */
 			  MS_REMOUNT | MS_BIND |

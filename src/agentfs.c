@@ -20,7 +20,7 @@ static const char usage[] =
 	"  create NAME FOLDER [OPTIONS]   make a bot\n"
 	"  fork NAME NEWNAME [OPTIONS]    make a bot like NAME\n"
 	"  configure NAME [OPTIONS]       change a bot\n"
-	"  rm NAME                        delete a bot and the bots it made\n"
+	"  rm [--force] NAME              delete a bot and the bots it made\n"
 	"  ls (or list) | show NAME | status | shutdown | version\n"
 	"  log [BOT] [--follow]           why writes were refused, mounts, bots made\n"
 	"  changes BOT [--since MARK | --mark]  what the bot changed\n"

@@ -40,6 +40,7 @@ struct peer;
 struct server;
 struct listener;
 struct event;
+struct sandbox_run;
 
 enum sandbox { SANDBOX_READ_ONLY, SANDBOX_WORKSPACE_WRITE, SANDBOX_DANGER_FULL_ACCESS };
 
@@ -87,6 +88,8 @@ struct bot {
 	/* Set before its first mount, freed by bot_free after its last: workers read them. */
 	struct evring *ring;	 /* its events (events.c) */
 	struct changes *changes; /* what its mounts changed (changes.c) */
+	LIST_HEAD(, sandbox_run) sandboxes; /* `agentfs exec` runs of it, while they live */
+	unsigned nsandboxes;
 	TAILQ_ENTRY(bot) entry;
 };
 TAILQ_HEAD(bots, bot);
@@ -105,6 +108,9 @@ struct config {
 	unsigned max_bots;
 	unsigned max_clients;
 	unsigned max_changes; /* paths kept per list of a bot's changes */
+	char *group;	  /* operators besides root: its members (NULL: "agentfs", "": none) */
+	gid_t group_gid;  /* with group_found */
+	bool group_found; /* the group exists: the control socket is 0660 to it */
 };
 
 /* agentfs.c */
@@ -164,6 +170,7 @@ void server_peer_unref(struct peer *p);
 bool server_peer_alive(const struct peer *p);
 struct bot *server_peer_bot(const struct peer *p);
 uid_t server_peer_uid(const struct peer *p);
+pid_t server_peer_pid(const struct peer *p);
 void server_shutdown(struct server *srv);
 void server_drain(struct server *srv, struct event_base *base);
 void server_free(struct server *srv);
@@ -198,7 +205,8 @@ void bots_stop(void);
 bool bots_create(struct request *r, struct bot_spec *s);
 bool bots_fork(struct request *r, struct bot_spec *s);
 bool bots_configure(struct request *r, struct bot_spec *s);
-bool bots_delete(struct request *r, const char *name);
+bool bots_delete(struct request *r, const char *name, bool force);
+void bots_exec_register(struct request *r, const char *name, bool has_pid, double pid);
 void bots_list(struct request *r);
 void bots_show(struct request *r, const char *name);
 void bots_status(struct request *r);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,7 +30,9 @@ static const char usage[] =
 	"  --state DIR       where bots are kept (default: /var/lib/agentfs)\n"
 	"  --config FILE     JSON defaults: default_sandbox, default_network,\n"
 	"                    writable, workers, poll_us, max_bots, max_clients,\n"
-	"                    max_changes\n"
+	"                    max_changes,\n"
+	"                    group; default: " AGENTFSD_CONFIG ",\n"
+	"                    if it exists\n"
 	"  -h, --help        show this help\n"
 	"  -V, --version     show the version\n";
 
@@ -167,6 +170,17 @@ static int config_read(struct config *cfg, const char *file, char *err, size_t l
 		} else if (strcmp(v->string, "max_bots") == 0) {
 			if (cfg_uint(v, "max_bots", 1, 900, &cfg->max_bots, err, len) != 0)
 				return -EINVAL;
+		} else if (strcmp(v->string, "group") == 0) {
+			if (!cJSON_IsString(v) || strlen(v->valuestring) > 64 ||
+			    strpbrk(v->valuestring, "\"\\:, \t\n") != NULL) {
+				snprintf(err, len,
+					 "config field \"group\" must be a group name, or \"\"");
+				return -EINVAL;
+			}
+			free(cfg->group);
+			cfg->group = strdup(v->valuestring);
+			if (cfg->group == NULL)
+				return -ENOMEM;
 		} else if (strcmp(v->string, "max_clients") == 0) {
 			if (cfg_uint(v, "max_clients", 1, 100000, &cfg->max_clients, err, len) != 0)
 				return -EINVAL;
@@ -179,6 +193,32 @@ static int config_read(struct config *cfg, const char *file, char *err, size_t l
 		}
 	}
 	return 0;
+}
+
+/*
+ * The operators besides root: the members of the configured group, if it
+ * exists; a group named in the config that does not exist is an error.
+ */
+static int operators_group(struct config *cfg, char *err, size_t len)
+{
+	const char *name = cfg->group != NULL ? cfg->group : "agentfs";
+	struct group gr, *grp = NULL;
+	char buf[16384];
+	int r;
+
+	if (*name == '\0')
+		return 0;
+	r = getgrnam_r(name, &gr, buf, sizeof buf, &grp);
+	if (grp != NULL) {
+		cfg->group_gid = grp->gr_gid;
+		cfg->group_found = true;
+		return 0;
+	}
+	if (cfg->group == NULL)
+		return 0; /* the default group is optional: without it, root only */
+	snprintf(err, len, "config field \"group\": no group named %s%s%s", name,
+		 r != 0 ? ": " : "", r != 0 ? strerror(r) : "");
+	return -ENOENT;
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -316,7 +356,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "agentfsd: --socket and --state take absolute paths\n");
 		return 2;
 	}
+	/* The default file is optional; one named with --config must exist. */
+	if (config_file == NULL && access(AGENTFSD_CONFIG, F_OK) == 0)
+		config_file = AGENTFSD_CONFIG;
 	if (config_file != NULL && config_read(&cfg, config_file, err, sizeof err) != 0) {
+		fprintf(stderr, "agentfsd: %s\n", err);
+		return 1;
+	}
+	if (operators_group(&cfg, err, sizeof err) != 0) {
 		fprintf(stderr, "agentfsd: %s\n", err);
 		return 1;
 	}
@@ -396,5 +443,6 @@ int main(int argc, char **argv)
 	free(cfg.state_dir);
 	free(cfg.mount_dir);
 	paths_free(&cfg.extra_writable);
+	free(cfg.group);
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,9 +118,24 @@ static bool bot_descends(const struct bot *b, const struct bot *anc)
 	return false;
 }
 
-static bool bot_visible(const struct bot *caller, const struct bot *b)
+/* The uid of the operator asking; 0 for root and for the daemon itself (ttl). */
+static uid_t operator_uid(struct request *r)
 {
-	return caller == NULL || caller == b || bot_descends(b, caller);
+	return r->peer != NULL ? server_peer_uid(r->peer) : 0;
+}
+
+/*
+ * May the asker see b? A bot sees itself and the bots it made; root sees
+ * every bot; an operator in agentfsd's group sees the bots it made, and
+ * theirs.
+ */
+static bool bot_visible(struct request *r, const struct bot *b)
+{
+	const struct bot *caller = caller_of(r);
+
+	if (caller != NULL)
+		return caller == b || bot_descends(b, caller);
+	return operator_uid(r) == 0 || b->owner_uid == operator_uid(r);
 }
 
 static void fail(struct request *r, const char *code, const char *fmt, ...)
@@ -718,8 +734,229 @@ static bool bot_activate(struct bot *b, char *err, size_t errlen)
 	return true;
 }
 
+/*
+ * A sandbox running a bot's commands: the `agentfs exec` that asked, and,
+ * once bwrap reports it, the sandbox's init (whose death ends every process
+ * in it). Both are held by pidfd, so a signal can only reach the processes
+ * that registered, never a later one with the same pid. The record goes
+ * when the exec ends (its pidfd becomes readable).
+ */
+struct sandbox_run {
+	struct bot *bot;
+	pid_t pid, init;   /* init: 0 until reported, and for an unconfined bot */
+	int pidfd, initfd; /* -1: none */
+	uid_t uid;	   /* who registered it */
+	struct event *ev;
+	LIST_ENTRY(sandbox_run) entry;
+};
+
+#define SANDBOXES_MAX 256 /* per bot */
+#define FORCE_GRACE_S 3	  /* rm --force: SIGTERM, then SIGKILL after this long */
+#define FORCE_GIVE_UP_S 3 /* ... and delete anyway after this much longer */
+
+static int pidfd_open_pid(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int pidfd_signal(int fd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+}
+
+static void sandbox_free(struct sandbox_run *sb)
+{
+	LIST_REMOVE(sb, entry);
+	sb->bot->nsandboxes--;
+	if (sb->ev != NULL)
+		event_free(sb->ev);
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	if (sb->initfd >= 0)
+		close(sb->initfd);
+	free(sb);
+}
+
+static void sandboxes_free(struct bot *b)
+{
+	while (!LIST_EMPTY(&b->sandboxes))
+		sandbox_free(LIST_FIRST(&b->sandboxes));
+}
+
+/* The exec ended: it no longer holds the bot. */
+static void sandbox_gone(evutil_socket_t fd, short what, void *arg)
+{
+	sandbox_free(arg);
+}
+
+/* A process's parent, from /proc; -1 if it is gone. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
+	p = strrchr(buf, ')');
+	if (p == NULL || p[1] == '\0' || p[2] == '\0')
+		return -1;
+	return (pid_t)atoi(p + 4);
+}
+
+/* Is pid a descendant of anc, within a few generations (bwrap's two)? */
+static bool descends_from(pid_t pid, pid_t anc)
+{
+	int i;
+
+	for (i = 0; i < 4 && pid > 1; i++) {
+		pid = parent_of(pid);
+		if (pid == anc)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * May the daemon signal the process for whoever registered it? Root's are
+ * fine; a user's only while the process still runs as that user (its real
+ * or saved uid, as kill(2) asks), so a process that became privileged is
+ * left alone. The pidfd, checked after reading, makes sure /proc spoke of it.
+ */
+static bool may_signal(int pidfd, pid_t pid, uid_t uid)
+{
+	char path[64], line[256];
+	unsigned r = 0, e = 0, sv = 0;
+	bool ok = false;
+	FILE *f;
+
+	if (uid == 0)
+		return true;
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return false;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "Uid: %u %u %u", &r, &e, &sv) == 3) {
+			ok = r == uid || sv == uid;
+			break;
+		}
+	fclose(f);
+	return ok && pidfd_signal(pidfd, 0) == 0;
+}
+
+static void sandbox_signal(struct sandbox_run *sb, int sig)
+{
+	if (sig == SIGKILL && sb->initfd >= 0 && may_signal(sb->initfd, sb->init, sb->uid))
+		pidfd_signal(sb->initfd, SIGKILL);
+	if (may_signal(sb->pidfd, sb->pid, sb->uid))
+		pidfd_signal(sb->pidfd, sig);
+}
+
+/* The live record of pid; one whose process has ended (its pid reused) goes. */
+static struct sandbox_run *sandbox_of(struct bot *b, pid_t pid)
+{
+	struct sandbox_run *sb;
+
+	LIST_FOREACH(sb, &b->sandboxes, entry) {
+		if (sb->pid != pid)
+			continue;
+		if (pidfd_signal(sb->pidfd, 0) == 0)
+			return sb;
+		sandbox_free(sb);
+		return NULL;
+	}
+	return NULL;
+}
+
+/*
+ * `agentfs exec` says it runs the bot's commands: first before it starts
+ * them (no pid), then with its sandbox's init once bwrap reports it. The
+ * client is the peer itself (SO_PEERCRED); the init must descend from it.
+ */
+void bots_exec_register(struct request *r, const char *name, bool has_pid, double pidv)
+{
+	struct bot *b = bot_find(name);
+	pid_t pid = r->peer != NULL ? server_peer_pid(r->peer) : 0;
+	struct sandbox_run *sb;
+	int fd;
+
+	if (b == NULL || b->deleting || !bot_visible(r, b)) {
+		fail(r, "not_found", "no bot named %s", name);
+		return;
+	}
+	if (b->busy) {
+		fail(r, "busy", "bot %s is being changed; ask again", b->name);
+		return;
+	}
+	if (pid <= 0) {
+		fail(r, "bad_request", "the client's pid is unknown");
+		return;
+	}
+	if (has_pid && (pidv < 2 || pidv > 4194304 || pidv != (double)(pid_t)pidv)) {
+		fail(r, "bad_value", "pid must be a process id");
+		return;
+	}
+	sb = sandbox_of(b, pid);
+	if (sb == NULL) {
+		if (b->nsandboxes >= SANDBOXES_MAX) {
+			fail(r, "limit", "bot %s has %d sandboxes running", b->name, SANDBOXES_MAX);
+			return;
+		}
+		sb = calloc(1, sizeof *sb);
+		if (sb == NULL) {
+			fail(r, "internal", "out of memory");
+			return;
+		}
+		sb->bot = b;
+		sb->pid = pid;
+		sb->initfd = -1;
+		sb->uid = server_peer_uid(r->peer);
+		sb->pidfd = pidfd_open_pid(pid);
+		sb->ev = sb->pidfd >= 0 ? event_new(d.base, sb->pidfd, EV_READ, sandbox_gone, sb)
+					: NULL;
+		if (sb->ev == NULL || event_add(sb->ev, NULL) != 0) {
+			if (sb->ev != NULL)
+				event_free(sb->ev);
+			if (sb->pidfd >= 0)
+				close(sb->pidfd);
+			free(sb);
+			fail(r, "internal", "cannot follow the client's process: %s",
+			     strerror(errno));
+			return;
+		}
+		LIST_INSERT_HEAD(&b->sandboxes, sb, entry);
+		b->nsandboxes++;
+	}
+	if (has_pid && sb->initfd < 0) {
+		pid_t init = (pid_t)pidv;
+
+		/* Checked again once held: the pidfd is of a process that descends from the client. */
+		fd = pidfd_open_pid(init);
+		if (fd < 0 || !descends_from(init, pid) || pidfd_signal(fd, 0) != 0) {
+			if (fd >= 0)
+				close(fd);
+			fail(r, "forbidden", "process %d is not a sandbox this client started",
+			     (int)init);
+			return;
+		}
+		sb->init = init;
+		sb->initfd = fd;
+	}
+	request_reply(r, NULL);
+}
+
 static void bot_remove(struct bot *b)
 {
+	sandboxes_free(b);
 	server_unlisten(d.srv, b);
 	if (b->ttl_ev != NULL)
 		event_free(b->ttl_ev);
@@ -816,7 +1053,7 @@ static bool answer_resend(struct request *r)
 		if (b->request_id == NULL || strcmp(b->request_id, r->id->valuestring) != 0)
 			continue;
 		if ((caller == NULL) != (b->creator == NULL) ||
-		    (caller != NULL && strcmp(caller->name, b->creator) != 0))
+		    (caller != NULL && strcmp(caller->name, b->creator) != 0) || !bot_visible(r, b))
 			continue;
 		if (b->busy) {
 			fail(r, "busy", "bot %s is still being made; ask again", b->name);
@@ -855,6 +1092,10 @@ static bool bot_user(struct request *r, struct bot *b, const struct bot_spec *s,
 	if (inherit != NULL) {
 		b->uid = inherit->uid;
 		b->uid_set = inherit->uid_set;
+	} else if (caller == NULL && op != 0) {
+		/* An operator other than root: its bots run as itself. */
+		b->uid = op;
+		b->uid_set = true;
 	}
 	if (!s->has_user)
 		return true;
@@ -1039,12 +1280,12 @@ bool bots_create(struct request *r, struct bot_spec *s)
 
 bool bots_fork(struct request *r, struct bot_spec *s)
 {
-	struct bot *caller = caller_of(r), *src, *b;
+	struct bot *src, *b;
 
 	if (answer_resend(r))
 		return false;
 	src = bot_find(s->name);
-	if (src == NULL || !bot_visible(caller, src)) {
+	if (src == NULL || !bot_visible(r, src)) {
 		fail(r, "not_found", "no bot named %s", s->name);
 		return false;
 	}
@@ -1132,11 +1373,142 @@ static bool bot_delete(struct request *r, struct bot *b)
 	return true;
 }
 
-bool bots_delete(struct request *r, const char *name)
-{
-	struct bot *caller = caller_of(r), *b = bot_find(name);
+/* rm --force waiting for a bot's sandboxes to end before it deletes the bot. */
+struct force {
+	struct request req;
+	struct bot *bot;
+	struct bot **victims;
+	size_t nvictims;
+	struct event *tick;
+	long long start; /* mono_ms() */
+	bool killed;
+};
 
-	if (b == NULL || b->deleting || !bot_visible(caller, b)) {
+/* Milliseconds on the monotonic clock. */
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static unsigned sandboxes_running(struct bot **v, size_t n)
+{
+	unsigned count = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		count += v[i]->nsandboxes;
+	return count;
+}
+
+static void force_signal(struct force *f, int sig)
+{
+	struct sandbox_run *sb;
+	size_t i;
+
+	for (i = 0; i < f->nvictims; i++)
+		LIST_FOREACH(sb, &f->victims[i]->sandboxes, entry)
+			sandbox_signal(sb, sig);
+}
+
+static void force_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct force *f = arg;
+	struct timeval tv = {0, 100 * 1000};
+	long long waited = mono_ms() - f->start;
+	struct peer *p = f->req.peer;
+	size_t i;
+
+	if (sandboxes_running(f->victims, f->nvictims) > 0) {
+		if (waited < (FORCE_GRACE_S + FORCE_GIVE_UP_S) * 1000) {
+			if (waited >= FORCE_GRACE_S * 1000 && !f->killed) {
+				log_msg(LOG_INFO,
+					"bot %s: sandboxes still running after %d s: SIGKILL",
+					f->bot->name, FORCE_GRACE_S);
+				force_signal(f, SIGKILL);
+				f->killed = true;
+			}
+			evtimer_add(f->tick, &tv);
+			return;
+		}
+		log_msg(LOG_WARNING, "bot %s: %u sandboxes outlived SIGKILL; deleting anyway",
+			f->bot->name, sandboxes_running(f->victims, f->nvictims));
+	}
+	for (i = 0; i < f->nvictims; i++)
+		f->victims[i]->busy = false;
+	event_free(f->tick);
+	/* bot_delete answers, and resumes the client, or fails at once and answers. */
+	if (!bot_delete(&f->req, f->bot)) {
+		cJSON_Delete(f->req.id);
+		if (p != NULL)
+			server_peer_resume(p);
+	}
+	if (p != NULL)
+		server_peer_unref(p);
+	free(f->victims);
+	free(f);
+}
+
+/* End the sandboxes of b and its bots (SIGTERM, then SIGKILL), then delete them. */
+static bool force_delete(struct request *r, struct bot *b)
+{
+	struct timeval now = {0, 0};
+	struct force *f = calloc(1, sizeof *f);
+	size_t i;
+
+	if (f == NULL || (f->tick = evtimer_new(d.base, force_tick, f)) == NULL) {
+		free(f);
+		fail(r, "internal", "out of memory");
+		return false;
+	}
+	collect(b, &f->victims, &f->nvictims);
+	for (i = 0; i < f->nvictims; i++) {
+		if (f->victims[i]->busy) {
+			fail(r, "busy", "bot %s is being changed; ask again", f->victims[i]->name);
+			event_free(f->tick);
+			free(f->victims);
+			free(f);
+			return false;
+		}
+	}
+	/* Busy: no exec, change or other delete starts meanwhile. */
+	for (i = 0; i < f->nvictims; i++)
+		f->victims[i]->busy = true;
+	f->req = *r;
+	f->bot = b;
+	f->start = mono_ms();
+	if (r->peer != NULL)
+		server_peer_ref(r->peer);
+	log_msg(LOG_INFO, "bot %s: rm --force: ending %u sandboxes (SIGTERM)", b->name,
+		sandboxes_running(f->victims, f->nvictims));
+	force_signal(f, SIGTERM);
+	evtimer_add(f->tick, &now);
+	return true;
+}
+
+/* "bot lead has 2 running sandboxes (pids 123, 456)" for b and its bots. */
+static void running_msg(struct bot **v, size_t n, char *out, size_t len)
+{
+	struct sandbox_run *sb;
+	size_t i, off;
+
+	off = (size_t)snprintf(out, len, "pid%s", sandboxes_running(v, n) == 1 ? "" : "s");
+	for (i = 0; i < n; i++)
+		LIST_FOREACH(sb, &v[i]->sandboxes, entry)
+			if (off < len)
+				off += (size_t)snprintf(out + off, len - off, " %d", (int)sb->pid);
+}
+
+bool bots_delete(struct request *r, const char *name, bool force)
+{
+	struct bot *caller = caller_of(r), *b = bot_find(name), **v = NULL;
+	char pids[256];
+	size_t n = 0;
+	unsigned running;
+
+	if (b == NULL || b->deleting || !bot_visible(r, b)) {
 		fail(r, "not_found", "no bot named %s", name);
 		return false;
 	}
@@ -1144,6 +1516,21 @@ bool bots_delete(struct request *r, const char *name)
 		fail(r, "forbidden", "a bot cannot delete itself; ask whoever made it");
 		return false;
 	}
+	collect(b, &v, &n);
+	running = sandboxes_running(v, n);
+	running_msg(v, n, pids, sizeof pids);
+	free(v);
+	if (running > 0 && !force) {
+		fail(r, "running",
+		     "bot %s (or a bot it made) has %u running sandbox%s (agentfs exec, %s): "
+		     "nothing was deleted; end %s, or `agentfs rm --force %s` ends %s first "
+		     "(SIGTERM, then SIGKILL after %d s)",
+		     b->name, running, running == 1 ? "" : "es", pids, running == 1 ? "it" : "them",
+		     b->name, running == 1 ? "it" : "them", FORCE_GRACE_S);
+		return false;
+	}
+	if (running > 0)
+		return force_delete(r, b);
 	return bot_delete(r, b);
 }
 
@@ -1234,7 +1621,7 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 	size_t nold, i, k;
 	struct job *j;
 
-	if (b == NULL || b->deleting || !bot_visible(caller, b)) {
+	if (b == NULL || b->deleting || !bot_visible(r, b)) {
 		fail(r, "not_found", "no bot named %s", s->name);
 		return false;
 	}
@@ -1365,28 +1752,59 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 
 void bots_list(struct request *r)
 {
-	struct bot *caller = caller_of(r), *b;
+	struct bot *b;
 	cJSON *body = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(body, "bots");
 
 	TAILQ_FOREACH(b, &d.bots, entry)
-		if (!b->deleting && bot_visible(caller, b))
+		if (!b->deleting && bot_visible(r, b))
 			cJSON_AddItemToArray(arr, bot_to_json(b, false));
 	request_reply(r, body);
+}
+
+/* The running `agentfs exec`s of b, in show: [{"pid": N, "init": M}] (init once known). */
+static void sandboxes_json(const struct bot *b, cJSON *bot)
+{
+	cJSON *arr = cJSON_AddArrayToObject(bot, "sandboxes"), *o;
+	struct sandbox_run *sb;
+
+	LIST_FOREACH(sb, &b->sandboxes, entry) {
+		o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "pid", sb->pid);
+		if (sb->init > 0)
+			cJSON_AddNumberToObject(o, "init", sb->init);
+		cJSON_AddItemToArray(arr, o);
+	}
 }
 
 void bots_show(struct request *r, const char *name)
 {
 	struct bot *b = bot_find(name);
-	cJSON *body;
+	cJSON *body, *bot;
 
-	if (b == NULL || b->deleting || !bot_visible(caller_of(r), b)) {
+	if (b == NULL || b->deleting || !bot_visible(r, b)) {
 		fail(r, "not_found", "no bot named %s", name);
 		return;
 	}
 	check_lost(b);
 	body = cJSON_CreateObject();
-	cJSON_AddItemToObject(body, "bot", bot_to_json(b, true));
+	bot = bot_to_json(b, true);
+	cJSON_AddItemToObject(body, "bot", bot);
+	sandboxes_json(b, bot);
 	request_reply(r, body);
+}
+
+/* How many bots the asker sees (all of them, for root). */
+static unsigned bots_seen(struct request *r)
+{
+	struct bot *b;
+	unsigned n = 0;
+
+	if (operator_uid(r) == 0)
+		return d.nbots;
+	TAILQ_FOREACH(b, &d.bots, entry)
+		if (!b->deleting && bot_visible(r, b))
+			n++;
+	return n;
 }
 
 void bots_status(struct request *r)
@@ -1401,7 +1819,7 @@ void bots_status(struct request *r)
 	} else {
 		cJSON_AddNumberToObject(body, "pid", getpid());
 		cJSON_AddNumberToObject(body, "uptime", (double)(time(NULL) - d.started));
-		cJSON_AddNumberToObject(body, "bots", d.nbots);
+		cJSON_AddNumberToObject(body, "bots", bots_seen(r));
 		cJSON_AddNumberToObject(body, "mounts", fs_mount_count(d.fs));
 		cJSON_AddNumberToObject(body, "clients", server_clients(d.srv));
 		cJSON_AddNumberToObject(body, "workers", d.cfg->workers);
@@ -1424,7 +1842,7 @@ void bots_exec_plan(struct request *r, const char *name)
 	cJSON *body, *binds, *o, *hide;
 	size_t i;
 
-	if (b == NULL || b->deleting || !bot_visible(caller_of(r), b)) {
+	if (b == NULL || b->deleting || !bot_visible(r, b)) {
 		fail(r, "not_found", "no bot named %s", name);
 		return;
 	}
@@ -1483,6 +1901,10 @@ void bots_shutdown(struct request *r)
 		fail(r, "forbidden", "a bot cannot shut the daemon down");
 		return;
 	}
+	if (operator_uid(r) != 0) {
+		fail(r, "forbidden", "only root may shut agentfsd down");
+		return;
+	}
 	d.shutdown_requested = true;
 	request_reply(r, NULL);
 	log_msg(LOG_INFO, "shutdown requested");
@@ -1494,8 +1916,13 @@ bool bots_log(struct request *r, const char *name, uint64_t since, bool follow)
 {
 	struct bot *caller = caller_of(r), *b = name != NULL ? bot_find(name) : caller;
 
-	if (name != NULL && (b == NULL || b->deleting || !bot_visible(caller, b))) {
+	if (name != NULL && (b == NULL || b->deleting || !bot_visible(r, b))) {
 		fail(r, "not_found", "no bot named %s", name);
+		return false;
+	}
+	/* the daemon's log names every bot: root's alone */
+	if (b == NULL && operator_uid(r) != 0) {
+		fail(r, "forbidden", "only root reads every bot's log: name one of your bots");
 		return false;
 	}
 	return events_log(r, b, since, follow);
@@ -1506,7 +1933,7 @@ void bots_changes(struct request *r, const char *name, uint64_t since, bool mark
 {
 	struct bot *b = bot_find(name);
 
-	if (b == NULL || b->deleting || !bot_visible(caller_of(r), b)) {
+	if (b == NULL || b->deleting || !bot_visible(r, b)) {
 		fail(r, "not_found", "no bot named %s", name);
 		return;
 	}

@@ -57,7 +57,8 @@ static int connect_to(const char *path)
 		if (e == EACCES || e == EPERM)
 			die("cannot connect to agentfsd at %s: permission denied: the control "
 			    "socket is " CONTROL_SOCKET_DENIED
-			    " (a bot uses its own, $AGENT_SOCKET)",
+			    ", and members of agentfsd's group, agentfs by default (a bot uses "
+			    "its own, $AGENT_SOCKET)",
 			    path);
 		die("cannot connect to agentfsd at %s: %s", path, strerror(e));
 	}
@@ -327,6 +328,22 @@ static void print_time(const char *label, const cJSON *o, const char *k)
 	printf("%-16s%s\n", label, buf);
 }
 
+/* show's running sandboxes: the pids of their agentfs exec, or "-". */
+static void print_sandboxes(const cJSON *arr)
+{
+	const cJSON *v;
+
+	if (arr == NULL)
+		return;
+	printf("%-16s", "sandboxes");
+	if (cJSON_GetArraySize(arr) == 0)
+		printf("-");
+	cJSON_ArrayForEach(v, arr)
+		printf("%sexec pid %.0f", v == arr->child ? "" : ", ",
+		       cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(v, "pid")));
+	printf("\n");
+}
+
 static void print_bot(const cJSON *b)
 {
 	const cJSON *m, *mounts = cJSON_GetObjectItemCaseSensitive(b, "mounts");
@@ -355,6 +372,7 @@ static void print_bot(const cJSON *b)
 	}
 	if (mounts != NULL)
 		print_paths("repos made", cJSON_GetObjectItemCaseSensitive(b, "repos_made"));
+	print_sandboxes(cJSON_GetObjectItemCaseSensitive(b, "sandboxes"));
 }
 
 static void print_reply(const char *op, const cJSON *rep)
@@ -394,12 +412,20 @@ static void print_reply(const char *op, const cJSON *rep)
 	}
 }
 
+static const char rm_usage[] =
+	"usage: agentfs rm [--force] NAME\n"
+	"\n"
+	"Delete the bot NAME and the bots it made. While any of them has a sandbox\n"
+	"running (agentfs exec), nothing is deleted, unless:\n"
+	"\n"
+	"  -f, --force   end those sandboxes first: SIGTERM, then SIGKILL after 3 s\n";
+
 static const char client_usage[] =
 	"usage: agentfs [--socket PATH] [--json] COMMAND ... [--socket PATH] [--json]\n"
 	"  create NAME FOLDER [OPTIONS]   make a bot (see agentfs create --help)\n"
 	"  fork NAME NEWNAME [OPTIONS]    make a bot like NAME\n"
 	"  configure NAME [OPTIONS]       change a bot; its mounts follow at once\n"
-	"  rm NAME                        delete a bot and the bots it made\n"
+	"  rm [--force] NAME              delete a bot and the bots it made\n"
 	"  ls, list                       list bots\n"
 	"  show NAME                      show a bot, its mounts and socket\n"
 	"  status                         show the daemon's status\n"
@@ -445,8 +471,20 @@ int cmd_client(const char *socket_path, bool json, int argc, char **argv)
 		cJSON_AddStringToObject(req, "name", pos[0]);
 	} else if (strcmp(cmd, "rm") == 0 || strcmp(cmd, "show") == 0) {
 		if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-			printf("usage: agentfs %s NAME\n", cmd);
+			if (strcmp(cmd, "rm") == 0)
+				fputs(rm_usage, stdout);
+			else
+				printf("usage: agentfs %s NAME\n", cmd);
 			return 0;
+		}
+		/* rm --force NAME (or NAME --force): end its running sandboxes first */
+		for (i = 1; strcmp(cmd, "rm") == 0 && i < argc; i++) {
+			if (strcmp(argv[i], "--force") == 0 || strcmp(argv[i], "-f") == 0) {
+				cJSON_AddBoolToObject(req, "force", true);
+				memmove(argv + i, argv + i + 1, (size_t)(argc - i) * sizeof *argv);
+				argc--;
+				break;
+			}
 		}
 		if (argc != 2)
 			die_usage(cmd, "%s takes one bot name", cmd);

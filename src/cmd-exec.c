@@ -611,6 +611,44 @@ static pid_t command_pid(pid_t init)
 	return atoi(buf) > 0 ? (pid_t)atoi(buf) : init;
 }
 
+/* The daemon and bot this exec registers with (exec_register). */
+static const char *reg_socket, *reg_bot;
+
+/*
+ * Tell agentfsd this process runs the bot's commands, so `agentfs rm` sees
+ * it and `rm --force` can end it: first before anything runs (init 0),
+ * then with the sandbox's init once bwrap reports it. The daemon follows
+ * both by pidfd and forgets them when this process ends. A bot being
+ * changed answers busy for a moment: asked again.
+ */
+static void exec_register(pid_t init)
+{
+	cleanup_cjson cJSON *rep = NULL;
+	const cJSON *err;
+	int tries;
+
+	for (tries = 0; tries < 50; tries++) {
+		cleanup_cjson cJSON *req = cJSON_CreateObject();
+
+		cJSON_Delete(rep);
+		cJSON_AddStringToObject(req, "op", "exec_register");
+		cJSON_AddStringToObject(req, "name", reg_bot);
+		if (init > 0)
+			cJSON_AddNumberToObject(req, "pid", init);
+		rep = client_request(reg_socket, req);
+		err = cJSON_GetObjectItemCaseSensitive(rep, "error");
+		if (jstr(err, "code") == NULL || strcmp(jstr(err, "code"), "busy") != 0)
+			break;
+		usleep(100 * 1000);
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
+		err = cJSON_GetObjectItemCaseSensitive(rep, "error");
+		die("%s: %s%s", jstr(err, "code") ? jstr(err, "code") : "error",
+		    jstr(err, "message") ? jstr(err, "message") : "",
+		    init > 0 ? " (the sandbox is ended with this process)" : "");
+	}
+}
+
 /* bwrap writes {"child-pid": N} once the sandbox is up; nothing if setup failed. */
 static void read_status(int fd, char *buf, size_t cap, size_t *len, pid_t *init)
 {
@@ -635,6 +673,7 @@ static int supervise(pid_t pid, int status_fd, int master, bool *started)
 	char status_buf[4096], buf[8192];
 	size_t status_len = 0;
 	pid_t init = -1, target;
+	bool registered = false;
 	struct winsize ws;
 	int status = 0, sig;
 	bool exited = false, in_open = master >= 0;
@@ -662,6 +701,10 @@ static int supervise(pid_t pid, int status_fd, int master, bool *started)
 		if (poll(pf, 3, exited ? 10 : 50) < 0 && errno != EINTR)
 			break;
 		read_status(status_fd, status_buf, sizeof status_buf, &status_len, &init);
+		if (init > 0 && !registered) {
+			registered = true;
+			exec_register(init);
+		}
 		if (master >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			n = read(master, buf, sizeof buf);
 			if (n <= 0 || write(STDOUT_FILENO, buf, (size_t)n) < 0) {
@@ -844,7 +887,10 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	if (path_normalise(cwd, &norm) != 0)
 		die("bad folder %s", cwd);
 
+	reg_socket = socket_path;
+	reg_bot = bot;
 	if (full_access) {
+		exec_register(0);
 		become_user(bot, (uid_t)uid->valuedouble);
 		if (sock != NULL && *sock != '\0')
 			setenv("AGENT_SOCKET", sock, 1);
@@ -862,6 +908,7 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 		die("bwrap (bubblewrap) not found in PATH: install it (apt-get install "
 		    "bubblewrap); "
 		    "agentfs never runs a bot unconfined");
+	exec_register(0);
 	if (pipe2(status_pipe, 0) != 0)
 		die("pipe: %s", strerror(errno));
 	fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);

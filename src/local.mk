@@ -16,3 +16,66 @@ src_agentfsd_SOURCES = src/agentfsd.c src/server.c src/proto.c src/bots.c src/st
 src_agentfsd_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) $(EVENT_CFLAGS)
 src_agentfsd_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitguard.a \
 	$(FUSE_LIBS) $(CJSON_LIBS) $(EVENT_LIBS) $(GIT2_LIBS)
+src_agentfsd_CPPFLAGS = $(AM_CPPFLAGS) -DAGENTFSD_CONFIG='"$(agentfsconfdir)/agentfsd.json"'
+
+# What a packager installs besides the programs: the systemd unit, the
+# tmpfiles.d entry for /run/agentfs, the example configuration (installed
+# where agentfsd reads it, never over one that exists), the bash completion
+# and mount(8)'s helper for `mount -t fuse.agentfs`. Paths from configure.
+agentfsconfdir = $(sysconfdir)/agentfs
+dist_doc_DATA = README.md LICENSE src/agentfsd.json.example
+EXTRA_DIST += src/agentfsd.service.in src/agentfs.tmpfiles src/agentfs.bash-completion \
+	src/mount.fuse.agentfs.in
+CLEANFILES += src/agentfsd.service src/mount.fuse.agentfs
+
+# Substituted by make, not configure, so ${prefix} and DESTDIR-free paths expand.
+edit = sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@bindir[@]|$(bindir)|g'
+
+src/agentfsd.service: $(srcdir)/src/agentfsd.service.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) src && $(edit) $(srcdir)/src/agentfsd.service.in > $@.tmp && mv $@.tmp $@
+
+src/mount.fuse.agentfs: $(srcdir)/src/mount.fuse.agentfs.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) src && $(edit) $(srcdir)/src/mount.fuse.agentfs.in > $@.tmp && \
+		chmod 755 $@.tmp && mv $@.tmp $@
+
+if HAVE_SYSTEMD_UNIT
+systemdsystemunit_DATA = src/agentfsd.service
+endif
+if HAVE_MOUNT_HELPER
+mounthelper_SCRIPTS = src/mount.fuse.agentfs
+endif
+noinst_DATA = src/agentfsd.service src/mount.fuse.agentfs
+
+install-data-local:
+if HAVE_TMPFILES
+	$(MKDIR_P) '$(DESTDIR)$(tmpfilesdir)'
+	$(INSTALL_DATA) $(srcdir)/src/agentfs.tmpfiles '$(DESTDIR)$(tmpfilesdir)/agentfs.conf'
+endif
+if HAVE_BASH_COMPLETION
+	$(MKDIR_P) '$(DESTDIR)$(bashcompletiondir)'
+	$(INSTALL_DATA) $(srcdir)/src/agentfs.bash-completion '$(DESTDIR)$(bashcompletiondir)/agentfs'
+	cd '$(DESTDIR)$(bashcompletiondir)' && rm -f agentfsd && $(LN_S) agentfs agentfsd
+endif
+	$(MKDIR_P) '$(DESTDIR)$(agentfsconfdir)'
+	@if test -e '$(DESTDIR)$(agentfsconfdir)/agentfsd.json'; then \
+		echo "keeping the existing $(DESTDIR)$(agentfsconfdir)/agentfsd.json"; \
+	else \
+		echo " $(INSTALL_DATA) $(srcdir)/src/agentfsd.json.example '$(DESTDIR)$(agentfsconfdir)/agentfsd.json'"; \
+		$(INSTALL_DATA) $(srcdir)/src/agentfsd.json.example '$(DESTDIR)$(agentfsconfdir)/agentfsd.json'; \
+	fi
+
+# The configuration goes only if it is still the example: edits are kept.
+uninstall-local:
+if HAVE_TMPFILES
+	rm -f '$(DESTDIR)$(tmpfilesdir)/agentfs.conf'
+endif
+if HAVE_BASH_COMPLETION
+	rm -f '$(DESTDIR)$(bashcompletiondir)/agentfs' '$(DESTDIR)$(bashcompletiondir)/agentfsd'
+endif
+	@if cmp -s $(srcdir)/src/agentfsd.json.example '$(DESTDIR)$(agentfsconfdir)/agentfsd.json'; then \
+		echo " rm -f '$(DESTDIR)$(agentfsconfdir)/agentfsd.json'"; \
+		rm -f '$(DESTDIR)$(agentfsconfdir)/agentfsd.json'; \
+		rmdir '$(DESTDIR)$(agentfsconfdir)' 2>/dev/null || :; \
+	else \
+		echo "keeping $(DESTDIR)$(agentfsconfdir)/agentfsd.json: it was changed"; \
+	fi

@@ -79,6 +79,10 @@ struct op {
 static const struct field f_none[] = {{NULL, 0, false}};
 static const struct field f_version[] = {{"protocol", cJSON_Number, false}, {NULL, 0, false}};
 static const struct field f_name[] = {{"name", cJSON_String, true}, {NULL, 0, false}};
+static const struct field f_delete[] = {
+	{"name", cJSON_String, true}, {"force", cJSON_True, false}, {NULL, 0, false}};
+static const struct field f_exec_register[] = {
+	{"name", cJSON_String, true}, {"pid", cJSON_Number, false}, {NULL, 0, false}};
 static const struct field f_create[] = {
 	{"name", cJSON_String, true},
 	{"sandbox", cJSON_String, false},
@@ -122,10 +126,10 @@ static const struct field f_changes[] = {
 
 static const struct op ops[] = {
 	{"version", f_version}, {"create", f_create}, {"configure", f_configure},
-	{"fork", f_fork},	{"delete", f_name},   {"list", f_none},
+	{"fork", f_fork},	{"delete", f_delete}, {"list", f_none},
 	{"show", f_name},	{"status", f_none},   {"shutdown", f_none},
 	{"exec_plan", f_name},	{"log", f_log},	      {"changes", f_changes},
-	{"mark", f_name},
+	{"mark", f_name}, {"exec_register", f_exec_register},
 };
 
 static const char *type_name(int type)
@@ -503,7 +507,9 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 	else if (strcmp(op->name, "fork") == 0)
 		deferred = bots_fork(&r, &spec);
 	else if (strcmp(op->name, "delete") == 0)
-		deferred = bots_delete(&r, name->valuestring);
+		deferred = bots_delete(
+			&r, name->valuestring,
+			cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "force")));
 	else if (strcmp(op->name, "list") == 0)
 		bots_list(&r);
 	else if (strcmp(op->name, "show") == 0)
@@ -512,6 +518,10 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 		bots_status(&r);
 	else if (strcmp(op->name, "exec_plan") == 0)
 		bots_exec_plan(&r, name->valuestring);
+	else if (strcmp(op->name, "exec_register") == 0)
+		bots_exec_register(&r, name->valuestring,
+				   cJSON_GetObjectItemCaseSensitive(req, "pid") != NULL,
+				   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(req, "pid")));
 	else if (strcmp(op->name, "shutdown") == 0)
 		bots_shutdown(&r);
 	else if (strcmp(op->name, "log") == 0)

@@ -153,6 +153,11 @@ uid_t server_peer_uid(const struct peer *p)
 	return p->uid;
 }
 
+pid_t server_peer_pid(const struct peer *p)
+{
+	return p->pid;
+}
+
 /* Close once the client has shut its side and everything it asked is answered. */
 static void peer_maybe_close(struct peer *p)
 {
@@ -332,7 +337,13 @@ static void peer_refuse(int fd, const struct listener *ls)
 	char line[256];
 	int n;
 
-	if (ls->bot == NULL)
+	if (ls->bot == NULL && ls->srv->cfg->group_found)
+		n = snprintf(line, sizeof line,
+			     "{\"ok\":false,\"error\":{\"code\":\"forbidden\",\"message\":"
+			     "\"permission denied: the control socket is " CONTROL_SOCKET_DENIED
+			     ", and members of group %s\"}}\n",
+			     ls->srv->cfg->group != NULL ? ls->srv->cfg->group : "agentfs");
+	else if (ls->bot == NULL)
 		n = snprintf(line, sizeof line,
 			     "{\"ok\":false,\"error\":{\"code\":\"forbidden\",\"message\":"
 			     "\"permission denied: the control socket is " CONTROL_SOCKET_DENIED
@@ -389,6 +400,36 @@ static const char *admit(const struct server *srv, const struct listener *ls, pi
 	return NULL;
 }
 
+/* Is the client on fd in the operators' group (its primary or a supplementary group)? */
+static bool peer_in_group(int fd, const struct ucred *cred, const struct config *cfg)
+{
+	gid_t groups[1024];
+	socklen_t len = sizeof groups;
+	size_t i;
+
+	if (!cfg->group_found)
+		return false;
+	if (cred->gid == cfg->group_gid)
+		return true;
+	/* The groups it had when it connected; too many to read: not decided, so no. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0)
+		return false;
+	for (i = 0; i < len / sizeof *groups; i++)
+		if (groups[i] == cfg->group_gid)
+			return true;
+	return false;
+}
+
+/* May this client use the socket? Root, the bot's user, or on the control socket an operator. */
+static bool peer_allowed(int fd, const struct ucred *cred, const struct listener *ls)
+{
+	if (cred->uid == 0)
+		return true;
+	if (ls->bot != NULL)
+		return cred->uid == ls->owner;
+	return peer_in_group(fd, cred, ls->srv->cfg);
+}
+
 static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 			    int salen, void *arg)
 {
@@ -414,7 +455,7 @@ static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct
 		close(fd);
 		return;
 	}
-	if (cred.uid != 0 && cred.uid != ls->owner) {
+	if (!peer_allowed(fd, &cred, ls)) {
 		/* The socket's mode already keeps others out; this is the second lock. */
 		log_msg(LOG_WARNING, "refused a client with uid %u on %s", cred.uid, ls->path);
 		peer_refuse(fd, ls);
@@ -560,7 +601,15 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 		snprintf(err, errlen, "cannot bind %s: %s", path, strerror(e));
 		return -e;
 	}
-	if (chmod(path, 0600) != 0) {
+	/* The control socket is for root and, if it exists, the operators' group. */
+	if (bot == NULL && srv->cfg->group_found && chown(path, 0, srv->cfg->group_gid) != 0) {
+		e = errno;
+		close(fd);
+		unlink(path);
+		snprintf(err, errlen, "cannot chown %s: %s", path, strerror(e));
+		return -e;
+	}
+	if (chmod(path, bot == NULL && srv->cfg->group_found ? 0660 : 0600) != 0) {
 		e = errno;
 		close(fd);
 		unlink(path);

@@ -262,11 +262,16 @@ char *default_socket_path(void)
 		return strdup(env);
 	if (geteuid() == 0)
 		return strdup("/run/agentfs/agentfsd.sock");
+	/* A user's own daemon there, else the system's (agentfsd's group may use it). */
 	xdg = getenv("XDG_RUNTIME_DIR");
 	if (xdg == NULL || *xdg == '\0')
 		return strdup("/run/agentfs/agentfsd.sock");
 	if (asprintf(&p, "%s/agentfs/agentfsd.sock", xdg) < 0)
 		return NULL;
+	if (access(p, F_OK) != 0) {
+		free(p);
+		return strdup("/run/agentfs/agentfsd.sock");
+	}
 	return p;
 }
 

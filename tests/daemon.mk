@@ -17,6 +17,11 @@ DAEMON_TESTS = \
 	tests/daemon-events.sh \
 	tests/daemon-changes.sh \
 	tests/daemon-progress.sh \
-	tests/cli-conv.sh
+	tests/cli-conv.sh \
+	tests/daemon-operators.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
+
+# make install into a DESTDIR, the unit's ExecStart line, the completion.
+TESTS += tests/install.sh
+EXTRA_DIST += tests/install.sh

@@ -10,6 +10,7 @@ EXEC_TESTS = \
 	tests/exec-modes.sh \
 	tests/exec-user.sh \
 	tests/exec-sockets.sh \
-	tests/exec-lost.sh
+	tests/exec-lost.sh \
+	tests/exec-force.sh
 TESTS += $(EXEC_TESTS)
 EXTRA_DIST += tests/exec-lib.sh $(EXEC_TESTS)

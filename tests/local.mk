@@ -19,7 +19,8 @@ FS_TESTS = \
 	tests/fs-locks.sh \
 	tests/fs-coherence.sh \
 	tests/fs-fdlimit.sh \
-	tests/fs-passthrough.sh
+	tests/fs-passthrough.sh \
+	tests/fs-mount-helper.sh
 TESTS += $(FS_TESTS)
 EXTRA_DIST += tests/lib.sh $(FS_TESTS)
 

@@ -218,11 +218,18 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 	return answer(r, s->name, true);
 }
 
-bool bots_delete(struct request *r, const char *name)
+bool bots_delete(struct request *r, const char *name, bool force)
 {
 	FUZZ_CHECK(!line_has_nul);
 	FUZZ_CHECK(name != NULL && ref_name_ok(name));
 	return answer(r, name, true);
+}
+
+void bots_exec_register(struct request *r, const char *name, bool has_pid, double pid)
+{
+	FUZZ_CHECK(!line_has_nul);
+	FUZZ_CHECK(name != NULL && ref_name_ok(name));
+	answer(r, name, false);
 }
 
 void bots_list(struct request *r)

@@ -1,0 +1,114 @@
+#!/bin/bash
+# exec-force: the daemon knows the sandboxes `agentfs exec` runs (each exec
+# registers itself, and its sandbox's init, and is forgotten when it ends):
+# `agentfs rm` of a bot with one running, or whose bots have one, says so
+# and deletes nothing; `rm --force` ends them (SIGTERM to the exec, which
+# passes it to the command; SIGKILL to the whole sandbox 3 s later for a
+# command that ignores it) and then deletes. A pid a client did not start
+# cannot be registered, so --force never signals another process.
+. "$top_srcdir/tests/exec-lib.sh"
+
+W="$T/ws"
+mkdir -p "$W/sub"
+own "$W"
+daemon_start || bail_out "agentfsd did not start"
+check "create lead" afs create lead "$W" --no-network
+expect_ok "lead makes a bot of its own, kid" \
+	"$(ex lead -- "$AGENTFS" --json create kid "$W/sub" </dev/null 2>/dev/null)"
+
+# run BOT CMD...: start `agentfs exec BOT CMD...` in the background; its pid in $!
+run()
+{
+	"$AGENTFS" --socket "$D_SOCK" exec "$@" </dev/null >/dev/null 2>&1 &
+	track_pid $!
+}
+# sandboxes_of BOT: how many running sandboxes show lists (empty: none)
+sandboxes_of()
+{
+	local n
+	n=$(afs --json show "$1" | jget bot.sandboxes.#)
+	[ "${n:-0}" != 0 ] && echo "$n"
+}
+
+# up BOT N: wait until BOT's first sandbox has its init registered and N
+# commands of ours run (a signal sent before the command starts would go
+# to the sandbox's init, which ignores it, and only the SIGKILL would end it)
+up()
+{
+	wait_until 10 eval '[ -n "$(afs --json show '"$1"' | jget bot.sandboxes.0.init)" ] &&
+		[ "$(pgrep -fc "^sleep 9871")" -ge '"$2"' ]' || diag "the sandbox of $1 did not start"
+}
+
+# --- refused while a sandbox runs ---------------------------------------------
+run lead -- sleep 9871
+holder=$!
+up lead 1
+r=$(afs --json rm lead)
+expect_error "rm of a bot with a running sandbox is refused" running "$r"
+like "$(printf '%s' "$r" | jget error.message)" "pid[s]? $holder\b.*--force" \
+	"the message names the exec's pid and --force"
+is "$(afs --json show lead | jget ok)" true "lead still exists"
+like "$(afs show lead)" "sandboxes +exec pid $holder" "agentfs show lists the sandbox by its exec's pid"
+kill -0 "$holder" 2>/dev/null && ok "its sandbox still runs" || not_ok "its sandbox still runs"
+kill "$holder"
+wait "$holder" 2>/dev/null
+wait_until 5 eval '[ -z "$(sandboxes_of lead)" ]' &&
+	ok "a sandbox that ended is forgotten" || not_ok "a sandbox that ended is forgotten"
+
+# --- a bot's bot's sandbox holds its maker too -------------------------------------
+run kid -- sleep 9871
+kidrun=$!
+up kid 1
+expect_error "rm of lead is refused while kid (a bot it made) runs a sandbox" running \
+	"$(afs --json rm lead)"
+
+# --- rm --force ----------------------------------------------------------------
+run lead -- sleep 9871
+holder=$!
+up lead 2
+start=$(date +%s%N)
+r=$(afs --json rm --force lead)
+took=$((($(date +%s%N) - start) / 1000000))
+is "$(printf '%s' "$r" | jget deleted.#)" 2 "rm --force deletes lead and kid ($took ms)"
+wait_until 5 eval '! kill -0 '"$holder"' 2>/dev/null && ! kill -0 '"$kidrun"' 2>/dev/null' &&
+	ok "their sandboxes were ended" || not_ok "their sandboxes were ended"
+wait "$holder" 2>/dev/null
+is "$?" 143 "the exec reports its command ended by SIGTERM (143)"
+[ "$took" -lt 3000 ] && ok "a command that obeys SIGTERM is not waited for" ||
+	not_ok "a command that obeys SIGTERM is not waited for ($took ms)"
+is "$(afs --json show lead | jget error.code)" not_found "lead is gone"
+
+# A command that ignores SIGTERM is killed with its whole sandbox.
+check "create stubborn" afs create stubborn "$W" --no-network
+run stubborn -- sh -c 'trap "" TERM; sleep 9871 & trap "" TERM; wait; sleep 9871'
+holder=$!
+wait_until 10 eval '[ -n "$(afs --json show stubborn | jget bot.sandboxes.0.init)" ]'
+sleep 0.5
+start=$(date +%s%N)
+r=$(afs --json rm --force stubborn)
+took=$((($(date +%s%N) - start) / 1000000))
+expect_ok "rm --force of a bot whose command ignores SIGTERM" "$r"
+[ "$took" -ge 2500 ] && [ "$took" -lt 8000 ] &&
+	ok "it waits the 3 s grace, then kills ($took ms)" || not_ok "it waits the 3 s grace, then kills ($took ms)"
+wait_until 5 eval '! kill -0 '"$holder"' 2>/dev/null' && ok "the exec ended" || not_ok "the exec ended"
+pgrep -f "^sleep 9871" >/dev/null && not_ok "no process of the sandbox is left" ||
+	ok "no process of the sandbox is left"
+
+# --- nothing else can be registered ---------------------------------------------------
+check "create b2" afs create b2 "$W" --no-network
+sleep 300 &
+other=$!
+track_pid "$other"
+expect_error "a client cannot register a process it did not start" forbidden \
+	"$(raw "{\"op\":\"exec_register\",\"name\":\"b2\",\"pid\":$other}")"
+expect_error "nor pid 1" bad_value "$(raw '{"op":"exec_register","name":"b2","pid":1}')"
+expect_ok "the client itself may register (no pid)" \
+	"$(raw '{"op":"exec_register","name":"b2"}')"
+wait_until 5 eval '[ -z "$(sandboxes_of b2)" ]' &&
+	ok "and is forgotten once it exits" || not_ok "and is forgotten once it exits"
+expect_ok "rm --force of b2" "$(afs --json rm --force b2)"
+kill -0 "$other" 2>/dev/null && ok "the process it tried to register was not signalled" ||
+	not_ok "the process it tried to register was not signalled"
+kill "$other" 2>/dev/null
+
+done_testing
