@@ -11,7 +11,8 @@
 #                         (others' tests may mount elsewhere meanwhile)
 #   pty_run SECS CMD...   run CMD on a new pseudo-terminal (python3), print
 #                         what it wrote (CRs removed), exit with its status;
-#                         $PTY_INPUT, if set, is typed PTY_DELAY s (0.5) in
+#                         $PTY_INPUT, if set, is typed PTY_DELAY s (0.5) (after
+#                         the output shows $PTY_AFTER, if set) in
 #   PY                    the real python3 executable (not a pyenv shim) that
 #                         any user may run (/usr/bin's before one under /root), or empty
 #   BWRAP                 bwrap's path
@@ -145,8 +146,15 @@ if pid == 0:
         os._exit(127)
 out = b""
 feed = os.environb.get(b"PTY_INPUT")
+after = os.environb.get(b"PTY_AFTER")
 feed_at = time.time() + float(os.environ.get("PTY_DELAY", "0.5"))
 while True:
+    if after is not None:
+        # type only once the output shows it (then PTY_DELAY later)
+        feed_at = time.time() + 3600
+        if after in out:
+            after = None
+            feed_at = time.time() + float(os.environ.get("PTY_DELAY", "0.5"))
     if feed is not None and time.time() >= feed_at:
         os.write(fd, feed)
         feed = None

@@ -68,7 +68,7 @@ is "$rc" 0 "sh -i inside exits 0 after its last command succeeded" || diag "$out
 out=$(PTY_INPUT=$'hello\n' pty_run 10 "${EX[@]}" sh -c 'read -r l; echo "got:$l"')
 like "$out" "got:hello" "typed input reaches the command"
 start=$(date +%s)
-out=$(PTY_INPUT=$'\003' PTY_DELAY=1 pty_run 15 bash -c '"$@" sh -c "echo started; sleep 20; echo not-interrupted"; echo "rc=$?"' \
+out=$(PTY_INPUT=$'\003' PTY_AFTER=started PTY_DELAY=0.3 pty_run 15 bash -c '"$@" sh -c "echo started; sleep 20; echo not-interrupted"; echo "rc=$?"' \
 	sh "${EX[@]}")
 elapsed=$(($(date +%s) - start))
 like "$out" "started" "the command to interrupt started"
