@@ -87,6 +87,12 @@ struct guard_repo {
 	struct guard_watch *watch; /* NULL for the bot's repositories */
 };
 
+/* A home folder of the host (home.c) */
+struct guard_home {
+	uint64_t dev;
+	uint64_t ino;
+};
+
 /*
  * struct guard locking (STYLE.md 7):
  *   lock (rwlock) protects repos, nrepos, misc, tops, tab/ntab and root_cls.  Readers
@@ -97,7 +103,7 @@ struct guard_repo {
  *   paths).  guard_revalidate() fstatat()s the watched files under the
  *   shared lock: a few syscalls, at most every GUARD_REVAL_MS, by one thread.
  *   root_fd, root_dev, root_ino, root_path and log are set by guard_open and
- *   read-only afterwards; allow_new is an atomic (a bot's configure).
+ *   read-only afterwards, as are homes and nhomes; allow_new is an atomic (a bot's configure).
  * No other lock exists, so there is no lock order.
  */
 struct guard {
@@ -126,6 +132,8 @@ struct guard {
 	bool root_known; /* root_cls is set, for generation root_gen */
 	uint64_t root_gen;
 	struct guard_cls root_cls;
+	struct guard_home *homes; /* sorted; set by guard_open, read-only afterwards */
+	size_t nhomes;
 };
 
 /* guard.c */
@@ -169,6 +177,14 @@ bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd);
 void guard_repo_free(struct guard_repo *r);
 int guard_note_pointer(struct guard *g, int startfd, const char *path);
 bool guard_shape(int fd, int *has);
+int guard_scan_config_file(struct guard *g, struct guard_repo *r, int dirfd, const char *name,
+			   uid_t owner);
+
+/* home.c: H1, a person's own git configuration */
+int guard_homes_load(struct guard *g, const char *const *extra);
+bool guard_is_home(struct guard *g, uint64_t dev, uint64_t ino);
+bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const char *name,
+		      mode_t mode, struct guard_cls *out);
 
 /* lg2.c: libgit2's answers for a git folder, a cross-check of repo.c's */
 struct guard_lg2 {

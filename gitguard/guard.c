@@ -35,6 +35,7 @@ static const struct {
 	[GUARD_RULE_X3] = {"X3", "git folder with an unsafe config"},
 	[GUARD_RULE_X4] = {"X4", "rebase or sequencer strategy file"},
 	[GUARD_RULE_HL] = {"HL", "another name of a protected file"},
+	[GUARD_RULE_H1] = {"H1", "a person's git configuration"},
 };
 
 const char *guard_rule_name(unsigned rule)
@@ -351,6 +352,11 @@ int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp, st
 	}
 	atomic_init(&g->gen, 1);
 	atomic_init(&g->ntab_hint, 0);
+	rc = guard_homes_load(g, opts ? opts->extra_homes : NULL);
+	if (rc) {
+		guard_free(g);
+		return guard_err_set(err, rc, "gitguard: home folders: %s", strerror(-rc));
+	}
 	*gp = g;
 	return 0;
 }
@@ -389,6 +395,7 @@ void guard_free(struct guard *g)
 		close(g->tops[i].fd);
 	free(g->tops);
 	free(g->tab);
+	free(g->homes);
 	pthread_rwlock_destroy(&g->lock);
 	free(g->root_path);
 	close(g->root_fd);
