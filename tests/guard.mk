@@ -13,6 +13,7 @@ GUARD_TESTS = \
 	tests/guard-layout.sh \
 	tests/guard-reference.sh \
 	tests/guard-index.sh \
-	tests/guard-strategy.sh
+	tests/guard-strategy.sh \
+	tests/guard-home.sh
 TESTS += $(GUARD_TESTS)
 EXTRA_DIST += $(GUARD_TESTS) tests/guard-forge.py

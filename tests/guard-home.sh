@@ -1,0 +1,172 @@
+#!/bin/bash
+# guard-home: rule H1.  A writable root that holds a person's home folder
+# (a bot given /home/alice, or /home) must not let the bot write the
+# person's own git configuration: ~/.gitconfig, ~/.config/git and what they
+# include.  A test user is made with its home inside the source; through the
+# mount every way of planting a core.fsmonitor / core.hooksPath config there
+# must fail with EROFS.  Then, on the host, that user runs plain git in a
+# repository of its own and no marker may appear.  A control shows the same
+# config, read by git, does run the payload; a .gitconfig outside a home
+# stays writable.
+. "$top_srcdir/tests/lib.sh"
+
+need_agentfs "gitguard rules"
+command -v git >/dev/null || skip_all "git is missing"
+command -v useradd >/dev/null || skip_all "useradd is missing"
+command -v runuser >/dev/null || skip_all "runuser is missing"
+[ -x "$TRYOP" ] || bail_out "$TRYOP is not built"
+
+S="$T/src"   # SOURCE: holds the user's home, home/u
+M="$T/m"
+UH="$S/home/u"
+PAY="$T/pay" # the bot's payloads: outside the root, as in its /tmp
+MARK="$T/marks" # where a payload that ran leaves its marker (the user may write there)
+U="agfs-h$$"
+mkdir -p "$S/home" "$S/other" "$M" "$PAY" "$MARK"
+chmod 1777 "$MARK"
+
+# the user goes with the test, whatever happens (lib_cleanup sees our status)
+trap 'rc=$?; userdel "$U" >/dev/null 2>&1; (exit $rc); lib_cleanup' EXIT
+useradd -M -d "$UH" -s /bin/sh "$U" >/dev/null 2>&1 || skip_all "useradd $U failed"
+
+# as_user CMD...: CMD as the test user, with its home, no inherited git settings
+as_user()
+{
+	runuser -u "$U" -- env -i HOME="$UH" PATH="$PATH" LANG=C "$@"
+}
+
+# evil NAME: a config that runs PAY/NAME-* when git reads it
+evil()
+{
+	local n
+	for n in fsmonitor pre-commit post-commit; do
+		printf '#!/bin/sh\ntouch %s/PWNED-%s-%s\n' "$MARK" "$1" "$n" >"$PAY/$1-$n"
+		chmod 755 "$PAY/$1-$n"
+	done
+	mkdir -p "$PAY/$1-hooks"
+	cp "$PAY/$1-pre-commit" "$PAY/$1-hooks/pre-commit"
+	cp "$PAY/$1-post-commit" "$PAY/$1-hooks/post-commit"
+	printf '[core]\n\tfsmonitor = %s\n\thooksPath = %s\n' "$PAY/$1-fsmonitor" "$PAY/$1-hooks"
+}
+
+setup()
+{
+	set -e
+	mkdir -p "$UH/.config/git" "$UH/work"
+	printf '[user]\n\tname = u\n\temail = u@example.org\n[include]\n\tpath = inc.cfg\n' \
+		>"$UH/.gitconfig"
+	printf '[init]\n\tdefaultBranch = main\n' >"$UH/.config/git/config"
+	chown -R "$U" "$UH"
+	chmod 755 "$T" "$S" "$S/home" "$PAY"
+	# the user's repository on the host, outside the root
+	mkdir "$T/repo"
+	chown "$U" "$T/repo"
+	as_user git init -q "$T/repo"
+	as_user sh -c "cd '$T/repo' && echo a >a && git add a && git commit -qm a"
+	cp "$UH/.gitconfig" "$T/gitconfig.before"
+	cp "$UH/.config/git/config" "$T/xdgconfig.before"
+	evil bot >"$PAY/bot.cfg"
+	evil control >"$PAY/control.cfg"
+	set +e
+}
+if ! (setup) >"$T/setup.log" 2>&1; then
+	diag "$(cat "$T/setup.log")"
+	bail_out "host setup failed"
+fi
+
+# ---- control: this config, read by the user's git, runs the payload --------
+mkdir -p "$T/ctl"
+cp "$PAY/control.cfg" "$T/ctl/.gitconfig"
+chown -R "$U" "$T/ctl"
+runuser -u "$U" -- env -i HOME="$T/ctl" PATH="$PATH" git -C "$T/repo" status >/dev/null 2>&1
+if [ -e "$MARK/PWNED-control-fsmonitor" ]; then
+	ok "control: a planted ~/.gitconfig runs the bot's program on git status"
+else
+	skip "control: this git does not run core.fsmonitor (the attacks below prove less)"
+fi
+
+if ! fs_mount "$S" "$M"; then
+	not_ok "mount $S"
+	done_testing
+	exit 1
+fi
+ok "writable mount of a folder that holds a home"
+H="$M/home/u"
+
+try() { "$TRYOP" "$@"; }
+# plant FILE: append the bot's config to FILE; prints OK or the error
+plant()
+{
+	if (cat "$PAY/bot.cfg" >>"$1") 2>"$T/plant.err"; then
+		echo OK
+	elif grep -q 'Read-only file system' "$T/plant.err"; then
+		echo EROFS
+	else
+		cat "$T/plant.err"
+	fi
+}
+
+# ---- ~/.gitconfig -----------------------------------------------------------
+is "$(plant "$H/.gitconfig")" EROFS "~/.gitconfig: appending a config refused"
+is "$(try open-trunc "$H/.gitconfig")" EROFS "~/.gitconfig: truncating refused"
+is "$(try unlink "$H/.gitconfig")" EROFS "~/.gitconfig: unlink refused"
+is "$(try rename "$H/.gitconfig" "$H/gitconfig.old")" EROFS "~/.gitconfig: rename away refused"
+cp "$PAY/bot.cfg" "$H/new.cfg"
+is "$(try rename "$H/new.cfg" "$H/.gitconfig")" EROFS "~/.gitconfig: rename onto refused"
+is "$(try link "$H/.gitconfig" "$H/gc-alias")" EROFS "~/.gitconfig: a second name refused"
+is "$(try rename-exchange "$H/new.cfg" "$H/.gitconfig")" EROFS "~/.gitconfig: exchange refused"
+rm -f "$H/new.cfg"
+is "$(try chmod "$H/.gitconfig")" EROFS "~/.gitconfig: chmod refused"
+
+# ---- the include it names (inc.cfg, missing) --------------------------------
+is "$(plant "$H/inc.cfg")" EROFS "include target of ~/.gitconfig: create refused"
+is "$(try symlink "$PAY/bot.cfg" "$H/inc.cfg")" EROFS "include target: symlink refused"
+is "$(try mkdir "$H/inc.cfg")" EROFS "include target: mkdir refused"
+cp "$PAY/bot.cfg" "$H/new.cfg"
+is "$(try link "$H/new.cfg" "$H/inc.cfg")" EROFS "include target: hard link refused"
+is "$(try rename "$H/new.cfg" "$H/inc.cfg")" EROFS "include target: rename onto refused"
+rm -f "$H/new.cfg"
+
+# ---- ~/.config/git ----------------------------------------------------------
+is "$(plant "$H/.config/git/config")" EROFS "~/.config/git/config: appending refused"
+is "$(plant "$H/.config/git/config.new")" EROFS "~/.config/git: a new file refused"
+is "$(try mkdir "$H/.config/git/hooks")" EROFS "~/.config/git: a hooks folder refused"
+is "$(try rename "$H/.config/git" "$H/.config/git.old")" EROFS "~/.config/git: rename away refused"
+is "$(try rename "$H/.config" "$H/config.old")" EROFS "~/.config: rename away refused"
+is "$(try rmdir "$H/.config")" EROFS "~/.config: rmdir refused"
+mkdir -p "$H/cfg2/git"
+cat "$PAY/bot.cfg" >"$H/cfg2/git/config"
+is "$(try rename "$H/cfg2" "$H/.config")" EROFS "~/.config: a new one renamed over it refused"
+is "$(try rename-exchange "$H/cfg2" "$H/.config")" EROFS "~/.config: exchanged refused"
+echo hi >"$H/work/notes.txt" 2>/dev/null
+is "$(cat "$H/work/notes.txt" 2>/dev/null)" hi "other files in the home stay writable"
+is "$(try mkdir "$H/.config/other-app")" OK "other folders in ~/.config stay writable"
+
+# ---- no false positives outside a home ---------------------------------------
+is "$(try mkdir "$M/other/.gitconfig")" OK "a folder named .gitconfig outside a home: mkdir"
+is "$(try create "$M/other/.gitconfig/x")" OK "... a file in it"
+is "$(try rename "$M/other/.gitconfig" "$M/other/gc")" OK "... renamed"
+is "$(plant "$M/other/.gitconfig")" OK "a file named .gitconfig outside a home is writable"
+mkdir -p "$M/other/.config/git" 2>/dev/null
+is "$(plant "$M/other/.config/git/config")" OK "other/.config/git/config is writable"
+
+is "$(try rename "$H" "$M/home/u-old")" EROFS "the home itself: rename away refused"
+[ -d "$M/home/u-old" ] && mv "$M/home/u-old" "$H" # unguarded: put it back for the git below
+is "$(try rename "$M/home" "$M/home-old")" EROFS "the folder above a home: rename refused"
+[ -d "$M/home-old" ] && mv "$M/home-old" "$M/home"
+
+fs_umount "$M" || not_ok "umount $M"
+
+# ---- the person's git on the host -------------------------------------------
+cmp -s "$UH/.gitconfig" "$T/gitconfig.before"
+is "$?" 0 "host: ~/.gitconfig is what the person left"
+cmp -s "$UH/.config/git/config" "$T/xdgconfig.before"
+is "$?" 0 "host: ~/.config/git/config is what the person left"
+check "host: no include target appeared" test ! -e "$UH/inc.cfg"
+as_user git -C "$T/repo" status >"$T/host.log" 2>&1
+is "$?" 0 "host: the user's git status runs"
+as_user git -C "$T/repo" commit -q --allow-empty -m x >>"$T/host.log" 2>&1
+is "$?" 0 "host: the user's git commit runs"
+is "$(ls "$MARK" | grep 'PWNED-bot' | tr '\n' ' ')" "" "host: nothing the bot planted ran"
+
+done_testing
