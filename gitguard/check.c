@@ -562,6 +562,7 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 	if (v)
 		v->rule = v->reason = NULL;
 	guard_revalidate(g);
+	guard_homes_revalidate(g);
 	switch (req->op) {
 	case GUARD_OP_WRITE:
 		rc = check_write(req->cls, v);

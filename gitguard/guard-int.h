@@ -95,7 +95,9 @@ struct guard_home {
 
 /*
  * struct guard locking (STYLE.md 7):
- *   lock (rwlock) protects repos, nrepos, misc, tops, tab/ntab and root_cls.  Readers
+ *   lock (rwlock) protects repos, nrepos, misc, tops, tab/ntab, root_cls,
+ *   homerecs and hwatch/nhwatch (guard_homes_revalidate fstatat()s them under
+ *   the shared lock, as guard_revalidate does its watched files).  Readers
  *   (classification, decisions) take it shared for table and repository
  *   lookups only, never across a syscall; a repository scan reads files with
  *   no lock held and takes it exclusive only to publish the result.
@@ -103,7 +105,7 @@ struct guard_home {
  *   paths).  guard_revalidate() fstatat()s the watched files under the
  *   shared lock: a few syscalls, at most every GUARD_REVAL_MS, by one thread.
  *   root_fd, root_dev, root_ino, root_path and log are set by guard_open and
- *   read-only afterwards, as are homes and nhomes; allow_new is an atomic (a bot's configure).
+ *   read-only afterwards, as are homes and home_dirs; allow_new is an atomic (a bot's configure).
  * No other lock exists, so there is no lock order.
  */
 struct guard {
@@ -134,6 +136,12 @@ struct guard {
 	struct guard_cls root_cls;
 	struct guard_home *homes; /* sorted; set by guard_open, read-only afterwards */
 	size_t nhomes;
+	char **home_dirs; /* their paths, for rescans; read-only after guard_open */
+	size_t nhome_dirs;
+	struct guard_recs homerecs; /* H1 records, replaced whole by a rescan */
+	struct guard_wfile *hwatch; /* the files the home scan read, or found missing */
+	size_t nhwatch;
+	_Atomic int64_t home_reval_ms; /* as reval_ms, for guard_homes_revalidate() */
 };
 
 /* guard.c */
@@ -181,7 +189,11 @@ int guard_scan_config_file(struct guard *g, struct guard_repo *r, int dirfd, con
 			   uid_t owner);
 
 /* home.c: H1, a person's own git configuration */
+#define GUARD_HOMES_MAX 4096  /* home folders looked at; more are logged */
+#define GUARD_HOME_WATCH 1024 /* files of the persons' git configuration watched */
 int guard_homes_load(struct guard *g, const char *const *extra);
+void guard_homes_revalidate(struct guard *g);
+void guard_homes_free(struct guard *g);
 bool guard_is_home(struct guard *g, uint64_t dev, uint64_t ino);
 bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const char *name,
 		      mode_t mode, struct guard_cls *out);

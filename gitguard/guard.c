@@ -174,7 +174,7 @@ static void tab_append(struct guard_rec *tab, size_t *n, const struct guard_recs
 void guard_tab_rebuild(struct guard *g)
 {
 	struct guard_rec *tab;
-	size_t i, total = g->misc.n, n = 0;
+	size_t i, total = g->misc.n + g->homerecs.n, n = 0;
 
 	for (i = 0; i < g->nrepos; i++)
 		total += g->repos[i]->recs.n;
@@ -185,6 +185,7 @@ void guard_tab_rebuild(struct guard *g)
 		return;
 	}
 	tab_append(tab, &n, &g->misc);
+	tab_append(tab, &n, &g->homerecs);
 	for (i = 0; i < g->nrepos; i++)
 		tab_append(tab, &n, &g->repos[i]->recs);
 	if (n)
@@ -395,7 +396,7 @@ void guard_free(struct guard *g)
 		close(g->tops[i].fd);
 	free(g->tops);
 	free(g->tab);
-	free(g->homes);
+	guard_homes_free(g);
 	pthread_rwlock_destroy(&g->lock);
 	free(g->root_path);
 	close(g->root_fd);

@@ -22,11 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gitguard/guard-int.h"
 
-#define HOMES_MAX 4096 /* home folders looked at; more are logged */
 
 static int home_cmp(const void *a, const void *b)
 {
@@ -83,11 +83,93 @@ bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const cha
 	return false;
 }
 
-/* Where the records of the home scans are collected before they go to g->misc */
+/* One home scan: its records, the files it read (or found missing), and the homes met */
 struct hscan {
 	struct guard *g;
-	struct guard_repo r; /* records only */
+	struct guard_repo r; /* records, and repo.c's watch for one config file at a time */
+	struct guard_wfile *w;
+	size_t nw;
+	size_t aw;
+	struct guard_home *tab; /* NULL on a rescan */
+	size_t n;
 };
+
+static void wfiles_free(struct guard_wfile *w, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		close(w[i].dirfd);
+		free(w[i].name);
+	}
+	free(w);
+}
+
+static void hscan_free(struct hscan *h)
+{
+	recs_clear(&h->r.recs);
+	free(h->r.watch); /* emptied by scan_file */
+	h->r.watch = NULL;
+	wfiles_free(h->w, h->nw);
+	h->w = NULL;
+	h->nw = 0;
+}
+
+/* Watches NAME (a path) from DIRFD (dup'ed); ST NULL when missing */
+static int watch_add(struct hscan *h, int dirfd, const char *name, const struct stat *st)
+{
+	struct guard_wfile *v, *f;
+
+	if (h->nw >= GUARD_HOME_WATCH)
+		return 0;
+	if (h->nw == h->aw) {
+		size_t na = h->aw ? h->aw * 2 : 16;
+
+		v = realloc(h->w, na * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		h->w = v;
+		h->aw = na;
+	}
+	f = &h->w[h->nw];
+	memset(f, 0, sizeof(*f));
+	f->name = strdup(name);
+	if (!f->name)
+		return -ENOMEM;
+	f->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	if (f->dirfd < 0) {
+		free(f->name);
+		return 0;
+	}
+	f->missing = !st;
+	if (st)
+		f->st = *st;
+	h->nw++;
+	return 0;
+}
+
+/* Has the file F changed since it was read (fstatat, following links)? */
+static bool wfile_moved(const struct guard_wfile *f)
+{
+	struct stat st;
+
+	if (fstatat(f->dirfd, f->name, &st, 0) < 0)
+		return !f->missing;
+	return f->missing || st.st_ino != f->st.st_ino || st.st_dev != f->st.st_dev ||
+	       st.st_size != f->st.st_size || st.st_mode != f->st.st_mode ||
+	       st.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
+	       st.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec ||
+	       st.st_ctim.tv_sec != f->st.st_ctim.tv_sec ||
+	       st.st_ctim.tv_nsec != f->st.st_ctim.tv_nsec;
+}
+
+/* Watches PATH from DIRFD as it is now */
+static int watch_path(struct hscan *h, int dirfd, const char *path)
+{
+	struct stat st;
+
+	return watch_add(h, dirfd, path, fstatat(dirfd, path, &st, 0) ? NULL : &st);
+}
 
 static int pin_cb(void *arg, const struct stat *st, bool is_link)
 {
@@ -100,10 +182,22 @@ static int pin_cb(void *arg, const struct stat *st, bool is_link)
 /* Scans the config NAME in DIRFD for includes and hooksPath; logs what it cannot read */
 static int scan_file(struct hscan *h, int dirfd, const char *name, uid_t owner, const char *what)
 {
+	struct guard_watch *w = h->r.watch;
+	size_t i;
 	int rc;
 
 	h->r.rule = 0;
+	w->n = 0;
 	rc = guard_scan_config_file(h->g, &h->r, dirfd, name, owner);
+	/* the files it read (the config, its includes) are watched for host changes */
+	for (i = 0; i < w->n; i++) {
+		if (!rc)
+			rc = watch_add(h, w->f[i].dirfd, w->f[i].name,
+				       w->f[i].missing ? NULL : &w->f[i].st);
+		close(w->f[i].dirfd);
+		free(w->f[i].name);
+	}
+	w->n = 0;
 	if (!rc && h->r.rule)
 		guard_logf(h->g, "gitguard: %s: %s (its includes may be unguarded)", what,
 			   h->r.why);
@@ -145,7 +239,7 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 				      GUARD_RO | GUARD_TREE, GUARD_RULE_H1);
 		break;
 	default:
-		break; /* outside the root: read by home_outside */
+		break; /* a symlink out of the root: nothing of it to guard here */
 	}
 	resolved_close(&res);
 	return rc;
@@ -187,21 +281,27 @@ static int home_missing(struct hscan *h, const char *dir)
 }
 
 /* The home DIR: remembered by (dev, ino); inside the root, pinned and its configs guarded */
-static int home_add(struct hscan *h, const char *dir, struct guard_home *tab, size_t *n)
+static int home_add(struct hscan *h, const char *dir)
 {
 	char path[PATH_MAX];
 	struct resolved res;
 	struct stat st;
-	int rc = 0;
+	int rc = 0, fd;
 
-	if (dir[0] != '/' || *n >= HOMES_MAX)
-		return 0;
 	if (stat(dir, &st) < 0)
 		return errno == ENOENT ? home_missing(h, dir) : 0;
 	if (!S_ISDIR(st.st_mode))
 		return 0;
-	tab[(*n)++] = (struct guard_home){st.st_dev, st.st_ino};
-	if (guard_resolve(h->g, -1, dir, true, pin_cb, h, &res) == RES_INSIDE &&
+	if (h->tab)
+		h->tab[h->n++] = (struct guard_home){st.st_dev, st.st_ino};
+	/* the person may write these on the host while mounted: watched */
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		rc = watch_path(h, fd, ".gitconfig");
+		rc = rc ? rc : watch_path(h, fd, ".config/git/config");
+		close(fd);
+	}
+	if (!rc && guard_resolve(h->g, -1, dir, true, pin_cb, h, &res) == RES_INSIDE &&
 	    S_ISDIR(res.st.st_mode)) {
 		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL, GUARD_PIN,
 			      GUARD_RULE_H1);
@@ -211,60 +311,176 @@ static int home_add(struct hscan *h, const char *dir, struct guard_home *tab, si
 		return rc;
 	}
 	resolved_close(&res);
-	if (snprintf(path, sizeof(path), "%s/.gitconfig", dir) < (int)sizeof(path))
+	if (!rc && snprintf(path, sizeof(path), "%s/.gitconfig", dir) < (int)sizeof(path))
 		rc = home_outside(h, path, st.st_uid);
 	if (!rc && snprintf(path, sizeof(path), "%s/.config/git/config", dir) < (int)sizeof(path))
 		rc = home_outside(h, path, st.st_uid);
 	return rc;
 }
 
+/* Scans every home in g->home_dirs into H (records, watched files, and homes if H->tab) */
+static int homes_scan(struct guard *g, struct hscan *h)
+{
+	size_t i;
+	int rc = 0;
+
+	h->g = g;
+	h->r.watch = calloc(1, sizeof(*h->r.watch));
+	if (!h->r.watch)
+		return -ENOMEM;
+	h->r.watch->gfd = -1;
+	for (i = 0; !rc && i < g->nhome_dirs; i++)
+		rc = home_add(h, g->home_dirs[i]);
+	return rc;
+}
+
+/* Makes H's records and watch list the guard's (lock held exclusive); H keeps the old ones */
+static void homes_publish(struct guard *g, struct hscan *h)
+{
+	struct guard_recs r = g->homerecs;
+	struct guard_wfile *w = g->hwatch;
+	size_t nw = g->nhwatch;
+
+	g->homerecs = h->r.recs;
+	h->r.recs = r;
+	g->hwatch = h->w;
+	g->nhwatch = h->nw;
+	h->w = w;
+	h->nw = nw;
+	guard_tab_rebuild(g);
+}
+
+static pthread_mutex_t pw_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Appends DIR to g->home_dirs unless it is there or not absolute */
+static int dirs_add(struct guard *g, const char *dir)
+{
+	char **v;
+	size_t i;
+
+	if (!dir || dir[0] != '/' || !strcmp(dir, "/") || g->nhome_dirs >= GUARD_HOMES_MAX)
+		return 0;
+	for (i = 0; i < g->nhome_dirs; i++)
+		if (!strcmp(g->home_dirs[i], dir))
+			return 0;
+	v = realloc(g->home_dirs, (g->nhome_dirs + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	g->home_dirs = v;
+	v[g->nhome_dirs] = strdup(dir);
+	if (!v[g->nhome_dirs])
+		return -ENOMEM;
+	g->nhome_dirs++;
+	return 0;
+}
+
+/* The homes getpwent(3) lists (not thread-safe: one guard_open at a time), /root and EXTRA */
+static int homes_list(struct guard *g, const char *const *extra)
+{
+	struct passwd *pw;
+	size_t i;
+	int rc;
+
+	rc = dirs_add(g, "/root");
+	pthread_mutex_lock(&pw_lock);
+	setpwent();
+	while (!rc && (pw = getpwent()))
+		rc = dirs_add(g, pw->pw_dir);
+	endpwent();
+	pthread_mutex_unlock(&pw_lock);
+	for (i = 0; !rc && extra && extra[i]; i++)
+		rc = dirs_add(g, extra[i]);
+	if (!rc && g->nhome_dirs >= GUARD_HOMES_MAX)
+		guard_logf(g, "gitguard: more than %d home folders: the others are not guarded",
+			   GUARD_HOMES_MAX);
+	return rc;
+}
+
 /*
  * At guard_open: every home of the host (getpwent, /root, and EXTRA, a
- * NULL-terminated list or NULL) into g->homes, and H1's records into g->misc.
- * Fails only for lack of memory.
+ * NULL-terminated list or NULL) into g->homes, and H1's records into
+ * g->homerecs.  Fails only for lack of memory.
  */
 int guard_homes_load(struct guard *g, const char *const *extra)
 {
-	struct hscan h = {.g = g};
-	struct guard_home *tab;
-	struct passwd *pw;
-	size_t n = 0, i, j;
-	int rc = 0;
+	struct hscan h = {0};
+	size_t i, j;
+	int rc;
 
-	tab = calloc(HOMES_MAX, sizeof(*tab));
-	if (!tab)
-		return -ENOMEM;
-	rc = home_add(&h, "/root", tab, &n);
-	setpwent();
-	while (!rc && (pw = getpwent()))
-		if (pw->pw_dir && strcmp(pw->pw_dir, "/") && strcmp(pw->pw_dir, "/root"))
-			rc = home_add(&h, pw->pw_dir, tab, &n);
-	endpwent();
-	for (i = 0; !rc && extra && extra[i]; i++)
-		rc = home_add(&h, extra[i], tab, &n);
-	if (n >= HOMES_MAX)
-		guard_logf(g, "gitguard: more than %d home folders: the others are not guarded",
-			   HOMES_MAX);
-	for (i = 0; !rc && i < h.r.recs.n; i++) {
-		struct guard_rec *r = &h.r.recs.v[i];
-
-		rc = recs_add(&g->misc, r->dev, r->ino, r->name, r->flags, r->rule);
-	}
-	recs_clear(&h.r.recs);
+	rc = homes_list(g, extra);
+	h.tab = rc ? NULL : calloc(g->nhome_dirs + 1, sizeof(*h.tab));
+	if (!rc && !h.tab)
+		rc = -ENOMEM;
+	rc = rc ? rc : homes_scan(g, &h);
 	if (rc) {
-		free(tab);
+		free(h.tab);
+		hscan_free(&h);
 		return rc;
 	}
-	qsort(tab, n, sizeof(*tab), home_cmp);
-	for (i = j = 0; i < n; i++)
-		if (!j || home_cmp(&tab[j - 1], &tab[i]))
-			tab[j++] = tab[i];
-	g->homes = tab;
+	qsort(h.tab, h.n, sizeof(*h.tab), home_cmp);
+	for (i = j = 0; i < h.n; i++)
+		if (!j || home_cmp(&h.tab[j - 1], &h.tab[i]))
+			h.tab[j++] = h.tab[i];
+	g->homes = h.tab;
 	g->nhomes = j;
-	if (g->misc.n) {
-		pthread_rwlock_wrlock(&g->lock);
-		guard_tab_rebuild(g);
-		pthread_rwlock_unlock(&g->lock);
-	}
+	pthread_rwlock_wrlock(&g->lock);
+	homes_publish(g, &h);
+	pthread_rwlock_unlock(&g->lock);
+	hscan_free(&h);
 	return 0;
+}
+
+/*
+ * A person may change their own git configuration on the host while a root
+ * is mounted (add an include, a hooksPath): before a decision, at most every
+ * GUARD_REVAL_MS, the files the home scan read are stat'ed again, and when
+ * one changed every home is scanned again.  The homes themselves (who has a
+ * home where) are learnt at guard_open only.
+ */
+void guard_homes_revalidate(struct guard *g)
+{
+	struct hscan h = {0};
+	struct timespec ts;
+	int64_t now, last;
+	bool changed = false;
+	size_t i;
+
+	if (!g->nhome_dirs)
+		return;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	last = atomic_load(&g->home_reval_ms);
+	if (now - last < GUARD_REVAL_MS ||
+	    !atomic_compare_exchange_strong(&g->home_reval_ms, &last, now))
+		return;
+	pthread_rwlock_rdlock(&g->lock);
+	for (i = 0; i < g->nhwatch && !changed; i++)
+		changed = wfile_moved(&g->hwatch[i]);
+	pthread_rwlock_unlock(&g->lock);
+	if (!changed)
+		return;
+	guard_logf(g, "gitguard: a person's git configuration changed: read again");
+	if (homes_scan(g, &h)) {
+		hscan_free(&h);
+		atomic_store(&g->home_reval_ms, 0); /* try again at the next decision */
+		return;
+	}
+	pthread_rwlock_wrlock(&g->lock);
+	homes_publish(g, &h);
+	pthread_rwlock_unlock(&g->lock);
+	hscan_free(&h);
+	guard_bump(g);
+}
+
+/* At guard_free */
+void guard_homes_free(struct guard *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->nhome_dirs; i++)
+		free(g->home_dirs[i]);
+	free(g->home_dirs);
+	free(g->homes);
+	recs_clear(&g->homerecs);
+	wfiles_free(g->hwatch, g->nhwatch);
 }

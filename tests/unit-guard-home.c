@@ -20,7 +20,8 @@ static int rootfd = -1;
 static struct guard *g;
 static char homep[PATH_MAX];	/* the test's home folder */
 static char home2p[PATH_MAX];	/* a home not made yet */
-static const char *homes[3] = {homep, home2p, NULL};
+static char home3p[PATH_MAX];	/* a home outside the root */
+static const char *homes[4] = {homep, home2p, home3p, NULL};
 
 static void die(const char *what)
 {
@@ -386,6 +387,32 @@ static void test_home_links(void)
 	IS(try_create("dots/other"), "", "other files beside them writable");
 }
 
+/* a person changes their configuration on the host while mounted; a home outside the root */
+static void test_home_changes(void)
+{
+	new_root("c", false);
+	snprintf(homep, sizeof(homep), "%s/c/u", top);
+	snprintf(home2p, sizeof(home2p), "%s/c/none", top);
+	snprintf(home3p, sizeof(home3p), "%s/outhome", top);
+	sh("mkdir -p u ../outhome/.config/git && echo '[user]' >u/.gitconfig && "
+	   "printf '[include]\\n\\tpath = %s/c/team.cfg\\n' >../outhome/.gitconfig && "
+	   "echo '[x]' >team.cfg",
+	   top);
+	open_root(false);
+	IS(try_write("team.cfg"), "W3", "an include of a home's config outside the root");
+	IS(try_create("later.cfg"), "", "a file no config names is writable");
+	IS(try_create("hooks-later"), "", "a folder no config names may be made");
+	sh("printf '[include]\\n\\tpath = ../later.cfg\\n' >>u/.gitconfig");
+	usleep(60 * 1000);
+	IS(try_create("later.cfg"), "W3", "an include added on the host is guarded next");
+	sh("printf '[core]\\n\\thooksPath = %s/c/hooks-later\\n' "
+	   ">>../outhome/.config/git/config",
+	   top);
+	usleep(60 * 1000);
+	IS(try_mkdir("hooks-later"), "W2", "a hooksPath added outside the root is guarded next");
+	home3p[0] = '\0';
+}
+
 /* the root is the home itself */
 static void test_root_is_home(void)
 {
@@ -414,6 +441,7 @@ int main(void)
 		die("realpath");
 	test_home_names();
 	test_home_links();
+	test_home_changes();
 	test_root_is_home();
 	guard_free(g);
 	close(rootfd);
