@@ -22,17 +22,24 @@ UH="$S/home/u"
 PAY="$T/pay" # the bot's payloads: outside the root, as in its /tmp
 MARK="$T/marks" # where a payload that ran leaves its marker (the user may write there)
 U="agfs-h$$"
-mkdir -p "$S/home" "$S/other" "$M" "$PAY" "$MARK"
+U2="agfs-o$$" # a second person, whose home is outside the root
+UH2="$T/home2"
+mkdir -p "$S/home" "$S/other" "$S/shared" "$M" "$PAY" "$MARK"
 chmod 1777 "$MARK"
 
 # the user goes with the test, whatever happens (lib_cleanup sees our status)
-trap 'rc=$?; userdel "$U" >/dev/null 2>&1; (exit $rc); lib_cleanup' EXIT
+trap 'rc=$?; userdel "$U" >/dev/null 2>&1; userdel "$U2" >/dev/null 2>&1; (exit $rc); lib_cleanup' EXIT
 useradd -M -d "$UH" -s /bin/sh "$U" >/dev/null 2>&1 || skip_all "useradd $U failed"
+useradd -M -d "$UH2" -s /bin/sh "$U2" >/dev/null 2>&1 || skip_all "useradd $U2 failed"
 
 # as_user CMD...: CMD as the test user, with its home, no inherited git settings
 as_user()
 {
 	runuser -u "$U" -- env -i HOME="$UH" PATH="$PATH" LANG=C "$@"
+}
+as_user2()
+{
+	runuser -u "$U2" -- env -i HOME="$UH2" PATH="$PATH" LANG=C "$@"
 }
 
 # evil NAME: a config that runs PAY/NAME-* when git reads it
@@ -63,6 +70,13 @@ setup()
 	chown "$U" "$T/repo"
 	as_user git init -q "$T/repo"
 	as_user sh -c "cd '$T/repo' && echo a >a && git add a && git commit -qm a"
+	# the second person includes a team config that lies inside the root
+	mkdir -p "$UH2" "$T/repo2"
+	printf '[user]\n\tname = o\n\temail = o@example.org\n' >"$S/shared/team.cfg"
+	printf '[include]\n\tpath = %s\n' "$S/shared/team.cfg" >"$UH2/.gitconfig"
+	chown -R "$U2" "$UH2" "$T/repo2"
+	as_user2 git init -q "$T/repo2"
+	as_user2 sh -c "cd '$T/repo2' && echo a >a && git add a && git commit -qm a"
 	cp "$UH/.gitconfig" "$T/gitconfig.before"
 	cp "$UH/.config/git/config" "$T/xdgconfig.before"
 	evil bot >"$PAY/bot.cfg"
@@ -142,6 +156,19 @@ echo hi >"$H/work/notes.txt" 2>/dev/null
 is "$(cat "$H/work/notes.txt" 2>/dev/null)" hi "other files in the home stay writable"
 is "$(try mkdir "$H/.config/other-app")" OK "other folders in ~/.config stay writable"
 
+# ---- a home outside the root: what its config includes inside the root --------
+is "$(plant "$M/shared/team.cfg")" EROFS "an include of a home's config outside the root: refused"
+is "$(try rename "$M/shared" "$M/shared2")" EROFS "... and the folder on its way pinned"
+is "$(plant "$M/shared/other.cfg")" OK "... other files beside it writable"
+
+# ---- the person changes their configuration on the host while mounted --------
+as_user git config --global --add include.path later.cfg
+sleep 0.2
+is "$(plant "$H/later.cfg")" EROFS "an include the person adds while mounted: refused"
+as_user git config --global --add core.hooksPath "$S/home/u/githooks"
+sleep 0.2
+is "$(try mkdir "$H/githooks")" EROFS "a hooksPath the person adds while mounted: refused"
+
 # ---- no false positives outside a home ---------------------------------------
 is "$(try mkdir "$M/other/.gitconfig")" OK "a folder named .gitconfig outside a home: mkdir"
 is "$(try create "$M/other/.gitconfig/x")" OK "... a file in it"
@@ -158,6 +185,8 @@ is "$(try rename "$M/home" "$M/home-old")" EROFS "the folder above a home: renam
 fs_umount "$M" || not_ok "umount $M"
 
 # ---- the person's git on the host -------------------------------------------
+as_user git config --global --unset-all include.path later.cfg
+as_user git config --global --unset-all core.hooksPath
 cmp -s "$UH/.gitconfig" "$T/gitconfig.before"
 is "$?" 0 "host: ~/.gitconfig is what the person left"
 cmp -s "$UH/.config/git/config" "$T/xdgconfig.before"
@@ -167,6 +196,10 @@ as_user git -C "$T/repo" status >"$T/host.log" 2>&1
 is "$?" 0 "host: the user's git status runs"
 as_user git -C "$T/repo" commit -q --allow-empty -m x >>"$T/host.log" 2>&1
 is "$?" 0 "host: the user's git commit runs"
+as_user2 git -C "$T/repo2" status >>"$T/host.log" 2>&1
+is "$?" 0 "host: the second person's git status runs"
+as_user2 git -C "$T/repo2" commit -q --allow-empty -m x >>"$T/host.log" 2>&1
+is "$?" 0 "host: the second person's git commit runs"
 is "$(ls "$MARK" | grep 'PWNED-bot' | tr '\n' ' ')" "" "host: nothing the bot planted ran"
 
 done_testing
