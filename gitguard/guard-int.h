@@ -139,7 +139,7 @@ struct guard {
 	char **home_dirs; /* their paths, for rescans; read-only after guard_open */
 	size_t nhome_dirs;
 	struct guard_recs homerecs; /* H1 records, replaced whole by a rescan */
-	struct guard_wfile *hwatch; /* the files the home scan read, or found missing */
+	struct guard_wfile *hwatch; /* files the home scan read or missed: dirfd -1, name absolute */
 	size_t nhwatch;
 	_Atomic int64_t home_reval_ms; /* as reval_ms, for guard_homes_revalidate() */
 };

@@ -98,10 +98,8 @@ static void wfiles_free(struct guard_wfile *w, size_t n)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++) {
-		close(w[i].dirfd);
+	for (i = 0; i < n; i++)
 		free(w[i].name);
-	}
 	free(w);
 }
 
@@ -115,13 +113,26 @@ static void hscan_free(struct hscan *h)
 	h->nw = 0;
 }
 
-/* Watches NAME (a path) from DIRFD (dup'ed); ST NULL when missing */
+/*
+ * Watches NAME (a relative path) in DIRFD; ST NULL when missing.  Kept as the
+ * absolute path the folder has now, not as a descriptor: a host with many
+ * homes would otherwise hold many fds per mount.  A stat by path is only a
+ * trigger (a folder moved makes it change too); what is guarded is read
+ * again through descriptors.
+ */
 static int watch_add(struct hscan *h, int dirfd, const char *name, const struct stat *st)
 {
+	char proc[64], dir[PATH_MAX];
 	struct guard_wfile *v, *f;
+	ssize_t n;
 
 	if (h->nw >= GUARD_HOME_WATCH)
 		return 0;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
+	n = readlink(proc, dir, sizeof(dir) - 1);
+	if (n <= 0 || dir[0] != '/')
+		return 0;
+	dir[n] = '\0';
 	if (h->nw == h->aw) {
 		size_t na = h->aw ? h->aw * 2 : 16;
 
@@ -133,14 +144,9 @@ static int watch_add(struct hscan *h, int dirfd, const char *name, const struct 
 	}
 	f = &h->w[h->nw];
 	memset(f, 0, sizeof(*f));
-	f->name = strdup(name);
-	if (!f->name)
+	if (asprintf(&f->name, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0)
 		return -ENOMEM;
-	f->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-	if (f->dirfd < 0) {
-		free(f->name);
-		return 0;
-	}
+	f->dirfd = -1;
 	f->missing = !st;
 	if (st)
 		f->st = *st;
@@ -153,7 +159,7 @@ static bool wfile_moved(const struct guard_wfile *f)
 {
 	struct stat st;
 
-	if (fstatat(f->dirfd, f->name, &st, 0) < 0)
+	if (stat(f->name, &st) < 0)
 		return !f->missing;
 	return f->missing || st.st_ino != f->st.st_ino || st.st_dev != f->st.st_dev ||
 	       st.st_size != f->st.st_size || st.st_mode != f->st.st_mode ||
