@@ -413,6 +413,19 @@ static void test_home_changes(void)
 	home3p[0] = '\0';
 }
 
+/* a home named through a host symlink that leads into the root */
+static void test_home_alias(void)
+{
+	new_root("a", false);
+	snprintf(homep, sizeof(homep), "%s/alias-u", top);
+	snprintf(home2p, sizeof(home2p), "%s/a/none", top);
+	sh("mkdir -p real/u && echo '[core]' >real/u/.gitconfig && ln -s a/real/u ../alias-u");
+	open_root(false);
+	IS(try_write("real/u/.gitconfig"), "H1", "a home reached through a host symlink");
+	IS(try_rename("real/u", "real/v"), "H1", "... is pinned");
+	IS(try_create("real/.gitconfig"), "", "the folder above it is no home");
+}
+
 /* the root is the home itself */
 static void test_root_is_home(void)
 {
@@ -442,6 +455,7 @@ int main(void)
 	test_home_names();
 	test_home_links();
 	test_home_changes();
+	test_home_alias();
 	test_root_is_home();
 	guard_free(g);
 	close(rootfd);
