@@ -27,6 +27,8 @@
 
 #include "gitguard/guard-int.h"
 
+#define HOME_OUTSIDE_MAX 256 /* config files outside the root one home scan reads */
+
 
 static int home_cmp(const void *a, const void *b)
 {
@@ -92,6 +94,7 @@ struct hscan {
 	size_t aw;
 	struct guard_home *tab; /* NULL on a rescan */
 	size_t n;
+	unsigned outside; /* config files outside the root read */
 };
 
 static void wfiles_free(struct guard_wfile *w, size_t n)
@@ -251,14 +254,81 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 	return rc;
 }
 
-/* PATH (a config file, the kernel resolving it: the host's) is scanned for includes into the root */
-static int home_outside(struct hscan *h, const char *path, uid_t owner)
+/* "~/x" (HOME), "~user/x", else a path relative to DIR, into OUT; as git's interpolate_path */
+static int home_expand(const char *in, const char *dir, const char *home, char *out, size_t outsz)
 {
-	char real[PATH_MAX], *slash;
-	int dfd, rc;
+	struct passwd pw, *res = NULL;
+	char buf[4096], user[256];
+	const char *slash;
+	size_t l;
+	int n;
 
-	if (!realpath(path, real))
+	if (in[0] == '~' && (in[1] == '/' || !in[1])) {
+		n = snprintf(out, outsz, "%s%s", home, in + 1);
+	} else if (in[0] == '~') {
+		slash = strchr(in, '/');
+		l = slash ? (size_t)(slash - in - 1) : strlen(in + 1);
+		if (l >= sizeof(user))
+			return -ENAMETOOLONG;
+		memcpy(user, in + 1, l);
+		user[l] = '\0';
+		if (getpwnam_r(user, &pw, buf, sizeof(buf), &res) || !res || !res->pw_dir)
+			return -ENOENT;
+		n = snprintf(out, outsz, "%s%s", res->pw_dir, slash ? slash : "");
+	} else if (in[0] == '/') {
+		n = snprintf(out, outsz, "%s", in);
+	} else {
+		n = snprintf(out, outsz, "%s/%s", dir, in);
+	}
+	return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
+}
+
+static int home_outside(struct hscan *h, const char *path, const char *home, uid_t owner,
+			unsigned depth);
+
+/* An include of a config outside the root */
+struct outside {
+	struct hscan *h;
+	const char *dir; /* the including file's folder */
+	const char *home;
+	uid_t owner;
+	unsigned depth;
+};
+
+static int on_outside_key(void *arg, enum guard_cfg_key key, const char *value)
+{
+	struct outside *o = arg;
+	char path[PATH_MAX];
+
+	if (key != GUARD_CFG_INCLUDE || !*value ||
+	    home_expand(value, o->dir, o->home, path, sizeof(path)))
 		return 0;
+	return home_outside(o->h, path, o->home, o->owner, o->depth + 1);
+}
+
+/*
+ * PATH, a config file outside the root (the kernel resolves it: it is the
+ * host's): repo.c's scan records what it includes inside the root, and the
+ * includes that stay outside are followed here, as git would, to at most
+ * GUARD_INCLUDE_DEPTH levels and HOME_OUTSIDE_MAX files a scan.
+ */
+static int home_outside(struct hscan *h, const char *path, const char *home, uid_t owner,
+			unsigned depth)
+{
+	struct outside o = {h, NULL, home, owner, depth};
+	struct guard_cfg cfg = {.fn = on_outside_key, .arg = &o};
+	char real[PATH_MAX], *slash, *buf;
+	struct resolved res;
+	size_t len;
+	int dfd, rc, where;
+
+	if (depth > GUARD_INCLUDE_DEPTH || h->outside >= HOME_OUTSIDE_MAX)
+		return 0;
+	where = guard_resolve(h->g, -1, path, true, NULL, NULL, &res);
+	resolved_close(&res);
+	if (where != RES_OUTSIDE || !realpath(path, real))
+		return 0; /* inside: recorded and read by the scan of the file naming it */
+	h->outside++;
 	slash = strrchr(real, '/');
 	if (!slash || !slash[1])
 		return 0;
@@ -267,6 +337,13 @@ static int home_outside(struct hscan *h, const char *path, uid_t owner)
 	if (dfd < 0)
 		return 0;
 	rc = scan_file(h, dfd, slash + 1, owner, path);
+	if (!rc && !guard_read_file(dfd, slash + 1, GUARD_CONFIG_MAX, &buf, &len, NULL)) {
+		o.dir = *real ? real : "/";
+		rc = guard_config_scan(buf, len, &cfg);
+		if (rc == -EINVAL)
+			rc = 0; /* git refuses it too; what it named so far was followed */
+		free(buf);
+	}
 	close(dfd);
 	return rc;
 }
@@ -318,9 +395,9 @@ static int home_add(struct hscan *h, const char *dir)
 	}
 	resolved_close(&res);
 	if (!rc && snprintf(path, sizeof(path), "%s/.gitconfig", dir) < (int)sizeof(path))
-		rc = home_outside(h, path, st.st_uid);
+		rc = home_outside(h, path, dir, st.st_uid, 0);
 	if (!rc && snprintf(path, sizeof(path), "%s/.config/git/config", dir) < (int)sizeof(path))
-		rc = home_outside(h, path, st.st_uid);
+		rc = home_outside(h, path, dir, st.st_uid, 0);
 	return rc;
 }
 

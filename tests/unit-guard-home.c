@@ -396,10 +396,16 @@ static void test_home_changes(void)
 	snprintf(home3p, sizeof(home3p), "%s/outhome", top);
 	sh("mkdir -p u ../outhome/.config/git && echo '[user]' >u/.gitconfig && "
 	   "printf '[include]\\n\\tpath = %s/c/team.cfg\\n' >../outhome/.gitconfig && "
-	   "echo '[x]' >team.cfg",
-	   top);
+	   "echo '[x]' >team.cfg && "
+	   "printf '[include]\\n\\tpath = ~/.gitconfig.local\\n' >>../outhome/.gitconfig && "
+	   "printf '[include]\\n\\tpath = sub/two.cfg\\n' >../outhome/.gitconfig.local && "
+	   "mkdir ../outhome/sub && "
+	   "printf '[includeIf \"gitdir:~/w/\"]\\n\\tpath = %s/c/deep.cfg\\n' "
+	   ">../outhome/sub/two.cfg && echo '[x]' >deep.cfg",
+	   top, top);
 	open_root(false);
 	IS(try_write("team.cfg"), "W3", "an include of a home's config outside the root");
+	IS(try_write("deep.cfg"), "W3", "... and one two includes down, outside the root");
 	IS(try_create("later.cfg"), "", "a file no config names is writable");
 	IS(try_create("hooks-later"), "", "a folder no config names may be made");
 	sh("printf '[include]\\n\\tpath = ../later.cfg\\n' >>u/.gitconfig");
