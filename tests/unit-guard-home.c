@@ -446,6 +446,11 @@ static void test_root_is_home(void)
 	IS(try_mkdir(".config"), "", "root is a home: .config may be made");
 	sh("mkdir .config");
 	IS(try_mkdir(".config/git"), "H1", "root is a home: .config/git NC");
+	/* the root is a home's .config */
+	snprintf(rootp, sizeof(rootp), "%s/h/.config", top);
+	open_root(false);
+	IS(try_mkdir("git"), "H1", "root is ~/.config: git NC");
+	IS(try_mkdir("other"), "", "root is ~/.config: other folders may be made");
 }
 
 int main(void)
