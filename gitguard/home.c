@@ -29,7 +29,6 @@
 
 #define HOME_OUTSIDE_MAX 256 /* config files outside the root one home scan reads */
 
-
 static int home_cmp(const void *a, const void *b)
 {
 	const struct guard_home *x = a, *y = b;
@@ -157,7 +156,7 @@ static int watch_add(struct hscan *h, int dirfd, const char *name, const struct 
 	return 0;
 }
 
-/* Has the file F changed since it was read (fstatat, following links)? */
+/* Has the file F changed since it was read (stat, following links)? */
 static bool wfile_moved(const struct guard_wfile *f)
 {
 	struct stat st;
@@ -441,7 +440,7 @@ static int dirs_add(struct guard *g, const char *dir)
 	char **v;
 	size_t i;
 
-	if (!dir || dir[0] != '/' || !strcmp(dir, "/") || g->nhome_dirs >= GUARD_HOMES_MAX)
+	if (!dir || dir[0] != '/' || g->nhome_dirs >= GUARD_HOMES_MAX)
 		return 0;
 	for (i = 0; i < g->nhome_dirs; i++)
 		if (!strcmp(g->home_dirs[i], dir))
