@@ -103,13 +103,13 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 	/* D9: git makes no symlink in a git folder; one there sends git's reads and writes anywhere */
 	if (S_ISLNK(mode) && in_gitdir(parent))
 		return refuse(v, GUARD_RULE_D9);
+	/* H1: a folder moved in as a home's .config would bring its own git/config */
+	if (move && c.role == GUARD_R_HOMECFG)
+		return refuse_why(v, GUARD_RULE_H1, "a folder moved in as a home's .config");
 	/*
 	 * X2/X4: a regular file, renamed in (the caller checks its content) or,
 	 * for X4 only, made empty and then written with each write checked.
 	 */
-	/* H1: a folder moved in as a home's .config would bring its own git/config */
-	if (move && c.role == GUARD_R_HOMECFG)
-		return refuse_why(v, GUARD_RULE_H1, "a folder moved in as a home's .config");
 	if ((c.flags & GUARD_CHK) && !S_ISREG(mode))
 		return refuse_why(v, c.rule, "only a regular file may be put there");
 	if ((c.flags & GUARD_CHK) && !move && c.rule == GUARD_RULE_X2)
