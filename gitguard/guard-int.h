@@ -141,7 +141,7 @@ struct guard {
 	struct guard_recs homerecs; /* H1 records, replaced whole by a rescan */
 	struct guard_wfile *hwatch; /* files the home scan read or missed: dirfd -1, name absolute */
 	size_t nhwatch;
-	_Atomic int64_t home_reval_ms; /* as reval_ms, for guard_homes_revalidate() */
+	_Atomic int64_t home_reval_ms; /* the reval_ms guard_homes_revalidate() last looked at */
 };
 
 /* guard.c */
@@ -197,6 +197,12 @@ void guard_homes_free(struct guard *g);
 bool guard_is_home(struct guard *g, uint64_t dev, uint64_t ino);
 bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const char *name,
 		      mode_t mode, struct guard_cls *out);
+
+/* Could NAME in PARENT be one of H1's?  The inline test that spares most names the call */
+static inline bool guard_home_maybe(const struct guard_cls *parent, const char *name)
+{
+	return parent->kind == GUARD_PLAIN && (name[0] == '.' || parent->role == GUARD_R_HOMECFG);
+}
 
 /* lg2.c: libgit2's answers for a git folder, a cross-check of repo.c's */
 struct guard_lg2 {

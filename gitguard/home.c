@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "gitguard/guard-int.h"
@@ -514,27 +513,31 @@ int guard_homes_load(struct guard *g, const char *const *extra)
 
 /*
  * A person may change their own git configuration on the host while a root
- * is mounted (add an include, a hooksPath): before a decision, at most every
- * GUARD_REVAL_MS, the files the home scan read are stat'ed again, and when
- * one changed every home is scanned again.  The homes themselves (who has a
- * home where) are learnt at guard_open only.
+ * is mounted (add an include, a hooksPath): called after guard_revalidate(),
+ * it looks when that one did (its clock, at most every GUARD_REVAL_MS, so
+ * between looks this costs two atomic loads): the files the home scan read
+ * are stat'ed again, and when one changed every home is scanned again.  The
+ * homes themselves (who has a home where) are learnt at guard_open only.
  */
+static void homes_look(struct guard *g);
+
 void guard_homes_revalidate(struct guard *g)
 {
-	struct hscan h = {0};
-	struct timespec ts;
 	int64_t now, last;
+
+	now = atomic_load(&g->reval_ms);
+	last = atomic_load(&g->home_reval_ms);
+	if (now != last && atomic_compare_exchange_strong(&g->home_reval_ms, &last, now))
+		homes_look(g);
+}
+
+/* The look itself: rescans the homes if a watched file changed */
+static void homes_look(struct guard *g)
+{
+	struct hscan h = {0};
 	bool changed = false;
 	size_t i;
 
-	if (!g->nhome_dirs)
-		return;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	last = atomic_load(&g->home_reval_ms);
-	if (now - last < GUARD_REVAL_MS ||
-	    !atomic_compare_exchange_strong(&g->home_reval_ms, &last, now))
-		return;
 	pthread_rwlock_rdlock(&g->lock);
 	for (i = 0; i < g->nhwatch && !changed; i++)
 		changed = wfile_moved(&g->hwatch[i]);
@@ -544,7 +547,7 @@ void guard_homes_revalidate(struct guard *g)
 	guard_logf(g, "gitguard: a person's git configuration changed: read again");
 	if (homes_scan(g, &h)) {
 		hscan_free(&h);
-		atomic_store(&g->home_reval_ms, 0); /* try again at the next decision */
+		atomic_store(&g->home_reval_ms, -1); /* try again at the next decision */
 		return;
 	}
 	pthread_rwlock_wrlock(&g->lock);
