@@ -27,10 +27,27 @@ UH2="$T/home2"
 mkdir -p "$S/home" "$S/other" "$S/shared" "$M" "$PAY" "$MARK"
 chmod 1777 "$MARK"
 
-# the user goes with the test, whatever happens (lib_cleanup sees our status)
-trap 'rc=$?; userdel "$U" >/dev/null 2>&1; userdel "$U2" >/dev/null 2>&1; (exit $rc); lib_cleanup' EXIT
-useradd -M -d "$UH" -s /bin/sh "$U" >/dev/null 2>&1 || skip_all "useradd $U failed"
-useradd -M -d "$UH2" -s /bin/sh "$U2" >/dev/null 2>&1 || skip_all "useradd $U2 failed"
+# the users go with the test, whatever happens (lib_cleanup sees our status)
+home_cleanup()
+{
+	local rc=$? u
+	for u in "$U" "$U2"; do
+		userdel "$u" >/dev/null 2>&1
+		groupdel "$u" >/dev/null 2>&1
+	done
+	(exit "$rc")
+	lib_cleanup
+}
+trap home_cleanup EXIT
+# useradd may meet another test's lock on /etc/passwd: retried
+for _i in 1 2 3 4 5 6 7 8 9 10; do
+	getent passwd "$U" >/dev/null || useradd -M -U -d "$UH" -s /bin/sh "$U" 2>/dev/null
+	getent passwd "$U2" >/dev/null || useradd -M -U -d "$UH2" -s /bin/sh "$U2" 2>/dev/null
+	getent passwd "$U" >/dev/null && getent passwd "$U2" >/dev/null && break
+	sleep 0.3
+done
+getent passwd "$U" >/dev/null && getent passwd "$U2" >/dev/null ||
+	bail_out "cannot make the test users $U and $U2"
 
 # as_user CMD...: CMD as the test user, with its home, no inherited git settings
 as_user()
