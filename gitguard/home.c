@@ -8,8 +8,10 @@
  *   - in a home, `.gitconfig` is RO and NC, whatever its type;
  *   - `.config` may be a folder only, is pinned (no rename or rmdir away,
  *     nothing moved in as it), and in it `git` is RO-tree;
+ *   - `.ssh` likewise, and in it `config` is RO and NC: git over ssh runs
+ *     what it names (ProxyCommand, Match exec);
  *   - a home inside the root and every folder on the way to it are pinned;
- *   - what a symlinked .gitconfig or .config/git names inside the root is
+ *   - what a symlinked .gitconfig, .config/git or .ssh/config names inside the root is
  *     protected too, and each of these configs is scanned like a
  *     repository's: include and includeIf targets (W3) and an absolute
  *     core.hooksPath (W2) inside the root are recorded.
@@ -56,8 +58,8 @@ bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const cha
 {
 	if (parent->kind != GUARD_PLAIN)
 		return false;
-	if (parent->role == GUARD_R_HOMECFG) {
-		if (!name_is(name, "git"))
+	if (parent->role == GUARD_R_HOMECFG || parent->role == GUARD_R_HOMESSH) {
+		if (parent->role == GUARD_R_HOMECFG ? !name_is(name, "git") : !name_is(name, "config"))
 			return false;
 		out->flags |= GUARD_RO | GUARD_TREE;
 		out->rule = GUARD_RULE_H1;
@@ -70,14 +72,15 @@ bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const cha
 		out->rule = GUARD_RULE_H1;
 		return true;
 	}
-	if (name_is(name, ".config")) {
+	if (name_is(name, ".config") || name_is(name, ".ssh")) {
 		if (!guard_is_home(g, parent->dev, parent->ino))
 			return false;
 		/* a folder, pinned; anything else there (a symlink elsewhere) is refused */
 		out->flags |= S_ISDIR(mode) ? GUARD_PIN : GUARD_RO;
 		out->rule = GUARD_RULE_H1;
 		if (S_ISDIR(mode))
-			out->role = GUARD_R_HOMECFG;
+			out->role = name[1] == 's' || name[1] == 'S' ? GUARD_R_HOMESSH
+								     : GUARD_R_HOMECFG;
 		return true;
 	}
 	return false;
@@ -211,10 +214,13 @@ static int scan_file(struct hscan *h, int dirfd, const char *name, uid_t owner, 
 	return rc;
 }
 
+#define NO_SCAN ((uid_t)-1) /* home_inside: not a git config, not scanned */
+
 /*
  * NAME in the home HOMEFD, inside the root: what it names (through symlinks,
- * all pinned) is RO (RO-tree for a folder), NC if missing; a config file is
- * scanned.  SUB, for a folder, is the config inside it to scan.
+ * all pinned) is RO (RO-tree for a folder), NC if missing; a git config file
+ * is scanned (unless OWNER is NO_SCAN).  SUB, for a folder, is the config
+ * inside it to scan.
  */
 static int home_inside(struct hscan *h, int homefd, const char *name, const char *sub, uid_t owner)
 {
@@ -227,6 +233,8 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL,
 			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_H1);
 		if (rc)
+			break;
+		if (owner == NO_SCAN)
 			break;
 		if (!sub && S_ISREG(res.st.st_mode))
 			rc = scan_file(h, res.dirfd, res.name, owner, name);
@@ -388,6 +396,8 @@ static int home_add(struct hscan *h, const char *dir)
 			      GUARD_RULE_H1);
 		rc = rc ? rc : home_inside(h, res.fd, ".gitconfig", NULL, st.st_uid);
 		rc = rc ? rc : home_inside(h, res.fd, ".config/git", "config", st.st_uid);
+		/* git over ssh runs what ~/.ssh/config names (ProxyCommand, Match exec) */
+		rc = rc ? rc : home_inside(h, res.fd, ".ssh/config", NULL, NO_SCAN);
 		resolved_close(&res);
 		return rc;
 	}

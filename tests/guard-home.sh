@@ -73,10 +73,18 @@ evil()
 	printf '[core]\n\tfsmonitor = %s\n\thooksPath = %s\n' "$PAY/$1-fsmonitor" "$PAY/$1-hooks"
 }
 
+# sshcfg NAME: an ssh config whose ProxyCommand leaves PWNED-NAME-ssh; git over ssh runs it
+sshcfg()
+{
+	printf '#!/bin/sh\ntouch %s/PWNED-%s-ssh\nexit 1\n' "$MARK" "$1" >"$PAY/$1-ssh"
+	chmod 755 "$PAY/$1-ssh"
+	printf 'Host *\n\tProxyCommand %s\n' "$PAY/$1-ssh"
+}
+
 setup()
 {
 	set -e
-	mkdir -p "$UH/.config/git" "$UH/work"
+	mkdir -p "$UH/.config/git" "$UH/work" "$UH/.ssh"
 	printf '[user]\n\tname = u\n\temail = u@example.org\n[include]\n\tpath = inc.cfg\n' \
 		>"$UH/.gitconfig"
 	printf '[init]\n\tdefaultBranch = main\n' >"$UH/.config/git/config"
@@ -97,6 +105,7 @@ setup()
 	cp "$UH/.gitconfig" "$T/gitconfig.before"
 	cp "$UH/.config/git/config" "$T/xdgconfig.before"
 	evil bot >"$PAY/bot.cfg"
+	sshcfg bot >"$PAY/bot.ssh"
 	evil control >"$PAY/control.cfg"
 	set +e
 }
@@ -114,6 +123,19 @@ if [ -e "$MARK/PWNED-control-fsmonitor" ]; then
 	ok "control: a planted ~/.gitconfig runs the bot's program on git status"
 else
 	skip "control: this git does not run core.fsmonitor (the attacks below prove less)"
+fi
+
+# ssh reads the config of the user's passwd home, whatever HOME says
+mkdir -p "$UH2/.ssh"
+sshcfg control >"$UH2/.ssh/config"
+chown -R "$U2" "$UH2/.ssh"
+chmod 700 "$UH2/.ssh"
+as_user2 timeout 20 git ls-remote ssh://git@example.invalid/x.git >/dev/null 2>&1
+rm -rf "$UH2/.ssh"
+if [ -e "$MARK/PWNED-control-ssh" ]; then
+	ok "control: a planted ~/.ssh/config runs the bot's program on git over ssh"
+else
+	skip "control: this ssh does not run ProxyCommand here (the ssh attack below proves less)"
 fi
 
 if ! fs_mount "$S" "$M"; then
@@ -173,6 +195,16 @@ echo hi >"$H/work/notes.txt" 2>/dev/null
 is "$(cat "$H/work/notes.txt" 2>/dev/null)" hi "other files in the home stay writable"
 is "$(try mkdir "$H/.config/other-app")" OK "other folders in ~/.config stay writable"
 
+# ---- ~/.ssh/config -------------------------------------------------------------
+is "$(try create "$H/.ssh/config")" EROFS "~/.ssh/config: create refused"
+cp "$PAY/bot.ssh" "$H/ssh.new"
+is "$(try rename "$H/ssh.new" "$H/.ssh/config")" EROFS "~/.ssh/config: rename onto refused"
+rm -f "$H/ssh.new"
+is "$(try symlink "$PAY/bot.ssh" "$H/.ssh/config")" EROFS "~/.ssh/config: symlink refused"
+is "$(try rename "$H/.ssh" "$H/ssh-old")" EROFS "~/.ssh: rename away refused"
+[ -d "$H/ssh-old" ] && mv "$H/ssh-old" "$H/.ssh" # unguarded: put it back for the git below
+is "$(try create "$H/.ssh/known_hosts")" OK "~/.ssh/known_hosts can be made"
+
 # ---- a home outside the root: what its config includes inside the root --------
 is "$(plant "$M/shared/team.cfg")" EROFS "an include of a home's config outside the root: refused"
 is "$(try rename "$M/shared" "$M/shared2")" EROFS "... and the folder on its way pinned"
@@ -213,6 +245,7 @@ as_user git -C "$T/repo" status >"$T/host.log" 2>&1
 is "$?" 0 "host: the user's git status runs"
 as_user git -C "$T/repo" commit -q --allow-empty -m x >>"$T/host.log" 2>&1
 is "$?" 0 "host: the user's git commit runs"
+as_user timeout 20 git ls-remote ssh://git@example.invalid/x.git >>"$T/host.log" 2>&1
 as_user2 git -C "$T/repo2" status >>"$T/host.log" 2>&1
 is "$?" 0 "host: the second person's git status runs"
 as_user2 git -C "$T/repo2" commit -q --allow-empty -m x >>"$T/host.log" 2>&1

@@ -366,6 +366,17 @@ static void test_home_names(void)
 	IS(try_mkdir("home/u/.config/git"), "H1", "~/.config/git NC");
 	IS(try_create("home/u/.config/git"), "H1", "~/.config/git NC as a file");
 	IS(try_remove("home/u/.config"), "H1", "a new ~/.config is pinned too");
+	/* ~/.ssh/config: git over ssh runs its ProxyCommand */
+	IS(try_symlink("home/u/.ssh", "../../other"), "H1", "~/.ssh no symlink");
+	IS(try_mkdir("home/u/.ssh"), "", "~/.ssh may be made");
+	sh("mkdir home/u/.ssh && echo x >home/u/.ssh/known_hosts");
+	IS(try_create("home/u/.ssh/config"), "H1", "~/.ssh/config NC");
+	IS(try_write("home/u/.ssh/known_hosts"), "", "~/.ssh/known_hosts writable");
+	IS(try_rename("home/u/.ssh", "home/u/ssh-old"), "H1", "~/.ssh pinned");
+	sh("mkdir -p other/.ssh && touch other/.ssh/config");
+	IS(try_write("other/.ssh/config"), "", ".ssh/config outside a home writable");
+	sh("touch home/u/.ssh/config");
+	IS(try_write("home/u/.ssh/config"), "H1", "~/.ssh/config RO");
 }
 
 /* a dotfiles manager: ~/.gitconfig and ~/.config/git are symlinks into the root */
@@ -377,7 +388,8 @@ static void test_home_links(void)
 	sh("mkdir -p u dots/git-xdg && echo '[include]' >dots/gitconfig && "
 	   "echo '  path = ../inc2.cfg' >>dots/gitconfig && echo '[x]' >inc2.cfg && "
 	   "echo '[core]' >dots/git-xdg/config && ln -s ../dots/gitconfig u/.gitconfig && "
-	   "mkdir u/.config && ln -s ../../dots/git-xdg u/.config/git");
+	   "mkdir u/.config && ln -s ../../dots/git-xdg u/.config/git && "
+	   "echo 'Host *' >dots/ssh_config && mkdir u/.ssh && ln -s ../../dots/ssh_config u/.ssh/config");
 	open_root(false);
 	IS(try_write("dots/gitconfig"), "H1", "target of a ~/.gitconfig symlink RO");
 	IS(try_write("inc2.cfg"), "W3", "include of a symlinked ~/.gitconfig RO");
@@ -385,6 +397,7 @@ static void test_home_links(void)
 	IS(try_create("dots/git-xdg/hooks"), "H1", "target of ~/.config/git RO-tree");
 	IS(try_rename("dots", "dots2"), "H1", "folders on the way pinned");
 	IS(try_create("dots/other"), "", "other files beside them writable");
+	IS(try_write("dots/ssh_config"), "H1", "target of a ~/.ssh/config symlink RO");
 }
 
 /* a person changes their configuration on the host while mounted; a home outside the root */
