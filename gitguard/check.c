@@ -103,6 +103,9 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 	/* D9: git makes no symlink in a git folder; one there sends git's reads and writes anywhere */
 	if (S_ISLNK(mode) && in_gitdir(parent))
 		return refuse(v, GUARD_RULE_D9);
+	/* H1: a folder moved in as a home's .config or .ssh would bring its own config */
+	if (move && (c.role == GUARD_R_HOMECFG || c.role == GUARD_R_HOMESSH))
+		return refuse_why(v, GUARD_RULE_H1, "a folder moved in as a home's .config or .ssh");
 	/*
 	 * X2/X4: a regular file, renamed in (the caller checks its content) or,
 	 * for X4 only, made empty and then written with each write checked.
@@ -559,6 +562,7 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 	if (v)
 		v->rule = v->reason = NULL;
 	guard_revalidate(g);
+	guard_homes_revalidate(g);
 	switch (req->op) {
 	case GUARD_OP_WRITE:
 		rc = check_write(req->cls, v);

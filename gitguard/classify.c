@@ -74,6 +74,8 @@ int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char
 		set(out, GUARD_TREE | GUARD_RO, parent->rule);
 		return S_ISDIR(mode) && parent->rule == GUARD_RULE_D6;
 	}
+	if (guard_home_maybe(parent, name) && guard_home_stage(g, parent, name, mode, out))
+		return S_ISDIR(mode);
 	if (parent->kind == GUARD_GITDIR) {
 		i = gitdir_child(name);
 		if (i >= 0) {

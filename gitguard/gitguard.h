@@ -50,6 +50,8 @@ enum guard_role {
 	GUARD_R_CONFIG,	   /* D/config: a write to it is worth a guard_notify() */
 	GUARD_R_MODULES,   /* D/modules and the folders in it down to each submodule's git folder */
 	GUARD_R_SEQ,	   /* D/rebase-merge, D/rebase-apply, D/sequencer: X4 files inside */
+	GUARD_R_HOMECFG,   /* a home's .config folder: its git/ is H1's */
+	GUARD_R_HOMESSH,   /* a home's .ssh folder: its config is H1's (git over ssh runs it) */
 };
 
 /* Rules, as named in DESIGN.md; guard_rule_name() gives the text. */
@@ -75,6 +77,7 @@ enum guard_rule {
 	GUARD_RULE_X3,
 	GUARD_RULE_X4,
 	GUARD_RULE_HL, /* another name of a protected file (hard link) */
+	GUARD_RULE_H1, /* a person's git configuration: ~/.gitconfig, ~/.config/git */
 	GUARD_RULE_MAX
 };
 
@@ -176,6 +179,9 @@ struct guard_opts {
 	bool allow_new_repos; /* G1/G2 allowed; new repositories are the bot's */
 	guard_log_fn log;     /* NULL: no logs */
 	void *log_arg;
+	/* NULL-terminated host paths guarded as home folders too (tests); the
+	   homes getpwent(3) lists and /root always are */
+	const char *const *extra_homes;
 };
 
 /* guard.c */

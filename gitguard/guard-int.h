@@ -87,9 +87,17 @@ struct guard_repo {
 	struct guard_watch *watch; /* NULL for the bot's repositories */
 };
 
+/* A home folder of the host (home.c) */
+struct guard_home {
+	uint64_t dev;
+	uint64_t ino;
+};
+
 /*
  * struct guard locking (STYLE.md 7):
- *   lock (rwlock) protects repos, nrepos, misc, tops, tab/ntab and root_cls.  Readers
+ *   lock (rwlock) protects repos, nrepos, misc, tops, tab/ntab, root_cls,
+ *   homerecs and hwatch/nhwatch (guard_homes_revalidate fstatat()s them under
+ *   the shared lock, as guard_revalidate does its watched files).  Readers
  *   (classification, decisions) take it shared for table and repository
  *   lookups only, never across a syscall; a repository scan reads files with
  *   no lock held and takes it exclusive only to publish the result.
@@ -97,7 +105,7 @@ struct guard_repo {
  *   paths).  guard_revalidate() fstatat()s the watched files under the
  *   shared lock: a few syscalls, at most every GUARD_REVAL_MS, by one thread.
  *   root_fd, root_dev, root_ino, root_path and log are set by guard_open and
- *   read-only afterwards; allow_new is an atomic (a bot's configure).
+ *   read-only afterwards, as are homes and home_dirs; allow_new is an atomic (a bot's configure).
  * No other lock exists, so there is no lock order.
  */
 struct guard {
@@ -126,6 +134,14 @@ struct guard {
 	bool root_known; /* root_cls is set, for generation root_gen */
 	uint64_t root_gen;
 	struct guard_cls root_cls;
+	struct guard_home *homes; /* sorted; set by guard_open, read-only afterwards */
+	size_t nhomes;
+	char **home_dirs; /* their paths, for rescans; read-only after guard_open */
+	size_t nhome_dirs;
+	struct guard_recs homerecs; /* H1 records, replaced whole by a rescan */
+	struct guard_wfile *hwatch; /* files the home scan read or missed: dirfd -1, name absolute */
+	size_t nhwatch;
+	_Atomic int64_t home_reval_ms; /* the reval_ms guard_homes_revalidate() last looked at */
 };
 
 /* guard.c */
@@ -169,6 +185,25 @@ bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd);
 void guard_repo_free(struct guard_repo *r);
 int guard_note_pointer(struct guard *g, int startfd, const char *path);
 bool guard_shape(int fd, int *has);
+int guard_scan_config_file(struct guard *g, struct guard_repo *r, int dirfd, const char *name,
+			   uid_t owner);
+
+/* home.c: H1, a person's own git configuration */
+#define GUARD_HOMES_MAX 4096  /* home folders looked at; more are logged */
+#define GUARD_HOME_WATCH 1024 /* files of the persons' git configuration watched */
+int guard_homes_load(struct guard *g, const char *const *extra);
+void guard_homes_revalidate(struct guard *g);
+void guard_homes_free(struct guard *g);
+bool guard_is_home(struct guard *g, uint64_t dev, uint64_t ino);
+bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const char *name,
+		      mode_t mode, struct guard_cls *out);
+
+/* Could NAME in PARENT be one of H1's?  The inline test that spares most names the call */
+static inline bool guard_home_maybe(const struct guard_cls *parent, const char *name)
+{
+	return parent->kind == GUARD_PLAIN &&
+	       (name[0] == '.' || parent->role == GUARD_R_HOMECFG || parent->role == GUARD_R_HOMESSH);
+}
 
 /* lg2.c: libgit2's answers for a git folder, a cross-check of repo.c's */
 struct guard_lg2 {

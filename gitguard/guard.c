@@ -35,6 +35,7 @@ static const struct {
 	[GUARD_RULE_X3] = {"X3", "git folder with an unsafe config"},
 	[GUARD_RULE_X4] = {"X4", "rebase or sequencer strategy file"},
 	[GUARD_RULE_HL] = {"HL", "another name of a protected file"},
+	[GUARD_RULE_H1] = {"H1", "a person's git configuration"},
 };
 
 const char *guard_rule_name(unsigned rule)
@@ -176,7 +177,7 @@ static void tab_append(struct guard_rec *tab, size_t *n, const struct guard_recs
 int guard_tab_rebuild(struct guard *g)
 {
 	struct guard_rec *tab;
-	size_t i, total = g->misc.n, n = 0;
+	size_t i, total = g->misc.n + g->homerecs.n, n = 0;
 
 	for (i = 0; i < g->nrepos; i++)
 		total += g->repos[i]->recs.n;
@@ -187,6 +188,7 @@ int guard_tab_rebuild(struct guard *g)
 		return -ENOMEM;
 	}
 	tab_append(tab, &n, &g->misc);
+	tab_append(tab, &n, &g->homerecs);
 	for (i = 0; i < g->nrepos; i++)
 		tab_append(tab, &n, &g->repos[i]->recs);
 	if (n)
@@ -355,6 +357,11 @@ int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp, st
 	}
 	atomic_init(&g->gen, 1);
 	atomic_init(&g->ntab_hint, 0);
+	rc = guard_homes_load(g, opts ? opts->extra_homes : NULL);
+	if (rc) {
+		guard_free(g);
+		return guard_err_set(err, rc, "gitguard: home folders: %s", strerror(-rc));
+	}
 	*gp = g;
 	return 0;
 }
@@ -393,6 +400,7 @@ void guard_free(struct guard *g)
 		close(g->tops[i].fd);
 	free(g->tops);
 	free(g->tab);
+	guard_homes_free(g);
 	pthread_rwlock_destroy(&g->lock);
 	free(g->root_path);
 	close(g->root_fd);

@@ -13,6 +13,7 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/seq.c \
 	gitguard/lg2.c \
 	gitguard/audit.c \
+	gitguard/home.c \
 	gitguard/scan.c
 gitguard_libgitguard_a_CFLAGS = $(AM_CFLAGS) $(GIT2_CFLAGS)
 EXTRA_DIST += gitguard/README
@@ -25,6 +26,10 @@ tests_unit_guard_parse_SOURCES = tests/unit-guard-parse.c tests/guard-tap.h
 tests_unit_guard_parse_LDADD = gitguard/libgitguard.a
 tests_unit_guard_index_SOURCES = tests/unit-guard-index.c tests/guard-tap.h
 tests_unit_guard_index_LDADD = gitguard/libgitguard.a
+check_PROGRAMS += tests/unit-guard-home
+TESTS += tests/unit-guard-home
+tests_unit_guard_home_SOURCES = tests/unit-guard-home.c tests/guard-tap.h
+tests_unit_guard_home_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)
 check_PROGRAMS += tests/guard-idx
 tests_guard_idx_SOURCES = tests/guard-idx.c
 tests_guard_idx_LDADD = gitguard/libgitguard.a

@@ -1230,3 +1230,21 @@ int guard_note_pointer(struct guard *g, int startfd, const char *path)
 	close(gfd);
 	return rc;
 }
+
+/*
+ * A config file that is no repository's (a person's ~/.gitconfig, home.c):
+ * its include targets (W3) and absolute core.hooksPath (W2) inside the root
+ * go into R's records; R's rule and why say what could not be read.  OWNER's
+ * home is what "~/" names.  The files read go into R's watch, if it has one.
+ */
+int guard_scan_config_file(struct guard *g, struct guard_repo *r, int dirfd, const char *name,
+			   uid_t owner)
+{
+	struct scan s = {.g = g, .r = r, .dfd = dirfd, .basefd = dirfd, .owner = owner, .depth = 1};
+	int rc;
+
+	rc = scan_config(&s, dirfd, name);
+	strs_free(&s.rel);
+	strs_free(&s.wt);
+	return rc;
+}

@@ -14,6 +14,7 @@ GUARD_TESTS = \
 	tests/guard-reference.sh \
 	tests/guard-index.sh \
 	tests/guard-strategy.sh \
-	tests/guard-audit.sh
+	tests/guard-audit.sh \
+	tests/guard-home.sh
 TESTS += $(GUARD_TESTS)
 EXTRA_DIST += $(GUARD_TESTS) tests/guard-forge.py

@@ -1,0 +1,581 @@
+/*
+ * H1: a person's own git configuration.  When a writable root holds a home
+ * folder (a bot given /home/alice, /home or /), the bot could write
+ * ~/.gitconfig or ~/.config/git/config, or a file they include, and the
+ * person's next git anywhere would run what it names (core.fsmonitor,
+ * core.hooksPath, a pager, a filter).  So every home folder of the host is
+ * learnt at guard_open (getpwent(3), and /root) and kept by (dev, ino):
+ *   - in a home, `.gitconfig` is RO and NC, whatever its type;
+ *   - `.config` may be a folder only, is pinned (no rename or rmdir away,
+ *     nothing moved in as it), and in it `git` is RO-tree;
+ *   - `.ssh` likewise, and in it `config` is RO and NC: git over ssh runs
+ *     what it names (ProxyCommand, Match exec);
+ *   - a home inside the root and every folder on the way to it are pinned;
+ *   - what a symlinked .gitconfig, .config/git or .ssh/config names inside the root is
+ *     protected too, and each of these configs is scanned like a
+ *     repository's: include and includeIf targets (W3) and an absolute
+ *     core.hooksPath (W2) inside the root are recorded.
+ * A home outside the root is scanned too, read through the kernel (it is the
+ * host's, not the bot's): its includes may name files inside the root.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gitguard/guard-int.h"
+
+#define HOME_OUTSIDE_MAX 256 /* config files outside the root one home scan reads */
+
+static int home_cmp(const void *a, const void *b)
+{
+	const struct guard_home *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return 0;
+}
+
+/* Is the folder (dev, ino) a home?  Read-only table: no lock. */
+bool guard_is_home(struct guard *g, uint64_t dev, uint64_t ino)
+{
+	struct guard_home key = {dev, ino};
+
+	return g->nhomes && bsearch(&key, g->homes, g->nhomes, sizeof(key), home_cmp);
+}
+
+/*
+ * The name stage for a child of a home (or of a home's .config): true when
+ * NAME is one of H1's, with OUT set.  Costs a name compare for other names.
+ */
+bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const char *name,
+		      mode_t mode, struct guard_cls *out)
+{
+	if (parent->kind != GUARD_PLAIN)
+		return false;
+	if (parent->role == GUARD_R_HOMECFG || parent->role == GUARD_R_HOMESSH) {
+		if (parent->role == GUARD_R_HOMECFG ? !name_is(name, "git") : !name_is(name, "config"))
+			return false;
+		out->flags |= GUARD_RO | GUARD_TREE;
+		out->rule = GUARD_RULE_H1;
+		return true;
+	}
+	if (name_is(name, ".gitconfig")) {
+		if (!guard_is_home(g, parent->dev, parent->ino))
+			return false;
+		out->flags |= GUARD_RO;
+		out->rule = GUARD_RULE_H1;
+		return true;
+	}
+	if (name_is(name, ".config") || name_is(name, ".ssh")) {
+		if (!guard_is_home(g, parent->dev, parent->ino))
+			return false;
+		/* a folder, pinned; anything else there (a symlink elsewhere) is refused */
+		out->flags |= S_ISDIR(mode) ? GUARD_PIN : GUARD_RO;
+		out->rule = GUARD_RULE_H1;
+		if (S_ISDIR(mode))
+			out->role = name[1] == 's' || name[1] == 'S' ? GUARD_R_HOMESSH
+								     : GUARD_R_HOMECFG;
+		return true;
+	}
+	return false;
+}
+
+/* One home scan: its records, the files it read (or found missing), and the homes met */
+struct hscan {
+	struct guard *g;
+	struct guard_repo r; /* records, and repo.c's watch for one config file at a time */
+	struct guard_wfile *w;
+	size_t nw;
+	size_t aw;
+	struct guard_home *tab; /* NULL on a rescan */
+	size_t n;
+	unsigned outside; /* config files outside the root read */
+};
+
+static void wfiles_free(struct guard_wfile *w, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(w[i].name);
+	free(w);
+}
+
+static void hscan_free(struct hscan *h)
+{
+	recs_clear(&h->r.recs);
+	free(h->r.watch); /* emptied by scan_file */
+	h->r.watch = NULL;
+	wfiles_free(h->w, h->nw);
+	h->w = NULL;
+	h->nw = 0;
+}
+
+/*
+ * Watches NAME (a relative path) in DIRFD; ST NULL when missing.  Kept as the
+ * absolute path the folder has now, not as a descriptor: a host with many
+ * homes would otherwise hold many fds per mount.  A stat by path is only a
+ * trigger (a folder moved makes it change too); what is guarded is read
+ * again through descriptors.
+ */
+static int watch_add(struct hscan *h, int dirfd, const char *name, const struct stat *st)
+{
+	char proc[64], dir[PATH_MAX];
+	struct guard_wfile *v, *f;
+	ssize_t n;
+
+	if (h->nw >= GUARD_HOME_WATCH)
+		return 0;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
+	n = readlink(proc, dir, sizeof(dir) - 1);
+	if (n <= 0 || dir[0] != '/')
+		return 0;
+	dir[n] = '\0';
+	if (h->nw == h->aw) {
+		size_t na = h->aw ? h->aw * 2 : 16;
+
+		v = realloc(h->w, na * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		h->w = v;
+		h->aw = na;
+	}
+	f = &h->w[h->nw];
+	memset(f, 0, sizeof(*f));
+	if (asprintf(&f->name, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0)
+		return -ENOMEM;
+	f->dirfd = -1;
+	f->missing = !st;
+	if (st)
+		f->st = *st;
+	h->nw++;
+	return 0;
+}
+
+/* Has the file F changed since it was read (stat, following links)? */
+static bool wfile_moved(const struct guard_wfile *f)
+{
+	struct stat st;
+
+	if (stat(f->name, &st) < 0)
+		return !f->missing;
+	return f->missing || st.st_ino != f->st.st_ino || st.st_dev != f->st.st_dev ||
+	       st.st_size != f->st.st_size || st.st_mode != f->st.st_mode ||
+	       st.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
+	       st.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec ||
+	       st.st_ctim.tv_sec != f->st.st_ctim.tv_sec ||
+	       st.st_ctim.tv_nsec != f->st.st_ctim.tv_nsec;
+}
+
+/* Watches PATH from DIRFD as it is now */
+static int watch_path(struct hscan *h, int dirfd, const char *path)
+{
+	struct stat st;
+
+	return watch_add(h, dirfd, path, fstatat(dirfd, path, &st, 0) ? NULL : &st);
+}
+
+static int pin_cb(void *arg, const struct stat *st, bool is_link)
+{
+	struct hscan *h = arg;
+
+	return recs_add(&h->r.recs, st->st_dev, st->st_ino, NULL, is_link ? GUARD_RO : GUARD_PIN,
+			GUARD_RULE_H1);
+}
+
+/* Scans the config NAME in DIRFD for includes and hooksPath; logs what it cannot read */
+static int scan_file(struct hscan *h, int dirfd, const char *name, uid_t owner, const char *what)
+{
+	struct guard_watch *w = h->r.watch;
+	size_t i;
+	int rc;
+
+	h->r.rule = 0;
+	w->n = 0;
+	rc = guard_scan_config_file(h->g, &h->r, dirfd, name, owner);
+	/* the files it read (the config, its includes) are watched for host changes */
+	for (i = 0; i < w->n; i++) {
+		if (!rc)
+			rc = watch_add(h, w->f[i].dirfd, w->f[i].name,
+				       w->f[i].missing ? NULL : &w->f[i].st);
+		close(w->f[i].dirfd);
+		free(w->f[i].name);
+	}
+	w->n = 0;
+	if (!rc && h->r.rule)
+		guard_logf(h->g, "gitguard: %s: %s (its includes may be unguarded)", what,
+			   h->r.why);
+	return rc;
+}
+
+#define NO_SCAN ((uid_t)-1) /* home_inside: not a git config, not scanned */
+
+/*
+ * NAME in the home HOMEFD, inside the root: what it names (through symlinks,
+ * all pinned) is RO (RO-tree for a folder), NC if missing; a git config file
+ * is scanned (unless OWNER is NO_SCAN).  SUB, for a folder, is the config
+ * inside it to scan.
+ */
+static int home_inside(struct hscan *h, int homefd, const char *name, const char *sub, uid_t owner)
+{
+	struct resolved res;
+	struct stat st, hst;
+	int rc = 0;
+
+	switch (guard_resolve(h->g, homefd, name, true, pin_cb, h, &res)) {
+	case RES_INSIDE:
+		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL,
+			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_H1);
+		if (rc)
+			break;
+		if (owner == NO_SCAN)
+			break;
+		if (!sub && S_ISREG(res.st.st_mode))
+			rc = scan_file(h, res.dirfd, res.name, owner, name);
+		else if (sub && S_ISDIR(res.st.st_mode) &&
+			 !fstatat(res.fd, sub, &st, AT_SYMLINK_NOFOLLOW)) {
+			rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, NULL, GUARD_RO,
+				      GUARD_RULE_H1);
+			if (!rc && S_ISREG(st.st_mode))
+				rc = scan_file(h, res.fd, sub, owner, name);
+		}
+		break;
+	case RES_MISSING:
+		/* missing in the home itself: the name stage refuses what must not be made */
+		if (!fstat(res.dirfd, &st) && !fstat(homefd, &hst) &&
+		    (st.st_dev != hst.st_dev || st.st_ino != hst.st_ino))
+			rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, res.name,
+				      GUARD_RO | GUARD_TREE, GUARD_RULE_H1);
+		break;
+	default:
+		break; /* a symlink out of the root: nothing of it to guard here */
+	}
+	resolved_close(&res);
+	return rc;
+}
+
+/* "~/x" (HOME), "~user/x", else a path relative to DIR, into OUT; as git's interpolate_path */
+static int home_expand(const char *in, const char *dir, const char *home, char *out, size_t outsz)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096], user[256];
+	const char *slash;
+	size_t l;
+	int n;
+
+	if (in[0] == '~' && (in[1] == '/' || !in[1])) {
+		n = snprintf(out, outsz, "%s%s", home, in + 1);
+	} else if (in[0] == '~') {
+		slash = strchr(in, '/');
+		l = slash ? (size_t)(slash - in - 1) : strlen(in + 1);
+		if (l >= sizeof(user))
+			return -ENAMETOOLONG;
+		memcpy(user, in + 1, l);
+		user[l] = '\0';
+		if (getpwnam_r(user, &pw, buf, sizeof(buf), &res) || !res || !res->pw_dir)
+			return -ENOENT;
+		n = snprintf(out, outsz, "%s%s", res->pw_dir, slash ? slash : "");
+	} else if (in[0] == '/') {
+		n = snprintf(out, outsz, "%s", in);
+	} else {
+		n = snprintf(out, outsz, "%s/%s", dir, in);
+	}
+	return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
+}
+
+static int home_outside(struct hscan *h, const char *path, const char *home, uid_t owner,
+			unsigned depth);
+
+/* An include of a config outside the root */
+struct outside {
+	struct hscan *h;
+	const char *dir; /* the including file's folder */
+	const char *home;
+	uid_t owner;
+	unsigned depth;
+};
+
+static int on_outside_key(void *arg, enum guard_cfg_key key, const char *value)
+{
+	struct outside *o = arg;
+	char path[PATH_MAX];
+
+	if (key != GUARD_CFG_INCLUDE || !*value ||
+	    home_expand(value, o->dir, o->home, path, sizeof(path)))
+		return 0;
+	return home_outside(o->h, path, o->home, o->owner, o->depth + 1);
+}
+
+/*
+ * PATH, a config file outside the root (the kernel resolves it: it is the
+ * host's): repo.c's scan records what it includes inside the root, and the
+ * includes that stay outside are followed here, as git would, to at most
+ * GUARD_INCLUDE_DEPTH levels and HOME_OUTSIDE_MAX files a scan.
+ */
+static int home_outside(struct hscan *h, const char *path, const char *home, uid_t owner,
+			unsigned depth)
+{
+	struct outside o = {h, NULL, home, owner, depth};
+	struct guard_cfg cfg = {.fn = on_outside_key, .arg = &o};
+	char real[PATH_MAX], *slash, *buf;
+	struct resolved res;
+	size_t len;
+	int dfd, rc, where;
+
+	if (depth > GUARD_INCLUDE_DEPTH || h->outside >= HOME_OUTSIDE_MAX)
+		return 0;
+	where = guard_resolve(h->g, -1, path, true, NULL, NULL, &res);
+	resolved_close(&res);
+	if (where != RES_OUTSIDE || !realpath(path, real))
+		return 0; /* inside: recorded and read by the scan of the file naming it */
+	h->outside++;
+	slash = strrchr(real, '/');
+	if (!slash || !slash[1])
+		return 0;
+	*slash = '\0';
+	dfd = open(*real ? real : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return 0;
+	rc = scan_file(h, dfd, slash + 1, owner, path);
+	if (!rc && !guard_read_file(dfd, slash + 1, GUARD_CONFIG_MAX, &buf, &len, NULL)) {
+		o.dir = *real ? real : "/";
+		rc = guard_config_scan(buf, len, &cfg);
+		if (rc == -EINVAL)
+			rc = 0; /* git refuses it too; what it named so far was followed */
+		free(buf);
+	}
+	close(dfd);
+	return rc;
+}
+
+/* A home DIR not made yet, inside the root: the bot may not make it */
+static int home_missing(struct hscan *h, const char *dir)
+{
+	struct resolved res;
+	struct stat st;
+	int rc = 0;
+
+	if (guard_resolve(h->g, -1, dir, true, pin_cb, h, &res) == RES_MISSING &&
+	    !fstat(res.dirfd, &st))
+		rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, res.name, GUARD_RO | GUARD_TREE,
+			      GUARD_RULE_H1);
+	resolved_close(&res);
+	return rc;
+}
+
+/* The home DIR: remembered by (dev, ino); inside the root, pinned and its configs guarded */
+static int home_add(struct hscan *h, const char *dir)
+{
+	char path[PATH_MAX];
+	struct resolved res;
+	struct stat st;
+	int rc = 0, fd;
+
+	if (stat(dir, &st) < 0)
+		return errno == ENOENT ? home_missing(h, dir) : 0;
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	if (h->tab)
+		h->tab[h->n++] = (struct guard_home){st.st_dev, st.st_ino};
+	/* the person may write these on the host while mounted: watched */
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		rc = watch_path(h, fd, ".gitconfig");
+		rc = rc ? rc : watch_path(h, fd, ".config/git/config");
+		close(fd);
+	}
+	if (!rc && guard_resolve(h->g, -1, dir, true, pin_cb, h, &res) == RES_INSIDE &&
+	    S_ISDIR(res.st.st_mode)) {
+		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL, GUARD_PIN,
+			      GUARD_RULE_H1);
+		rc = rc ? rc : home_inside(h, res.fd, ".gitconfig", NULL, st.st_uid);
+		rc = rc ? rc : home_inside(h, res.fd, ".config/git", "config", st.st_uid);
+		/* git over ssh runs what ~/.ssh/config names (ProxyCommand, Match exec) */
+		rc = rc ? rc : home_inside(h, res.fd, ".ssh/config", NULL, NO_SCAN);
+		resolved_close(&res);
+		return rc;
+	}
+	resolved_close(&res);
+	if (!rc && snprintf(path, sizeof(path), "%s/.gitconfig", dir) < (int)sizeof(path))
+		rc = home_outside(h, path, dir, st.st_uid, 0);
+	if (!rc && snprintf(path, sizeof(path), "%s/.config/git/config", dir) < (int)sizeof(path))
+		rc = home_outside(h, path, dir, st.st_uid, 0);
+	return rc;
+}
+
+/* Scans every home in g->home_dirs into H (records, watched files, and homes if H->tab) */
+static int homes_scan(struct guard *g, struct hscan *h)
+{
+	size_t i;
+	int rc = 0;
+
+	h->g = g;
+	h->r.watch = calloc(1, sizeof(*h->r.watch));
+	if (!h->r.watch)
+		return -ENOMEM;
+	h->r.watch->gfd = -1;
+	for (i = 0; !rc && i < g->nhome_dirs; i++)
+		rc = home_add(h, g->home_dirs[i]);
+	return rc;
+}
+
+/* Makes H's records and watch list the guard's (lock held exclusive); H keeps the old ones */
+static void homes_publish(struct guard *g, struct hscan *h)
+{
+	struct guard_recs r = g->homerecs;
+	struct guard_wfile *w = g->hwatch;
+	size_t nw = g->nhwatch;
+
+	g->homerecs = h->r.recs;
+	h->r.recs = r;
+	g->hwatch = h->w;
+	g->nhwatch = h->nw;
+	h->w = w;
+	h->nw = nw;
+	guard_tab_rebuild(g);
+}
+
+static pthread_mutex_t pw_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Appends DIR to g->home_dirs unless it is there or not absolute */
+static int dirs_add(struct guard *g, const char *dir)
+{
+	char **v;
+	size_t i;
+
+	if (!dir || dir[0] != '/' || g->nhome_dirs >= GUARD_HOMES_MAX)
+		return 0;
+	for (i = 0; i < g->nhome_dirs; i++)
+		if (!strcmp(g->home_dirs[i], dir))
+			return 0;
+	v = realloc(g->home_dirs, (g->nhome_dirs + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	g->home_dirs = v;
+	v[g->nhome_dirs] = strdup(dir);
+	if (!v[g->nhome_dirs])
+		return -ENOMEM;
+	g->nhome_dirs++;
+	return 0;
+}
+
+/* The homes getpwent(3) lists (not thread-safe: one guard_open at a time), /root and EXTRA */
+static int homes_list(struct guard *g, const char *const *extra)
+{
+	struct passwd *pw;
+	size_t i;
+	int rc;
+
+	rc = dirs_add(g, "/root");
+	pthread_mutex_lock(&pw_lock);
+	setpwent();
+	while (!rc && (pw = getpwent()))
+		rc = dirs_add(g, pw->pw_dir);
+	endpwent();
+	pthread_mutex_unlock(&pw_lock);
+	for (i = 0; !rc && extra && extra[i]; i++)
+		rc = dirs_add(g, extra[i]);
+	if (!rc && g->nhome_dirs >= GUARD_HOMES_MAX)
+		guard_logf(g, "gitguard: more than %d home folders: the others are not guarded",
+			   GUARD_HOMES_MAX);
+	return rc;
+}
+
+/*
+ * At guard_open: every home of the host (getpwent, /root, and EXTRA, a
+ * NULL-terminated list or NULL) into g->homes, and H1's records into
+ * g->homerecs.  Fails only for lack of memory.
+ */
+int guard_homes_load(struct guard *g, const char *const *extra)
+{
+	struct hscan h = {0};
+	size_t i, j;
+	int rc;
+
+	rc = homes_list(g, extra);
+	h.tab = rc ? NULL : calloc(g->nhome_dirs + 1, sizeof(*h.tab));
+	if (!rc && !h.tab)
+		rc = -ENOMEM;
+	rc = rc ? rc : homes_scan(g, &h);
+	if (rc) {
+		free(h.tab);
+		hscan_free(&h);
+		return rc;
+	}
+	qsort(h.tab, h.n, sizeof(*h.tab), home_cmp);
+	for (i = j = 0; i < h.n; i++)
+		if (!j || home_cmp(&h.tab[j - 1], &h.tab[i]))
+			h.tab[j++] = h.tab[i];
+	g->homes = h.tab;
+	g->nhomes = j;
+	pthread_rwlock_wrlock(&g->lock);
+	homes_publish(g, &h);
+	pthread_rwlock_unlock(&g->lock);
+	hscan_free(&h);
+	return 0;
+}
+
+/*
+ * A person may change their own git configuration on the host while a root
+ * is mounted (add an include, a hooksPath): called after guard_revalidate(),
+ * it looks when that one did (its clock, at most every GUARD_REVAL_MS, so
+ * between looks this costs two atomic loads): the files the home scan read
+ * are stat'ed again, and when one changed every home is scanned again.  The
+ * homes themselves (who has a home where) are learnt at guard_open only.
+ */
+static void homes_look(struct guard *g);
+
+void guard_homes_revalidate(struct guard *g)
+{
+	int64_t now, last;
+
+	now = atomic_load(&g->reval_ms);
+	last = atomic_load(&g->home_reval_ms);
+	if (now != last && atomic_compare_exchange_strong(&g->home_reval_ms, &last, now))
+		homes_look(g);
+}
+
+/* The look itself: rescans the homes if a watched file changed */
+static void homes_look(struct guard *g)
+{
+	struct hscan h = {0};
+	bool changed = false;
+	size_t i;
+
+	pthread_rwlock_rdlock(&g->lock);
+	for (i = 0; i < g->nhwatch && !changed; i++)
+		changed = wfile_moved(&g->hwatch[i]);
+	pthread_rwlock_unlock(&g->lock);
+	if (!changed)
+		return;
+	guard_logf(g, "gitguard: a person's git configuration changed: read again");
+	if (homes_scan(g, &h)) {
+		hscan_free(&h);
+		atomic_store(&g->home_reval_ms, -1); /* try again at the next decision */
+		return;
+	}
+	pthread_rwlock_wrlock(&g->lock);
+	homes_publish(g, &h);
+	pthread_rwlock_unlock(&g->lock);
+	hscan_free(&h);
+	guard_bump(g);
+}
+
+/* At guard_free */
+void guard_homes_free(struct guard *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->nhome_dirs; i++)
+		free(g->home_dirs[i]);
+	free(g->home_dirs);
+	free(g->homes);
+	recs_clear(&g->homerecs);
+	wfiles_free(g->hwatch, g->nhwatch);
+}

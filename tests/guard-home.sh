@@ -1,0 +1,255 @@
+#!/bin/bash
+# guard-home: rule H1.  A writable root that holds a person's home folder
+# (a bot given /home/alice, or /home) must not let the bot write the
+# person's own git configuration: ~/.gitconfig, ~/.config/git and what they
+# include.  A test user is made with its home inside the source; through the
+# mount every way of planting a core.fsmonitor / core.hooksPath config there
+# must fail with EROFS.  Then, on the host, that user runs plain git in a
+# repository of its own and no marker may appear.  A control shows the same
+# config, read by git, does run the payload; a .gitconfig outside a home
+# stays writable.
+. "$top_srcdir/tests/lib.sh"
+
+need_agentfs "gitguard rules"
+command -v git >/dev/null || skip_all "git is missing"
+command -v useradd >/dev/null || skip_all "useradd is missing"
+command -v runuser >/dev/null || skip_all "runuser is missing"
+[ -x "$TRYOP" ] || bail_out "$TRYOP is not built"
+
+S="$T/src"   # SOURCE: holds the user's home, home/u
+M="$T/m"
+UH="$S/home/u"
+PAY="$T/pay" # the bot's payloads: outside the root, as in its /tmp
+MARK="$T/marks" # where a payload that ran leaves its marker (the user may write there)
+U="agfs-h$$"
+U2="agfs-o$$" # a second person, whose home is outside the root
+UH2="$T/home2"
+mkdir -p "$S/home" "$S/other" "$S/shared" "$M" "$PAY" "$MARK"
+chmod 1777 "$MARK"
+
+# the users go with the test, whatever happens (lib_cleanup sees our status)
+home_cleanup()
+{
+	local rc=$? u
+	for u in "$U" "$U2"; do
+		userdel "$u" >/dev/null 2>&1
+		groupdel "$u" >/dev/null 2>&1
+	done
+	(exit "$rc")
+	lib_cleanup
+}
+trap home_cleanup EXIT
+# useradd may meet another test's lock on /etc/passwd: retried
+for _i in 1 2 3 4 5 6 7 8 9 10; do
+	getent passwd "$U" >/dev/null || useradd -M -U -d "$UH" -s /bin/sh "$U" 2>/dev/null
+	getent passwd "$U2" >/dev/null || useradd -M -U -d "$UH2" -s /bin/sh "$U2" 2>/dev/null
+	getent passwd "$U" >/dev/null && getent passwd "$U2" >/dev/null && break
+	sleep 0.3
+done
+getent passwd "$U" >/dev/null && getent passwd "$U2" >/dev/null ||
+	bail_out "cannot make the test users $U and $U2"
+
+# as_user CMD...: CMD as the test user, with its home, no inherited git settings
+as_user()
+{
+	runuser -u "$U" -- env -i HOME="$UH" PATH="$PATH" LANG=C "$@"
+}
+as_user2()
+{
+	runuser -u "$U2" -- env -i HOME="$UH2" PATH="$PATH" LANG=C "$@"
+}
+
+# evil NAME: a config that runs PAY/NAME-* when git reads it
+evil()
+{
+	local n
+	for n in fsmonitor pre-commit post-commit; do
+		printf '#!/bin/sh\ntouch %s/PWNED-%s-%s\n' "$MARK" "$1" "$n" >"$PAY/$1-$n"
+		chmod 755 "$PAY/$1-$n"
+	done
+	mkdir -p "$PAY/$1-hooks"
+	cp "$PAY/$1-pre-commit" "$PAY/$1-hooks/pre-commit"
+	cp "$PAY/$1-post-commit" "$PAY/$1-hooks/post-commit"
+	printf '[core]\n\tfsmonitor = %s\n\thooksPath = %s\n' "$PAY/$1-fsmonitor" "$PAY/$1-hooks"
+}
+
+# sshcfg NAME: an ssh config whose ProxyCommand leaves PWNED-NAME-ssh; git over ssh runs it
+sshcfg()
+{
+	printf '#!/bin/sh\ntouch %s/PWNED-%s-ssh\nexit 1\n' "$MARK" "$1" >"$PAY/$1-ssh"
+	chmod 755 "$PAY/$1-ssh"
+	printf 'Host *\n\tProxyCommand %s\n' "$PAY/$1-ssh"
+}
+
+setup()
+{
+	set -e
+	mkdir -p "$UH/.config/git" "$UH/work" "$UH/.ssh"
+	printf '[user]\n\tname = u\n\temail = u@example.org\n[include]\n\tpath = inc.cfg\n' \
+		>"$UH/.gitconfig"
+	printf '[init]\n\tdefaultBranch = main\n' >"$UH/.config/git/config"
+	chown -R "$U" "$UH"
+	chmod 755 "$T" "$S" "$S/home" "$PAY"
+	# the user's repository on the host, outside the root
+	mkdir "$T/repo"
+	chown "$U" "$T/repo"
+	as_user git init -q "$T/repo"
+	as_user sh -c "cd '$T/repo' && echo a >a && git add a && git commit -qm a"
+	# the second person includes a team config that lies inside the root
+	mkdir -p "$UH2" "$T/repo2"
+	printf '[user]\n\tname = o\n\temail = o@example.org\n' >"$S/shared/team.cfg"
+	printf '[include]\n\tpath = %s\n' "$S/shared/team.cfg" >"$UH2/.gitconfig"
+	chown -R "$U2" "$UH2" "$T/repo2"
+	as_user2 git init -q "$T/repo2"
+	as_user2 sh -c "cd '$T/repo2' && echo a >a && git add a && git commit -qm a"
+	cp "$UH/.gitconfig" "$T/gitconfig.before"
+	cp "$UH/.config/git/config" "$T/xdgconfig.before"
+	evil bot >"$PAY/bot.cfg"
+	sshcfg bot >"$PAY/bot.ssh"
+	evil control >"$PAY/control.cfg"
+	set +e
+}
+if ! (setup) >"$T/setup.log" 2>&1; then
+	diag "$(cat "$T/setup.log")"
+	bail_out "host setup failed"
+fi
+
+# ---- control: this config, read by the user's git, runs the payload --------
+mkdir -p "$T/ctl"
+cp "$PAY/control.cfg" "$T/ctl/.gitconfig"
+chown -R "$U" "$T/ctl"
+runuser -u "$U" -- env -i HOME="$T/ctl" PATH="$PATH" git -C "$T/repo" status >/dev/null 2>&1
+if [ -e "$MARK/PWNED-control-fsmonitor" ]; then
+	ok "control: a planted ~/.gitconfig runs the bot's program on git status"
+else
+	skip "control: this git does not run core.fsmonitor (the attacks below prove less)"
+fi
+
+# ssh reads the config of the user's passwd home, whatever HOME says
+mkdir -p "$UH2/.ssh"
+sshcfg control >"$UH2/.ssh/config"
+chown -R "$U2" "$UH2/.ssh"
+chmod 700 "$UH2/.ssh"
+as_user2 timeout 20 git ls-remote ssh://git@example.invalid/x.git >/dev/null 2>&1
+rm -rf "$UH2/.ssh"
+if [ -e "$MARK/PWNED-control-ssh" ]; then
+	ok "control: a planted ~/.ssh/config runs the bot's program on git over ssh"
+else
+	skip "control: this ssh does not run ProxyCommand here (the ssh attack below proves less)"
+fi
+
+if ! fs_mount "$S" "$M"; then
+	not_ok "mount $S"
+	done_testing
+	exit 1
+fi
+ok "writable mount of a folder that holds a home"
+H="$M/home/u"
+
+try() { "$TRYOP" "$@"; }
+# plant FILE: append the bot's config to FILE; prints OK or the error
+plant()
+{
+	if (cat "$PAY/bot.cfg" >>"$1") 2>"$T/plant.err"; then
+		echo OK
+	elif grep -q 'Read-only file system' "$T/plant.err"; then
+		echo EROFS
+	else
+		cat "$T/plant.err"
+	fi
+}
+
+# ---- ~/.gitconfig -----------------------------------------------------------
+is "$(plant "$H/.gitconfig")" EROFS "~/.gitconfig: appending a config refused"
+is "$(try open-trunc "$H/.gitconfig")" EROFS "~/.gitconfig: truncating refused"
+is "$(try unlink "$H/.gitconfig")" EROFS "~/.gitconfig: unlink refused"
+is "$(try rename "$H/.gitconfig" "$H/gitconfig.old")" EROFS "~/.gitconfig: rename away refused"
+cp "$PAY/bot.cfg" "$H/new.cfg"
+is "$(try rename "$H/new.cfg" "$H/.gitconfig")" EROFS "~/.gitconfig: rename onto refused"
+is "$(try link "$H/.gitconfig" "$H/gc-alias")" EROFS "~/.gitconfig: a second name refused"
+is "$(try rename-exchange "$H/new.cfg" "$H/.gitconfig")" EROFS "~/.gitconfig: exchange refused"
+rm -f "$H/new.cfg"
+is "$(try chmod "$H/.gitconfig")" EROFS "~/.gitconfig: chmod refused"
+
+# ---- the include it names (inc.cfg, missing) --------------------------------
+is "$(plant "$H/inc.cfg")" EROFS "include target of ~/.gitconfig: create refused"
+is "$(try symlink "$PAY/bot.cfg" "$H/inc.cfg")" EROFS "include target: symlink refused"
+is "$(try mkdir "$H/inc.cfg")" EROFS "include target: mkdir refused"
+cp "$PAY/bot.cfg" "$H/new.cfg"
+is "$(try link "$H/new.cfg" "$H/inc.cfg")" EROFS "include target: hard link refused"
+is "$(try rename "$H/new.cfg" "$H/inc.cfg")" EROFS "include target: rename onto refused"
+rm -f "$H/new.cfg"
+
+# ---- ~/.config/git ----------------------------------------------------------
+is "$(plant "$H/.config/git/config")" EROFS "~/.config/git/config: appending refused"
+is "$(plant "$H/.config/git/config.new")" EROFS "~/.config/git: a new file refused"
+is "$(try mkdir "$H/.config/git/hooks")" EROFS "~/.config/git: a hooks folder refused"
+is "$(try rename "$H/.config/git" "$H/.config/git.old")" EROFS "~/.config/git: rename away refused"
+is "$(try rename "$H/.config" "$H/config.old")" EROFS "~/.config: rename away refused"
+is "$(try rmdir "$H/.config")" EROFS "~/.config: rmdir refused"
+mkdir -p "$H/cfg2/git"
+cat "$PAY/bot.cfg" >"$H/cfg2/git/config"
+is "$(try rename "$H/cfg2" "$H/.config")" EROFS "~/.config: a new one renamed over it refused"
+is "$(try rename-exchange "$H/cfg2" "$H/.config")" EROFS "~/.config: exchanged refused"
+echo hi >"$H/work/notes.txt" 2>/dev/null
+is "$(cat "$H/work/notes.txt" 2>/dev/null)" hi "other files in the home stay writable"
+is "$(try mkdir "$H/.config/other-app")" OK "other folders in ~/.config stay writable"
+
+# ---- ~/.ssh/config -------------------------------------------------------------
+is "$(try create "$H/.ssh/config")" EROFS "~/.ssh/config: create refused"
+cp "$PAY/bot.ssh" "$H/ssh.new"
+is "$(try rename "$H/ssh.new" "$H/.ssh/config")" EROFS "~/.ssh/config: rename onto refused"
+rm -f "$H/ssh.new"
+is "$(try symlink "$PAY/bot.ssh" "$H/.ssh/config")" EROFS "~/.ssh/config: symlink refused"
+is "$(try rename "$H/.ssh" "$H/ssh-old")" EROFS "~/.ssh: rename away refused"
+[ -d "$H/ssh-old" ] && mv "$H/ssh-old" "$H/.ssh" # unguarded: put it back for the git below
+is "$(try create "$H/.ssh/known_hosts")" OK "~/.ssh/known_hosts can be made"
+
+# ---- a home outside the root: what its config includes inside the root --------
+is "$(plant "$M/shared/team.cfg")" EROFS "an include of a home's config outside the root: refused"
+is "$(try rename "$M/shared" "$M/shared2")" EROFS "... and the folder on its way pinned"
+is "$(plant "$M/shared/other.cfg")" OK "... other files beside it writable"
+
+# ---- the person changes their configuration on the host while mounted --------
+as_user git config --global --add include.path later.cfg
+sleep 0.2
+is "$(plant "$H/later.cfg")" EROFS "an include the person adds while mounted: refused"
+as_user git config --global --add core.hooksPath "$S/home/u/githooks"
+sleep 0.2
+is "$(try mkdir "$H/githooks")" EROFS "a hooksPath the person adds while mounted: refused"
+
+# ---- no false positives outside a home ---------------------------------------
+is "$(try mkdir "$M/other/.gitconfig")" OK "a folder named .gitconfig outside a home: mkdir"
+is "$(try create "$M/other/.gitconfig/x")" OK "... a file in it"
+is "$(try rename "$M/other/.gitconfig" "$M/other/gc")" OK "... renamed"
+is "$(plant "$M/other/.gitconfig")" OK "a file named .gitconfig outside a home is writable"
+mkdir -p "$M/other/.config/git" 2>/dev/null
+is "$(plant "$M/other/.config/git/config")" OK "other/.config/git/config is writable"
+
+is "$(try rename "$H" "$M/home/u-old")" EROFS "the home itself: rename away refused"
+[ -d "$M/home/u-old" ] && mv "$M/home/u-old" "$H" # unguarded: put it back for the git below
+is "$(try rename "$M/home" "$M/home-old")" EROFS "the folder above a home: rename refused"
+[ -d "$M/home-old" ] && mv "$M/home-old" "$M/home"
+
+fs_umount "$M" || not_ok "umount $M"
+
+# ---- the person's git on the host -------------------------------------------
+as_user git config --global --unset-all include.path later.cfg
+as_user git config --global --unset-all core.hooksPath
+cmp -s "$UH/.gitconfig" "$T/gitconfig.before"
+is "$?" 0 "host: ~/.gitconfig is what the person left"
+cmp -s "$UH/.config/git/config" "$T/xdgconfig.before"
+is "$?" 0 "host: ~/.config/git/config is what the person left"
+check "host: no include target appeared" test ! -e "$UH/inc.cfg"
+as_user git -C "$T/repo" status >"$T/host.log" 2>&1
+is "$?" 0 "host: the user's git status runs"
+as_user git -C "$T/repo" commit -q --allow-empty -m x >>"$T/host.log" 2>&1
+is "$?" 0 "host: the user's git commit runs"
+as_user timeout 20 git ls-remote ssh://git@example.invalid/x.git >>"$T/host.log" 2>&1
+as_user2 git -C "$T/repo2" status >>"$T/host.log" 2>&1
+is "$?" 0 "host: the second person's git status runs"
+as_user2 git -C "$T/repo2" commit -q --allow-empty -m x >>"$T/host.log" 2>&1
+is "$?" 0 "host: the second person's git commit runs"
+is "$(ls "$MARK" | grep 'PWNED-bot' | tr '\n' ' ')" "" "host: nothing the bot planted ran"
+
+done_testing

@@ -1,0 +1,490 @@
+/*
+ * H1 (gitguard/home.c): a person's git configuration in a writable root.  The
+ * homes are given with guard_opts.extra_homes (the host's own, from
+ * getpwent, are guarded too but not touched here).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gitguard/gitguard.h"
+#include "tests/guard-tap.h"
+
+static char top[PATH_MAX - 64]; /* the temporary folder */
+static char rootp[PATH_MAX];	/* the current root */
+static int rootfd = -1;
+static struct guard *g;
+static char homep[PATH_MAX];	/* the test's home folder */
+static char home2p[PATH_MAX];	/* a home not made yet */
+static char home3p[PATH_MAX];	/* a home outside the root */
+static const char *homes[4] = {homep, home2p, home3p, NULL};
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(99);
+}
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Runs a shell command in the current root */
+static void sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	int n;
+	va_list ap;
+
+	n = snprintf(cmd, sizeof(cmd), "cd '%s' && (", rootp);
+	va_start(ap, fmt);
+	n += vsnprintf(cmd + n, sizeof(cmd) - (size_t)n, fmt, ap);
+	va_end(ap);
+	snprintf(cmd + n, sizeof(cmd) - (size_t)n, ") >/dev/null 2>&1");
+	if (system(cmd) != 0) {
+		fprintf(stderr, "# command failed: %s\n", cmd);
+		exit(99);
+	}
+}
+
+static void logcb(void *arg, const char *msg)
+{
+	(void)arg;
+	printf("# log: %s\n", msg);
+}
+
+static void open_root(bool allow_new);
+
+/* A fresh root NAME under the temporary folder, and a guard for it */
+static void new_root(const char *name, bool allow_new)
+{
+	snprintf(rootp, sizeof(rootp), "%s/%s", top, name);
+	if (mkdir(rootp, 0755) < 0)
+		die(rootp);
+	open_root(allow_new);
+}
+
+/* A guard for the existing folder rootp */
+static void open_root(bool allow_new)
+{
+	struct guard_opts o = {.root_path = NULL, .allow_new_repos = allow_new, .log = logcb,
+				.extra_homes = homes};
+	struct guard_err err;
+
+	if (g)
+		guard_free(g);
+	if (rootfd >= 0)
+		close(rootfd);
+	rootfd = open(rootp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		die(rootp);
+	o.root_path = rootp;
+	if (guard_open(rootfd, &o, &g, &err) < 0) {
+		fprintf(stderr, "guard_open: %s\n", err.msg);
+		exit(99);
+	}
+}
+
+/* Opens REL (relative to the root) and classifies every component down to it */
+static int walk_to(const char *rel, struct guard_cls *out, int *fdp, struct stat *stp)
+{
+	char buf[PATH_MAX], *save = NULL, *comp;
+	struct guard_cls cls, c;
+	struct stat st;
+	int cur, nfd, rc;
+
+	rc = guard_classify_root(g, &cls, NULL);
+	if (rc)
+		return rc;
+	cur = dup(rootfd);
+	fstat(cur, &st);
+	snprintf(buf, sizeof(buf), "%s", rel);
+	for (comp = strtok_r(buf, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(comp, "."))
+			continue;
+		nfd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0) {
+			rc = -errno;
+			close(cur);
+			return rc;
+		}
+		fstat(nfd, &st);
+		rc = guard_classify(g, &cls, cur, comp, &st, S_ISDIR(st.st_mode) ? nfd : -1, &c);
+		close(cur);
+		cur = nfd;
+		if (rc) {
+			close(cur);
+			return rc;
+		}
+		cls = c;
+	}
+	*out = cls;
+	if (stp)
+		*stp = st;
+	if (fdp)
+		*fdp = cur;
+	else
+		close(cur);
+	return 0;
+}
+
+static struct guard_cls cls_of(const char *rel)
+{
+	struct guard_cls c = {0};
+
+	if (walk_to(rel, &c, NULL, NULL)) {
+		printf("# cannot classify %s\n", rel);
+		c.kind = 255;
+	}
+	return c;
+}
+
+static struct guard_verdict v;
+
+/* "" when allowed, the rule's name when refused, "ERR" on any other error */
+static const char *result(int rc)
+{
+	if (!rc)
+		return "";
+	if (rc == -EROFS)
+		return v.rule ? v.rule : "?";
+	return "ERR";
+}
+
+static void split(const char *rel, char *dir, char *name)
+{
+	const char *slash = strrchr(rel, '/');
+
+	if (slash) {
+		snprintf(dir, PATH_MAX, "%.*s", (int)(slash - rel), rel);
+		snprintf(name, NAME_MAX + 1, "%s", slash + 1);
+	} else {
+		strcpy(dir, ".");
+		snprintf(name, NAME_MAX + 1, "%s", rel);
+	}
+}
+
+static const char *try_op(enum guard_op op, const char *rel)
+{
+	struct guard_req r = {
+		.op = op, .fd = -1, .parent_fd = -1, .src_parent_fd = -1, .victim_fd = -1};
+	struct guard_cls c;
+
+	if (walk_to(rel, &c, NULL, NULL))
+		return "ERR";
+	r.cls = &c;
+	return result(guard_check(g, &r, &v));
+}
+
+static const char *try_write(const char *rel)
+{
+	return try_op(GUARD_OP_WRITE, rel);
+}
+
+static const char *try_remove(const char *rel)
+{
+	char dir[PATH_MAX], name[NAME_MAX + 1];
+	struct guard_req r = {.fd = -1, .parent_fd = -1, .src_parent_fd = -1, .victim_fd = -1};
+	struct guard_cls c, p;
+	struct stat st;
+
+	split(rel, dir, name);
+	if (walk_to(dir, &p, NULL, NULL) || walk_to(rel, &c, NULL, &st))
+		return "ERR";
+	r.op = S_ISDIR(st.st_mode) ? GUARD_OP_RMDIR : GUARD_OP_UNLINK;
+	r.cls = &c;
+	r.parent = &p;
+	r.name = name;
+	return result(guard_check(g, &r, &v));
+}
+
+/* create (mode S_IFREG, S_IFDIR, S_IFIFO) or symlink (TARGET) at REL */
+static const char *try_new(const char *rel, mode_t mode, const char *target)
+{
+	char dir[PATH_MAX], name[NAME_MAX + 1];
+	struct guard_req r = {.fd = -1, .src_parent_fd = -1, .victim_fd = -1};
+	struct guard_cls p;
+	const char *res;
+	int pfd;
+
+	split(rel, dir, name);
+	if (walk_to(dir, &p, &pfd, NULL))
+		return "ERR";
+	r.op = target ? GUARD_OP_SYMLINK : S_ISDIR(mode) ? GUARD_OP_MKDIR : GUARD_OP_CREATE;
+	r.mode = mode;
+	r.parent = &p;
+	r.parent_fd = pfd;
+	r.name = name;
+	r.target = target;
+	r.parent_path = dir;
+	res = result(guard_check(g, &r, &v));
+	close(pfd);
+	return res;
+}
+
+static const char *try_create(const char *rel)
+{
+	return try_new(rel, S_IFREG, NULL);
+}
+
+static const char *try_mkdir(const char *rel)
+{
+	return try_new(rel, S_IFDIR, NULL);
+}
+
+static const char *try_symlink(const char *rel, const char *target)
+{
+	return try_new(rel, S_IFLNK, target);
+}
+
+static const char *try_link(const char *from, const char *to)
+{
+	char dir[PATH_MAX], name[NAME_MAX + 1];
+	struct guard_req r = {.op = GUARD_OP_LINK, .fd = -1, .src_parent_fd = -1, .victim_fd = -1};
+	struct guard_cls c, p;
+	struct stat st;
+	const char *res;
+	int pfd;
+
+	split(to, dir, name);
+	if (walk_to(from, &c, NULL, &st) || walk_to(dir, &p, &pfd, NULL))
+		return "ERR";
+	r.cls = &c;
+	r.mode = st.st_mode;
+	r.parent = &p;
+	r.parent_fd = pfd;
+	r.name = name;
+	res = result(guard_check(g, &r, &v));
+	close(pfd);
+	return res;
+}
+
+static const char *try_move(enum guard_op op, const char *from, const char *to)
+{
+	char sdir[PATH_MAX], sname[NAME_MAX + 1], dir[PATH_MAX], name[NAME_MAX + 1];
+	struct guard_req r = {.op = op, .fd = -1, .victim_fd = -1};
+	struct guard_cls c, sp, p, vc;
+	struct stat st, vst;
+	const char *res;
+	int fd, spfd, pfd, vfd = -1;
+
+	split(from, sdir, sname);
+	split(to, dir, name);
+	if (walk_to(from, &c, &fd, &st) || walk_to(sdir, &sp, &spfd, NULL) ||
+	    walk_to(dir, &p, &pfd, NULL))
+		return "ERR";
+	r.cls = &c;
+	r.mode = st.st_mode;
+	r.fd = fd;
+	r.src_parent = &sp;
+	r.src_parent_fd = spfd;
+	r.src_name = sname;
+	r.parent = &p;
+	r.parent_fd = pfd;
+	r.name = name;
+	if (!walk_to(to, &vc, &vfd, &vst)) {
+		r.victim = &vc;
+		r.victim_mode = vst.st_mode;
+		r.victim_fd = vfd;
+	}
+	res = result(guard_check(g, &r, &v));
+	close(fd);
+	close(spfd);
+	close(pfd);
+	if (vfd >= 0)
+		close(vfd);
+	return res;
+}
+
+static const char *try_rename(const char *from, const char *to)
+{
+	return try_move(GUARD_OP_RENAME, from, to);
+}
+
+#define IS(expr, want, desc)                                                                       \
+	do {                                                                                       \
+		const char *got_ = (expr);                                                         \
+		tap_ok(!strcmp(got_, want), "%s (want \"%s\", got \"%s\")", desc, want, got_);     \
+	} while (0)
+
+
+static void test_home_names(void)
+{
+	struct guard_cls c;
+
+	new_root("r", false);
+	snprintf(homep, sizeof(homep), "%s/r/home/u", top);
+	snprintf(home2p, sizeof(home2p), "%s/r/home/later", top);
+	sh("mkdir -p home/u/.config/git home/u/proj other/.config/git && "
+	   "printf '[user]\\n\\tname = u\\n[include]\\n\\tpath = inc/extra.cfg\\n"
+	   "\\tpath = inc/missing.cfg\\n[core]\\n\\thooksPath = %s/r/gh\\n' >home/u/.gitconfig && "
+	   "mkdir home/u/inc && echo '[x]' >home/u/inc/extra.cfg && "
+	   "echo '[core]' >home/u/.config/git/config && echo '*.x diff' "
+	   ">home/u/.config/git/attributes && echo hi >other/.gitconfig && "
+	   "echo hi >home/u/proj/a.txt",
+	   top);
+	open_root(false);
+	guard_scan_tree(g, 0, NULL);
+	IS(try_write("home/u/.gitconfig"), "H1", "~/.gitconfig RO");
+	IS(try_remove("home/u/.gitconfig"), "H1", "~/.gitconfig not removable");
+	IS(try_rename("home/u/.gitconfig", "home/u/old"), "H1", "~/.gitconfig not renamed away");
+	IS(try_write("home/u/.config/git/config"), "H1", "~/.config/git/config RO");
+	IS(try_create("home/u/.config/git/hooks"), "H1", "nothing new in ~/.config/git");
+	IS(try_write("home/u/.config/git/attributes"), "H1", "~/.config/git/attributes RO");
+	IS(try_rename("home/u/.config", "home/u/cfg-old"), "H1", "~/.config not renamed away");
+	IS(try_remove("home/u/.config/git"), "H1", "~/.config/git not removable");
+	IS(try_rename("home/u/.config/git", "home/u/.config/g2"), "H1", "~/.config/git pinned");
+	IS(try_rename("home/u", "home/v"), "H1", "a home inside the root is pinned");
+	IS(try_rename("home", "home2"), "H1", "the folders above a home are pinned");
+	IS(try_write("home/u/inc/extra.cfg"), "W3", "an include of ~/.gitconfig RO");
+	IS(try_create("home/u/inc/missing.cfg"), "W3", "a missing include of ~/.gitconfig NC");
+	IS(try_mkdir("gh"), "W2", "an absolute hooksPath of ~/.gitconfig NC");
+	IS(try_mkdir("home/later"), "H1", "a home not made yet may not be made");
+	IS(try_create("home/u/.config/other"), "", "other files in ~/.config writable");
+	IS(try_write("home/u/proj/a.txt"), "", "other files in a home writable");
+	IS(try_create("home/u/.bashrc.x"), "", "other names in a home can be made");
+	/* no false positives outside a home */
+	IS(try_write("other/.gitconfig"), "", ".gitconfig outside a home writable");
+	IS(try_remove("other/.gitconfig"), "", ".gitconfig outside a home removable");
+	IS(try_write("other/.config/git"), "", ".config/git outside a home writable");
+	IS(try_rename("other/.config", "other/c2"), "", ".config outside a home can move");
+	c = cls_of("other/.config");
+	tap_ok(c.flags == 0 && c.role == 0, "no class for .config outside a home");
+	/* with .gitconfig and .config gone, they still cannot be made */
+	sh("rm -rf home/u/.gitconfig home/u/.config");
+	open_root(false);
+	IS(try_create("home/u/.gitconfig"), "H1", "~/.gitconfig NC");
+	IS(try_symlink("home/u/.gitconfig", "../../evil"), "H1", "~/.gitconfig no symlink");
+	IS(try_mkdir("home/u/.gitconfig"), "H1", "~/.gitconfig no folder");
+	IS(try_symlink("home/u/.config", "../../other/.config"), "H1", "~/.config no symlink");
+	IS(try_rename("other/.config", "home/u/.config"), "H1", "no folder moved in as ~/.config");
+	IS(try_link("other/.gitconfig", "home/u/.gitconfig"), "H1", "no link as ~/.gitconfig");
+	IS(try_mkdir("home/u/.config"), "", "~/.config may be made");
+	sh("mkdir home/u/.config");
+	IS(try_mkdir("home/u/.config/git"), "H1", "~/.config/git NC");
+	IS(try_create("home/u/.config/git"), "H1", "~/.config/git NC as a file");
+	IS(try_remove("home/u/.config"), "H1", "a new ~/.config is pinned too");
+	/* ~/.ssh/config: git over ssh runs its ProxyCommand */
+	IS(try_symlink("home/u/.ssh", "../../other"), "H1", "~/.ssh no symlink");
+	IS(try_mkdir("home/u/.ssh"), "", "~/.ssh may be made");
+	sh("mkdir home/u/.ssh && echo x >home/u/.ssh/known_hosts");
+	IS(try_create("home/u/.ssh/config"), "H1", "~/.ssh/config NC");
+	IS(try_write("home/u/.ssh/known_hosts"), "", "~/.ssh/known_hosts writable");
+	IS(try_rename("home/u/.ssh", "home/u/ssh-old"), "H1", "~/.ssh pinned");
+	sh("mkdir -p other/.ssh && touch other/.ssh/config");
+	IS(try_write("other/.ssh/config"), "", ".ssh/config outside a home writable");
+	sh("touch home/u/.ssh/config");
+	IS(try_write("home/u/.ssh/config"), "H1", "~/.ssh/config RO");
+}
+
+/* a dotfiles manager: ~/.gitconfig and ~/.config/git are symlinks into the root */
+static void test_home_links(void)
+{
+	new_root("s", false);
+	snprintf(homep, sizeof(homep), "%s/s/u", top);
+	snprintf(home2p, sizeof(home2p), "%s/s/none", top);
+	sh("mkdir -p u dots/git-xdg && echo '[include]' >dots/gitconfig && "
+	   "echo '  path = ../inc2.cfg' >>dots/gitconfig && echo '[x]' >inc2.cfg && "
+	   "echo '[core]' >dots/git-xdg/config && ln -s ../dots/gitconfig u/.gitconfig && "
+	   "mkdir u/.config && ln -s ../../dots/git-xdg u/.config/git && "
+	   "echo 'Host *' >dots/ssh_config && mkdir u/.ssh && ln -s ../../dots/ssh_config u/.ssh/config");
+	open_root(false);
+	IS(try_write("dots/gitconfig"), "H1", "target of a ~/.gitconfig symlink RO");
+	IS(try_write("inc2.cfg"), "W3", "include of a symlinked ~/.gitconfig RO");
+	IS(try_write("dots/git-xdg/config"), "H1", "target of a ~/.config/git symlink RO");
+	IS(try_create("dots/git-xdg/hooks"), "H1", "target of ~/.config/git RO-tree");
+	IS(try_rename("dots", "dots2"), "H1", "folders on the way pinned");
+	IS(try_create("dots/other"), "", "other files beside them writable");
+	IS(try_write("dots/ssh_config"), "H1", "target of a ~/.ssh/config symlink RO");
+}
+
+/* a person changes their configuration on the host while mounted; a home outside the root */
+static void test_home_changes(void)
+{
+	new_root("c", false);
+	snprintf(homep, sizeof(homep), "%s/c/u", top);
+	snprintf(home2p, sizeof(home2p), "%s/c/none", top);
+	snprintf(home3p, sizeof(home3p), "%s/outhome", top);
+	sh("mkdir -p u ../outhome/.config/git && echo '[user]' >u/.gitconfig && "
+	   "printf '[include]\\n\\tpath = %s/c/team.cfg\\n' >../outhome/.gitconfig && "
+	   "echo '[x]' >team.cfg && "
+	   "printf '[include]\\n\\tpath = ~/.gitconfig.local\\n' >>../outhome/.gitconfig && "
+	   "printf '[include]\\n\\tpath = sub/two.cfg\\n' >../outhome/.gitconfig.local && "
+	   "mkdir ../outhome/sub && "
+	   "printf '[includeIf \"gitdir:~/w/\"]\\n\\tpath = %s/c/deep.cfg\\n' "
+	   ">../outhome/sub/two.cfg && echo '[x]' >deep.cfg",
+	   top, top);
+	open_root(false);
+	IS(try_write("team.cfg"), "W3", "an include of a home's config outside the root");
+	IS(try_write("deep.cfg"), "W3", "... and one two includes down, outside the root");
+	IS(try_create("later.cfg"), "", "a file no config names is writable");
+	IS(try_create("hooks-later"), "", "a folder no config names may be made");
+	sh("printf '[include]\\n\\tpath = ../later.cfg\\n' >>u/.gitconfig");
+	usleep(60 * 1000);
+	IS(try_create("later.cfg"), "W3", "an include added on the host is guarded next");
+	sh("printf '[core]\\n\\thooksPath = %s/c/hooks-later\\n' "
+	   ">>../outhome/.config/git/config",
+	   top);
+	usleep(60 * 1000);
+	IS(try_mkdir("hooks-later"), "W2", "a hooksPath added outside the root is guarded next");
+	home3p[0] = '\0';
+}
+
+/* a home named through a host symlink that leads into the root */
+static void test_home_alias(void)
+{
+	new_root("a", false);
+	snprintf(homep, sizeof(homep), "%s/alias-u", top);
+	snprintf(home2p, sizeof(home2p), "%s/a/none", top);
+	sh("mkdir -p real/u && echo '[core]' >real/u/.gitconfig && ln -s a/real/u ../alias-u");
+	open_root(false);
+	IS(try_write("real/u/.gitconfig"), "H1", "a home reached through a host symlink");
+	IS(try_rename("real/u", "real/v"), "H1", "... is pinned");
+	IS(try_create("real/.gitconfig"), "", "the folder above it is no home");
+}
+
+/* the root is the home itself */
+static void test_root_is_home(void)
+{
+	snprintf(rootp, sizeof(rootp), "%s/h", top);
+	snprintf(homep, sizeof(homep), "%s", rootp);
+	snprintf(home2p, sizeof(home2p), "%s/none", top);
+	if (mkdir(rootp, 0755) < 0)
+		die(rootp);
+	sh("echo '[core]' >.gitconfig");
+	open_root(false);
+	IS(try_write(".gitconfig"), "H1", "root is a home: .gitconfig RO");
+	IS(try_mkdir(".config"), "", "root is a home: .config may be made");
+	sh("mkdir .config");
+	IS(try_mkdir(".config/git"), "H1", "root is a home: .config/git NC");
+	/* the root is a home's .config */
+	snprintf(rootp, sizeof(rootp), "%s/h/.config", top);
+	open_root(false);
+	IS(try_mkdir("git"), "H1", "root is ~/.config: git NC");
+	IS(try_mkdir("other"), "", "root is ~/.config: other folders may be made");
+}
+
+int main(void)
+{
+	char tmpl[] = "/tmp/unit-guard-home.XXXXXX";
+	char cmd[PATH_MAX + 16];
+	char *t = mkdtemp(tmpl);
+
+	if (!t)
+		die("mkdtemp");
+	if (!realpath(t, top))
+		die("realpath");
+	test_home_names();
+	test_home_links();
+	test_home_changes();
+	test_home_alias();
+	test_root_is_home();
+	guard_free(g);
+	close(rootfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+	if (system(cmd) != 0)
+		fprintf(stderr, "# could not remove %s\n", top);
+	return tap_done();
+}
