@@ -51,7 +51,8 @@ enum guard_role {
 	GUARD_R_MODULES,   /* D/modules and the folders in it down to each submodule's git folder */
 	GUARD_R_SEQ,	   /* D/rebase-merge, D/rebase-apply, D/sequencer: X4 files inside */
 	GUARD_R_HOMECFG,   /* a home's .config folder: its git/ is H1's */
-	GUARD_R_HOMESSH,   /* a home's .ssh folder: its config is H1's (git over ssh runs it) */
+	GUARD_R_HOMESSH,   /* a home's .ssh folder: its config is H1's (git over ssh runs it)
+			      (the last role: tests/fuzz/fuzz-decide.c checks against it) */
 };
 
 /* Rules, as named in DESIGN.md; guard_rule_name() gives the text. */
