@@ -249,6 +249,39 @@ static int classify_gitdir(struct guard *g, int fd, const struct stat *st, struc
 	return 0;
 }
 
+/*
+ * A folder holding a .git is a worktree top: its repository's config may name
+ * files in it (a relative hooksPath, an include).  A repository made on the
+ * host while mounted is read when its top is looked up, for the bot could
+ * write there without ever looking its .git up.  One fstatat for a folder
+ * without a .git.
+ */
+static int note_worktree_top(struct guard *g, int fd)
+{
+	struct guard_repo info;
+	struct stat st;
+	uint8_t f = 0;
+	int gfd, rc = 0;
+
+	if (fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (S_ISDIR(st.st_mode)) {
+		gfd = openat(fd, ".git", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (gfd < 0)
+			return 0;
+		if (guard_shape(gfd, NULL))
+			rc = guard_repo_get(g, gfd, &st, &info);
+		close(gfd);
+		return rc;
+	}
+	if (atomic_load(&g->ntab_hint)) {
+		pthread_rwlock_rdlock(&g->lock);
+		f = guard_tab_inode(g, st.st_dev, st.st_ino, NULL);
+		pthread_rwlock_unlock(&g->lock);
+	}
+	return f & REC_BOT ? 0 : guard_note_dotgit(g, fd, ".git", &st);
+}
+
 /* Is this folder a git folder even though its name does not say so? */
 static bool known_gitdir(struct guard *g, const struct stat *st, bool *bot)
 {
@@ -316,6 +349,8 @@ int guard_classify(struct guard *g, const struct guard_cls *parent, int parent_f
 		}
 		if (out->kind == GUARD_GITDIR)
 			rc = classify_gitdir(g, fd, st, out);
+		else if (out->kind == GUARD_PLAIN)
+			rc = note_worktree_top(g, fd);
 	} else if (name_is_dotgit(name) && parent->kind != GUARD_BOTREPO) {
 		uint8_t f = 0;
 

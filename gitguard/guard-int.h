@@ -56,7 +56,7 @@ struct guard_top {
 
 /* A config file a repository scan read, or found missing, with its stamp */
 struct guard_wfile {
-	int dirfd; /* O_PATH of its folder */
+	int dirfd; /* O_PATH of its folder, the git folder's gfd, or AT_FDCWD (name is a path) */
 	char *name;
 	bool missing;
 	struct stat st;

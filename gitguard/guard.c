@@ -374,7 +374,9 @@ void guard_repo_free(struct guard_repo *r)
 		return;
 	if (r->watch) {
 		for (i = 0; i < r->watch->n; i++) {
-			close(r->watch->f[i].dirfd);
+			/* shared: the git folder's, or none for a full path */
+			if (r->watch->f[i].dirfd >= 0 && r->watch->f[i].dirfd != r->watch->gfd)
+				close(r->watch->f[i].dirfd);
 			free(r->watch->f[i].name);
 		}
 		if (r->watch->gfd >= 0)

@@ -57,14 +57,15 @@ static void strs_free(struct strs *l)
 struct scan {
 	struct guard *g;
 	struct guard_repo *r;
-	int dfd;	  /* the git folder */
-	int basefd;	  /* folder of the config file being read */
-	uid_t owner;	  /* owner of that file, for "~/" */
-	unsigned depth;	  /* include depth */
-	uint8_t pin_rule; /* rule for pins of the current resolution */
-	struct strs rel;  /* relative core.hooksPath values: taken at every worktree top */
-	struct strs wt;	  /* core.worktree values */
-	bool unread;	  /* an include was not read (outside the root): libgit2 is not asked */
+	int dfd;	     /* the git folder */
+	int basefd;	     /* folder of the config file being read */
+	uid_t owner;	     /* owner of that file, for "~/" */
+	unsigned depth;	     /* include depth */
+	uint8_t pin_rule;    /* rule for pins of the current resolution */
+	struct strs rel;     /* relative core.hooksPath values: taken at every worktree top */
+	struct strs wt;	     /* core.worktree values */
+	bool unread;	     /* an include was not read (outside the root): libgit2 is not asked */
+	const char *by_path; /* the next config read is the person's, outside: watch this path */
 };
 
 static void x3(struct scan *s, const char *why)
@@ -121,17 +122,26 @@ static int watch_file(struct scan *s, int dirfd, const char *name, const struct 
 {
 	struct guard_watch *w = s->r->watch;
 	struct guard_wfile *f;
-	int fd;
+	struct stat a, b;
+	int fd = -1;
 
 	if (!w || w->n >= GUARD_WATCH_FILES)
 		return 0;
-	fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-	if (fd < 0)
-		return 0;
+	if (dirfd == AT_FDCWD) {
+		fd = AT_FDCWD; /* the person's files outside the root: NAME is a full path */
+	} else if (w->gfd >= 0 && !fstat(dirfd, &a) && !fstat(w->gfd, &b) && a.st_dev == b.st_dev &&
+		   a.st_ino == b.st_ino) {
+		fd = w->gfd; /* the git folder itself: no fd of its own */
+	} else {
+		fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0)
+			return 0;
+	}
 	f = &w->f[w->n];
 	f->name = strdup(name);
 	if (!f->name) {
-		close(fd);
+		if (fd >= 0 && fd != w->gfd)
+			close(fd);
 		return -ENOMEM;
 	}
 	f->dirfd = fd;
@@ -277,13 +287,17 @@ static int on_key(void *arg, enum guard_cfg_key key, const char *value)
 static int scan_config(struct scan *s, int dirfd, const char *name)
 {
 	struct guard_cfg cfg = {.fn = on_key, .arg = s};
+	const char *wpath;
 	struct stat st;
 	size_t len;
 	char *buf;
 	int rc;
 
+	wpath = s->by_path;
+	s->by_path = NULL;
 	rc = guard_read_file(dirfd, name, GUARD_CONFIG_MAX, &buf, &len, &st);
-	if ((!rc || rc == -ENOENT) && watch_file(s, dirfd, name, rc ? NULL : &st)) {
+	if ((!rc || rc == -ENOENT) &&
+	    watch_file(s, wpath ? AT_FDCWD : dirfd, wpath ? wpath : name, rc ? NULL : &st)) {
 		if (!rc)
 			free(buf);
 		return -ENOMEM;
@@ -655,7 +669,7 @@ static int scan_outside(struct scan *s, const char *path)
 
 	fd = open(path, O_PATH | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return errno == ENOENT ? watch_file(s, AT_FDCWD, path, NULL) : 0;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	n = readlink(proc, real, sizeof(real) - 1);
 	/* GIT_CONFIG_GLOBAL=/dev/null and the like: nothing git reads there matters */
@@ -674,7 +688,10 @@ static int scan_outside(struct scan *s, const char *path)
 		return 0;
 	s->basefd = dfd;
 	s->depth++;
+	*slash = '/';
+	s->by_path = real;
 	rc = scan_config(s, dfd, slash + 1);
+	s->by_path = NULL;
 	s->depth--;
 	s->basefd = obase;
 	close(dfd);

@@ -19,6 +19,8 @@
 #     hooks folder and includes inside the root.
 #   - the person's global config: a relative hooksPath and includes count
 #     for every repository, and a change while mounted too.
+#   - a repository made on the host while mounted is read when its top is
+#     first looked up.
 # Each attack must fail with EROFS, and no PWNED-* marker may appear when git
 # runs on the SOURCE afterwards.
 . "$top_srcdir/tests/lib.sh"
@@ -535,5 +537,30 @@ check "host: git commit in r" git -C "$S7/r" commit -q --allow-empty -m "host af
 git config --global --unset core.hooksPath
 git config --global --unset include.path
 no_marker "the person's global config"
+
+# ---- 8. a repository the person makes on the host while the mount is live --
+S8="$T/new-src"
+M8="$T/new-m"
+mkdir -p "$S8" "$M8"
+if fs_mount "$S8" "$M8"; then
+	(
+		set -e
+		git init -q "$S8/newrepo"
+		git -C "$S8/newrepo" config core.hooksPath hk
+		mkdir "$S8/store"
+		git init -q --separate-git-dir="$S8/store/sg" "$S8/newsep"
+		git -C "$S8/newsep" config core.hooksPath hk
+	) >"$T/new-setup.log" 2>&1 || diag "$(cat "$T/new-setup.log")"
+	refuse "a repository made on the host while mounted: bot makes newrepo/hk" \
+		try mkdir "$M8/newrepo/hk"
+	refuse "a --separate-git-dir repository made on the host while mounted: bot makes newsep/hk" \
+		try mkdir "$M8/newsep/hk"
+	fs_umount "$M8"
+else
+	not_ok "mount $S8"
+fi
+check "host: git commit in newrepo" git -C "$S8/newrepo" commit -q --allow-empty -m "host"
+check "host: git commit in newsep" git -C "$S8/newsep" commit -q --allow-empty -m "host"
+no_marker "repositories made while mounted"
 
 done_testing
