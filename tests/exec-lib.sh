@@ -140,6 +140,10 @@ import os, pty, select, signal, sys, time
 deadline = time.time() + float(sys.argv[1])
 pid, fd = pty.fork()
 if pid == 0:
+    # a terminal session: ^C must reach the command even when make was
+    # started in the background, where the shell ignores SIGINT for good
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     try:
         os.execvp(sys.argv[2], sys.argv[2:])
     finally:
