@@ -718,7 +718,8 @@ static int resolve_ro_paths(struct fs_mount *m, int rootfd, const struct fs_moun
 		       "%s: the read-only paths hold more than %d entries or %d levels; files "
 		       "beyond are read-only through their own names only",
 		       m->source, RO_SCAN_MAX, RO_SCAN_DEPTH);
-	qsort(sc.v, sc.n, sizeof *sc.v, ro_link_cmp);
+	if (sc.n > 0)
+		qsort(sc.v, sc.n, sizeof *sc.v, ro_link_cmp);
 	m->ro_links = sc.v;
 	m->n_ro_links = sc.n;
 	return 0;

@@ -508,7 +508,8 @@ int guard_homes_load(struct guard *g, const char *const *extra)
 		hscan_free(&h);
 		return rc;
 	}
-	qsort(h.tab, h.n, sizeof(*h.tab), home_cmp);
+	if (h.n > 0)
+		qsort(h.tab, h.n, sizeof(*h.tab), home_cmp);
 	for (i = j = 0; i < h.n; i++)
 		if (!j || home_cmp(&h.tab[j - 1], &h.tab[i]))
 			h.tab[j++] = h.tab[i];

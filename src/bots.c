@@ -2031,7 +2031,8 @@ static void check_lost(struct bot *only)
 		paths_free(&ours);
 		return;
 	}
-	qsort(ours.v, ours.n, sizeof *ours.v, cmp_str);
+	if (ours.n > 0) /* qsort and bsearch take no NULL array, even empty */
+		qsort(ours.v, ours.n, sizeof *ours.v, cmp_str);
 	TAILQ_FOREACH(b, &d.bots, entry) {
 		if ((only != NULL && b != only) || b->busy || b->deleting)
 			continue;
@@ -2039,7 +2040,8 @@ static void check_lost(struct bot *only)
 			struct root *rt = &b->roots[i];
 
 			if (rt->m == NULL || rt->lost ||
-			    bsearch(&rt->mountpoint, ours.v, ours.n, sizeof *ours.v, cmp_str) != NULL)
+			    (ours.n > 0 &&
+			     bsearch(&rt->mountpoint, ours.v, ours.n, sizeof *ours.v, cmp_str) != NULL))
 				continue;
 			log_msg(LOG_WARNING,
 				"bot %s: %s was unmounted from outside; "
