@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * benchtool: data generators and the small-file churn workload for bench/run.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Decision holds: a guard's check and the operation it allows happen as one
  * step against every other request of this server, whichever mount it came

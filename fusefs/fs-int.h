@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal to fusefs/: the server, its mounts and their inode tables. */
 #ifndef AGENTFS_FS_INT_H
 #define AGENTFS_FS_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The server: one bounded pool of workers serving every mount's /dev/fuse
  * fd from one epoll set, a thread that retries blocking locks and a thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fusefs: a libfuse3 low-level passthrough that serves many mounts from one
  * bounded pool of workers, never follows a symlink and never re-walks a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The inode table of a mount and the server-wide cache of O_PATH fds.
  * Everything here runs under fs->lock unless it says otherwise.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fusefs: the libfuse3 low-level passthrough (static library, one header).
 noinst_LIBRARIES += fusefs/libfusefs.a
 fusefs_libfusefs_a_SOURCES = \

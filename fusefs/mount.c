@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Making and ending mounts. The kernel mount is made with the new mount API
  * onto an fd of the mount point, and libfuse is handed "/dev/fd/N": libfuse

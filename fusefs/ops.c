@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The FUSE operations. Each one is an *at() call on a parent fd with a
  * single name, or a reopen of the inode's O_PATH fd through /proc/self/fd;

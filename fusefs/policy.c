@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The one decision every write-ish operation goes through: a read-only
  * mount, a read-only path (--ro-path), then gitguard's rule table. It reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Content-checked files (gitguard rules X2 and X4): a git folder's index
  * and sharedindex.*, and the strategy files of a rebase, cherry-pick or

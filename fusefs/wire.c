@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The bytes between libfuse 3.14 and the kernel. libfuse reads requests
  * and writes replies through these two hooks (fuse_session_custom_io), so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * agentfs audit: what in a tree would make a person's git run something the
  * person's own config and hooks did not name, or write where a bot wants.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Decisions: one call per write-ish operation, from cached classes only,
  * except where the rule needs to look (a folder moved with its contents, a

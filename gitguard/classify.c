@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Classification: the class of an entry from its parent's class, its name
  * and its stat (the name stage, no syscalls), then, for the few entries that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gitguard: which entries of a writable root git would trust, and whether a
  * write-ish operation on them is allowed (DESIGN.md "The rule table").

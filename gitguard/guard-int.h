@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internals of gitguard shared by its files; not installed, not for fusefs. */
 #ifndef GITGUARD_INT_H
 #define GITGUARD_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A guard for one writable root: its life, its tables and the rule names. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * H1: a person's own git configuration.  When a writable root holds a home
  * folder (a bot given /home/alice, /home or /), the bot could write

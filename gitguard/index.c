@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * X2: is an index file safe to become a git folder's `index` (or a
  * `sharedindex.<hash>`)?  git 2.39 trusts the paths of an on-disk index

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libgit2's view of a git folder, as a cross-check of gitguard's own reading
  * (repo.c): the worktree libgit2 finds for it, its common folder, and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # gitguard: git folder discovery and the rule table (owner: gitguard/).
 noinst_LIBRARIES += gitguard/libgitguard.a
 gitguard_libgitguard_a_SOURCES = \

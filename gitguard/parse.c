@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Pure parsers for the git files gitguard reads: the `.git` file, commondir
  * and config.  They take a buffer and a length, allocate nothing and never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Per-repository state: what a git folder's layout and config make
  * protected (X3, W2, W3, commondir targets, other names of protected files),

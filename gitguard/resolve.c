@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Path resolution the way the kernel would do it for git, but through
  * descriptors: every component inside the root is opened with

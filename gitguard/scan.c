@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The walk made once when a root is mounted. Protection that depends on a
  * repository's content (its include and hooksPath targets, the other names

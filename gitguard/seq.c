@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * X4: the files from which a rebase, cherry-pick or revert that is continued
  * later takes its merge strategy.  git runs a strategy NAME that is not one

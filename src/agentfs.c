@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* agentfs: mount a folder through agentfs, or talk to agentfsd. */
 #include "src/agentfs.h"
 

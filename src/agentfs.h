@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* agentfs: the daemon (agentfsd), the command-line client and their parts. */
 #ifndef AGENTFS_AGENTFS_H
 #define AGENTFS_AGENTFS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* agentfsd: keeps bots, serves the JSON API and every bot's mounts. */
 #include "src/agentfs.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Bots: who may make, change and remove which bot, and the life of their
  * mounts. Anything that touches a path a client gave, or a mount, runs on

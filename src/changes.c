@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What a bot changed: every name its mounts created, modified, deleted or
  * renamed, merged per path (a file made and removed again leaves nothing, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The client side of agentfs: one request line to agentfsd, one reply line back. */
 #include "src/agentfs.h"
 

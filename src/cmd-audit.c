@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* agentfs audit PATH...: what in a tree would make a person's git run a bot's code. */
 #include "src/agentfs.h"
 

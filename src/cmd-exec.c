@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * agentfs exec: run a command as a bot, confined with bubblewrap over the
  * bot's mounts. The host is visible read-only; each root is bound from its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* agentfs log and agentfs changes: what happened to a bot, and what it changed. */
 #include "src/agentfs.h"
 

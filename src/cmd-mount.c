@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* agentfs mount and agentfs umount: one folder, bindfs-style. */
 #include "src/agentfs.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Events: what happened to each bot (writes refused by its mounts, mounts
  * lost and restored, the bot made, configured, deleted), kept in a bounded

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # src: agentfs (the CLI) and agentfsd (the daemon).
 noinst_LIBRARIES += src/libagentfs-common.a
 src_libagentfs_common_a_SOURCES = src/agentfs.h src/util.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The protocol: one JSON object per line in, one per line out. Parses and
  * type-checks a request, then hands it to bots.c. Never sees a socket.

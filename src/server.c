@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Transport: the control socket and every bot's socket, their peers and
  * newline framing. A peer owns its fd, its bufferevent and the caller's

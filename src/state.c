@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Bots on disk: STATE/bots.json, rewritten atomically (temp file, fsync,
  * rename, fsync the folder) on every change, so a daemon killed at any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Small helpers shared by the daemon and the client. */
 #include "src/agentfs.h"
 

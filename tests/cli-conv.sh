@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # cli-conv: the conventions a user expects of the agentfs client and of the
 # build: global options after the command, `list` for `ls`, configure refusing
 # a missing folder as create does, one clear message when the control socket

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # daemon-authority: what a bot may do through its own socket (AGENT_SOCKET),
 # resent creates, deleting a parent, and configure changing a live mount.
 . "$top_srcdir/tests/daemon-lib.sh"

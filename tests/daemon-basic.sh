@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # daemon-basic: agentfsd starts, answers, makes a bot with a working mount and
 # socket, deletes it, keeps a valid state file, stops on the shutdown op and on
 # SIGTERM leaving nothing mounted, and a second daemon on its socket refuses.

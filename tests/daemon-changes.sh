@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # daemon-changes: what a bot changed through its mounts, merged per path
 # (created, modified, deleted, renamed; a temporary file leaves nothing),
 # kept across a daemon killed with SIGKILL, listed since a mark, and shown

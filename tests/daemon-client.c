@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * daemon-client: a raw client for the agentfsd tests, so they can send what
  * the real client never would and read fields out of JSON without python.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # daemon-events: why a write was refused reaches the operator and the bot.
 # Every refusal of a bot's mount lands in its event ring with the rule, the
 # path, the operation and the process (pid, command name); `agentfs log`

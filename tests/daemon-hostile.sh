@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # daemon-hostile: what a careless or hostile client sends gets an error reply
 # with the right code, never a crash or a hang; stalled, vanishing and greedy
 # clients do not hold up the others; a thousand at once all get answers; and

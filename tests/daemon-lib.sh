@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/daemon-lib.sh: helpers for the agentfsd tests (tests/daemon-*.sh).
 #
 # Sourced as `. "$top_srcdir/tests/daemon-lib.sh"`; it sources tests/lib.sh

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # daemon-operators: people other than root use agentfsd when they are in its
 # group (the config's "group"): the control socket is 0660 to that group;
 # each member is the operator of its own bots only (it sees, changes and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # daemon-progress: making a bot over a large tree scans it; a request with
 # "progress": true gets progress lines (entries scanned, repositories found)
 # before its reply, and the client shows them on stderr only on a terminal.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # daemon-race: a guard's check and the operation it allows are one step
 # against every mount agentfsd serves.  Two bots over one folder race to
 # complete a bare repository's shape (HEAD + objects/ + refs/) in the same

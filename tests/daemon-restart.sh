@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # daemon-restart: a daemon killed with SIGKILL leaves dead mounts; the next
 # one has the same bots, sockets and working mounts and no stale duplicates.
 # A bot's ttl deletes it (and its mount) on time, also across a restart.

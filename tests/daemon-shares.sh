@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # daemon-shares: one bot, or one runaway client, at its limit cannot lock
 # out the others or the operator: bots made by bots (max_bots), then
 # connections (max_clients).  With max_clients 64 (shares of a quarter), no process and no

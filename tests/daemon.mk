@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/daemon.mk: the agentfsd tests (the daemon, its protocol, bots'
 # authority, restarts and hostile clients).  Each needs root and /dev/fuse
 # and skips (exit 77) without them.  daemon-client is their raw socket and

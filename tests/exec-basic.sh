@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # exec-basic: what a workspace-write bot's command sees through `agentfs exec`:
 # the host read-only, its folder writable at its own path, a private /tmp and
 # /proc, a new session, death with the client, no network (loopback only),

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # exec-force: the daemon knows the sandboxes `agentfs exec` runs (each exec
 # registers itself, and its sandbox's init, and is forgotten when it ends):
 # `agentfs rm` of a bot with one running, or whose bots have one, says so

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # exec-git: inside `agentfs exec`, git commit works in the bot's folder while
 # git's hooks and config stay read-only; nothing outside the bot's writable
 # roots can be written; a read-only bot writes only /tmp; and a bot makes

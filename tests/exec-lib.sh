@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/exec-lib.sh: helpers for the `agentfs exec` tests (tests/exec-*.sh).
 #
 # Sourced as `. "$top_srcdir/tests/exec-lib.sh"`.  It sources

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # exec-lost: a bot's root unmounted from outside is never used silently:
 # the daemon notices (also while a sandbox still holds the mount), show says
 # "lost", exec refuses saying how to recover, and configure or a restart of

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # exec-modes: danger-full-access runs unconfined; without bwrap, or with a
 # bwrap that cannot make its namespaces, nothing runs; --cwd before and after
 # the bot, and the default folder.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # exec-sockets: a bot without network reaches no host socket: not TCP/UDP
 # (its own network namespace), not abstract UNIX sockets (the same, and
 # Landlock's scope where the kernel has it), not the pathname sockets of the

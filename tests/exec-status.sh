@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # exec-status: `agentfs exec` passes the command's exit status and death by
 # signal through, carries stdin, stdout and stderr (each its own), and passes
 # SIGTERM and SIGINT sent to the client on to the command.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # exec-tty: `agentfs exec` on a terminal (a pty made by python3): the command
 # gets a new pseudo-terminal of its own as its controlling terminal, job
 # control works, input, ^C, exit status and the caller's terminal mode come

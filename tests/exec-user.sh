@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # exec-user: a bot's commands run as its user, never as root (unless its
 # sandbox is danger-full-access): by default the owner of its folder, or the
 # user the operator names; a bot's bots run as its user and may name no

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/exec.mk: the `agentfs exec` tests: bubblewrap sandboxes run over a
 # private agentfsd's mounts.  They need root, /dev/fuse and bwrap (they skip,
 # exit 77, without them), python3 for the terminal and network parts, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fault-client: misbehaving clients and probes for the fault tests
  * (tests/fault-*.sh).  Every command is bounded in time.

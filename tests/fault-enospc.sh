@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fault-enospc: a full disk under the source.  A 16 MiB ext4 image is
 # loop-mounted under $T and served by `agentfs mount`; dd through the mount
 # fails with "No space left on device", a write(2) returns ENOSPC, and after

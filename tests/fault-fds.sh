@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fault-fds: descriptor exhaustion.
 #  - agentfsd under `prlimit --nofile=64:64`: clients connect until the
 #    daemon cannot accept more (EMFILE); while the listener stays saturated

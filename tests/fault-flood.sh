@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fault-flood: while one client floods the control socket (pipelined version
 # requests as fast as the socket takes them, never reading a reply, coming
 # back whenever it is dropped), another opens and closes connections in a

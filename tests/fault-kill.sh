@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fault-kill: agentfsd is killed with SIGKILL at a random moment while a
 # background loop creates, configures, forks and deletes bots through the
 # control socket and writes files through their mounts.  After each kill the

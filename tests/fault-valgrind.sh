@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fault-valgrind: agentfsd -f under valgrind (memcheck, definite leaks are
 # errors) takes a small dose of the hostile inputs of daemon-hostile.sh (bad
 # JSON, a line over 1 MiB, wrong types, unknown ops and fields, bad names and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/fault.mk: fault-injection tests for agentfsd and agentfs mount
 # (SIGKILL mid-stream, hostile client floods, descriptor exhaustion, a full
 # disk, valgrind on the daemon).  Each needs root and /dev/fuse and skips

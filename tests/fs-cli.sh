@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fs-cli: `agentfs mount` and `agentfs umount` from the outside: help and
 # version, one clear line and a non-zero exit for bad input with nothing left
 # mounted, -f that unmounts cleanly on SIGTERM/SIGINT, umount, a mount that

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fs-coherence: two mounts of one folder and the host see each other's
 # changes.  What one mount writes is on the host as soon as the write
 # returns (no writeback cache); the other mount and host-side edits become

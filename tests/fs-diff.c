@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fs-diff: a differential tester. Runs the same seeded random sequence of
  * filesystem operations in two folders (a native one and one through an

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fs-diff: the same seeded random operations (create, write, read, truncate,
 # rename, exchange, link, symlink, mkdir, unlink, rmdir, chmod...) by several
 # processes at once, in a native folder and through an agentfs mount (no git

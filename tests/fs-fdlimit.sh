@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fs-fdlimit: a server limited to 256 open files still walks a tree of 5,000
 # files and folders (find, stat and cat of every one), twice.  An inode must
 # not pin a descriptor: the kernel keeps every inode it has looked up.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fs-lock: take or probe an exclusive lock on a file, for fs-locks.sh.
  *

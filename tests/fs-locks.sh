@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fs-locks: flock and POSIX locks exclude each other across two mounts of the
 # same folder and the host; a blocking request waits for the release, and a
 # waiter can be interrupted by a signal without leaving a lock behind.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fs-mount-helper: `mount -t fuse.agentfs SOURCE MOUNTPOINT -o OPTS` and an
 # fstab line of type fuse.agentfs mount through the built mount.fuse.agentfs
 # helper: options only mount(8) and fstab use (noauto, _netdev, nofail, x-*)

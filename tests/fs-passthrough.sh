@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fs-passthrough: on a kernel with FUSE passthrough (Linux 6.9+), file data
 # goes straight between the caller and the source's page cache. What a user
 # relies on: the mount says so; contents match the host byte for byte; a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fs-posix: POSIX behaviour through `agentfs mount` matches a native folder.
 # tests/fsops runs on a native temp folder and then inside a mount of another
 # temp folder; every one of its checks must pass in both.

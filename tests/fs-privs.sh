@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fs-privs: nothing made or changed through a mount makes a host file more
 # privileged: setuid on any file, setgid on a non-folder and security.*
 # xattrs (file capabilities) are refused with EPERM, even for root; setgid

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fs-race: the server never resolves a path through the source tree.  On the
 # host a racer keeps putting a symlink to a folder OUTSIDE in the place of the
 # folder SOURCE/d and back, while a worker creates, writes, renames, links and

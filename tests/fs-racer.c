@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fs-racer: the two sides of the symlink-swap race of fs-race.sh.
  *

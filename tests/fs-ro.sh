@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fs-ro: a read-only mount (--ro) and read-only subtrees (--ro-path) refuse
 # every write-ish operation with EROFS and still serve reads; --ro-path also
 # guards the subtree's edges (rename or link into or out of it, rename of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fs-tryop: try one filesystem operation and print its result.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fsops: POSIX behaviour of a folder, printed as TAP.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/fuzz.mk: libFuzzer targets for the protocol layer and gitguard's
 # parsers and decisions (tests/fuzz/), and the replay of saved inputs.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # guard-attack: every way a bot could plant code that git runs later, tried
 # through a writable mount (DESIGN.md "The rule table", GIT-VECTORS.md).
 # Each attempt must fail with EROFS.  Afterwards plain git runs on the SOURCE

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # guard-audit: `agentfs audit PATH...` lists what in a tree would make a
 # person's git run something or write where a bot wants, and exits 1 when
 # it finds anything, 0 on a clean tree, 2 on an error.  A clean repository

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """guard-forge.py: the bot's side of tests/guard-index.sh and guard-strategy.sh.
 
   index OUT VERSION MODE:SHA:PATH...   write a git index (v2, v3 or v4) to OUT

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # guard-git: ordinary git keeps working through a writable mount (DESIGN.md,
 # "The rule table": "git add, git commit, git branch, git checkout, git stash,
 # git rebase, git gc and git worktree list work inside a writable root; git

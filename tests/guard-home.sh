@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # guard-home: rule H1.  A writable root that holds a person's home folder
 # (a bot given /home/alice, or /home) must not let the bot write the
 # person's own git configuration: ~/.gitconfig, ~/.config/git and what they

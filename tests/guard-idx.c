@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* guard-idx FILE...: run gitguard's X2 index check on each file; exit 1 if any is refused. */
 #include <stdio.h>
 #include <stdlib.h>

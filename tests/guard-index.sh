@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # guard-index: rule X2.  git 2.39 trusts the paths in an on-disk index, so a
 # bot that forges .git/index makes the person's `git restore .` or
 # `git checkout -f` write where the bot wants: .git/hooks/pre-commit (then

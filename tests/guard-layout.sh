@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # guard-layout: what gitguard must know about a repository's layout, tried
 # through writable mounts and checked afterwards with plain git on the host.
 #   - a folder rename walks the folder without recursion and within bounds:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # guard-reference: git itself is the reference for where hooks run and which
 # files configure it.  A corpus of layouts (plain, bare, linked worktrees,
 # --separate-git-dir, a .git symlink, submodules absorbed and not, include

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # guard-strategy: rule X4.  A rebase or cherry-pick in progress takes its
 # merge strategy from rebase-merge/strategy (or rebase-apply/) and
 # sequencer/opts; git runs a strategy NAME it does not know as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Minimal TAP output for the gitguard unit tests. */
 #ifndef GUARD_TAP_H
 #define GUARD_TAP_H

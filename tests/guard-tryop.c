@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * guard-tryop: the attacker's side of tests/guard-attack.sh.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/guard.mk: end-to-end tests of gitguard through `agentfs mount`:
 # ordinary git keeps working in a writable mount (guard-git.sh), and every
 # way of planting code that git runs later is refused (guard-attack.sh, with

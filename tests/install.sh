@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # install: `make install DESTDIR=...` from the build tree installs exactly the
 # programs, man pages, systemd unit, tmpfiles.d entry, example configuration,
 # bash completion and mount helper; the unit's ExecStart line, run as written,

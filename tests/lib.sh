@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/lib.sh: shared helpers for the filesystem integration tests.
 #
 # Sourced by every tests/fs-*.sh as `. "$top_srcdir/tests/lib.sh"`.  It gives:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests: TAP tests run by make check.
 
 # The filesystem core: shell tests driving `agentfs mount`, and the C helpers

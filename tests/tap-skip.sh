@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Run one TAP test script for automake's TAP driver. A test that cannot run
 # here (no root, no /dev/fuse, no valgrind...) prints "1..0 # SKIP why" and
 # exits 77; the driver counts the plan as a skip but would call the status

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * H1 (gitguard/home.c): a person's git configuration in a writable root.  The
  * homes are given with guard_opts.extra_homes (the host's own, from

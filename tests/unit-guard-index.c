@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of gitguard's X2 and X4 parsers: guard_index_check (an index
  * is refused when git's verify_path would refuse one of its paths, when a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gitguard's pure parsers: config scanner, .git file, commondir, booleans. */
 #include <errno.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gitguard against real trees: each case builds a root in a temporary folder
  * (git init through the git CLI, plus hand-made hostile layouts), opens a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzzer for gitguard's decisions: guard_check() and the name stage of
  * guard_classify(), over a small real tree made once at startup (a work

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzzer for gitguard's pure parsers (gitguard/parse.c): the config scanner,
  * the .git file, commondir and booleans.  Every input goes through all four;

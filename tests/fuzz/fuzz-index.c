@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzzer for gitguard's X2 and X4 content checks (gitguard/index.c,
  * gitguard/seq.c): guard_index_check with SHA-1 and SHA-256 sizes, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzzer for the daemon's protocol layer: src/proto.c (parsing, type checks,
  * NUL detection, the bot spec) with src/util.c, over small fakes of what

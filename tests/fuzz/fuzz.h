@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Shared by the fuzz targets and their replay program: a failed property
  * aborts, so libFuzzer saves the input and the replay test reports it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Replays saved inputs through a fuzz target's entry point, without
  * libFuzzer, as a TAP test for `make check`: one "ok" per input.  Each input
