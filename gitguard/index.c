@@ -191,6 +191,13 @@ static bool ntfs_dotgitmodules(const char *s)
 /* The component starting at S (up to '/' or the end): git's verify_dotfile, HFS and NTFS */
 static bool component_ok(const char *s, bool link)
 {
+	/*
+	 * Every alias starts with '.', 'g' or 'G' (NTFS short names, "git~1",
+	 * "gitmod~1", "gi7eba~1"), or with a code point HFS+ ignores (not
+	 * ASCII): any other first byte is an ordinary name.
+	 */
+	if ((unsigned char)s[0] < 0x80 && s[0] != '.' && (s[0] | 32) != 'g')
+		return true;
 	if (hfs_dot(s, "git") || ntfs_dotgit(s))
 		return false;
 	if (link && (hfs_dot(s, "gitmodules") || ntfs_dotgitmodules(s)))
@@ -277,7 +284,8 @@ static int name_cmp(const char *a, size_t al, unsigned as, const char *b, size_t
  */
 static int walk_entries(struct ix *x, size_t *starts, bool *fresh)
 {
-	char prev[IDX_PATH_MAX + 1], name[IDX_PATH_MAX + 1], last[IDX_PATH_MAX + 1];
+	char bufa[IDX_PATH_MAX + 1], bufb[IDX_PATH_MAX + 1], last[IDX_PATH_MAX + 1];
+	char *prev = bufa, *name = bufb, *swap;
 	size_t off = IDX_HDR, prevlen = 0, lastlen = 0, limit = x->len - x->hashsz;
 	unsigned laststage = 0;
 	bool have_last = false;
@@ -352,14 +360,19 @@ static int walk_entries(struct ix *x, size_t *starts, bool *fresh)
 			if (!guard_index_path_ok(name, mode))
 				return fail(x, "index path git would refuse (.git, .., absolute, "
 					       "empty part)");
-			if (have_last && name_cmp(last, lastlen, laststage, name, nlen, stage) >= 0)
+			/* without link every name is the previous one: no copy */
+			if (have_last && name_cmp(x->link ? last : prev, lastlen, laststage, name,
+						  nlen, stage) >= 0)
 				return fail(x, "index entries out of order or repeated");
-			memcpy(last, name, nlen + 1);
+			if (x->link)
+				memcpy(last, name, nlen + 1);
 			lastlen = nlen;
 			laststage = stage;
 			have_last = true;
 		}
-		memcpy(prev, name, nlen + 1);
+		swap = prev;
+		prev = name;
+		name = swap;
 		prevlen = nlen;
 		off += total;
 	}
