@@ -193,10 +193,11 @@ static bool component_ok(const char *s, bool link)
 {
 	/*
 	 * Every alias starts with '.', 'g' or 'G' (NTFS short names, "git~1",
-	 * "gitmod~1", "gi7eba~1"), or with a code point HFS+ ignores (not
-	 * ASCII): any other first byte is an ordinary name.
+	 * "gitmod~1", "gi7eba~1"), '~' (git's 8.3 fallback also takes "~1234567"),
+	 * or a code point HFS+ ignores (not ASCII): any other first byte is an
+	 * ordinary name.
 	 */
-	if ((unsigned char)s[0] < 0x80 && s[0] != '.' && (s[0] | 32) != 'g')
+	if ((unsigned char)s[0] < 0x80 && s[0] != '.' && s[0] != '~' && (s[0] | 32) != 'g')
 		return true;
 	if (hfs_dot(s, "git") || ntfs_dotgit(s))
 		return false;
