@@ -623,3 +623,36 @@ int guard_content_fd(unsigned rule, const char *name, int fd, size_t hashsz, con
 	free(buf);
 	return rc;
 }
+
+/*
+ * The hash size of the repository whose git folder is DFD: 32 with
+ * extensions.objectFormat=sha256, else 20.  Read from the common folder's
+ * config without includes, as git's read_repository_format does; when that
+ * cannot be read, 20 (a SHA-256 index then fails the check: refused).
+ */
+size_t guard_hash_size(struct guard *g, int dfd)
+{
+	struct resolved res = {.fd = -1, .dirfd = -1};
+	char path[GUARD_GITFILE_MAX], *buf;
+	struct guard_cfg cfg = {0};
+	size_t len, hs = 20;
+	int cfgdir = dfd, rc;
+
+	if (!guard_read_file(dfd, "commondir", GUARD_GITFILE_MAX, &buf, &len, NULL)) {
+		rc = guard_parse_commondir(buf, len, path, sizeof(path));
+		free(buf);
+		if (rc || guard_resolve(g, dfd, path, true, NULL, NULL, &res) != RES_INSIDE ||
+		    !S_ISDIR(res.st.st_mode)) {
+			resolved_close(&res);
+			return hs;
+		}
+		cfgdir = res.fd;
+	}
+	if (!guard_read_file(cfgdir, "config", GUARD_CONFIG_MAX, &buf, &len, NULL)) {
+		if (!guard_config_scan(buf, len, &cfg) && cfg.sha256)
+			hs = 32;
+		free(buf);
+	}
+	resolved_close(&res);
+	return hs;
+}

@@ -218,6 +218,7 @@ unsigned guard_content_rule(const struct guard_cls *parent, const char *name);
 int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len, size_t hashsz,
 			const char **why);
 int guard_content_fd(unsigned rule, const char *name, int fd, size_t hashsz, const char **why);
+size_t guard_hash_size(struct guard *g, int gitdir_fd);
 
 /* resolve.c: the one capped reader of a file a bot may have written */
 int guard_read_fd(int fd, size_t cap, char **buf, size_t *len, struct stat *st);
@@ -254,6 +255,7 @@ struct guard_cfg {
 	bool bad_format;      /* repositoryformatversion not an integer */
 	bool worktree_config; /* extensions.worktreeConfig is true */
 	bool unknown_ext;     /* an extension git 2.39 does not know */
+	bool sha256;	      /* extensions.objectFormat is sha256 */
 	unsigned line;	      /* line of the first syntax error */
 };
 

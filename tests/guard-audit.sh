@@ -44,6 +44,11 @@ setup()
 	git checkout -q main
 	echo c >f
 	git commit -qam c
+	git init -q --object-format=sha256 "$T/clean/r256"
+	cd "$T/clean/r256"
+	echo x >x
+	git add x
+	git commit -qm x
 	set +e
 }
 if ! (setup) >"$T/setup.log" 2>&1; then
@@ -66,7 +71,7 @@ audit_is()
 	fi
 }
 
-audit_is "a clean repository with a worktree and a submodule: exit 0" 0 "" "$T/clean"
+audit_is "a clean tree (a worktree, a submodule, a SHA-256 repository): exit 0" 0 "" "$T/clean"
 is "$("$AGENTFS" audit --json "$T/clean")" "[]" "--json of a clean tree is []"
 
 # fresh NAME: a copy of the clean tree to plant in; prints its repository path

@@ -42,6 +42,11 @@ setup()
 	git commit -qm init
 	git worktree add -q ../wt -b wtb
 	echo "gitdir: ../repo/.git/worktrees/wt" >"$S/wt/.git"
+	git init -q --object-format=sha256 "$S/r256"
+	cd "$S/r256"
+	echo x >x
+	git add x
+	git commit -qm x
 	set +e
 }
 if ! (setup) >"$T/setup.log" 2>&1; then
@@ -127,6 +132,14 @@ check "git status through the mount" sh -c "cd '$M/repo' && git status --porcela
 check "git add through the mount" sh -c "cd '$M/repo' && echo three >c && git add c"
 check "git commit through the mount" sh -c "cd '$M/repo' && git commit -qm c"
 check "git add in the worktree through the mount" sh -c "cd '$M/wt' && echo w >w && git add w"
+check "SHA-256 repository: git add and commit through the mount" sh -c \
+	"cd '$M/r256' && echo y >y && git add y && git commit -qm y"
+SHA256=$(cd "$M/r256" && git hash-object -w "$B/payload")
+python3 "$FORGE" index "$B/forged256" 2 "100755:$SHA256:.git/hooks/pre-commit" 2>/dev/null ||
+	true
+expect "SHA-256 repository: a forged index refused" EROFS \
+	plant-rename "$M/r256/.git/index.lock" "$M/r256/.git/index" "$B/forged256"
+rm -f "$M/r256/.git/index.lock"
 
 fs_umount "$M" || not_ok "umount $M"
 
