@@ -103,6 +103,9 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 		return refuse_why(v, c.rule, "only a regular file may be put there");
 	if ((c.flags & GUARD_CHK) && !move && c.rule == GUARD_RULE_X2)
 		return refuse_why(v, c.rule, "made only by renaming a checked file onto it");
+	/* X4: a symlink there would let git read strategy files from anywhere */
+	if (c.role == GUARD_R_SEQ && !S_ISDIR(mode))
+		return refuse_why(v, GUARD_RULE_X4, "rebase and sequencer state is a folder");
 	if (c.kind == GUARD_GITDIR) {
 		if (c.flags & GUARD_WT)
 			return refuse_why(v, GUARD_RULE_D5, "new worktree");
