@@ -179,6 +179,11 @@ int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np,
 	struct stat st, now;
 	int fd, r;
 
+	/* only a regular file is opened: no FIFO or device has its open run by root */
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return refuse(m, "rename", np, newname, rule, "not a regular file");
 	fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ELOOP ? refuse(m, "rename", np, newname, rule, "not a regular file")
