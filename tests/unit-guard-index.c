@@ -68,7 +68,8 @@ static size_t build(unsigned char *out, unsigned version, const struct ent *e, s
 			while ((off - start) % 8);
 		}
 	}
-	memcpy(out + off, ext, extlen);
+	if (extlen)
+		memcpy(out + off, ext, extlen);
 	off += extlen;
 	memset(out + off, 0, 20);
 	return off + 20;
