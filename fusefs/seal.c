@@ -197,7 +197,7 @@ int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np,
 		return refuse(m, "rename", np, newname, rule,
 			      "a handle that may write it is still open");
 	}
-	r = guard_content_fd(rule, newname, fd,
+	r = guard_content_fd(m->guard, npfd, rule, newname, fd,
 			     rule == GUARD_RULE_X2 ? guard_hash_size(m->guard, npfd) : 20, &why);
 	close(fd);
 	if (r != 0) {

@@ -601,9 +601,11 @@ int guard_content_check(unsigned rule, const char *name, const char *buf, size_t
 
 /*
  * As guard_content_check, reading FD (open for reading): a regular file with
- * one name, no larger than the rule's cap.
+ * one name, no larger than the rule's cap.  For X2 with G, DIRFD is the git
+ * folder it goes into: guard_index_worktree() too.
  */
-int guard_content_fd(unsigned rule, const char *name, int fd, size_t hashsz, const char **why)
+int guard_content_fd(struct guard *g, int dirfd, unsigned rule, const char *name, int fd,
+		     size_t hashsz, const char **why)
 {
 	size_t cap = rule == GUARD_RULE_X2 ? GUARD_INDEX_MAX : GUARD_SEQ_MAX, len;
 	struct stat st;
@@ -623,6 +625,8 @@ int guard_content_fd(unsigned rule, const char *name, int fd, size_t hashsz, con
 		return -EROFS;
 	}
 	rc = guard_content_check(rule, name, buf, len, hashsz, why);
+	if (!rc && rule == GUARD_RULE_X2 && g && dirfd >= 0)
+		rc = guard_index_worktree(g, dirfd, buf, len, hashsz, why);
 	free(buf);
 	return rc;
 }
@@ -658,4 +662,150 @@ size_t guard_hash_size(struct guard *g, int dfd)
 	}
 	resolved_close(&res);
 	return hs;
+}
+
+#define WT_PROTECTED_MAX 16
+
+/* Paths inside a work tree that git runs or reads as config, from its top */
+struct wt_check {
+	int topfd;
+	size_t hashsz;
+	char *paths[WT_PROTECTED_MAX];
+	bool dir[WT_PROTECTED_MAX]; /* a hooks folder: everything beneath */
+	size_t n;
+};
+
+/* Note a relative core.hooksPath (from the top) or include (from the git folder). */
+static int wt_key(void *arg, enum guard_cfg_key key, const char *value)
+{
+	struct wt_check *w = arg;
+	char buf[PATH_MAX];
+
+	if (w->n >= WT_PROTECTED_MAX || value[0] == '/' || value[0] == '~' || !value[0])
+		return 0;
+	if (key == GUARD_CFG_HOOKSPATH) {
+		snprintf(buf, sizeof(buf), "%s", value);
+	} else if (key == GUARD_CFG_INCLUDE) {
+		/* relative to the config's folder, .git: only ../ leads into the work tree */
+		if (strncmp(value, "../", 3))
+			return 0;
+		snprintf(buf, sizeof(buf), "%s", value + 3);
+	} else {
+		return 0;
+	}
+	if (!lexical_norm(buf) || !buf[0])
+		return 0;
+	w->paths[w->n] = strdup(buf);
+	if (w->paths[w->n])
+		w->dir[w->n++] = key == GUARD_CFG_HOOKSPATH;
+	return 0;
+}
+
+/* The work-tree entry PATH (from topfd) has the content of blob OID? */
+static bool wt_same(struct wt_check *w, const char *path, uint32_t mode, const unsigned char *oid)
+{
+	char comp[NAME_MAX + 1], lnk[PATH_MAX], *buf = NULL;
+	const char *p = path, *e;
+	unsigned char sum[20];
+	struct stat st;
+	int fd, nfd;
+	size_t n, len;
+	bool same = false;
+
+	if (w->hashsz != 20 || (mode != 0100644 && mode != 0100755 && mode != 0120000))
+		return false;
+	fd = fcntl(w->topfd, F_DUPFD_CLOEXEC, 3);
+	while (fd >= 0 && (e = strchr(p, '/'))) {
+		n = (size_t)(e - p);
+		if (n >= sizeof(comp))
+			break;
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		nfd = openat(fd, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = nfd;
+		p = e + 1;
+	}
+	if (fd < 0 || strchr(p, '/') || fstatat(fd, p, &st, AT_SYMLINK_NOFOLLOW)) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	if (mode == 0120000 && S_ISLNK(st.st_mode)) {
+		ssize_t l = readlinkat(fd, p, lnk, sizeof(lnk));
+
+		if (l >= 0 && (size_t)l < sizeof(lnk)) {
+			guard_blob_sha1(lnk, (size_t)l, sum);
+			same = !memcmp(sum, oid, 20);
+		}
+	} else if (mode != 0120000 && S_ISREG(st.st_mode) &&
+		   !guard_read_file(fd, p, GUARD_CONFIG_MAX * 16, &buf, &len, NULL)) {
+		guard_blob_sha1(buf, len, sum);
+		same = !memcmp(sum, oid, 20);
+		free(buf);
+	}
+	close(fd);
+	return same;
+}
+
+static int wt_entry(void *arg, const char *path, uint32_t mode, const unsigned char *oid,
+		    const char **why)
+{
+	struct wt_check *w = arg;
+	size_t i, l;
+
+	for (i = 0; i < w->n; i++) {
+		l = strlen(path);
+		/* an entry standing for a folder on the way to it: never the same */
+		if (!strncmp(w->paths[i], path, l) && w->paths[i][l] == '/') {
+			*why = "an entry over a folder that holds a hook or config file";
+			return 1;
+		}
+		l = strlen(w->paths[i]);
+		if (strncmp(path, w->paths[i], l) || (path[l] && !(w->dir[i] && path[l] == '/')))
+			continue;
+		if (wt_same(w, path, mode, oid))
+			return 0;
+		*why = w->dir[i]
+			       ? "an entry under core.hooksPath with content the hook does not have"
+			       : "an entry for a config include target with other content";
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * X2 beyond paths: the index of a work tree whose git folder is DFD (a .git
+ * folder: its top is its parent) may not name a file the person's config
+ * runs or reads (under a relative core.hooksPath, a relative include target
+ * in the work tree) with content other than the file's: `git restore .`
+ * would write it.  0, or -EROFS with *WHY.
+ */
+int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, size_t hashsz,
+			 const char **why)
+{
+	struct wt_check w = {.topfd = -1, .hashsz = hashsz};
+	struct guard_cfg cfg = {.fn = wt_key, .arg = &w};
+	struct stat gst, st;
+	char *cbuf;
+	size_t clen, i;
+	int rc = 0;
+
+	(void)g;
+	w.topfd = openat(dfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (w.topfd < 0 || fstat(dfd, &gst) || fstatat(w.topfd, ".git", &st, AT_SYMLINK_NOFOLLOW) ||
+	    st.st_dev != gst.st_dev || st.st_ino != gst.st_ino)
+		goto out; /* not a .git folder at the top of its work tree */
+	if (guard_read_file(dfd, "config", GUARD_CONFIG_MAX, &cbuf, &clen, NULL))
+		goto out;
+	guard_config_scan(cbuf, clen, &cfg);
+	free(cbuf);
+	if (w.n && guard_index_entries(buf, len, hashsz, wt_entry, &w, why) < 0)
+		rc = -EROFS;
+out:
+	for (i = 0; i < w.n; i++)
+		free(w.paths[i]);
+	if (w.topfd >= 0)
+		close(w.topfd);
+	return rc;
 }

@@ -39,6 +39,8 @@ struct ix {
 	bool strict; /* check names, modes and order, not only the layout */
 	size_t end;  /* offset just past the last entry */
 	const char *why;
+	guard_index_entry_fn fn; /* each named entry of a strict pass, or NULL */
+	void *arg;
 };
 
 static uint32_t be32(const unsigned char *p)
@@ -367,6 +369,8 @@ static int walk_entries(struct ix *x, size_t *starts, bool *fresh)
 				return fail(x, "index entries out of order or repeated");
 			if (x->link)
 				memcpy(last, name, nlen + 1);
+			if (x->fn && x->fn(x->arg, name, mode, e + IDX_STAT, &x->why))
+				return -1;
 			lastlen = nlen;
 			laststage = stage;
 			have_last = true;
@@ -520,7 +524,22 @@ static void scan_flags(struct ix *x)
  */
 int guard_index_check_hash(const char *buf, size_t len, size_t hashsz, const char **why)
 {
-	struct ix x = {.p = (const unsigned char *)buf, .len = len, .hashsz = hashsz};
+	return guard_index_entries(buf, len, hashsz, NULL, NULL, why);
+}
+
+/*
+ * guard_index_check_hash, calling FN (if not NULL) with each entry's path,
+ * mode and object name as it is checked; FN returns non-zero, with *why set,
+ * to refuse the index.
+ */
+int guard_index_entries(const char *buf, size_t len, size_t hashsz, guard_index_entry_fn fn,
+			void *arg, const char **why)
+{
+	struct ix x = {.p = (const unsigned char *)buf,
+		       .len = len,
+		       .hashsz = hashsz,
+		       .fn = fn,
+		       .arg = arg};
 	int rc;
 
 	if (hashsz != 20 && hashsz != 32) {

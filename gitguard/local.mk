@@ -11,6 +11,7 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/parse.c \
 	gitguard/index.c \
 	gitguard/seq.c \
+	gitguard/sha1.c \
 	gitguard/audit.c \
 	gitguard/scan.c
 EXTRA_DIST += gitguard/README
