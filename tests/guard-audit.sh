@@ -115,6 +115,12 @@ audit_is "a forged index" 1 "repo/.git/index: index: git would write" "$T/idx"
 python3 "$FORGE" index "$R/.git/worktrees/wt/index" 2 "100644:$SHA:../x"
 audit_is "a forged worktree index" 1 "worktrees/wt/index: index" "$T/idx"
 
+R=$(fresh hkidx)
+git -C "$R" config core.hooksPath hooks-dir
+python3 "$FORGE" index "$R/.git/index" 2 "100644:$SHA:f" "100755:$SHA:hooks-dir/pre-commit"
+audit_is "an index entry for a hook that is not there" 1 "repo/.git/index: index: git restore" \
+	"$T/hkidx"
+
 R=$(fresh shape)
 mkdir -p "$R/docs/q/objects" "$R/docs/q/refs"
 echo 'ref: refs/heads/main' >"$R/docs/q/HEAD"
