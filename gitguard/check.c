@@ -669,6 +669,7 @@ size_t guard_hash_size(struct guard *g, int dfd)
 /* Paths inside a work tree that git runs or reads as config, from its top */
 struct wt_check {
 	int topfd;
+	bool linked; /* a linked worktree: includes are the main work tree's */
 	size_t hashsz;
 	char *paths[WT_PROTECTED_MAX];
 	bool dir[WT_PROTECTED_MAX]; /* a hooks folder: everything beneath */
@@ -685,7 +686,7 @@ static int wt_key(void *arg, enum guard_cfg_key key, const char *value)
 		return 0;
 	if (key == GUARD_CFG_HOOKSPATH) {
 		snprintf(buf, sizeof(buf), "%s", value);
-	} else if (key == GUARD_CFG_INCLUDE) {
+	} else if (key == GUARD_CFG_INCLUDE && !w->linked) {
 		/* relative to the config's folder, .git: only ../ leads into the work tree */
 		if (strncmp(value, "../", 3))
 			return 0;
@@ -774,9 +775,62 @@ static int wt_entry(void *arg, const char *path, uint32_t mode, const unsigned c
 	return 0;
 }
 
+/* The path in the one-line file NAME of DFD, resolved inside the root */
+static int wt_resolve(struct guard *g, int dfd, const char *name, bool follow, struct resolved *res)
+{
+	char path[GUARD_GITFILE_MAX], *buf;
+	size_t len;
+	int rc;
+
+	res->fd = res->dirfd = -1;
+	if (guard_read_file(dfd, name, GUARD_GITFILE_MAX, &buf, &len, NULL))
+		return -1;
+	rc = guard_parse_commondir(buf, len, path, sizeof(path));
+	free(buf);
+	if (rc || guard_resolve(g, dfd, path, follow, NULL, NULL, res) != RES_INSIDE) {
+		resolved_close(res);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A linked worktree's admin folder DFD: its work tree's top (the folder
+ * holding the .git file its gitdir names) and the common folder (config).
+ */
+static int wt_linked(struct guard *g, int dfd, int *topfd, int *cfgfd)
+{
+	struct resolved top, common;
+
+	if (wt_resolve(g, dfd, "gitdir", false, &top))
+		return -1;
+	if (!S_ISREG(top.st.st_mode) || wt_resolve(g, dfd, "commondir", true, &common)) {
+		resolved_close(&top);
+		return -1;
+	}
+	if (!S_ISDIR(common.st.st_mode)) {
+		resolved_close(&top);
+		resolved_close(&common);
+		return -1;
+	}
+	*topfd = fcntl(top.dirfd, F_DUPFD_CLOEXEC, 3);
+	*cfgfd = fcntl(common.fd, F_DUPFD_CLOEXEC, 3);
+	resolved_close(&top);
+	resolved_close(&common);
+	if (*topfd < 0 || *cfgfd < 0) {
+		if (*topfd >= 0)
+			close(*topfd);
+		if (*cfgfd >= 0)
+			close(*cfgfd);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * X2 beyond paths: the index of a work tree whose git folder is DFD (a .git
- * folder: its top is its parent) may not name a file the person's config
+ * folder: its top is its parent; a linked worktree's admin folder: the top
+ * its gitdir names, with G) may not name a file the person's config
  * runs or reads (under a relative core.hooksPath, a relative include target
  * in the work tree) with content other than the file's: `git restore .`
  * would write it.  0, or -EROFS with *WHY.
@@ -787,17 +841,29 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 	struct wt_check w = {.topfd = -1, .hashsz = hashsz};
 	struct guard_cfg cfg = {.fn = wt_key, .arg = &w};
 	struct stat gst, st;
+	int rc = 0, cfgfd;
 	char *cbuf;
 	size_t clen, i;
-	int rc = 0;
 
-	(void)g;
 	w.topfd = openat(dfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (w.topfd < 0 || fstat(dfd, &gst) || fstatat(w.topfd, ".git", &st, AT_SYMLINK_NOFOLLOW) ||
-	    st.st_dev != gst.st_dev || st.st_ino != gst.st_ino)
-		goto out; /* not a .git folder at the top of its work tree */
-	if (guard_read_file(dfd, "config", GUARD_CONFIG_MAX, &cbuf, &clen, NULL))
+	if (w.topfd >= 0 && !fstat(dfd, &gst) &&
+	    !fstatat(w.topfd, ".git", &st, AT_SYMLINK_NOFOLLOW) && st.st_dev == gst.st_dev &&
+	    st.st_ino == gst.st_ino) {
+		cfgfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3); /* a .git folder at its work tree's top */
+	} else {
+		if (w.topfd >= 0)
+			close(w.topfd);
+		w.topfd = -1;
+		w.linked = true;
+		if (!g || wt_linked(g, dfd, &w.topfd, &cfgfd))
+			goto out; /* a bare or submodule git folder: no work tree known here */
+	}
+	rc = guard_read_file(cfgfd, "config", GUARD_CONFIG_MAX, &cbuf, &clen, NULL);
+	close(cfgfd);
+	if (rc) {
+		rc = 0;
 		goto out;
+	}
 	guard_config_scan(cbuf, clen, &cfg);
 	free(cbuf);
 	if (w.n && guard_index_entries(buf, len, hashsz, wt_entry, &w, why) < 0)

@@ -54,6 +54,8 @@ setup()
 	git commit -qm hk
 	git config core.hooksPath .husky
 	git config include.path ../shared.cfg
+	git worktree add -q ../hkwt -b hkwtb
+	echo "gitdir: ../hk/.git/worktrees/hkwt" >"$S/hkwt/.git"
 	git init -q --object-format=sha256 "$S/r256"
 	cd "$S/r256"
 	echo x >x
@@ -177,6 +179,13 @@ python3 "$FORGE" index "$B/forged-hk" 2 "100644:$GOOD:a" "120000:$HSHA:.husky"
 expect "a symlink entry over the hooks folder refused" EROFS \
 	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/forged-hk"
 rm -f "$H/.git/index.lock"
+HW="$H/.git/worktrees/hkwt"
+check "husky linked worktree: git add and commit through the mount" sh -c \
+	"cd '$M/hkwt' && echo w >w && git add w && git commit -qm w"
+forged_hk "100755:$HSHA:.husky/pre-commit"
+expect "husky linked worktree: a hook entry with the bot's content refused" EROFS \
+	plant-rename "$HW/index.lock" "$HW/index" "$B/forged-hk"
+rm -f "$HW/index.lock"
 
 check "SHA-256 repository: git add and commit through the mount" sh -c \
 	"cd '$M/r256' && echo y >y && git add y && git commit -qm y"
@@ -193,7 +202,8 @@ fs_umount "$M" || not_ok "umount $M"
 (
 	cd "$S/repo" && git restore . && git checkout -q -f && git commit -q --allow-empty -m host &&
 		git -C "$S/wt" restore . && git -C "$S/wt" checkout -q -f &&
-		git -C "$S/hk" restore . && git -C "$S/hk" commit -q --allow-empty -m host
+		git -C "$S/hk" restore . && git -C "$S/hk" commit -q --allow-empty -m host &&
+		git -C "$S/hkwt" restore . && git -C "$S/hkwt" commit -q --allow-empty -m host
 ) >"$T/host.log" 2>&1
 is "$?" 0 "host: git restore, checkout -f and commit succeed"
 [ -s "$T/host.log" ] && diag "$(cat "$T/host.log")"
@@ -201,9 +211,9 @@ is "$(ls "$S/repo/.git/hooks" | grep -v '\.sample$' | tr '\n' ' ')" "" \
 	"host: no hook appeared in .git/hooks"
 is "$(ls "$T/outside" | tr '\n' ' ')" "" "host: nothing written outside the root"
 is "$(ls "$T" | grep PWNED | tr '\n' ' ')" "" "host: no marker"
-is "$(find "$S" -name 'pre-commit' -o -name pwned -o -name pre-push | grep -v '/hk/.husky/pre-commit$' |
+is "$(find "$S" -name 'pre-commit' -o -name pwned -o -name pre-push | grep -v '/hk\(wt\)\?/.husky/pre-commit$' |
 	tr '\n' ' ')" "" "host: no planted file anywhere in the source"
-is "$(cat "$S/hk/.husky/pre-commit" "$S/hk/shared.cfg" | tr '\n' ' ')" \
+is "$(cat "$S/hkwt/.husky/pre-commit" "$S/hk/shared.cfg" | tr '\n' ' ')" \
 	'#!/bin/sh true [user] 	name = shared ' "host: the husky hook and the include target are the person's"
 
 done_testing
