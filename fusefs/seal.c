@@ -173,6 +173,11 @@ int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np,
 	struct stat st, now;
 	int fd, r;
 
+	/* only a regular file is opened: no FIFO or device has its open run by root */
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return refuse(m, "rename", np, newname, rule, "not a regular file");
 	fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ELOOP ? refuse(m, "rename", np, newname, rule, "not a regular file")
@@ -186,7 +191,8 @@ int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np,
 		return refuse(m, "rename", np, newname, rule,
 			      "a handle that may write it is still open");
 	}
-	r = guard_content_fd(rule, newname, fd, 20, &why);
+	r = guard_content_fd(m->guard, npfd, rule, newname, fd,
+			     rule == GUARD_RULE_X2 ? guard_hash_size(m->guard, npfd) : 20, &why);
 	close(fd);
 	if (r != 0) {
 		unseal(fs, st.st_dev, st.st_ino, false);

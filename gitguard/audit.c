@@ -37,6 +37,7 @@ struct audit {
 	void *arg;
 	unsigned long entries;
 	unsigned long findings;
+	size_t hashsz; /* of the git folder being read: 20, or 32 for SHA-256 */
 	int errors;
 	struct guard_err *err;
 };
@@ -138,8 +139,10 @@ static void check_index(struct audit *a, int dfd, const char *name, const char *
 		found(a, path, "index", "cannot be checked: %s", strerror(-rc));
 		return;
 	}
-	if (guard_index_check(buf, len, &why) < 0)
+	if (guard_index_check_hash(buf, len, a->hashsz, &why) < 0)
 		found(a, path, "index", "git would write what it names: %s", why);
+	else if (guard_index_worktree(NULL, dfd, buf, len, a->hashsz, &why) < 0)
+		found(a, path, "index", "git restore would write: %s", why);
 	free(buf);
 }
 
@@ -348,9 +351,18 @@ static void modules(struct audit *a, int dfd, const char *path, int depth)
 /* A git folder FD at PATH; TOPFD/TOP its work tree's top, or -1 for a bare one */
 static void gitdir(struct audit *a, int fd, const char *path, int topfd, const char *top)
 {
+	struct guard_cfg cfg = {0};
+	size_t len;
 	char *p;
 	int mfd;
 
+	/* a linked worktree's admin folder takes the common folder's (read here first) */
+	a->hashsz = 20;
+	if (!guard_read_file(fd, "config", GUARD_CONFIG_MAX, &p, &len, NULL)) {
+		if (!guard_config_scan(p, len, &cfg) && cfg.sha256)
+			a->hashsz = 32;
+		free(p);
+	}
 	p = join(path, "hooks");
 	if (p)
 		each_entry(a, fd, "hooks", p, hook_file);

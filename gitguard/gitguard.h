@@ -239,14 +239,25 @@ bool guard_notify(struct guard *g, const struct guard_event *ev);
 unsigned guard_content_rule(const struct guard_cls *parent, const char *name);
 int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len, size_t hashsz,
 			const char **why);
-int guard_content_fd(unsigned rule, const char *name, int fd, size_t hashsz, const char **why);
+int guard_content_fd(struct guard *g, int dirfd, unsigned rule, const char *name, int fd,
+		     size_t hashsz, const char **why);
+size_t guard_hash_size(struct guard *g, int gitdir_fd);
+int guard_index_worktree(struct guard *g, int gitdir_fd, const char *buf, size_t len, size_t hashsz,
+			 const char **why);
 
 /* resolve.c: the one capped reader of a file a bot may have written */
 int guard_read_fd(int fd, size_t cap, char **buf, size_t *len, struct stat *st);
 
+/* sha1.c: git's blob object name (SHA-1) of a buffer */
+void guard_blob_sha1(const char *buf, size_t len, unsigned char out[20]);
+
 /* index.c: pure, for fuzzers */
 int guard_index_check(const char *buf, size_t len, const char **why);
 int guard_index_check_hash(const char *buf, size_t len, size_t hashsz, const char **why);
+typedef int (*guard_index_entry_fn)(void *arg, const char *path, uint32_t mode,
+				    const unsigned char *oid, const char **why);
+int guard_index_entries(const char *buf, size_t len, size_t hashsz, guard_index_entry_fn fn,
+			void *arg, const char **why);
 bool guard_index_path_ok(const char *path, unsigned mode);
 
 /* seq.c: pure, for fuzzers */
@@ -277,6 +288,7 @@ struct guard_cfg {
 	bool bad_format;      /* repositoryformatversion not an integer */
 	bool worktree_config; /* extensions.worktreeConfig is true */
 	bool unknown_ext;     /* an extension git 2.39 does not know */
+	bool sha256;	      /* extensions.objectFormat is sha256 */
 	unsigned line;	      /* line of the first syntax error */
 };
 

@@ -40,6 +40,8 @@ struct ix {
 	bool strict; /* check names, modes and order, not only the layout */
 	size_t end;  /* offset just past the last entry */
 	const char *why;
+	guard_index_entry_fn fn; /* each named entry of a strict pass, or NULL */
+	void *arg;
 };
 
 static uint32_t be32(const unsigned char *p)
@@ -192,6 +194,14 @@ static bool ntfs_dotgitmodules(const char *s)
 /* The component starting at S (up to '/' or the end): git's verify_dotfile, HFS and NTFS */
 static bool component_ok(const char *s, bool link)
 {
+	/*
+	 * Every alias starts with '.', 'g' or 'G' (NTFS short names, "git~1",
+	 * "gitmod~1", "gi7eba~1"), '~' (git's 8.3 fallback also takes "~1234567"),
+	 * or a code point HFS+ ignores (not ASCII): any other first byte is an
+	 * ordinary name.
+	 */
+	if ((unsigned char)s[0] < 0x80 && s[0] != '.' && s[0] != '~' && (s[0] | 32) != 'g')
+		return true;
 	if (hfs_dot(s, "git") || ntfs_dotgit(s))
 		return false;
 	if (link && (hfs_dot(s, "gitmodules") || ntfs_dotgitmodules(s)))
@@ -278,7 +288,8 @@ static int name_cmp(const char *a, size_t al, unsigned as, const char *b, size_t
  */
 static int walk_entries(struct ix *x, size_t *starts, bool *fresh)
 {
-	char prev[IDX_PATH_MAX + 1], name[IDX_PATH_MAX + 1], last[IDX_PATH_MAX + 1];
+	char bufa[IDX_PATH_MAX + 1], bufb[IDX_PATH_MAX + 1], last[IDX_PATH_MAX + 1];
+	char *prev = bufa, *name = bufb, *swap;
 	size_t off = IDX_HDR, prevlen = 0, lastlen = 0, limit = x->len - x->hashsz;
 	unsigned laststage = 0;
 	bool have_last = false;
@@ -353,14 +364,21 @@ static int walk_entries(struct ix *x, size_t *starts, bool *fresh)
 			if (!guard_index_path_ok(name, mode))
 				return fail(x, "index path git would refuse (.git, .., absolute, "
 					       "empty part)");
-			if (have_last && name_cmp(last, lastlen, laststage, name, nlen, stage) >= 0)
+			/* without link every name is the previous one: no copy */
+			if (have_last && name_cmp(x->link ? last : prev, lastlen, laststage, name,
+						  nlen, stage) >= 0)
 				return fail(x, "index entries out of order or repeated");
-			memcpy(last, name, nlen + 1);
+			if (x->link)
+				memcpy(last, name, nlen + 1);
+			if (x->fn && x->fn(x->arg, name, mode, e + IDX_STAT, &x->why))
+				return -1;
 			lastlen = nlen;
 			laststage = stage;
 			have_last = true;
 		}
-		memcpy(prev, name, nlen + 1);
+		swap = prev;
+		prev = name;
+		name = swap;
 		prevlen = nlen;
 		off += total;
 	}
@@ -507,7 +525,22 @@ static void scan_flags(struct ix *x)
  */
 int guard_index_check_hash(const char *buf, size_t len, size_t hashsz, const char **why)
 {
-	struct ix x = {.p = (const unsigned char *)buf, .len = len, .hashsz = hashsz};
+	return guard_index_entries(buf, len, hashsz, NULL, NULL, why);
+}
+
+/*
+ * guard_index_check_hash, calling FN (if not NULL) with each entry's path,
+ * mode and object name as it is checked; FN returns non-zero, with *why set,
+ * to refuse the index.
+ */
+int guard_index_entries(const char *buf, size_t len, size_t hashsz, guard_index_entry_fn fn,
+			void *arg, const char **why)
+{
+	struct ix x = {.p = (const unsigned char *)buf,
+		       .len = len,
+		       .hashsz = hashsz,
+		       .fn = fn,
+		       .arg = arg};
 	int rc;
 
 	if (hashsz != 20 && hashsz != 32) {

@@ -13,6 +13,7 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/index.c \
 	gitguard/seq.c \
 	gitguard/lg2.c \
+	gitguard/sha1.c \
 	gitguard/audit.c \
 	gitguard/home.c \
 	gitguard/scan.c

@@ -247,6 +247,8 @@ static int handle_var(struct guard_cfg *cfg, const char *var, const char *value)
 	}
 	if (!strncmp(var, "extensions.", 11)) {
 		dot = var + 11;
+		if (!strcmp(dot, "objectformat"))
+			cfg->sha256 = value && !strcasecmp(value, "sha256");
 		if (!strcmp(dot, "worktreeconfig")) {
 			/* anything but a clear false counts as on */
 			if (guard_parse_bool(value) != 0)
@@ -279,6 +281,7 @@ int guard_config_scan(const char *buf, size_t len, struct guard_cfg *cfg)
 	cfg->bad_format = false;
 	cfg->worktree_config = false;
 	cfg->unknown_ext = false;
+	cfg->sha256 = false;
 	cfg->line = 0;
 	section[0] = '\0';
 	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))

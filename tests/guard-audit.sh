@@ -38,6 +38,11 @@ setup()
 	git checkout -q main
 	echo c >f
 	git commit -qam c
+	git init -q --object-format=sha256 "$T/clean/r256"
+	cd "$T/clean/r256"
+	echo x >x
+	git add x
+	git commit -qm x
 	set +e
 }
 if ! (setup) >"$T/setup.log" 2>&1; then
@@ -60,7 +65,7 @@ audit_is()
 	fi
 }
 
-audit_is "a clean repository with a worktree and a submodule: exit 0" 0 "" "$T/clean"
+audit_is "a clean tree (a worktree, a submodule, a SHA-256 repository): exit 0" 0 "" "$T/clean"
 is "$("$AGENTFS" audit --json "$T/clean")" "[]" "--json of a clean tree is []"
 
 # fresh NAME: a copy of the clean tree to plant in; prints its repository path
@@ -103,6 +108,12 @@ python3 "$FORGE" index "$R/.git/index" 2 "100755:$SHA:.git/hooks/pre-commit"
 audit_is "a forged index" 1 "repo/.git/index: index: git would write" "$T/idx"
 python3 "$FORGE" index "$R/.git/worktrees/wt/index" 2 "100644:$SHA:../x"
 audit_is "a forged worktree index" 1 "worktrees/wt/index: index" "$T/idx"
+
+R=$(fresh hkidx)
+git -C "$R" config core.hooksPath hooks-dir
+python3 "$FORGE" index "$R/.git/index" 2 "100644:$SHA:f" "100755:$SHA:hooks-dir/pre-commit"
+audit_is "an index entry for a hook that is not there" 1 "repo/.git/index: index: git restore" \
+	"$T/hkidx"
 
 R=$(fresh shape)
 mkdir -p "$R/docs/q/objects" "$R/docs/q/refs"

@@ -53,7 +53,8 @@ def index(version, entries):
             ent += name
             ent += b"\0" * (8 - (len(ent) % 8))
         body += ent
-    return bytes(body) + hashlib.sha1(body).digest()
+    algo = hashlib.sha256 if entries and len(entries[0][1]) == 64 else hashlib.sha1
+    return bytes(body) + algo(body).digest()
 
 
 def result(fn):

@@ -36,6 +36,25 @@ setup()
 	git commit -qm init
 	git worktree add -q ../wt -b wtb
 	echo "gitdir: ../repo/.git/worktrees/wt" >"$S/wt/.git"
+	# husky 5-8: core.hooksPath .husky with the hooks tracked; an include in the tree
+	git init -q "$S/hk"
+	cd "$S/hk"
+	mkdir .husky
+	printf '#!/bin/sh\ntrue\n' >.husky/pre-commit
+	chmod +x .husky/pre-commit
+	printf '[user]\n\tname = shared\n' >shared.cfg
+	echo a >a
+	git add .husky/pre-commit shared.cfg a
+	git commit -qm hk
+	git config core.hooksPath .husky
+	git config include.path ../shared.cfg
+	git worktree add -q ../hkwt -b hkwtb
+	echo "gitdir: ../hk/.git/worktrees/hkwt" >"$S/hkwt/.git"
+	git init -q --object-format=sha256 "$S/r256"
+	cd "$S/r256"
+	echo x >x
+	git add x
+	git commit -qm x
 	set +e
 }
 if ! (setup) >"$T/setup.log" 2>&1; then
@@ -121,13 +140,64 @@ check "git status through the mount" sh -c "cd '$M/repo' && git status --porcela
 check "git add through the mount" sh -c "cd '$M/repo' && echo three >c && git add c"
 check "git commit through the mount" sh -c "cd '$M/repo' && git commit -qm c"
 check "git add in the worktree through the mount" sh -c "cd '$M/wt' && echo w >w && git add w"
+# ---- entries over files the person's config runs or reads (husky, includes) ----
+H="$M/hk"
+check "husky repository: git add and commit through the mount (hooks tracked)" sh -c \
+	"cd '$H' && echo b >b && git add b && git commit -qm b"
+HSHA=$(cd "$H" && git hash-object -w "$B/payload")
+# forged_hk ENTRY...: the index git would write, with ENTRY (mode:sha:path) put in
+forged_hk()
+{
+	local ents=() e
+	while read -r mode sha _ path; do ents+=("$mode:$sha:$path"); done \
+		< <(cd "$H" && git ls-files -s)
+	for e in "$@"; do
+		ents=("${ents[@]/#*:"${e##*:}"/}")
+		ents+=("$e")
+	done
+	python3 "$FORGE" index "$B/forged-hk" 2 $(printf '%s\n' "${ents[@]}" | grep .)
+}
+forged_hk
+expect "husky: the index as git wrote it may be renamed in" ok \
+	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/forged-hk"
+forged_hk "100755:$HSHA:.husky/pre-commit"
+expect "husky: a hook entry with the bot's content refused" EROFS \
+	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/forged-hk"
+forged_hk "100755:$HSHA:.husky/pre-push"
+expect "husky: a new hook entry refused" EROFS \
+	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/forged-hk"
+forged_hk "100644:$HSHA:shared.cfg"
+expect "an include target entry with the bot's content refused" EROFS \
+	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/forged-hk"
+python3 "$FORGE" index "$B/forged-hk" 2 "100644:$GOOD:a" "120000:$HSHA:.husky"
+expect "a symlink entry over the hooks folder refused" EROFS \
+	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/forged-hk"
+rm -f "$H/.git/index.lock"
+HW="$H/.git/worktrees/hkwt"
+check "husky linked worktree: git add and commit through the mount" sh -c \
+	"cd '$M/hkwt' && echo w >w && git add w && git commit -qm w"
+forged_hk "100755:$HSHA:.husky/pre-commit"
+expect "husky linked worktree: a hook entry with the bot's content refused" EROFS \
+	plant-rename "$HW/index.lock" "$HW/index" "$B/forged-hk"
+rm -f "$HW/index.lock"
+
+check "SHA-256 repository: git add and commit through the mount" sh -c \
+	"cd '$M/r256' && echo y >y && git add y && git commit -qm y"
+SHA256=$(cd "$M/r256" && git hash-object -w "$B/payload")
+python3 "$FORGE" index "$B/forged256" 2 "100755:$SHA256:.git/hooks/pre-commit" 2>/dev/null ||
+	true
+expect "SHA-256 repository: a forged index refused" EROFS \
+	plant-rename "$M/r256/.git/index.lock" "$M/r256/.git/index" "$B/forged256"
+rm -f "$M/r256/.git/index.lock"
 
 fs_umount "$M" || not_ok "umount $M"
 
 # ---- the person's git on the host ------------------------------------------
 (
 	cd "$S/repo" && git restore . && git checkout -q -f && git commit -q --allow-empty -m host &&
-		git -C "$S/wt" restore . && git -C "$S/wt" checkout -q -f
+		git -C "$S/wt" restore . && git -C "$S/wt" checkout -q -f &&
+		git -C "$S/hk" restore . && git -C "$S/hk" commit -q --allow-empty -m host &&
+		git -C "$S/hkwt" restore . && git -C "$S/hkwt" commit -q --allow-empty -m host
 ) >"$T/host.log" 2>&1
 is "$?" 0 "host: git restore, checkout -f and commit succeed"
 [ -s "$T/host.log" ] && diag "$(cat "$T/host.log")"
@@ -135,7 +205,9 @@ is "$(ls "$S/repo/.git/hooks" | grep -v '\.sample$' | tr '\n' ' ')" "" \
 	"host: no hook appeared in .git/hooks"
 is "$(ls "$T/outside" | tr '\n' ' ')" "" "host: nothing written outside the root"
 is "$(ls "$T" | grep PWNED | tr '\n' ' ')" "" "host: no marker"
-is "$(find "$S" -name 'pre-commit' -o -name pwned | tr '\n' ' ')" "" \
-	"host: no planted file anywhere in the source"
+is "$(find "$S" -name 'pre-commit' -o -name pwned -o -name pre-push | grep -v '/hk\(wt\)\?/.husky/pre-commit$' |
+	tr '\n' ' ')" "" "host: no planted file anywhere in the source"
+is "$(cat "$S/hkwt/.husky/pre-commit" "$S/hk/shared.cfg" | tr '\n' ' ')" \
+	'#!/bin/sh true [user] 	name = shared ' "host: the husky hook and the include target are the person's"
 
 done_testing

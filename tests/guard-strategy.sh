@@ -166,6 +166,26 @@ except OSError as e:
 [ -d "$P/.git/sequencer.old" ] && mv "$P/.git/sequencer.old" "$P/.git/sequencer" 2>/dev/null
 rm -rf "$P/.git/seqx"
 
+mkdir -p "$M/botdir"
+printf '%s\n' "$EVIL" >"$M/botdir/strategy"
+expect "rebase-merge: a symlink to a folder of the bot's refused" EROFS \
+	plant-symlink ../../botdir "$P/.git/rebase-merge"
+expect "sequencer: a symlink to a folder of the bot's refused" EROFS \
+	plant-symlink ../../botdir "$R/.git/sequencer"
+expect "rebase-apply: a symlink renamed in refused" EROFS \
+	symlink-rename ../../botdir "$R/.git/ra.tmp" "$R/.git/rebase-apply"
+rm -f "$R/.git/ra.tmp"
+mkdir -p "$R/.git/rm.tmp"
+cp "$B/evil" "$R/.git/rm.tmp/strategy"
+is "$(python3 -c "
+import os
+try:
+    os.rename('$P/.git/../../rb/.git/rm.tmp', '$P/.git/rebase-merge'); print('ok')
+except OSError as e:
+    print(e.errno == 30 and 'EROFS' or e.errno == 18 and 'EXDEV' or e)")" EROFS \
+	"rebase-merge: a folder holding a bad strategy renamed in refused"
+rm -rf "$R/.git/rm.tmp"
+
 fs_umount "$M" || not_ok "umount $M"
 
 # ---- the person continues on the host ---------------------------------------

@@ -69,7 +69,8 @@ static size_t build(unsigned char *out, unsigned version, const struct ent *e, s
 			while ((off - start) % 8);
 		}
 	}
-	memcpy(out + off, ext, extlen);
+	if (extlen)
+		memcpy(out + off, ext, extlen);
 	off += extlen;
 	memset(out + off, 0, 20);
 	return off + 20;
@@ -143,6 +144,10 @@ int main(void)
 	}
 	tap_ok(check1(2, 0120000, ".gitmodules", &why) < 0, "symlink .gitmodules refused");
 	tap_ok(check1(2, 0120000, "GITMOD~1", &why) < 0, "symlink GITMOD~1 refused");
+	tap_ok(check1(2, 0120000, "~1234567", &why) < 0,
+	       "symlink ~1234567 (git's 8.3 rule) refused");
+	tap_ok(check1(2, 0120000, "a/gi7eba~9", &why) < 0, "symlink a/gi7eba~9 refused");
+	tap_ok(check1(2, 0100644, "~1234567", &why) == 0, "file ~1234567 allowed");
 	tap_ok(check1(2, 0100644, ".gitmodules", &why) == 0, "file .gitmodules allowed");
 	tap_ok(check1(2, 0160000, "sub", &why) == 0, "gitlink allowed");
 	tap_ok(check1(2, 0160000, ".git", &why) < 0, "gitlink at .git refused");

@@ -356,6 +356,9 @@ static void test_plain_and_git(void)
 	IS(try_link("repo/.git/index", "repo/.git/idx2"), "X2", "no second name for index");
 	IS(try_create("repo/.git/sharedindex_ab12"), "", "git's sharedindex_XXXXXX temp creatable");
 	IS(try_mkdir("repo/.git/rebase-merge"), "", "rebase-merge may be made");
+	IS(try_symlink("repo/.git/rebase-merge", "../../plain"), "D9",
+	   "rebase-merge may not be a symlink (D9, before X4)");
+	IS(try_create("repo/.git/sequencer"), "X4", "sequencer may not be a file (X4)");
 	IS(try_write("repo/.git/HEAD"), "", "HEAD writable");
 	IS(try_create("repo/.git/index.lock"), "", "index.lock creatable");
 	IS(try_create("repo/.git/HEAD.lock"), "", "HEAD.lock creatable");
