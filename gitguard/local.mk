@@ -22,7 +22,7 @@ EXTRA_DIST += gitguard/README
 
 check_PROGRAMS += tests/unit-guard tests/unit-guard-parse tests/unit-guard-index
 TESTS += tests/unit-guard tests/unit-guard-parse tests/unit-guard-index
-tests_unit_guard_SOURCES = tests/unit-guard.c tests/guard-tap.h
+tests_unit_guard_SOURCES = tests/unit-guard.c tests/guard-tap.h tests/guard-unit.h
 tests_unit_guard_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)
 tests_unit_guard_parse_SOURCES = tests/unit-guard-parse.c tests/guard-tap.h
 tests_unit_guard_parse_LDADD = gitguard/libgitguard.a
@@ -30,7 +30,7 @@ tests_unit_guard_index_SOURCES = tests/unit-guard-index.c tests/guard-tap.h
 tests_unit_guard_index_LDADD = gitguard/libgitguard.a
 check_PROGRAMS += tests/unit-guard-home
 TESTS += tests/unit-guard-home
-tests_unit_guard_home_SOURCES = tests/unit-guard-home.c tests/guard-tap.h
+tests_unit_guard_home_SOURCES = tests/unit-guard-home.c tests/guard-tap.h tests/guard-unit.h
 tests_unit_guard_home_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)
 check_PROGRAMS += tests/guard-idx
 tests_guard_idx_SOURCES = tests/guard-idx.c
