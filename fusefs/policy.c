@@ -309,28 +309,26 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 	char why[320], *ppath = NULL;
 	struct stat st;
 	nlink_t nlink;
+	bool sealed;
 	int res, k;
 
 	if (atomic_load_explicit(&m->readonly, memory_order_relaxed))
 		return refuse(m, r, "read-only mount", "read-only mount");
+	/* one look under the lock for both: read-only paths, and a sealed inode */
 	pthread_mutex_lock(&m->fs->lock);
 	k = ro_tree(r->ino) || ro_tree(r->parent) || ro_tree(r->src_parent) || ro_tree(r->victim);
+	sealed = r->ino != NULL && (r->op == GUARD_OP_WRITE || r->op == GUARD_OP_LINK) &&
+		 r->ino->sealed;
 	pthread_mutex_unlock(&m->fs->lock);
 	if (k)
 		return refuse(m, r, "read-only path", "read-only path");
 	if (m->guard == NULL)
 		return 0;
+	/* renamed onto an index or strategy file after a check: never written again */
+	if (sealed)
+		return refuse(m, r, "X2/X4", "rule X2/X4 (content checked when it was renamed in)");
 	/* a host change to a config first, so the classes below see it */
 	guard_revalidate(m->guard);
-	/* renamed onto an index or strategy file after a check: never written again */
-	if (r->ino != NULL && (r->op == GUARD_OP_WRITE || r->op == GUARD_OP_LINK)) {
-		pthread_mutex_lock(&m->fs->lock);
-		k = r->ino->sealed;
-		pthread_mutex_unlock(&m->fs->lock);
-		if (k)
-			return refuse(m, r, "X2/X4",
-				      "rule X2/X4 (content checked when it was renamed in)");
-	}
 
 	p[0] = gcls_of(m, r->ino);
 	p[1] = gcls_of(m, r->parent);

@@ -142,6 +142,18 @@ static bool bot_visible(struct request *r, const struct bot *b)
 static void fail(struct request *r, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The bot NAME if the asker may see it; else NULL, answered not_found. */
+static struct bot *visible_bot(struct request *r, const char *name)
+{
+	struct bot *b = bot_find(name);
+
+	if (b == NULL || b->deleting || !bot_visible(r, b)) {
+		fail(r, "not_found", "no bot named %s", name);
+		return NULL;
+	}
+	return b;
+}
+
 static void fail(struct request *r, const char *code, const char *fmt, ...)
 {
 	char msg[1024];
@@ -885,15 +897,13 @@ static struct sandbox_run *sandbox_of(struct bot *b, pid_t pid)
  */
 void bots_exec_register(struct request *r, const char *name, bool has_pid, double pidv)
 {
-	struct bot *b = bot_find(name);
+	struct bot *b;
 	pid_t pid = r->peer != NULL ? server_peer_pid(r->peer) : 0;
 	struct sandbox_run *sb;
 	int fd;
 
-	if (b == NULL || b->deleting || !bot_visible(r, b)) {
-		fail(r, "not_found", "no bot named %s", name);
+	if ((b = visible_bot(r, name)) == NULL)
 		return;
-	}
 	if (b->busy) {
 		fail(r, "busy", "bot %s is being changed; ask again", b->name);
 		return;
@@ -1504,15 +1514,13 @@ static void running_msg(struct bot **v, size_t n, char *out, size_t len)
 
 bool bots_delete(struct request *r, const char *name, bool force)
 {
-	struct bot *caller = caller_of(r), *b = bot_find(name), **v = NULL;
+	struct bot *caller = caller_of(r), *b, **v = NULL;
 	char pids[256];
 	size_t n = 0;
 	unsigned running;
 
-	if (b == NULL || b->deleting || !bot_visible(r, b)) {
-		fail(r, "not_found", "no bot named %s", name);
+	if ((b = visible_bot(r, name)) == NULL)
 		return false;
-	}
 	if (caller != NULL && b == caller) {
 		fail(r, "forbidden", "a bot cannot delete itself; ask whoever made it");
 		return false;
@@ -1617,15 +1625,13 @@ static bool folders_exist(struct request *r, const struct paths *p)
 
 bool bots_configure(struct request *r, struct bot_spec *s)
 {
-	struct bot *caller = caller_of(r), *b = bot_find(s->name), next = {0}, *c;
+	struct bot *caller = caller_of(r), *b, next = {0}, *c;
 	struct root *old;
 	size_t nold, i, k;
 	struct job *j;
 
-	if (b == NULL || b->deleting || !bot_visible(r, b)) {
-		fail(r, "not_found", "no bot named %s", s->name);
+	if ((b = visible_bot(r, s->name)) == NULL)
 		return false;
-	}
 	if (caller == b) {
 		fail(r, "forbidden", "a bot cannot configure itself");
 		return false;
@@ -1779,13 +1785,11 @@ static void sandboxes_json(const struct bot *b, cJSON *bot)
 
 void bots_show(struct request *r, const char *name)
 {
-	struct bot *b = bot_find(name);
+	struct bot *b;
 	cJSON *body, *bot;
 
-	if (b == NULL || b->deleting || !bot_visible(r, b)) {
-		fail(r, "not_found", "no bot named %s", name);
+	if ((b = visible_bot(r, name)) == NULL)
 		return;
-	}
 	check_lost(b);
 	body = cJSON_CreateObject();
 	bot = bot_to_json(b, true);
@@ -1839,14 +1843,12 @@ void bots_status(struct request *r)
  */
 void bots_exec_plan(struct request *r, const char *name)
 {
-	struct bot *b = bot_find(name);
+	struct bot *b;
 	cJSON *body, *binds, *o, *hide;
 	size_t i;
 
-	if (b == NULL || b->deleting || !bot_visible(r, b)) {
-		fail(r, "not_found", "no bot named %s", name);
+	if ((b = visible_bot(r, name)) == NULL)
 		return;
-	}
 	if (b->busy) {
 		fail(r, "busy", "bot %s is being changed; ask again", b->name);
 		return;
@@ -1932,12 +1934,10 @@ bool bots_log(struct request *r, const char *name, uint64_t since, bool follow)
 /* changes and mark: of a bot the caller may see (itself included). */
 void bots_changes(struct request *r, const char *name, uint64_t since, bool mark)
 {
-	struct bot *b = bot_find(name);
+	struct bot *b;
 
-	if (b == NULL || b->deleting || !bot_visible(r, b)) {
-		fail(r, "not_found", "no bot named %s", name);
+	if ((b = visible_bot(r, name)) == NULL)
 		return;
-	}
 	if (mark)
 		changes_mark(r, b->changes);
 	else

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "fusefs/fusefs.h"
 #include "gitguard/gitguard.h"
 
 static const char audit_usage[] =
@@ -51,14 +52,20 @@ static void print_finding(void *arg, const char *path, const char *kind, const c
 		die("out of memory");
 }
 
-/* Audit the tree at path: returns findings, or -1 (reported) */
-static long audit_one(struct out *o, const char *path)
+/*
+ * Audit the tree at path: returns findings, or -1 (reported). A bot's root
+ * is opened following no symlink on the way: a folder above it may be in
+ * another bot's root, and a link put in its place would send the audit to
+ * another tree and call it clean.
+ */
+static long audit_one(struct out *o, const char *path, bool nofollow)
 {
 	struct guard_err err;
 	long n;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = nofollow ? fs_open_nofollow(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, false)
+		      : open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "agentfs audit: %s: %s\n", path, strerror(errno));
 		return -1;
@@ -99,7 +106,7 @@ static long audit_bot(struct out *o, const char *socket_path, const char *bot)
 		if (!cJSON_IsString(path) || !cJSON_IsString(access) ||
 		    strcmp(access->valuestring, "rw") != 0)
 			continue;
-		n = audit_one(o, path->valuestring);
+		n = audit_one(o, path->valuestring, true);
 		if (n < 0)
 			bad = true;
 		else
@@ -152,7 +159,7 @@ int cmd_audit(int argc, char **argv)
 		die("out of memory");
 	for (i = 0; i < nbots + (argc - optind); i++) {
 		n = i < nbots ? audit_bot(&o, socket_path, bots[i])
-			      : audit_one(&o, argv[optind + i - nbots]);
+			      : audit_one(&o, argv[optind + i - nbots], false);
 		if (n < 0)
 			rc = 2;
 		else

@@ -159,6 +159,11 @@ if [ "$(id -u)" = 0 ] && [ -c /dev/fuse ]; then
 	audit_is "--bot: a bot with a clean writable root (its read-only root is not its work)" 0 "" \
 		--socket "$T/d.sock" --bot tidy
 	audit_is "--bot: a bot that does not exist: exit 2" 2 "no bot" --socket "$T/d.sock" --bot nosuch
+	# the root's path now leads, through a symlink, to a clean tree: not audited as the root
+	mv "$T/hook" "$T/hook-moved" && ln -s "$T/clean" "$T/hook"
+	audit_is "--bot: a root whose path became a symlink is an error, never clean" 2 "" \
+		--socket "$T/d.sock" --bot planted
+	rm "$T/hook" && mv "$T/hook-moved" "$T/hook"
 	"$AGENTFS" --socket "$T/d.sock" shutdown >/dev/null
 	wait_until 10 eval '! "$AGENTFS" --socket "$T/d.sock" status >/dev/null 2>&1'
 else
