@@ -9,8 +9,11 @@
  *   - in a home, `.gitconfig` is RO and NC, whatever its type;
  *   - `.config` may be a folder only, is pinned (no rename or rmdir away,
  *     nothing moved in as it), and in it `git` is RO-tree;
- *   - `.ssh` likewise, and in it `config` is RO and NC: git over ssh runs
- *     what it names (ProxyCommand, Match exec);
+ *   - `.ssh` and `.gnupg` likewise, and everything in them is RO-tree: git
+ *     over ssh runs what ~/.ssh/config and the files it Includes name
+ *     (ProxyCommand, Match exec, KnownHostsCommand), a signing git runs gpg,
+ *     whose agent runs what ~/.gnupg/gpg-agent.conf names (pinentry-program),
+ *     and a key in authorized_keys is a way back in past the sandbox;
  *   - a home inside the root and every folder on the way to it are pinned;
  *   - what a symlinked .gitconfig, .config/git or .ssh/config names inside the root is
  *     protected too, and each of these configs is scanned like a
@@ -60,7 +63,8 @@ bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const cha
 	if (parent->kind != GUARD_PLAIN)
 		return false;
 	if (parent->role == GUARD_R_HOMECFG || parent->role == GUARD_R_HOMESSH) {
-		if (parent->role == GUARD_R_HOMECFG ? !name_is(name, "git") : !name_is(name, "config"))
+		/* in ~/.config only git/; in ~/.ssh and ~/.gnupg everything */
+		if (parent->role == GUARD_R_HOMECFG && !name_is(name, "git"))
 			return false;
 		out->flags |= GUARD_RO | GUARD_TREE;
 		out->rule = GUARD_RULE_H1;
@@ -73,15 +77,15 @@ bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const cha
 		out->rule = GUARD_RULE_H1;
 		return true;
 	}
-	if (name_is(name, ".config") || name_is(name, ".ssh")) {
+	if (name_is(name, ".config") || name_is(name, ".ssh") || name_is(name, ".gnupg")) {
 		if (!guard_is_home(g, parent->dev, parent->ino))
 			return false;
 		/* a folder, pinned; anything else there (a symlink elsewhere) is refused */
 		out->flags |= S_ISDIR(mode) ? GUARD_PIN : GUARD_RO;
 		out->rule = GUARD_RULE_H1;
 		if (S_ISDIR(mode))
-			out->role = name[1] == 's' || name[1] == 'S' ? GUARD_R_HOMESSH
-								     : GUARD_R_HOMECFG;
+			out->role = name[1] == 'c' || name[1] == 'C' ? GUARD_R_HOMECFG
+								     : GUARD_R_HOMESSH;
 		return true;
 	}
 	return false;

@@ -85,7 +85,11 @@ sshcfg()
 setup()
 {
 	set -e
-	mkdir -p "$UH/.config/git" "$UH/work" "$UH/.ssh"
+	mkdir -p "$UH/.config/git" "$UH/work" "$UH/.ssh/config.d" "$UH/.gnupg"
+	# the common split ssh setup: config Includes every file of config.d
+	printf 'Include config.d/*\n' >"$UH/.ssh/config"
+	printf 'keyid-format long\n' >"$UH/.gnupg/gpg.conf"
+	: >"$UH/.ssh/known_hosts"
 	printf '[user]\n\tname = u\n\temail = u@example.org\n[include]\n\tpath = inc.cfg\n' \
 		>"$UH/.gitconfig"
 	printf '[init]\n\tdefaultBranch = main\n' >"$UH/.config/git/config"
@@ -148,10 +152,10 @@ ok "writable mount of a folder that holds a home"
 H="$M/home/u"
 
 try() { "$TRYOP" "$@"; }
-# plant FILE: append the bot's config to FILE; prints OK or the error
+# plant FILE [PAYLOAD]: append PAYLOAD (the bot's git config) to FILE; prints OK or the error
 plant()
 {
-	if (cat "$PAY/bot.cfg" >>"$1") 2>"$T/plant.err"; then
+	if (cat "${2:-$PAY/bot.cfg}" >>"$1") 2>"$T/plant.err"; then
 		echo OK
 	elif grep -q 'Read-only file system' "$T/plant.err"; then
 		echo EROFS
@@ -197,14 +201,26 @@ is "$(cat "$H/work/notes.txt" 2>/dev/null)" hi "other files in the home stay wri
 is "$(try mkdir "$H/.config/other-app")" OK "other folders in ~/.config stay writable"
 
 # ---- ~/.ssh/config -------------------------------------------------------------
-is "$(try create "$H/.ssh/config")" EROFS "~/.ssh/config: create refused"
+is "$(plant "$H/.ssh/config" "$PAY/bot.ssh")" EROFS "~/.ssh/config: appending refused"
+is "$(try unlink "$H/.ssh/config")" EROFS "~/.ssh/config: unlink refused"
 cp "$PAY/bot.ssh" "$H/ssh.new"
 is "$(try rename "$H/ssh.new" "$H/.ssh/config")" EROFS "~/.ssh/config: rename onto refused"
 rm -f "$H/ssh.new"
-is "$(try symlink "$PAY/bot.ssh" "$H/.ssh/config")" EROFS "~/.ssh/config: symlink refused"
+is "$(try symlink "$PAY/bot.ssh" "$H/.ssh/config2")" EROFS "~/.ssh: a symlink refused"
 is "$(try rename "$H/.ssh" "$H/ssh-old")" EROFS "~/.ssh: rename away refused"
 [ -d "$H/ssh-old" ] && mv "$H/ssh-old" "$H/.ssh" # unguarded: put it back for the git below
-is "$(try create "$H/.ssh/known_hosts")" OK "~/.ssh/known_hosts can be made"
+# all of ~/.ssh: its config may Include other files there, and authorized_keys lets a bot back in
+is "$(plant "$H/.ssh/config.d/bot" "$PAY/bot.ssh")" EROFS "~/.ssh/config.d (an Include target): a config refused"
+is "$(try mkdir "$H/.ssh/more.d")" EROFS "~/.ssh: a new folder refused"
+is "$(try create "$H/.ssh/authorized_keys")" EROFS "~/.ssh/authorized_keys: create refused"
+is "$(plant "$H/.ssh/known_hosts")" EROFS "~/.ssh/known_hosts: append refused"
+# ~/.gnupg: gpg-agent runs the pinentry-program gpg-agent.conf names when a signing git asks
+is "$(try create "$H/.gnupg/gpg-agent.conf")" EROFS "~/.gnupg/gpg-agent.conf: create refused"
+is "$(plant "$H/.gnupg/gpg.conf")" EROFS "~/.gnupg/gpg.conf: append refused"
+is "$(try rename "$H/.gnupg" "$H/gnupg-old")" EROFS "~/.gnupg: rename away refused"
+[ -d "$H/gnupg-old" ] && mv "$H/gnupg-old" "$H/.gnupg"
+is "$(try mkdir "$M/other/.ssh")" OK "a folder named .ssh outside a home: mkdir"
+is "$(plant "$M/other/.ssh/config" "$PAY/bot.ssh")" OK "... and a config in it is writable"
 
 # ---- a home outside the root: what its config includes inside the root --------
 is "$(plant "$M/shared/team.cfg")" EROFS "an include of a home's config outside the root: refused"
