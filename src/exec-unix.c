@@ -54,6 +54,9 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
 #endif
@@ -432,8 +435,11 @@ static int target_open(struct target *t, pid_t pid)
 {
 	char path[64];
 
+	/* pid is the calling thread's: its fd table, folder and namespaces (Linux 6.9) */
 	snprintf(path, sizeof path, "/proc/%d", (int)pid);
-	t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	t->pidfd = (int)syscall(SYS_pidfd_open, pid, PIDFD_THREAD);
+	if (t->pidfd < 0 && errno == EINVAL) /* older: a process's main thread only */
+		t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	t->proc = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (t->pidfd < 0 || t->proc < 0)
 		return -1;
