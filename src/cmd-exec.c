@@ -314,7 +314,8 @@ static int exec_as(int argc, char **argv)
 		cmd = 5;
 	}
 	if (argc < cmd + 1 || strcmp(argv[cmd - 1], "--") != 0 || !ids_parse(argv[2], &id) ||
-	    id.uid == 0 || (end != NULL && (chan < 3 || (*end != '\0' && strcmp(end, ",optional")))))
+	    id.uid == 0 ||
+	    (end != NULL && (chan < 3 || (*end != '\0' && strcmp(end, ",optional")))))
 		die("exec --as: bad arguments (it is run by agentfs exec inside the sandbox)");
 	become(&id);
 	exec_landlock_scope();
@@ -432,8 +433,8 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	qsort(sorted, n, sizeof *sorted, by_depth);
 	for (i = 0; i < n; i++) {
 		exec_arg(a, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sorted[i], "writable"))
-			       ? "--bind"
-			       : "--ro-bind");
+				    ? "--bind"
+				    : "--ro-bind");
 		exec_arg(a, jstr(sorted[i], "source"));
 		exec_arg(a, jstr(sorted[i], "path"));
 	}

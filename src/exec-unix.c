@@ -63,7 +63,7 @@
 
 /* Variables that name host sockets and agents: never passed in. */
 static const char *const socket_vars[] = {
-	"SSH_AUTH_SOCK", "SSH_AGENT_PID",	    "DBUS_SESSION_BUS_ADDRESS",
+	"SSH_AUTH_SOCK",	   "SSH_AGENT_PID",  "DBUS_SESSION_BUS_ADDRESS",
 	"DBUS_SYSTEM_BUS_ADDRESS", "GPG_AGENT_INFO", "XDG_RUNTIME_DIR",
 	"WAYLAND_DISPLAY",	   "DISPLAY",	     "XAUTHORITY",
 };
@@ -134,7 +134,7 @@ void exec_landlock_scope(void)
 
 #define X32_SYSCALL_BIT 0x40000000U
 #define ARG_LO(n) (offsetof(struct seccomp_data, args) + 8 * (n))
-#define RET_ERRNO(e) (SECCOMP_RET_ERRNO | ((e) & SECCOMP_RET_DATA))
+#define RET_ERRNO(e) (SECCOMP_RET_ERRNO | ((e)&SECCOMP_RET_DATA))
 
 /*
  * connect -> the supervisor; socket and socketpair of AF_UNIX: stream and
@@ -230,17 +230,21 @@ static int filter_install(void)
 /*
  * In exec --as, once the bot's user: install the filter and hand its
  * listener to the outer agentfs exec over chan. A kernel without seccomp
- * user notification (Linux 5.0) stops the command, unless optional
+ * user notification (Linux 5.6 with pidfd_getfd) stops the command, unless optional
  * (--allow-host-sockets).
  */
 void exec_unix_confine(int chan, bool optional)
 {
-	int fd = filter_install();
+	int fd = -1;
 
+	/* the supervisor needs pidfd_getfd (Linux 5.6): without it, no filter */
+	if (syscall(SYS_pidfd_getfd, -1, 0, 0) == 0 || errno != ENOSYS)
+		fd = filter_install();
 	if (fd < 0) {
 		if (!optional)
 			die("cannot keep host UNIX sockets out of reach: the kernel refused the "
-			    "seccomp filter (%s; it needs seccomp user notification, Linux 5.5, "
+			    "seccomp filter (%s; it needs seccomp user notification and "
+			    "pidfd_getfd, Linux 5.6, "
 			    "CONFIG_SECCOMP_FILTER). Nothing was run; `agentfs exec "
 			    "--allow-host-sockets` runs it with the host's pathname sockets "
 			    "reachable",
@@ -295,8 +299,8 @@ static void answer(const struct seccomp_notif *req, int err)
 	ioctl(guard.listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 }
 
-/* The caller's ids, as the kernel sees them in /proc/PID/status. */
-static int target_ids(int procfd, uid_t *uid, gid_t *gid, gid_t *groups, int *ngroups)
+/* The caller's process and ids, as the kernel sees them in /proc/PID/status. */
+static int target_ids(int procfd, pid_t *tgid, uid_t *uid, gid_t *gid, gid_t *groups, int *ngroups)
 {
 	char buf[4096], *p;
 	ssize_t n;
@@ -311,10 +315,9 @@ static int target_ids(int procfd, uid_t *uid, gid_t *gid, gid_t *groups, int *ng
 		return -1;
 	buf[n] = '\0';
 	/* "Uid:\treal\teffective\tsaved\tfs": the fs ids decide file access. */
-	if ((p = strstr(buf, "\nUid:")) == NULL ||
-	    sscanf(p, "\nUid: %*u %*u %*u %u", uid) != 1 ||
-	    (p = strstr(buf, "\nGid:")) == NULL ||
-	    sscanf(p, "\nGid: %*u %*u %*u %u", gid) != 1 ||
+	if ((p = strstr(buf, "\nTgid:")) == NULL || sscanf(p, "\nTgid: %d", tgid) != 1 ||
+	    (p = strstr(buf, "\nUid:")) == NULL || sscanf(p, "\nUid: %*u %*u %*u %u", uid) != 1 ||
+	    (p = strstr(buf, "\nGid:")) == NULL || sscanf(p, "\nGid: %*u %*u %*u %u", gid) != 1 ||
 	    (p = strstr(buf, "\nGroups:")) == NULL) {
 		errno = EPROTO;
 		return -1;
@@ -338,7 +341,8 @@ static int target_ids(int procfd, uid_t *uid, gid_t *gid, gid_t *groups, int *ng
 static int thread_become(uid_t uid, gid_t gid, const gid_t *groups, int ngroups)
 {
 	if (syscall(SYS_setgroups, (size_t)ngroups, groups) != 0 ||
-	    syscall(SYS_setresgid, gid, gid, gid) != 0 || syscall(SYS_setresuid, uid, uid, uid) != 0)
+	    syscall(SYS_setresgid, gid, gid, gid) != 0 ||
+	    syscall(SYS_setresuid, uid, uid, uid) != 0)
 		return -1;
 	return 0;
 }
@@ -435,21 +439,24 @@ static int target_open(struct target *t, pid_t pid)
 {
 	char path[64];
 
-	/* pid is the calling thread's: its fd table, folder and namespaces (Linux 6.9) */
+	pid_t tgid;
+
+	/* pid is the calling thread's: its fd table, folder and namespaces */
 	snprintf(path, sizeof path, "/proc/%d", (int)pid);
-	t->pidfd = (int)syscall(SYS_pidfd_open, pid, PIDFD_THREAD);
-	if (t->pidfd < 0 && errno == EINVAL) /* older: a process's main thread only */
-		t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	t->proc = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (t->pidfd < 0 || t->proc < 0)
+	t->ngroups = 256;
+	if (t->proc < 0 || target_ids(t->proc, &tgid, &t->uid, &t->gid, t->groups, &t->ngroups))
 		return -1;
+	t->pidfd = (int)syscall(SYS_pidfd_open, pid, PIDFD_THREAD);
+	/* before Linux 6.9, a process's pidfd only: its threads share its fds, mostly */
+	if (t->pidfd < 0 && errno == EINVAL)
+		t->pidfd = (int)syscall(SYS_pidfd_open, tgid, 0);
 	t->root = openat(t->proc, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	t->cwd = openat(t->proc, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	t->self = open("/proc/thread-self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	t->ngroups = 256;
-	if (t->root < 0 || t->cwd < 0 || t->self < 0)
+	if (t->pidfd < 0 || t->root < 0 || t->cwd < 0 || t->self < 0)
 		return -1;
-	return target_ids(t->proc, &t->uid, &t->gid, t->groups, &t->ngroups);
+	return 0;
 }
 
 /*

@@ -106,6 +106,8 @@ out=$(ex w1 -- "$PY" -c "$reach" "$W/open-link.sock" </dev/null 2>&1)
 is "$out" EACCES "no network: a symlink in the bot's root to that socket is refused"
 out=$(ex w1 -- "$PY" -c "$reach" "open-link.sock" </dev/null 2>&1)
 is "$out" EACCES "no network: the same by a relative path from the bot's folder"
+out=$(ex w1 --allow-host-sockets -- "$PY" -c "$reach" "$T/srv/open.sock" </dev/null 2>&1)
+is "$out" EACCES "no network: --allow-host-sockets changes nothing where the kernel has the filter"
 is "$(accepts open)" "$open_seen" "no network: the 0666 host server saw no connection at all"
 out=$(env SSH_AUTH_SOCK=/x DBUS_SESSION_BUS_ADDRESS=unix:path=/x DBUS_SYSTEM_BUS_ADDRESS=unix:path=/y \
 	GPG_AGENT_INFO=/x XDG_RUNTIME_DIR=/run/user/0 WAYLAND_DISPLAY=w DISPLAY=:0 \
