@@ -12,11 +12,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <pty.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,8 +23,6 @@
 #include <termios.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
-#include <linux/capability.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -134,126 +130,6 @@ static void loader_vars_restore(void)
 	}
 }
 
-#define MAX_GROUPS 256
-
-/* Who the bot's user is: its uid, primary gid and supplementary groups. */
-struct ids {
-	uid_t uid;
-	gid_t gid;
-	gid_t groups[MAX_GROUPS];
-	int ngroups;
-};
-
-/*
- * The ids of uid from the host's user database (a uid without a name gets
- * its own number as group), and, as su and sudo do, its HOME, USER and
- * LOGNAME in our environment, which the command inherits.
- */
-static void user_ids(uid_t uid, struct ids *id)
-{
-	struct passwd pw, *pwp = NULL;
-	char buf[16384];
-
-	id->uid = uid;
-	id->gid = (gid_t)uid;
-	id->groups[0] = id->gid;
-	id->ngroups = 1;
-	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) != 0 || pwp == NULL)
-		return;
-	id->gid = pw.pw_gid;
-	id->ngroups = MAX_GROUPS;
-	if (getgrouplist(pw.pw_name, pw.pw_gid, id->groups, &id->ngroups) < 0)
-		die("%s is in more than %d groups", pw.pw_name, MAX_GROUPS);
-	if (setenv("HOME", pw.pw_dir, 1) != 0 || setenv("USER", pw.pw_name, 1) != 0 ||
-	    setenv("LOGNAME", pw.pw_name, 1) != 0)
-		die("out of memory");
-}
-
-/*
- * Drop whatever capability is left (bwrap hands its own down as inheritable
- * and ambient ones; securebits could keep others) and check none is.
- */
-static bool caps_left(void)
-{
-	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
-	struct __user_cap_data_struct c[2] = {{0, 0, 0}, {0, 0, 0}};
-
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
-		return true;
-	if (syscall(SYS_capset, &h, c) != 0 || syscall(SYS_capget, &h, c) != 0)
-		return true;
-	return (c[0].effective | c[0].permitted | c[0].inheritable | c[1].effective |
-		c[1].permitted | c[1].inheritable) != 0;
-}
-
-/*
- * Become id for good, from root. Any failure ends here: nothing runs as
- * the wrong user, and nothing can win root back (no_new_privs: a setuid
- * program it runs gains nothing).
- */
-static void become(const struct ids *id)
-{
-	uid_t r, e, s;
-	gid_t rg, eg, sg;
-
-	if (setgroups((size_t)id->ngroups, id->groups) != 0)
-		die("cannot set the groups of uid %u: %s", (unsigned)id->uid, strerror(errno));
-	if (setresgid(id->gid, id->gid, id->gid) != 0)
-		die("cannot become group %u: %s", (unsigned)id->gid, strerror(errno));
-	if (setresuid(id->uid, id->uid, id->uid) != 0)
-		die("cannot become uid %u: %s", (unsigned)id->uid, strerror(errno));
-	if (getresuid(&r, &e, &s) != 0 || r != id->uid || e != id->uid || s != id->uid ||
-	    getresgid(&rg, &eg, &sg) != 0 || rg != id->gid || eg != id->gid || sg != id->gid ||
-	    (id->uid != 0 && setuid(0) == 0))
-		die("could not drop root for uid %u: refusing to run", (unsigned)id->uid);
-	if (id->uid != 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-		die("cannot set no_new_privs: %s", strerror(errno));
-	if (id->uid != 0 && caps_left())
-		die("capabilities survived the switch to uid %u: refusing to run",
-		    (unsigned)id->uid);
-}
-
-/* "UID:GID:G1,G2,...", what the in-sandbox step (exec_as) is given. */
-static char *ids_format(const struct ids *id)
-{
-	char *s, *t;
-	int i;
-
-	if (asprintf(&s, "%u:%u:", (unsigned)id->uid, (unsigned)id->gid) < 0)
-		die("out of memory");
-	for (i = 0; i < id->ngroups; i++) {
-		if (asprintf(&t, "%s%s%u", s, i > 0 ? "," : "", (unsigned)id->groups[i]) < 0)
-			die("out of memory");
-		free(s);
-		s = t;
-	}
-	return s;
-}
-
-static bool ids_parse(const char *s, struct ids *id)
-{
-	unsigned long v;
-	char *end;
-
-	v = strtoul(s, &end, 10);
-	if (end == s || *end != ':')
-		return false;
-	id->uid = (uid_t)v;
-	s = end + 1;
-	v = strtoul(s, &end, 10);
-	if (end == s || *end != ':')
-		return false;
-	id->gid = (gid_t)v;
-	s = end + 1;
-	for (id->ngroups = 0; *s != '\0' && id->ngroups < MAX_GROUPS; s = end + (*end == ',')) {
-		v = strtoul(s, &end, 10);
-		if (end == s || (*end != ',' && *end != '\0'))
-			return false;
-		id->groups[id->ngroups++] = (gid_t)v;
-	}
-	return *s == '\0';
-}
-
 /* Is there a file named prog in a PATH folder? */
 static bool in_path(const char *prog)
 {
@@ -313,11 +189,11 @@ static int exec_as(int argc, char **argv)
 		chan = (int)strtol(argv[3] + 7, &end, 10);
 		cmd = 5;
 	}
-	if (argc < cmd + 1 || strcmp(argv[cmd - 1], "--") != 0 || !ids_parse(argv[2], &id) ||
+	if (argc < cmd + 1 || strcmp(argv[cmd - 1], "--") != 0 || !exec_ids_parse(argv[2], &id) ||
 	    id.uid == 0 ||
 	    (end != NULL && (chan < 3 || (*end != '\0' && strcmp(end, ",optional")))))
 		die("exec --as: bad arguments (it is run by agentfs exec inside the sandbox)");
-	become(&id);
+	exec_become(&id);
 	exec_landlock_scope();
 	if (chan >= 0)
 		exec_unix_confine(chan, *end != '\0');
@@ -336,8 +212,8 @@ static void become_user(const char *bot, uid_t uid)
 		die("bot %s runs as uid %u: only root (or that user) can run its commands", bot,
 		    (unsigned)uid);
 	}
-	user_ids(uid, &id);
-	become(&id);
+	exec_user_ids(uid, &id);
+	exec_become(&id);
 }
 
 /* Where agentfs is found inside a sandbox (bwrap's own /dev). */
@@ -493,8 +369,8 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 		exec_arg(a, "--ctty");
 		exec_arg(a, "--wait");
 	}
-	user_ids(uid, &id);
-	ids = ids_format(&id);
+	exec_user_ids(uid, &id);
+	ids = exec_ids_format(&id);
 	exec_arg(a, EXEC_SELF);
 	exec_arg(a, "exec");
 	exec_arg(a, "--as");

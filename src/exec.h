@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Private to `agentfs exec`: src/cmd-exec.c and src/exec-unix.c. */
+/* Private to `agentfs exec`: src/cmd-exec.c, src/exec-user.c, src/exec-unix.c. */
 #ifndef AGENTFS_EXEC_H
 #define AGENTFS_EXEC_H
 
@@ -12,8 +12,24 @@ struct argv_buf {
 	size_t n, cap;
 };
 
+#define MAX_GROUPS 256
+
+/* Who the bot's user is: its uid, primary gid and supplementary groups. */
+struct ids {
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[MAX_GROUPS];
+	int ngroups;
+};
+
 /* cmd-exec.c */
 void exec_arg(struct argv_buf *a, const char *s);
+
+/* exec-user.c */
+void exec_user_ids(uid_t uid, struct ids *id);
+void exec_become(const struct ids *id);
+char *exec_ids_format(const struct ids *id);
+bool exec_ids_parse(const char *s, struct ids *id);
 
 /* exec-unix.c */
 void exec_hide_host_sockets(struct argv_buf *a, bool network);
