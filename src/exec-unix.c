@@ -673,6 +673,7 @@ void exec_unix_guard_serve(short revents)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
 	if (pthread_create(&th, &attr, job_run, job) != 0) {
 		errno = EAGAIN;
 		guard_log(&job->req, "cannot start a thread");

@@ -106,6 +106,10 @@ out=$(ex w1 -- "$PY" -c "$reach" "$W/open-link.sock" </dev/null 2>&1)
 is "$out" EACCES "no network: a symlink in the bot's root to that socket is refused"
 out=$(ex w1 -- "$PY" -c "$reach" "open-link.sock" </dev/null 2>&1)
 is "$out" EACCES "no network: the same by a relative path from the bot's folder"
+out=$(ex w1 -- "$PY" -c "$reach" /etc/passwd </dev/null 2>&1)
+is "$out" ECONNREFUSED "no network: a file that is not a socket: ECONNREFUSED, as connect says"
+out=$(ex w1 -- "$PY" -c "$reach" "$T/srv/nothing.sock" </dev/null 2>&1)
+is "$out" ENOENT "no network: a path that does not exist: ENOENT"
 out=$(ex w1 --allow-host-sockets -- "$PY" -c "$reach" "$T/srv/open.sock" </dev/null 2>&1)
 is "$out" EACCES "no network: --allow-host-sockets changes nothing where the kernel has the filter"
 is "$(accepts open)" "$open_seen" "no network: the 0666 host server saw no connection at all"
