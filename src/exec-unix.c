@@ -268,17 +268,19 @@ void exec_unix_confine(int chan, bool optional)
 
 /*
  * The guard's state, one per agentfs exec. The main thread (supervise's
- * loop) owns chan and listener; agent_dev/agent_ino and uid/gid are set
- * before the sandbox starts and never change; pending is atomic; the
- * worker threads only read the rest, and the process ends with bwrap.
+ * loop) owns chan, done and listener, which it sets once and never closes
+ * (workers answer on it; the process ends with bwrap); have_agent,
+ * agent_dev and agent_ino are set before the sandbox starts and never
+ * change; pending is atomic.
  */
 static struct {
 	int chan, listener;
+	bool done;
 	bool have_agent;
 	dev_t agent_dev;
 	ino_t agent_ino;
 	int pending;
-} guard = {-1, -1, false, 0, 0, 0};
+} guard = {-1, -1, false, false, 0, 0, 0};
 
 /* One notification, owned by its worker thread, which frees it. */
 struct unix_job {
@@ -628,7 +630,7 @@ int exec_unix_guard_start(const char *agent_socket)
 
 int exec_unix_guard_fd(void)
 {
-	return guard.listener >= 0 ? guard.listener : guard.chan;
+	return guard.done ? -1 : guard.listener >= 0 ? guard.listener : guard.chan;
 }
 
 /* What the poll of supervise saw on exec_unix_guard_fd. */
@@ -650,10 +652,9 @@ void exec_unix_guard_serve(short revents)
 	if (guard.listener < 0)
 		return;
 	if (!(revents & POLLIN)) {
-		if (revents & (POLLHUP | POLLERR)) {
-			close(guard.listener);
-			guard.listener = -1;
-		}
+		/* No filtered process is left. Workers may still use the fd: kept. */
+		if (revents & (POLLHUP | POLLERR))
+			guard.done = true;
 		return;
 	}
 	job = calloc(1, sizeof *job);

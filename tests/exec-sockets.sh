@@ -199,7 +199,6 @@ race='
 import ctypes, os, socket, sys, threading
 host, n = sys.argv[1], int(sys.argv[2])
 ok_path = "/tmp/ok.sock"
-ok_path = ok_path + "/" * 0
 srv = socket.socket(socket.AF_UNIX)
 srv.bind(ok_path)
 srv.listen(128)
@@ -247,12 +246,13 @@ stop = True
 for t in ts:
     t.join()
 print("ok" if res.get("ok", 0) > 0 else "never-connected", sum(res.values()), sorted(res.items()), file=sys.stderr)
-print("reached-own" if res.get("ok", 0) > 0 else "never-connected")
+print("reached-own" if res.get("ok", 0) > 0 else "never-connected",
+      "refused-host" if res.get(os.strerror(13), 0) > 0 else "never-refused")
 '
 race_seen=$(accepts open)
 out=$(ex w1 -- "$PY" -c "$race" "$T/srv/open.sock" 1000 </dev/null 2>"$T/race.err")
 diag "race: $(cat "$T/race.err")"
-is "$out" reached-own "race: 2000 connects while the address and a symlink flip to the host socket"
+is "$out" "reached-own refused-host" "race: 2000 connects while the address and a symlink flip to the host socket"
 is "$(accepts open)" "$race_seen" "race: the host's 0666 server saw no connection at all"
 
 # --- with network: what is reachable --------------------------------------------
