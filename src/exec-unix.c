@@ -440,7 +440,6 @@ static void target_close(struct target *t)
 static int target_open(struct target *t, pid_t pid)
 {
 	char path[64];
-
 	pid_t tgid;
 
 	/* pid is the calling thread's: its fd table, folder and namespaces */
@@ -543,8 +542,9 @@ static int serve_connect(const struct seccomp_notif *req, const char **what)
 		r = EINVAL; /* as unix_validate_addr says */
 		goto out;
 	}
-	if (domain == AF_UNIX && len > offsetof(struct sockaddr_un, sun_path) &&
-	    un->sun_path[0] != '\0') {
+	/* Another family on an AF_UNIX socket is no path to the kernel either: as is. */
+	if (domain == AF_UNIX && un->sun_family == AF_UNIX &&
+	    len > offsetof(struct sockaddr_un, sun_path) && un->sun_path[0] != '\0') {
 		/* A pathname ends at its NUL or at addrlen, as the kernel reads it. */
 		memcpy(path, un->sun_path, len - offsetof(struct sockaddr_un, sun_path));
 		path[len - offsetof(struct sockaddr_un, sun_path)] = '\0';

@@ -106,6 +106,14 @@ out=$(ex w1 -- "$PY" -c "$reach" "$W/open-link.sock" </dev/null 2>&1)
 is "$out" EACCES "no network: a symlink in the bot's root to that socket is refused"
 out=$(ex w1 -- "$PY" -c "$reach" "open-link.sock" </dev/null 2>&1)
 is "$out" EACCES "no network: the same by a relative path from the bot's folder"
+# In a user namespace of its own (root there), the bot is still the bot.
+if ex w1 -- unshare -r true </dev/null >/dev/null 2>&1; then
+	out=$(ex w1 -- unshare -rn "$PY" -c "$reach" "$T/srv/open.sock" </dev/null 2>&1)
+	is "$out" EACCES "no network: from a user and network namespace of its own, still refused"
+	NS_TEST=1
+else
+	skip "unshare -r is not allowed inside the sandbox here"
+fi
 out=$(ex w1 -- "$PY" -c "$reach" /etc/passwd </dev/null 2>&1)
 is "$out" ECONNREFUSED "no network: a file that is not a socket: ECONNREFUSED, as connect says"
 out=$(ex w1 -- "$PY" -c "$reach" "$T/srv/nothing.sock" </dev/null 2>&1)
@@ -152,6 +160,10 @@ out=$(ex w1 -- "$PY" -c "$own_server" /tmp/own.sock </dev/null 2>&1)
 is "$out" "hello uid $EX_UID" "no network: a server the command starts in /tmp answers; SO_PEERCRED is the bot's uid"
 out=$(ex w1 -- "$PY" -c "$own_server" "$W/own.sock" </dev/null 2>&1)
 is "$out" "hello uid $EX_UID" "no network: a server the command starts in the bot's root answers"
+if [ -n "${NS_TEST-}" ]; then
+	out=$(ex w1 -- unshare -rn "$PY" -c "$own_server" /tmp/own-ns.sock </dev/null 2>&1)
+	is "$out" "hello uid 0" "no network: a server in a network namespace of the command's own answers"
+fi
 out=$(ex w1 -- "$PY" -c '
 import socket, threading
 s = socket.socket()
