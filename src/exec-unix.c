@@ -23,6 +23,12 @@
  * Sockets that carry an address per message are cut instead: AF_UNIX
  * datagram sockets (socket and socketpair: a connected pair can still
  * sendto(2) any path), AF_VSOCK, and io_uring (its connect bypasses seccomp).
+ *
+ * The path is walked from the target's /proc/TID/root and /proc/TID/cwd by
+ * a thread that made its root and folder its own (unshare CLONE_FS, chroot):
+ * a walk from a mount of the target's namespace stays in that namespace's
+ * mount tree, so no setns into it is needed, nor a way back; the thread
+ * ends after one connect, and its ids, root and network namespace with it.
  */
 #include "src/agentfs.h"
 #include "src/exec.h"
