@@ -121,6 +121,42 @@ is "$out" ENOENT "no network: a path that does not exist: ENOENT"
 out=$(ex w1 --allow-host-sockets -- "$PY" -c "$reach" "$T/srv/open.sock" </dev/null 2>&1)
 is "$out" EACCES "no network: --allow-host-sockets changes nothing where the kernel has the filter"
 is "$(accepts open)" "$open_seen" "no network: the 0666 host server saw no connection at all"
+
+# A kernel that refuses the filter: seccomp(2) made to fail with ENOSYS by
+# a filter of our own around agentfs exec. It must not run the command;
+# --allow-host-sockets runs it, with a warning, and the host socket is then
+# reachable (what the option is for).
+no_seccomp='
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def insn(code, jt, jf, k):
+    return struct.pack("HBBI", code, jt, jf, k)
+prog = (insn(0x20, 0, 0, 0) + insn(0x15, 0, 1, 317) +
+        insn(0x06, 0, 0, 0x00050000 | 38) + insn(0x06, 0, 0, 0x7fff0000))
+buf = ctypes.create_string_buffer(prog, len(prog))
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fp = Fprog(4, ctypes.addressof(buf))
+if libc.prctl(22, 2, ctypes.byref(fp), 0, 0) != 0:
+    sys.exit("prctl: " + os.strerror(ctypes.get_errno()))
+os.execv(sys.argv[1], sys.argv[1:])
+'
+out=$("$PY" -c "$no_seccomp" "$AGENTFS" --socket "$D_SOCK" exec w1 -- \
+	sh -c 'echo ran >"$1/ran"' sh "$W" </dev/null 2>&1)
+rc=$?
+like "$out" "cannot keep host UNIX sockets out of reach.*refused the seccomp filter.*--allow-host-sockets" \
+	"no seccomp: exec without network says why it refuses"
+if [ "$rc" -ne 0 ] && [ ! -e "$W/ran" ]; then
+	ok "no seccomp: nothing was run (status $rc)"
+else
+	not_ok "no seccomp: nothing was run (status $rc)"
+fi
+seen=$(accepts open)
+out=$("$PY" -c "$no_seccomp" "$AGENTFS" --socket "$D_SOCK" exec w1 --allow-host-sockets -- \
+	"$PY" -c "$reach" "$T/srv/open.sock" </dev/null 2>&1)
+like "$out" "warning: .*refused the seccomp filter.*" "no seccomp, --allow-host-sockets: a warning"
+like "$out" "hello\$" "no seccomp, --allow-host-sockets: the command runs, the 0666 socket is reachable"
+is "$(accepts open)" "$((seen + 1))" "no seccomp, --allow-host-sockets: the host server saw that connection"
 out=$(env SSH_AUTH_SOCK=/x DBUS_SESSION_BUS_ADDRESS=unix:path=/x DBUS_SYSTEM_BUS_ADDRESS=unix:path=/y \
 	GPG_AGENT_INFO=/x XDG_RUNTIME_DIR=/run/user/0 WAYLAND_DISPLAY=w DISPLAY=:0 \
 	"$AGENTFS" --socket "$D_SOCK" exec w1 -- env </dev/null 2>&1 |
