@@ -275,18 +275,18 @@ void exec_unix_confine(int chan, bool optional)
 /*
  * The guard's state, one per agentfs exec. The main thread (supervise's
  * loop) owns chan, done and listener, which it sets once and never closes
- * (workers answer on it; the process ends with bwrap); have_agent,
- * agent_dev and agent_ino are set before the sandbox starts and never
- * change; pending is atomic.
+ * (workers answer on it; the process ends with bwrap); host_net (our own
+ * network namespace), have_agent, agent_dev and agent_ino are set before
+ * the sandbox starts and never change; pending is atomic.
  */
 static struct {
-	int chan, listener;
+	int chan, listener, host_net;
 	bool done;
 	bool have_agent;
 	dev_t agent_dev;
 	ino_t agent_ino;
 	int pending;
-} guard = {-1, -1, false, false, 0, 0, 0};
+} guard = {-1, -1, -1, false, false, 0, 0, 0};
 
 /* One notification, owned by its worker thread, which frees it. */
 struct unix_job {
@@ -502,7 +502,17 @@ static int pathname_allowed(const struct target *t, int fd)
 	if (setns(t->pidfd, CLONE_NEWNET) != 0)
 		return -1;
 	r = listening_here(st.st_dev, st.st_ino);
-	return r < 0 ? -1 : r ? 0 : EACCES;
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	/*
+	 * Refused: EACCES if the host listens there; else, as the kernel would
+	 * say, ECONNREFUSED (a stale socket file, of the bot's own most often:
+	 * git credential-cache and the like start their server on that answer).
+	 */
+	if (guard.host_net < 0 || setns(guard.host_net, CLONE_NEWNET) != 0)
+		return EACCES;
+	r = listening_here(st.st_dev, st.st_ino);
+	return r == 0 ? ECONNREFUSED : EACCES;
 }
 
 /*
@@ -627,6 +637,7 @@ int exec_unix_guard_start(const char *agent_socket)
 		guard.agent_dev = st.st_dev;
 		guard.agent_ino = st.st_ino;
 	}
+	guard.host_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp) != 0)
 		die("socketpair: %s", strerror(errno));
 	fcntl(sp[0], F_SETFD, FD_CLOEXEC);

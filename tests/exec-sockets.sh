@@ -116,6 +116,20 @@ else
 fi
 out=$(ex w1 -- "$PY" -c "$reach" /etc/passwd </dev/null 2>&1)
 is "$out" ECONNREFUSED "no network: a file that is not a socket: ECONNREFUSED, as connect says"
+out=$(ex w1 -- "$PY" -c '
+import socket, subprocess, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind("/tmp/stale.sock")
+s.close()
+print(subprocess.run([sys.executable, "-c", sys.argv[1], "/tmp/stale.sock"],
+                     capture_output=True, text=True).stdout.strip())
+' "$reach" </dev/null 2>&1)
+is "$out" ECONNREFUSED "no network: a stale socket file of the command's own: ECONNREFUSED, as connect says"
+out=$(ex w1 --cwd "$W" -- sh -c 'printf "protocol=https\nhost=example.com\nusername=u\npassword=p\n\n" |
+	git credential-cache --socket /tmp/cc/sock store &&
+	printf "protocol=https\nhost=example.com\n\n" | git credential-cache --socket /tmp/cc/sock get &&
+	git credential-cache --socket /tmp/cc/sock exit' </dev/null 2>&1)
+like "$out" "password=p" "no network: git credential-cache starts its daemon and is answered by it"
 out=$(ex w1 -- "$PY" -c "$reach" "$T/srv/nothing.sock" </dev/null 2>&1)
 is "$out" ENOENT "no network: a path that does not exist: ENOENT"
 out=$(ex w1 --allow-host-sockets -- "$PY" -c "$reach" "$T/srv/open.sock" </dev/null 2>&1)
