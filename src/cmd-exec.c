@@ -8,14 +8,13 @@
  */
 #include "src/agentfs.h"
 #include "fusefs/fusefs.h"
+#include "src/exec.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <pty.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,27 +23,23 @@
 #include <termios.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
-#include <linux/capability.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
 static const char exec_usage[] =
-	"usage: agentfs exec BOT [--cwd DIR] [--] CMD [ARGS...]\n"
+	"usage: agentfs exec BOT [--cwd DIR] [--allow-host-sockets] [--] CMD [ARGS...]\n"
 	"\n"
 	"Run CMD as the bot BOT, confined with bubblewrap over the bot's mounts.\n"
 	"\n"
 	"  --cwd DIR    start in DIR (default: the current folder if it is inside one\n"
 	"               of the bot's roots, else the bot's folder)\n"
+	"  --allow-host-sockets\n"
+	"               run even if the kernel cannot keep a bot without network\n"
+	"               from the host's pathname UNIX sockets (seccomp)\n"
 	"  -h, --help   show this help\n";
 
-struct argv_buf {
-	char **v;
-	size_t n, cap;
-};
-
-static void arg(struct argv_buf *a, const char *s)
+void exec_arg(struct argv_buf *a, const char *s)
 {
 	if (a->n + 2 > a->cap) {
 		a->cap = a->cap * 2 + 32;
@@ -95,74 +90,6 @@ static char *find_in_path(const char *prog)
 	return NULL;
 }
 
-/* Variables that name host sockets and agents: never passed in. */
-static const char *const socket_vars[] = {
-	"SSH_AUTH_SOCK", "SSH_AGENT_PID",	    "DBUS_SESSION_BUS_ADDRESS",
-	"DBUS_SYSTEM_BUS_ADDRESS", "GPG_AGENT_INFO", "XDG_RUNTIME_DIR",
-	"WAYLAND_DISPLAY",	   "DISPLAY",	     "XAUTHORITY",
-};
-
-/*
- * Host sockets: TCP, UDP and abstract UNIX sockets live in the network
- * namespace, which a bot without network does not share. Pathname sockets
- * are files: the host's services keep theirs under /run (/var/run links
- * there), which a bot without network gets empty; /tmp is private anyway.
- * The variables that point at agents are dropped for every bot.
- */
-static void hide_host_sockets(struct argv_buf *a, bool network)
-{
-	struct stat st;
-	size_t i;
-
-	for (i = 0; i < sizeof socket_vars / sizeof socket_vars[0]; i++) {
-		arg(a, "--unsetenv");
-		arg(a, socket_vars[i]);
-	}
-	if (network)
-		return;
-	if (stat("/run", &st) == 0 && S_ISDIR(st.st_mode)) {
-		arg(a, "--tmpfs");
-		arg(a, "/run");
-	}
-	if (lstat("/var/run", &st) == 0 && S_ISDIR(st.st_mode)) {
-		arg(a, "--tmpfs");
-		arg(a, "/var/run");
-	}
-}
-
-/*
- * Landlock (Linux 6.12, ABI 6): the command may not connect to abstract
- * UNIX sockets or signal processes made outside its sandbox. Without
- * network that is what the network namespace gives already; with network
- * it keeps the host's abstract sockets (X11, D-Bus) out of reach. An older
- * kernel has no such scopes: nothing is done. A kernel that has them and
- * fails to apply them stops the command.
- */
-#define LL_CREATE_RULESET 444
-#define LL_RESTRICT_SELF 446
-#define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
-#define LL_SCOPE_SIGNAL (1ULL << 1)
-
-struct ll_ruleset_attr {
-	uint64_t handled_access_fs, handled_access_net, scoped;
-};
-
-static void landlock_scope(void)
-{
-	struct ll_ruleset_attr attr = {0, 0, LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL};
-	long abi = syscall(LL_CREATE_RULESET, NULL, 0, 1U);
-	int fd;
-
-	if (abi < 6)
-		return;
-	fd = (int)syscall(LL_CREATE_RULESET, &attr, sizeof attr, 0U);
-	if (fd < 0)
-		die("landlock: cannot make a ruleset: %s", strerror(errno));
-	if (syscall(LL_RESTRICT_SELF, fd, 0U) != 0)
-		die("landlock: cannot restrict the command: %s", strerror(errno));
-	close(fd);
-}
-
 /*
  * The loader's variables may name libraries inside a bot's roots: exec --as
  * runs with CAP_SETUID, so it starts without them and gives them back to
@@ -180,12 +107,12 @@ static void loader_vars_hold(struct argv_buf *a)
 	for (i = 0; i < sizeof loader_vars / sizeof loader_vars[0]; i++) {
 		snprintf(name, sizeof name, SAVED_PREFIX "%s", loader_vars[i]);
 		if ((v = getenv(loader_vars[i])) != NULL) {
-			arg(a, "--setenv");
-			arg(a, name);
-			arg(a, v);
+			exec_arg(a, "--setenv");
+			exec_arg(a, name);
+			exec_arg(a, v);
 		}
-		arg(a, "--unsetenv");
-		arg(a, loader_vars[i]);
+		exec_arg(a, "--unsetenv");
+		exec_arg(a, loader_vars[i]);
 	}
 }
 
@@ -201,126 +128,6 @@ static void loader_vars_restore(void)
 			die("out of memory");
 		unsetenv(name);
 	}
-}
-
-#define MAX_GROUPS 256
-
-/* Who the bot's user is: its uid, primary gid and supplementary groups. */
-struct ids {
-	uid_t uid;
-	gid_t gid;
-	gid_t groups[MAX_GROUPS];
-	int ngroups;
-};
-
-/*
- * The ids of uid from the host's user database (a uid without a name gets
- * its own number as group), and, as su and sudo do, its HOME, USER and
- * LOGNAME in our environment, which the command inherits.
- */
-static void user_ids(uid_t uid, struct ids *id)
-{
-	struct passwd pw, *pwp = NULL;
-	char buf[16384];
-
-	id->uid = uid;
-	id->gid = (gid_t)uid;
-	id->groups[0] = id->gid;
-	id->ngroups = 1;
-	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) != 0 || pwp == NULL)
-		return;
-	id->gid = pw.pw_gid;
-	id->ngroups = MAX_GROUPS;
-	if (getgrouplist(pw.pw_name, pw.pw_gid, id->groups, &id->ngroups) < 0)
-		die("%s is in more than %d groups", pw.pw_name, MAX_GROUPS);
-	if (setenv("HOME", pw.pw_dir, 1) != 0 || setenv("USER", pw.pw_name, 1) != 0 ||
-	    setenv("LOGNAME", pw.pw_name, 1) != 0)
-		die("out of memory");
-}
-
-/*
- * Drop whatever capability is left (bwrap hands its own down as inheritable
- * and ambient ones; securebits could keep others) and check none is.
- */
-static bool caps_left(void)
-{
-	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
-	struct __user_cap_data_struct c[2] = {{0, 0, 0}, {0, 0, 0}};
-
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
-		return true;
-	if (syscall(SYS_capset, &h, c) != 0 || syscall(SYS_capget, &h, c) != 0)
-		return true;
-	return (c[0].effective | c[0].permitted | c[0].inheritable | c[1].effective |
-		c[1].permitted | c[1].inheritable) != 0;
-}
-
-/*
- * Become id for good, from root. Any failure ends here: nothing runs as
- * the wrong user, and nothing can win root back (no_new_privs: a setuid
- * program it runs gains nothing).
- */
-static void become(const struct ids *id)
-{
-	uid_t r, e, s;
-	gid_t rg, eg, sg;
-
-	if (setgroups((size_t)id->ngroups, id->groups) != 0)
-		die("cannot set the groups of uid %u: %s", (unsigned)id->uid, strerror(errno));
-	if (setresgid(id->gid, id->gid, id->gid) != 0)
-		die("cannot become group %u: %s", (unsigned)id->gid, strerror(errno));
-	if (setresuid(id->uid, id->uid, id->uid) != 0)
-		die("cannot become uid %u: %s", (unsigned)id->uid, strerror(errno));
-	if (getresuid(&r, &e, &s) != 0 || r != id->uid || e != id->uid || s != id->uid ||
-	    getresgid(&rg, &eg, &sg) != 0 || rg != id->gid || eg != id->gid || sg != id->gid ||
-	    (id->uid != 0 && setuid(0) == 0))
-		die("could not drop root for uid %u: refusing to run", (unsigned)id->uid);
-	if (id->uid != 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-		die("cannot set no_new_privs: %s", strerror(errno));
-	if (id->uid != 0 && caps_left())
-		die("capabilities survived the switch to uid %u: refusing to run",
-		    (unsigned)id->uid);
-}
-
-/* "UID:GID:G1,G2,...", what the in-sandbox step (exec_as) is given. */
-static char *ids_format(const struct ids *id)
-{
-	char *s, *t;
-	int i;
-
-	if (asprintf(&s, "%u:%u:", (unsigned)id->uid, (unsigned)id->gid) < 0)
-		die("out of memory");
-	for (i = 0; i < id->ngroups; i++) {
-		if (asprintf(&t, "%s%s%u", s, i > 0 ? "," : "", (unsigned)id->groups[i]) < 0)
-			die("out of memory");
-		free(s);
-		s = t;
-	}
-	return s;
-}
-
-static bool ids_parse(const char *s, struct ids *id)
-{
-	unsigned long v;
-	char *end;
-
-	v = strtoul(s, &end, 10);
-	if (end == s || *end != ':')
-		return false;
-	id->uid = (uid_t)v;
-	s = end + 1;
-	v = strtoul(s, &end, 10);
-	if (end == s || *end != ':')
-		return false;
-	id->gid = (gid_t)v;
-	s = end + 1;
-	for (id->ngroups = 0; *s != '\0' && id->ngroups < MAX_GROUPS; s = end + (*end == ',')) {
-		v = strtoul(s, &end, 10);
-		if (end == s || (*end != ',' && *end != '\0'))
-			return false;
-		id->groups[id->ngroups++] = (gid_t)v;
-	}
-	return *s == '\0';
 }
 
 /* Is there a file named prog in a PATH folder? */
@@ -374,13 +181,24 @@ static void __attribute__((noreturn)) run_command(char **cmd)
 static int exec_as(int argc, char **argv)
 {
 	struct ids id;
+	int cmd = 4, chan = -1;
+	char *end = NULL;
 
-	if (argc < 5 || strcmp(argv[3], "--") != 0 || !ids_parse(argv[2], &id) || id.uid == 0)
+	/* --unix=FD[,optional]: no network, the host-socket guard's channel (exec-unix.c) */
+	if (argc > 4 && strncmp(argv[3], "--unix=", 7) == 0) {
+		chan = (int)strtol(argv[3] + 7, &end, 10);
+		cmd = 5;
+	}
+	if (argc < cmd + 1 || strcmp(argv[cmd - 1], "--") != 0 || !exec_ids_parse(argv[2], &id) ||
+	    id.uid == 0 ||
+	    (end != NULL && (chan < 3 || (*end != '\0' && strcmp(end, ",optional")))))
 		die("exec --as: bad arguments (it is run by agentfs exec inside the sandbox)");
-	become(&id);
-	landlock_scope();
+	exec_become(&id);
+	exec_landlock_scope();
+	if (chan >= 0)
+		exec_unix_confine(chan, *end != '\0');
 	loader_vars_restore();
-	run_command(argv + 4);
+	run_command(argv + cmd);
 }
 
 /* danger-full-access: no sandbox, but still the bot's user. */
@@ -394,8 +212,8 @@ static void become_user(const char *bot, uid_t uid)
 		die("bot %s runs as uid %u: only root (or that user) can run its commands", bot,
 		    (unsigned)uid);
 	}
-	user_ids(uid, &id);
-	become(&id);
+	exec_user_ids(uid, &id);
+	exec_become(&id);
 }
 
 /* Where agentfs is found inside a sandbox (bwrap's own /dev). */
@@ -444,7 +262,8 @@ static void check_live(const char *bot, const cJSON *bind)
 
 /* The bwrap command line for a plan: order matters, parents before nested roots. */
 static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan, const char *cwd,
-			const char *setsid_ctty, int status_fd, uid_t uid, char **cmd)
+			const char *setsid_ctty, int status_fd, uid_t uid, const char *unix_opt,
+			char **cmd)
 {
 	char *self = realpath("/proc/self/exe", NULL), *ids;
 	struct ids id;
@@ -454,29 +273,29 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	char num[16];
 	size_t n = 0, i;
 
-	arg(a, bwrap);
-	arg(a, "--ro-bind");
-	arg(a, "/");
-	arg(a, "/");
-	arg(a, "--dev");
-	arg(a, "/dev");
-	arg(a, "--perms");
-	arg(a, "01777");
-	arg(a, "--tmpfs");
-	arg(a, "/dev/shm");
-	arg(a, "--proc");
-	arg(a, "/proc");
-	arg(a, "--perms");
-	arg(a, "01777");
-	arg(a, "--tmpfs");
-	arg(a, "/tmp");
-	hide_host_sockets(a, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "network")));
+	exec_arg(a, bwrap);
+	exec_arg(a, "--ro-bind");
+	exec_arg(a, "/");
+	exec_arg(a, "/");
+	exec_arg(a, "--dev");
+	exec_arg(a, "/dev");
+	exec_arg(a, "--perms");
+	exec_arg(a, "01777");
+	exec_arg(a, "--tmpfs");
+	exec_arg(a, "/dev/shm");
+	exec_arg(a, "--proc");
+	exec_arg(a, "/proc");
+	exec_arg(a, "--perms");
+	exec_arg(a, "01777");
+	exec_arg(a, "--tmpfs");
+	exec_arg(a, "/tmp");
+	exec_hide_host_sockets(a, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "network")));
 	loader_vars_hold(a);
 	/* The daemon's state (every bot's mounts) and every bot's socket stay out of sight. */
 	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(plan, "hide")) {
 		if (cJSON_IsString(v) && access(v->valuestring, F_OK) == 0) {
-			arg(a, "--tmpfs");
-			arg(a, v->valuestring);
+			exec_arg(a, "--tmpfs");
+			exec_arg(a, v->valuestring);
 		}
 	}
 	sorted = calloc((size_t)cJSON_GetArraySize(binds) + 1, sizeof *sorted);
@@ -489,11 +308,11 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	}
 	qsort(sorted, n, sizeof *sorted, by_depth);
 	for (i = 0; i < n; i++) {
-		arg(a, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sorted[i], "writable"))
-			       ? "--bind"
-			       : "--ro-bind");
-		arg(a, jstr(sorted[i], "source"));
-		arg(a, jstr(sorted[i], "path"));
+		exec_arg(a, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sorted[i], "writable"))
+				    ? "--bind"
+				    : "--ro-bind");
+		exec_arg(a, jstr(sorted[i], "source"));
+		exec_arg(a, jstr(sorted[i], "path"));
 	}
 	free(sorted);
 	if (self == NULL)
@@ -502,65 +321,67 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	 * agentfs itself, for exec --as, at a path of its own: it may live in a
 	 * hidden folder, or in a root, which it must not cover.
 	 */
-	arg(a, "--ro-bind");
-	arg(a, self);
-	arg(a, EXEC_SELF);
+	exec_arg(a, "--ro-bind");
+	exec_arg(a, self);
+	exec_arg(a, EXEC_SELF);
 	if (sock != NULL && *sock != '\0') {
-		arg(a, "--ro-bind");
-		arg(a, sock);
-		arg(a, sock);
+		exec_arg(a, "--ro-bind");
+		exec_arg(a, sock);
+		exec_arg(a, sock);
 		if (ctl != NULL && access(ctl, F_OK) == 0) {
-			arg(a, "--ro-bind");
-			arg(a, sock);
-			arg(a, ctl);
+			exec_arg(a, "--ro-bind");
+			exec_arg(a, sock);
+			exec_arg(a, ctl);
 		}
-		arg(a, "--setenv");
-		arg(a, "AGENT_SOCKET");
-		arg(a, sock);
+		exec_arg(a, "--setenv");
+		exec_arg(a, "AGENT_SOCKET");
+		exec_arg(a, sock);
 	}
-	arg(a, "--unshare-ipc");
-	arg(a, "--unshare-pid");
-	arg(a, "--unshare-uts");
-	arg(a, "--unshare-cgroup-try");
+	exec_arg(a, "--unshare-ipc");
+	exec_arg(a, "--unshare-pid");
+	exec_arg(a, "--unshare-uts");
+	exec_arg(a, "--unshare-cgroup-try");
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "network")))
-		arg(a, "--unshare-net");
+		exec_arg(a, "--unshare-net");
 	/* As root bwrap keeps every capability unless told: a bot could remount /. */
-	arg(a, "--cap-drop");
-	arg(a, "ALL");
+	exec_arg(a, "--cap-drop");
+	exec_arg(a, "ALL");
 	/* Only for exec --as, which gives them up with root. */
-	arg(a, "--cap-add");
-	arg(a, "CAP_SETUID");
-	arg(a, "--cap-add");
-	arg(a, "CAP_SETGID");
-	arg(a, "--die-with-parent");
-	arg(a, "--new-session");
-	arg(a, "--chdir");
-	arg(a, cwd);
+	exec_arg(a, "--cap-add");
+	exec_arg(a, "CAP_SETUID");
+	exec_arg(a, "--cap-add");
+	exec_arg(a, "CAP_SETGID");
+	exec_arg(a, "--die-with-parent");
+	exec_arg(a, "--new-session");
+	exec_arg(a, "--chdir");
+	exec_arg(a, cwd);
 	snprintf(num, sizeof num, "%d", status_fd);
-	arg(a, "--json-status-fd");
-	arg(a, num);
-	arg(a, "--");
+	exec_arg(a, "--json-status-fd");
+	exec_arg(a, num);
+	exec_arg(a, "--");
 	/*
 	 * On a terminal, the command takes the pty as its controlling terminal
 	 * inside the sandbox's own session and pid namespace, so a shell's
 	 * job control (tcsetpgrp) sees process groups it knows.
 	 */
 	if (setsid_ctty != NULL) {
-		arg(a, setsid_ctty);
-		arg(a, "--ctty");
-		arg(a, "--wait");
+		exec_arg(a, setsid_ctty);
+		exec_arg(a, "--ctty");
+		exec_arg(a, "--wait");
 	}
-	user_ids(uid, &id);
-	ids = ids_format(&id);
-	arg(a, EXEC_SELF);
-	arg(a, "exec");
-	arg(a, "--as");
-	arg(a, ids);
-	arg(a, "--");
+	exec_user_ids(uid, &id);
+	ids = exec_ids_format(&id);
+	exec_arg(a, EXEC_SELF);
+	exec_arg(a, "exec");
+	exec_arg(a, "--as");
+	exec_arg(a, ids);
+	if (unix_opt != NULL)
+		exec_arg(a, unix_opt);
+	exec_arg(a, "--");
 	free(ids);
 	free(self);
 	for (; *cmd != NULL; cmd++)
-		arg(a, *cmd);
+		exec_arg(a, *cmd);
 }
 
 static bool cwd_in_roots(const cJSON *plan, const char *cwd)
@@ -670,7 +491,7 @@ static void read_status(int fd, char *buf, size_t cap, size_t *len, pid_t *init)
  */
 static int supervise(pid_t pid, int status_fd, int master, bool *started)
 {
-	struct pollfd pf[3];
+	struct pollfd pf[4];
 	char status_buf[4096], buf[8192];
 	size_t status_len = 0;
 	pid_t init = -1, target;
@@ -699,8 +520,11 @@ static int supervise(pid_t pid, int status_fd, int master, bool *started)
 		pf[0] = (struct pollfd){status_fd, POLLIN, 0};
 		pf[1] = (struct pollfd){master, POLLIN, 0};
 		pf[2] = (struct pollfd){in_open ? STDIN_FILENO : -1, POLLIN, 0};
-		if (poll(pf, 3, exited ? 10 : 50) < 0 && errno != EINTR)
+		pf[3] = (struct pollfd){exited ? -1 : exec_unix_guard_fd(), POLLIN, 0};
+		if (poll(pf, 4, exited ? 10 : 50) < 0 && errno != EINTR)
 			break;
+		if (pf[3].revents != 0)
+			exec_unix_guard_serve(pf[3].revents);
 		read_status(status_fd, status_buf, sizeof status_buf, &status_len, &init);
 		if (init > 0 && !registered) {
 			registered = true;
@@ -728,7 +552,7 @@ static int supervise(pid_t pid, int status_fd, int master, bool *started)
 	return status;
 }
 
-static int run_bwrap(struct argv_buf *a, int status_pipe[2], bool tty)
+static int run_bwrap(struct argv_buf *a, int status_pipe[2], int unix_chan, bool tty)
 {
 	struct termios saved, raw;
 	struct sigaction sa = {0};
@@ -770,6 +594,8 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], bool tty)
 		_exit(127);
 	}
 	close(status_pipe[1]);
+	if (unix_chan >= 0)
+		close(unix_chan);
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -817,8 +643,9 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	const char *cwd_opt = NULL, *sandbox, *sock, *folder, *bot = NULL;
 	char cwd[PATH_MAX], *bwrap, *norm = NULL, *setsid_path;
 	const cJSON *err, *uid, *b;
-	int i, code, status_pipe[2];
-	bool full_access;
+	int i, code, status_pipe[2], unix_chan = -1;
+	char unix_opt[48];
+	bool full_access, host_sockets = false;
 
 	if (argc > 1 && strcmp(argv[1], "--as") == 0)
 		return exec_as(argc, argv);
@@ -839,6 +666,8 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 			cwd_opt = argv[i];
 		} else if (strncmp(argv[i], "--cwd=", 6) == 0) {
 			cwd_opt = argv[i] + 6;
+		} else if (strcmp(argv[i], "--allow-host-sockets") == 0) {
+			host_sockets = true;
 		} else if (argv[i][0] == '-' && bot == NULL) {
 			die_usage("exec", "unknown option %s", argv[i]);
 		} else if (bot == NULL) {
@@ -914,12 +743,17 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 		die("pipe: %s", strerror(errno));
 	fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);
 	setsid_path = isatty(STDIN_FILENO) ? find_in_path("setsid") : NULL;
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "network"))) {
+		unix_chan = exec_unix_guard_start(sock);
+		snprintf(unix_opt, sizeof unix_opt, "--unix=%d%s", unix_chan,
+			 host_sockets ? ",optional" : "");
+	}
 	build_bwrap(&a, bwrap, rep, norm, setsid_path, status_pipe[1], (uid_t)uid->valuedouble,
-		    argv + optind);
+		    unix_chan >= 0 ? unix_opt : NULL, argv + optind);
 	free(setsid_path);
 	free(bwrap);
 	free(norm);
-	code = run_bwrap(&a, status_pipe, isatty(STDIN_FILENO));
+	code = run_bwrap(&a, status_pipe, unix_chan, isatty(STDIN_FILENO));
 	for (i = 0; (size_t)i < a.n; i++)
 		free(a.v[i]);
 	free(a.v);
