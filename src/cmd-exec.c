@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -67,6 +68,52 @@ static int by_depth(const void *a, const void *b)
 	return (int)strlen(jstr(x, "path")) - (int)strlen(jstr(y, "path"));
 }
 
+#define FUSE_MAGIC 0x65735546 /* statfs f_type of every FUSE mount, a bot's roots among them */
+
+/*
+ * bwrap runs as root outside the sandbox, and setsid as root inside it
+ * before the switch to the bot's user: a copy a bot wrote (a PATH entry in a
+ * root, `.` in PATH) would run its code as root. So the program agentfs
+ * finds must be one no bot could have written: the file and every folder
+ * above it (symbolic links resolved) belong to root or the caller and no
+ * one else may write them (a sticky folder's owned children excepted), and
+ * it is on no FUSE file system. The resolved path is what is run.
+ */
+static char *trusted_prog(const char *found)
+{
+	char *real = realpath(found, NULL), *walk, *cut;
+	struct statfs sfs;
+	struct stat st;
+	bool child_ok = true;
+
+	if (real == NULL || (walk = strdup(real)) == NULL)
+		die("cannot resolve %s: %s", found, strerror(errno));
+	if (statfs(real, &sfs) == 0 && sfs.f_type == FUSE_MAGIC)
+		die("%s is on a FUSE file system (a bot's root?): agentfs will not run it as root",
+		    real);
+	/* the file, then each folder above it: WALK is cut one name shorter each time */
+	for (;;) {
+		const char *at = *walk ? walk : "/";
+
+		if (stat(at, &st) != 0)
+			die("cannot check %s: %s", at, strerror(errno));
+		if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
+		    ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+		     !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && child_ok)))
+			die("%s is not trusted: agentfs runs it as root, so it and every folder "
+			    "above it must belong to root and be writable by no one else "
+			    "(%s: owner uid %u, mode %04o)",
+			    found, at, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		child_ok = st.st_uid == 0 || st.st_uid == geteuid();
+		if (!*walk)
+			break;
+		cut = strrchr(walk, '/');
+		*cut = '\0';
+	}
+	free(walk);
+	return real;
+}
+
 static char *find_in_path(const char *prog)
 {
 	const char *path = getenv("PATH");
@@ -81,8 +128,11 @@ static char *find_in_path(const char *prog)
 		if (asprintf(&full, "%s/%s", dir, prog) < 0)
 			die("out of memory");
 		if (access(full, X_OK) == 0) {
+			char *real = trusted_prog(full);
+
+			free(full);
 			free(copy);
-			return full;
+			return real;
 		}
 		free(full);
 	}
@@ -589,6 +639,11 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], int unix_chan, bool
 			if (slave > 2)
 				close(slave);
 		}
+		/* bwrap itself runs as root: the caller's loader variables (which may
+		 * name a library in a bot's root) reach only the command, through
+		 * loader_vars_hold. */
+		for (size_t i = 0; i < sizeof loader_vars / sizeof loader_vars[0]; i++)
+			unsetenv(loader_vars[i]);
 		execv(a->v[0], a->v);
 		fprintf(stderr, "agentfs: cannot run %s: %s\n", a->v[0], strerror(errno));
 		_exit(127);

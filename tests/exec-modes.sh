@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # exec-modes: danger-full-access runs unconfined; without bwrap, or with a
-# bwrap that cannot make its namespaces, nothing runs; --cwd before and after
+# bwrap that cannot make its namespaces, nothing runs; a bwrap a bot could have
+# written is never run, nor does the caller's LD_PRELOAD reach it; --cwd before and after
 # the bot, and the default folder.
 . "$top_srcdir/tests/exec-lib.sh"
 
@@ -54,6 +55,55 @@ is "$rc" 126 "a bwrap that fails before starting the command: exec exits 126"
 like "$err" "Nothing was run" "it says nothing was run"
 like "$err" "Creating new namespace failed" "bwrap's own message is shown"
 [ -e "$W/marker2" ] && not_ok "the command did not run" || ok "the command did not run"
+
+# --- a bwrap or setsid a bot could have written is never run as root ---------
+# bwrap runs as root outside the sandbox: a PATH entry a bot can write (a folder
+# in its root, `.`) must not decide what runs.
+mkdir -p "$T/botbin" "$T/wwbin" "$T/linkbin"
+for d in botbin wwbin; do
+	printf '#!/bin/sh\ntouch "%s/ran-%s"\nexit 0\n' "$T" "$d" >"$T/$d/bwrap"
+	chmod 755 "$T/$d/bwrap"
+done
+chown -R 65534 "$T/botbin"
+chmod 0777 "$T/wwbin"
+ln -s "$T/botbin/bwrap" "$T/linkbin/bwrap"
+err=$(env PATH="$T/botbin:$PATH" "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/true </dev/null 2>&1 >/dev/null)
+is "$?" 1 "a bwrap owned by another user in PATH: exec exits 1"
+like "$err" "botbin/bwrap is not trusted" "... and says the bwrap found is not trusted"
+check "... and it did not run" test ! -e "$T/ran-botbin"
+err=$(env PATH="$T/wwbin:$PATH" "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/true </dev/null 2>&1 >/dev/null)
+is "$?" 1 "a bwrap in a folder anyone may write: exec exits 1"
+like "$err" "mode 0777" "... and names the folder's mode"
+check "... and it did not run" test ! -e "$T/ran-wwbin"
+err=$(env PATH="$T/linkbin:$PATH" "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/true </dev/null 2>&1 >/dev/null)
+is "$?" 1 "a trusted folder's symlink to an untrusted bwrap: exec exits 1"
+check "... and it did not run" test ! -e "$T/ran-botbin"
+
+# The caller's LD_PRELOAD reaches the command, never bwrap (root, outside).
+if command -v cc >/dev/null; then
+	mkdir -p "$T/lib"
+	printf '%s\n' '#include <stdio.h>' '#include <string.h>' '#include <unistd.h>' \
+		'__attribute__((constructor)) static void mark(void)' '{' \
+		'	char exe[256] = "";' \
+		'	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);' \
+		'	FILE *f;' \
+		'	if (n > 0 && strstr(exe, "bwrap") != NULL && (f = fopen(MARK, "a")) != NULL) {' \
+		'		fprintf(f, "%d\n", (int)getuid());' \
+		'		fclose(f);' \
+		'	}' '}' >"$T/lib/mark.c"
+	if cc -shared -fPIC -DMARK="\"$T/preloaded-bwrap\"" -o "$T/lib/mark.so" "$T/lib/mark.c" 2>"$T/cc.err"; then
+		out=$(LD_PRELOAD="$T/lib/mark.so" "$AGENTFS" --socket "$D_SOCK" exec w1 -- sh -c 'echo "$LD_PRELOAD"' </dev/null 2>&1)
+		is "$out" "$T/lib/mark.so" "LD_PRELOAD given to exec reaches the command"
+		check "... and was not loaded into bwrap, which runs as root" test ! -e "$T/preloaded-bwrap"
+	else
+		diag "$(cat "$T/cc.err")"
+		skip "cc cannot build a shared library"
+		skip "cc cannot build a shared library"
+	fi
+else
+	skip "no cc: the LD_PRELOAD check needs one"
+	skip "no cc: the LD_PRELOAD check needs one"
+fi
 
 # --- errors from the daemon: nothing runs -------------------------------------
 err=$(ex nosuchbot -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker3" </dev/null 2>&1 >/dev/null)
