@@ -483,6 +483,26 @@ static pid_t command_pid(pid_t init)
 	return atoi(buf) > 0 ? (pid_t)atoi(buf) : init;
 }
 
+/* Is PID still running (not gone, not a zombie waiting for bwrap)? */
+static bool process_alive(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
 /* The daemon and bot this exec registers with (exec_register). */
 static const char *reg_socket, *reg_bot;
 
@@ -514,6 +534,9 @@ static void exec_register(pid_t init)
 		usleep(100 * 1000);
 	}
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
+		/* A command that ended before its init was registered leaves nothing to follow */
+		if (init > 0 && !process_alive(init))
+			return;
 		err = cJSON_GetObjectItemCaseSensitive(rep, "error");
 		die("%s: %s%s", jstr(err, "code") ? jstr(err, "code") : "error",
 		    jstr(err, "message") ? jstr(err, "message") : "",
