@@ -147,7 +147,7 @@ static __attribute__((unused)) struct guard_cls cls_of(const char *rel)
 static struct guard_verdict v;
 
 /* "" when allowed, the rule's name when refused, "ERR" on any other error */
-static const char *result(int rc)
+static __attribute__((unused)) const char *result(int rc)
 {
 	if (!rc)
 		return "";
@@ -169,7 +169,7 @@ static __attribute__((unused)) void split(const char *rel, char *dir, char *name
 	}
 }
 
-static const char *try_op(enum guard_op op, const char *rel)
+static __attribute__((unused)) const char *try_op(enum guard_op op, const char *rel)
 {
 	struct guard_req r = {
 		.op = op, .fd = -1, .parent_fd = -1, .src_parent_fd = -1, .victim_fd = -1};
@@ -181,17 +181,17 @@ static const char *try_op(enum guard_op op, const char *rel)
 	return result(guard_check(g, &r, &v));
 }
 
-static const char *try_write(const char *rel)
+static __attribute__((unused)) const char *try_write(const char *rel)
 {
 	return try_op(GUARD_OP_WRITE, rel);
 }
 
-static const char *try_chmod(const char *rel)
+static __attribute__((unused)) const char *try_chmod(const char *rel)
 {
 	return try_op(GUARD_OP_CHMOD, rel);
 }
 
-static const char *try_remove(const char *rel)
+static __attribute__((unused)) const char *try_remove(const char *rel)
 {
 	char dir[PATH_MAX], name[NAME_MAX + 1];
 	struct guard_req r = {.fd = -1, .parent_fd = -1, .src_parent_fd = -1, .victim_fd = -1};
@@ -209,7 +209,7 @@ static const char *try_remove(const char *rel)
 }
 
 /* create (mode S_IFREG, S_IFDIR, S_IFIFO) or symlink (TARGET) at REL */
-static const char *try_new(const char *rel, mode_t mode, const char *target)
+static __attribute__((unused)) const char *try_new(const char *rel, mode_t mode, const char *target)
 {
 	char dir[PATH_MAX], name[NAME_MAX + 1];
 	struct guard_req r = {.fd = -1, .src_parent_fd = -1, .victim_fd = -1};
@@ -232,22 +232,22 @@ static const char *try_new(const char *rel, mode_t mode, const char *target)
 	return res;
 }
 
-static const char *try_create(const char *rel)
+static __attribute__((unused)) const char *try_create(const char *rel)
 {
 	return try_new(rel, S_IFREG, NULL);
 }
 
-static const char *try_mkdir(const char *rel)
+static __attribute__((unused)) const char *try_mkdir(const char *rel)
 {
 	return try_new(rel, S_IFDIR, NULL);
 }
 
-static const char *try_symlink(const char *rel, const char *target)
+static __attribute__((unused)) const char *try_symlink(const char *rel, const char *target)
 {
 	return try_new(rel, S_IFLNK, target);
 }
 
-static const char *try_link(const char *from, const char *to)
+static __attribute__((unused)) const char *try_link(const char *from, const char *to)
 {
 	char dir[PATH_MAX], name[NAME_MAX + 1];
 	struct guard_req r = {.op = GUARD_OP_LINK, .fd = -1, .src_parent_fd = -1, .victim_fd = -1};
@@ -269,7 +269,7 @@ static const char *try_link(const char *from, const char *to)
 	return res;
 }
 
-static const char *try_move(enum guard_op op, const char *from, const char *to)
+static __attribute__((unused)) const char *try_move(enum guard_op op, const char *from, const char *to)
 {
 	char sdir[PATH_MAX], sname[NAME_MAX + 1], dir[PATH_MAX], name[NAME_MAX + 1];
 	struct guard_req r = {.op = op, .fd = -1, .victim_fd = -1};
@@ -306,7 +306,7 @@ static const char *try_move(enum guard_op op, const char *from, const char *to)
 	return res;
 }
 
-static const char *try_rename(const char *from, const char *to)
+static __attribute__((unused)) const char *try_rename(const char *from, const char *to)
 {
 	return try_move(GUARD_OP_RENAME, from, to);
 }

@@ -78,12 +78,18 @@ static void test_home_names(void)
 	IS(try_mkdir("home/u/.config/git"), "H1", "~/.config/git NC");
 	IS(try_create("home/u/.config/git"), "H1", "~/.config/git NC as a file");
 	IS(try_remove("home/u/.config"), "H1", "a new ~/.config is pinned too");
-	/* ~/.ssh/config: git over ssh runs its ProxyCommand */
+	/* ~/.ssh: git over ssh runs what its config and the files it Includes name */
 	IS(try_symlink("home/u/.ssh", "../../other"), "H1", "~/.ssh no symlink");
 	IS(try_mkdir("home/u/.ssh"), "", "~/.ssh may be made");
 	sh("mkdir home/u/.ssh && echo x >home/u/.ssh/known_hosts");
 	IS(try_create("home/u/.ssh/config"), "H1", "~/.ssh/config NC");
-	IS(try_write("home/u/.ssh/known_hosts"), "", "~/.ssh/known_hosts writable");
+	IS(try_write("home/u/.ssh/known_hosts"), "H1", "~/.ssh/known_hosts read-only (all of ~/.ssh)");
+	IS(try_mkdir("home/u/.ssh/config.d"), "H1", "~/.ssh: no folder made (an Include target)");
+	IS(try_mkdir("home/u/.gnupg"), "", "~/.gnupg may be made");
+	sh("mkdir home/u/.gnupg && touch home/u/.gnupg/gpg.conf");
+	IS(try_create("home/u/.gnupg/gpg-agent.conf"), "H1", "~/.gnupg/gpg-agent.conf NC (its pinentry runs)");
+	IS(try_write("home/u/.gnupg/gpg.conf"), "H1", "~/.gnupg/gpg.conf read-only");
+	IS(try_rename("home/u/.gnupg", "home/u/gnupg-old"), "H1", "~/.gnupg pinned");
 	IS(try_rename("home/u/.ssh", "home/u/ssh-old"), "H1", "~/.ssh pinned");
 	sh("mkdir -p other/.ssh && touch other/.ssh/config");
 	IS(try_write("other/.ssh/config"), "", ".ssh/config outside a home writable");
