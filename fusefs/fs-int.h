@@ -64,7 +64,7 @@ struct inode {
 	bool standin;	 /* [const] a copy on the stack for policy_check(), not in a table */
 	off_t seen_size; /* [lock] size and mtime at the last open, for keep_cache */
 	struct timespec seen_mtime; /* [lock] */
-	int backing_id;		/* [lock] kernel passthrough id, 0 if none; see wire.c */
+	int backing_id;		/* [lock] kernel passthrough id, 0 if none (backing.c) */
 	unsigned backing_users; /* [lock] open handles passing through to it */
 	unsigned plain_opens;	/* [lock] open handles served by read and write requests */
 	unsigned write_opens;	/* [lock] open handles that may write, and truncates running */
@@ -270,15 +270,52 @@ void decide_enter(struct fs_mount *m, struct decide_hold *h, const struct inode 
 		  const struct inode *p2, bool whole);
 void decide_leave(struct decide_hold *h);
 
-/* wire.c */
+/*
+ * backing.c: kernel passthrough's backing files, one per inode while the
+ * kernel knows it; the open and close ioctls, the counts of the opens
+ * served each way. With libfuse 3.17 and later through its API
+ * (fuse_passthrough_open, fi->backing_id); before, through wire.c.
+ */
+bool backing_open_begin(struct fs_mount *m, fuse_req_t req, struct inode *ino, bool plain,
+			struct fuse_file_info *fi);
+void backing_open_end(struct fs_mount *m, struct inode *ino, bool passthrough);
+void backing_inode_free(struct fs_mount *m, struct inode *ino);
+void backing_closes_flush(void);
+void backing_init(struct fs_mount *m, struct fuse_conn_info *conn);
+
+#ifndef HAVE_FUSE_PASSTHROUGH
+/* wire.c (libfuse before 3.17 only): passthrough patched into the raw bytes */
 int wire_attach(struct fs_mount *m);
-bool wire_open_begin(struct fs_mount *m, struct inode *ino, bool plain);
-void wire_open_end(struct fs_mount *m, struct inode *ino, bool passthrough);
-void wire_inode_free(struct fs_mount *m, struct inode *ino);
-void wire_closes_flush(void);
-bool wire_request_may_block(void);
-#define FH_PASSTHROUGH (1ull << 40) /* in fi->fh above the fd: wire_open_begin() said yes */
+void wire_open_reply(int backing_id);
+#endif
+
+/*
+ * fi->fh of a regular file's handle: its fd in the low 32 bits, two flags
+ * above. Read and written only through these.
+ */
+#define FH_PASSTHROUGH (1ull << 40) /* backing_open_begin() said yes */
 #define FH_CHECKED (1ull << 41)	    /* writes to an X4 file: each checked (seal.c) */
+
+static inline uint64_t fh_make(int fd, bool passthrough, bool checked)
+{
+	return (uint64_t)(uint32_t)fd | (passthrough ? FH_PASSTHROUGH : 0) |
+	       (checked ? FH_CHECKED : 0);
+}
+
+static inline int fh_fd(const struct fuse_file_info *fi)
+{
+	return (int)(uint32_t)fi->fh;
+}
+
+static inline bool fh_passthrough(const struct fuse_file_info *fi)
+{
+	return (fi->fh & FH_PASSTHROUGH) != 0;
+}
+
+static inline bool fh_checked(const struct fuse_file_info *fi)
+{
+	return (fi->fh & FH_CHECKED) != 0;
+}
 
 /* seal.c */
 int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked);

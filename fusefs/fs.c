@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/fsuid.h>
+#include <linux/fuse.h>
 
 #define STOP_KEY UINT64_MAX
 
@@ -127,6 +128,31 @@ static void serve(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 	inode_closes_flush();
 }
 
+/*
+ * Whether the request just received may keep its worker long: data, syncs,
+ * locks. Read from its header (no splice: fs_ops' init turns it off).
+ */
+static bool request_may_block(const struct fuse_buf *buf)
+{
+	const struct fuse_in_header *h = buf->mem;
+
+	if ((buf->flags & FUSE_BUF_IS_FD) || buf->size < sizeof *h)
+		return true; /* not known: assume so */
+	switch (h->opcode) {
+	case FUSE_READ:
+	case FUSE_WRITE:
+	case FUSE_FSYNC:
+	case FUSE_FSYNCDIR:
+	case FUSE_SETLKW:
+	case FUSE_FALLOCATE:
+	case FUSE_LSEEK:
+	case FUSE_COPY_FILE_RANGE:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -192,7 +218,7 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 			alive = false;
 			break;
 		}
-		slow = wire_request_may_block();
+		slow = request_may_block(buf);
 		if (slow)
 			mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
 		serve(fs, m, buf);
@@ -850,7 +876,7 @@ void fs_mount_free(struct fs_mount *m)
 	} else if (m->fuse_fd >= 0) {
 		close(m->fuse_fd);
 	}
-	/* Closed: the connection's backing files went with it (wire_inode_free). */
+	/* Closed: the connection's backing files went with it (backing_inode_free). */
 	m->fuse_fd = -1;
 	pthread_mutex_lock(&fs->lock);
 	inode_table_clear(m);

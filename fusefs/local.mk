@@ -3,6 +3,10 @@
 noinst_LIBRARIES += fusefs/libfusefs.a
 fusefs_libfusefs_a_SOURCES = \
 	fusefs/fusefs.h fusefs/fs-int.h \
-	fusefs/decide.c fusefs/fs.c fusefs/inode.c fusefs/mount.c fusefs/ops.c \
-	fusefs/policy.c fusefs/seal.c fusefs/wire.c
+	fusefs/backing.c fusefs/decide.c fusefs/fs.c fusefs/inode.c fusefs/mount.c fusefs/ops.c \
+	fusefs/policy.c fusefs/seal.c
+# libfuse before 3.17 only: passthrough on the wire (configure's probe)
+if FUSE_WIRE
+fusefs_libfusefs_a_SOURCES += fusefs/wire.c
+endif
 fusefs_libfusefs_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)

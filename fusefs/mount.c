@@ -726,6 +726,23 @@ static int resolve_ro_paths(struct fs_mount *m, int rootfd, const struct fs_moun
 	return 0;
 }
 
+/*
+ * Give the session the /dev/fuse fd: libfuse before 3.17 through wire.c's
+ * hooks (passthrough on the wire), later ones as "/dev/fd/N", which
+ * libfuse takes as the connection itself without mounting anything.
+ */
+static int session_attach(struct fs_mount *m)
+{
+#ifdef HAVE_FUSE_PASSTHROUGH
+	char path[32];
+
+	snprintf(path, sizeof path, "/dev/fd/%d", m->fuse_fd);
+	return fuse_session_mount(m->se, path);
+#else
+	return wire_attach(m);
+#endif
+}
+
 int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **out,
 	     struct fs_error *err)
 {
@@ -824,7 +841,7 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 		goto fail;
 	/* Passthrough reads the source file in the kernel, which sets its atime. */
 	m->want_passthrough = !o.nopassthrough && !o.noatime;
-	if (wire_attach(m) != 0) {
+	if (session_attach(m) != 0) {
 		r = -EIO;
 		fs_seterr(err, EIO, "cannot attach the FUSE session to /dev/fuse (fd %d)",
 			  m->fuse_fd);

@@ -74,6 +74,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
 	conn->time_gran = 1;
+	backing_init(m, conn);
 	if (m->kernel_passthrough)
 		fs_log(m->fs, FS_LOG_INFO,
 		       "%s: kernel passthrough on: file reads and writes go "
@@ -139,7 +140,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int r;
 
 	if (fi != NULL)
-		r = fstat((int)fi->fh, &st) == 0 ? 0 : -errno;
+		r = fstat(fh_fd(fi), &st) == 0 ? 0 : -errno;
 	else
 		r = inode_stat(m, ino_of(m, ino), &st);
 	if (r != 0)
@@ -158,7 +159,7 @@ static int do_setattr(struct fs_mount *m, struct inode *i, int fd, struct stat *
 
 	proc_path(path, fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
-		if (fi != NULL	       ? fchmod((int)fi->fh, attr->st_mode) != 0
+		if (fi != NULL	       ? fchmod(fh_fd(fi), attr->st_mode) != 0
 		    : S_ISLNK(i->type) ? (errno = EOPNOTSUPP, 1)
 				       : chmod(path, attr->st_mode) != 0)
 			return -errno;
@@ -170,7 +171,7 @@ static int do_setattr(struct fs_mount *m, struct inode *i, int fd, struct stat *
 			return -errno;
 	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
-		if (fi != NULL ? ftruncate((int)fi->fh, attr->st_size) != 0
+		if (fi != NULL ? ftruncate(fh_fd(fi), attr->st_size) != 0
 			       : truncate(path, attr->st_size) != 0)
 			return -errno;
 	}
@@ -184,7 +185,7 @@ static int do_setattr(struct fs_mount *m, struct inode *i, int fd, struct stat *
 			ts[1].tv_nsec = UTIME_NOW;
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			ts[1] = attr->st_mtim;
-		if (fi != NULL ? futimens((int)fi->fh, ts) != 0
+		if (fi != NULL ? futimens(fh_fd(fi), ts) != 0
 			       : utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
 			return -errno;
 	}
@@ -680,11 +681,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		policy_changed(m, FS_EV_MODIFIED, i, NULL, NULL, NULL, false);
 	set_keep_cache(m, i, nfd, fi);
 	fi->noflush = 1; /* see op_flush */
-	pt = wire_open_begin(m, i, checked);
-	fi->fh = (uint64_t)nfd | (pt ? FH_PASSTHROUGH : 0) | (checked ? FH_CHECKED : 0);
+	pt = backing_open_begin(m, req, i, checked, fi);
+	fi->fh = fh_make(nfd, pt, checked);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* interrupted: no release will come */
-		wire_open_end(m, i, pt);
+		backing_open_end(m, i, pt);
 		if (wr)
 			seal_write_end(m, i);
 		close(nfd);
@@ -746,10 +747,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		goto out;
 	}
 	fi->noflush = 1; /* see op_flush */
-	pt = wire_open_begin(m, i, checked);
-	fi->fh = (uint64_t)fd | (pt ? FH_PASSTHROUGH : 0) | (checked ? FH_CHECKED : 0);
+	pt = backing_open_begin(m, req, i, checked, fi);
+	fi->fh = fh_make(fd, pt, checked);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
-		wire_open_end(m, i, pt);
+		backing_open_end(m, i, pt);
 		if (wr)
 			seal_write_end(m, i);
 		close(fd);
@@ -788,7 +789,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		read_buf = b;
 		read_cap = size;
 	}
-	n = pread((int)fi->fh, read_buf, size, off);
+	n = pread(fh_fd(fi), read_buf, size, off);
 	if (n < 0)
 		fuse_reply_err(req, errno);
 	else
@@ -815,7 +816,7 @@ static void checked_write(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in
 	}
 	n = fuse_buf_copy(&mem, in, 0);
 	if (n >= 0)
-		n = seal_checked_write(m, ino_of(m, ino), (int)fi->fh, mem.buf[0].mem, (size_t)n,
+		n = seal_checked_write(m, ino_of(m, ino), fh_fd(fi), mem.buf[0].mem, (size_t)n,
 				       off);
 	free(mem.buf[0].mem);
 	if (n < 0) {
@@ -833,12 +834,12 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
 	ssize_t n;
 
-	if (fi->fh & FH_CHECKED) {
+	if (fh_checked(fi)) {
 		checked_write(req, ino, in, off, fi);
 		return;
 	}
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	out.buf[0].fd = (int)fi->fh;
+	out.buf[0].fd = fh_fd(fi);
 	out.buf[0].pos = off;
 	n = fuse_buf_copy(&out, in, 0);
 	if (n < 0) {
@@ -859,7 +860,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	/* Reports errors a close() would (NFS-style delayed ones). */
-	int fd = dup((int)fi->fh);
+	int fd = dup(fh_fd(fi));
 
 	fuse_reply_err(req, fd < 0 ? errno : close(fd) == 0 ? 0 : errno);
 }
@@ -882,14 +883,14 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	char *name;
 	int pfd;
 
-	fs_lock_drop(m->fs, (int)fi->fh);
-	close((int)fi->fh);
+	fs_lock_drop(m->fs, fh_fd(fi));
+	close(fh_fd(fi));
 	fs_handle_put(m);
-	wire_open_end(m, i, (fi->fh & FH_PASSTHROUGH) != 0);
+	backing_open_end(m, i, fh_passthrough(fi));
 	if (open_writes(fi->flags))
 		seal_write_end(m, i);
 	/* Passthrough writes bypass op_write_buf: other mounts learn of them here. */
-	if ((fi->fh & FH_PASSTHROUGH) && open_writes(fi->flags))
+	if (fh_passthrough(fi) && open_writes(fi->flags))
 		fs_invalidate(m, i, NULL, NULL);
 	/* A git config written (in a repository the bot made): its rules may change. */
 	if (m->guard != NULL && open_writes(fi->flags) && role_of(m, i) == GUARD_R_CONFIG &&
@@ -907,7 +908,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	int r = datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh);
+	int r = datasync ? fdatasync(fh_fd(fi)) : fsync(fh_fd(fi));
 
 	fuse_reply_err(req, r == 0 ? 0 : errno);
 }
@@ -1230,7 +1231,7 @@ static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 	struct flock lk = *lock;
 
 	lk.l_pid = 0;
-	if (fcntl((int)fi->fh, F_OFD_GETLK, &lk) != 0) {
+	if (fcntl(fh_fd(fi), F_OFD_GETLK, &lk) != 0) {
 		fuse_reply_err(req, errno);
 		return;
 	}
@@ -1267,7 +1268,7 @@ static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 		     int sleep)
 {
 	struct flock lk = *lock;
-	int fd = (int)fi->fh;
+	int fd = fh_fd(fi);
 
 	lk.l_pid = 0;
 	if (fcntl(fd, F_OFD_SETLK, &lk) == 0) {
@@ -1281,7 +1282,7 @@ static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 
 static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
-	int fd = (int)fi->fh;
+	int fd = fh_fd(fi);
 
 	if (flock(fd, op | LOCK_NB) == 0)
 		fuse_reply_err(req, 0);
@@ -1295,12 +1296,12 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 			 struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = (fi->fh & FH_CHECKED) ? -EROFS
+	int r = fh_checked(fi) ? -EROFS
 				       : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
 							       .ino = ino_of(m, ino),
 							       .mode = ino_of(m, ino)->type));
 
-	if (r == 0 && fallocate((int)fi->fh, mode, off, len) != 0)
+	if (r == 0 && fallocate(fh_fd(fi), mode, off, len) != 0)
 		r = -errno;
 	if (r == 0)
 		fs_invalidate(m, ino_of(m, ino), NULL, NULL);
@@ -1312,7 +1313,7 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			       struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = (fi_out->fh & FH_CHECKED) ? -EROFS
+	int r = fh_checked(fi_out) ? -EROFS
 					   : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
 								   .ino = ino_of(m, ino_out),
 								   .mode = ino_of(m, ino_out)->type));
@@ -1322,7 +1323,7 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_err(req, -r);
 		return;
 	}
-	n = copy_file_range((int)fi_in->fh, &off_in, (int)fi_out->fh, &off_out, len,
+	n = copy_file_range(fh_fd(fi_in), &off_in, fh_fd(fi_out), &off_out, len,
 			    (unsigned)flags);
 	if (n < 0) {
 		fuse_reply_err(req, errno);
@@ -1335,7 +1336,7 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
-	off_t r = lseek((int)fi->fh, off, whence);
+	off_t r = lseek(fh_fd(fi), off, whence);
 
 	if (r < 0)
 		fuse_reply_err(req, errno);
