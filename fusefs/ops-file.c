@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-bool ops_open_writes(int flags)
+static bool open_writes(int flags)
 {
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
@@ -65,7 +65,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	if (ops_open_writes(fi->flags)) {
+	if (open_writes(fi->flags)) {
 		struct stat st;
 
 		/* A hard link made on the host since the lookup must still be seen. */
@@ -101,7 +101,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	/* a handle that may write is counted, and refused on a sealed inode (seal.c) */
-	wr = ops_open_writes(fi->flags);
+	wr = open_writes(fi->flags);
 	checked = false;
 	if (wr && (r = seal_write_begin(m, i, &checked)) != 0) {
 		close(nfd);
@@ -172,7 +172,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		goto out;
 	}
 	i = ino_of(m, e.ino);
-	wr = ops_open_writes(fi->flags);
+	wr = open_writes(fi->flags);
 	checked = false;
 	if (wr && (r = seal_write_begin(m, i, &checked)) != 0) {
 		close(fd);
@@ -319,13 +319,13 @@ void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	close(fh_fd(fi));
 	fs_handle_put(m);
 	backing_open_end(m, i, fh_passthrough(fi));
-	if (ops_open_writes(fi->flags))
+	if (open_writes(fi->flags))
 		seal_write_end(m, i);
 	/* Passthrough writes bypass op_write_buf: other mounts learn of them here. */
-	if (fh_passthrough(fi) && ops_open_writes(fi->flags))
+	if (fh_passthrough(fi) && open_writes(fi->flags))
 		fs_invalidate(m, i, NULL, NULL);
 	/* A git config written (in a repository the bot made): its rules may change. */
-	if (m->guard != NULL && ops_open_writes(fi->flags) && role_of(m, i) == GUARD_R_CONFIG &&
+	if (m->guard != NULL && open_writes(fi->flags) && role_of(m, i) == GUARD_R_CONFIG &&
 	    (p = inode_pin_parent(m, i, &name)) != NULL) {
 		pfd = inode_fd_get(m, p);
 		if (pfd >= 0) {

@@ -27,9 +27,10 @@ void ops_proc_path(char *buf, int fd)
 /*
  * Nothing made or changed through a mount may make a host file more
  * privileged than its maker: a setuid bit (anything), a setgid bit on a
- * non-folder, or a security.* xattr (file capabilities, labels). The
- * mount's nosuid protects only the mount; the source is the host's own
- * file. Setgid folders stay: git's core.sharedRepository makes them.
+ * non-folder, or a security.* xattr (file capabilities, labels; refused in
+ * ops-xattr.c). The mount's nosuid protects only the mount; the source is
+ * the host's own file. Setgid folders stay: git's core.sharedRepository
+ * makes them.
  * `had` is the mode the file has already: a bit it has may stay.
  */
 bool ops_raises_privilege(mode_t mode, mode_t type, mode_t had)

@@ -27,7 +27,6 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
 
 /* ops-file.c: open files and their data */
-bool ops_open_writes(int flags);
 int ops_open_atime(struct fs_mount *m, int dirfd, const char *path, int flags);
 void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
