@@ -12,9 +12,10 @@
  * stripe. A folder rename or an exchange moves a whole subtree whose
  * contents the guard walks: it takes decide_all exclusively.
  *
- * Lock order: decide_all, then stripes in ascending index, then fs->lock
- * (and gitguard's own lock inside guard_check). Nothing here is taken
- * while fs->lock is held.
+ * Lock order: decide_all, then stripes in ascending index, then ns_lock
+ * (seal.c), then fs->lock (and gitguard's own lock inside guard_check).
+ * Nothing here is taken while fs->lock is held. Why these holds and
+ * seal.c's ns_lock are two locks: see struct fs in fs-int.h.
  */
 #include "fusefs/fs-int.h"
 

@@ -1,5 +1,27 @@
 /* SPDX-License-Identifier: MIT */
-/* Internal to fusefs/: the server, its mounts and their inode tables. */
+/*
+ * Internal to fusefs/: the server, its mounts and their inode tables.
+ * Errors inside fusefs are -errno, as at its API (fusefs.h).
+ *
+ * Which file owns what:
+ *   fs.c           the worker pool (epoll, polling), shares of open files and
+ *                  lock waiters, fs_new/fs_free, attaching and ending a mount
+ *   lock.c         blocking locks: the lock thread and its queue
+ *   notify.c       invalidations of other mounts' kernel caches: the notifier
+ *   mount.c        fs_mount: checks of source and mount point, the guard,
+ *                  the session; opening without links; unmounting by path
+ *   mount-opts.c   -o options and the kernel mount flags they make
+ *   mount-ro.c     read-only paths and the hard links beneath them
+ *   mount-kernel.c the kernel mount: made, found in mountinfo, set read-only,
+ *                  detached
+ *   inode.c        inode tables, lookups, the O_PATH fd cache, file handles
+ *   policy.c       the one policy check, classes, refusals and change events
+ *   decide.c       decision holds: a check and its name change as one step
+ *   seal.c         content-checked renames and writes (X2, X4), ns_lock
+ *   backing.c      kernel passthrough: backing files and their counts
+ *   wire.c         libfuse < 3.17 only: passthrough in INIT and open replies
+ *   ops*.c         the FUSE handlers, by kind (ops.h says which file has which)
+ */
 #ifndef AGENTFS_FS_INT_H
 #define AGENTFS_FS_INT_H
 
@@ -7,6 +29,7 @@
 #include <fuse_lowlevel.h>
 
 #include <pthread.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <fcntl.h>
@@ -64,7 +87,7 @@ struct inode {
 	bool standin;	 /* [const] a copy on the stack for policy_check(), not in a table */
 	off_t seen_size; /* [lock] size and mtime at the last open, for keep_cache */
 	struct timespec seen_mtime; /* [lock] */
-	int backing_id;		/* [lock] kernel passthrough id, 0 if none; see wire.c */
+	int backing_id;		/* [lock] kernel passthrough id, 0 if none (backing.c) */
 	unsigned backing_users; /* [lock] open handles passing through to it */
 	unsigned plain_opens;	/* [lock] open handles served by read and write requests */
 	unsigned write_opens;	/* [lock] open handles that may write, and truncates running */
@@ -80,7 +103,7 @@ struct inode_table {
  * A blocking flock or POSIX lock, retried from the lock thread. A worker
  * allocates it, registers the request's interrupt callback and then puts it
  * on fs->lk_head (under lk_lock); from then on only the lock thread (or
- * fs_lock_drop() at the handle's release) takes it off the list, and whoever
+ * lock_drop() at the handle's release) takes it off the list, and whoever
  * does replies and frees it. fd is the open handle's, valid until release.
  */
 struct lock_wait {
@@ -104,7 +127,7 @@ struct inval {
 	char name[];
 };
 
-/* A file under a read-only path that has other names (mount.c, policy.c) */
+/* A file under a read-only path that has other names (mount-ro.c finds, policy.c reads) */
 struct ro_link {
 	dev_t dev;
 	ino_t ino;
@@ -191,7 +214,32 @@ struct fs {
 	pthread_cond_t nt_cond;
 	struct inval *nt_head, **nt_tail;
 	pthread_t nt_thread;
-	/* decision holds (decide.c): check and operation atomic across mounts */
+	/*
+	 * Two locks on name changes, for two different promises; neither can
+	 * serve the other's without weakening it:
+	 *
+	 * decide_all and decide_stripe (decide.c), G2 across mounts: a
+	 * guard's check and the name it allows are one step. Held from
+	 * before policy_check() to after the syscall, so for as long as the
+	 * guard walks (a folder rename walks the subtree); taken only by
+	 * operations that make a name, and only on guarded mounts (nothing
+	 * there is decided from the tree's state). Striped by folder so
+	 * unrelated creates run in parallel.
+	 *
+	 * ns_lock (seal.c), X2/X4 renames: no name changes anywhere in the
+	 * server between a content-checked rename's last look at its source
+	 * (same inode, one name) and the rename. Held around the syscall
+	 * only, by every name change of every mount, guarded or not, also
+	 * unlink and rmdir; exclusive only for that look and rename.
+	 *
+	 * ns_lock cannot be decide_all: a checked rename would then wait for
+	 * every check in flight and stall every create of every mount while
+	 * it seals and reads the index (up to SEAL_WAIT_MS and the index's
+	 * size), and unguarded mounts and removals, which take no decision,
+	 * would have to take one. decide_all cannot be ns_lock: a lock held
+	 * only around the syscall does not cover the check before it. Order:
+	 * decide_all, stripes, ns_lock, fs->lock.
+	 */
 	pthread_rwlock_t decide_all;
 	pthread_mutex_t decide_stripe[FS_DECIDE_STRIPES];
 	struct fs_mount *nt_current; /* mount being notified right now */
@@ -200,7 +248,7 @@ struct fs {
 	gid_t root_groups[64];
 	int n_root_groups;
 	/* seal.c: content-checked renames and writes (gitguard X2, X4) */
-	pthread_rwlock_t ns_lock; /* name changes shared, a checked rename exclusive */
+	pthread_rwlock_t ns_lock; /* name changes shared, a checked rename exclusive (above) */
 	pthread_mutex_t chk_lock; /* X4 writes in place, one at a time */
 	struct {
 		dev_t dev;
@@ -270,15 +318,52 @@ void decide_enter(struct fs_mount *m, struct decide_hold *h, const struct inode 
 		  const struct inode *p2, bool whole);
 void decide_leave(struct decide_hold *h);
 
-/* wire.c */
+/*
+ * backing.c: kernel passthrough's backing files, one per inode while the
+ * kernel knows it; the open and close ioctls, the counts of the opens
+ * served each way. With libfuse 3.17 and later through its API
+ * (fuse_passthrough_open, fi->backing_id); before, through wire.c.
+ */
+bool backing_open_begin(struct fs_mount *m, fuse_req_t req, struct inode *ino, bool plain,
+			struct fuse_file_info *fi);
+void backing_open_end(struct fs_mount *m, struct inode *ino, bool passthrough);
+void backing_inode_free(struct fs_mount *m, struct inode *ino);
+void backing_closes_flush(void);
+void backing_init(struct fs_mount *m, struct fuse_conn_info *conn);
+
+#ifndef HAVE_FUSE_PASSTHROUGH
+/* wire.c (libfuse before 3.17 only): passthrough patched into the raw bytes */
 int wire_attach(struct fs_mount *m);
-bool wire_open_begin(struct fs_mount *m, struct inode *ino, bool plain);
-void wire_open_end(struct fs_mount *m, struct inode *ino, bool passthrough);
-void wire_inode_free(struct fs_mount *m, struct inode *ino);
-void wire_closes_flush(void);
-bool wire_request_may_block(void);
-#define FH_PASSTHROUGH (1ull << 40) /* in fi->fh above the fd: wire_open_begin() said yes */
+void wire_open_reply(int backing_id);
+#endif
+
+/*
+ * fi->fh of a regular file's handle: its fd in the low 32 bits, two flags
+ * above. Read and written only through these.
+ */
+#define FH_PASSTHROUGH (1ull << 40) /* backing_open_begin() said yes */
 #define FH_CHECKED (1ull << 41)	    /* writes to an X4 file: each checked (seal.c) */
+
+static inline uint64_t fh_make(int fd, bool passthrough, bool checked)
+{
+	return (uint64_t)(uint32_t)fd | (passthrough ? FH_PASSTHROUGH : 0) |
+	       (checked ? FH_CHECKED : 0);
+}
+
+static inline int fh_fd(const struct fuse_file_info *fi)
+{
+	return (int)(uint32_t)fi->fh;
+}
+
+static inline bool fh_passthrough(const struct fuse_file_info *fi)
+{
+	return (fi->fh & FH_PASSTHROUGH) != 0;
+}
+
+static inline bool fh_checked(const struct fuse_file_info *fi)
+{
+	return (fi->fh & FH_CHECKED) != 0;
+}
 
 /* seal.c */
 int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked);
@@ -290,29 +375,60 @@ ssize_t seal_checked_write(struct fs_mount *m, struct inode *i, int fh, const ch
 int seal_checked_truncate_begin(struct fs_mount *m, struct inode *i, off_t size);
 void seal_checked_truncate_end(struct fs_mount *m);
 
-/* ops.c */
+/* ops.c: the handlers' table (each handler's file: ops.h) */
 extern const struct fuse_lowlevel_ops fs_ops;
+
+/* ops-file.c */
 void ops_thread_exit(void);
+
+/* ops*.c and seal.c reopen an O_PATH fd through /proc/self/fd/N */
+#define PROC_FD_MAX 32
 
 /* fs.c */
 void fs_log(struct fs *fs, enum fs_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-void fs_lock_queue(struct fs *fs, struct lock_wait *w);
 bool fs_handle_take(struct fs_mount *m);
 void fs_handle_put(struct fs_mount *m);
 bool fs_waiter_take(struct fs_mount *m);
-void fs_lock_drop(struct fs *fs, int fd);
-void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *parent,
-		   const char *name);
 int fs_as_caller(fuse_req_t req, bool with_groups);
 void fs_as_root(struct fs *fs);
 int fs_attach(struct fs *fs, struct fs_mount *m, struct fs_error *err);
 
+/* lock.c: blocking locks, retried by the lock thread */
+void *lock_thread(void *fs);
+void lock_queue(struct fs *fs, struct lock_wait *w);
+void lock_drop(struct fs *fs, int fd);
+void lock_drop_mount(struct fs *fs, struct fs_mount *m);
+
+/* notify.c: other mounts' kernel caches, told by the notifier thread */
+void *notify_thread(void *fs);
+void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *parent,
+		   const char *name);
+void notify_forget_mount(struct fs *fs, struct fs_mount *m);
+
 /* mount.c */
-int mount_kernel(struct fs_mount *m, int mpfd, const char *extra, struct fs_error *err);
+int mount_open_dir(const char *path, struct fs_error *err, const char *what);
+
+/* mount-opts.c */
+struct mount_opts {
+	bool suid, dev, debug, readonly, noguard, nopassthrough;
+	bool noexec, noatime, nodiratime, nonempty;
+	double timeout;
+	int poll_us;
+	char fsname[PATH_MAX];
+};
+int mount_parse_options(const char *s, struct mount_opts *o, struct fs_error *err);
+unsigned mount_attrs(const struct mount_opts *o, bool readonly);
+unsigned long mount_ms_flags(unsigned attrs);
+
+/* mount-ro.c */
+int mount_ro_paths(struct fs_mount *m, int rootfd, const struct fs_mount_params *p,
+		   struct fs_error *err);
+
+/* mount-kernel.c */
+int mount_make(struct fs_mount *m, int mpfd, const struct mount_opts *o, struct fs_error *err);
 int mount_detach(struct fs_mount *m);
 int mount_set_kernel_ro(struct fs_mount *m, bool readonly);
-int mount_open_dir(const char *path, struct fs_error *err, const char *what);
 void fs_seterr(struct fs_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

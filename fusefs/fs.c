@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The server: one bounded pool of workers serving every mount's /dev/fuse
- * fd from one epoll set, a thread that retries blocking locks and a thread
- * that sends cache invalidations to other mounts of the same files.
+ * fd from one epoll set, the mounts' shares of open files and lock
+ * waiters, and the lifecycle of the server and of a mount in it. The lock
+ * thread is lock.c's, the notifier notify.c's.
  */
 #include "fusefs/fs-int.h"
 
@@ -21,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/fsuid.h>
+#include <linux/fuse.h>
 
 #define STOP_KEY UINT64_MAX
 
@@ -127,6 +129,31 @@ static void serve(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 	inode_closes_flush();
 }
 
+/*
+ * Whether the request just received may keep its worker long: data, syncs,
+ * locks. Read from its header (no splice: fs_ops' init turns it off).
+ */
+static bool request_may_block(const struct fuse_buf *buf)
+{
+	const struct fuse_in_header *h = buf->mem;
+
+	if ((buf->flags & FUSE_BUF_IS_FD) || buf->size < sizeof *h)
+		return true; /* not known: assume so */
+	switch (h->opcode) {
+	case FUSE_READ:
+	case FUSE_WRITE:
+	case FUSE_FSYNC:
+	case FUSE_FSYNCDIR:
+	case FUSE_SETLKW:
+	case FUSE_FALLOCATE:
+	case FUSE_LSEEK:
+	case FUSE_COPY_FILE_RANGE:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -192,7 +219,7 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 			alive = false;
 			break;
 		}
-		slow = wire_request_may_block();
+		slow = request_may_block(buf);
 		if (slow)
 			mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
 		serve(fs, m, buf);
@@ -288,100 +315,6 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static void lock_reply(struct lock_wait *w, int err)
-{
-	/* Unregister first: this waits for a running interrupt callback. */
-	fuse_req_interrupt_func(w->req, NULL, NULL);
-	fuse_reply_err(w->req, err);
-	if (w->m != NULL) {
-		atomic_fetch_sub(&w->m->nwaiters, 1);
-		atomic_fetch_sub(&w->m->fs->nwaiters, 1);
-	}
-	free(w);
-}
-
-static int lock_try(struct lock_wait *w)
-{
-	struct flock lk = w->lk;
-
-	if (w->posix)
-		return fcntl(w->fd, F_OFD_SETLK, &lk) == 0 ? 0 : errno;
-	return flock(w->fd, w->op | LOCK_NB) == 0 ? 0 : errno;
-}
-
-/*
- * Blocking lock requests never hold a worker: they wait here and are
- * retried every few milliseconds until granted, failed or interrupted.
- */
-static void *lock_main(void *arg)
-{
-	struct fs *fs = arg;
-	struct lock_wait *w, **pp, *done;
-	struct timespec ts;
-	int err;
-
-	pthread_mutex_lock(&fs->lk_lock);
-	while (!fs->stopping) {
-		if (fs->lk_head == NULL) {
-			pthread_cond_wait(&fs->lk_cond, &fs->lk_lock);
-			continue;
-		}
-		done = NULL;
-		for (pp = &fs->lk_head; (w = *pp) != NULL;) {
-			if (atomic_load(&w->interrupted))
-				err = EINTR;
-			else if ((err = lock_try(w)) == EAGAIN || err == EWOULDBLOCK)
-				err = -1;
-			if (err < 0) {
-				w->tries++;
-				pp = &w->next;
-				continue;
-			}
-			*pp = w->next;
-			w->op = err;
-			w->next = done;
-			done = w;
-		}
-		pthread_mutex_unlock(&fs->lk_lock);
-		while ((w = done) != NULL) {
-			done = w->next;
-			lock_reply(w, w->op);
-		}
-		pthread_mutex_lock(&fs->lk_lock);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 5 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&fs->lk_cond, &fs->lk_lock, &ts);
-	}
-	while ((w = fs->lk_head) != NULL) {
-		fs->lk_head = w->next;
-		pthread_mutex_unlock(&fs->lk_lock);
-		lock_reply(w, EINTR);
-		pthread_mutex_lock(&fs->lk_lock);
-	}
-	pthread_mutex_unlock(&fs->lk_lock);
-	return NULL;
-}
-
-static void lock_interrupted(fuse_req_t req, void *data)
-{
-	struct lock_wait *w = data;
-	struct fs *fs = req_mount(req)->fs;
-
-	atomic_store(&w->interrupted, true);
-	pthread_cond_signal(&fs->lk_cond);
-}
-
-/*
- * The interrupt callback is registered before the waiter is published: once
- * on the list, the lock thread may grant it at once, and its reply frees the
- * request and w. Only the lock thread frees w, after lock_reply() has
- * unregistered the callback (which waits for one running), so the callback
- * never sees a freed waiter.
- */
 /*
  * Shares (agentfs(1), LIMITS): with more than one mount, no mount holds more
  * than a quarter of the process's open handles or lock waiters, so one bot
@@ -431,168 +364,6 @@ void fs_handle_put(struct fs_mount *m)
 bool fs_waiter_take(struct fs_mount *m)
 {
 	return take(m, &m->nwaiters, &m->fs->nwaiters, m->fs->max_waiters, "lock waiters");
-}
-
-void fs_lock_queue(struct fs *fs, struct lock_wait *w)
-{
-	fuse_req_interrupt_func(w->req, lock_interrupted, w);
-	pthread_mutex_lock(&fs->lk_lock);
-	w->next = fs->lk_head;
-	fs->lk_head = w;
-	pthread_cond_signal(&fs->lk_cond);
-	pthread_mutex_unlock(&fs->lk_lock);
-}
-
-/*
- * A file handle is released: its waiters go, answered EBADF, before its fd
- * is closed, so none is retried on a file that reuses the number. The lock
- * thread tries waiters under lk_lock, so none is mid-try on fd here.
- */
-static void lock_drop_where(struct fs *fs, int fd, const struct fs_mount *m, int err)
-{
-	struct lock_wait *w, **pp, *done = NULL;
-
-	pthread_mutex_lock(&fs->lk_lock);
-	for (pp = &fs->lk_head; (w = *pp) != NULL;) {
-		if (m != NULL ? w->m != m : w->fd != fd) {
-			pp = &w->next;
-			continue;
-		}
-		*pp = w->next;
-		w->next = done;
-		done = w;
-	}
-	pthread_mutex_unlock(&fs->lk_lock);
-	while ((w = done) != NULL) {
-		done = w->next;
-		lock_reply(w, err);
-	}
-}
-
-void fs_lock_drop(struct fs *fs, int fd)
-{
-	lock_drop_where(fs, fd, NULL, EBADF);
-}
-
-static fuse_ino_t nodeid(struct fs_mount *m, struct inode *ino)
-{
-	return ino == &m->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)ino;
-}
-
-static void inval_queue(struct fs *fs, struct fs_mount *m, fuse_ino_t ino, fuse_ino_t parent,
-			const char *name)
-{
-	size_t len = name != NULL ? strlen(name) : 0;
-	struct inval *iv, *it;
-
-	pthread_mutex_lock(&fs->nt_lock);
-	for (it = fs->nt_head; it != NULL; it = it->next) {
-		if (it->m == m && it->ino == ino && it->parent == parent &&
-		    (name == NULL || strcmp(it->name, name) == 0)) {
-			pthread_mutex_unlock(&fs->nt_lock);
-			return;
-		}
-	}
-	iv = malloc(sizeof *iv + len + 1);
-	if (iv != NULL) {
-		iv->next = NULL;
-		iv->m = m;
-		iv->ino = ino;
-		iv->parent = parent;
-		memcpy(iv->name, name != NULL ? name : "", len + 1);
-		*fs->nt_tail = iv;
-		fs->nt_tail = &iv->next;
-		pthread_cond_signal(&fs->nt_cond);
-	}
-	pthread_mutex_unlock(&fs->nt_lock);
-}
-
-/*
- * After a change through mount `from`, tell every other mount that knows
- * the same inode or folder to drop its kernel cache. Sent from the notifier
- * thread, never a worker: fuse_lowlevel.h warns that can deadlock.
- */
-void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *parent, const char *name)
-{
-	struct fs *fs = from->fs;
-	struct fs_mount *m;
-	struct inode *o;
-	fuse_ino_t target[2];
-
-	if (atomic_load_explicit(&from->siblings, memory_order_relaxed) == 0)
-		return;
-	pthread_mutex_lock(&fs->lock);
-	for (m = fs->mounts; m != NULL; m = m->next) {
-		if (m == from || m->ended || m->source_dev != from->source_dev)
-			continue;
-		target[0] = target[1] = 0;
-		if (ino != NULL && (o = inode_find(m, ino->dev, ino->ino)) != NULL)
-			target[0] = nodeid(m, o);
-		if (parent != NULL && (o = inode_find(m, parent->dev, parent->ino)) != NULL)
-			target[1] = nodeid(m, o);
-		pthread_mutex_unlock(&fs->lock);
-		if (target[0] != 0)
-			inval_queue(fs, m, target[0], 0, NULL);
-		if (target[1] != 0) {
-			inval_queue(fs, m, target[1], 0, NULL);
-			if (name != NULL)
-				inval_queue(fs, m, 0, target[1], name);
-		}
-		pthread_mutex_lock(&fs->lock);
-	}
-	pthread_mutex_unlock(&fs->lock);
-}
-
-static void *notifier_main(void *arg)
-{
-	struct fs *fs = arg;
-	struct inval *iv;
-
-	pthread_mutex_lock(&fs->nt_lock);
-	while (!fs->stopping) {
-		if ((iv = fs->nt_head) == NULL) {
-			pthread_cond_wait(&fs->nt_cond, &fs->nt_lock);
-			continue;
-		}
-		fs->nt_head = iv->next;
-		if (fs->nt_head == NULL)
-			fs->nt_tail = &fs->nt_head;
-		fs->nt_current = iv->m;
-		pthread_mutex_unlock(&fs->nt_lock);
-		if (iv->parent != 0)
-			fuse_lowlevel_notify_inval_entry(iv->m->se, iv->parent, iv->name,
-							 strlen(iv->name));
-		else
-			fuse_lowlevel_notify_inval_inode(iv->m->se, iv->ino, 0, 0);
-		free(iv);
-		pthread_mutex_lock(&fs->nt_lock);
-		fs->nt_current = NULL;
-		pthread_cond_broadcast(&fs->nt_cond);
-	}
-	pthread_mutex_unlock(&fs->nt_lock);
-	return NULL;
-}
-
-/* Drop queued invalidations for m and wait until none is being sent. */
-static void inval_forget_mount(struct fs *fs, struct fs_mount *m)
-{
-	struct inval **pp, *iv;
-
-	pthread_mutex_lock(&fs->nt_lock);
-	for (pp = &fs->nt_head; (iv = *pp) != NULL;) {
-		if (iv->m == m) {
-			*pp = iv->next;
-			free(iv);
-		} else {
-			pp = &iv->next;
-		}
-	}
-	fs->nt_tail = &fs->nt_head;
-	while (*fs->nt_tail != NULL)
-		fs->nt_tail = &(*fs->nt_tail)->next;
-	while (fs->nt_current == m)
-		pthread_cond_wait(&fs->nt_cond, &fs->nt_lock);
-	pthread_mutex_unlock(&fs->nt_lock);
 }
 
 struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
@@ -696,8 +467,8 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 		}
 		fs->nworkers++;
 	}
-	if ((n = pthread_create(&fs->lk_thread, NULL, lock_main, fs)) != 0 ||
-	    (n = pthread_create(&fs->nt_thread, NULL, notifier_main, fs)) != 0) {
+	if ((n = pthread_create(&fs->lk_thread, NULL, lock_thread, fs)) != 0 ||
+	    (n = pthread_create(&fs->nt_thread, NULL, notify_thread, fs)) != 0) {
 		fs_seterr(err, n, "cannot start a thread: %s", strerror(n));
 		goto fail;
 	}
@@ -836,10 +607,9 @@ void fs_mount_free(struct fs_mount *m)
 		while (m->busy > 0)
 			pthread_cond_wait(&fs->cond, &fs->lock);
 		pthread_mutex_unlock(&fs->lock);
-		inval_forget_mount(fs, m);
+		notify_forget_mount(fs, m);
 	}
-	/* waiters of a connection that ended without releasing its files */
-	lock_drop_where(fs, -1, m, EIO);
+	lock_drop_mount(fs, m);
 	if (m->se != NULL) {
 		/* The session owns the fd only once fuse_session_mount() took it. */
 		bool owned = fuse_session_fd(m->se) == m->fuse_fd;
@@ -850,7 +620,7 @@ void fs_mount_free(struct fs_mount *m)
 	} else if (m->fuse_fd >= 0) {
 		close(m->fuse_fd);
 	}
-	/* Closed: the connection's backing files went with it (wire_inode_free). */
+	/* Closed: the connection's backing files went with it (backing_inode_free). */
 	m->fuse_fd = -1;
 	pthread_mutex_lock(&fs->lock);
 	inode_table_clear(m);

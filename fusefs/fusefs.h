@@ -6,7 +6,15 @@
  *
  * Life of a mount: fs_new() once per process, fs_mount() per root,
  * fs_unmount() to detach it (or the kernel unmounts it and the lost callback
- * fires), fs_mount_free() once fs_mount_wait() says no worker holds it.
+ * fires), fs_mount_free() once fs_unmount() returned or the lost callback
+ * fired.
+ *
+ * Errors: a function that returns int returns 0 (or a count, or an fd) on
+ * success and a negative errno on failure; where it takes a struct
+ * fs_error, that holds the same errno, positive (as strerror() takes it),
+ * and a message naming the path. fs_open_nofollow() alone is open(2)-like:
+ * -1 with errno set. gitguard's errors (negative errno in guard_err.code)
+ * become fs_error in one place, mount.c's guard_error().
  */
 #ifndef AGENTFS_FUSEFS_H
 #define AGENTFS_FUSEFS_H
@@ -21,7 +29,7 @@ struct fs_mount;
 
 /* An error a caller can print: errno plus a message that names the path. */
 struct fs_error {
-	int code;
+	int code; /* positive errno */
 	char msg[512];
 };
 
@@ -105,8 +113,6 @@ struct fs_mount_params {
 /* fs.c */
 struct fs *fs_new(const struct fs_params *p, struct fs_error *err);
 void fs_free(struct fs *fs);
-int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **out,
-	     struct fs_error *err);
 int fs_unmount(struct fs_mount *m);
 void fs_mount_free(struct fs_mount *m);
 void fs_mount_set_readonly(struct fs_mount *m, bool readonly);
@@ -119,9 +125,13 @@ uint64_t fs_mount_id(const struct fs_mount *m);
 unsigned fs_mount_count(struct fs *fs);
 
 /* mount.c */
+int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **out,
+	     struct fs_error *err);
 int fs_check_mountpoint(const char *path, struct fs_error *err);
 int fs_open_nofollow(int dirfd, const char *path, int flags, bool beneath);
 int fs_kernel_umount(const char *path, bool lazy, struct fs_error *err);
+
+/* mount-kernel.c */
 int fs_mountinfo_each(int (*fn)(void *arg, uint64_t id, const char *mp, const char *fstype),
 		      void *arg);
 

@@ -91,7 +91,7 @@ void inode_closes_flush(void)
 {
 	while (close_queued > 0)
 		close(close_queue[--close_queued]);
-	wire_closes_flush();
+	backing_closes_flush();
 }
 
 static struct file_handle *handle_of(int fd, int *mount_id);
@@ -293,7 +293,7 @@ static void inode_free(struct fs_mount *m, struct inode *i)
 			}
 		}
 		inode_fd_cache_drop(m->fs, i);
-		wire_inode_free(m, i);
+		backing_inode_free(m, i);
 		p = i->parent;
 		free(i->handle);
 		free(i->name);

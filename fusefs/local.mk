@@ -3,6 +3,13 @@
 noinst_LIBRARIES += fusefs/libfusefs.a
 fusefs_libfusefs_a_SOURCES = \
 	fusefs/fusefs.h fusefs/fs-int.h \
-	fusefs/decide.c fusefs/fs.c fusefs/inode.c fusefs/mount.c fusefs/ops.c \
-	fusefs/policy.c fusefs/seal.c fusefs/wire.c
+	fusefs/backing.c fusefs/decide.c fusefs/fs.c fusefs/inode.c fusefs/lock.c \
+	fusefs/mount.c fusefs/mount-kernel.c fusefs/mount-opts.c fusefs/mount-ro.c fusefs/notify.c \
+	fusefs/ops.h fusefs/ops.c fusefs/ops-dir.c fusefs/ops-file.c fusefs/ops-lock.c \
+	fusefs/ops-name.c fusefs/ops-xattr.c \
+	fusefs/policy.c fusefs/seal.c
+# libfuse before 3.17 only: passthrough on the wire (configure's probe)
+if FUSE_WIRE
+fusefs_libfusefs_a_SOURCES += fusefs/wire.c
+endif
 fusefs_libfusefs_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)

@@ -37,7 +37,6 @@
 #include <unistd.h>
 
 #define SEAL_WAIT_MS 1000
-#define PROC_FD_MAX 32
 
 static bool in_sealing(struct fs *fs, dev_t dev, ino_t ino)
 {

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Blocking locks (ops-lock.c's F_SETLKW and flock without LOCK_NB) never
+ * hold a worker: they wait on fs->lk_head and the lock thread retries them
+ * until granted, failed, interrupted, or dropped with their handle.
+ */
+#include "fusefs/fs-int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+#include <sys/file.h>
+
+static void lock_reply(struct lock_wait *w, int err)
+{
+	/* Unregister first: this waits for a running interrupt callback. */
+	fuse_req_interrupt_func(w->req, NULL, NULL);
+	fuse_reply_err(w->req, err);
+	if (w->m != NULL) {
+		atomic_fetch_sub(&w->m->nwaiters, 1);
+		atomic_fetch_sub(&w->m->fs->nwaiters, 1);
+	}
+	free(w);
+}
+
+static int lock_try(struct lock_wait *w)
+{
+	struct flock lk = w->lk;
+
+	if (w->posix)
+		return fcntl(w->fd, F_OFD_SETLK, &lk) == 0 ? 0 : errno;
+	return flock(w->fd, w->op | LOCK_NB) == 0 ? 0 : errno;
+}
+
+/*
+ * Blocking lock requests never hold a worker: they wait here and are
+ * retried every few milliseconds until granted, failed or interrupted.
+ */
+void *lock_thread(void *arg)
+{
+	struct fs *fs = arg;
+	struct lock_wait *w, **pp, *done;
+	struct timespec ts;
+	int err;
+
+	pthread_mutex_lock(&fs->lk_lock);
+	while (!fs->stopping) {
+		if (fs->lk_head == NULL) {
+			pthread_cond_wait(&fs->lk_cond, &fs->lk_lock);
+			continue;
+		}
+		done = NULL;
+		for (pp = &fs->lk_head; (w = *pp) != NULL;) {
+			if (atomic_load(&w->interrupted))
+				err = EINTR;
+			else if ((err = lock_try(w)) == EAGAIN || err == EWOULDBLOCK)
+				err = -1;
+			if (err < 0) {
+				w->tries++;
+				pp = &w->next;
+				continue;
+			}
+			*pp = w->next;
+			w->op = err;
+			w->next = done;
+			done = w;
+		}
+		pthread_mutex_unlock(&fs->lk_lock);
+		while ((w = done) != NULL) {
+			done = w->next;
+			lock_reply(w, w->op);
+		}
+		pthread_mutex_lock(&fs->lk_lock);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 5 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&fs->lk_cond, &fs->lk_lock, &ts);
+	}
+	while ((w = fs->lk_head) != NULL) {
+		fs->lk_head = w->next;
+		pthread_mutex_unlock(&fs->lk_lock);
+		lock_reply(w, EINTR);
+		pthread_mutex_lock(&fs->lk_lock);
+	}
+	pthread_mutex_unlock(&fs->lk_lock);
+	return NULL;
+}
+
+static void lock_interrupted(fuse_req_t req, void *data)
+{
+	struct lock_wait *w = data;
+	struct fs *fs = req_mount(req)->fs;
+
+	atomic_store(&w->interrupted, true);
+	pthread_cond_signal(&fs->lk_cond);
+}
+
+/*
+ * The interrupt callback is registered before the waiter is published: once
+ * on the list, the lock thread may grant it at once, and its reply frees the
+ * request and w. Only the lock thread frees w, after lock_reply() has
+ * unregistered the callback (which waits for one running), so the callback
+ * never sees a freed waiter.
+ */
+void lock_queue(struct fs *fs, struct lock_wait *w)
+{
+	fuse_req_interrupt_func(w->req, lock_interrupted, w);
+	pthread_mutex_lock(&fs->lk_lock);
+	w->next = fs->lk_head;
+	fs->lk_head = w;
+	pthread_cond_signal(&fs->lk_cond);
+	pthread_mutex_unlock(&fs->lk_lock);
+}
+
+/*
+ * A file handle is released: its waiters go, answered EBADF, before its fd
+ * is closed, so none is retried on a file that reuses the number. The lock
+ * thread tries waiters under lk_lock, so none is mid-try on fd here.
+ */
+static void lock_drop_where(struct fs *fs, int fd, const struct fs_mount *m, int err)
+{
+	struct lock_wait *w, **pp, *done = NULL;
+
+	pthread_mutex_lock(&fs->lk_lock);
+	for (pp = &fs->lk_head; (w = *pp) != NULL;) {
+		if (m != NULL ? w->m != m : w->fd != fd) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		w->next = done;
+		done = w;
+	}
+	pthread_mutex_unlock(&fs->lk_lock);
+	while ((w = done) != NULL) {
+		done = w->next;
+		lock_reply(w, err);
+	}
+}
+
+void lock_drop(struct fs *fs, int fd)
+{
+	lock_drop_where(fs, fd, NULL, EBADF);
+}
+
+/* A mount is freed: waiters of a connection that ended without releasing its files. */
+void lock_drop_mount(struct fs *fs, struct fs_mount *m)
+{
+	lock_drop_where(fs, -1, m, EIO);
+}

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel's side of a mount: made with the new mount API onto an fd of
+ * the mount point (mount(2) where that API is missing), found again by its
+ * mount id in /proc/self/mountinfo, made read-only or writable, detached.
+ * libfuse never runs fusermount and never unmounts; we do.
+ */
+#include "fusefs/fs-int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+/* Unescape a mountinfo field (\040 for space and so on) in place. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	while (*s != '\0') {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 4;
+		} else {
+			*o++ = *s++;
+		}
+	}
+	*o = '\0';
+}
+
+/*
+ * Call fn for each line of /proc/self/mountinfo with the mount id, mount
+ * point and fstype; stops when fn returns nonzero and returns that.
+ */
+int fs_mountinfo_each(int (*fn)(void *arg, uint64_t id, const char *mp, const char *fstype),
+		      void *arg)
+{
+	char *line = NULL, *f[12], *save;
+	size_t cap = 0;
+	FILE *mi;
+	int i, r = 0;
+
+	mi = fopen("/proc/self/mountinfo", "re");
+	if (mi == NULL)
+		return -errno;
+	while (r == 0 && getline(&line, &cap, mi) > 0) {
+		/* id parent maj:min root mountpoint opts [optional...] - fstype source */
+		save = NULL;
+		for (i = 0; i < 12; i++)
+			f[i] = strtok_r(i == 0 ? line : NULL, " \n", &save);
+		if (f[4] == NULL)
+			continue;
+		for (i = 6; i < 11 && f[i] != NULL && strcmp(f[i], "-") != 0; i++)
+			;
+		if (i >= 11 || f[i] == NULL || f[i + 1] == NULL)
+			continue;
+		unescape(f[4]);
+		r = fn(arg, strtoull(f[0], NULL, 10), f[4], f[i + 1]);
+	}
+	free(line);
+	fclose(mi);
+	return r;
+}
+
+struct find_path {
+	uint64_t id;
+	char *path;
+	size_t len;
+};
+
+static int match_id(void *arg, uint64_t id, const char *mp, const char *fstype)
+{
+	struct find_path *fp = arg;
+
+	if (id != fp->id || strlen(mp) >= fp->len)
+		return 0;
+	strcpy(fp->path, mp);
+	return 1;
+}
+
+static int mountinfo_path_of(uint64_t id, char *path, size_t len)
+{
+	struct find_path fp = {id, path, len};
+
+	return fs_mountinfo_each(match_id, &fp) == 1 ? 0 : -ENOENT;
+}
+
+static int fsconfig_str(int fsfd, const char *key, const char *value)
+{
+	return fsconfig(fsfd, FSCONFIG_SET_STRING, key, value, 0);
+}
+
+/*
+ * A FUSE mount's readahead starts at 128 KiB and INIT can only lower it:
+ * cold sequential reads then come in 128 KiB requests. Raise it to 1 MiB,
+ * the largest request the kernel sends us.
+ */
+static void set_readahead(unsigned major, unsigned minor)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof path, "/sys/class/bdi/%u:%u/read_ahead_kb", major, minor);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, "1024", 4) != 4) {
+		/* keep the kernel's default */
+	}
+	close(fd);
+}
+
+/*
+ * mount(2) for kernels or sandboxes without the new mount API (valgrind
+ * 3.19 has no fsopen): the same options, onto the mount point's fd.
+ */
+static int mount_legacy(struct fs_mount *m, int mpfd, const struct mount_opts *o,
+			struct fs_error *err)
+{
+	char opts[256], target[64];
+	unsigned long flags;
+	struct statx stx;
+	int fd, e;
+
+	snprintf(opts, sizeof opts,
+		 "fd=%d,rootmode=%o,user_id=%u,group_id=%u,allow_other,default_permissions",
+		 m->fuse_fd, (unsigned)S_IFDIR, (unsigned)getuid(), (unsigned)getgid());
+	snprintf(target, sizeof target, "/proc/self/fd/%d", mpfd);
+	flags = mount_ms_flags(m->kattrs);
+	if (mount(o->fsname, target, "fuse.agentfs", flags, opts) != 0) {
+		e = errno;
+		fs_seterr(err, e, "cannot mount %s: mount: %s%s", m->mountpoint, strerror(e),
+			  e == EPERM ? " (agentfs mount needs root)" : "");
+		return -e;
+	}
+	/* The mount root is known to the kernel: no request is sent for it. */
+	fd = openat(AT_FDCWD, m->mountpoint, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) == 0) {
+			if (stx.stx_mask & STATX_MNT_ID)
+				m->mnt_id = stx.stx_mnt_id;
+			set_readahead(stx.stx_dev_major, stx.stx_dev_minor);
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+/*
+ * fsopen("fuse") + fsconfig + fsmount + move_mount onto the mount point's
+ * fd. allow_other and default_permissions are always set: the kernel then
+ * checks every access with the caller's own credentials, while the server
+ * runs as root.
+ */
+int mount_make(struct fs_mount *m, int mpfd, const struct mount_opts *o, struct fs_error *err)
+{
+	char num[32];
+	int fsfd, mfd, e;
+	const char *step;
+	struct statx stx;
+
+	m->fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (m->fuse_fd < 0) {
+		e = errno;
+		fs_seterr(err, e, "cannot open /dev/fuse: %s%s", strerror(e),
+			  e == ENOENT ? " (load the fuse module or install fuse3)" : "");
+		return -e;
+	}
+	step = "fsopen";
+	fsfd = fsopen("fuse", FSOPEN_CLOEXEC);
+	if (fsfd < 0 && errno == ENOSYS)
+		return mount_legacy(m, mpfd, o, err);
+	if (fsfd < 0)
+		goto fail;
+	step = "fsconfig";
+	snprintf(num, sizeof num, "%d", m->fuse_fd);
+	if (fsconfig_str(fsfd, "fd", num) != 0)
+		goto fail;
+	snprintf(num, sizeof num, "%o", (unsigned)S_IFDIR);
+	if (fsconfig_str(fsfd, "rootmode", num) != 0)
+		goto fail;
+	snprintf(num, sizeof num, "%u", (unsigned)getuid());
+	if (fsconfig_str(fsfd, "user_id", num) != 0)
+		goto fail;
+	snprintf(num, sizeof num, "%u", (unsigned)getgid());
+	if (fsconfig_str(fsfd, "group_id", num) != 0)
+		goto fail;
+	if (fsconfig(fsfd, FSCONFIG_SET_FLAG, "allow_other", NULL, 0) != 0 ||
+	    fsconfig(fsfd, FSCONFIG_SET_FLAG, "default_permissions", NULL, 0) != 0)
+		goto fail;
+	if (fsconfig_str(fsfd, "subtype", "agentfs") != 0)
+		goto fail;
+	if (fsconfig_str(fsfd, "source", o->fsname) != 0)
+		goto fail;
+	step = "creating the superblock";
+	if (fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
+		goto fail;
+	step = "fsmount";
+	mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, m->kattrs);
+	if (mfd < 0)
+		goto fail;
+	close(fsfd);
+	fsfd = -1;
+	step = "move_mount";
+	if (move_mount(mfd, "", mpfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+		e = errno;
+		close(mfd);
+		errno = e;
+		goto fail;
+	}
+	if (statx(mfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) == 0) {
+		if (stx.stx_mask & STATX_MNT_ID)
+			m->mnt_id = stx.stx_mnt_id;
+		set_readahead(stx.stx_dev_major, stx.stx_dev_minor);
+	}
+	close(mfd);
+	return 0;
+fail:
+	e = errno;
+	if (fsfd >= 0)
+		close(fsfd);
+	fs_seterr(err, e, "cannot mount %s: %s: %s%s", m->mountpoint, step, strerror(e),
+		  e == EPERM ? " (agentfs mount needs root)" : "");
+	return -e;
+}
+
+/*
+ * Detach our mount by its mount id: whatever path it has now, the right one
+ * ends. We keep no fd on the mount, since any would make umount(8) EBUSY.
+ */
+int mount_detach(struct fs_mount *m)
+{
+	char path[PATH_MAX];
+
+	if (m->mnt_id == 0 || mountinfo_path_of(m->mnt_id, path, sizeof path) != 0)
+		return 0; /* not mounted (any more) */
+	if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL)
+		return 0;
+	return -errno;
+}
+
+/*
+ * Make the kernel mount read-only or writable, as configure changes it, so
+ * the mount table says what holds. The same mount is changed in place
+ * (mount_setattr on an fd of its root, checked by mount id), never
+ * remounted; binds of it made before keep the flag they had.
+ */
+int mount_set_kernel_ro(struct fs_mount *m, bool readonly)
+{
+	struct mount_attr attr = {0};
+	char path[PATH_MAX];
+	struct statx stx;
+	int fd, r = 0;
+
+	if (m->mnt_id == 0 || mountinfo_path_of(m->mnt_id, path, sizeof path) != 0)
+		return -ENOENT;
+	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != m->mnt_id) {
+		close(fd);
+		return -ESTALE;
+	}
+	if (readonly)
+		attr.attr_set = MOUNT_ATTR_RDONLY;
+	else
+		attr.attr_clr = MOUNT_ATTR_RDONLY;
+	if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
+		r = -errno;
+		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+		/*
+		 * Kernels before 5.12 (and valgrind): a bind remount restates
+		 * every flag. Its type is ignored; "none", not NULL, for valgrind.
+		 */
+		if (r == -ENOSYS &&
+		    mount("none", path, "", /* ignored by a remount; valgrind wants strings */
+			  MS_REMOUNT | MS_BIND |
+				  mount_ms_flags((m->kattrs & ~MOUNT_ATTR_RDONLY) |
+						 (readonly ? MOUNT_ATTR_RDONLY : 0)),
+			  NULL) == 0)
+			r = 0;
+	}
+	close(fd);
+	return r;
+}

@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Operations on open files: open and create (with the handle's passthrough
+ * decided in backing.c), read, write, flush, release, fsync, fallocate,
+ * copy_file_range and lseek. fi->fh is read through fh_fd() and friends
+ * (fs-int.h).
+ */
+#include "fusefs/fs-int.h"
+#include "fusefs/ops.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool open_writes(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+/* Keep the kernel's page cache only if the file did not change since we last saw it. */
+static void set_keep_cache(struct fs_mount *m, struct inode *i, int fd, struct fuse_file_info *fi)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return;
+	pthread_mutex_lock(&m->fs->lock);
+	fi->keep_cache = i->seen_size == st.st_size && i->seen_mtime.tv_sec == st.st_mtim.tv_sec &&
+			 i->seen_mtime.tv_nsec == st.st_mtim.tv_nsec;
+	i->seen_size = st.st_size;
+	i->seen_mtime = st.st_mtim;
+	pthread_mutex_unlock(&m->fs->lock);
+}
+
+/*
+ * -o noatime (or nodiratime, for folders): the kernel keeps no atime on a
+ * FUSE mount, the source does, so the server's own opens carry O_NOATIME.
+ * That needs the owner's fsuid or CAP_FOWNER: without, open as usual.
+ */
+int ops_open_atime(struct fs_mount *m, int dirfd, const char *path, int flags)
+{
+	bool dir = (flags & O_DIRECTORY) != 0;
+	int fd;
+
+	if (m->noatime || (dir && m->nodiratime)) {
+		fd = openat(dirfd, path, flags | O_NOATIME);
+		if (fd >= 0 || errno != EPERM)
+			return fd;
+	}
+	return openat(dirfd, path, flags);
+}
+
+void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *i = ino_of(m, ino);
+	char path[PROC_FD_MAX];
+	int fd, nfd, r = 0;
+	bool pt, wr, checked;
+
+	fd = inode_fd_get(m, i);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	if (open_writes(fi->flags)) {
+		struct stat st;
+
+		/* A hard link made on the host since the lookup must still be seen. */
+		if (m->guard != NULL && !S_ISDIR(i->type) &&
+		    fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0) {
+			pthread_mutex_lock(&m->fs->lock);
+			i->nlink = st.st_nlink;
+			pthread_mutex_unlock(&m->fs->lock);
+		}
+		r = policy_check(
+			m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
+		if (r != 0) {
+			inode_fd_put(m, i);
+			fuse_reply_err(req, -r);
+			return;
+		}
+	}
+	ops_proc_path(path, fd);
+	/* The /proc/self/fd reopen must follow its magic link: no O_NOFOLLOW. */
+	nfd = ops_open_atime(m, AT_FDCWD, path,
+			     (fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_TRUNC)) |
+				     O_CLOEXEC);
+	r = nfd < 0 ? -errno : 0;
+	inode_fd_put(m, i);
+	if (r != 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	/* the mount's share of open files (fs.c) */
+	if (!fs_handle_take(m)) {
+		close(nfd);
+		fuse_reply_err(req, ENFILE);
+		return;
+	}
+	/* a handle that may write is counted, and refused on a sealed inode (seal.c) */
+	wr = open_writes(fi->flags);
+	checked = false;
+	if (wr && (r = seal_write_begin(m, i, &checked)) != 0) {
+		close(nfd);
+		fs_handle_put(m);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	/* reported at the open, which the writer waits for; its release comes later */
+	if (wr)
+		policy_changed(m, FS_EV_MODIFIED, i, NULL, NULL, NULL, false);
+	set_keep_cache(m, i, nfd, fi);
+	fi->noflush = 1; /* see op_flush */
+	pt = backing_open_begin(m, req, i, checked, fi);
+	fi->fh = fh_make(nfd, pt, checked);
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		/* interrupted: no release will come */
+		backing_open_end(m, i, pt);
+		if (wr)
+			seal_write_end(m, i);
+		close(nfd);
+		fs_handle_put(m);
+	}
+}
+
+void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	       struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *p = ino_of(m, parent), *i;
+	struct fuse_entry_param e;
+	struct decide_hold h;
+	int pfd, fd = -1, r;
+	bool pt, wr, checked;
+
+	/* the mount's share of open files (fs.c), before anything is made */
+	if (!fs_handle_take(m)) {
+		fuse_reply_err(req, ENFILE);
+		return;
+	}
+	pfd = inode_fd_get(m, p);
+	if (pfd < 0) {
+		r = pfd;
+		goto out;
+	}
+	decide_enter(m, &h, p, NULL, false);
+	r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_CREATE, .mode = S_IFREG, .parent = p,
+				  .parent_fd = pfd, .name = name));
+	if (r == 0 && ops_raises_privilege(mode, S_IFREG, 0))
+		r = -EPERM;
+	if (r == 0)
+		r = fs_as_caller(req, true);
+	if (r == 0) {
+		pthread_rwlock_rdlock(&m->fs->ns_lock);
+		fd = openat(pfd, name, (fi->flags & ~O_NOCTTY) | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			    mode);
+		if (fd < 0)
+			r = -errno;
+		pthread_rwlock_unlock(&m->fs->ns_lock);
+		fs_as_root(m->fs);
+		if (r == 0)
+			r = ops_made(m, GUARD_OP_CREATE, p, pfd, name, &e);
+	}
+	decide_leave(&h);
+	inode_fd_put(m, p);
+	if (r != 0) {
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	i = ino_of(m, e.ino);
+	wr = open_writes(fi->flags);
+	checked = false;
+	if (wr && (r = seal_write_begin(m, i, &checked)) != 0) {
+		close(fd);
+		inode_forget(m, i, 1);
+		goto out;
+	}
+	fi->noflush = 1; /* see op_flush */
+	pt = backing_open_begin(m, req, i, checked, fi);
+	fi->fh = fh_make(fd, pt, checked);
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		backing_open_end(m, i, pt);
+		if (wr)
+			seal_write_end(m, i);
+		close(fd);
+		inode_forget(m, i, 1);
+		fs_handle_put(m);
+	}
+	return;
+out:
+	fs_handle_put(m);
+	fuse_reply_err(req, -r);
+}
+
+static __thread char *read_buf;
+static __thread size_t read_cap;
+
+/* A worker ends: its read buffer goes with it. */
+void ops_thread_exit(void)
+{
+	free(read_buf);
+	read_buf = NULL;
+	read_cap = 0;
+}
+
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	ssize_t n;
+	char *b;
+
+	if (size > read_cap) {
+		b = realloc(read_buf, size);
+		if (b == NULL) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		read_buf = b;
+		read_cap = size;
+	}
+	n = pread(fh_fd(fi), read_buf, size, off);
+	if (n < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_buf(req, read_buf, (size_t)n);
+}
+
+/* A write to an X4 file: the content it would leave is checked first (seal.c). */
+static void checked_write(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
+			  struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	size_t len = fuse_buf_size(in);
+	struct fuse_bufvec mem = FUSE_BUFVEC_INIT(len);
+	ssize_t n;
+
+	if (len > GUARD_SEQ_MAX) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	mem.buf[0].mem = malloc(len ? len : 1);
+	if (mem.buf[0].mem == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = fuse_buf_copy(&mem, in, 0);
+	if (n >= 0)
+		n = seal_checked_write(m, ino_of(m, ino), fh_fd(fi), mem.buf[0].mem, (size_t)n,
+				       off);
+	free(mem.buf[0].mem);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	fs_invalidate(m, ino_of(m, ino), NULL, NULL);
+	fuse_reply_write(req, (size_t)n);
+}
+
+void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
+		  struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
+	ssize_t n;
+
+	if (fh_checked(fi)) {
+		checked_write(req, ino, in, off, fi);
+		return;
+	}
+	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	out.buf[0].fd = fh_fd(fi);
+	out.buf[0].pos = off;
+	n = fuse_buf_copy(&out, in, 0);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	fs_invalidate(m, ino_of(m, ino), NULL, NULL);
+	fuse_reply_write(req, (size_t)n);
+}
+
+/*
+ * Opens reply with noflush, so the kernel sends no FLUSH on close(): a
+ * round trip per close saved. Nothing is lost: POSIX locks are OFD locks
+ * released with the handle, not at FLUSH, and there is no writeback cache
+ * to push. Only a source that reports write errors at close (NFS) would
+ * report them at fsync() instead. Kept for a kernel that sends it anyway.
+ */
+void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	/* Reports errors a close() would (NFS-style delayed ones). */
+	int fd = dup(fh_fd(fi));
+
+	fuse_reply_err(req, fd < 0 ? errno : close(fd) == 0 ? 0 : errno);
+}
+
+/* i's guard role, read under fs->lock (a refresh may be storing its class) */
+static unsigned role_of(struct fs_mount *m, struct inode *i)
+{
+	unsigned role;
+
+	pthread_mutex_lock(&m->fs->lock);
+	role = i->gcls.role;
+	pthread_mutex_unlock(&m->fs->lock);
+	return role;
+}
+
+void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *i = ino_of(m, ino), *p;
+	char *name;
+	int pfd;
+
+	lock_drop(m->fs, fh_fd(fi));
+	close(fh_fd(fi));
+	fs_handle_put(m);
+	backing_open_end(m, i, fh_passthrough(fi));
+	if (open_writes(fi->flags))
+		seal_write_end(m, i);
+	/* Passthrough writes bypass op_write_buf: other mounts learn of them here. */
+	if (fh_passthrough(fi) && open_writes(fi->flags))
+		fs_invalidate(m, i, NULL, NULL);
+	/* A git config written (in a repository the bot made): its rules may change. */
+	if (m->guard != NULL && open_writes(fi->flags) && role_of(m, i) == GUARD_R_CONFIG &&
+	    (p = inode_pin_parent(m, i, &name)) != NULL) {
+		pfd = inode_fd_get(m, p);
+		if (pfd >= 0) {
+			policy_notify(m, GUARD_OP_WRITE, p, pfd, name, i);
+			inode_fd_put(m, p);
+		}
+		inode_unpin(m, p);
+		free(name);
+	}
+	fuse_reply_err(req, 0);
+}
+
+void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	int r = datasync ? fdatasync(fh_fd(fi)) : fsync(fh_fd(fi));
+
+	fuse_reply_err(req, r == 0 ? 0 : errno);
+}
+
+void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		  struct fuse_file_info *fi)
+{
+	struct fs_mount *m = req_mount(req);
+	int r = fh_checked(fi) ? -EROFS
+			       : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
+						       .ino = ino_of(m, ino),
+						       .mode = ino_of(m, ino)->type));
+
+	if (r == 0 && fallocate(fh_fd(fi), mode, off, len) != 0)
+		r = -errno;
+	if (r == 0)
+		fs_invalidate(m, ino_of(m, ino), NULL, NULL);
+	fuse_reply_err(req, -r);
+}
+
+void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	struct fs_mount *m = req_mount(req);
+	int r = fh_checked(fi_out) ? -EROFS
+				   : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
+							   .ino = ino_of(m, ino_out),
+							   .mode = ino_of(m, ino_out)->type));
+	ssize_t n;
+
+	if (r != 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	n = copy_file_range(fh_fd(fi_in), &off_in, fh_fd(fi_out), &off_out, len, (unsigned)flags);
+	if (n < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	fs_invalidate(m, ino_of(m, ino_out), NULL, NULL);
+	fuse_reply_write(req, (size_t)n);
+}
+
+void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	off_t r = lseek(fh_fd(fi), off, whence);
+
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, r);
+}

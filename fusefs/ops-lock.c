@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* File locks: getlk, setlk and flock; a blocking one waits in lock.c's thread. */
+#include "fusefs/fs-int.h"
+#include "fusefs/ops.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/file.h>
+
+/*
+ * POSIX locks become OFD locks on the per-open backing fd, so they exclude
+ * other mounts and the host; a blocking one waits in the lock thread.
+ */
+void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
+{
+	struct flock lk = *lock;
+
+	lk.l_pid = 0;
+	if (fcntl(fh_fd(fi), F_OFD_GETLK, &lk) != 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	fuse_reply_lock(req, &lk);
+}
+
+static void lock_wait(fuse_req_t req, int fd, bool posix, int op, const struct flock *lk)
+{
+	struct fs_mount *m = req_mount(req);
+	struct lock_wait *w;
+
+	if (!fs_waiter_take(m)) {
+		fuse_reply_err(req, ENOLCK);
+		return;
+	}
+	w = calloc(1, sizeof *w);
+	if (w == NULL) {
+		atomic_fetch_sub(&m->nwaiters, 1);
+		atomic_fetch_sub(&m->fs->nwaiters, 1);
+		fuse_reply_err(req, ENOLCK);
+		return;
+	}
+	w->m = m;
+	w->req = req;
+	w->fd = fd;
+	w->posix = posix;
+	w->op = op;
+	if (lk != NULL)
+		w->lk = *lk;
+	lock_queue(m->fs, w);
+}
+
+void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+	      int sleep)
+{
+	struct flock lk = *lock;
+	int fd = fh_fd(fi);
+
+	lk.l_pid = 0;
+	if (fcntl(fd, F_OFD_SETLK, &lk) == 0) {
+		fuse_reply_err(req, 0);
+	} else if (sleep && (errno == EAGAIN || errno == EACCES)) {
+		lock_wait(req, fd, true, 0, &lk);
+	} else {
+		fuse_reply_err(req, errno);
+	}
+}
+
+void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+	int fd = fh_fd(fi);
+
+	if (flock(fd, op | LOCK_NB) == 0)
+		fuse_reply_err(req, 0);
+	else if (errno == EWOULDBLOCK && !(op & LOCK_NB))
+		lock_wait(req, fd, false, op, NULL);
+	else
+		fuse_reply_err(req, errno);
+}

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Operations on names: mknod, mkdir, symlink, unlink, rmdir, rename and
+ * link. Each one that makes a name holds a decision (decide.c) across its
+ * check and its syscall, and every name change holds fs->ns_lock shared
+ * (seal.c takes it exclusively for a content-checked rename).
+ */
+#include "fusefs/fs-int.h"
+#include "fusefs/ops.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/*
+ * A name was made in p: gitguard hears of it first (a bot's new repository
+ * is recorded before its .git is classified), then the other mounts, then
+ * it is looked up for the reply.
+ */
+int ops_made(struct fs_mount *m, enum guard_op op, struct inode *p, int pfd, const char *name,
+	     struct fuse_entry_param *e)
+{
+	policy_notify(m, op, p, pfd, name, NULL);
+	policy_changed(m, FS_EV_CREATED, p, name, NULL, NULL, op == GUARD_OP_MKDIR);
+	fs_invalidate(m, NULL, p, name);
+	return inode_lookup(m, p, name, e);
+}
+
+/* mknod, mkdir and symlink: made as the caller, then looked up. */
+static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev,
+		       const char *link)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *p = ino_of(m, parent);
+	enum guard_op op = link != NULL	   ? GUARD_OP_SYMLINK
+			   : S_ISDIR(mode) ? GUARD_OP_MKDIR
+					   : GUARD_OP_CREATE;
+	struct fuse_entry_param e;
+	struct decide_hold h;
+	int pfd, r;
+
+	pfd = inode_fd_get(m, p);
+	if (pfd < 0) {
+		r = pfd;
+		goto out;
+	}
+	decide_enter(m, &h, p, NULL, false);
+	r = policy_check(m, &PREQ(.req = req, .op = op, .mode = mode & S_IFMT, .parent = p,
+				  .parent_fd = pfd, .name = name, .target = link));
+	if (r == 0 && link == NULL && ops_raises_privilege(mode, mode, 0))
+		r = -EPERM;
+	if (r == 0)
+		r = fs_as_caller(req, true);
+	if (r == 0) {
+		pthread_rwlock_rdlock(&m->fs->ns_lock);
+		if (link != NULL)
+			r = symlinkat(link, pfd, name);
+		else if (S_ISDIR(mode))
+			r = mkdirat(pfd, name, mode);
+		else
+			r = mknodat(pfd, name, mode, rdev);
+		if (r != 0)
+			r = -errno;
+		pthread_rwlock_unlock(&m->fs->ns_lock);
+		fs_as_root(m->fs);
+		if (r == 0)
+			r = ops_made(m, op, p, pfd, name, &e);
+	}
+	decide_leave(&h);
+	inode_fd_put(m, p);
+out:
+	ops_reply_entry(req, r, &e);
+}
+
+void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	make_entry(req, parent, name, mode, rdev, NULL);
+}
+
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	make_entry(req, parent, name, S_IFDIR | mode, 0, NULL);
+}
+
+void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	make_entry(req, parent, name, S_IFLNK, 0, link);
+}
+
+/*
+ * The entry `name` in the folder p (open as pfd), classified now, as a
+ * stand-in inode for policy_check(). *real is the table's inode, if any.
+ * Protection follows the inode: a stand-in never protects less than it.
+ */
+static int child_of(struct fs_mount *m, struct inode *p, int pfd, const char *name,
+		    struct inode *out, struct inode **real)
+{
+	struct guard_cls pgc;
+	struct stat st;
+	struct inode *i;
+	int r;
+
+	memset(out, 0, sizeof *out);
+	out->standin = true;
+	out->fd = -1; /* a stand-in has no cached fd */
+	*real = NULL;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return -errno;
+	out->dev = st.st_dev;
+	out->ino = st.st_ino;
+	out->type = st.st_mode & S_IFMT;
+	out->nlink = st.st_nlink;
+	out->parent = p;
+	out->name = (char *)name;
+	if (m->guard != NULL) {
+		policy_refresh(m, p);
+		pthread_mutex_lock(&m->fs->lock);
+		pgc = p->gcls;
+		pthread_mutex_unlock(&m->fs->lock);
+		r = guard_classify(m->guard, &pgc, pfd, name, &st, -1, &out->gcls);
+		if (r != 0)
+			return r;
+	}
+	pthread_mutex_lock(&m->fs->lock);
+	out->cls = policy_classify(m, p, &st);
+	i = inode_find(m, st.st_dev, st.st_ino);
+	if (i != NULL) {
+		out->cls |= i->cls;
+		if (guard_cls_protected(&i->gcls) && !guard_cls_protected(&out->gcls))
+			out->gcls = i->gcls;
+		*real = i;
+	}
+	pthread_mutex_unlock(&m->fs->lock);
+	return 0;
+}
+
+static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, int flags)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *p = ino_of(m, parent), child, *real;
+	enum guard_op op = flags ? GUARD_OP_RMDIR : GUARD_OP_UNLINK;
+	int pfd, r;
+
+	pfd = inode_fd_get(m, p);
+	if (pfd < 0) {
+		fuse_reply_err(req, -pfd);
+		return;
+	}
+	r = child_of(m, p, pfd, name, &child, &real);
+	if (r == 0)
+		r = policy_check(m, &PREQ(.req = req, .op = op, .ino = &child, .mode = child.type,
+					  .parent = p, .parent_fd = pfd, .name = name));
+	if (r == 0) {
+		pthread_rwlock_rdlock(&m->fs->ns_lock);
+		if (unlinkat(pfd, name, flags) != 0)
+			r = -errno;
+		pthread_rwlock_unlock(&m->fs->ns_lock);
+	}
+	if (r == 0) {
+		policy_notify(m, op, p, pfd, name, NULL);
+		policy_changed(m, FS_EV_DELETED, p, name, NULL, NULL, flags != 0);
+	}
+	inode_fd_put(m, p);
+	if (r == 0)
+		fs_invalidate(m, &child, p, name);
+	fuse_reply_err(req, -r);
+}
+
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, 0);
+}
+
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, AT_REMOVEDIR);
+}
+
+static int open_dir_fd(int pfd, const char *name, mode_t type)
+{
+	if (!S_ISDIR(type))
+		return -1;
+	return openat(pfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* Is name in pfd a folder now? (A wrong guess is caught: child_of() re-reads it.) */
+static bool is_dir_at(int pfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode);
+}
+
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	       const char *newname, unsigned int flags)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *p = ino_of(m, parent), *np = ino_of(m, newparent);
+	struct inode src, dst, *rsrc, *rdst = NULL;
+	enum guard_op op = (flags & RENAME_EXCHANGE) ? GUARD_OP_EXCHANGE : GUARD_OP_RENAME;
+	int pfd = -1, npfd = -1, sfd = 0, vfd = 0, r;
+	struct decide_hold h = {0};
+	unsigned rule;
+	bool have_dst;
+
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	pfd = inode_fd_get(m, p);
+	if (pfd < 0) {
+		fuse_reply_err(req, -pfd);
+		return;
+	}
+	npfd = inode_fd_get(m, np);
+	if (npfd < 0) {
+		r = npfd;
+		goto out;
+	}
+	/* a folder moved with its contents, or an exchange: the guard walks them */
+	decide_enter(m, &h, p, np, op == GUARD_OP_EXCHANGE || is_dir_at(pfd, name));
+	r = child_of(m, p, pfd, name, &src, &rsrc);
+	if (r != 0)
+		goto out;
+	have_dst = child_of(m, np, npfd, newname, &dst, &rdst) == 0;
+	if (m->guard != NULL) {
+		sfd = open_dir_fd(pfd, name, src.type);
+		if (have_dst && op == GUARD_OP_EXCHANGE)
+			vfd = open_dir_fd(npfd, newname, dst.type);
+		/* A folder that vanished meanwhile: the rename below says so. */
+		sfd = sfd < 0 ? 0 : sfd;
+		vfd = vfd < 0 ? 0 : vfd;
+	}
+	r = policy_check(m, &PREQ(.req = req, .op = op, .ino = &src, .fd = sfd, .mode = src.type,
+				  .src_parent = p, .src_parent_fd = pfd, .src_name = name,
+				  .parent = np, .parent_fd = npfd, .name = newname,
+				  .victim = have_dst ? &dst : NULL, .victim_fd = vfd,
+				  .victim_mode = have_dst ? dst.type : 0));
+	/* onto an index or a strategy file: its content is checked first (seal.c) */
+	rule = r == 0 && op == GUARD_OP_RENAME ? policy_content_rule(m, np, newname) : 0;
+	if (r == 0 && rule != 0) {
+		r = seal_rename(m, pfd, name, np, npfd, newname, flags, rule);
+	} else if (r == 0) {
+		pthread_rwlock_rdlock(&m->fs->ns_lock);
+		if (renameat2(pfd, name, npfd, newname, flags) != 0)
+			r = -errno;
+		pthread_rwlock_unlock(&m->fs->ns_lock);
+	}
+	if (r == 0) {
+		policy_notify(m, op, np, npfd, newname, NULL);
+		if (op == GUARD_OP_EXCHANGE)
+			policy_notify(m, op, p, pfd, name, NULL);
+		if (op == GUARD_OP_EXCHANGE) {
+			/* both names stay, each with the other's content */
+			policy_changed(m, FS_EV_MODIFIED, p, name, NULL, NULL, S_ISDIR(src.type));
+			policy_changed(m, FS_EV_MODIFIED, np, newname, NULL, NULL,
+				       S_ISDIR(dst.type));
+		} else {
+			policy_changed(m, FS_EV_RENAMED, p, name, np, newname, S_ISDIR(src.type));
+		}
+		if (rsrc != NULL)
+			inode_moved(m, rsrc, np, newname);
+		if (op == GUARD_OP_EXCHANGE && rdst != NULL)
+			inode_moved(m, rdst, p, name);
+		fs_invalidate(m, NULL, p, name);
+		fs_invalidate(m, NULL, np, newname);
+	}
+out:
+	decide_leave(&h);
+	if (sfd > 0)
+		close(sfd);
+	if (vfd > 0)
+		close(vfd);
+	if (npfd >= 0)
+		inode_fd_put(m, np);
+	inode_fd_put(m, p);
+	fuse_reply_err(req, -r);
+}
+
+void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *i = ino_of(m, ino), *np = ino_of(m, newparent);
+	struct fuse_entry_param e;
+	int fd, npfd, r;
+
+	fd = inode_fd_get(m, i);
+	if (fd < 0) {
+		r = fd;
+		goto out;
+	}
+	npfd = inode_fd_get(m, np);
+	if (npfd < 0) {
+		r = npfd;
+	} else {
+		struct decide_hold h;
+
+		decide_enter(m, &h, np, NULL, false);
+		r = policy_check(m,
+				 &PREQ(.req = req, .op = GUARD_OP_LINK, .ino = i, .mode = i->type,
+				       .parent = np, .parent_fd = npfd, .name = newname));
+		if (r == 0) {
+			pthread_rwlock_rdlock(&m->fs->ns_lock);
+			if (linkat(fd, "", npfd, newname, AT_EMPTY_PATH) != 0)
+				r = -errno;
+			pthread_rwlock_unlock(&m->fs->ns_lock);
+		}
+		if (r == 0) {
+			policy_notify(m, GUARD_OP_LINK, np, npfd, newname, NULL);
+			policy_changed(m, FS_EV_CREATED, np, newname, NULL, NULL, false);
+		}
+		decide_leave(&h);
+		inode_fd_put(m, np);
+	}
+	inode_fd_put(m, i);
+	if (r == 0) {
+		fs_invalidate(m, i, np, newname);
+		r = inode_lookup(m, np, newname, &e);
+	}
+out:
+	ops_reply_entry(req, r, &e);
+}

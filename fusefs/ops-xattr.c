@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* Extended attributes: setxattr, removexattr, getxattr, listxattr. */
+#include "fusefs/fs-int.h"
+#include "fusefs/ops.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+static bool xattr_privileged(const char *name)
+{
+	return strncmp(name, "security.", 9) == 0;
+}
+
+/*
+ * xattrs go through /proc/self/fd/N, which reaches the inode itself. There
+ * is no race-free way to do that for a symlink, so those get ENOTSUP.
+ */
+static int xattr_fd(fuse_req_t req, fuse_ino_t ino, struct inode **ip, char *path)
+{
+	struct fs_mount *m = req_mount(req);
+	struct inode *i = ino_of(m, ino);
+	int fd;
+
+	*ip = i;
+	if (S_ISLNK(i->type))
+		return -ENOTSUP;
+	fd = inode_fd_get(m, i);
+	if (fd >= 0)
+		ops_proc_path(path, fd);
+	return fd;
+}
+
+/* setxattr and removexattr: a write of the inode, then the change itself. */
+static void xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			 size_t size, int flags)
+{
+	struct fs_mount *m = req_mount(req);
+	char path[PROC_FD_MAX];
+	struct inode *i;
+	int fd, r;
+
+	/*
+	 * Removing security.capability lowers privilege, and the kernel does it
+	 * itself when a file with one is written: it stays allowed.
+	 */
+	if (xattr_privileged(name) && (value != NULL || strcmp(name, "security.capability") != 0))
+		r = -EPERM;
+	else
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
+					  .mode = ino_of(m, ino)->type));
+	if (r == 0 && (fd = xattr_fd(req, ino, &i, path)) < 0) {
+		r = fd;
+	} else if (r == 0) {
+		if (value != NULL)
+			r = setxattr(path, name, value, size, flags);
+		else
+			r = removexattr(path, name);
+		r = r == 0 ? 0 : -errno;
+		inode_fd_put(m, i);
+		if (r == 0)
+			fs_invalidate(m, i, NULL, NULL);
+	}
+	fuse_reply_err(req, -r);
+}
+
+void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+		 int flags)
+{
+	xattr_change(req, ino, name, value != NULL ? value : "", size, flags);
+}
+
+void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	xattr_change(req, ino, name, NULL, 0, 0);
+}
+
+static void xattr_reply(fuse_req_t req, ssize_t n, const char *buf, size_t size)
+{
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+/*
+ * getxattr (name set) and listxattr (name NULL). A symlink's xattrs cannot be
+ * reached race-free: it has none as far as the mount tells.
+ */
+static void xattr_query(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct fs_mount *m = req_mount(req);
+	char path[PROC_FD_MAX], *buf = NULL;
+	struct inode *i;
+	ssize_t n;
+	int fd;
+
+	fd = xattr_fd(req, ino, &i, path);
+	if (fd == -ENOTSUP) {
+		if (name != NULL)
+			fuse_reply_err(req, ENODATA);
+		else
+			xattr_reply(req, 0, "", size);
+		return;
+	}
+	if (fd < 0 || (size > 0 && (buf = malloc(size)) == NULL)) {
+		if (fd >= 0)
+			inode_fd_put(m, i);
+		fuse_reply_err(req, fd < 0 ? -fd : ENOMEM);
+		return;
+	}
+	n = name != NULL ? getxattr(path, name, buf, size) : listxattr(path, buf, size);
+	if (n < 0)
+		n = -errno;
+	inode_fd_put(m, i);
+	xattr_reply(req, n, buf, size);
+	free(buf);
+}
+
+void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	xattr_query(req, ino, name, size);
+}
+
+void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	xattr_query(req, ino, NULL, size);
+}
