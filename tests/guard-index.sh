@@ -12,13 +12,8 @@
 # checkout -f, commit) must write nothing outside the worktree or in
 # .git/hooks, and no marker may appear.
 . "$top_srcdir/tests/lib.sh"
-
-need_agentfs "gitguard rules"
-command -v git >/dev/null || skip_all "git is missing"
-command -v python3 >/dev/null || skip_all "python3 is missing"
-FORGE="$top_srcdir/tests/guard-forge.py"
-
-git_test_env
+. "$top_srcdir/tests/guard-lib.sh"
+guard_needs python3
 
 S="$T/src"  # SOURCE: a repository with a linked worktree
 M="$T/m"    # its mount point
@@ -27,7 +22,6 @@ mkdir -p "$S" "$M" "$B" "$T/outside"
 
 setup()
 {
-	set -e
 	git init -q "$S/repo"
 	cd "$S/repo"
 	echo one >a
@@ -55,23 +49,14 @@ setup()
 	echo x >x
 	git add x
 	git commit -qm x
-	set +e
 }
-if ! (setup) >"$T/setup.log" 2>&1; then
-	diag "$(cat "$T/setup.log")"
-	bail_out "host setup failed"
-fi
+host_setup "host-setup" setup
 
-if ! fs_mount "$S" "$M"; then
-	not_ok "mount $S"
-	done_testing
-	exit 1
-fi
-ok "writable mount of a repository with a linked worktree"
+mount_or_stop "writable mount of a repository with a linked worktree" fs_mount "$S" "$M"
 
 G="$M/repo/.git"
 # The payload blob, written by the bot through the mount (objects are writable).
-printf '#!/bin/sh\ntouch %s/PWNED-x2\n' "$T" >"$B/payload"
+hook x2 >"$B/payload"
 SHA=$(cd "$M/repo" && git hash-object -w "$B/payload")
 [ -n "$SHA" ] || bail_out "git hash-object through the mount failed"
 GOOD=$(cd "$M/repo" && git rev-parse HEAD:a)
@@ -204,7 +189,7 @@ is "$?" 0 "host: git restore, checkout -f and commit succeed"
 is "$(ls "$S/repo/.git/hooks" | grep -v '\.sample$' | tr '\n' ' ')" "" \
 	"host: no hook appeared in .git/hooks"
 is "$(ls "$T/outside" | tr '\n' ' ')" "" "host: nothing written outside the root"
-is "$(ls "$T" | grep PWNED | tr '\n' ' ')" "" "host: no marker"
+no_marker "host: no marker"
 is "$(find "$S" -name 'pre-commit' -o -name pwned -o -name pre-push | grep -v '/hk\(wt\)\?/.husky/pre-commit$' |
 	tr '\n' ' ')" "" "host: no planted file anywhere in the source"
 is "$(cat "$S/hkwt/.husky/pre-commit" "$S/hk/shared.cfg" | tr '\n' ' ')" \

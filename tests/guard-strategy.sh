@@ -12,13 +12,8 @@
 # marker may appear.  A control plants the same on the host directly and
 # shows git would run it.
 . "$top_srcdir/tests/lib.sh"
-
-need_agentfs "gitguard rules"
-command -v git >/dev/null || skip_all "git is missing"
-command -v python3 >/dev/null || skip_all "python3 is missing"
-FORGE="$top_srcdir/tests/guard-forge.py"
-
-git_test_env
+. "$top_srcdir/tests/guard-lib.sh"
+guard_needs python3
 
 S="$T/src" # SOURCE: two repositories
 M="$T/m"
@@ -48,30 +43,25 @@ conflicted()
 
 setup()
 {
-	set -e
 	(conflicted "$S/rb")
 	(conflicted "$S/cp")
 	(conflicted "$C/rb")
-	set +e
 }
-if ! (setup) >"$T/setup.log" 2>&1; then
-	diag "$(cat "$T/setup.log")"
-	bail_out "host setup failed"
-fi
+host_setup "host-setup" setup
 
-# payload DIR: the bot's program, and the folder git-merge-x the path needs
-payload()
+# strategy_payload DIR LABEL: the bot's program, leaving PWNED-x4-LABEL, and
+# the folder git-merge-x the path needs
+strategy_payload()
 {
 	mkdir -p "$1/tools" "$1/git-merge-x"
-	printf '#!/bin/sh\ntouch %s/PWNED-x4-%s\nexit 1\n' "$T" "$2" >"$1/tools/fmt.sh"
-	chmod +x "$1/tools/fmt.sh"
+	payload "$1/tools/fmt.sh" "x4-$2" 1
 }
 EVIL="x/../tools/fmt.sh"
 
 # ---- control: on the host, git 2.39 runs a planted strategy ----------------
 (
 	cd "$C/rb" && git rebase main >/dev/null 2>&1
-	payload "$C/rb" control
+	strategy_payload "$C/rb" control
 	echo "$EVIL" >.git/rebase-merge/strategy
 	echo b >f && git add f && git rebase --continue
 ) >"$T/control.log" 2>&1
@@ -81,12 +71,7 @@ else
 	skip "control: this git does not run a planted strategy (the attacks below prove less)"
 fi
 
-if ! fs_mount "$S" "$M"; then
-	not_ok "mount $S"
-	done_testing
-	exit 1
-fi
-ok "writable mount"
+mount_or_stop "writable mount" fs_mount "$S" "$M"
 
 expect()
 {
@@ -101,7 +86,7 @@ R="$M/rb"
 run_rb() { (cd "$R" && "$@"); }
 run_rb git rebase main >/dev/null 2>&1
 check "rebase through the mount stops at the conflict" test -d "$R/.git/rebase-merge"
-payload "$R" rebase
+strategy_payload "$R" bot-rebase
 RM="$R/.git/rebase-merge"
 printf '%s\n' "$EVIL" >"$B/evil"
 printf 'x' >"$B/ok"
@@ -147,7 +132,7 @@ rm -rf "$R/.git/rebase-apply"
 P="$M/cp"
 (cd "$P" && git checkout -q main && git cherry-pick --strategy=ort main..t) >/dev/null 2>&1
 check "cherry-pick through the mount stops with sequencer/opts" test -f "$P/.git/sequencer/opts"
-payload "$P" cherry
+strategy_payload "$P" bot-cherry
 printf '[options]\n\tstrategy = %s\n' "$EVIL" >"$B/evil-opts"
 expect "sequencer/opts: config-style rename onto it refused" EROFS \
 	plant-rename "$P/.git/sequencer/opts.lock" "$P/.git/sequencer/opts" "$B/evil-opts"
@@ -194,6 +179,6 @@ fs_umount "$M" || not_ok "umount $M"
 is "$?" 0 "host: git rebase --continue finishes"
 (cd "$S/cp" && echo b >f && git add f && git cherry-pick --continue) >"$T/host-cp.log" 2>&1
 is "$?" 0 "host: git cherry-pick --continue finishes"
-is "$(ls "$T" | grep 'PWNED-x4-[rc][eh]' | tr '\n' ' ')" "" "host: no planted strategy ran"
+no_marker "host: no planted strategy ran" x4-bot
 
 done_testing
