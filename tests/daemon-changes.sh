@@ -15,10 +15,11 @@ as()
 	AGENT_SOCKET="$D_SOCK.d/$bot.sock" "$AGENTFS_BIN" --json "$@"
 }
 
-# changes BOT [ARGS...]: the text list
+# changes BOT [ARGS...]: the text list; a failure shows in it (so an empty
+# list is never an error that printed nothing)
 changes()
 {
-	afs changes "$@"
+	afs changes "$@" 2>&1 || echo "agentfs changes $*: exit status $?"
 }
 
 mkdir -p "$T/w/dir" "$T/w/old" "$T/o"

@@ -210,8 +210,13 @@ done
 # --- the end ----------------------------------------------------------------------
 : >"$T/stop"
 resume_workload
+# each pass of the loop is bounded by its timeouts (16 s in all)
+if wait_until 30 eval '! kill -0 "$WL"'; then
+	ok "the workload loop stopped when asked"
+else
+	not_ok "the workload loop stopped when asked"
+fi
 wait "$WL" 2>/dev/null
-ok "the workload loop stopped"
 for b in s1 s2 s3; do
 	is "$(timeout 5 cat "$D_MNT/$b/0/f" 2>&1)" "$b" "$b still serves its folder"
 done
