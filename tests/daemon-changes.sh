@@ -6,15 +6,6 @@
 # only to the operator, the bot and the bots that made it.
 . "$top_srcdir/tests/daemon-lib.sh"
 
-AGENTFS_BIN="$top_builddir/src/agentfs"
-
-as()
-{
-	local bot="$1"
-	shift
-	AGENT_SOCKET="$D_SOCK.d/$bot.sock" "$AGENTFS_BIN" --json "$@"
-}
-
 # changes BOT [ARGS...]: the text list; a failure shows in it (so an empty
 # list is never an error that printed nothing)
 changes()

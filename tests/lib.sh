@@ -3,6 +3,7 @@
 #
 # Sourced by every tests/fs-*.sh as `. "$top_srcdir/tests/lib.sh"`.  It gives:
 #   TAP output      ok DESC / not_ok DESC / check DESC CMD... / is GOT WANT DESC,
+#                   like TEXT ERE DESC / unlike TEXT ERE DESC (a line of TEXT matches),
 #                   skip DESC, diag MSG, done_testing (prints the plan at the end),
 #                   skip_all REASON (prints "1..0 # SKIP", exits 77),
 #                   tap_include PREFIX CMD... (folds a TAP-printing program into ours)
@@ -85,6 +86,30 @@ is()
 		not_ok "$3"
 		diag "got:  '$1'" "want: '$2'"
 		return 1
+	fi
+}
+
+# like TEXT ERE DESC: a line of TEXT matches the extended regex ERE
+like()
+{
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		ok "$3"
+	else
+		not_ok "$3"
+		diag "got:  '$1'" "want: /$2/"
+		return 1
+	fi
+}
+
+# unlike TEXT ERE DESC: no line of TEXT matches ERE
+unlike()
+{
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		not_ok "$3"
+		diag "got:  '$1'" "must not match: /$2/"
+		return 1
+	else
+		ok "$3"
 	fi
 }
 
