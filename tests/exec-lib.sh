@@ -6,6 +6,8 @@
 # $D_STATE, afs, jget, expect_ok/expect_error, like/unlike, and a trap that
 # stops the daemon by pid, unmounts and removes $T) and adds:
 #   ex ARGS...            `agentfs --socket $D_SOCK exec ARGS...`
+#   ex_start_w1           start agentfsd and make the bot w1 (workspace-write,
+#                         no network) over W=$T/ws, owned by EX_USER
 #   fuse_lines            how many fuse.agentfs mounts the host has under $T
 #                         (others' tests may mount elsewhere meanwhile)
 #   pty_run SECS CMD...   run CMD on a new pseudo-terminal (python3), print
@@ -101,6 +103,15 @@ hgit()
 ex()
 {
 	"$AGENTFS" --socket "$D_SOCK" exec "$@"
+}
+
+ex_start_w1()
+{
+	W="$T/ws"
+	mkdir -p "$W"
+	own "$W"
+	daemon_start || bail_out "agentfsd did not start"
+	check "create w1" afs create w1 "$W" --sandbox workspace-write --no-network
 }
 
 fuse_lines()

@@ -139,9 +139,12 @@ static int cmd_blast(const char *sock, int seconds)
 	return 0;
 }
 
-static int cmd_storm(const char *sock, int seconds)
+/*
+ * Connect over and over for seconds, handing each connection to one (which
+ * closes it); print how many there were.
+ */
+static int churn(const char *sock, int seconds, void (*one)(int fd))
 {
-	static const char req[] = "{\"op\":\"version\"}\n";
 	long long end = sc_now_us() + seconds * 1000000LL;
 	long conns = 0;
 	int fd;
@@ -153,11 +156,19 @@ static int cmd_storm(const char *sock, int seconds)
 			continue;
 		}
 		conns++;
-		send(fd, req, sizeof req - 1, MSG_NOSIGNAL);
-		close(fd);
+		one(fd);
 	}
 	printf("%ld\n", conns);
 	return 0;
+}
+
+/* storm: one request, then gone without reading */
+static void storm_one(int fd)
+{
+	static const char req[] = "{\"op\":\"version\"}\n";
+
+	send(fd, req, sizeof req - 1, MSG_NOSIGNAL);
+	close(fd);
 }
 
 static int cmd_stall(const char *sock, int seconds)
@@ -182,32 +193,20 @@ static int cmd_stall(const char *sock, int seconds)
 	return 0;
 }
 
-static int cmd_midreply(const char *sock, int seconds)
+/* midreply: a burst of list requests, a few bytes of the first reply, gone */
+static void midreply_one(int fd)
 {
-	char burst[64 * 32], buf[64];
-	static const char req[] = "{\"op\":\"list\"}\n";
-	long long end = sc_now_us() + seconds * 1000000LL;
-	size_t k = sc_repeat(burst, sizeof burst, req);
-	struct pollfd pfd;
-	long conns = 0;
-	int fd;
+	static char burst[64 * 32];
+	static size_t k;
+	char buf[64];
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 
-	while (sc_now_us() < end) {
-		fd = sc_dial(sock, 0);
-		if (fd < 0) {
-			usleep(1000);
-			continue;
-		}
-		conns++;
-		sc_send_all(fd, burst, k);
-		pfd.fd = fd;
-		pfd.events = POLLIN;
-		if (poll(&pfd, 1, 1000) > 0)
-			(void)!read(fd, buf, sizeof buf); /* a few bytes of the first reply */
-		close(fd);
-	}
-	printf("%ld\n", conns);
-	return 0;
+	if (k == 0)
+		k = sc_repeat(burst, sizeof burst, "{\"op\":\"list\"}\n");
+	sc_send_all(fd, burst, k);
+	if (poll(&pfd, 1, 1000) > 0)
+		(void)!read(fd, buf, sizeof buf);
+	close(fd);
 }
 
 static volatile sig_atomic_t stop;
@@ -306,11 +305,11 @@ int main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "blast") == 0)
 		return cmd_blast(argv[2], atoi(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "storm") == 0)
-		return cmd_storm(argv[2], atoi(argv[3]));
+		return churn(argv[2], atoi(argv[3]), storm_one);
 	if (argc == 4 && strcmp(argv[1], "stall") == 0)
 		return cmd_stall(argv[2], atoi(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "midreply") == 0)
-		return cmd_midreply(argv[2], atoi(argv[3]));
+		return churn(argv[2], atoi(argv[3]), midreply_one);
 	if (argc == 5 && strcmp(argv[1], "hold") == 0)
 		return cmd_hold(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 4 && strcmp(argv[1], "write") == 0)
