@@ -527,13 +527,7 @@ else
 fi
 
 # ---- afterwards: the git folders are untouched and plain git runs nothing --
-after=$(snapshot)
-if [ "$before" = "$after" ]; then
-	ok "nothing changed outside the bot's playground"
-else
-	not_ok "nothing changed outside the bot's playground"
-	diag "$(diff <(echo "$before") <(echo "$after") | head -40)"
-fi
+is_text "$(snapshot)" "$before" "nothing changed outside the bot's playground"
 for bad in "$S"/plain/.git "$S"/plain/.GIT "$S"/plain/dir/.git "$S"/newsub2/.git "$S"/wt/wsub/.git "$S"/sub/inner/.git "$S"/deep/nest/nd/.git "$S"/plain/evil.git \
 	"$S"/bare/q1/HEAD "$S"/bare/q2/refs "$S"/bare/q3/commondir "$S"/bare/q4/HEAD "$S"/bare/q5/refs \
 	"$P"/.git "$P"/HEAD "$S"/race/*/.git "$S"/race/*/*/.git "$S"/h; do

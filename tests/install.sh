@@ -52,12 +52,7 @@ want=$(printf '%s\n' \
 	"$bashcompletiondir/agentfsd" \
 	"$mounthelperdir/mount.fuse.agentfs" | sort)
 got=$(cd "$D" && find . \( -type f -o -type l \) | sed 's|^\.||' | sort)
-if [ "$got" = "$want" ]; then
-	ok "the installed files are exactly the expected ones ($(echo "$want" | wc -l))"
-else
-	not_ok "the installed files are exactly the expected ones"
-	diag "$(diff <(echo "$want") <(echo "$got"))"
-fi
+is_text "$got" "$want" "the installed files are exactly the expected ones ($(echo "$want" | wc -l))"
 for f in "$bindir/agentfs" "$sbindir/agentfsd" "$mounthelperdir/mount.fuse.agentfs"; do
 	[ -x "$D$f" ] && ok "$f is executable" || not_ok "$f is executable"
 done

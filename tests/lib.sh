@@ -6,6 +6,7 @@
 # tests/guard-lib.sh).  It gives:
 #   TAP output      ok DESC / not_ok DESC / check DESC CMD... / is GOT WANT DESC,
 #                   like TEXT ERE DESC / unlike TEXT ERE DESC (a line of TEXT matches),
+#                   is_text GOT WANT DESC (many lines: the diff is shown),
 #                   skip DESC, diag MSG, done_testing (prints the plan at the end),
 #                   skip_all REASON (prints "1..0 # SKIP", exits 77),
 #                   tap_include PREFIX CMD... (folds a TAP-printing program into ours)
@@ -88,6 +89,19 @@ is()
 	else
 		not_ok "$3"
 		diag "got:  '$1'" "want: '$2'"
+		return 1
+	fi
+}
+
+# is_text GOT WANT DESC: is, for long text: a failure shows the first lines
+# of the difference (< WANT, > GOT) rather than both texts
+is_text()
+{
+	if [ "x$1" = "x$2" ]; then
+		ok "$3"
+	else
+		not_ok "$3"
+		diag "$(diff <(printf '%s\n' "$2") <(printf '%s\n' "$1") | head -40)"
 		return 1
 	fi
 }
