@@ -16,7 +16,8 @@
  *       print the number of connections
  *   fault-client stall SOCKET SECONDS
  *       hold a half-sent line on one connection for SECONDS; print
- *       "stalled" if the daemon kept it open, "closed" if it dropped it
+ *       "stalled" if the daemon kept it open, "closed" if it dropped it,
+ *       "answered" if it replied to the half line
  *   fault-client midreply SOCKET SECONDS
  *       over and over: send a burst of list requests, read a few bytes of
  *       the replies, then vanish with the rest unread (the close resets the
@@ -183,12 +184,10 @@ static int cmd_stall(const char *sock, int seconds)
 		return 3;
 	pfd.fd = fd;
 	pfd.events = POLLIN;
-	if (poll(&pfd, 1, seconds * 1000) > 0 && read(fd, &c, 1) <= 0) {
-		printf("closed\n");
-		close(fd);
-		return 0;
-	}
-	printf("stalled\n");
+	if (poll(&pfd, 1, seconds * 1000) <= 0)
+		printf("stalled\n");
+	else
+		printf("%s\n", read(fd, &c, 1) <= 0 ? "closed" : "answered");
 	close(fd);
 	return 0;
 }
