@@ -18,6 +18,7 @@
 #   try ARGS..., gtry ARGS...    tests/fs-tryop, tests/guard-tryop (print OK or EROFS ...)
 #   refuse DESC CMD...           CMD must print EROFS
 #   allow DESC CMD...            CMD must print OK
+#   forge_is DESC WANT ARGS...   tests/guard-forge.py ARGS must print just WANT
 #   shell_result CMD...          run CMD: print OK, EROFS ("Read-only file
 #                                system" on stderr) or what it said
 #   write_text FILE TEXT         the shell writes TEXT (and a newline) to FILE,
@@ -108,6 +109,14 @@ allow()
 	shift
 	got=$("$@" 2>&1)
 	is "$got" OK "$desc: allowed"
+}
+
+forge_is()
+{
+	local desc="$1" want="$2" got
+	shift 2
+	got=$(python3 "$FORGE" "$@" 2>&1)
+	is "$got" "$want" "$desc"
 }
 
 shell_result()

@@ -73,14 +73,6 @@ fi
 
 mount_or_stop "writable mount" fs_mount "$S" "$M"
 
-expect()
-{
-	local desc="$1" want="$2" got
-	shift 2
-	got=$(python3 "$FORGE" "$@" 2>&1 | tail -1)
-	is "$got" "$want" "$desc"
-}
-
 # ---- a rebase stopped at a conflict, through the mount ----------------------
 R="$M/rb"
 run_rb() { (cd "$R" && "$@"); }
@@ -92,9 +84,9 @@ printf '%s\n' "$EVIL" >"$B/evil"
 printf 'x' >"$B/ok"
 printf -- '--theirs\n--x\n' >"$B/twolines"
 
-expect "strategy: create and write a path in one piece refused" EROFS \
+forge_is "strategy: create and write a path in one piece refused" EROFS \
 	plant-new "$RM/strategy" "$B/evil"
-expect "strategy: a plain name may be written" ok plant-write "$RM/strategy" "$B/ok"
+forge_is "strategy: a plain name may be written" ok plant-write "$RM/strategy" "$B/ok"
 is "$(python3 -c "
 import mmap, os
 fd = os.open('$RM/strategy', os.O_RDWR)
@@ -107,24 +99,24 @@ except OSError as e:
 m.close(); os.close(fd)
 print(open('$S/rb/.git/rebase-merge/strategy').read())" | tail -1)" "x" \
 	"strategy: a write through a shared mapping does not reach the file"
-expect "strategy: overwritten with a path refused" EROFS \
+forge_is "strategy: overwritten with a path refused" EROFS \
 	plant-write "$RM/strategy" "$B/evil"
-expect "strategy: a path appended in a second write refused" EROFS \
+forge_is "strategy: a path appended in a second write refused" EROFS \
 	plant-append "$RM/strategy" "/../tools/fmt.sh"
-expect "strategy: extended with zeros refused" EROFS plant-trunc "$RM/strategy" 100
-expect "strategy: a file renamed onto it refused" EROFS \
+forge_is "strategy: extended with zeros refused" EROFS plant-trunc "$RM/strategy" 100
+forge_is "strategy: a file renamed onto it refused" EROFS \
 	plant-rename "$RM/strategy.tmp" "$RM/strategy" "$B/evil"
 rm -f "$RM/strategy.tmp"
-expect "strategy_opts: two lines renamed onto it refused" EROFS \
+forge_is "strategy_opts: two lines renamed onto it refused" EROFS \
 	plant-rename "$RM/opts.tmp" "$RM/strategy_opts" "$B/twolines"
 rm -f "$RM/opts.tmp"
 echo "$EVIL" >"$R/evil-in-root"
 rm -f "$RM/strategy"
-expect "strategy: a hard link onto it refused" EROFS plant-link "$R/evil-in-root" "$RM/strategy"
-expect "strategy: a symlink made there refused" EROFS plant-symlink ../../evil-in-root \
+forge_is "strategy: a hard link onto it refused" EROFS plant-link "$R/evil-in-root" "$RM/strategy"
+forge_is "strategy: a symlink made there refused" EROFS plant-symlink ../../evil-in-root \
 	"$RM/strategy"
 mkdir -p "$R/.git/rebase-apply"
-expect "rebase-apply/strategy: a path written refused" EROFS \
+forge_is "rebase-apply/strategy: a path written refused" EROFS \
 	plant-new "$R/.git/rebase-apply/strategy" "$B/evil"
 rm -rf "$R/.git/rebase-apply"
 
@@ -134,10 +126,10 @@ P="$M/cp"
 check "cherry-pick through the mount stops with sequencer/opts" test -f "$P/.git/sequencer/opts"
 strategy_payload "$P" bot-cherry
 printf '[options]\n\tstrategy = %s\n' "$EVIL" >"$B/evil-opts"
-expect "sequencer/opts: config-style rename onto it refused" EROFS \
+forge_is "sequencer/opts: config-style rename onto it refused" EROFS \
 	plant-rename "$P/.git/sequencer/opts.lock" "$P/.git/sequencer/opts" "$B/evil-opts"
 rm -f "$P/.git/sequencer/opts.lock"
-expect "sequencer/opts: write in place refused" EROFS \
+forge_is "sequencer/opts: write in place refused" EROFS \
 	plant-write "$P/.git/sequencer/opts" "$B/evil-opts"
 mkdir -p "$P/.git/seqx"
 cp "$B/evil-opts" "$P/.git/seqx/opts"
@@ -153,11 +145,11 @@ rm -rf "$P/.git/seqx"
 
 mkdir -p "$M/botdir"
 printf '%s\n' "$EVIL" >"$M/botdir/strategy"
-expect "rebase-merge: a symlink to a folder of the bot's refused" EROFS \
+forge_is "rebase-merge: a symlink to a folder of the bot's refused" EROFS \
 	plant-symlink ../../botdir "$P/.git/rebase-merge"
-expect "sequencer: a symlink to a folder of the bot's refused" EROFS \
+forge_is "sequencer: a symlink to a folder of the bot's refused" EROFS \
 	plant-symlink ../../botdir "$R/.git/sequencer"
-expect "rebase-apply: a symlink renamed in refused" EROFS \
+forge_is "rebase-apply: a symlink renamed in refused" EROFS \
 	symlink-rename ../../botdir "$R/.git/ra.tmp" "$R/.git/rebase-apply"
 rm -f "$R/.git/ra.tmp"
 mkdir -p "$R/.git/rm.tmp"
