@@ -163,7 +163,8 @@ static int cmd_noread(const char *sock)
 		}
 		break; /* EPIPE or ECONNRESET: the daemon closed us */
 	}
-	printf("%s %zu\n", sent >= 256UL * 1024 * 1024 || sc_now_ms() >= deadline ? "open" : "closed",
+	printf("%s %zu\n",
+	       sent >= 256UL * 1024 * 1024 || sc_now_ms() >= deadline ? "open" : "closed",
 	       sent / (1024 * 1024));
 	close(fd);
 	return 0;
