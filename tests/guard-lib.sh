@@ -173,7 +173,7 @@ host_commit()
 
 no_marker()
 {
-	local found= f
+	local found='' f
 	for f in "$MARKS"/PWNED-"${2:-}"*; do
 		[ -e "$f" ] && found="$found ${f##*/}"
 	done
