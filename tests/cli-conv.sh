@@ -25,15 +25,14 @@ fi
 
 
 # --- global options after the command; list for ls -------------------------------------------
-AGENTFS_BIN="$top_builddir/src/agentfs"
 mkdir -p "$T/work" "$T/extra"
 daemon_start || bail_out "agentfsd did not start"
 expect_ok "create c1" "$(afs --json create c1 "$T/work")"
-is "$("$AGENTFS_BIN" ls --socket "$D_SOCK" --json | jget 'bots.*.name')" c1 \
+is "$("$AGENTFS" ls --socket "$D_SOCK" --json | jget 'bots.*.name')" c1 \
 	"ls --socket PATH --json: the global options after the command"
-is "$("$AGENTFS_BIN" ls --json --socket="$D_SOCK" | jget 'bots.*.name')" c1 \
+is "$("$AGENTFS" ls --json --socket="$D_SOCK" | jget 'bots.*.name')" c1 \
 	"ls --json --socket=PATH"
-is "$("$AGENTFS_BIN" show c1 --json --socket "$D_SOCK" | jget bot.name)" c1 "show NAME --json --socket PATH"
+is "$("$AGENTFS" show c1 --json --socket "$D_SOCK" | jget bot.name)" c1 "show NAME --json --socket PATH"
 is "$(afs list)" "$(afs ls)" "agentfs list prints what agentfs ls does"
 is "$(afs list --json | jget 'bots.*.name')" c1 "agentfs list --json"
 expect_ok "configure c1 --ttl 0 --json: options and a global option after the name" \
@@ -52,7 +51,7 @@ expect_ok "create ex (danger-full-access)" \
 	"$(afs --json create ex "$T/ex" --sandbox danger-full-access)"
 is "$(afs exec ex -- echo --json --socket x 2>&1)" "--json --socket x" \
 	"exec: what follows the bot is the command's, global-looking options included"
-is "$("$AGENTFS_BIN" exec --socket "$D_SOCK" ex -- echo ran 2>&1)" ran \
+is "$("$AGENTFS" exec --socket "$D_SOCK" ex -- echo ran 2>&1)" ran \
 	"exec --socket PATH BOT: a global option before the bot"
 expect_ok "rm ex" "$(afs --json rm ex)"
 
@@ -73,7 +72,7 @@ expect_ok "configure --writable with a folder that exists" \
 
 # --- the control socket out of reach: "root only" --------------------------------------------
 if command -v setpriv >/dev/null && setpriv --reuid=4242 --regid=4242 --clear-groups test -x "$T"; then
-	as_user() { setpriv --reuid=4242 --regid=4242 --clear-groups "$AGENTFS_BIN" --socket "$D_SOCK" "$@"; }
+	as_user() { setpriv --reuid=4242 --regid=4242 --clear-groups "$AGENTFS" --socket "$D_SOCK" "$@"; }
 	out=$(as_user status 2>&1)
 	rc=$?
 	case "$rc:$out" in

@@ -4,16 +4,6 @@
 # resent creates, deleting a parent, and configure changing a live mount.
 . "$top_srcdir/tests/daemon-lib.sh"
 
-AGENTFS_BIN="$top_builddir/src/agentfs"
-
-# as BOT ARGS...: the client talking as BOT (through AGENT_SOCKET, no --socket)
-as()
-{
-	local bot="$1"
-	shift
-	AGENT_SOCKET="$D_SOCK.d/$bot.sock" "$AGENTFS_BIN" --json "$@"
-}
-
 # write_err FILE: empty if writing FILE works, else the shell's error
 write_err()
 {
@@ -24,11 +14,6 @@ write_err()
 mount_points()
 {
 	mounts_in "$D_MNT/$1" | awk '{ print $2 }' | sort | tr '\n' ' '
-}
-
-names()
-{
-	jget 'bots.*.name' | sort | tr '\n' ' '
 }
 
 mkdir -p "$T/a/sub/g" "$T/a/ro" "$T/other" "$T/b/r" "$T/ro" "$T/s" "$T/bw"

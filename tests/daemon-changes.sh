@@ -6,19 +6,11 @@
 # only to the operator, the bot and the bots that made it.
 . "$top_srcdir/tests/daemon-lib.sh"
 
-AGENTFS_BIN="$top_builddir/src/agentfs"
-
-as()
-{
-	local bot="$1"
-	shift
-	AGENT_SOCKET="$D_SOCK.d/$bot.sock" "$AGENTFS_BIN" --json "$@"
-}
-
-# changes BOT [ARGS...]: the text list
+# changes BOT [ARGS...]: the text list; a failure shows in it (so an empty
+# list is never an error that printed nothing)
 changes()
 {
-	afs changes "$@"
+	afs changes "$@" 2>&1 || echo "agentfs changes $*: exit status $?"
 }
 
 mkdir -p "$T/w/dir" "$T/w/old" "$T/o"
@@ -103,7 +95,9 @@ is "$(as W changes C | jget changes.0.path)" "$T/w/dir2/fromchild" "a bot reads 
 expect_error "the child cannot read its maker's" not_found "$(as C changes W)"
 
 # --- kept across kill -9 -------------------------------------------------------------------
-sleep 1 # saved within a fraction of a second
+# the saver thread writes the list within a fraction of a second
+wait_until 5 grep -qF "$T/w/aftermark" "$D_STATE/changes/W.json" ||
+	diag "after 5 s W's saved changes do not hold its last change"
 before=$(changes W)
 p=$(daemon_pids)
 kill -KILL $p

@@ -41,134 +41,57 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 
 #include <cjson/cJSON.h>
 
+#include "tests/sockclient.h"
+
 #define REPLY_TIMEOUT_MS 10000
 
-static int dial(const char *path)
+/*
+ * Read n replies on c and print each on a line.  Returns 0, or SC_CLOSED or
+ * SC_TIMEOUT after saying which reply (counted from first) was missing.
+ */
+static int print_replies(struct sc_conn *c, int n, int first)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
+	char *reply;
+	int i, why = 0;
 
-	if (strlen(path) >= sizeof sa.sun_path) {
-		fprintf(stderr, "daemon-client: socket path too long: %s\n", path);
-		return -1;
-	}
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
-static int send_all(int fd, const char *buf, size_t len)
-{
-	ssize_t r;
-
-	while (len > 0) {
-		r = send(fd, buf, len, MSG_NOSIGNAL);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		buf += r;
-		len -= (size_t)r;
+	for (i = 0; i < n; i++) {
+		reply = sc_read_line(c, REPLY_TIMEOUT_MS, &why);
+		if (reply == NULL) {
+			fprintf(stderr, "daemon-client: reply %d: %s\n", first + i,
+				why == SC_CLOSED ? "connection closed" : "no reply in time");
+			return why;
+		}
+		printf("%s\n", reply);
+		fflush(stdout);
+		free(reply);
 	}
 	return 0;
 }
 
-static long now_ms(void)
+/* Connect to sock for a command; says why not. */
+static int open_conn(struct sc_conn *c, const char *sock)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
-/* A connection's read side: bytes received but not yet returned as lines. */
-struct conn {
-	int fd;
-	char *buf;
-	size_t n, cap;
-};
-
-/*
- * Read one line (without its newline) within ms milliseconds. Returns a
- * malloc'd string, or NULL with *why 3 (closed) or 4 (timeout).
- */
-static char *read_line(struct conn *c, int ms, int *why)
-{
-	long deadline = now_ms() + ms;
-	struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
-	char *nl, *line;
-	ssize_t r;
-	int left;
-
-	for (;;) {
-		nl = c->n > 0 ? memchr(c->buf, '\n', c->n) : NULL;
-		if (nl != NULL) {
-			size_t len = (size_t)(nl - c->buf);
-
-			line = malloc(len + 1);
-			if (line == NULL)
-				exit(2);
-			memcpy(line, c->buf, len);
-			line[len] = '\0';
-			memmove(c->buf, nl + 1, c->n - len - 1);
-			c->n -= len + 1;
-			return line;
-		}
-		left = (int)(deadline - now_ms());
-		if (left <= 0) {
-			*why = 4;
-			return NULL;
-		}
-		r = poll(&pfd, 1, left);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r == 0)
-			continue;
-		if (c->n + 4096 > c->cap) {
-			c->cap = c->cap * 2 + 8192;
-			c->buf = realloc(c->buf, c->cap);
-			if (c->buf == NULL)
-				exit(2);
-		}
-		r = read(c->fd, c->buf + c->n, c->cap - c->n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			*why = 3;
-			return NULL;
-		}
-		c->n += (size_t)r;
+	*c = (struct sc_conn){.fd = sc_dial(sock, 0)};
+	if (c->fd < 0) {
+		fprintf(stderr, "daemon-client: connect %s: %s\n", sock, strerror(errno));
+		return 2;
 	}
+	return 0;
 }
 
 static int cmd_req(const char *sock, int n, char **lines)
 {
-	struct conn c = {0};
-	char *reply;
-	int i, why = 0;
+	struct sc_conn c;
+	int i, rc;
 
-	c.fd = dial(sock);
-	if (c.fd < 0) {
-		fprintf(stderr, "daemon-client: connect %s: %s\n", sock, strerror(errno));
+	if (open_conn(&c, sock) != 0)
 		return 2;
-	}
 	for (i = 0; i < n; i++) {
 		size_t len = strlen(lines[i]);
 		char *l = malloc(len + 2);
@@ -177,78 +100,54 @@ static int cmd_req(const char *sock, int n, char **lines)
 			return 2;
 		memcpy(l, lines[i], len);
 		l[len] = '\n';
-		if (send_all(c.fd, l, len + 1) != 0) {
+		if (sc_send_all(c.fd, l, len + 1) != 0) {
 			free(l);
 			fprintf(stderr, "daemon-client: send: %s\n", strerror(errno));
 			return 3;
 		}
 		free(l);
-		reply = read_line(&c, REPLY_TIMEOUT_MS, &why);
-		if (reply == NULL) {
-			fprintf(stderr, "daemon-client: %s\n",
-				why == 3 ? "connection closed without a reply"
-					 : "no reply in time");
-			return why;
-		}
-		printf("%s\n", reply);
-		fflush(stdout);
-		free(reply);
+		rc = print_replies(&c, 1, i + 1);
+		if (rc != 0)
+			return rc;
 	}
-	close(c.fd);
-	free(c.buf);
+	sc_close(&c);
 	return 0;
 }
 
 static int cmd_pipe(const char *sock, int n)
 {
-	struct conn c = {0};
+	struct sc_conn c;
 	static char in[4 * 1024 * 1024];
 	size_t len = 0;
 	ssize_t r;
-	char *reply;
-	int i, why = 0;
+	int rc;
 
 	while (len < sizeof in && (r = read(0, in + len, sizeof in - len)) > 0)
 		len += (size_t)r;
-	c.fd = dial(sock);
-	if (c.fd < 0) {
-		fprintf(stderr, "daemon-client: connect %s: %s\n", sock, strerror(errno));
+	if (open_conn(&c, sock) != 0)
 		return 2;
-	}
-	if (send_all(c.fd, in, len) != 0)
+	if (sc_send_all(c.fd, in, len) != 0)
 		return 3;
-	for (i = 0; i < n; i++) {
-		reply = read_line(&c, REPLY_TIMEOUT_MS, &why);
-		if (reply == NULL) {
-			fprintf(stderr, "daemon-client: reply %d: %s\n", i + 1,
-				why == 3 ? "connection closed" : "no reply in time");
-			return why;
-		}
-		printf("%s\n", reply);
-		fflush(stdout);
-		free(reply);
-	}
-	close(c.fd);
-	free(c.buf);
-	return 0;
+	rc = print_replies(&c, n, 1);
+	sc_close(&c);
+	return rc;
 }
 
 static int cmd_noread(const char *sock)
 {
 	static const char req[] = "{\"op\":\"version\"}\n";
 	char chunk[65536];
-	size_t per = sizeof req - 1, k, sent = 0;
+	size_t k, sent = 0;
 	struct pollfd pfd;
-	long deadline = now_ms() + 20000;
+	long deadline = sc_now_ms() + 20000;
 	ssize_t r;
-	int fd = dial(sock);
+	int fd = sc_dial(sock, 0);
 
 	if (fd < 0)
 		return 2;
-	for (k = 0; k + per <= sizeof chunk; k += per)
-		memcpy(chunk + k, req, per);
+	k = sc_repeat(chunk, sizeof chunk, req);
 	fcntl(fd, F_SETFL, O_NONBLOCK);
-	while (sent < 256UL * 1024 * 1024 && now_ms() < deadline) {
+	while (sent < 256UL * 1024 * 1024 && sc_now_ms() < deadline) {
 		r = send(fd, chunk, k, MSG_NOSIGNAL);
 		if (r > 0) {
 			sent += (size_t)r;
@@ -264,7 +163,8 @@ static int cmd_noread(const char *sock)
 		}
 		break; /* EPIPE or ECONNRESET: the daemon closed us */
 	}
-	printf("%s %zu\n", sent >= 256UL * 1024 * 1024 || now_ms() >= deadline ? "open" : "closed",
+	printf("%s %zu\n",
+	       sent >= 256UL * 1024 * 1024 || sc_now_ms() >= deadline ? "open" : "closed",
 	       sent / (1024 * 1024));
 	close(fd);
 	return 0;
@@ -272,11 +172,11 @@ static int cmd_noread(const char *sock)
 
 static int cmd_longline(const char *sock, const char *bytes, const char *next)
 {
-	struct conn c = {0};
+	struct sc_conn c;
 	size_t n = strtoul(bytes, NULL, 10), off;
 	static const char head[] = "{\"op\":\"version\",\"pad\":\"";
-	char *line, *reply;
-	int why = 0, k;
+	char *line;
+	int rc;
 
 	if (n < sizeof head + 3)
 		return 2;
@@ -287,68 +187,54 @@ static int cmd_longline(const char *sock, const char *bytes, const char *next)
 	memset(line + sizeof head - 1, 'a', n - (sizeof head - 1));
 	memcpy(line + n - 2, "\"}", 2);
 	line[n] = '\n';
-	c.fd = dial(sock);
-	if (c.fd < 0)
+	if (open_conn(&c, sock) != 0)
 		return 2;
 	/* Send in pieces so the daemon sees the line grow past its limit. */
 	for (off = 0; off < n + 1; off += 65536) {
 		size_t len = n + 1 - off < 65536 ? n + 1 - off : 65536;
 
-		if (send_all(c.fd, line + off, len) != 0) {
+		if (sc_send_all(c.fd, line + off, len) != 0) {
 			fprintf(stderr, "daemon-client: send at %zu: %s\n", off, strerror(errno));
 			return 3;
 		}
 	}
 	free(line);
-	if (send_all(c.fd, next, strlen(next)) != 0 || send_all(c.fd, "\n", 1) != 0)
+	if (sc_send_all(c.fd, next, strlen(next)) != 0 || sc_send_all(c.fd, "\n", 1) != 0)
 		return 3;
-	for (k = 0; k < 2; k++) {
-		reply = read_line(&c, REPLY_TIMEOUT_MS, &why);
-		if (reply == NULL) {
-			fprintf(stderr, "daemon-client: reply %d: %s\n", k + 1,
-				why == 3 ? "connection closed" : "no reply in time");
-			return why;
-		}
-		printf("%s\n", reply);
-		fflush(stdout);
-		free(reply);
-	}
-	close(c.fd);
-	free(c.buf);
-	return 0;
+	rc = print_replies(&c, 2, 1);
+	sc_close(&c);
+	return rc;
 }
 
 static int cmd_stall(const char *sock)
 {
-	struct conn a = {0}, b = {0};
+	struct sc_conn a = {0}, b = {0};
 	char *reply;
 	long t0;
 	int why = 0;
 
-	a.fd = dial(sock);
-	if (a.fd < 0 || send_all(a.fd, "{\"op\":\"vers", 11) != 0)
+	a.fd = sc_dial(sock, 0);
+	if (a.fd < 0 || sc_send_all(a.fd, "{\"op\":\"vers", 11) != 0)
 		return 2;
 	usleep(200 * 1000);
-	t0 = now_ms();
-	b.fd = dial(sock);
-	if (b.fd < 0 || send_all(b.fd, "{\"op\":\"version\"}\n", 17) != 0)
+	t0 = sc_now_ms();
+	b.fd = sc_dial(sock, 0);
+	if (b.fd < 0 || sc_send_all(b.fd, "{\"op\":\"version\"}\n", 17) != 0)
 		return 2;
-	reply = read_line(&b, REPLY_TIMEOUT_MS, &why);
-	free(b.buf);
+	reply = sc_read_line(&b, REPLY_TIMEOUT_MS, &why);
+	sc_close(&b);
 	if (reply == NULL)
 		return why;
-	printf("%ld %s\n", now_ms() - t0, reply);
+	printf("%ld %s\n", sc_now_ms() - t0, reply);
 	free(reply);
 	/* The stalled one has had no answer: its line is not finished. */
-	reply = read_line(&a, 100, &why);
-	free(a.buf);
+	reply = sc_read_line(&a, 100, &why);
+	sc_close(&a);
 	if (reply != NULL) {
 		printf("stalled client got: %s\n", reply);
 		free(reply);
 		return 1;
 	}
-	close(a.fd);
-	close(b.fd);
 	return 0;
 }
 
@@ -385,28 +271,27 @@ struct flooder {
 static void *flood_one(void *arg)
 {
 	struct flooder *f = arg;
-	struct conn c = {0};
+	struct sc_conn c = {0};
 	cJSON *rep;
 	char *line;
 	int why = 0;
 
-	c.fd = dial(f->sock);
+	c.fd = sc_dial(f->sock, 0);
 	if (c.fd < 0)
 		snprintf(f->err, sizeof f->err, "connect: %s", strerror(errno));
 	/* Everyone connected before anyone asks: they are all clients at once. */
 	gate_wait(f->bar, 10);
 	if (c.fd < 0)
 		return NULL;
-	if (send_all(c.fd, "{\"op\":\"version\",\"protocol\":1}\n", 30) != 0) {
+	if (sc_send_all(c.fd, "{\"op\":\"version\",\"protocol\":1}\n", 30) != 0) {
 		snprintf(f->err, sizeof f->err, "send: %s", strerror(errno));
 		close(c.fd);
 		return NULL;
 	}
-	line = read_line(&c, 30000, &why);
-	close(c.fd);
-	free(c.buf);
+	line = sc_read_line(&c, 30000, &why);
+	sc_close(&c);
 	if (line == NULL) {
-		snprintf(f->err, sizeof f->err, "%s", why == 3 ? "closed" : "timeout");
+		snprintf(f->err, sizeof f->err, "%s", why == SC_CLOSED ? "closed" : "timeout");
 		return NULL;
 	}
 	rep = cJSON_Parse(line);
@@ -458,19 +343,10 @@ static int cmd_flood(const char *sock, int n)
 /* One connection of a burst: connect without waiting, as many tools do. */
 static int burst_dial(const char *sock)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd, e;
+	int fd = sc_dial(sock, SOCK_NONBLOCK);
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
-	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-		e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	return fd;
 }
@@ -482,7 +358,7 @@ static int burst_dial(const char *sock)
 static int cmd_burst(const char *sock, int n, pid_t pid)
 {
 	int *fds = calloc((size_t)n, sizeof *fds);
-	struct conn c = {0};
+	struct sc_conn c = {0};
 	int i, connected = 0, answered = 0, shown = 0, why;
 	char *line;
 
@@ -499,17 +375,16 @@ static int cmd_burst(const char *sock, int n, pid_t pid)
 	for (i = 0; i < n; i++) {
 		if (fds[i] < 0)
 			continue;
-		c = (struct conn){.fd = fds[i]};
-		line = send_all(c.fd, "{\"op\":\"version\",\"protocol\":1}\n", 30) == 0
-			       ? read_line(&c, 10000, &why)
+		c = (struct sc_conn){.fd = fds[i]};
+		line = sc_send_all(c.fd, "{\"op\":\"version\",\"protocol\":1}\n", 30) == 0
+			       ? sc_read_line(&c, 10000, &why)
 			       : NULL;
 		if (line != NULL && strstr(line, "\"ok\":true") != NULL)
 			answered++;
 		else if (shown++ < 5)
 			fprintf(stderr, "client %d: %s\n", i, line ? line : "no answer");
 		free(line);
-		free(c.buf);
-		close(fds[i]);
+		sc_close(&c);
 	}
 	printf("%d %d\n", connected, answered);
 	free(fds);

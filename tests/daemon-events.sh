@@ -9,25 +9,6 @@
 # one line per path every 10 s however many refusals.
 . "$top_srcdir/tests/daemon-lib.sh"
 
-AGENTFS_BIN="$top_builddir/src/agentfs"
-
-as()
-{
-	local bot="$1"
-	shift
-	AGENT_SOCKET="$D_SOCK.d/$bot.sock" "$AGENTFS_BIN" --json "$@"
-}
-
-# like TEXT ERE DESC: TEXT has a line matching ERE
-like()
-{
-	if printf '%s\n' "$1" | grep -qE -- "$2"; then
-		ok "$3"
-	else
-		not_ok "$3"
-		diag "no line matches: $2" "in: $1"
-	fi
-}
 
 rss_kb()
 {
@@ -80,7 +61,7 @@ expect_error "log of a bot that does not exist" not_found "$(afs --json log nosu
 expect_error "since must be a whole number" bad_value "$(raw '{"op":"log","since":-1}')"
 
 # --- follow ---------------------------------------------------------------------------
-"$AGENTFS_BIN" --socket "$D_SOCK" log A --follow --json >"$T/follow" 2>&1 &
+"$AGENTFS" --socket "$D_SOCK" log A --follow --json >"$T/follow" 2>&1 &
 fpid=$!
 track_pid "$fpid"
 wait_until 5 grep -q '"follow":true' "$T/follow"
@@ -100,9 +81,9 @@ else
 	not_ok "the daemon lets a stream go when its client leaves"
 fi
 # a bot follows its own log on its socket; the operator the daemon's
-AGENT_SOCKET="$D_SOCK.d/A.sock" "$AGENTFS_BIN" log --follow >"$T/followa" 2>&1 &
+AGENT_SOCKET="$D_SOCK.d/A.sock" "$AGENTFS" log --follow >"$T/followa" 2>&1 &
 fpa=$!
-"$AGENTFS_BIN" --socket "$D_SOCK" log --follow >"$T/followall" 2>&1 &
+"$AGENTFS" --socket "$D_SOCK" log --follow >"$T/followall" 2>&1 &
 fpall=$!
 track_pid "$fpa"
 track_pid "$fpall"
@@ -130,7 +111,7 @@ fi
 kill "$fpa" "$fpall"
 wait "$fpa" "$fpall" 2>/dev/null
 
-"$AGENTFS_BIN" --socket "$D_SOCK" log K --follow >"$T/followk" 2>&1 &
+"$AGENTFS" --socket "$D_SOCK" log K --follow >"$T/followk" 2>&1 &
 fpid=$!
 track_pid "$fpid"
 wait_until 5 grep -q bot_made "$T/followk"

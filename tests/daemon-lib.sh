@@ -11,7 +11,11 @@
 #   daemon_pids [SOCKET]        pids of our agentfsd on SOCKET (default: all of ours)
 #   daemon_kill SIG             signal them, by pid
 #   daemon_wait_gone SECONDS    wait until none is left
+#   daemon_kill9                SIGKILL them and wait (5 s) until they are gone
 #   afs ARGS...                 the client on our socket
+#   as BOT ARGS...              the client talking as BOT (--json, through its
+#                               AGENT_SOCKET, no --socket)
+#   names                       the bot names of a --json ls on stdin, sorted, on one line
 #   raw LINE...                 send raw request lines on one connection
 #   jget PATH                   a field of the JSON on stdin (daemon-client get)
 #   expect_error DESC CODE JSON one TAP result: ok:false with error.code CODE
@@ -97,6 +101,15 @@ daemon_wait_gone()
 }
 
 # daemon_start [ARGS...]: start agentfsd; 0 once it listens.
+daemon_kill9()
+{
+	local p
+	p=$(daemon_pids)
+	[ -n "$p" ] || return 1
+	kill -KILL $p
+	daemon_wait_gone 5
+}
+
 daemon_start()
 {
 	"$AGENTFSD" --socket "$D_SOCK" --state "$D_STATE" "$@" || return $?
@@ -120,7 +133,19 @@ restored_state()
 
 afs()
 {
-	"$top_builddir/src/agentfs" --socket "$D_SOCK" "$@"
+	"$AGENTFS" --socket "$D_SOCK" "$@"
+}
+
+as()
+{
+	local bot="$1"
+	shift
+	AGENT_SOCKET="$D_SOCK.d/$bot.sock" "$AGENTFS" --json "$@"
+}
+
+names()
+{
+	jget 'bots.*.name' | sort | tr '\n' ' '
 }
 
 raw()

@@ -35,15 +35,14 @@ useradd -M -N -s /usr/sbin/nologin "$other" || skip_all "cannot add a user"
 made=guv
 uid=$(id -u "$usr")
 ouid=$(id -u "$other")
-AGENTFS_BIN="$top_builddir/src/agentfs"
 
-# as USER ARGS...: the client as USER with its own groups
-as()
+# as_user USER ARGS...: the client as USER with its own groups
+as_user()
 {
 	local who=$1
 	shift
 	setpriv --reuid="$who" --regid="$(id -g "$who")" --init-groups \
-		"$AGENTFS_BIN" --socket "$D_SOCK" "$@"
+		"$AGENTFS" --socket "$D_SOCK" "$@"
 }
 
 mkdir -p "$T/mine" "$T/roots" "$T/shared"
@@ -57,41 +56,41 @@ daemon_start --config "$T/conf" || bail_out "agentfsd does not start"
 is "$(stat -c '%a %U %G' "$D_SOCK")" "660 root $grp" "the control socket is 0660, owned by the group"
 
 expect_ok "root makes a bot over its folder" "$(afs --json create rootbot "$T/roots" --user nobody)"
-is "$(as "$usr" --json status | jget ok)" true "a member of the group reaches the daemon"
-is "$(as "$usr" --json status | jget bots)" 0 "its status counts only its own bots"
+is "$(as_user "$usr" --json status | jget ok)" true "a member of the group reaches the daemon"
+is "$(as_user "$usr" --json status | jget bots)" 0 "its status counts only its own bots"
 
-r=$(as "$usr" --json create ubot "$T/mine")
+r=$(as_user "$usr" --json create ubot "$T/mine")
 expect_ok "the member makes a bot over a folder it owns" "$r"
 is "$(printf '%s' "$r" | jget bot.uid)" "$uid" "its bot runs as the member by default"
 expect_ok "the member makes a bot over a folder its group may write" \
-	"$(as "$usr" --json create ubot2 "$T/shared")"
+	"$(as_user "$usr" --json create ubot2 "$T/shared")"
 expect_error "the member cannot make a bot over root's folder" forbidden \
-	"$(as "$usr" --json create ubot3 "$T/roots")"
+	"$(as_user "$usr" --json create ubot3 "$T/roots")"
 expect_error "nor give its bot root's folder as a writable root" forbidden \
-	"$(as "$usr" --json create ubot4 "$T/mine" --writable "$T/roots")"
+	"$(as_user "$usr" --json create ubot4 "$T/mine" --writable "$T/roots")"
 expect_ok "but as a readable one, since it may read it (mode 0755)" \
-	"$(as "$usr" --json create ubot4 "$T/mine" --readable "$T/roots")"
+	"$(as_user "$usr" --json create ubot4 "$T/mine" --readable "$T/roots")"
 expect_error "the member cannot name another user" forbidden \
-	"$(as "$usr" --json create ubot5 "$T/mine" --user nobody)"
-expect_error "nor root" forbidden "$(as "$usr" --json create ubot6 "$T/mine" --user root)"
+	"$(as_user "$usr" --json create ubot5 "$T/mine" --user nobody)"
+expect_error "nor root" forbidden "$(as_user "$usr" --json create ubot6 "$T/mine" --user root)"
 
-is "$(as "$usr" --json ls | jget 'bots.#')" 3 "the member lists only its own bots"
-as "$usr" ls | grep -q rootbot && not_ok "root's bot is not listed to it" || ok "root's bot is not listed to it"
-expect_error "the member cannot see root's bot" not_found "$(as "$usr" --json show rootbot)"
-expect_error "nor delete it" not_found "$(as "$usr" --json rm rootbot)"
-expect_error "nor configure it" not_found "$(as "$usr" --json configure rootbot --network)"
-expect_error "nor fork it" not_found "$(as "$usr" --json fork rootbot mine2)"
-expect_error "nor shut the daemon down" forbidden "$(as "$usr" --json shutdown)"
+is "$(as_user "$usr" --json ls | jget 'bots.#')" 3 "the member lists only its own bots"
+as_user "$usr" ls | grep -q rootbot && not_ok "root's bot is not listed to it" || ok "root's bot is not listed to it"
+expect_error "the member cannot see root's bot" not_found "$(as_user "$usr" --json show rootbot)"
+expect_error "nor delete it" not_found "$(as_user "$usr" --json rm rootbot)"
+expect_error "nor configure it" not_found "$(as_user "$usr" --json configure rootbot --network)"
+expect_error "nor fork it" not_found "$(as_user "$usr" --json fork rootbot mine2)"
+expect_error "nor shut the daemon down" forbidden "$(as_user "$usr" --json shutdown)"
 is "$(afs --json ls | jget 'bots.#')" 4 "root sees every bot"
 is "$(afs --json show ubot | jget bot.uid)" "$uid" "root sees the member's bot, as the member"
 
-out=$(as "$other" status 2>&1)
+out=$(as_user "$other" status 2>&1)
 case "$out" in
 *"permission denied"*"root only"*) ok "a user outside the group is refused by the socket's mode" ;;
 *) not_ok "a user outside the group is refused by the socket's mode"; diag "$out" ;;
 esac
 chmod 0666 "$D_SOCK"
-out=$(as "$other" --json status 2>&1)
+out=$(as_user "$other" --json status 2>&1)
 chmod 0660 "$D_SOCK"
 expect_error "and by the daemon, behind a mode opened by mistake" forbidden "$out"
 case "$out" in
@@ -99,7 +98,7 @@ case "$out" in
 *) not_ok "which names the group"; diag "$out" ;;
 esac
 
-r=$(as "$usr" --json rm ubot)
+r=$(as_user "$usr" --json rm ubot)
 is "$(printf '%s' "$r" | jget deleted.0)" ubot "the member deletes its own bot"
 is "$(afs --json show rootbot | jget ok)" true "root's bot is still there"
 afs shutdown >/dev/null
@@ -115,7 +114,7 @@ esac
 printf '{"group": ""}\n' >"$T/conf3"
 daemon_start --config "$T/conf3" || bail_out "agentfsd does not start"
 is "$(stat -c '%a %U %G' "$D_SOCK")" "600 root root" 'with "group": "" the control socket is root only'
-out=$(as "$usr" status 2>&1)
+out=$(as_user "$usr" status 2>&1)
 case "$out" in
 *"permission denied"*) ok "and the member is refused" ;;
 *) not_ok "and the member is refused"; diag "$out" ;;

@@ -5,7 +5,6 @@
 # before its reply, and the client shows them on stderr only on a terminal.
 . "$top_srcdir/tests/daemon-lib.sh"
 
-AGENTFS_BIN="$top_builddir/src/agentfs"
 
 command -v script >/dev/null || skip_all "script(1) is needed for a terminal"
 
@@ -32,7 +31,7 @@ expect_ok "without progress, the reply alone" \
 	"$(raw '{"op":"create","name":"P2","folder":"'"$T"'/big"}')"
 
 # the client: on a terminal only
-script -qec "'$AGENTFS_BIN' --socket '$D_SOCK' create P3 '$T/big'" /dev/null >"$T/tty.out" 2>&1
+script -qec "'$AGENTFS' --socket '$D_SOCK' create P3 '$T/big'" /dev/null >"$T/tty.out" 2>&1
 if grep -aqE "scanning $T/big: [0-9]+ entries, 3 repositories" "$T/tty.out"; then
 	ok "on a terminal, the client shows the scan's progress"
 else
@@ -45,7 +44,7 @@ if [ "${last:-0}" -gt 5000 ]; then
 else
 	not_ok "its last line has the whole tree (${last:-none})"
 fi
-"$AGENTFS_BIN" --socket "$D_SOCK" create P4 "$T/big" >"$T/plain.out" 2>"$T/plain.err"
+"$AGENTFS" --socket "$D_SOCK" create P4 "$T/big" >"$T/plain.out" 2>"$T/plain.err"
 is "$(cat "$T/plain.err")" "" "not on a terminal, nothing on stderr"
 is "$(sed -n 1p "$T/plain.out")" "name            P4" "and the reply as always"
 

@@ -39,7 +39,8 @@ for i in $(seq 0 $((ROUNDS - 1))); do
 	[ -e "$S/q$i/HEAD" ] && [ -d "$S/q$i/refs" ] && complete=$((complete + 1))
 done
 is "$complete" 0 "no folder on the host has HEAD, objects/ and refs/"
-gd=$(cd "$S/q7" && GIT_CEILING_DIRECTORIES="$S" git rev-parse --git-dir 2>/dev/null || true)
-is "$gd" "" "host git finds no repository in a raced folder"
+# 128: git's status for "not a git repository" (a missing folder gives another)
+gd=$(GIT_CEILING_DIRECTORIES="$S" git -C "$S/q7" rev-parse --git-dir 2>&1)
+is "$?" 128 "host git finds no repository in a raced folder" || diag "git: $gd"
 
 done_testing

@@ -8,33 +8,11 @@
 # touches a path under one runs under `timeout`, so it cannot hang the test.
 . "$top_srcdir/tests/daemon-lib.sh"
 
-AGENTFS_BIN="$top_builddir/src/agentfs"
-
-as()
-{
-	local bot="$1"
-	shift
-	AGENT_SOCKET="$D_SOCK.d/$bot.sock" "$AGENTFS_BIN" --json "$@"
-}
-
-names()
-{
-	jget 'bots.*.name' | sort | tr '\n' ' '
-}
 
 # the mount points under STATE/mnt, one per line, sorted
 mount_points()
 {
 	mounts_in "$D_MNT" | awk '{ print $2 }' | sort
-}
-
-kill9()
-{
-	local p
-	p=$(daemon_pids)
-	[ -n "$p" ] || return 1
-	kill -KILL $p
-	daemon_wait_gone 5
 }
 
 mkdir -p "$T/w1/x" "$T/w2" "$T/w3" "$T/w4" "$T/w5" "$T/w6/c" "$T/gone"
@@ -48,7 +26,7 @@ want_mounts=$(printf '%s\n' "$D_MNT/k1/0" "$D_MNT/k2/0" "$D_MNT/k2/1" "$D_MNT/kc
 is "$(mount_points)" "$want_mounts" "four mounts: k1, k2 (two roots), kc"
 
 # --- SIGKILL --------------------------------------------------------------------
-if kill9; then ok "the daemon dies on SIGKILL"; else not_ok "the daemon dies on SIGKILL"; fi
+if daemon_kill9; then ok "the daemon dies on SIGKILL"; else not_ok "the daemon dies on SIGKILL"; fi
 is "$(mount_points)" "$want_mounts" "its mounts are left behind in mountinfo"
 if timeout 5 stat "$D_MNT/k1/0/file" >/dev/null 2>&1; then
 	not_ok "a stat in a dead mount fails"
@@ -83,7 +61,7 @@ is "$(as kc ls | names)" "kc " "kc still sees only itself"
 expect_error "kc still may not configure itself" forbidden "$(as kc configure kc --no-network)"
 
 # --- a second SIGKILL and restart do not pile up mounts ---------------------------
-kill9
+daemon_kill9
 daemon_start || not_ok "agentfsd starts a third time"
 wait_until 5 eval '[ "$(afs --json show k2 | jget "bot.mounts.*.state" | sort -u)" = mounted ]'
 is "$(mount_points)" "$want_mounts" "after a second crash and restart: still one mount per root"
@@ -110,7 +88,7 @@ is "$(jget 'bots.*.name' <"$D_STATE/bots.json" | sort | tr '\n' ' ')" "k1 k2 kc 
 
 # --- ttl across a crash ------------------------------------------------------------
 expect_ok "create t2 with --ttl 3" "$(afs --json create t2 "$T/w5" --ttl 3)"
-kill9
+daemon_kill9
 daemon_start || not_ok "agentfsd starts after t2 was made"
 if wait_until 8 eval '[ "$(afs --json show t2 | jget error.code)" = not_found ]'; then
 	ok "t2 still expires after a restart"
@@ -133,7 +111,7 @@ is "$(mounts_in "$D_MNT/t3" | wc -l) $(mounts_in "$D_MNT/t3c" | wc -l)" "0 0" "b
 
 # --- a folder that vanished while the daemon was down ----------------------------------
 expect_ok "create g on a folder" "$(afs --json create g "$T/gone")"
-kill9
+daemon_kill9
 rm -rf "$T/gone"
 if daemon_start; then ok "agentfsd starts when a bot's folder is gone"; else not_ok "agentfsd starts when a bot's folder is gone"; fi
 is "$(afs --json ls | names)" "g k1 k2 kc " "the bot is kept"

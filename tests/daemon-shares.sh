@@ -8,7 +8,6 @@
 . "$top_srcdir/tests/daemon-lib.sh"
 
 FCLIENT="$top_builddir/tests/fault-client"
-AGENTFS_BIN="$top_builddir/src/agentfs"
 [ -x "$FCLIENT" ] || bail_out "$FCLIENT is not built"
 
 printf '{"max_clients": 64, "max_bots": 12}\n' >"$T/cfg.json"
@@ -17,7 +16,6 @@ daemon_start --config "$T/cfg.json" || bail_out "agentfsd did not start"
 expect_ok "create lead" "$(afs --json create lead "$T/lead")"
 expect_ok "create other" "$(afs --json create other "$T/other")"
 
-as() { local b=$1; shift; AGENT_SOCKET="$D_SOCK.d/$b.sock" "$AGENTFS_BIN" --json "$@"; }
 
 # --- bots: with max_bots 12, a family (an operator-made bot and what it made)
 # holds at most 4, and bots' bots leave 4 to the operator ----------------------

@@ -2,9 +2,10 @@
 # tests/daemon.mk: the agentfsd tests (the daemon, its protocol, bots'
 # authority, restarts and hostile clients).  Each needs root and /dev/fuse
 # and skips (exit 77) without them.  daemon-client is their raw socket and
-# JSON helper, so they need neither python nor jq.
+# JSON helper, so they need neither python nor jq; it shares tests/sockclient.c
+# (connect, send, read a reply line) with tests/fault-client.
 check_PROGRAMS += tests/daemon-client
-tests_daemon_client_SOURCES = tests/daemon-client.c
+tests_daemon_client_SOURCES = tests/daemon-client.c tests/sockclient.c tests/sockclient.h
 tests_daemon_client_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_daemon_client_LDADD = $(CJSON_LIBS)
 

@@ -208,8 +208,8 @@ else
 	ok "the command cannot remount / read-write and write the host"
 fi
 rm -f "$T/sib/escaped"  # counted once, above
-out=$(ex w1 -- sh -c 'umount "$1"; ls -A "$1"' sh "$D_STATE" </dev/null 2>/dev/null)
-is "$out" "" "the command cannot unmount the tmpfs that hides the daemon's state (other bots' mounts)"
+out=$(ex w1 -- sh -c 'umount "$1" 2>/dev/null; ls -A "$1" && echo listed' sh "$D_STATE" </dev/null 2>&1)
+is "$out" listed "the command cannot unmount the tmpfs that hides the daemon's state (other bots' mounts)"
 out=$(ex w1 -- sh -c 'umount "$2"; "$1" --socket "$2" --json status' sh "$AGENTFS" "$D_SOCK" </dev/null 2>/dev/null)
 is "$(printf '%s' "$out" | jget bot)" w1 "the command cannot uncover the daemon's control socket (stays the bot)" ||
 	diag "status inside after umount $D_SOCK: $out"

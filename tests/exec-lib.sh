@@ -3,11 +3,11 @@
 #
 # Sourced as `. "$top_srcdir/tests/exec-lib.sh"`.  It sources
 # tests/daemon-lib.sh (TAP helpers, $T, a private agentfsd on $D_SOCK and
-# $D_STATE, afs, jget, expect_ok/expect_error, and a trap that stops the
-# daemon by pid, unmounts and removes $T) and adds:
+# $D_STATE, afs, jget, expect_ok/expect_error, like/unlike, and a trap that
+# stops the daemon by pid, unmounts and removes $T) and adds:
 #   ex ARGS...            `agentfs --socket $D_SOCK exec ARGS...`
-#   like GOT ERE DESC     ok if GOT matches the extended regex ERE
-#   unlike GOT ERE DESC   ok if it does not
+#   ex_start_w1           start agentfsd and make the bot w1 (workspace-write,
+#                         no network) over W=$T/ws, owned by EX_USER
 #   fuse_lines            how many fuse.agentfs mounts the host has under $T
 #                         (others' tests may mount elsewhere meanwhile)
 #   pty_run SECS CMD...   run CMD on a new pseudo-terminal (python3), print
@@ -105,26 +105,13 @@ ex()
 	"$AGENTFS" --socket "$D_SOCK" exec "$@"
 }
 
-like()
+ex_start_w1()
 {
-	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
-		ok "$3"
-	else
-		not_ok "$3"
-		diag "got:  '$1'" "want: /$2/"
-		return 1
-	fi
-}
-
-unlike()
-{
-	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
-		not_ok "$3"
-		diag "got:  '$1'" "must not match: /$2/"
-		return 1
-	else
-		ok "$3"
-	fi
+	W="$T/ws"
+	mkdir -p "$W"
+	own "$W"
+	daemon_start || bail_out "agentfsd did not start"
+	check "create w1" afs create w1 "$W" --sandbox workspace-write --no-network
 }
 
 fuse_lines()

@@ -6,11 +6,7 @@
 # the daemon mounts it again.
 . "$top_srcdir/tests/exec-lib.sh"
 
-W="$T/ws"
-mkdir -p "$W"
-own "$W"
-daemon_start || bail_out "agentfsd did not start"
-check "create w1" afs create w1 "$W" --sandbox workspace-write --no-network
+ex_start_w1
 mp=$(afs --json show w1 | jget bot.mounts.0.mountpoint)
 check "exec works" ex w1 -- touch "$W/before"
 

@@ -5,11 +5,7 @@
 # SIGTERM and SIGINT sent to the client on to the command.
 . "$top_srcdir/tests/exec-lib.sh"
 
-W="$T/ws"
-mkdir -p "$W"
-own "$W"
-daemon_start || bail_out "agentfsd did not start"
-check "create w1" afs create w1 "$W" --sandbox workspace-write --no-network
+ex_start_w1
 
 # --- exit status ---------------------------------------------------------------
 ex w1 -- sh -c 'exit 7' </dev/null

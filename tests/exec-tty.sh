@@ -11,11 +11,7 @@ command -v ps >/dev/null || skip_all "ps (procps) is missing"
 
 [ -n "$PY" ] || skip_all "python3 is missing (it makes the pty)"
 
-W="$T/ws"
-mkdir -p "$W"
-own "$W"
-daemon_start || bail_out "agentfsd did not start"
-check "create w1" afs create w1 "$W" --sandbox workspace-write --no-network
+ex_start_w1
 
 EX=("$AGENTFS" --socket "$D_SOCK" exec w1 --)
 

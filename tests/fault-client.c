@@ -16,7 +16,8 @@
  *       print the number of connections
  *   fault-client stall SOCKET SECONDS
  *       hold a half-sent line on one connection for SECONDS; print
- *       "stalled" if the daemon kept it open, "closed" if it dropped it
+ *       "stalled" if the daemon kept it open, "closed" if it dropped it,
+ *       "answered" if it replied to the half line
  *   fault-client midreply SOCKET SECONDS
  *       over and over: send a burst of list requests, read a few bytes of
  *       the replies, then vanish with the rest unread (the close resets the
@@ -40,114 +41,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 
-static long long now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
-}
-
-static int dial(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(path) >= sizeof sa.sun_path) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
-/* connect without blocking: a full backlog is EAGAIN, not a hang */
-static int dial_nb(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(path) >= sizeof sa.sun_path) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
-static int send_all(int fd, const char *buf, size_t len)
-{
-	ssize_t r;
-
-	while (len > 0) {
-		r = send(fd, buf, len, MSG_NOSIGNAL);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		buf += r;
-		len -= (size_t)r;
-	}
-	return 0;
-}
-
-/* Read up to a newline within ms; 0 ok (line in buf), 3 closed, 4 timeout. */
-static int read_reply(int fd, char *buf, size_t cap, int ms)
-{
-	long long deadline = now_us() + ms * 1000LL;
-	struct pollfd pfd = {.fd = fd, .events = POLLIN};
-	size_t n = 0;
-	ssize_t r;
-	int left;
-
-	for (;;) {
-		left = (int)((deadline - now_us()) / 1000);
-		if (left <= 0)
-			return 4;
-		r = poll(&pfd, 1, left);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r == 0)
-			continue;
-		/* one byte at a time: the line ends where the reply does */
-		r = read(fd, buf + n, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return 3;
-		if (buf[n] == '\n') {
-			buf[n] = '\0';
-			return 0;
-		}
-		if (n + 2 < cap)
-			n++;
-	}
-}
+#include "tests/sockclient.h"
 
 static int cmp_ll(const void *a, const void *b)
 {
@@ -160,38 +57,40 @@ static int cmd_latency(const char *sock, int n, int gap_ms)
 {
 	static const char req[] = "{\"op\":\"version\",\"id\":\"lat\"}\n";
 	long long *t = calloc((size_t)n, sizeof *t), t0;
-	char buf[4096];
-	int fd, i, rc;
+	struct sc_conn c;
+	char *line;
+	int i, rc = 0;
 
 	if (t == NULL || n <= 0)
 		return 2;
-	fd = dial(sock);
-	if (fd < 0) {
+	c = (struct sc_conn){.fd = sc_dial(sock, 0)};
+	if (c.fd < 0) {
 		fprintf(stderr, "fault-client: connect %s: %s\n", sock, strerror(errno));
 		return 2;
 	}
 	for (i = 0; i < n; i++) {
-		t0 = now_us();
-		if (send_all(fd, req, sizeof req - 1) != 0) {
+		t0 = sc_now_us();
+		if (sc_send_all(c.fd, req, sizeof req - 1) != 0) {
 			fprintf(stderr, "fault-client: request %d: send: %s\n", i + 1, strerror(errno));
 			return 3;
 		}
-		rc = read_reply(fd, buf, sizeof buf, 5000);
-		if (rc != 0) {
+		line = sc_read_line(&c, 5000, &rc);
+		if (line == NULL) {
 			fprintf(stderr, "fault-client: request %d: %s\n", i + 1,
-				rc == 3 ? "connection closed" : "no reply within 5 s");
+				rc == SC_CLOSED ? "connection closed" : "no reply within 5 s");
 			printf("- - %d\n", i);
 			return rc;
 		}
-		t[i] = now_us() - t0;
-		if (strstr(buf, "\"ok\":true") == NULL || strstr(buf, "\"lat\"") == NULL) {
-			fprintf(stderr, "fault-client: request %d: bad reply: %.200s\n", i + 1, buf);
+		t[i] = sc_now_us() - t0;
+		if (strstr(line, "\"ok\":true") == NULL || strstr(line, "\"lat\"") == NULL) {
+			fprintf(stderr, "fault-client: request %d: bad reply: %.200s\n", i + 1, line);
 			return 2;
 		}
+		free(line);
 		if (gap_ms > 0)
 			usleep((useconds_t)gap_ms * 1000);
 	}
-	close(fd);
+	sc_close(&c);
 	qsort(t, (size_t)n, sizeof *t, cmp_ll);
 	printf("%lld %lld %d\n", t[n / 2], t[n - 1], n);
 	free(t);
@@ -202,18 +101,16 @@ static int cmd_blast(const char *sock, int seconds)
 {
 	static const char req[] = "{\"op\":\"version\"}\n";
 	char chunk[65536];
-	size_t per = sizeof req - 1, k;
-	long long end = now_us() + seconds * 1000000LL, sent = 0;
+	size_t per = sizeof req - 1, k = sc_repeat(chunk, sizeof chunk, req);
+	long long end = sc_now_us() + seconds * 1000000LL, sent = 0;
 	long conns = 0;
 	struct pollfd pfd;
 	ssize_t r;
 	int fd = -1;
 
-	for (k = 0; k + per <= sizeof chunk; k += per)
-		memcpy(chunk + k, req, per);
-	while (now_us() < end) {
+	while (sc_now_us() < end) {
 		if (fd < 0) {
-			fd = dial(sock);
+			fd = sc_dial(sock, 0);
 			if (fd < 0) {
 				usleep(10000);
 				continue;
@@ -243,79 +140,72 @@ static int cmd_blast(const char *sock, int seconds)
 	return 0;
 }
 
-static int cmd_storm(const char *sock, int seconds)
+/*
+ * Connect over and over for seconds, handing each connection to one (which
+ * closes it); print how many there were.
+ */
+static int churn(const char *sock, int seconds, void (*one)(int fd))
 {
-	static const char req[] = "{\"op\":\"version\"}\n";
-	long long end = now_us() + seconds * 1000000LL;
+	long long end = sc_now_us() + seconds * 1000000LL;
 	long conns = 0;
 	int fd;
 
-	while (now_us() < end) {
-		fd = dial(sock);
+	while (sc_now_us() < end) {
+		fd = sc_dial(sock, 0);
 		if (fd < 0) {
 			usleep(1000);
 			continue;
 		}
 		conns++;
-		send(fd, req, sizeof req - 1, MSG_NOSIGNAL);
-		close(fd);
+		one(fd);
 	}
 	printf("%ld\n", conns);
 	return 0;
+}
+
+/* storm: one request, then gone without reading */
+static void storm_one(int fd)
+{
+	static const char req[] = "{\"op\":\"version\"}\n";
+
+	send(fd, req, sizeof req - 1, MSG_NOSIGNAL);
+	close(fd);
 }
 
 static int cmd_stall(const char *sock, int seconds)
 {
 	struct pollfd pfd;
 	char c;
-	int fd = dial(sock);
+	int fd = sc_dial(sock, 0);
 
 	if (fd < 0)
 		return 2;
-	if (send_all(fd, "{\"op\":\"vers", 11) != 0)
+	if (sc_send_all(fd, "{\"op\":\"vers", 11) != 0)
 		return 3;
 	pfd.fd = fd;
 	pfd.events = POLLIN;
-	if (poll(&pfd, 1, seconds * 1000) > 0 && read(fd, &c, 1) <= 0) {
-		printf("closed\n");
-		close(fd);
-		return 0;
-	}
-	printf("stalled\n");
+	if (poll(&pfd, 1, seconds * 1000) <= 0)
+		printf("stalled\n");
+	else
+		printf("%s\n", read(fd, &c, 1) <= 0 ? "closed" : "answered");
 	close(fd);
 	return 0;
 }
 
-static int cmd_midreply(const char *sock, int seconds)
+/* midreply: a burst of list requests, a few bytes of the first reply, gone */
+static void midreply_one(int fd)
 {
-	char burst[64 * 32], buf[64];
-	static const char req[] = "{\"op\":\"list\"}\n";
-	long long end = now_us() + seconds * 1000000LL;
-	size_t per = sizeof req - 1, k = 0;
-	struct pollfd pfd;
-	long conns = 0;
-	int fd;
+	static char burst[64 * 32];
+	static size_t k;
+	char buf[64];
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 
-	while (k + per <= sizeof burst) {
-		memcpy(burst + k, req, per);
-		k += per;
-	}
-	while (now_us() < end) {
-		fd = dial(sock);
-		if (fd < 0) {
-			usleep(1000);
-			continue;
-		}
-		conns++;
-		send_all(fd, burst, k);
-		pfd.fd = fd;
-		pfd.events = POLLIN;
-		if (poll(&pfd, 1, 1000) > 0)
-			(void)!read(fd, buf, sizeof buf); /* a few bytes of the first reply */
-		close(fd);
-	}
-	printf("%ld\n", conns);
-	return 0;
+	if (k == 0)
+		k = sc_repeat(burst, sizeof burst, "{\"op\":\"list\"}\n");
+	sc_send_all(fd, burst, k);
+	if (poll(&pfd, 1, 1000) > 0)
+		(void)!read(fd, buf, sizeof buf);
+	close(fd);
 }
 
 static volatile sig_atomic_t stop;
@@ -333,7 +223,7 @@ static int cmd_hold(const char *sock, int n, int seconds)
 	if (fds == NULL)
 		return 2;
 	for (i = 0; i < n; i++) {
-		fds[i] = dial_nb(sock);
+		fds[i] = sc_dial(sock, SOCK_NONBLOCK);
 		if (fds[i] < 0) {
 			fprintf(stderr, "fault-client: connection %d: %s\n", i + 1, strerror(errno));
 			break;
@@ -414,11 +304,11 @@ int main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "blast") == 0)
 		return cmd_blast(argv[2], atoi(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "storm") == 0)
-		return cmd_storm(argv[2], atoi(argv[3]));
+		return churn(argv[2], atoi(argv[3]), storm_one);
 	if (argc == 4 && strcmp(argv[1], "stall") == 0)
 		return cmd_stall(argv[2], atoi(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "midreply") == 0)
-		return cmd_midreply(argv[2], atoi(argv[3]));
+		return churn(argv[2], atoi(argv[3]), midreply_one);
 	if (argc == 5 && strcmp(argv[1], "hold") == 0)
 		return cmd_hold(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 4 && strcmp(argv[1], "write") == 0)

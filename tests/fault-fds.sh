@@ -178,12 +178,7 @@ is "$(mounts_in "$T" | wc -l)" 0 "nothing is left mounted by the daemon"
 S="$T/src"
 M="$T/mnt"
 mkdir -p "$S" "$M"
-for d in $(seq -w 0 9); do
-	mkdir "$S/d$d"
-	for f in $(seq -w 0 99); do
-		echo "file $d/$f" >"$S/d$d/f$f"
-	done
-done
+make_tree "$S" 10 100
 is "$(find "$S" -type f | wc -l)" 1000 "a tree of 1,000 files"
 FS_WRAP=(prlimit "--nofile=$LIMIT:$LIMIT" --)
 fs_mount_fg "$S" "$M"

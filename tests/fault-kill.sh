@@ -94,15 +94,6 @@ resume_workload()
 	rm -f "$T/pause" "$T/idle"
 }
 
-kill9()
-{
-	local p
-	p=$(daemon_pids)
-	[ -n "$p" ] || return 1
-	kill -KILL $p
-	daemon_wait_gone 5
-}
-
 # expected_mounts: the mount point of every root of every listed bot
 expected_mounts()
 {
@@ -117,7 +108,7 @@ for round in $(seq 1 "$ROUNDS"); do
 	# a random moment: 0.3 to 2.0 s into the stream
 	ms=$((300 + RANDOM % 1700))
 	sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')"
-	if kill9; then
+	if daemon_kill9; then
 		ok "round $round: SIGKILL after $ms ms of writes and creates"
 	else
 		not_ok "round $round: SIGKILL after $ms ms of writes and creates"
@@ -210,8 +201,13 @@ done
 # --- the end ----------------------------------------------------------------------
 : >"$T/stop"
 resume_workload
+# each pass of the loop is bounded by its timeouts (16 s in all)
+if wait_until 30 eval '! kill -0 "$WL"'; then
+	ok "the workload loop stopped when asked"
+else
+	not_ok "the workload loop stopped when asked"
+fi
 wait "$WL" 2>/dev/null
-ok "the workload loop stopped"
 for b in s1 s2 s3; do
 	is "$(timeout 5 cat "$D_MNT/$b/0/f" 2>&1)" "$b" "$b still serves its folder"
 done

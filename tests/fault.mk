@@ -5,7 +5,7 @@
 # (exit 77) without them or without the tools it uses (mkfs.ext4, loop
 # devices, valgrind, prlimit).  fault-client holds the misbehaving clients.
 check_PROGRAMS += tests/fault-client
-tests_fault_client_SOURCES = tests/fault-client.c
+tests_fault_client_SOURCES = tests/fault-client.c tests/sockclient.c tests/sockclient.h
 
 FAULT_TESTS = \
 	tests/fault-kill.sh \

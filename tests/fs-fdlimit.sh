@@ -10,12 +10,7 @@ M="$T/mnt"
 mkdir -p "$S" "$M"
 chmod 0755 "$S"
 # 50 folders of 99 files: 5,000 entries under the root
-for d in $(seq -w 0 49); do
-	mkdir "$S/d$d"
-	for f in $(seq -w 0 98); do
-		echo "file $d/$f" >"$S/d$d/f$f"
-	done
-done
+make_tree "$S" 50 99
 is "$(find "$S" -mindepth 1 | wc -l)" 5000 "a tree of 5,000 files and folders"
 
 listing()

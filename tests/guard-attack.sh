@@ -13,14 +13,7 @@
 # core.hooksPath; symrepo's .git is a symlink and filerepo's a gitdir file
 # into store/.  plain/, race/ and bare/ are the bot's own playground.
 . "$top_srcdir/tests/lib.sh"
-
-need_agentfs "gitguard rules"
-command -v git >/dev/null || skip_all "git is missing"
-GTRY="$top_builddir/tests/guard-tryop"
-[ -x "$TRYOP" ] || bail_out "$TRYOP is not built"
-[ -x "$GTRY" ] || bail_out "$GTRY is not built"
-
-git_test_env
+. "$top_srcdir/tests/guard-lib.sh"
 
 S="$T/src"      # SOURCE (a repository itself)
 M="$T/m"        # its mount point
@@ -30,34 +23,22 @@ PAY="$T/payload" # the attacker's scripts, outside the root (its /tmp)
 EVIL="$T/outside-evil" # a git folder of the attacker's, outside the root
 mkdir -p "$S" "$M" "$P" "$MP" "$PAY"
 
-# ---- payloads -------------------------------------------------------------
-# safe LABEL: LABEL as a file name
-safe()
-{
-	printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '-'
-}
-# hook NAME: a script that leaves $T/PWNED-NAME when git runs it
-hook()
-{
-	printf '#!/bin/sh\ntouch %s/PWNED-%s\n' "$T" "$(safe "$1")"
-}
+# ---- payloads (hook, payload: tests/guard-lib.sh) ---------------------------
 # script NAME: hook NAME, saved as $PAY/NAME; prints its path
 script()
 {
-	local f="$PAY/$(safe "$1")"
-	hook "$1" >"$f"
-	chmod +x "$f"
+	local f="$PAY/$(mark_name "$1")"
+	payload "$f" "$1"
 	echo "$f"
 }
 # cfg NAME: config text that runs code: fsmonitor, hooksPath, filter, pager
 cfg()
 {
-	local h="$PAY/hooks-$(safe "$1")" n
+	local h="$PAY/hooks-$(mark_name "$1")" n
 	mkdir -p "$h"
 	for n in pre-commit prepare-commit-msg commit-msg post-commit post-index-change \
 		reference-transaction post-checkout; do
-		hook "$1-$n" >"$h/$n"
-		chmod +x "$h/$n"
+		payload "$h/$n" "$1-$n"
 	done
 	printf '[core]\n\tfsmonitor = %s\n\thooksPath = %s\n\tpager = %s\n' \
 		"$(script "$1-fsmonitor")" "$h" "$(script "$1-pager")"
@@ -69,16 +50,12 @@ cfg()
 # ---- on the host, before mounting -------------------------------------------
 setup()
 {
-	set -e
 	# the attacker's own git folder outside the root
 	git init -q --bare "$EVIL"
 	cfg evilgit >>"$EVIL/config"
 	cp "$PAY"/hooks-evilgit/* "$EVIL/hooks/"
 
-	git init -q "$T/up"
-	echo up >"$T/up/u"
-	git -C "$T/up" add u
-	git -C "$T/up" commit -qm upstream
+	make_upstream "$T/up"
 
 	# mkrepo DIR SUB WT: a repository with a submodule SUB, a linked worktree
 	# at ../WT (relative .git file), an armed harmless post-commit hook
@@ -141,12 +118,8 @@ setup()
 	ln "$S/.git/hooks/post-commit" "$S/plain/hl-post-commit"
 	ln "$S/.git/config" "$S/plain/hl-config"
 	ln "$S/deep/nest/.git/hooks/post-commit" "$S/plain/hl-nest-post-commit"
-	set +e
 }
-if ! (setup) >"$T/setup.log" 2>&1; then
-	diag "$(cat "$T/setup.log")"
-	bail_out "host setup failed"
-fi
+host_setup "host setup" setup
 
 # snapshot: everything about the source tree except the bot's playground and
 # the .gitattributes it may write
@@ -160,25 +133,7 @@ snapshot()
 }
 before=$(snapshot)
 
-# ---- the attacks ------------------------------------------------------------
-# refuse DESC CMD...: CMD (fs-tryop or guard-tryop) must print EROFS
-refuse()
-{
-	local desc="$1" got
-	shift
-	got=$("$@" 2>&1)
-	is "$got" EROFS "$desc: EROFS"
-}
-# allow DESC CMD...: CMD must print OK (the attacker's own preparations)
-allow()
-{
-	local desc="$1" got
-	shift
-	got=$("$@" 2>&1)
-	is "$got" OK "$desc: allowed"
-}
-try() { "$TRYOP" "$@"; }
-gtry() { "$GTRY" "$@"; }
+# ---- the attacks (refuse, allow, try, gtry: tests/guard-lib.sh) ---------------
 
 # fresh KIND: a new entry of the bot's in plain/ (made through the mount), so
 # that no case depends on what an earlier one did; prints its path
@@ -203,12 +158,8 @@ fresh()
 	echo "$f"
 }
 
-if ! fs_mount_fg "$S" "$M" 2>"$T/mount.log"; then
-	not_ok "mount $S"
-	done_testing
-	exit 1
-fi
-ok "writable mount of a repository with a submodule, worktree and nested repository"
+mount_or_stop "writable mount of a repository with a submodule, worktree and nested repository" \
+	fs_mount_fg "$S" "$M" 2>"$T/mount.log"
 
 HP="$(hook hl)"
 # Host-made hard links, reached first through their ordinary names (fresh
@@ -271,7 +222,7 @@ hooks_attacks()
 	refuse "$l hooks/pre-commit.sample: write a payload" gtry put "$d/hooks/pre-commit.sample" "$(hook "$l-sample")"
 	refuse "$l hooks/commit-msg.sample: rename to commit-msg" try rename "$d/hooks/commit-msg.sample" "$d/hooks/commit-msg"
 	refuse "$l hooks/pre-push.sample: hard link as pre-commit" try link "$d/hooks/pre-push.sample" "$d/hooks/pre-commit"
-	refuse "$l hooks/pre-push.sample: hard link out to plain/" try link "$d/hooks/pre-push.sample" "$M/plain/hl-$(safe "$l")"
+	refuse "$l hooks/pre-push.sample: hard link out to plain/" try link "$d/hooks/pre-push.sample" "$M/plain/hl-$(mark_name "$l")"
 	refuse "$l hooks/pre-push.sample: unlink" try unlink "$d/hooks/pre-push.sample"
 	refuse "$l hooks/pre-push.sample: setxattr" try setxattr "$d/hooks/pre-push.sample"
 	refuse "$l hooks/: rename the folder away" try rename "$d/hooks" "$d/hooks.old"
@@ -292,9 +243,9 @@ existing_hooks()
 	refuse "$l hooks/post-commit (existing): chown" try chown "$h"
 	refuse "$l hooks/post-commit (existing): unlink" try unlink "$h"
 	refuse "$l hooks/post-commit (existing): rename onto it" try rename "$(fresh pay)" "$h"
-	refuse "$l hooks/post-commit (existing): rename it away" try rename "$h" "$M/plain/moved-$(safe "$l")"
+	refuse "$l hooks/post-commit (existing): rename it away" try rename "$h" "$M/plain/moved-$(mark_name "$l")"
 	refuse "$l hooks/post-commit (existing): exchange with plain/pay" try rename-exchange "$(fresh pay)" "$h"
-	refuse "$l hooks/post-commit (existing): hard link out to plain/" try link "$h" "$M/plain/hl2-$(safe "$l")"
+	refuse "$l hooks/post-commit (existing): hard link out to plain/" try link "$h" "$M/plain/hl2-$(mark_name "$l")"
 	refuse "$l hooks/prepare-commit-msg (disarmed): chmod +x" gtry chmodx "$d/hooks/prepare-commit-msg"
 }
 
@@ -308,10 +259,10 @@ config_attacks()
 	refuse "$l config: chmod" try chmod "$c"
 	refuse "$l config: unlink" try unlink "$c"
 	refuse "$l config: rename onto it" try rename "$(fresh cfg)" "$c"
-	refuse "$l config: rename it away" try rename "$c" "$M/plain/cfg-$(safe "$l")"
+	refuse "$l config: rename it away" try rename "$c" "$M/plain/cfg-$(mark_name "$l")"
 	refuse "$l config: RENAME_EXCHANGE with a plain file" try rename-exchange "$(fresh cfg)" "$c"
 	refuse "$l config: RENAME_EXCHANGE from its side" try rename-exchange "$c" "$(fresh cfg)"
-	refuse "$l config: hard link out to plain/" try link "$c" "$M/plain/cfg-hl-$(safe "$l")"
+	refuse "$l config: hard link out to plain/" try link "$c" "$M/plain/cfg-hl-$(mark_name "$l")"
 	refuse "$l config: setxattr" try setxattr "$c"
 	refuse "$l config.lock: create with a payload" gtry create "$d/config.lock" "$(cfg "$l-lock")"
 	refuse "$l config.lock: rename a payload onto it" try rename "$(fresh cfg)" "$d/config.lock"
@@ -348,7 +299,7 @@ worktree_admin()
 	refuse "$l commondir: truncate" try truncate "$a/commondir"
 	refuse "$l commondir: unlink (its folder would become a git folder of its own)" try unlink "$a/commondir"
 	refuse "$l commondir: rename onto it" try rename "$(fresh dotgit)" "$a/commondir"
-	refuse "$l commondir: rename it away" try rename "$a/commondir" "$M/plain/cd-$(safe "$l")"
+	refuse "$l commondir: rename it away" try rename "$a/commondir" "$M/plain/cd-$(mark_name "$l")"
 	refuse "$l commondir: exchange with a plain file" try rename-exchange "$(fresh dotgit)" "$a/commondir"
 	refuse "$l gitdir: write another path" gtry put "$a/gitdir" "$T/victim/.git"
 	refuse "$l gitdir: truncate" try truncate "$a/gitdir"
@@ -576,30 +527,16 @@ else
 fi
 
 # ---- afterwards: the git folders are untouched and plain git runs nothing --
-after=$(snapshot)
-if [ "$before" = "$after" ]; then
-	ok "nothing changed outside the bot's playground"
-else
-	not_ok "nothing changed outside the bot's playground"
-	diag "$(diff <(echo "$before") <(echo "$after") | head -40)"
-fi
+is_text "$(snapshot)" "$before" "nothing changed outside the bot's playground"
 for bad in "$S"/plain/.git "$S"/plain/.GIT "$S"/plain/dir/.git "$S"/newsub2/.git "$S"/wt/wsub/.git "$S"/sub/inner/.git "$S"/deep/nest/nd/.git "$S"/plain/evil.git \
 	"$S"/bare/q1/HEAD "$S"/bare/q2/refs "$S"/bare/q3/commondir "$S"/bare/q4/HEAD "$S"/bare/q5/refs \
 	"$P"/.git "$P"/HEAD "$S"/race/*/.git "$S"/race/*/*/.git "$S"/h; do
 	if [ -e "$bad" ] || [ -L "$bad" ]; then
-		not_ok "nothing planted: $bad exists"
+		planted="${planted:-} ${bad#"$T"/}"
 	fi
 done
+is "${planted:-}" "" "nothing planted: no new .git, bare-shaped folder or symlink into a git folder on the host"
 
-host_git()
-{
-	local l="$1" d="$2"
-	check "host $l: git status" git -C "$d" status
-	check "host $l: git diff" git -C "$d" diff
-	check "host $l: git log" git -C "$d" log -1
-	check "host $l: git commit --allow-empty" git -C "$d" commit -q --allow-empty -m "host after attacks"
-	check "host $l: git submodule status" git -C "$d" submodule status
-}
 host_git top "$S"
 host_git "top worktree wt" "$S/wt"
 host_git "top submodule sub" "$S/sub"
@@ -612,12 +549,6 @@ host_git filerepo "$S/filerepo"
 check "host: git add and commit a file in top (filters and hooks would run)" \
 	sh -c "cd '$S' && echo x >>a && git add a && git commit -qm 'host edit'"
 
-pwned=$(cd "$T" && ls -d PWNED-* 2>/dev/null)
-if [ -z "$pwned" ]; then
-	ok "no PWNED marker: nothing the bot planted ran"
-else
-	not_ok "no PWNED marker: nothing the bot planted ran"
-	diag "markers: $pwned"
-fi
+no_marker "no PWNED marker: nothing the bot planted ran"
 
 done_testing

@@ -10,20 +10,12 @@
 # work tree, a .git file pointing elsewhere.  The walk follows no symlink and
 # survives a chain deeper than it reads.
 . "$top_srcdir/tests/lib.sh"
-
-command -v git >/dev/null || skip_all "git is missing"
-command -v python3 >/dev/null || skip_all "python3 is missing"
-FORGE="$top_srcdir/tests/guard-forge.py"
-
-git_test_env
+. "$top_srcdir/tests/guard-lib.sh"
+guard_needs python3
 
 setup()
 {
-	set -e
-	git init -q "$T/up"
-	echo u >"$T/up/u"
-	git -C "$T/up" add u
-	git -C "$T/up" commit -qm up
+	make_upstream "$T/up"
 	git init -q "$T/clean/repo"
 	cd "$T/clean/repo"
 	echo a >f
@@ -43,12 +35,8 @@ setup()
 	echo x >x
 	git add x
 	git commit -qm x
-	set +e
 }
-if ! (setup) >"$T/setup.log" 2>&1; then
-	diag "$(cat "$T/setup.log")"
-	bail_out "setup failed"
-fi
+host_setup setup setup
 
 # audit_is DESC WANT_RC GREP PATH...: exit status WANT_RC and a line matching GREP
 audit_is()

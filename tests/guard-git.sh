@@ -10,17 +10,14 @@
 # the root, a root that is not a repository, and new repositories with and
 # without --allow-new-repos.
 . "$top_srcdir/tests/lib.sh"
-
-need_agentfs "gitguard rules"
-command -v git >/dev/null || skip_all "git is missing"
-
-git_test_env
+. "$top_srcdir/tests/guard-lib.sh"
 
 S="$T/src"     # the first mount's SOURCE: not a repository itself
 M="$T/m1"      # its mount point
 V="$T/v"       # second layout: the main repo and the worktree, each mounted
 N="$T/new"     # a root for --allow-new-repos
 MN="$T/mn"
+RAN="$T/RAN-commit-msg" # the person's commit-msg hook leaves it
 mkdir -p "$S" "$M" "$V/repo" "$V/wt" "$N" "$MN"
 
 # run_in DIR CMD...: run CMD in DIR
@@ -50,12 +47,8 @@ fails_erofs()
 # ---- on the host, before mounting -----------------------------------------
 setup()
 {
-	set -e
 	# the submodule's upstream lives outside the root
-	git init -q "$T/up"
-	echo up >"$T/up/u"
-	git -C "$T/up" add u
-	git -C "$T/up" commit -qm "upstream"
+	make_upstream "$T/up"
 
 	git init -q "$S/repo"
 	cd "$S/repo"
@@ -70,7 +63,7 @@ setup()
 	# root at its own path).
 	echo "gitdir: ../repo/.git/worktrees/wt" >"$S/wt/.git"
 	# the person's own hook: it must run through the mount
-	printf '#!/bin/sh\ntouch %s/PWNED-commit-msg\n' "$T" >.git/hooks/commit-msg
+	printf '#!/bin/sh\ntouch %s\n' "$RAN" >.git/hooks/commit-msg
 	chmod +x .git/hooks/commit-msg
 
 	# a repository whose .git is a symlink to a folder elsewhere in the root
@@ -93,20 +86,11 @@ setup()
 	# plain files at the root
 	echo plain >"$S/plain.txt"
 	mkdir "$S/plaindir"
-	set +e
 }
-if ! (setup) >"$T/setup.log" 2>&1; then
-	diag "$(cat "$T/setup.log")"
-	bail_out "host setup failed"
-fi
-rm -f "$T/PWNED-commit-msg"
+host_setup "host setup" setup
 
-if ! fs_mount "$S" "$M"; then
-	not_ok "mount $S"
-	done_testing
-	exit 1
-fi
-ok "writable mount of a folder holding a repository, worktree and submodule"
+mount_or_stop "writable mount of a folder holding a repository, worktree and submodule" \
+	fs_mount "$S" "$M"
 
 R="$M/repo"
 
@@ -123,11 +107,7 @@ check "plain: rename a file into a folder and back" sh -c \
 check "git status" run_in "$R" git status
 check "git add" run_in "$R" sh -c "echo two >b && git add b"
 check "git commit (commit-msg hook installed on the host)" run_in "$R" git commit -qm "second"
-if [ -e "$T/PWNED-commit-msg" ]; then
-	ok "the person's commit-msg hook ran through the mount"
-else
-	not_ok "the person's commit-msg hook ran through the mount"
-fi
+check "the person's commit-msg hook ran through the mount" test -e "$RAN"
 is "$(run_in "$R" git log -1 --format=%s 2>&1)" "second" "git log shows the new commit"
 check "git branch" run_in "$R" git branch feat
 check "git checkout" run_in "$R" git checkout -q feat
@@ -186,10 +166,9 @@ is "$(git -C "$S/repo" config --local x.y)" "" "the refused config write left no
 
 # ---- the linked worktree through the first mount ---------------------------
 check "worktree: git status" run_in "$M/wt" git status
-rm -f "$T/PWNED-commit-msg"
+rm -f "$RAN"
 check "worktree: git add and commit" run_in "$M/wt" sh -c "echo w >w && git add w && git commit -qm 'in worktree'"
-[ -e "$T/PWNED-commit-msg" ] && ok "worktree: the commit-msg hook ran" ||
-	not_ok "worktree: the commit-msg hook ran"
+check "worktree: the commit-msg hook ran" test -e "$RAN"
 is "$(git -C "$S/repo" log -1 --format=%s wtbranch 2>&1)" "in worktree" \
 	"worktree: the commit is on the host's branch"
 
@@ -213,11 +192,10 @@ fs_umount "$M" || not_ok "umount $M"
 if fs_mount "$S/repo" "$V/repo" && fs_mount "$S/wt" "$V/wt"; then
 	ok "mount the main repository and the worktree side by side"
 	check "own-mount worktree: git status" run_in "$V/wt" git status
-	rm -f "$T/PWNED-commit-msg"
+	rm -f "$RAN"
 	check "own-mount worktree: git add and commit" run_in "$V/wt" sh -c \
 		"echo w2 >w2 && git add w2 && git commit -qm 'own mount'"
-	[ -e "$T/PWNED-commit-msg" ] && ok "own-mount worktree: the commit-msg hook ran" ||
-		not_ok "own-mount worktree: the commit-msg hook ran"
+	check "own-mount worktree: the commit-msg hook ran" test -e "$RAN"
 	is "$(git -C "$S/repo" log -1 --format=%s wtbranch 2>&1)" "own mount" \
 		"own-mount worktree: the commit is on the host's branch"
 	check "own-mount main repo: git worktree list" run_in "$V/repo" sh -c "git worktree list | grep -q wtbranch"

@@ -10,23 +10,19 @@
 # config, read by git, does run the payload; a .gitconfig outside a home
 # stays writable.
 . "$top_srcdir/tests/lib.sh"
-
-need_agentfs "gitguard rules"
-command -v git >/dev/null || skip_all "git is missing"
-command -v useradd >/dev/null || skip_all "useradd is missing"
-command -v runuser >/dev/null || skip_all "runuser is missing"
-[ -x "$TRYOP" ] || bail_out "$TRYOP is not built"
+. "$top_srcdir/tests/guard-lib.sh"
+guard_needs useradd runuser
 
 S="$T/src"   # SOURCE: holds the user's home, home/u
 M="$T/m"
 UH="$S/home/u"
 PAY="$T/pay" # the bot's payloads: outside the root, as in its /tmp
-MARK="$T/marks" # where a payload that ran leaves its marker (the user may write there)
+MARKS="$T/marks" # where a payload that ran leaves its marker (the user may write there)
 U="agfs-h$$"
 U2="agfs-o$$" # a second person, whose home is outside the root
 UH2="$T/home2"
-mkdir -p "$S/home" "$S/other" "$S/shared" "$M" "$PAY" "$MARK"
-chmod 1777 "$MARK"
+mkdir -p "$S/home" "$S/other" "$S/shared" "$M" "$PAY" "$MARKS"
+chmod 1777 "$MARKS"
 
 # the users go with the test, whatever happens (lib_cleanup sees our status)
 home_cleanup()
@@ -65,8 +61,7 @@ evil()
 {
 	local n
 	for n in fsmonitor pre-commit post-commit; do
-		printf '#!/bin/sh\ntouch %s/PWNED-%s-%s\n' "$MARK" "$1" "$n" >"$PAY/$1-$n"
-		chmod 755 "$PAY/$1-$n"
+		payload "$PAY/$1-$n" "$1-$n"
 	done
 	mkdir -p "$PAY/$1-hooks"
 	cp "$PAY/$1-pre-commit" "$PAY/$1-hooks/pre-commit"
@@ -77,14 +72,12 @@ evil()
 # sshcfg NAME: an ssh config whose ProxyCommand leaves PWNED-NAME-ssh; git over ssh runs it
 sshcfg()
 {
-	printf '#!/bin/sh\ntouch %s/PWNED-%s-ssh\nexit 1\n' "$MARK" "$1" >"$PAY/$1-ssh"
-	chmod 755 "$PAY/$1-ssh"
+	payload "$PAY/$1-ssh" "$1-ssh" 1
 	printf 'Host *\n\tProxyCommand %s\n' "$PAY/$1-ssh"
 }
 
 setup()
 {
-	set -e
 	mkdir -p "$UH/.config/git" "$UH/work" "$UH/.ssh/config.d" "$UH/.gnupg"
 	# the common split ssh setup: config Includes every file of config.d
 	printf 'Include config.d/*\n' >"$UH/.ssh/config"
@@ -112,19 +105,15 @@ setup()
 	evil bot >"$PAY/bot.cfg"
 	sshcfg bot >"$PAY/bot.ssh"
 	evil control >"$PAY/control.cfg"
-	set +e
 }
-if ! (setup) >"$T/setup.log" 2>&1; then
-	diag "$(cat "$T/setup.log")"
-	bail_out "host setup failed"
-fi
+host_setup host-setup setup
 
 # ---- control: this config, read by the user's git, runs the payload --------
 mkdir -p "$T/ctl"
 cp "$PAY/control.cfg" "$T/ctl/.gitconfig"
 chown -R "$U" "$T/ctl"
 runuser -u "$U" -- env -i HOME="$T/ctl" PATH="$PATH" git -C "$T/repo" status >/dev/null 2>&1
-if [ -e "$MARK/PWNED-control-fsmonitor" ]; then
+if [ -e "$MARKS/PWNED-control-fsmonitor" ]; then
 	ok "control: a planted ~/.gitconfig runs the bot's program on git status"
 else
 	skip "control: this git does not run core.fsmonitor (the attacks below prove less)"
@@ -137,31 +126,19 @@ chown -R "$U2" "$UH2/.ssh"
 chmod 700 "$UH2/.ssh"
 as_user2 timeout 20 git ls-remote ssh://git@example.invalid/x.git >/dev/null 2>&1
 rm -rf "$UH2/.ssh"
-if [ -e "$MARK/PWNED-control-ssh" ]; then
+if [ -e "$MARKS/PWNED-control-ssh" ]; then
 	ok "control: a planted ~/.ssh/config runs the bot's program on git over ssh"
 else
 	skip "control: this ssh does not run ProxyCommand here (the ssh attack below proves less)"
 fi
 
-if ! fs_mount "$S" "$M"; then
-	not_ok "mount $S"
-	done_testing
-	exit 1
-fi
-ok "writable mount of a folder that holds a home"
+mount_or_stop "writable mount of a folder that holds a home" fs_mount "$S" "$M"
 H="$M/home/u"
 
-try() { "$TRYOP" "$@"; }
-# plant FILE [PAYLOAD]: append PAYLOAD (the bot's git config) to FILE; prints OK or the error
+# plant FILE [PAYLOAD]: append PAYLOAD (the bot's git config) to FILE; prints OK, EROFS or the error
 plant()
 {
-	if (cat "${2:-$PAY/bot.cfg}" >>"$1") 2>"$T/plant.err"; then
-		echo OK
-	elif grep -q 'Read-only file system' "$T/plant.err"; then
-		echo EROFS
-	else
-		cat "$T/plant.err"
-	fi
+	shell_result append_text "$1" "$(cat "${2:-$PAY/bot.cfg}")"
 }
 
 # ---- ~/.gitconfig -----------------------------------------------------------
@@ -267,6 +244,6 @@ as_user2 git -C "$T/repo2" status >>"$T/host.log" 2>&1
 is "$?" 0 "host: the second person's git status runs"
 as_user2 git -C "$T/repo2" commit -q --allow-empty -m x >>"$T/host.log" 2>&1
 is "$?" 0 "host: the second person's git commit runs"
-is "$(ls "$MARK" | grep 'PWNED-bot' | tr '\n' ' ')" "" "host: nothing the bot planted ran"
+no_marker "host: nothing the bot planted ran" bot
 
 done_testing

@@ -12,13 +12,8 @@
 # checkout -f, commit) must write nothing outside the worktree or in
 # .git/hooks, and no marker may appear.
 . "$top_srcdir/tests/lib.sh"
-
-need_agentfs "gitguard rules"
-command -v git >/dev/null || skip_all "git is missing"
-command -v python3 >/dev/null || skip_all "python3 is missing"
-FORGE="$top_srcdir/tests/guard-forge.py"
-
-git_test_env
+. "$top_srcdir/tests/guard-lib.sh"
+guard_needs python3
 
 S="$T/src"  # SOURCE: a repository with a linked worktree
 M="$T/m"    # its mount point
@@ -27,7 +22,6 @@ mkdir -p "$S" "$M" "$B" "$T/outside"
 
 setup()
 {
-	set -e
 	git init -q "$S/repo"
 	cd "$S/repo"
 	echo one >a
@@ -55,35 +49,17 @@ setup()
 	echo x >x
 	git add x
 	git commit -qm x
-	set +e
 }
-if ! (setup) >"$T/setup.log" 2>&1; then
-	diag "$(cat "$T/setup.log")"
-	bail_out "host setup failed"
-fi
+host_setup "host-setup" setup
 
-if ! fs_mount "$S" "$M"; then
-	not_ok "mount $S"
-	done_testing
-	exit 1
-fi
-ok "writable mount of a repository with a linked worktree"
+mount_or_stop "writable mount of a repository with a linked worktree" fs_mount "$S" "$M"
 
 G="$M/repo/.git"
 # The payload blob, written by the bot through the mount (objects are writable).
-printf '#!/bin/sh\ntouch %s/PWNED-x2\n' "$T" >"$B/payload"
+hook x2 >"$B/payload"
 SHA=$(cd "$M/repo" && git hash-object -w "$B/payload")
 [ -n "$SHA" ] || bail_out "git hash-object through the mount failed"
 GOOD=$(cd "$M/repo" && git rev-parse HEAD:a)
-
-# expect DESC WANT CMD...: CMD (a guard-forge.py plant) must print WANT
-expect()
-{
-	local desc="$1" want="$2" got
-	shift 2
-	got=$(python3 "$FORGE" "$@" 2>&1 | head -1)
-	is "$got" "$want" "$desc"
-}
 
 # forged VERSION PATH: an index with README and PATH (mode 755, the payload)
 forged()
@@ -98,33 +74,33 @@ for path in .git/hooks/pre-commit .GIT/hooks/pre-commit .Git/hooks/pre-commit \
 	../outside/pwned "$T/outside/abs" d//x ./d/x sub/.git/hooks/pre-commit; do
 	for v in 2 3 4; do
 		forged "$v" "$path"
-		expect "v$v '$path': rename of index.lock onto index refused" EROFS \
+		forge_is "v$v '$path': rename of index.lock onto index refused" EROFS \
 			plant-rename "$G/index.lock" "$G/index" "$B/forged"
 		rm -f "$G/index.lock"
 	done
 done
 forged 2 .git/hooks/pre-commit
-expect "write in place of index refused" EROFS plant-write "$G/index" "$B/forged"
-expect "truncate of index refused" EROFS plant-trunc "$G/index" 0
-expect "rename onto sharedindex.* refused" EROFS \
+forge_is "write in place of index refused" EROFS plant-write "$G/index" "$B/forged"
+forge_is "truncate of index refused" EROFS plant-trunc "$G/index" 0
+forge_is "rename onto sharedindex.* refused" EROFS \
 	plant-rename "$G/sharedindex.1234" "$G/sharedindex.$SHA" "$B/forged"
 rm -f "$G/sharedindex.1234"
-expect "create of sharedindex.* refused" EROFS plant-create "$G/sharedindex.$GOOD"
-expect "rename onto the worktree's index refused" EROFS \
+forge_is "create of sharedindex.* refused" EROFS plant-create "$G/sharedindex.$GOOD"
+forge_is "rename onto the worktree's index refused" EROFS \
 	plant-rename "$G/worktrees/wt/index.lock" "$G/worktrees/wt/index" "$B/forged"
 rm -f "$G/worktrees/wt/index.lock"
-expect "write in place of the worktree's index refused" EROFS \
+forge_is "write in place of the worktree's index refused" EROFS \
 	plant-write "$G/worktrees/wt/index" "$B/forged"
 cp "$B/forged" "$M/forged-in-root"
-expect "symlink made at sharedindex.* refused" EROFS plant-symlink ../../forged-in-root \
+forge_is "symlink made at sharedindex.* refused" EROFS plant-symlink ../../forged-in-root \
 	"$G/sharedindex.$GOOD"
-expect "rename of a symlink onto index refused" EROFS \
+forge_is "rename of a symlink onto index refused" EROFS \
 	symlink-rename ../../forged-in-root "$G/ln.lock" "$G/index"
 rm -f "$G/ln.lock"
-expect "hard link onto sharedindex.* refused" EROFS plant-link "$M/forged-in-root" \
+forge_is "hard link onto sharedindex.* refused" EROFS plant-link "$M/forged-in-root" \
 	"$G/sharedindex.$GOOD"
 python3 "$FORGE" index "$B/legit" 2 "100644:$GOOD:a" "100644:$GOOD:d/b"
-expect "rename of a legit index with a second name refused" EROFS \
+forge_is "rename of a legit index with a second name refused" EROFS \
 	two-names "$G/index.lock" "$G/index" "$B/legit"
 rm -f "$G/index.lock" "$G/index.lock.second"
 out=$(python3 "$FORGE" hold-rename "$G/index.lock" "$G/index" "$B/legit" 2>&1)
@@ -133,9 +109,9 @@ diag "the rename waited $(echo "$out" | tail -1) s for the writer to go"
 rm -f "$G/index.lock"
 
 # ---- what git does still works, and what it did is sealed ------------------
-expect "rename of a legit index.lock onto index allowed" ok \
+forge_is "rename of a legit index.lock onto index allowed" ok \
 	plant-rename "$G/index.lock" "$G/index" "$B/legit"
-expect "the renamed-in index is not writable afterwards" EROFS plant-append "$G/index" x
+forge_is "the renamed-in index is not writable afterwards" EROFS plant-append "$G/index" x
 check "git status through the mount" sh -c "cd '$M/repo' && git status --porcelain"
 check "git add through the mount" sh -c "cd '$M/repo' && echo three >c && git add c"
 check "git commit through the mount" sh -c "cd '$M/repo' && git commit -qm c"
@@ -158,26 +134,26 @@ forged_hk()
 	python3 "$FORGE" index "$B/forged-hk" 2 $(printf '%s\n' "${ents[@]}" | grep .)
 }
 forged_hk
-expect "husky: the index as git wrote it may be renamed in" ok \
+forge_is "husky: the index as git wrote it may be renamed in" ok \
 	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/forged-hk"
 forged_hk "100755:$HSHA:.husky/pre-commit"
-expect "husky: a hook entry with the bot's content refused" EROFS \
+forge_is "husky: a hook entry with the bot's content refused" EROFS \
 	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/forged-hk"
 forged_hk "100755:$HSHA:.husky/pre-push"
-expect "husky: a new hook entry refused" EROFS \
+forge_is "husky: a new hook entry refused" EROFS \
 	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/forged-hk"
 forged_hk "100644:$HSHA:shared.cfg"
-expect "an include target entry with the bot's content refused" EROFS \
+forge_is "an include target entry with the bot's content refused" EROFS \
 	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/forged-hk"
 python3 "$FORGE" index "$B/forged-hk" 2 "100644:$GOOD:a" "120000:$HSHA:.husky"
-expect "a symlink entry over the hooks folder refused" EROFS \
+forge_is "a symlink entry over the hooks folder refused" EROFS \
 	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/forged-hk"
 rm -f "$H/.git/index.lock"
 HW="$H/.git/worktrees/hkwt"
 check "husky linked worktree: git add and commit through the mount" sh -c \
 	"cd '$M/hkwt' && echo w >w && git add w && git commit -qm w"
 forged_hk "100755:$HSHA:.husky/pre-commit"
-expect "husky linked worktree: a hook entry with the bot's content refused" EROFS \
+forge_is "husky linked worktree: a hook entry with the bot's content refused" EROFS \
 	plant-rename "$HW/index.lock" "$HW/index" "$B/forged-hk"
 rm -f "$HW/index.lock"
 
@@ -186,7 +162,7 @@ check "SHA-256 repository: git add and commit through the mount" sh -c \
 SHA256=$(cd "$M/r256" && git hash-object -w "$B/payload")
 python3 "$FORGE" index "$B/forged256" 2 "100755:$SHA256:.git/hooks/pre-commit" 2>/dev/null ||
 	true
-expect "SHA-256 repository: a forged index refused" EROFS \
+forge_is "SHA-256 repository: a forged index refused" EROFS \
 	plant-rename "$M/r256/.git/index.lock" "$M/r256/.git/index" "$B/forged256"
 rm -f "$M/r256/.git/index.lock"
 
@@ -204,7 +180,7 @@ is "$?" 0 "host: git restore, checkout -f and commit succeed"
 is "$(ls "$S/repo/.git/hooks" | grep -v '\.sample$' | tr '\n' ' ')" "" \
 	"host: no hook appeared in .git/hooks"
 is "$(ls "$T/outside" | tr '\n' ' ')" "" "host: nothing written outside the root"
-is "$(ls "$T" | grep PWNED | tr '\n' ' ')" "" "host: no marker"
+no_marker "host: no marker"
 is "$(find "$S" -name 'pre-commit' -o -name pwned -o -name pre-push | grep -v '/hk\(wt\)\?/.husky/pre-commit$' |
 	tr '\n' ' ')" "" "host: no planted file anywhere in the source"
 is "$(cat "$S/hkwt/.husky/pre-commit" "$S/hk/shared.cfg" | tr '\n' ' ')" \

@@ -25,51 +25,8 @@
 # Each attack must fail with EROFS, and no PWNED-* marker may appear when git
 # runs on the SOURCE afterwards.
 . "$top_srcdir/tests/lib.sh"
-
-need_agentfs "gitguard rules"
-command -v git >/dev/null || skip_all "git is missing"
-command -v python3 >/dev/null || skip_all "python3 is missing"
-GTRY="$top_builddir/tests/guard-tryop"
-[ -x "$TRYOP" ] || bail_out "$TRYOP is not built"
-[ -x "$GTRY" ] || bail_out "$GTRY is not built"
-
-git_test_env
-
-# hook NAME: a script that leaves $T/PWNED-NAME when git runs it
-hook()
-{
-	printf '#!/bin/sh\ntouch %s/PWNED-%s\n' "$T" "$1"
-}
-# refuse DESC CMD...: CMD (fs-tryop or guard-tryop) must print EROFS
-refuse()
-{
-	local desc="$1" got
-	shift
-	got=$("$@" 2>&1)
-	is "$got" EROFS "$desc: EROFS"
-}
-allow()
-{
-	local desc="$1" got
-	shift
-	got=$("$@" 2>&1)
-	is "$got" OK "$desc: allowed"
-}
-try() { "$TRYOP" "$@"; }
-gtry() { "$GTRY" "$@"; }
-
-# no_marker DESC: no payload ran
-no_marker()
-{
-	local pwned
-	pwned=$(cd "$T" && ls -d PWNED-* 2>/dev/null)
-	if [ -z "$pwned" ]; then
-		ok "$1: no PWNED marker"
-	else
-		not_ok "$1: no PWNED marker"
-		diag "markers: $pwned"
-	fi
-}
+. "$top_srcdir/tests/guard-lib.sh"
+guard_needs python3
 
 # chain DIR DEPTH [LEAF]: a chain of DEPTH folders "d" below DIR, made one
 # level at a time with mkdirat/openat (no path is longer than a name); with
@@ -164,7 +121,7 @@ else
 	diag "$(cat "$T/deep-mount.log")"
 fi
 FS_WRAP=()
-[ -d "$S1/hidden/d" ] && ok "the hidden chain is where it was" || not_ok "the hidden chain is where it was"
+check "the hidden chain is where it was" test -d "$S1/hidden/d"
 
 # ---- 2. symbolic links inside a git folder (D9) -----------------------------
 S2="$T/sl-src"
@@ -173,8 +130,8 @@ OUTOBJ="$T/outside-objects" # where a planted objects/XX link would send objects
 EVIL2="$T/evil-repo"        # a repository of the attacker's, outside the root
 mkdir -p "$S2" "$M2" "$OUTOBJ"
 git init -q --bare "$EVIL2"
-(
-	set -e
+setup_sl()
+{
 	git init -q "$S2"
 	cd "$S2"
 	echo one >a
@@ -191,7 +148,8 @@ git init -q --bare "$EVIL2"
 	git init -q psr
 	git -C psr config core.preferSymlinkRefs true
 	git -C psr commit -q --allow-empty -m init
-) >"$T/sl-setup.log" 2>&1 || { diag "$(cat "$T/sl-setup.log")"; bail_out "symlink setup failed"; }
+}
+host_setup sl-setup setup_sl
 ln -s "$OUTOBJ" "$S2/plain/linkdir/out"
 
 if fs_mount "$S2" "$M2"; then
@@ -228,8 +186,7 @@ if fs_mount "$S2" "$M2"; then
 		gtry create "$M2/pre/.git/objects/new-file" x
 	check "preferSymlinkRefs: git checkout -b makes HEAD a symlink through the mount" \
 		git -C "$M2/psr" checkout -q -b other
-	[ -L "$S2/psr/.git/HEAD" ] && ok "HEAD is a symlink to refs/heads/other" ||
-		not_ok "HEAD is a symlink to refs/heads/other"
+	check "HEAD is a symlink to refs/heads/other" test -L "$S2/psr/.git/HEAD"
 	check "git commit through the mount in a guarded repository" \
 		sh -c "cd '$M2' && echo two >>a && git commit -qam two"
 	fs_umount "$M2"
@@ -238,9 +195,9 @@ else
 fi
 check "host git commit in the repository" sh -c "cd '$S2' && echo three >>a && git commit -qam three"
 check "host git status in pre" git -C "$S2/pre" status
-is "$(ls -A "$OUTOBJ")" "" "no object was written outside the root"
-is "$(ls -A "$S2/pre/botinfo")" "" "nothing written in the folder pre's objects/info points to"
-no_marker "symlinks in git folders"
+is "$(ls -A "$OUTOBJ" 2>&1)" "" "no object was written outside the root"
+is "$(ls -A "$S2/pre/botinfo" 2>&1)" "" "nothing written in the folder pre's objects/info points to"
+no_marker "symlinks in git folders: no PWNED marker"
 
 # ---- 3. a relative core.hooksPath at every worktree top (W2) ----------------
 # githooks(5): relative to the top of the worktree where git runs.
@@ -255,8 +212,8 @@ person_hook()
 {
 	printf '#!/bin/sh\ntouch %s/RAN-%s\n' "$T" "$1"
 }
-(
-	set -e
+setup_hp()
+{
 	cd "$S3"
 	# hp: hooksPath=hooks-dir, a person's hook in it, committed so every
 	# worktree has the folder; a linked worktree hp-wt
@@ -319,7 +276,8 @@ person_hook()
 	git -C "$OUT3" commit -qm init
 	git -C "$OUT3" config core.hooksPath hooks-dir
 	git -C "$OUT3" worktree add -q "$OWT" -b wtb
-) >"$T/hp-setup.log" 2>&1 || { diag "$(cat "$T/hp-setup.log")"; bail_out "hooksPath setup failed"; }
+}
+host_setup hp-setup setup_hp
 
 if fs_mount "$S3" "$M3"; then
 	for w in hp hp-wt husky husky-wt sep lnk super/sub wtc inc; do
@@ -339,7 +297,7 @@ if fs_mount "$S3" "$M3"; then
 		"touch $T/PWNED-hp-wt-append"
 	check "husky: commit through the mount runs the person's husky hook" \
 		sh -c "cd '$M3/husky' && echo x >f && git add f && git commit -qm x"
-	[ -e "$T/RAN-husky" ] && ok "husky: the person's hook ran" || not_ok "husky: the person's hook ran"
+	check "husky: the person's hook ran" test -e "$T/RAN-husky"
 	check "hp-wt: commit through the mount in the linked worktree" \
 		sh -c "cd '$M3/hp-wt' && echo x >f && git add f && git commit -qm x"
 	fs_umount "$M3"
@@ -356,11 +314,11 @@ else
 	not_ok "mount the linked worktree $OWT"
 fi
 for w in hp hp-wt husky husky-wt sep lnk super super/sub inc; do
-	check "host: git commit in $w" git -C "$S3/$w" commit -q --allow-empty -m "host after attacks"
+	host_commit "$w" "$S3/$w"
 done
 check "host: git commit in the outside repository's worktree" \
 	git -C "$OWT" commit -q --allow-empty -m "host after attacks"
-no_marker "hooksPath at every worktree top"
+no_marker "hooksPath at every worktree top: no PWNED marker"
 
 # ---- 4. absolute config paths through a host alias of the source -------------
 # $T/alias -> data, and the source is $T/data/src: git on the host resolves
@@ -370,8 +328,8 @@ M4="$T/alias-m"
 mkdir -p "$S4" "$M4"
 ln -s data "$T/alias"
 A4="$T/alias/src"
-(
-	set -e
+setup_abs()
+{
 	cd "$S4"
 	git init -q abs
 	git -C abs commit -q --allow-empty -m init
@@ -389,7 +347,8 @@ A4="$T/alias/src"
 	echo "gitdir: $A4/rel/.git/worktrees/relwt" >relwt/.git
 	echo "$A4/relwt/.git" >rel/.git/worktrees/relwt/gitdir
 	git -C relwt status >/dev/null
-) >"$T/abs-setup.log" 2>&1 || { diag "$(cat "$T/abs-setup.log")"; bail_out "alias setup failed"; }
+}
+host_setup abs-setup setup_abs
 
 if fs_mount "$S4" "$M4"; then
 	refuse "absolute hooksPath through a host alias: create pre-commit" \
@@ -397,33 +356,33 @@ if fs_mount "$S4" "$M4"; then
 	refuse "absolute hooksPath through a host alias: rename the folder away" \
 		try rename "$M4/abs/hooks-abs" "$M4/abs/hooks-old"
 	refuse "absolute include.path through a host alias: create the missing target" \
-		gtry create "$M4/abs/inc-abs.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-abs\n' "$T")"
+		gtry create "$M4/abs/inc-abs.cfg" "$(fsmonitor_cfg "$T/payload-abs")"
 	refuse "absolute includeIf path through a host alias: create the missing target" \
-		gtry create "$M4/abs/incif-abs.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-abs\n' "$T")"
+		gtry create "$M4/abs/incif-abs.cfg" "$(fsmonitor_cfg "$T/payload-abs")"
 	refuse "gitdir through a host alias: relative hooksPath at that worktree's top" \
 		gtry create "$M4/relwt/hooks-rel/pre-commit" "$(hook relwt-pre-commit)"
 	fs_umount "$M4"
 else
 	not_ok "mount $S4"
 fi
-printf '#!/bin/sh\ntouch %s/PWNED-abs-fsmonitor\n' "$T" >"$T/payload-abs"
-chmod +x "$T/payload-abs"
-check "host: git commit in abs" git -C "$S4/abs" commit -q --allow-empty -m "host after attacks"
-check "host: git commit in relwt" git -C "$S4/relwt" commit -q --allow-empty -m "host after attacks"
-no_marker "absolute paths through a host alias"
+payload "$T/payload-abs" abs-fsmonitor
+host_commit "abs" "$S4/abs"
+host_commit "relwt" "$S4/relwt"
+no_marker "absolute paths through a host alias: no PWNED marker"
 
 # ---- 5. a config changed on the host while the mount is live ----------------
 S5="$T/live-src"
 M5="$T/live-m"
 mkdir -p "$S5" "$M5"
-(
-	set -e
+setup_live()
+{
 	git init -q "$S5"
 	git -C "$S5" commit -q --allow-empty -m init
 	printf '[user]\n\tnote = inc\n' >"$S5/inc.cfg"
 	git -C "$S5" config include.path ../inc.cfg
 	git -C "$S5" worktree add -q "$S5/lwt" -b wtb
-) >"$T/live-setup.log" 2>&1 || { diag "$(cat "$T/live-setup.log")"; bail_out "live setup failed"; }
+}
+host_setup live-setup setup_live
 
 if fs_mount "$S5" "$M5"; then
 	allow "bot makes a plain folder already-there/ before any hooksPath names it" \
@@ -453,27 +412,26 @@ if fs_mount "$S5" "$M5"; then
 	git -C "$S5" config --add include.path ../inc2.cfg
 	sleep 0.2
 	refuse "host added include.path=../inc2.cfg: bot makes inc2.cfg" \
-		gtry create "$M5/inc2.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-live\n' "$T")"
+		gtry create "$M5/inc2.cfg" "$(fsmonitor_cfg "$T/payload-live")"
 	fs_umount "$M5"
 else
 	not_ok "mount $S5"
 fi
-printf '#!/bin/sh\ntouch %s/PWNED-live-fsmonitor\n' "$T" >"$T/payload-live"
-chmod +x "$T/payload-live"
+payload "$T/payload-live" live-fsmonitor
 git -C "$S5" config core.hooksPath already-there
 check "host: git commit after the live changes" git -C "$S5" commit -q --allow-empty -m "host after attacks"
-check "host: git commit in the linked worktree" git -C "$S5/lwt" commit -q --allow-empty -m "host after"
+host_commit "the linked worktree" "$S5/lwt"
 check "host: git commit in the linked worktree made while mounted" \
 	git -C "$S5/lwt2" commit -q --allow-empty -m "host after"
-no_marker "config changed while mounted"
+no_marker "config changed while mounted: no PWNED marker"
 
 # ---- 6. a root that is a folder of a worktree: the repository above ---------
 S6="$T/above"
 M6="$T/above-m"
 M6W="$T/above-mw"
 mkdir -p "$S6" "$M6" "$M6W"
-(
-	set -e
+setup_above()
+{
 	git init -q "$S6/app"
 	mkdir -p "$S6/app/docs/hooks-dir"
 	person_hook above >"$S6/app/docs/hooks-dir/post-commit"
@@ -483,13 +441,14 @@ mkdir -p "$S6" "$M6" "$M6W"
 	git -C "$S6/app" config core.hooksPath docs/hooks-dir
 	git -C "$S6/app" config include.path ../docs/inc.cfg
 	git -C "$S6/app" worktree add -q "$S6/app-wt" -b wtb
-) >"$T/above-setup.log" 2>&1 || { diag "$(cat "$T/above-setup.log")"; bail_out "above setup failed"; }
+}
+host_setup above-setup setup_above
 
 if fs_mount "$S6/app/docs" "$M6" && fs_mount "$S6/app-wt/docs" "$M6W"; then
 	refuse "root = app/docs: hooksPath docs/hooks-dir of the repository above: create pre-commit" \
 		gtry create "$M6/hooks-dir/pre-commit" "$(hook above-pre-commit)"
 	refuse "root = app/docs: include ../docs/inc.cfg of the repository above: create it" \
-		gtry create "$M6/inc.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-above\n' "$T")"
+		gtry create "$M6/inc.cfg" "$(fsmonitor_cfg "$T/payload-above")"
 	refuse "root = app-wt/docs (a linked worktree's folder): create hooks-dir/pre-commit" \
 		gtry create "$M6W/hooks-dir/pre-commit" "$(hook above-wt-pre-commit)"
 	allow "root = app/docs: other files stay writable" gtry create "$M6/notes.md" notes
@@ -498,18 +457,17 @@ if fs_mount "$S6/app/docs" "$M6" && fs_mount "$S6/app-wt/docs" "$M6W"; then
 else
 	not_ok "mount app/docs and app-wt/docs"
 fi
-printf '#!/bin/sh\ntouch %s/PWNED-above-fsmonitor\n' "$T" >"$T/payload-above"
-chmod +x "$T/payload-above"
-check "host: git commit in app" git -C "$S6/app" commit -q --allow-empty -m "host after attacks"
-check "host: git commit in app-wt" git -C "$S6/app-wt" commit -q --allow-empty -m "host after"
-no_marker "the repository above the root"
+payload "$T/payload-above" above-fsmonitor
+host_commit "app" "$S6/app"
+host_commit "app-wt" "$S6/app-wt"
+no_marker "the repository above the root: no PWNED marker"
 
 # ---- 7. the person's global config: a relative hooksPath for every repository
 S7="$T/global-src"
 M7="$T/global-m"
 mkdir -p "$S7" "$M7"
-(
-	set -e
+setup_global()
+{
 	git init -q "$S7/r"
 	git -C "$S7/r" commit -q --allow-empty -m init
 	printf '[user]\n\tnote = shared\n' >"$S7/shared.cfg"
@@ -519,11 +477,12 @@ mkdir -p "$S7" "$M7"
 	mkdir -p "$HOME/dotfiles"
 	mv "$HOME/.gitconfig" "$HOME/dotfiles/gitconfig"
 	ln -s dotfiles/gitconfig "$HOME/.gitconfig"
-) >"$T/global-setup.log" 2>&1 || { diag "$(cat "$T/global-setup.log")"; bail_out "global setup failed"; }
+}
+host_setup global-setup setup_global
 if fs_mount "$S7" "$M7"; then
 	refuse "global core.hooksPath=.githooks: bot makes r/.githooks" try mkdir "$M7/r/.githooks"
 	refuse "global include.path into the root: bot writes it" \
-		gtry append "$M7/shared.cfg" "$(printf '[core]\n\tfsmonitor = %s/payload-global\n' "$T")"
+		gtry append "$M7/shared.cfg" "$(fsmonitor_cfg "$T/payload-global")"
 	git config --global core.hooksPath .hooks2
 	sleep 0.2
 	refuse "global core.hooksPath changed to .hooks2 while mounted: bot makes r/.hooks2" \
@@ -532,26 +491,26 @@ if fs_mount "$S7" "$M7"; then
 else
 	not_ok "mount $S7"
 fi
-printf '#!/bin/sh\ntouch %s/PWNED-global-fsmonitor\n' "$T" >"$T/payload-global"
-chmod +x "$T/payload-global"
-check "host: git commit in r" git -C "$S7/r" commit -q --allow-empty -m "host after attacks"
+payload "$T/payload-global" global-fsmonitor
+host_commit "r" "$S7/r"
 git config --global --unset core.hooksPath
 git config --global --unset include.path
-no_marker "the person's global config"
+no_marker "the person's global config: no PWNED marker"
 
 # ---- 8. a repository the person makes on the host while the mount is live --
 S8="$T/new-src"
 M8="$T/new-m"
 mkdir -p "$S8" "$M8"
+setup_new()
+{
+	git init -q "$S8/newrepo"
+	git -C "$S8/newrepo" config core.hooksPath hk
+	mkdir "$S8/store"
+	git init -q --separate-git-dir="$S8/store/sg" "$S8/newsep"
+	git -C "$S8/newsep" config core.hooksPath hk
+}
 if fs_mount "$S8" "$M8"; then
-	(
-		set -e
-		git init -q "$S8/newrepo"
-		git -C "$S8/newrepo" config core.hooksPath hk
-		mkdir "$S8/store"
-		git init -q --separate-git-dir="$S8/store/sg" "$S8/newsep"
-		git -C "$S8/newsep" config core.hooksPath hk
-	) >"$T/new-setup.log" 2>&1 || diag "$(cat "$T/new-setup.log")"
+	host_setup new-setup setup_new
 	refuse "a repository made on the host while mounted: bot makes newrepo/hk" \
 		try mkdir "$M8/newrepo/hk"
 	refuse "a --separate-git-dir repository made on the host while mounted: bot makes newsep/hk" \
@@ -560,8 +519,8 @@ if fs_mount "$S8" "$M8"; then
 else
 	not_ok "mount $S8"
 fi
-check "host: git commit in newrepo" git -C "$S8/newrepo" commit -q --allow-empty -m "host"
-check "host: git commit in newsep" git -C "$S8/newsep" commit -q --allow-empty -m "host"
-no_marker "repositories made while mounted"
+host_commit "newrepo" "$S8/newrepo"
+host_commit "newsep" "$S8/newsep"
+no_marker "repositories made while mounted: no PWNED marker"
 
 done_testing

@@ -12,11 +12,7 @@
 # git says it reads, must fail with EROFS; then plain git on the host runs
 # in every worktree and no planted hook may have run.
 . "$top_srcdir/tests/lib.sh"
-
-need_agentfs "gitguard against git's own answers"
-command -v git >/dev/null || skip_all "git is missing"
-
-git_test_env
+. "$top_srcdir/tests/guard-lib.sh"
 
 S="$T/src"
 M="$T/m"
@@ -29,9 +25,7 @@ commit_in() { git -C "$1" commit -q --allow-empty -m "$2"; }
 # ---- the corpus, made by git on the host ----------------------------------
 corpus()
 {
-	set -e
-	git init -q "$T/up"
-	commit_in "$T/up" upstream
+	make_upstream "$T/up"
 
 	git init -q "$S/plain"
 	commit_in "$S/plain" init
@@ -92,11 +86,8 @@ corpus()
 	git init -q --bare "$S/bare.git"
 	git init -q --bare "$S/bare2.git"
 	git -C "$S/bare2.git" config core.hooksPath hk
-	set +e
 }
-# not in an || list: set -e would be off inside
-( corpus ) >"$T/corpus.log" 2>&1
-[ $? -eq 0 ] || { cat "$T/corpus.log" >&2; bail_out "building the corpus"; }
+host_setup corpus corpus
 
 TOPS="plain plain-wt plain/subm plain/subn sep symwt hp hp-wt wtc wtc-wt hus abs bare.git bare2.git"
 RS=$(realpath "$S")
@@ -132,25 +123,10 @@ in_mount()
 	esac
 }
 
-hook()
-{
-	printf '#!/bin/sh\ntouch %s/PWNED-%s\n' "$T" "$(printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '-')"
-}
-
 # plant FILE LABEL: write a hook at FILE; prints EROFS, OK or the error
 plant()
 {
-	local out
-	out=$( { hook "$2" >"$1"; } 2>&1 )
-	if [ -z "$out" ]; then
-		chmod +x "$1" 2>/dev/null
-		echo OK
-	else
-		case "$out" in
-		*"Read-only file system"*) echo EROFS ;;
-		*) echo "$out" ;;
-		esac
-	fi
+	shell_result payload "$1" "$2"
 }
 
 # the hooks folders must exist for a planted hook to be a threat
@@ -178,8 +154,7 @@ check_root()
 		while read -r f; do
 			[ -n "$f" ] || continue
 			mf=$(in_mount "$f" "$root" "$mnt") || continue
-			got=$( { printf '[core]\n\tfsmonitor = %s\n' "$T/payload" >>"$mf"; } 2>&1 )
-			case "$got" in *"Read-only file system"*) got=EROFS ;; "") got=OK ;; esac
+			got=$(shell_result append_text "$mf" "$(fsmonitor_cfg "$T/payload")")
 			is "$got" EROFS "${mnt##*/}: $top: config file ${f#"$RS"/} (git config --show-origin)"
 		done < <(config_files "$top")
 	done
@@ -192,8 +167,7 @@ check_worktrees()
 	while read -r wt; do
 		mw=$(in_mount "$(realpath -m "$wt")" "$root" "$mnt") || continue
 		[ -f "$wt/.git" ] || continue
-		got=$( { echo "gitdir: $T" >"$mw/.git"; } 2>&1 )
-		case "$got" in *"Read-only file system"*) got=EROFS ;; "") got=OK ;; esac
+		got=$(shell_result write_text "$mw/.git" "gitdir: $T")
 		is "$got" EROFS "${mnt##*/}: .git file of worktree ${wt#"$RS"/} (git worktree list)"
 	done < <(for top in plain hp wtc; do
 		git -C "$S/$top" worktree list --porcelain | sed -n 's/^worktree //p'
@@ -219,16 +193,18 @@ else
 fi
 
 # ---- plain git on the host, in every worktree --------------------------------
+# (a bare repository has no work tree to commit in: a commit and a ref
+# update run its reference-transaction hook)
 for top in $TOPS; do
 	case "$top" in
 	*.git)
-		tree=$(git -C "$S/$top" mktree </dev/null)
-		c=$(git -C "$S/$top" commit-tree "$tree" -m host) &&
-			git -C "$S/$top" update-ref refs/heads/host "$c" ;;
-	*) commit_in "$S/$top" host ;;
-	esac >/dev/null 2>&1
+		check "host: git commit-tree and update-ref in $top" sh -c \
+			"t=\$(git -C '$S/$top' mktree </dev/null) &&
+			 c=\$(git -C '$S/$top' commit-tree \$t -m host) &&
+			 git -C '$S/$top' update-ref refs/heads/host \$c" ;;
+	*) host_commit "$top" "$S/$top" ;;
+	esac
 done
-pwned=$(cd "$T" && ls -d PWNED-* 2>/dev/null | tr '\n' ' ')
-is "$pwned" "" "host git ran no planted hook in any worktree"
+no_marker "host git ran no planted hook in any worktree"
 
 done_testing

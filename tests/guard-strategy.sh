@@ -12,13 +12,8 @@
 # marker may appear.  A control plants the same on the host directly and
 # shows git would run it.
 . "$top_srcdir/tests/lib.sh"
-
-need_agentfs "gitguard rules"
-command -v git >/dev/null || skip_all "git is missing"
-command -v python3 >/dev/null || skip_all "python3 is missing"
-FORGE="$top_srcdir/tests/guard-forge.py"
-
-git_test_env
+. "$top_srcdir/tests/guard-lib.sh"
+guard_needs python3
 
 S="$T/src" # SOURCE: two repositories
 M="$T/m"
@@ -48,30 +43,25 @@ conflicted()
 
 setup()
 {
-	set -e
 	(conflicted "$S/rb")
 	(conflicted "$S/cp")
 	(conflicted "$C/rb")
-	set +e
 }
-if ! (setup) >"$T/setup.log" 2>&1; then
-	diag "$(cat "$T/setup.log")"
-	bail_out "host setup failed"
-fi
+host_setup "host-setup" setup
 
-# payload DIR: the bot's program, and the folder git-merge-x the path needs
-payload()
+# strategy_payload DIR LABEL: the bot's program, leaving PWNED-x4-LABEL, and
+# the folder git-merge-x the path needs
+strategy_payload()
 {
 	mkdir -p "$1/tools" "$1/git-merge-x"
-	printf '#!/bin/sh\ntouch %s/PWNED-x4-%s\nexit 1\n' "$T" "$2" >"$1/tools/fmt.sh"
-	chmod +x "$1/tools/fmt.sh"
+	payload "$1/tools/fmt.sh" "x4-$2" 1
 }
 EVIL="x/../tools/fmt.sh"
 
 # ---- control: on the host, git 2.39 runs a planted strategy ----------------
 (
 	cd "$C/rb" && git rebase main >/dev/null 2>&1
-	payload "$C/rb" control
+	strategy_payload "$C/rb" control
 	echo "$EVIL" >.git/rebase-merge/strategy
 	echo b >f && git add f && git rebase --continue
 ) >"$T/control.log" 2>&1
@@ -81,35 +71,22 @@ else
 	skip "control: this git does not run a planted strategy (the attacks below prove less)"
 fi
 
-if ! fs_mount "$S" "$M"; then
-	not_ok "mount $S"
-	done_testing
-	exit 1
-fi
-ok "writable mount"
-
-expect()
-{
-	local desc="$1" want="$2" got
-	shift 2
-	got=$(python3 "$FORGE" "$@" 2>&1 | tail -1)
-	is "$got" "$want" "$desc"
-}
+mount_or_stop "writable mount" fs_mount "$S" "$M"
 
 # ---- a rebase stopped at a conflict, through the mount ----------------------
 R="$M/rb"
 run_rb() { (cd "$R" && "$@"); }
 run_rb git rebase main >/dev/null 2>&1
 check "rebase through the mount stops at the conflict" test -d "$R/.git/rebase-merge"
-payload "$R" rebase
+strategy_payload "$R" bot-rebase
 RM="$R/.git/rebase-merge"
 printf '%s\n' "$EVIL" >"$B/evil"
 printf 'x' >"$B/ok"
 printf -- '--theirs\n--x\n' >"$B/twolines"
 
-expect "strategy: create and write a path in one piece refused" EROFS \
+forge_is "strategy: create and write a path in one piece refused" EROFS \
 	plant-new "$RM/strategy" "$B/evil"
-expect "strategy: a plain name may be written" ok plant-write "$RM/strategy" "$B/ok"
+forge_is "strategy: a plain name may be written" ok plant-write "$RM/strategy" "$B/ok"
 is "$(python3 -c "
 import mmap, os
 fd = os.open('$RM/strategy', os.O_RDWR)
@@ -122,24 +99,24 @@ except OSError as e:
 m.close(); os.close(fd)
 print(open('$S/rb/.git/rebase-merge/strategy').read())" | tail -1)" "x" \
 	"strategy: a write through a shared mapping does not reach the file"
-expect "strategy: overwritten with a path refused" EROFS \
+forge_is "strategy: overwritten with a path refused" EROFS \
 	plant-write "$RM/strategy" "$B/evil"
-expect "strategy: a path appended in a second write refused" EROFS \
+forge_is "strategy: a path appended in a second write refused" EROFS \
 	plant-append "$RM/strategy" "/../tools/fmt.sh"
-expect "strategy: extended with zeros refused" EROFS plant-trunc "$RM/strategy" 100
-expect "strategy: a file renamed onto it refused" EROFS \
+forge_is "strategy: extended with zeros refused" EROFS plant-trunc "$RM/strategy" 100
+forge_is "strategy: a file renamed onto it refused" EROFS \
 	plant-rename "$RM/strategy.tmp" "$RM/strategy" "$B/evil"
 rm -f "$RM/strategy.tmp"
-expect "strategy_opts: two lines renamed onto it refused" EROFS \
+forge_is "strategy_opts: two lines renamed onto it refused" EROFS \
 	plant-rename "$RM/opts.tmp" "$RM/strategy_opts" "$B/twolines"
 rm -f "$RM/opts.tmp"
 echo "$EVIL" >"$R/evil-in-root"
 rm -f "$RM/strategy"
-expect "strategy: a hard link onto it refused" EROFS plant-link "$R/evil-in-root" "$RM/strategy"
-expect "strategy: a symlink made there refused" EROFS plant-symlink ../../evil-in-root \
+forge_is "strategy: a hard link onto it refused" EROFS plant-link "$R/evil-in-root" "$RM/strategy"
+forge_is "strategy: a symlink made there refused" EROFS plant-symlink ../../evil-in-root \
 	"$RM/strategy"
 mkdir -p "$R/.git/rebase-apply"
-expect "rebase-apply/strategy: a path written refused" EROFS \
+forge_is "rebase-apply/strategy: a path written refused" EROFS \
 	plant-new "$R/.git/rebase-apply/strategy" "$B/evil"
 rm -rf "$R/.git/rebase-apply"
 
@@ -147,12 +124,12 @@ rm -rf "$R/.git/rebase-apply"
 P="$M/cp"
 (cd "$P" && git checkout -q main && git cherry-pick --strategy=ort main..t) >/dev/null 2>&1
 check "cherry-pick through the mount stops with sequencer/opts" test -f "$P/.git/sequencer/opts"
-payload "$P" cherry
+strategy_payload "$P" bot-cherry
 printf '[options]\n\tstrategy = %s\n' "$EVIL" >"$B/evil-opts"
-expect "sequencer/opts: config-style rename onto it refused" EROFS \
+forge_is "sequencer/opts: config-style rename onto it refused" EROFS \
 	plant-rename "$P/.git/sequencer/opts.lock" "$P/.git/sequencer/opts" "$B/evil-opts"
 rm -f "$P/.git/sequencer/opts.lock"
-expect "sequencer/opts: write in place refused" EROFS \
+forge_is "sequencer/opts: write in place refused" EROFS \
 	plant-write "$P/.git/sequencer/opts" "$B/evil-opts"
 mkdir -p "$P/.git/seqx"
 cp "$B/evil-opts" "$P/.git/seqx/opts"
@@ -168,11 +145,11 @@ rm -rf "$P/.git/seqx"
 
 mkdir -p "$M/botdir"
 printf '%s\n' "$EVIL" >"$M/botdir/strategy"
-expect "rebase-merge: a symlink to a folder of the bot's refused" EROFS \
+forge_is "rebase-merge: a symlink to a folder of the bot's refused" EROFS \
 	plant-symlink ../../botdir "$P/.git/rebase-merge"
-expect "sequencer: a symlink to a folder of the bot's refused" EROFS \
+forge_is "sequencer: a symlink to a folder of the bot's refused" EROFS \
 	plant-symlink ../../botdir "$R/.git/sequencer"
-expect "rebase-apply: a symlink renamed in refused" EROFS \
+forge_is "rebase-apply: a symlink renamed in refused" EROFS \
 	symlink-rename ../../botdir "$R/.git/ra.tmp" "$R/.git/rebase-apply"
 rm -f "$R/.git/ra.tmp"
 mkdir -p "$R/.git/rm.tmp"
@@ -194,6 +171,6 @@ fs_umount "$M" || not_ok "umount $M"
 is "$?" 0 "host: git rebase --continue finishes"
 (cd "$S/cp" && echo b >f && git add f && git cherry-pick --continue) >"$T/host-cp.log" 2>&1
 is "$?" 0 "host: git cherry-pick --continue finishes"
-is "$(ls "$T" | grep 'PWNED-x4-[rc][eh]' | tr '\n' ' ')" "" "host: no planted strategy ran"
+no_marker "host: no planted strategy ran" x4-bot
 
 done_testing

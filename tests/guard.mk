@@ -18,4 +18,4 @@ GUARD_TESTS = \
 	tests/guard-audit.sh \
 	tests/guard-home.sh
 TESTS += $(GUARD_TESTS)
-EXTRA_DIST += $(GUARD_TESTS) tests/guard-forge.py
+EXTRA_DIST += $(GUARD_TESTS) tests/guard-lib.sh tests/guard-forge.py

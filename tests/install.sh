@@ -52,12 +52,7 @@ want=$(printf '%s\n' \
 	"$bashcompletiondir/agentfsd" \
 	"$mounthelperdir/mount.fuse.agentfs" | sort)
 got=$(cd "$D" && find . \( -type f -o -type l \) | sed 's|^\.||' | sort)
-if [ "$got" = "$want" ]; then
-	ok "the installed files are exactly the expected ones ($(echo "$want" | wc -l))"
-else
-	not_ok "the installed files are exactly the expected ones"
-	diag "$(diff <(echo "$want") <(echo "$got"))"
-fi
+is_text "$got" "$want" "the installed files are exactly the expected ones ($(echo "$want" | wc -l))"
 for f in "$bindir/agentfs" "$sbindir/agentfsd" "$mounthelperdir/mount.fuse.agentfs"; do
 	[ -x "$D$f" ] && ok "$f is executable" || not_ok "$f is executable"
 done
@@ -79,11 +74,9 @@ is "$(grep -c '^Type=forking$' "$unit")" 1 "the unit's Type= is forking: agentfs
 for bad in PrivateTmp ProtectSystem ProtectHome PrivateDevices PrivateMounts ProtectKernelTunables \
 	ProtectKernelModules ProtectKernelLogs ProtectControlGroups ReadOnlyPaths ReadWritePaths \
 	InaccessiblePaths TemporaryFileSystem BindPaths MountFlags RootDirectory ProtectProc; do
-	if grep -q "^$bad=" "$unit"; then
-		not_ok "the unit has no $bad= (it would hide the mounts in a namespace of its own)"
-	fi
+	grep -q "^$bad=" "$unit" && found="${found:-}$bad= "
 done
-ok "the unit sets up no mount namespace of its own (mounts stay visible on the host)"
+is "${found:-}" "" "the unit sets up no mount namespace of its own (mounts stay visible on the host)"
 exec_line=$(sed -n 's/^ExecStart=//p' "$unit")
 is "$exec_line" "$sbindir/agentfsd" "ExecStart runs the installed agentfsd"
 # As written, with the DESTDIR prefix and our socket and state.
@@ -160,53 +153,38 @@ else
 fi
 
 # --- bash completion ----------------------------------------------------------
-# bash-completion's helpers, reduced to what the script calls.
-comp_out=$(
-	_init_completion()
-	{
-		cur=${COMP_WORDS[COMP_CWORD]}
-		prev=${COMP_WORDS[COMP_CWORD - 1]}
-		words=("${COMP_WORDS[@]}")
-		cword=$COMP_CWORD
-	}
-	_filedir() { :; }
-	_command_offset() { COMPREPLY=(command-at-$1); }
-	. "$D$bashcompletiondir/agentfs"
-	c()
-	{
+# complete_line WORD...: what the installed completion offers for the last WORD of
+# the command line WORD... (in a subshell, with bash-completion's helpers
+# reduced to what the script calls)
+complete_line()
+{
+	(
+		_init_completion()
+		{
+			cur=${COMP_WORDS[COMP_CWORD]}
+			prev=${COMP_WORDS[COMP_CWORD - 1]}
+			words=("${COMP_WORDS[@]}")
+			cword=$COMP_CWORD
+		}
+		_filedir() { :; }
+		_command_offset() { COMPREPLY=(command-at-$1); }
+		. "$D$bashcompletiondir/agentfs"
 		COMP_WORDS=("$@")
 		COMP_CWORD=$(($# - 1))
 		COMPREPLY=()
-		_agentfs "$top_builddir/src/agentfs" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+		_agentfs "$AGENTFS" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
 		echo "${COMPREPLY[*]}"
-	}
-	c agentfs cr
-	c agentfs create x /tmp --sa
-	c agentfs create x /tmp --sandbox w
-	c agentfs exec bot -- l
-)
-is "$(echo "$comp_out" | sed -n 1p)" create "completion: commands"
-is "$(echo "$comp_out" | sed -n 2p)" --sandbox "completion: a command's options, from its --help"
-is "$(echo "$comp_out" | sed -n 3p)" workspace-write "completion: --sandbox values"
-is "$(echo "$comp_out" | sed -n 4p)" command-at-4 "completion: exec completes the command after --"
+	)
+}
+is "$(complete_line agentfs cr)" create "completion: commands"
+is "$(complete_line agentfs create x /tmp --sa)" --sandbox "completion: a command's options, from its --help"
+is "$(complete_line agentfs create x /tmp --sandbox w)" workspace-write "completion: --sandbox values"
+is "$(complete_line agentfs exec bot -- l)" command-at-4 "completion: exec completes the command after --"
 mkdir -p "$T/work"
 daemon_start || bail_out "agentfsd does not start"
 afs create alpha "$T/work" --user nobody >/dev/null && afs create beta "$T/work" --user nobody >/dev/null
-comp_out=$(
-	_init_completion()
-	{
-		cur=${COMP_WORDS[COMP_CWORD]}
-		prev=${COMP_WORDS[COMP_CWORD - 1]}
-		words=("${COMP_WORDS[@]}")
-		cword=$COMP_CWORD
-	}
-	. "$D$bashcompletiondir/agentfs"
-	COMP_WORDS=(agentfs --socket "$D_SOCK" rm "")
-	COMP_CWORD=4
-	_agentfs "$top_builddir/src/agentfs" "" rm
-	echo "${COMPREPLY[*]}"
-)
-is "$comp_out" "alpha beta" "completion: bot names from agentfs ls, on the --socket given"
+is "$(complete_line agentfs --socket "$D_SOCK" rm "")" "alpha beta" \
+	"completion: bot names from agentfs ls, on the --socket given"
 
 # --- reinstall and uninstall ----------------------------------------------------
 conf="$D$sysconfdir/agentfs/agentfsd.json"

@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: MIT
 # tests/lib.sh: shared helpers for the filesystem integration tests.
 #
-# Sourced by every tests/fs-*.sh as `. "$top_srcdir/tests/lib.sh"`.  It gives:
+# Sourced by every shell test as `. "$top_srcdir/tests/lib.sh"` (the daemon
+# and exec tests through tests/daemon-lib.sh; the gitguard tests add
+# tests/guard-lib.sh).  It gives:
 #   TAP output      ok DESC / not_ok DESC / check DESC CMD... / is GOT WANT DESC,
+#                   like TEXT ERE DESC / unlike TEXT ERE DESC (a line of TEXT matches),
+#                   is_text GOT WANT DESC (many lines: the diff is shown),
 #                   skip DESC, diag MSG, done_testing (prints the plan at the end),
 #                   skip_all REASON (prints "1..0 # SKIP", exits 77),
 #                   tap_include PREFIX CMD... (folds a TAP-printing program into ours)
@@ -11,6 +15,7 @@
 #   fs_mount_fg [ARGS...] SOURCE MNT    agentfs mount -f, pid in $FS_PID, remembered
 #   fs_umount MNT, is_mounted MNT, fs_type MNT, track_pid PID
 #   wait_until SECONDS CMD...           poll CMD every 0.1 s until it succeeds
+#   make_tree DIR NDIRS NFILES          DIR/dN/fM: NDIRS folders of NFILES files
 #   git_test_env                        git with none of the host's configuration
 # and a trap that unmounts everything the test mounted, kills (by pid) only what
 # it started, and removes $T.  Nothing is left behind, pass or fail.
@@ -85,6 +90,43 @@ is()
 		not_ok "$3"
 		diag "got:  '$1'" "want: '$2'"
 		return 1
+	fi
+}
+
+# is_text GOT WANT DESC: is, for long text: a failure shows the first lines
+# of the difference (< WANT, > GOT) rather than both texts
+is_text()
+{
+	if [ "x$1" = "x$2" ]; then
+		ok "$3"
+	else
+		not_ok "$3"
+		diag "$(diff <(printf '%s\n' "$2") <(printf '%s\n' "$1") | head -40)"
+		return 1
+	fi
+}
+
+# like TEXT ERE DESC: a line of TEXT matches the extended regex ERE
+like()
+{
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		ok "$3"
+	else
+		not_ok "$3"
+		diag "got:  '$1'" "want: /$2/"
+		return 1
+	fi
+}
+
+# unlike TEXT ERE DESC: no line of TEXT matches ERE
+unlike()
+{
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		not_ok "$3"
+		diag "got:  '$1'" "must not match: /$2/"
+		return 1
+	else
+		ok "$3"
 	fi
 }
 
@@ -223,6 +265,18 @@ wait_until()
 		sleep 0.1
 	done
 	return 0
+}
+
+# N and M are zero-padded to one width (seq -w); each file holds "file N/M".
+make_tree()
+{
+	local d f
+	for d in $(seq -w 0 $(($2 - 1))); do
+		mkdir "$1/d$d" || return 1
+		for f in $(seq -w 0 $(($3 - 1))); do
+			echo "file $d/$f" >"$1/d$d/f$f"
+		done
+	done
 }
 
 # bindfs_args ARGS...: translate agentfs mount arguments to bindfs ones

@@ -23,7 +23,7 @@ FS_TESTS = \
 	tests/fs-passthrough.sh \
 	tests/fs-mount-helper.sh
 TESTS += $(FS_TESTS)
-EXTRA_DIST += tests/lib.sh $(FS_TESTS)
+EXTRA_DIST += tests/lib.sh tests/README.md $(FS_TESTS)
 
 # The differential tester: a short run in make check, a long one by hand.
 check_PROGRAMS += tests/fs-diff

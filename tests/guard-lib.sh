@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: MIT
+# tests/guard-lib.sh: what the gitguard tests (tests/guard-*.sh) share, on
+# top of tests/lib.sh.  Each of them starts with
+#
+#   . "$top_srcdir/tests/lib.sh"
+#   . "$top_srcdir/tests/guard-lib.sh"
+#
+# which skips (exit 77) without agentfs (AGENTFS_TEST_BINDFS=1) or git, and
+# runs git_test_env: host git sees none of the caller's configuration.  Then:
+#   guard_needs TOOL...          skip unless each TOOL is installed
+#   host_setup NAME CMD...       build a layout on the host: CMD in a subshell
+#                                that stops at its first failing command, its
+#                                output in $T/NAME.log; bail out if it fails
+#   make_upstream DIR            a repository with one commit (a submodule's upstream)
+#   mount_or_stop DESC CMD...    CMD mounts the root (fs_mount ...): ok DESC,
+#                                or not ok and stop the test
+# the attacker's side, through a mount:
+#   try ARGS..., gtry ARGS...    tests/fs-tryop, tests/guard-tryop (print OK or EROFS ...)
+#   refuse DESC CMD...           CMD must print EROFS
+#   allow DESC CMD...            CMD must print OK
+#   forge_is DESC WANT ARGS...   tests/guard-forge.py ARGS must print just WANT
+#   shell_result CMD...          run CMD: print OK, EROFS ("Read-only file
+#                                system" on stderr) or what it said
+#   write_text FILE TEXT         the shell writes TEXT (and a newline) to FILE,
+#   append_text FILE TEXT        or appends it, as a bot's `echo >>` would
+# payloads and markers:
+#   $MARKS                       where a payload that ran leaves PWNED-LABEL ($T
+#                                unless the test sets it)
+#   mark_name LABEL              LABEL made a file name
+#   hook LABEL                   a script that leaves $MARKS/PWNED-LABEL
+#   payload FILE LABEL [STATUS]  hook LABEL saved as the executable FILE,
+#                                exiting STATUS if given
+#   fsmonitor_cfg PROGRAM        config text making PROGRAM core.fsmonitor
+# and afterwards, with plain git on the host:
+#   host_git LABEL DIR           status, diff, log, commit, submodule status must succeed
+#   host_commit LABEL DIR        an empty commit must succeed (hooks would run)
+#   no_marker DESC [PREFIX]      ok if no $MARKS/PWNED-PREFIX* exists: nothing planted ran
+
+need_agentfs "gitguard rules"
+command -v git >/dev/null || skip_all "git is missing"
+
+GTRY="$top_builddir/tests/guard-tryop"
+FORGE="$top_srcdir/tests/guard-forge.py"
+[ -x "$TRYOP" ] || bail_out "$TRYOP is not built"
+[ -x "$GTRY" ] || bail_out "$GTRY is not built"
+MARKS="$T"
+
+git_test_env
+
+guard_needs()
+{
+	local t
+	for t in "$@"; do
+		command -v "$t" >/dev/null || skip_all "$t is missing"
+	done
+}
+
+# bash ignores set -e inside anything whose status is tested (if, !, ||),
+# subshells included: the status is read on the next line instead.
+host_setup()
+{
+	local name="$1" rc
+	shift
+	(
+		set -e
+		"$@"
+	) >"$T/$name.log" 2>&1
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		diag "$(cat "$T/$name.log")"
+		bail_out "$name failed (status $rc)"
+	fi
+}
+
+make_upstream()
+{
+	git init -q "$1" &&
+		echo up >"$1/u" &&
+		git -C "$1" add u &&
+		git -C "$1" commit -qm upstream
+}
+
+mount_or_stop()
+{
+	local desc="$1"
+	shift
+	if ! "$@"; then
+		not_ok "$desc"
+		done_testing
+		exit 1
+	fi
+	ok "$desc"
+}
+
+try() { "$TRYOP" "$@"; }
+gtry() { "$GTRY" "$@"; }
+
+refuse()
+{
+	local desc="$1" got
+	shift
+	got=$("$@" 2>&1)
+	is "$got" EROFS "$desc: EROFS"
+}
+
+allow()
+{
+	local desc="$1" got
+	shift
+	got=$("$@" 2>&1)
+	is "$got" OK "$desc: allowed"
+}
+
+forge_is()
+{
+	local desc="$1" want="$2" got
+	shift 2
+	got=$(python3 "$FORGE" "$@" 2>&1)
+	is "$got" "$want" "$desc"
+}
+
+shell_result()
+{
+	local out
+	out=$( { "$@"; } 2>&1 >/dev/null)
+	case "$out" in
+	"") echo OK ;;
+	*"Read-only file system"*) echo EROFS ;;
+	*) printf '%s\n' "$out" ;;
+	esac
+}
+
+write_text() { printf '%s\n' "$2" >"$1"; }
+append_text() { printf '%s\n' "$2" >>"$1"; }
+
+mark_name()
+{
+	printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '-'
+}
+
+hook()
+{
+	printf '#!/bin/sh\ntouch %s/PWNED-%s\n' "$MARKS" "$(mark_name "$1")"
+}
+
+payload()
+{
+	{
+		hook "$2"
+		[ -z "${3:-}" ] || printf 'exit %s\n' "$3"
+	} >"$1" && chmod 755 "$1"
+}
+
+fsmonitor_cfg()
+{
+	printf '[core]\n\tfsmonitor = %s\n' "$1"
+}
+
+host_git()
+{
+	local l="$1" d="$2"
+	check "host $l: git status" git -C "$d" status
+	check "host $l: git diff" git -C "$d" diff
+	check "host $l: git log" git -C "$d" log -1
+	check "host $l: git commit --allow-empty" git -C "$d" commit -q --allow-empty -m "host after attacks"
+	check "host $l: git submodule status" git -C "$d" submodule status
+}
+
+host_commit()
+{
+	check "host: git commit in $1" git -C "$2" commit -q --allow-empty -m "host after attacks"
+}
+
+no_marker()
+{
+	local found='' f
+	for f in "$MARKS"/PWNED-"${2:-}"*; do
+		[ -e "$f" ] && found="$found ${f##*/}"
+	done
+	if [ -z "$found" ]; then
+		ok "$1"
+	else
+		not_ok "$1"
+		diag "markers:$found"
+	fi
+}
