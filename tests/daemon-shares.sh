@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # daemon-shares: one bot, or one runaway client, at its limit cannot lock
 # out the others or the operator: bots made by bots (max_bots), then
-# connections (max_clients).  With max_clients 64 (shares of a quarter), no process and no
-# bot's socket gets more than 16 connections, and the bots' sockets together
+# connections (max_clients), open files and blocking lock waiters per
+# mount.  With max_clients 64 (shares of a quarter), no process and no bot's
+# socket gets more than 16 connections, and the bots' sockets together
 # leave 16 to the control socket.
 . "$top_srcdir/tests/daemon-lib.sh"
 
@@ -123,5 +124,74 @@ import os, sys
 fds = [os.open(f"{sys.argv[1]}/f{i}", os.O_RDONLY) for i in range(1, 65)]
 print(len(fds))' "$MH" 2>&1 | tail -1)
 is "$r" 64 "once hog closed its files its whole share is free again"
+
+# --- lock waiters: a bot's mount holds at most a quarter (1024) of the 4096
+# blocking lock requests the daemon queues; the next gets ENOLCK while another
+# bot's blocking lock still waits and is granted ----------------------------
+cat >"$T/holder.py" <<'PY'
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+open(sys.argv[2], "w").close()
+while os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+PY
+cat >"$T/waiters.py" <<'PY'
+import errno, fcntl, os, sys, threading, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+n = int(sys.argv[2])
+threading.stack_size(65536)
+count = {"enolck": 0, "granted": 0, "other": ""}
+mu = threading.Lock()
+def wait():
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX)
+        k = "granted"
+    except OSError as e:
+        k = "enolck" if e.errno == errno.ENOLCK else "other"
+        if k == "other":
+            count["other"] = os.strerror(e.errno)
+    with mu:
+        if k != "other":
+            count[k] += 1
+ts = [threading.Thread(target=wait) for _ in range(n)]
+for t in ts:
+    t.start()
+deadline = time.time() + 60
+while time.time() < deadline and count["enolck"] + count["granted"] < n - 1024:
+    time.sleep(0.1)
+time.sleep(0.5)
+print(count["enolck"], count["granted"], count["other"] or "-", flush=True)
+for t in ts:
+    t.join()
+print(count["enolck"], count["granted"], count["other"] or "-", flush=True)
+PY
+echo x >"$T/hog/lk"
+echo x >"$T/other/lk"
+python3 "$T/holder.py" "$MH/lk" "$T/hog.held" &
+p_hold=$!
+track_pid "$p_hold"
+wait_until 10 test -e "$T/hog.held" || bail_out "the hog's lock holder did not start"
+python3 "$T/waiters.py" "$MH/lk" 1100 >"$T/waiters.out" 2>&1 &
+p_wait=$!
+track_pid "$p_wait"
+wait_until 60 eval '[ -s "$T/waiters.out" ]'
+is "$(head -n 1 "$T/waiters.out")" "76 0 -" \
+	"hog's 1100 blocking locks: 1024 wait (its share), 76 get ENOLCK at once"
+python3 "$T/holder.py" "$MO/lk" "$T/other.held" &
+p_ohold=$!
+track_pid "$p_ohold"
+wait_until 10 test -e "$T/other.held" || bail_out "the other bot's lock holder did not start"
+(sleep 0.5; rm -f "$T/other.held") &
+r=$(timeout 20 python3 -c '
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print("granted")' "$MO/lk" 2>&1)
+is "$r" granted "meanwhile another bot's blocking lock waits and is granted"
+rm -f "$T/hog.held"
+wait "$p_wait" 2>/dev/null
+is "$(tail -n 1 "$T/waiters.out")" "76 1024 -" "once hog's holder lets go, its 1024 waiters are granted"
+wait "$p_hold" "$p_ohold" 2>/dev/null
 
 done_testing
