@@ -1,0 +1,469 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A bot's roots: which folders it needs mounted (planned on the loop),
+ * and checking and mounting each one (on the job thread), with progress
+ * lines for a client that asked while a root is scanned.
+ */
+#include "src/bots-int.h"
+#include "fusefs/fusefs.h"
+#include "gitguard/gitguard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <event2/event.h>
+
+/* Lay out a bot's roots: folder, writable, readable, then the configured extras. */
+int bot_plan_roots(struct bot *b)
+{
+	struct paths all = {0};
+	bool *w = NULL;
+	size_t i, j, n = 0;
+
+	/* A root inside another root of the same or stronger access needs no mount. */
+#define ADD(path, wr)                                                                              \
+	do {                                                                                       \
+		bool covered = false;                                                              \
+		for (i = 0; i < n; i++)                                                            \
+			if (path_within(path, all.v[i]) && (w[i] || !(wr)))                        \
+				covered = true;                                                    \
+		if (!covered) {                                                                    \
+			bool *nw = realloc(w, (n + 1) * sizeof *w);                                \
+			if (nw == NULL || paths_add(&all, path) != 0)                              \
+				goto nomem;                                                        \
+			w = nw;                                                                    \
+			w[n++] = (wr);                                                             \
+		}                                                                                  \
+	} while (0)
+	ADD(b->folder, b->sandbox != SANDBOX_READ_ONLY);
+	for (j = 0; j < b->writable.n; j++)
+		ADD(b->writable.v[j], b->sandbox != SANDBOX_READ_ONLY);
+	for (j = 0; j < ds.cfg->extra_writable.n; j++)
+		ADD(ds.cfg->extra_writable.v[j], b->sandbox != SANDBOX_READ_ONLY);
+	for (j = 0; j < b->git_roots.n; j++)
+		ADD(b->git_roots.v[j], b->sandbox != SANDBOX_READ_ONLY);
+	for (j = 0; j < b->readable.n; j++)
+		ADD(b->readable.v[j], false);
+#undef ADD
+	b->roots = calloc(n, sizeof *b->roots);
+	if (b->roots == NULL)
+		goto nomem;
+	for (i = 0; i < n; i++) {
+		b->roots[i].path = all.v[i];
+		all.v[i] = NULL;
+		b->roots[i].writable = w[i];
+		if (asprintf(&b->roots[i].mountpoint, "%s/%s/%u", ds.cfg->mount_dir, b->name,
+			     b->mount_seq++) < 0)
+			goto nomem;
+	}
+	b->nroots = n;
+	paths_free(&all);
+	free(w);
+	return 0;
+nomem:
+	if (b->roots != NULL) {
+		for (i = 0; i < n; i++) {
+			free(b->roots[i].path);
+			free(b->roots[i].mountpoint);
+		}
+		free(b->roots);
+		b->roots = NULL;
+	}
+	paths_free(&all);
+	free(w);
+	return -ENOMEM;
+}
+
+/* Back to root on this thread; a thread that cannot is not trusted with more work. */
+static void thread_as_root(void)
+{
+	setfsuid(0);
+	setfsgid(0);
+	if (syscall(SYS_setgroups, (size_t)0, NULL) != 0 || setfsuid((uid_t)-1) != 0 ||
+	    setfsgid((gid_t)-1) != 0) {
+		log_msg(LOG_CRIT, "cannot switch the job thread back to root: stopping");
+		abort();
+	}
+}
+
+/*
+ * Could uid write (or read) the folder fd? Checked with its own
+ * credentials; any step that fails answers no.
+ */
+static bool uid_may(uid_t uid, int fd, int mode)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[4096];
+	gid_t groups[256], gid = (gid_t)uid;
+	int n = 256;
+	bool ok;
+
+	if (uid == 0)
+		return true;
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp != NULL) {
+		gid = pw.pw_gid;
+		if (getgrouplist(pw.pw_name, gid, groups, &n) < 0)
+			return false; /* more groups than we can set: not decided, so no */
+	} else {
+		n = 0;
+	}
+	/* Per-thread credentials: the raw syscalls change only this thread. */
+	ok = syscall(SYS_setgroups, (size_t)n, groups) == 0;
+	setfsgid(gid);
+	setfsuid(uid);
+	/* setfsuid answers the previous id: asking again shows whether it took. */
+	ok = ok && (gid_t)setfsgid((gid_t)-1) == gid && (uid_t)setfsuid((uid_t)-1) == uid &&
+	     faccessat(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) == 0;
+	thread_as_root();
+	return ok;
+}
+
+/* Why open_folder failed, in words for the client. */
+const char *folder_error(int e)
+{
+	return e == ELOOP    ? "a component is a symbolic link (give the real path)"
+	       : e == ENOTDIR ? "not a folder"
+	       : e == ENOENT  ? "no such folder"
+			      : strerror(e);
+}
+
+int open_folder(const char *path)
+{
+	return fs_open_nofollow(AT_FDCWD, path, O_PATH | O_DIRECTORY, false);
+}
+
+struct mnt_query {
+	uint64_t id;
+	bool agentfs;
+};
+
+static int mnt_match(void *arg, uint64_t id, const char *mp, const char *fstype)
+{
+	struct mnt_query *q = arg;
+
+	if (id != q->id)
+		return 0;
+	q->agentfs = strcmp(fstype, "fuse.agentfs") == 0;
+	return 1;
+}
+
+/*
+ * Is the folder on an agentfs mount? Serving a mount from another of our
+ * mounts would make workers wait on themselves: refused.
+ */
+static bool on_agentfs(int fd)
+{
+	struct mnt_query q = {0, false};
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID))
+		return false;
+	q.id = stx.stx_mnt_id;
+	fs_mountinfo_each(mnt_match, &q);
+	return q.agentfs;
+}
+
+/* Job thread, while a root is scanned: note how far, for progress_send on the loop. */
+static void job_progress(void *arg, unsigned long entries, unsigned long repos)
+{
+	struct job *j = arg;
+
+	/* a report the loop has not sent yet is replaced: a slow client gets the latest */
+	pthread_mutex_lock(&ds.lock);
+	ds.prog.job = j;
+	snprintf(ds.prog.root, sizeof ds.prog.root, "%s", j->scanning);
+	ds.prog.entries = entries;
+	ds.prog.repos = repos;
+	ds.prog.pending = true;
+	event_active(ds.prog_ev, EV_READ, 0);
+	pthread_mutex_unlock(&ds.lock);
+}
+
+/* Loop: one progress line to the client whose root is being scanned. */
+static void progress_send(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *peer = NULL;
+	cJSON *line, *o;
+
+	pthread_mutex_lock(&ds.lock);
+	if (ds.prog.job != NULL && ds.prog.pending) {
+		ds.prog.pending = false;
+		peer = ds.prog.job->req.peer;
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "root", ds.prog.root);
+		cJSON_AddNumberToObject(o, "entries", (double)ds.prog.entries);
+		cJSON_AddNumberToObject(o, "repos", (double)ds.prog.repos);
+	}
+	pthread_mutex_unlock(&ds.lock);
+	if (peer == NULL)
+		return;
+	line = cJSON_CreateObject();
+	cJSON_AddItemToObject(line, "progress", o);
+	server_reply(peer, line);
+}
+
+/* Job thread: check one root and mount it. */
+void root_mount(struct job *j, struct bot *b, struct root *rt)
+{
+	struct fs_mount_params mp = {0};
+	struct fs_error err = {0};
+	char dir[PATH_MAX];
+	int fd;
+
+	free(rt->error);
+	rt->error = NULL;
+	fd = open_folder(rt->path);
+	if (fd < 0) {
+		int e = errno;
+
+		job_seterr(j, e, "bad_path", "%s: %s", rt->path, folder_error(e));
+		rt->error = strdup(j->msg);
+		return;
+	}
+	if (on_agentfs(fd)) {
+		close(fd);
+		job_seterr(j, EINVAL, "bad_path",
+			   "%s is inside an agentfs mount (a bot's view); "
+			   "give the real folder",
+			   rt->path);
+		rt->error = strdup(j->msg);
+		return;
+	}
+	if (j->uid != 0 && !uid_may(j->uid, fd, rt->writable ? W_OK : R_OK)) {
+		close(fd);
+		job_seterr(j, EACCES, "forbidden", "%s: uid %u may not %s it", rt->path,
+			   (unsigned)j->uid, rt->writable ? "write" : "read");
+		rt->error = strdup(j->msg);
+		return;
+	}
+	close(fd);
+	snprintf(dir, sizeof dir, "%s/%s", ds.cfg->mount_dir, b->name);
+	if (mkdir_p(dir, 0755) != 0 || (mkdir(rt->mountpoint, 0755) != 0 && errno != EEXIST)) {
+		job_seterr(j, errno, "mount_failed", "cannot make %s: %s", rt->mountpoint,
+			   strerror(errno));
+		rt->error = strdup(j->msg);
+		return;
+	}
+	mp.source = rt->path;
+	mp.mountpoint = rt->mountpoint;
+	mp.readonly = !rt->writable;
+	mp.allow_new_repos = b->allow_new_repos;
+	mp.tag = b;
+	if (j->req.progress && j->req.peer != NULL) {
+		j->scanning = rt->path;
+		mp.progress = job_progress;
+		mp.progress_arg = j;
+	}
+	if (fs_mount(ds.fs, &mp, &rt->m, &err) != 0) {
+		job_seterr(j, err.code, err.code == EMFILE ? "limit" : "mount_failed", "%s",
+			   err.msg);
+		rt->error = strdup(err.msg);
+		rmdir(rt->mountpoint);
+	}
+}
+
+static void root_unmount(struct root *rt)
+{
+	if (rt->m != NULL) {
+		fs_unmount(rt->m);
+		fs_mount_free(rt->m);
+		rt->m = NULL;
+	}
+	if (rt->mountpoint != NULL)
+		rmdir(rt->mountpoint);
+}
+
+void bot_unmount_all(struct bot *b)
+{
+	char dir[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < b->nroots; i++)
+		root_unmount(&b->roots[i]);
+	snprintf(dir, sizeof dir, "%s/%s", ds.cfg->mount_dir, b->name);
+	rmdir(dir);
+}
+
+/* Read a small regular file beneath dirfd without following links. */
+static ssize_t read_small(int dirfd, const char *name, char *buf, size_t len)
+{
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = fs_open_nofollow(dirfd, name, O_RDONLY | O_NONBLOCK, true);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size >= len) {
+		close(fd);
+		return -EINVAL;
+	}
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return n;
+}
+
+/* dir + "/" + rel, or rel if absolute, normalised; NULL if it does not fit. */
+static char *join_norm(const char *dir, const char *rel)
+{
+	char *joined = NULL, *out = NULL;
+
+	if (rel[0] == '/')
+		joined = strdup(rel);
+	else if (asprintf(&joined, "%s/%s", dir, rel) < 0)
+		joined = NULL;
+	if (joined != NULL && path_normalise(joined, &out) != 0)
+		out = NULL;
+	free(joined);
+	return out;
+}
+
+/*
+ * A folder that is a linked worktree, or whose .git is a file or symlink
+ * pointing elsewhere, needs that git folder (and its common folder) as a
+ * root too, guarded as always, or `git commit` cannot work in it. Read
+ * here, on the job thread, through descriptors that follow no link.
+ */
+static void add_git_roots(struct job *j, struct bot *b)
+{
+	char buf[4096], gitdir[PATH_MAX], *gd = NULL, *common = NULL, *picks[2];
+	struct root *nr;
+	ssize_t n;
+	size_t i;
+	int fd;
+
+	fd = open_folder(b->folder);
+	if (fd < 0)
+		return;
+	n = readlinkat(fd, ".git", buf, sizeof buf - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		gd = join_norm(b->folder, buf);
+	} else if (read_small(fd, ".git", buf, sizeof buf) > 0 &&
+		   guard_parse_gitfile(buf, strlen(buf), gitdir, sizeof gitdir) == 0) {
+		gd = join_norm(b->folder, gitdir);
+	}
+	close(fd);
+	if (gd == NULL)
+		return;
+	fd = open_folder(gd);
+	if (fd >= 0) {
+		if (read_small(fd, "commondir", buf, sizeof buf) > 0 &&
+		    guard_parse_commondir(buf, strlen(buf), gitdir, sizeof gitdir) == 0)
+			common = join_norm(gd, gitdir);
+		close(fd);
+	}
+	/* The common folder (objects, refs, config) and, if it lies elsewhere, the worktree's own. */
+	picks[0] = common;
+	picks[1] = common == NULL || !path_within(gd, common) ? gd : NULL;
+	for (i = 0; i < 2; i++) {
+		bool covered = false, allowed = !j->ceiling_set;
+		const char *pick = picks[i];
+		size_t k;
+
+		if (pick == NULL)
+			continue;
+		for (k = 0; k < b->nroots; k++)
+			if (path_within(pick, b->roots[k].path) &&
+			    (b->roots[k].writable || b->sandbox == SANDBOX_READ_ONLY))
+				covered = true;
+		for (k = 0; k < j->ceiling.n; k++)
+			if (path_within(pick, j->ceiling.v[k]))
+				allowed = true;
+		if (covered || !allowed)
+			continue;
+		nr = realloc(b->roots, (b->nroots + 1) * sizeof *nr);
+		if (nr == NULL)
+			break;
+		b->roots = nr;
+		memset(&b->roots[b->nroots], 0, sizeof *nr);
+		b->roots[b->nroots].path = strdup(pick);
+		b->roots[b->nroots].writable = b->sandbox != SANDBOX_READ_ONLY;
+		/* Found once, when the bot is made, and kept: a bot may not point
+		 * its .git elsewhere later and be handed that folder on restart. */
+		if (b->roots[b->nroots].path == NULL || paths_add(&b->git_roots, pick) != 0 ||
+		    asprintf(&b->roots[b->nroots].mountpoint, "%s/%s/%u", ds.cfg->mount_dir, b->name,
+			     b->mount_seq++) < 0)
+			break;
+		b->nroots++;
+	}
+	free(gd);
+	free(common);
+}
+
+/* Job thread: a bot with no user named runs as its folder's owner. */
+static void root_user(struct job *j, struct bot *b)
+{
+	struct stat st;
+	int fd;
+
+	if (b->uid_set)
+		return;
+	fd = open_folder(b->folder);
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		job_seterr(j, errno, "bad_path", "%s: %s", b->folder, strerror(errno));
+	} else {
+		b->uid = st.st_uid;
+		b->uid_set = true;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Job thread: mount every root; on failure leave nothing mounted. */
+void run_mount_bot(struct job *j)
+{
+	size_t i;
+
+	root_user(j, j->bot);
+	add_git_roots(j, j->bot);
+	for (i = 0; i < j->bot->nroots && j->error == 0; i++)
+		root_mount(j, j->bot, &j->bot->roots[i]);
+	if (j->error != 0 && j->req.peer != NULL)
+		bot_unmount_all(j->bot);
+}
+
+/* Restoring after a restart keeps what mounts and reports the rest. */
+void run_restore_bot(struct job *j)
+{
+	size_t i;
+
+	root_user(j, j->bot);
+	for (i = 0; i < j->bot->nroots; i++) {
+		j->error = 0;
+		root_mount(j, j->bot, &j->bot->roots[i]);
+		if (j->error != 0)
+			log_msg(LOG_WARNING, "bot %s: %s", j->bot->name, j->msg);
+	}
+	j->error = 0;
+}
+
+int roots_init(char *err, size_t errlen)
+{
+	ds.prog_ev = event_new(ds.base, -1, 0, progress_send, NULL);
+	if (ds.prog_ev == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void roots_stop(void)
+{
+	if (ds.prog_ev != NULL)
+		event_free(ds.prog_ev);
+	ds.prog_ev = NULL;
+}
