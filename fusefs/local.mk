@@ -5,4 +5,5 @@ fusefs_libfusefs_a_SOURCES = \
 	fusefs/fusefs.h fusefs/fs-int.h \
 	fusefs/decide.c fusefs/fs.c fusefs/inode.c fusefs/mount.c fusefs/ops.c \
 	fusefs/policy.c fusefs/seal.c fusefs/wire.c
+fusefs_libfusefs_a_SOURCES += fusefs/ids.c
 fusefs_libfusefs_a_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)

@@ -16,9 +16,7 @@
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 #include <event2/event.h>
 
@@ -83,48 +81,36 @@ nomem:
 	return -ENOMEM;
 }
 
-/* Back to root on this thread; a thread that cannot is not trusted with more work. */
-static void thread_as_root(void)
-{
-	setfsuid(0);
-	setfsgid(0);
-	if (syscall(SYS_setgroups, (size_t)0, NULL) != 0 || setfsuid((uid_t)-1) != 0 ||
-	    setfsgid((gid_t)-1) != 0) {
-		log_msg(LOG_CRIT, "cannot switch the job thread back to root: stopping");
-		abort();
-	}
-}
-
 /*
- * Could uid write (or read) the folder fd? Checked with its own
- * credentials; any step that fails answers no.
+ * May uid write (or read, per mode) the folder fd? Checked on this thread
+ * with uid's own credentials (fs_set_ids): 0 yes, -EACCES no, another
+ * -errno if uid's identity could not be taken, which also answers no.
  */
-static bool uid_may(uid_t uid, int fd, int mode)
+static int uid_may(uid_t uid, int fd, int mode)
 {
 	struct passwd pw, *pwp = NULL;
 	char buf[4096];
 	gid_t groups[256], gid = (gid_t)uid;
-	int n = 256;
-	bool ok;
+	int n = 256, r;
 
 	if (uid == 0)
-		return true;
+		return 0;
 	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp != NULL) {
 		gid = pw.pw_gid;
 		if (getgrouplist(pw.pw_name, gid, groups, &n) < 0)
-			return false; /* more groups than we can set: not decided, so no */
+			return -E2BIG; /* more groups than we can set: not decided, so no */
 	} else {
 		n = 0;
 	}
-	/* Per-thread credentials: the raw syscalls change only this thread. */
-	ok = syscall(SYS_setgroups, (size_t)n, groups) == 0;
-	setfsgid(gid);
-	setfsuid(uid);
-	/* setfsuid answers the previous id: asking again shows whether it took. */
-	ok = ok && (gid_t)setfsgid((gid_t)-1) == gid && (uid_t)setfsuid((uid_t)-1) == uid &&
-	     faccessat(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) == 0;
-	thread_as_root();
-	return ok;
+	r = fs_set_ids(uid, gid, groups, n);
+	if (r == 0 && faccessat(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) != 0)
+		r = -EACCES;
+	/* A job thread that cannot go back to root is not trusted with more work. */
+	if (fs_set_ids(0, 0, NULL, 0) != 0) {
+		log_msg(LOG_CRIT, "cannot switch the job thread back to root: stopping");
+		abort();
+	}
+	return r;
 }
 
 /* Why open_folder failed, in words for the client. */
@@ -218,7 +204,7 @@ void root_mount(struct job *j, struct bot *b, struct root *rt)
 	struct fs_mount_params mp = {0};
 	struct fs_error err = {0};
 	char dir[PATH_MAX];
-	int fd;
+	int fd, r;
 
 	free(rt->error);
 	rt->error = NULL;
@@ -239,10 +225,18 @@ void root_mount(struct job *j, struct bot *b, struct root *rt)
 		rt->error = strdup(j->msg);
 		return;
 	}
-	if (j->uid != 0 && !uid_may(j->uid, fd, rt->writable ? W_OK : R_OK)) {
+	if (j->uid != 0 && (r = uid_may(j->uid, fd, rt->writable ? W_OK : R_OK)) != 0) {
 		close(fd);
-		job_seterr(j, EACCES, "forbidden", "%s: uid %u may not %s it", rt->path,
-			   (unsigned)j->uid, rt->writable ? "write" : "read");
+		if (r == -EACCES)
+			job_seterr(j, EACCES, "forbidden", "%s: uid %u may not %s it", rt->path,
+				   (unsigned)j->uid, rt->writable ? "write" : "read");
+		else
+			job_seterr(j, EACCES, "forbidden",
+				   "%s: refused: cannot check uid %u's right to %s it (%s%s)",
+				   rt->path, (unsigned)j->uid, rt->writable ? "write" : "read",
+				   r == -E2BIG ? "it is in more groups than agentfsd can set"
+					       : "taking its identity failed: ",
+				   r == -E2BIG ? "" : strerror(-r));
 		rt->error = strdup(j->msg);
 		return;
 	}
