@@ -288,28 +288,6 @@ void bot_unmount_all(struct bot *b)
 	rmdir(dir);
 }
 
-/* Read a small regular file beneath dirfd without following links. */
-static ssize_t read_small(int dirfd, const char *name, char *buf, size_t len)
-{
-	struct stat st;
-	ssize_t n;
-	int fd;
-
-	fd = fs_open_nofollow(dirfd, name, O_RDONLY | O_NONBLOCK, true);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size >= len) {
-		close(fd);
-		return -EINVAL;
-	}
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return n;
-}
-
 /* dir + "/" + rel, or rel if absolute, normalised; NULL if it does not fit. */
 static char *join_norm(const char *dir, const char *rel)
 {
@@ -326,74 +304,92 @@ static char *join_norm(const char *dir, const char *rel)
 }
 
 /*
- * A folder that is a linked worktree, or whose .git is a file or symlink
- * pointing elsewhere, needs that git folder (and its common folder) as a
- * root too, guarded as always, or `git commit` cannot work in it. Read
- * here, on the job thread, through descriptors that follow no link.
+ * The git folder b's folder points to with a .git file or symlink, and the
+ * common folder that one names (gitguard answers; joined and normalised
+ * here). Either may come back NULL.
  */
-static void add_git_roots(struct job *j, struct bot *b)
+static void find_git_folders(const struct bot *b, char **gd, char **common)
 {
-	char buf[4096], gitdir[PATH_MAX], *gd = NULL, *common = NULL, *picks[2];
-	struct root *nr;
-	ssize_t n;
-	size_t i;
+	char rel[PATH_MAX];
 	int fd;
 
+	*gd = *common = NULL;
 	fd = open_folder(b->folder);
 	if (fd < 0)
 		return;
-	n = readlinkat(fd, ".git", buf, sizeof buf - 1);
-	if (n > 0) {
-		buf[n] = '\0';
-		gd = join_norm(b->folder, buf);
-	} else if (read_small(fd, ".git", buf, sizeof buf) > 0 &&
-		   guard_parse_gitfile(buf, strlen(buf), gitdir, sizeof gitdir) == 0) {
-		gd = join_norm(b->folder, gitdir);
-	}
+	if (guard_layout_gitdir(fd, rel, sizeof rel) == 0)
+		*gd = join_norm(b->folder, rel);
 	close(fd);
+	if (*gd == NULL || (fd = open_folder(*gd)) < 0)
+		return;
+	if (guard_layout_commondir(fd, rel, sizeof rel) == 0)
+		*common = join_norm(*gd, rel);
+	close(fd);
+}
+
+/*
+ * Add pick as a root of b unless a root covers it or it lies beyond the
+ * ceiling j holds. Out of memory, it is not added: b gets less, not more.
+ */
+static void add_git_root(struct job *j, struct bot *b, const char *pick)
+{
+	bool covered = false, allowed = !j->ceiling_set;
+	struct root *nr, *rt;
+	size_t k;
+
+	for (k = 0; k < b->nroots; k++)
+		if (path_within(pick, b->roots[k].path) &&
+		    (b->roots[k].writable || b->sandbox == SANDBOX_READ_ONLY))
+			covered = true;
+	for (k = 0; k < j->ceiling.n; k++)
+		if (path_within(pick, j->ceiling.v[k]))
+			allowed = true;
+	if (covered || !allowed)
+		return;
+	nr = realloc(b->roots, (b->nroots + 1) * sizeof *nr);
+	if (nr == NULL)
+		return;
+	b->roots = nr;
+	rt = &b->roots[b->nroots];
+	memset(rt, 0, sizeof *rt);
+	rt->path = strdup(pick);
+	rt->writable = b->sandbox != SANDBOX_READ_ONLY;
+	if (rt->path == NULL || asprintf(&rt->mountpoint, "%s/%s/%u", ds.cfg->mount_dir, b->name,
+					 b->mount_seq) < 0) {
+		free(rt->path);
+		rt->path = NULL;
+		return;
+	}
+	/* Found once, when the bot is made, and kept: a bot may not point
+	 * its .git elsewhere later and be handed that folder on restart. */
+	if (paths_add(&b->git_roots, pick) != 0) {
+		free(rt->path);
+		free(rt->mountpoint);
+		rt->path = rt->mountpoint = NULL;
+		return;
+	}
+	b->mount_seq++;
+	b->nroots++;
+}
+
+/*
+ * A folder that is a linked worktree, or whose .git is a file or symlink
+ * pointing elsewhere, needs that git folder (and its common folder) as a
+ * root too, guarded as always, or `git commit` cannot work in it. Found
+ * here, on the job thread.
+ */
+static void add_git_roots(struct job *j, struct bot *b)
+{
+	char *gd, *common;
+
+	find_git_folders(b, &gd, &common);
 	if (gd == NULL)
 		return;
-	fd = open_folder(gd);
-	if (fd >= 0) {
-		if (read_small(fd, "commondir", buf, sizeof buf) > 0 &&
-		    guard_parse_commondir(buf, strlen(buf), gitdir, sizeof gitdir) == 0)
-			common = join_norm(gd, gitdir);
-		close(fd);
-	}
 	/* The common folder (objects, refs, config) and, if it lies elsewhere, the worktree's own. */
-	picks[0] = common;
-	picks[1] = common == NULL || !path_within(gd, common) ? gd : NULL;
-	for (i = 0; i < 2; i++) {
-		bool covered = false, allowed = !j->ceiling_set;
-		const char *pick = picks[i];
-		size_t k;
-
-		if (pick == NULL)
-			continue;
-		for (k = 0; k < b->nroots; k++)
-			if (path_within(pick, b->roots[k].path) &&
-			    (b->roots[k].writable || b->sandbox == SANDBOX_READ_ONLY))
-				covered = true;
-		for (k = 0; k < j->ceiling.n; k++)
-			if (path_within(pick, j->ceiling.v[k]))
-				allowed = true;
-		if (covered || !allowed)
-			continue;
-		nr = realloc(b->roots, (b->nroots + 1) * sizeof *nr);
-		if (nr == NULL)
-			break;
-		b->roots = nr;
-		memset(&b->roots[b->nroots], 0, sizeof *nr);
-		b->roots[b->nroots].path = strdup(pick);
-		b->roots[b->nroots].writable = b->sandbox != SANDBOX_READ_ONLY;
-		/* Found once, when the bot is made, and kept: a bot may not point
-		 * its .git elsewhere later and be handed that folder on restart. */
-		if (b->roots[b->nroots].path == NULL || paths_add(&b->git_roots, pick) != 0 ||
-		    asprintf(&b->roots[b->nroots].mountpoint, "%s/%s/%u", ds.cfg->mount_dir, b->name,
-			     b->mount_seq++) < 0)
-			break;
-		b->nroots++;
-	}
+	if (common != NULL)
+		add_git_root(j, b, common);
+	if (common == NULL || !path_within(gd, common))
+		add_git_root(j, b, gd);
 	free(gd);
 	free(common);
 }

@@ -35,5 +35,5 @@ tests_fault_inject_so_SOURCES = tests/fault-inject.c
 tests_fault_inject_so_CFLAGS = $(WARN_CFLAGS) -fPIC
 tests_fault_inject_so_LDFLAGS = -shared
 tests_fault_inject_so_LDADD = -ldl
-TESTS += tests/daemon-failclosed.sh
-EXTRA_DIST += tests/daemon-failclosed.sh
+TESTS += tests/daemon-failclosed.sh tests/daemon-gitroots.sh
+EXTRA_DIST += tests/daemon-failclosed.sh tests/daemon-gitroots.sh
