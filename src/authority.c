@@ -48,16 +48,44 @@ bool auth_visible(const struct bots *all, const struct bot *caller, uid_t op,
 	return op == 0 || b->owner_uid == op;
 }
 
+/*
+ * Is p absolute and normalised: no empty, "." or ".." component and no
+ * trailing slash? path_within compares strings, so "/a/b/../c" would pass
+ * for inside "/a/b": such a path is refused here, not trusted.
+ */
+bool auth_path_ok(const char *p)
+{
+	const char *c;
+
+	if (p == NULL || p[0] != '/')
+		return false;
+	if (p[1] == '\0')
+		return true;
+	for (c = p; *c != '\0'; c++) {
+		if (*c != '/')
+			continue;
+		if (c[1] == '/' || c[1] == '\0')
+			return false;
+		if (c[1] == '.' && (c[2] == '/' || c[2] == '\0'))
+			return false;
+		if (c[1] == '.' && c[2] == '.' && (c[3] == '/' || c[3] == '\0'))
+			return false;
+	}
+	return true;
+}
+
 /* The roots a bot writes to: its folder (unless read-only) and writable. */
 bool auth_may_write(const struct bot *b, const char *path)
 {
-	if (b->sandbox == SANDBOX_READ_ONLY)
+	if (b->sandbox == SANDBOX_READ_ONLY || !auth_path_ok(path))
 		return false;
 	return path_within(path, b->folder) || paths_contains(&b->writable, path);
 }
 
 bool auth_may_read(const struct bot *b, const char *path)
 {
+	if (!auth_path_ok(path))
+		return false;
 	return path_within(path, b->folder) || paths_contains(&b->writable, path) ||
 	       paths_contains(&b->readable, path);
 }

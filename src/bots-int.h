@@ -94,6 +94,7 @@ struct bot *auth_find(const struct bots *all, const char *name);
 bool auth_descends(const struct bots *all, const struct bot *b, const struct bot *anc);
 bool auth_visible(const struct bots *all, const struct bot *caller, uid_t op,
 		  const struct bot *b);
+bool auth_path_ok(const char *p);
 bool auth_may_write(const struct bot *b, const char *path);
 bool auth_may_read(const struct bot *b, const char *path);
 bool auth_within_ceiling(const struct bot *b, const struct bot *c, char *why, size_t len);

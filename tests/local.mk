@@ -30,3 +30,10 @@ check_PROGRAMS += tests/fs-diff
 tests_fs_diff_SOURCES = tests/fs-diff.c
 TESTS += tests/fs-diff.sh
 EXTRA_DIST += tests/fs-diff.sh
+
+# The daemon's authority (src/authority.c): pure functions, no root needed.
+check_PROGRAMS += tests/unit-authority
+TESTS += tests/unit-authority
+tests_unit_authority_SOURCES = tests/unit-authority.c tests/guard-tap.h src/authority.c
+tests_unit_authority_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_unit_authority_LDADD = src/libagentfs-common.a $(CJSON_LIBS)
