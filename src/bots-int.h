@@ -115,7 +115,8 @@ void save_state(void);
 void bot_arm_ttl(struct bot *b);
 bool bot_activate(struct bot *b, char *err, size_t errlen);
 void bot_remove(struct bot *b);
-void collect(struct bot *b, struct bot ***v, size_t *n);
+bool collect(struct bot *b, struct bot ***v, size_t *n);
+bool collect_idle(struct request *r, struct bot *b, struct bot ***v, size_t *n);
 bool bot_delete(struct request *r, struct bot *b);
 
 /* configure.c: bots_configure (agentfs.h) */

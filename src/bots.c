@@ -412,19 +412,45 @@ bool bots_fork(struct request *r, struct bot_spec *s)
 	return b != NULL && bot_start(r, b);
 }
 
-/* Collect b and everything it made, children before their parents. */
-void collect(struct bot *b, struct bot ***v, size_t *n)
+/*
+ * Collect b and everything it made, children before their parents. False
+ * when out of memory: *v then holds only part, which the caller must not
+ * act on (a delete of part of a family would leave orphans).
+ */
+bool collect(struct bot *b, struct bot ***v, size_t *n)
 {
 	struct bot *c, **nv;
 
 	TAILQ_FOREACH(c, &ds.bots, entry)
-		if (c->creator != NULL && strcmp(c->creator, b->name) == 0)
-			collect(c, v, n);
+		if (c->creator != NULL && strcmp(c->creator, b->name) == 0 && !collect(c, v, n))
+			return false;
 	nv = realloc(*v, (*n + 1) * sizeof *nv);
 	if (nv == NULL)
-		return;
+		return false;
 	*v = nv;
 	(*v)[(*n)++] = b;
+	return true;
+}
+
+/*
+ * Collect b's family for a delete, none of it busy; false after failing
+ * the request (*v may hold part, for the caller to free).
+ */
+bool collect_idle(struct request *r, struct bot *b, struct bot ***v, size_t *n)
+{
+	size_t i;
+
+	if (!collect(b, v, n)) {
+		fail(r, "internal", "out of memory");
+		return false;
+	}
+	for (i = 0; i < *n; i++) {
+		if ((*v)[i]->busy) {
+			fail(r, "busy", "bot %s is being changed; ask again", (*v)[i]->name);
+			return false;
+		}
+	}
+	return true;
 }
 
 static void run_delete(struct job *j)
@@ -473,13 +499,9 @@ bool bot_delete(struct request *r, struct bot *b)
 		fail(r, "internal", "out of memory");
 		return false;
 	}
-	collect(b, &j->victims, &j->nvictims);
-	for (i = 0; i < j->nvictims; i++) {
-		if (j->victims[i]->busy) {
-			fail(r, "busy", "bot %s is being changed; ask again", j->victims[i]->name);
-			job_abort(j);
-			return false;
-		}
+	if (!collect_idle(r, b, &j->victims, &j->nvictims)) {
+		job_abort(j);
+		return false;
 	}
 	for (i = 0; i < j->nvictims; i++) {
 		j->victims[i]->busy = true;
@@ -505,7 +527,11 @@ bool bots_delete(struct request *r, const char *name, bool force)
 		fail(r, "forbidden", "a bot cannot delete itself; ask whoever made it");
 		return false;
 	}
-	collect(b, &v, &n);
+	if (!collect(b, &v, &n)) {
+		free(v);
+		fail(r, "internal", "out of memory");
+		return false;
+	}
 	running = sandboxes_running(v, n);
 	running_msg(v, n, pids, sizeof pids);
 	free(v);
@@ -534,7 +560,8 @@ static void ttl_expired(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	log_msg(LOG_INFO, "bot %s: ttl ran out", b->name);
-	bot_delete(&r, b);
+	if (!bot_delete(&r, b)) /* busy, or out of memory: again in a second */
+		evtimer_add(b->ttl_ev, &tv);
 }
 
 int bots_init(struct event_base *base, struct config *cfg, struct server *srv, char *err,

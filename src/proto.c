@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The protocol: one JSON object per line in, one per line out. Parses and
- * type-checks a request, then hands it to bots.c. Never sees a socket.
+ * type-checks a request, then hands it to its handler in the command table
+ * (ops), which calls the bots_* functions (bots-int.h). Never sees a socket.
  */
 #include "src/agentfs.h"
 

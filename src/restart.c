@@ -152,7 +152,13 @@ static void drop_expired(void)
 		again = false;
 		TAILQ_FOREACH(b, &ds.bots, entry) {
 			if (b->expires != 0 && b->expires <= now) {
-				collect(b, &v, &n);
+				if (!collect(b, &v, &n)) {
+					/* restored instead: its ttl timer ends it at once */
+					log_msg(LOG_ERR, "out of memory dropping expired bots");
+					free(v);
+					save_state();
+					return;
+				}
 				for (i = 0; i < n; i++) {
 					log_msg(LOG_INFO,
 						"bot %s: ttl ran out while agentfsd was down",

@@ -323,15 +323,11 @@ bool force_delete(struct request *r, struct bot *b)
 		fail(r, "internal", "out of memory");
 		return false;
 	}
-	collect(b, &f->victims, &f->nvictims);
-	for (i = 0; i < f->nvictims; i++) {
-		if (f->victims[i]->busy) {
-			fail(r, "busy", "bot %s is being changed; ask again", f->victims[i]->name);
-			event_free(f->tick);
-			free(f->victims);
-			free(f);
-			return false;
-		}
+	if (!collect_idle(r, b, &f->victims, &f->nvictims)) {
+		event_free(f->tick);
+		free(f->victims);
+		free(f);
+		return false;
 	}
 	/* Busy: no exec, change or other delete starts meanwhile. */
 	for (i = 0; i < f->nvictims; i++)

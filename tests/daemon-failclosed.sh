@@ -10,6 +10,7 @@
 #    connection ends), and `show` and the mount table agree after each: no
 #    removed root is left mounted and forgotten, none listed that is gone;
 #    a refused configure leaves the root listed and mounted.
+#  - The same for rm of a bot that made another: both go, or neither.
 . "$top_srcdir/tests/daemon-lib.sh"
 
 FAULT_SO="$top_builddir/tests/fault-inject.so"
@@ -153,6 +154,49 @@ done
 	not_ok "after each, show and the mount table agree; a refusal changes nothing"
 consistent && ok "at the end, show and the mount table agree" ||
 	not_ok "at the end, show and the mount table agree"
+
+# A delete takes a bot with the bots it made, or nothing: the same, one
+# failed allocation at a time, on rm of P, which made K.
+mkdir -p "$T/p/k"
+family()
+{
+	[ "$(afs --json create P "$T/p" | jget ok)" = true ] &&
+		[ "$(AGENT_SOCKET="$D_SOCK.d/P.sock" "$AGENTFS_BIN" --json create K "$T/p/k" |
+			jget ok)" = true ]
+}
+# held: how many of P and K exist, and whether their mounts match ("2 2", "0 0")
+held()
+{
+	local n=0
+	[ "$(afs --json show P | jget ok)" = true ] && n=$((n + 1))
+	[ "$(afs --json show K | jget ok)" = true ] && n=$((n + 1))
+	echo "$n $(mounts_in "$D_MNT" | awk '$2 ~ "/mnt/[PK]/" { n++ } END { print n + 0 }')"
+}
+family || bail_out "cannot make P and K"
+bad=0 points=0
+for nth in $(seq 1 80); do
+	before=$(grep -c alloc "$T/faults" 2>/dev/null)
+	echo "$nth" >"$T/arm"
+	kill -USR2 "$D_PID"
+	r=$(afs --json rm P 2>&1)
+	echo 0 >"$T/arm"
+	kill -USR2 "$D_PID"
+	after=$(grep -c alloc "$T/faults" 2>/dev/null)
+	answers "$D_SOCK" || { bad=1; diag "fault $nth: the daemon died"; break; }
+	h=$(held)
+	[ "$after" = "$before" ] && { is "$h" "0 0" "with no fault left to make, rm P takes K too"; break; }
+	points=$((points + 1))
+	case "$h" in
+	"0 0") family || { bad=1; diag "fault $nth: cannot make P and K again"; break; } ;;
+	"2 2") [ "$(printf '%s' "$r" | jget ok 2>/dev/null)" = true ] &&
+		{ bad=1; diag "fault $nth: rm answered ok but P and K are there"; } ;;
+	*) bad=1; diag "fault $nth: after rm P, held: $h (bots, mounts)" "reply: $r" ;;
+	esac
+done
+[ "$points" -gt 3 ] && ok "rm failed one allocation at a time at $points points" ||
+	not_ok "rm failed one allocation at a time at $points points"
+[ "$bad" = 0 ] && ok "after each, P and K were both there or both gone, with their mounts" ||
+	not_ok "after each, P and K were both there or both gone, with their mounts"
 afs shutdown >/dev/null
 daemon_wait_gone 10 && ok "the daemon shuts down" || not_ok "the daemon shuts down"
 is "$(mounts_in "$D_MNT" | wc -l)" 0 "nothing is left mounted"
