@@ -267,65 +267,66 @@ static bool bot_user(struct request *r, struct bot *b, const struct bot_spec *s,
 	return true;
 }
 
-/* Start a new bot from a spec, created by the caller; NULL after replying an error. */
-static struct bot *bot_new(struct request *r, const char *name, const struct bot_spec *s,
-			   const struct bot *from)
+/* May the asker make a bot named name now? False after failing the request. */
+static bool may_make(struct request *r, const char *name, const struct bot *caller)
 {
-	struct bot *caller = caller_of(r), *b;
 	char why[512];
 
 	if (ds.shutdown_requested) {
 		fail(r, "shutting_down", "agentfsd is shutting down");
-		return NULL;
+		return false;
 	}
 	if (bot_find(name) != NULL) {
 		fail(r, "exists", "a bot named %s exists", name);
-		return NULL;
+		return false;
 	}
 	if (ds.nbots >= ds.cfg->max_bots) {
 		fail(r, "limit", "at most %u bots", ds.cfg->max_bots);
-		return NULL;
+		return false;
 	}
 	if (caller != NULL && !auth_family_room(&ds.bots, ds.nbots, ds.cfg->max_bots, caller, why,
 						sizeof why)) {
 		fail(r, "limit", "%s", why);
-		return NULL;
+		return false;
 	}
-	b = calloc(1, sizeof *b);
-	if (b == NULL)
-		goto nomem;
-	b->name = strdup(name);
-	b->creator = caller != NULL ? strdup(caller->name) : NULL;
-	if (b->name == NULL || (caller != NULL && b->creator == NULL))
-		goto nomem;
+	return true;
+}
+
+/*
+ * A new bot's settings: a fork's source's (from), else its maker's sandbox
+ * and network (the defaults for the operator's), then what s gives. False
+ * when out of memory.
+ */
+static bool bot_settings(struct bot *b, const struct bot_spec *s, const struct bot *caller,
+			 const struct bot *from)
+{
 	if (from != NULL) {
 		b->sandbox = from->sandbox;
 		b->folder = strdup(from->folder);
 		if (b->folder == NULL || !spec_paths_dup(&b->writable, &from->writable) ||
 		    !spec_paths_dup(&b->readable, &from->readable))
-			goto nomem;
+			return false;
 		b->network = from->network;
 		b->allow_new_repos = from->allow_new_repos;
 		b->ttl = from->ttl;
 	} else {
-		/* A bot's child inherits its sandbox; the operator's gets the default. */
 		b->sandbox = caller != NULL ? caller->sandbox : ds.cfg->default_sandbox;
 		b->network = caller != NULL ? caller->network : ds.cfg->default_network;
 		b->folder = strdup(s->folder);
 		if (b->folder == NULL)
-			goto nomem;
+			return false;
 	}
 	if (s->has_sandbox)
 		b->sandbox = s->sandbox;
 	if (s->has_writable) {
 		paths_free(&b->writable);
 		if (!spec_paths_dup(&b->writable, &s->writable))
-			goto nomem;
+			return false;
 	}
 	if (s->has_readable) {
 		paths_free(&b->readable);
 		if (!spec_paths_dup(&b->readable, &s->readable))
-			goto nomem;
+			return false;
 	}
 	if (s->has_network)
 		b->network = s->network;
@@ -333,6 +334,25 @@ static struct bot *bot_new(struct request *r, const char *name, const struct bot
 		b->allow_new_repos = s->allow_new_repos;
 	if (s->has_ttl)
 		b->ttl = s->ttl;
+	return true;
+}
+
+/* Start a new bot from a spec, created by the caller; NULL after replying an error. */
+static struct bot *bot_new(struct request *r, const char *name, const struct bot_spec *s,
+			   const struct bot *from)
+{
+	struct bot *caller = caller_of(r), *b;
+
+	if (!may_make(r, name, caller))
+		return NULL;
+	b = calloc(1, sizeof *b);
+	if (b == NULL)
+		goto nomem;
+	b->name = strdup(name);
+	b->creator = caller != NULL ? strdup(caller->name) : NULL;
+	if (b->name == NULL || (caller != NULL && b->creator == NULL) ||
+	    !bot_settings(b, s, caller, from))
+		goto nomem;
 	b->created = time(NULL);
 	b->expires = b->ttl > 0 ? b->created + b->ttl : 0;
 	b->owner_uid = caller != NULL ? caller->owner_uid : server_peer_uid(r->peer);

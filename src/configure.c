@@ -128,9 +128,70 @@ static void keep_roots(struct bot *b, struct bot *next, struct job *j)
 	free(old);
 }
 
+/*
+ * What b would be with s, checked whole before anything changes: against
+ * its maker's ceiling first (a bot learns nothing of folders beyond it),
+ * then its new folders, then the bots it made against it. Fills next.
+ */
+static bool configure_check(struct request *r, struct bot *b, const struct bot_spec *s,
+			    struct bot *next)
+{
+	struct bot *c;
+	char why[512];
+
+	*next = *b;
+	next->writable = s->has_writable ? s->writable : b->writable;
+	next->readable = s->has_readable ? s->readable : b->readable;
+	if (s->has_sandbox)
+		next->sandbox = s->sandbox;
+	if (s->has_network)
+		next->network = s->network;
+	if (s->has_allow_new_repos)
+		next->allow_new_repos = s->allow_new_repos;
+	if (!ceiling_ok(r, next) || (s->has_writable && !folders_exist(r, &s->writable)) ||
+	    (s->has_readable && !folders_exist(r, &s->readable)))
+		return false;
+	TAILQ_FOREACH(c, &ds.bots, entry) {
+		if (c->creator != NULL && strcmp(c->creator, b->name) == 0 && !c->deleting &&
+		    !auth_within_ceiling(c, next, why, sizeof why)) {
+			fail(r, "forbidden",
+			     "%s would be above its maker's new limits (%s): "
+			     "configure or delete it first",
+			     c->name, why);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* b takes s's settings (its paths move out of s) and next's; cannot fail. */
+static void configure_apply(struct bot *b, struct bot_spec *s, const struct bot *next)
+{
+	if (s->has_writable) {
+		paths_free(&b->writable);
+		b->writable = s->writable;
+		memset(&s->writable, 0, sizeof s->writable);
+	}
+	if (s->has_readable) {
+		paths_free(&b->readable);
+		b->readable = s->readable;
+		memset(&s->readable, 0, sizeof s->readable);
+	}
+	b->sandbox = next->sandbox;
+	b->network = next->network;
+	b->allow_new_repos = next->allow_new_repos;
+	if (s->has_ttl) {
+		b->ttl = s->ttl;
+		b->expires = s->ttl > 0 ? time(NULL) + s->ttl : 0;
+		if (b->ttl_ev != NULL)
+			evtimer_del(b->ttl_ev);
+		bot_arm_ttl(b);
+	}
+}
+
 bool bots_configure(struct request *r, struct bot_spec *s)
 {
-	struct bot *caller = caller_of(r), *b, next = {0}, *c;
+	struct bot *caller = caller_of(r), *b, next = {0};
 	struct job *j;
 
 	if ((b = visible_bot(r, s->name)) == NULL)
@@ -143,32 +204,8 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 		fail(r, "busy", "bot %s is being changed; ask again", b->name);
 		return false;
 	}
-	/* What the bot would be: checked whole before anything changes. */
-	next = *b;
-	next.writable = s->has_writable ? s->writable : b->writable;
-	next.readable = s->has_readable ? s->readable : b->readable;
-	if (s->has_sandbox)
-		next.sandbox = s->sandbox;
-	if (s->has_network)
-		next.network = s->network;
-	if (s->has_allow_new_repos)
-		next.allow_new_repos = s->allow_new_repos;
-	/* The ceiling first: a bot learns nothing of folders beyond it. */
-	if (!ceiling_ok(r, &next) || (s->has_writable && !folders_exist(r, &s->writable)) ||
-	    (s->has_readable && !folders_exist(r, &s->readable)))
+	if (!configure_check(r, b, s, &next))
 		return false;
-	TAILQ_FOREACH(c, &ds.bots, entry) {
-		char why[512];
-
-		if (c->creator != NULL && strcmp(c->creator, b->name) == 0 && !c->deleting &&
-		    !auth_within_ceiling(c, &next, why, sizeof why)) {
-			fail(r, "forbidden",
-			     "%s would be above its maker's new limits (%s): "
-			     "configure or delete it first",
-			     c->name, why);
-			return false;
-		}
-	}
 	/*
 	 * Everything that can fail comes first, before the bot changes: a
 	 * removed root's mount must reach the unmount list, never be dropped.
@@ -186,26 +223,7 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 		job_abort(j);
 		return false;
 	}
-	if (s->has_writable) {
-		paths_free(&b->writable);
-		b->writable = s->writable;
-		memset(&s->writable, 0, sizeof s->writable);
-	}
-	if (s->has_readable) {
-		paths_free(&b->readable);
-		b->readable = s->readable;
-		memset(&s->readable, 0, sizeof s->readable);
-	}
-	b->sandbox = next.sandbox;
-	b->network = next.network;
-	b->allow_new_repos = next.allow_new_repos;
-	if (s->has_ttl) {
-		b->ttl = s->ttl;
-		b->expires = s->ttl > 0 ? time(NULL) + s->ttl : 0;
-		if (b->ttl_ev != NULL)
-			evtimer_del(b->ttl_ev);
-		bot_arm_ttl(b);
-	}
+	configure_apply(b, s, &next);
 	keep_roots(b, &next, j);
 	b->busy = true;
 	j->bot = b;

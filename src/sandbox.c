@@ -158,6 +158,58 @@ static struct sandbox_run *sandbox_of(struct bot *b, pid_t pid)
 	return NULL;
 }
 
+/* A new record of the client pid running b; NULL after failing the request. */
+static struct sandbox_run *sandbox_add(struct request *r, struct bot *b, pid_t pid)
+{
+	struct sandbox_run *sb;
+
+	if (b->nsandboxes >= SANDBOXES_MAX) {
+		fail(r, "limit", "bot %s has %d sandboxes running", b->name, SANDBOXES_MAX);
+		return NULL;
+	}
+	sb = calloc(1, sizeof *sb);
+	if (sb == NULL) {
+		fail(r, "internal", "out of memory");
+		return NULL;
+	}
+	sb->bot = b;
+	sb->pid = pid;
+	sb->initfd = -1;
+	sb->uid = server_peer_uid(r->peer);
+	sb->pidfd = pidfd_open_pid(pid);
+	sb->ev = sb->pidfd >= 0 ? event_new(ds.base, sb->pidfd, EV_READ, sandbox_gone, sb) : NULL;
+	if (sb->ev == NULL || event_add(sb->ev, NULL) != 0) {
+		if (sb->ev != NULL)
+			event_free(sb->ev);
+		if (sb->pidfd >= 0)
+			close(sb->pidfd);
+		free(sb);
+		fail(r, "internal", "cannot follow the client's process: %s", strerror(errno));
+		return NULL;
+	}
+	LIST_INSERT_HEAD(&b->sandboxes, sb, entry);
+	b->nsandboxes++;
+	return sb;
+}
+
+/* Hold init as sb's sandbox init; false after failing the request. */
+static bool sandbox_set_init(struct request *r, struct sandbox_run *sb, pid_t init)
+{
+	int fd;
+
+	/* Checked again once held: the pidfd is of a process that descends from the client. */
+	fd = pidfd_open_pid(init);
+	if (fd < 0 || !descends_from(init, sb->pid) || pidfd_signal(fd, 0) != 0) {
+		if (fd >= 0)
+			close(fd);
+		fail(r, "forbidden", "process %d is not a sandbox this client started", (int)init);
+		return false;
+	}
+	sb->init = init;
+	sb->initfd = fd;
+	return true;
+}
+
 /*
  * `agentfs exec` says it runs the bot's commands: first before it starts
  * them (no pid), then with its sandbox's init once bwrap reports it. The
@@ -168,7 +220,6 @@ void bots_exec_register(struct request *r, const char *name, bool has_pid, doubl
 	struct bot *b;
 	pid_t pid = r->peer != NULL ? server_peer_pid(r->peer) : 0;
 	struct sandbox_run *sb;
-	int fd;
 
 	if ((b = visible_bot(r, name)) == NULL)
 		return;
@@ -185,51 +236,10 @@ void bots_exec_register(struct request *r, const char *name, bool has_pid, doubl
 		return;
 	}
 	sb = sandbox_of(b, pid);
-	if (sb == NULL) {
-		if (b->nsandboxes >= SANDBOXES_MAX) {
-			fail(r, "limit", "bot %s has %d sandboxes running", b->name, SANDBOXES_MAX);
-			return;
-		}
-		sb = calloc(1, sizeof *sb);
-		if (sb == NULL) {
-			fail(r, "internal", "out of memory");
-			return;
-		}
-		sb->bot = b;
-		sb->pid = pid;
-		sb->initfd = -1;
-		sb->uid = server_peer_uid(r->peer);
-		sb->pidfd = pidfd_open_pid(pid);
-		sb->ev = sb->pidfd >= 0 ? event_new(ds.base, sb->pidfd, EV_READ, sandbox_gone, sb)
-					: NULL;
-		if (sb->ev == NULL || event_add(sb->ev, NULL) != 0) {
-			if (sb->ev != NULL)
-				event_free(sb->ev);
-			if (sb->pidfd >= 0)
-				close(sb->pidfd);
-			free(sb);
-			fail(r, "internal", "cannot follow the client's process: %s",
-			     strerror(errno));
-			return;
-		}
-		LIST_INSERT_HEAD(&b->sandboxes, sb, entry);
-		b->nsandboxes++;
-	}
-	if (has_pid && sb->initfd < 0) {
-		pid_t init = (pid_t)pidv;
-
-		/* Checked again once held: the pidfd is of a process that descends from the client. */
-		fd = pidfd_open_pid(init);
-		if (fd < 0 || !descends_from(init, pid) || pidfd_signal(fd, 0) != 0) {
-			if (fd >= 0)
-				close(fd);
-			fail(r, "forbidden", "process %d is not a sandbox this client started",
-			     (int)init);
-			return;
-		}
-		sb->init = init;
-		sb->initfd = fd;
-	}
+	if (sb == NULL && (sb = sandbox_add(r, b, pid)) == NULL)
+		return;
+	if (has_pid && sb->initfd < 0 && !sandbox_set_init(r, sb, (pid_t)pidv))
+		return;
 	request_reply(r, NULL);
 }
 
