@@ -77,6 +77,66 @@ void bots_status(struct request *r)
 	request_reply(r, body);
 }
 
+/* One string more in the array arr; false when out of memory. */
+static bool add_string(cJSON *arr, const char *s)
+{
+	cJSON *v = cJSON_CreateString(s);
+
+	if (v == NULL || !cJSON_AddItemToArray(arr, v)) {
+		cJSON_Delete(v);
+		return false;
+	}
+	return true;
+}
+
+/* One bind of the plan: where b's root rt is mounted and where it goes. */
+static bool add_bind(cJSON *binds, const struct root *rt)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o == NULL || !cJSON_AddItemToArray(binds, o)) {
+		cJSON_Delete(o);
+		return false;
+	}
+	return cJSON_AddStringToObject(o, "source", rt->mountpoint) != NULL &&
+	       cJSON_AddStringToObject(o, "path", rt->path) != NULL &&
+	       cJSON_AddBoolToObject(o, "writable", rt->writable) != NULL;
+}
+
+/*
+ * The exec plan of b, whole or not at all (NULL: out of memory): a plan
+ * missing a bind or a folder to hide would confine the bot less.
+ */
+static cJSON *plan_json(const struct bot *b)
+{
+	cJSON *body = cJSON_CreateObject(), *binds, *hide;
+	char *sd = NULL;
+	bool ok;
+	size_t i;
+
+	ok = body != NULL && cJSON_AddStringToObject(body, "name", b->name) != NULL &&
+	     cJSON_AddStringToObject(body, "sandbox", sandbox_name(b->sandbox)) != NULL &&
+	     cJSON_AddBoolToObject(body, "network", b->network) != NULL &&
+	     cJSON_AddNumberToObject(body, "uid", b->uid) != NULL &&
+	     cJSON_AddStringToObject(body, "folder", b->folder) != NULL &&
+	     cJSON_AddStringToObject(body, "socket",
+				     b->sock != NULL ? server_listener_path(b->sock) : "") != NULL &&
+	     cJSON_AddStringToObject(body, "control_socket", ds.cfg->socket_path) != NULL;
+	binds = ok ? cJSON_AddArrayToObject(body, "binds") : NULL;
+	for (i = 0, ok = binds != NULL; ok && i < b->nroots; i++)
+		ok = add_bind(binds, &b->roots[i]);
+	hide = ok ? cJSON_AddArrayToObject(body, "hide") : NULL;
+	if (asprintf(&sd, "%s.d", ds.cfg->socket_path) < 0)
+		sd = NULL;
+	ok = hide != NULL && sd != NULL && add_string(hide, ds.cfg->state_dir) && add_string(hide, sd);
+	free(sd);
+	if (!ok) {
+		cJSON_Delete(body);
+		return NULL;
+	}
+	return body;
+}
+
 /*
  * What `agentfs exec` needs to confine a bot with bwrap: each root's mount
  * and the path to bind it at, the bot's socket, and the daemon's own paths
@@ -85,7 +145,7 @@ void bots_status(struct request *r)
 void bots_exec_plan(struct request *r, const char *name)
 {
 	struct bot *b;
-	cJSON *body, *binds, *o, *hide;
+	cJSON *body;
 	size_t i;
 
 	if ((b = visible_bot(r, name)) == NULL)
@@ -109,32 +169,10 @@ void bots_exec_plan(struct request *r, const char *name)
 			return;
 		}
 	}
-	body = cJSON_CreateObject();
-	cJSON_AddStringToObject(body, "name", b->name);
-	cJSON_AddStringToObject(body, "sandbox", sandbox_name(b->sandbox));
-	cJSON_AddBoolToObject(body, "network", b->network);
-	cJSON_AddNumberToObject(body, "uid", b->uid);
-	cJSON_AddStringToObject(body, "folder", b->folder);
-	cJSON_AddStringToObject(body, "socket",
-				b->sock != NULL ? server_listener_path(b->sock) : "");
-	cJSON_AddStringToObject(body, "control_socket", ds.cfg->socket_path);
-	binds = cJSON_AddArrayToObject(body, "binds");
-	for (i = 0; i < b->nroots; i++) {
-		o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "source", b->roots[i].mountpoint);
-		cJSON_AddStringToObject(o, "path", b->roots[i].path);
-		cJSON_AddBoolToObject(o, "writable", b->roots[i].writable);
-		cJSON_AddItemToArray(binds, o);
-	}
-	hide = cJSON_AddArrayToObject(body, "hide");
-	cJSON_AddItemToArray(hide, cJSON_CreateString(ds.cfg->state_dir));
-	{
-		char *sd;
-
-		if (asprintf(&sd, "%s.d", ds.cfg->socket_path) >= 0) {
-			cJSON_AddItemToArray(hide, cJSON_CreateString(sd));
-			free(sd);
-		}
+	body = plan_json(b);
+	if (body == NULL) {
+		fail(r, "internal", "out of memory: no plan was made, nothing was run");
+		return;
 	}
 	request_reply(r, body);
 }

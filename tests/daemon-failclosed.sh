@@ -11,6 +11,8 @@
 #    removed root is left mounted and forgotten, none listed that is gone;
 #    a refused configure leaves the root listed and mounted.
 #  - The same for rm of a bot that made another: both go, or neither.
+#  - The same for the exec plan: whole (every root bound, the state folder
+#    and the bots' sockets hidden) or refused, never a part.
 . "$top_srcdir/tests/daemon-lib.sh"
 
 FAULT_SO="$top_builddir/tests/fault-inject.so"
@@ -61,7 +63,7 @@ afs shutdown >/dev/null
 daemon_wait_gone 10 || bail_out "agentfsd does not stop"
 
 # The same daemon, with every setgroups that would give $grp failing, and
-# the allocation fault ready to be armed.
+# the allocation fault ready to be armed (in agentfsd's own code).
 export FAULT_LOG="$T/faults" FAULT_ALLOC_ARM="$T/arm"
 LD_PRELOAD="$FAULT_SO" FAULT_SETGROUPS_GID="$gid" FAULT_ALLOC=1 \
 	daemon_start --config "$T/conf" || bail_out "agentfsd does not start with the fault library"
@@ -197,6 +199,44 @@ done
 	not_ok "rm failed one allocation at a time at $points points"
 [ "$bad" = 0 ] && ok "after each, P and K were both there or both gone, with their mounts" ||
 	not_ok "after each, P and K were both there or both gone, with their mounts"
+
+# Again, counting cJSON's allocations too: the plan is made of them.
+afs shutdown >/dev/null
+daemon_wait_gone 10 || bail_out "agentfsd does not stop"
+LD_PRELOAD="$FAULT_SO" FAULT_ALLOC=1 FAULT_ALLOC_LIBS=libcjson \
+	daemon_start --config "$T/conf" || bail_out "agentfsd does not start with the fault library"
+is "$(restored_state B)" mounted "B is restored"
+bad=0 points=0 refused=0
+nb=$(afs --json show B | jget 'bot.mounts.#')
+for nth in $(seq 1 80); do
+	before=$(grep -c alloc "$T/faults" 2>/dev/null)
+	echo "$nth" >"$T/arm"
+	kill -USR2 "$D_PID"
+	r=$(raw '{"op":"exec_plan","name":"B"}' 2>&1)
+	echo 0 >"$T/arm"
+	kill -USR2 "$D_PID"
+	after=$(grep -c alloc "$T/faults" 2>/dev/null)
+	answers "$D_SOCK" || { bad=1; diag "fault $nth: the daemon died"; break; }
+	okv=$(printf '%s' "$r" | jget ok 2>/dev/null)
+	if [ "$okv" = true ]; then
+		if [ "$(printf '%s' "$r" | jget 'binds.#')" != "$nb" ] ||
+			[ "$(printf '%s' "$r" | jget 'hide.#')" != 2 ] ||
+			[ "$(printf '%s' "$r" | jget hide.0)" != "$D_STATE" ] ||
+			[ "$(printf '%s' "$r" | jget hide.1)" != "$D_SOCK.d" ]; then
+			bad=1
+			diag "fault $nth: a plan that is not whole was given" "$r"
+		fi
+	elif [ "$okv" = false ]; then
+		refused=$((refused + 1))
+	fi
+	[ "$after" = "$before" ] && { is "$okv" true "with no fault left to make, the plan is given"; break; }
+	points=$((points + 1))
+done
+[ "$points" -gt 3 ] && ok "exec_plan failed one allocation at a time at $points points ($refused refused)" ||
+	not_ok "exec_plan failed one allocation at a time at $points points"
+[ "$bad" = 0 ] && ok "every plan given was whole: all roots bound, the state and sockets hidden" ||
+	not_ok "every plan given was whole: all roots bound, the state and sockets hidden"
+
 afs shutdown >/dev/null
 daemon_wait_gone 10 && ok "the daemon shuts down" || not_ok "the daemon shuts down"
 is "$(mounts_in "$D_MNT" | wc -l)" 0 "nothing is left mounted"

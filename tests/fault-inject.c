@@ -7,14 +7,16 @@
  *                          syscall) whose list holds gid G fails with EPERM
  *   FAULT_ALLOC=1          armed by SIGUSR2 with the number N written to
  *                          FAULT_ALLOC_ARM (a file): the Nth malloc, calloc,
- *                          realloc or strdup called by the program itself
- *                          (not by a library) after that fails with ENOMEM,
- *                          once
+ *                          realloc, strdup or asprintf called by the program
+ *                          itself (not by a library) after that fails with
+ *                          ENOMEM, once
+ *   FAULT_ALLOC_LIBS=WORD  count the calls from the libraries whose file
+ *                          name holds WORD too (say libcjson)
  *   FAULT_LOG=FILE         a line is appended for each failure made
  *
- * Only calls from the program's own code are counted, so the libraries it
- * links (libevent, cJSON, libc) run as always and the failure lands in the
- * code under test.
+ * Only calls from the program's own code (and the libraries named) are
+ * counted, so the others (libevent, libc) run as always and the failure
+ * lands in the code under test.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -34,7 +36,11 @@
 
 static gid_t bad_gid;
 static int bad_gid_set;
-static uintptr_t prog_lo, prog_hi; /* the program's executable code */
+/* The executable code of the program and of the libraries named */
+static struct {
+	uintptr_t lo, hi;
+} code[8];
+static int ncode;
 static atomic_long alloc_left;	   /* > 0: counting down to the call that fails */
 
 static void note(const char *what)
@@ -54,21 +60,26 @@ static void note(const char *what)
 	close(fd);
 }
 
-static int prog_range(struct dl_phdr_info *info, size_t size, void *arg)
+static int code_ranges(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	int i;
+	const char *libs = getenv("FAULT_ALLOC_LIBS");
+	int *nth = arg, i;
 
 	(void)size;
-	(void)arg;
-	for (i = 0; i < info->dlpi_phnum; i++) {
+	/* the first object is the program */
+	if ((*nth)++ > 0 && (libs == NULL || *libs == '\0' || info->dlpi_name == NULL ||
+			     strstr(info->dlpi_name, libs) == NULL))
+		return 0;
+	for (i = 0; i < info->dlpi_phnum && ncode < 8; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
 		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			prog_lo = info->dlpi_addr + ph->p_vaddr;
-			prog_hi = prog_lo + ph->p_memsz;
+			code[ncode].lo = info->dlpi_addr + ph->p_vaddr;
+			code[ncode].hi = code[ncode].lo + ph->p_memsz;
+			ncode++;
 		}
 	}
-	return 1; /* the first object is the program */
+	return 0;
 }
 
 /* SIGUSR2: arm the allocation fault with the count in FAULT_ALLOC_ARM. */
@@ -95,7 +106,9 @@ __attribute__((constructor)) static void fault_init(void)
 		bad_gid_set = 1;
 	}
 	if (getenv("FAULT_ALLOC") != NULL) {
-		dl_iterate_phdr(prog_range, NULL);
+		int nth = 0;
+
+		dl_iterate_phdr(code_ranges, &nth);
 		signal(SIGUSR2, arm);
 	}
 }
@@ -151,8 +164,14 @@ long syscall(long nr, ...)
 static int alloc_fails(void *ret)
 {
 	uintptr_t r = (uintptr_t)ret;
+	int i;
 
-	if (atomic_load(&alloc_left) <= 0 || r < prog_lo || r >= prog_hi)
+	if (atomic_load(&alloc_left) <= 0)
+		return 0;
+	for (i = 0; i < ncode; i++)
+		if (r >= code[i].lo && r < code[i].hi)
+			break;
+	if (i == ncode)
 		return 0;
 	if (atomic_fetch_sub(&alloc_left, 1) != 1)
 		return 0;
@@ -198,4 +217,17 @@ char *strdup(const char *s)
 	if (p != NULL)
 		memcpy(p, s, n);
 	return p;
+}
+
+int asprintf(char **out, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (alloc_fails(__builtin_return_address(0)))
+		return -1;
+	va_start(ap, fmt);
+	n = vasprintf(out, fmt, ap);
+	va_end(ap);
+	return n;
 }
