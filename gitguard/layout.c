@@ -19,8 +19,7 @@
 
 /* NAME beneath dirfd, read capped and parsed by parse. */
 static int read_parsed(int dirfd, const char *name,
-		       int (*parse)(const char *, size_t, char *, size_t), char *out,
-		       size_t outsz)
+		       int (*parse)(const char *, size_t, char *, size_t), char *out, size_t outsz)
 {
 	char *buf = NULL;
 	size_t len = 0;

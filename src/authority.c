@@ -40,8 +40,7 @@ bool auth_descends(const struct bots *all, const struct bot *b, const struct bot
  * every bot; an operator in agentfsd's group sees the bots it made, and
  * theirs.
  */
-bool auth_visible(const struct bots *all, const struct bot *caller, uid_t op,
-		  const struct bot *b)
+bool auth_visible(const struct bots *all, const struct bot *caller, uid_t op, const struct bot *b)
 {
 	if (caller != NULL)
 		return caller == b || auth_descends(all, b, caller);
@@ -165,7 +164,8 @@ bool auth_family_room(const struct bots *all, unsigned nbots, unsigned max_bots,
 	TAILQ_FOREACH(b, all, entry)
 		n += auth_family_top(all, b) == top;
 	if (n >= share) {
-		snprintf(why, len, "bot %s and the bots it made number %u, their share of max_bots (%u)",
+		snprintf(why, len,
+			 "bot %s and the bots it made number %u, their share of max_bots (%u)",
 			 top->name, n, max_bots);
 		return false;
 	}

@@ -29,7 +29,13 @@
 #include <limits.h>
 #include <pthread.h>
 
-/* Work for the job thread: run there, then done on the loop (jobs.c). */
+/*
+ * Work for the job thread (jobs.c). Made on the loop by job_new (or by a
+ * worker, for a lost mount: job_post_done), owned by the job thread from
+ * job_submit until run returns, then by the loop again: its done step
+ * answers the request and frees it (job_finish); job_abort frees one that
+ * was never submitted. run may change only the job and its bot (busy).
+ */
 struct job {
 	struct job *next;
 	void (*run)(struct job *);  /* on the job thread */
@@ -53,30 +59,33 @@ struct job {
 };
 
 /*
- * The daemon's state (bots.c). Everything but the job queues belongs to the
- * loop thread; lock protects todo, done, stopping and prog. A bot with busy
- * set is being worked on by the job thread: the loop does not change it then.
+ * The daemon's state (bots.c): one, filled by bots_init before the loop
+ * runs and emptied by bots_stop after it ends (the job thread joined
+ * first). Each field says what protects it: "loop" fields are read and
+ * written only on the event loop's thread; a bot with busy set is being
+ * worked on by the job thread, and the loop does not change it then.
  */
 struct daemon_state {
-	struct event_base *base;
-	struct config *cfg;
-	struct server *srv;
-	struct fs *fs;
-	struct bots bots;
-	unsigned nbots;
-	time_t started;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct job *todo, **todo_tail, *done;
-	struct event *done_ev;
-	bool stopping, thread_started;
-	bool shutdown_requested;
-	int mountinfo_fd;
-	struct event *mountinfo_ev;
+	struct event_base *base;	      /* immutable after bots_init */
+	struct config *cfg;		      /* immutable after bots_init */
+	struct server *srv;		      /* immutable after bots_init */
+	struct fs *fs;			      /* immutable after bots_init; fusefs locks its own */
+	struct bots bots;		      /* loop */
+	unsigned nbots;			      /* loop */
+	time_t started;			      /* immutable after bots_init */
+	pthread_t thread;		      /* the job thread: jobs_start, jobs_stop */
+	pthread_mutex_t lock;		      /* protects todo, todo_tail, done, stopping, prog */
+	pthread_cond_t cond;		      /* with lock: todo gained a job, or stopping */
+	struct job *todo, **todo_tail, *done; /* lock */
+	struct event *done_ev;		      /* immutable while the thread runs */
+	bool stopping;			      /* lock */
+	bool thread_started;		      /* loop */
+	bool shutdown_requested;	      /* loop */
+	int mountinfo_fd;		      /* loop (restart.c) */
+	struct event *mountinfo_ev;	      /* loop (restart.c) */
 	/*
 	 * The scan of the root being mounted, for a client that asked for
-	 * progress (under lock): the job thread fills it, the loop sends it.
+	 * progress (lock): the job thread fills it, the loop sends it.
 	 * job is cleared by job_finish, so the loop never uses a gone peer.
 	 */
 	struct {
@@ -85,15 +94,14 @@ struct daemon_state {
 		unsigned long entries, repos;
 		bool pending;
 	} prog;
-	struct event *prog_ev;
+	struct event *prog_ev; /* immutable while the thread runs */
 };
 extern struct daemon_state ds;
 
 /* authority.c: pure, over the list all */
 struct bot *auth_find(const struct bots *all, const char *name);
 bool auth_descends(const struct bots *all, const struct bot *b, const struct bot *anc);
-bool auth_visible(const struct bots *all, const struct bot *caller, uid_t op,
-		  const struct bot *b);
+bool auth_visible(const struct bots *all, const struct bot *caller, uid_t op, const struct bot *b);
 bool auth_path_ok(const char *p);
 bool auth_may_write(const struct bot *b, const char *path);
 bool auth_may_read(const struct bot *b, const char *path);

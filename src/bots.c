@@ -112,7 +112,8 @@ void save_state(void)
 	int r = state_save(ds.cfg, &ds.bots);
 
 	if (r != 0)
-		log_msg(LOG_ERR, "cannot save the state in %s: %s", ds.cfg->state_dir, strerror(-r));
+		log_msg(LOG_ERR, "cannot save the state in %s: %s", ds.cfg->state_dir,
+			strerror(-r));
 }
 
 static void ttl_expired(evutil_socket_t fd, short what, void *arg);
@@ -254,7 +255,8 @@ static bool bot_user(struct request *r, struct bot *b, const struct bot_spec *s,
 	if (!s->has_user)
 		return true;
 	if (caller != NULL && (!caller->uid_set || s->user != caller->uid)) {
-		fail(r, "forbidden", "%s: a bot's bots run as its own user (uid %u); it may not name another",
+		fail(r, "forbidden",
+		     "%s: a bot's bots run as its own user (uid %u); it may not name another",
 		     b->name, (unsigned)caller->uid);
 		return false;
 	}
@@ -284,8 +286,8 @@ static bool may_make(struct request *r, const char *name, const struct bot *call
 		fail(r, "limit", "at most %u bots", ds.cfg->max_bots);
 		return false;
 	}
-	if (caller != NULL && !auth_family_room(&ds.bots, ds.nbots, ds.cfg->max_bots, caller, why,
-						sizeof why)) {
+	if (caller != NULL &&
+	    !auth_family_room(&ds.bots, ds.nbots, ds.cfg->max_bots, caller, why, sizeof why)) {
 		fail(r, "limit", "%s", why);
 		return false;
 	}

@@ -110,6 +110,7 @@ static bool add_bind(cJSON *binds, const struct root *rt)
 static cJSON *plan_json(const struct bot *b)
 {
 	cJSON *body = cJSON_CreateObject(), *binds, *hide;
+	const char *sock = b->sock != NULL ? server_listener_path(b->sock) : "";
 	char *sd = NULL;
 	bool ok;
 	size_t i;
@@ -119,8 +120,7 @@ static cJSON *plan_json(const struct bot *b)
 	     cJSON_AddBoolToObject(body, "network", b->network) != NULL &&
 	     cJSON_AddNumberToObject(body, "uid", b->uid) != NULL &&
 	     cJSON_AddStringToObject(body, "folder", b->folder) != NULL &&
-	     cJSON_AddStringToObject(body, "socket",
-				     b->sock != NULL ? server_listener_path(b->sock) : "") != NULL &&
+	     cJSON_AddStringToObject(body, "socket", sock) != NULL &&
 	     cJSON_AddStringToObject(body, "control_socket", ds.cfg->socket_path) != NULL;
 	binds = ok ? cJSON_AddArrayToObject(body, "binds") : NULL;
 	for (i = 0, ok = binds != NULL; ok && i < b->nroots; i++)
@@ -128,7 +128,8 @@ static cJSON *plan_json(const struct bot *b)
 	hide = ok ? cJSON_AddArrayToObject(body, "hide") : NULL;
 	if (asprintf(&sd, "%s.d", ds.cfg->socket_path) < 0)
 		sd = NULL;
-	ok = hide != NULL && sd != NULL && add_string(hide, ds.cfg->state_dir) && add_string(hide, sd);
+	ok = hide != NULL && sd != NULL && add_string(hide, ds.cfg->state_dir) &&
+	     add_string(hide, sd);
 	free(sd);
 	if (!ok) {
 		cJSON_Delete(body);

@@ -61,8 +61,8 @@ void check_lost(struct bot *only)
 			struct root *rt = &b->roots[i];
 
 			if (rt->m == NULL || rt->lost ||
-			    (ours.n > 0 &&
-			     bsearch(&rt->mountpoint, ours.v, ours.n, sizeof *ours.v, cmp_str) != NULL))
+			    (ours.n > 0 && bsearch(&rt->mountpoint, ours.v, ours.n, sizeof *ours.v,
+						   cmp_str) != NULL))
 				continue;
 			log_msg(LOG_WARNING,
 				"bot %s: %s was unmounted from outside; "

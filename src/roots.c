@@ -116,7 +116,7 @@ static int uid_may(uid_t uid, int fd, int mode)
 /* Why open_folder failed, in words for the client. */
 const char *folder_error(int e)
 {
-	return e == ELOOP    ? "a component is a symbolic link (give the real path)"
+	return e == ELOOP     ? "a component is a symbolic link (give the real path)"
 	       : e == ENOTDIR ? "not a folder"
 	       : e == ENOENT  ? "no such folder"
 			      : strerror(e);
@@ -354,8 +354,8 @@ static void add_git_root(struct job *j, struct bot *b, const char *pick)
 	memset(rt, 0, sizeof *rt);
 	rt->path = strdup(pick);
 	rt->writable = b->sandbox != SANDBOX_READ_ONLY;
-	if (rt->path == NULL || asprintf(&rt->mountpoint, "%s/%s/%u", ds.cfg->mount_dir, b->name,
-					 b->mount_seq) < 0) {
+	if (rt->path == NULL ||
+	    asprintf(&rt->mountpoint, "%s/%s/%u", ds.cfg->mount_dir, b->name, b->mount_seq) < 0) {
 		free(rt->path);
 		rt->path = NULL;
 		return;

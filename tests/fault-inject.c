@@ -41,7 +41,7 @@ static struct {
 	uintptr_t lo, hi;
 } code[8];
 static int ncode;
-static atomic_long alloc_left;	   /* > 0: counting down to the call that fails */
+static atomic_long alloc_left; /* > 0: counting down to the call that fails */
 
 static void note(const char *what)
 {

@@ -93,8 +93,8 @@ static void test_paths(void)
 	struct bot *ro = mk("P2", NULL, SANDBOX_READ_ONLY, "/a/b", w, r, 0);
 	struct bot *top = mk("P3", NULL, SANDBOX_WORKSPACE_WRITE, "/", NULL, NULL, 0);
 	static const char *const bad[] = {
-		"/a/b/../c", "/a/b/..", "/a/b/./c", "/a/b/.", "/a/b/", "/a/b//c", "a/b", "",
-		"/w/../a",   "//a/b",
+		"/a/b/../c", "/a/b/..", "/a/b/./c", "/a/b/.",  "/a/b/",
+		"/a/b//c",   "a/b",	"",	    "/w/../a", "//a/b",
 	};
 	size_t i;
 
@@ -106,8 +106,8 @@ static void test_paths(void)
 	tap_ok(auth_may_write(b, "/w/x") && !auth_may_write(b, "/wx"), "write: writable roots");
 	tap_ok(!auth_may_write(b, "/r") && auth_may_read(b, "/r/x") && !auth_may_read(b, "/rx"),
 	       "readable roots are read, not written");
-	tap_ok(!auth_may_write(ro, "/a/b") && !auth_may_write(ro, "/w") && auth_may_read(ro, "/a/b") &&
-		       auth_may_read(ro, "/w/x"),
+	tap_ok(!auth_may_write(ro, "/a/b") && !auth_may_write(ro, "/w") &&
+		       auth_may_read(ro, "/a/b") && auth_may_read(ro, "/w/x"),
 	       "read-only: nothing is written, everything of it read");
 	tap_ok(auth_may_write(top, "/etc") && !auth_may_write(top, "/etc/../x"),
 	       "a bot over / writes any normal path");
@@ -137,7 +137,8 @@ static void test_ceiling(void)
 	tap_ok(!auth_within_ceiling(&k, p, why, sizeof why) && strstr(why, "not writable") != NULL,
 	       "a folder that only shares a prefix is refused (%s)", why);
 	k = child("Q", SANDBOX_WORKSPACE_WRITE, "/p/../etc");
-	tap_ok(!auth_within_ceiling(&k, p, why, sizeof why), "a folder climbing out with .. is refused");
+	tap_ok(!auth_within_ceiling(&k, p, why, sizeof why),
+	       "a folder climbing out with .. is refused");
 	k = child("Q", SANDBOX_READ_ONLY, "/pr/x");
 	tap_ok(auth_within_ceiling(&k, p, why, sizeof why), "a read-only child on a readable root");
 	k = child("Q", SANDBOX_WORKSPACE_WRITE, "/pr/x");
@@ -196,7 +197,8 @@ static void test_family(void)
 	tap_ok(auth_family_room(&fam, 6, 40, &v[1], why, sizeof why),
 	       "with max_bots 40 the share is 10");
 	TAILQ_REMOVE(&fam, &v[3], entry);
-	tap_ok(auth_family_room(&fam, 5, 16, &v[1], why, sizeof why), "a family below its share may");
+	tap_ok(auth_family_room(&fam, 5, 16, &v[1], why, sizeof why),
+	       "a family below its share may");
 }
 
 int main(void)
