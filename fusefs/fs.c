@@ -21,7 +21,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/fsuid.h>
 #include <linux/fuse.h>
 
 #define STOP_KEY UINT64_MAX
@@ -42,8 +41,8 @@ void fs_log(struct fs *fs, enum fs_log_level level, const char *fmt, ...)
 
 /*
  * Switch this thread's filesystem identity to the caller's, so new files
- * belong to it and group-writable folders work. glibc's setgroups() changes
- * every thread, so the raw syscall is used; setfsuid/setfsgid are per thread.
+ * belong to it and group-writable folders work (fs_set_ids). A failure is
+ * the caller's error: the operation is refused, and serve() switches back.
  */
 static __thread bool switched; /* this thread is not root's identity now */
 
@@ -51,7 +50,7 @@ int fs_as_caller(fuse_req_t req, bool with_groups)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	gid_t groups[64];
-	int n;
+	int n = -1;
 
 	if (c->uid == 0 && c->gid == 0)
 		return 0;
@@ -62,23 +61,28 @@ int fs_as_caller(fuse_req_t req, bool with_groups)
 			n = 0;
 		if (n > 64)
 			n = 64;
-		if (syscall(SYS_setgroups, (size_t)n, groups) != 0)
-			return -errno;
 	}
-	setfsgid(c->gid);
-	setfsuid(c->uid);
-	return 0;
+	return fs_set_ids(c->uid, c->gid, groups, n);
 }
 
-/* Back to root's identity; nothing to do (no syscall) if it never changed. */
+/*
+ * Back to root's identity; nothing to do (no syscall) if it never changed.
+ * A worker that cannot go back would serve the next caller as the last
+ * one: it stops the process instead.
+ */
 void fs_as_root(struct fs *fs)
 {
+	int r;
+
 	if (!switched)
 		return;
 	switched = false;
-	setfsuid(0);
-	setfsgid(0);
-	syscall(SYS_setgroups, (size_t)fs->n_root_groups, fs->root_groups);
+	r = fs_set_ids(0, 0, fs->root_groups, fs->n_root_groups);
+	if (r != 0) {
+		fs_log(fs, FS_LOG_ERR, "cannot switch a worker back to root: %s: stopping",
+		       strerror(-r));
+		abort();
+	}
 }
 
 static void mount_arm(struct fs_mount *m, int op, uint32_t events)

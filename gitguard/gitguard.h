@@ -297,4 +297,16 @@ int guard_parse_bool(const char *s);
 int guard_parse_gitfile(const char *buf, size_t len, char *out, size_t outsz);
 int guard_parse_commondir(const char *buf, size_t len, char *out, size_t outsz);
 
+/*
+ * layout.c: where a tree root's git folders are, for a caller that mounts
+ * them beside the root (agentfsd). Through descriptors, no link followed,
+ * capped; the paths as written (relative to the folder, or absolute), for
+ * the caller to join and normalise. 0, or -errno: -ENOENT (none), -EINVAL
+ * (not a regular file or not git's format), -EFBIG, -ENAMETOOLONG.
+ */
+/* What the `.git` of the folder dirfd points to: a symlink's target or a gitdir: file's path. */
+int guard_layout_gitdir(int dirfd, char *out, size_t outsz);
+/* The common folder the git folder gitfd names in its commondir file. */
+int guard_layout_commondir(int gitfd, char *out, size_t outsz);
+
 #endif

@@ -35,3 +35,5 @@ tests_unit_guard_home_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)
 check_PROGRAMS += tests/guard-idx
 tests_guard_idx_SOURCES = tests/guard-idx.c
 tests_guard_idx_LDADD = gitguard/libgitguard.a
+# The layout questions of a caller that mounts tree roots (agentfsd).
+gitguard_libgitguard_a_SOURCES += gitguard/layout.c

@@ -1,5 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* agentfs: the daemon (agentfsd), the command-line client and their parts. */
+/*
+ * agentfs: the daemon (agentfsd), the command-line client and their parts.
+ * The daemon's bots are split by job; src/bots-int.h says which file owns
+ * what. Below, each group of declarations names the file that defines it.
+ *
+ * Errors, one convention per boundary:
+ *  - src functions answer bool (false: failed) or int (0, or -errno; a
+ *    descriptor, or -1 with errno set) and, where a person reads the
+ *    reason, fill `char *err, size_t errlen` with it;
+ *  - a request's error goes to its client once, as {code, message}
+ *    (proto_error, request_fail; agentfs-protocol(7) lists the codes);
+ *  - a job (bots-int.h) carries errno, a code and a message from the job
+ *    thread (job_seterr) to the loop, which sends them as a request's error;
+ *  - fusefs (struct fs_error: positive errno and a message) and gitguard
+ *    (negative errno) answers are turned into these where src calls them.
+ */
 #ifndef AGENTFS_AGENTFS_H
 #define AGENTFS_AGENTFS_H
 
@@ -127,6 +142,8 @@ int cmd_exec(const char *socket_path, int argc, char **argv);
 /* cmd-mount.c */
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
+
+/* cmd-audit.c */
 int cmd_audit(int argc, char **argv);
 
 /* client.c */
@@ -182,7 +199,7 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 cJSON *proto_error(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 cJSON *proto_error_line(const char *code, const char *msg);
 
-/* bots.c */
+/* The daemon's requests: struct request and struct bot_spec (bots-int.h lists the files) */
 /* A request being answered: who asked and the id to echo. */
 struct request {
 	struct peer *peer; /* NULL: the daemon itself (ttl expiry) */
@@ -200,14 +217,18 @@ struct bot_spec {
 	bool has_user;
 	uid_t user;
 };
+/* bots.c */
 int bots_init(struct event_base *base, struct config *cfg, struct server *srv, char *err,
 	      size_t errlen);
 void bots_stop(void);
 bool bots_create(struct request *r, struct bot_spec *s);
 bool bots_fork(struct request *r, struct bot_spec *s);
-bool bots_configure(struct request *r, struct bot_spec *s);
 bool bots_delete(struct request *r, const char *name, bool force);
+/* configure.c */
+bool bots_configure(struct request *r, struct bot_spec *s);
+/* sandbox.c */
 void bots_exec_register(struct request *r, const char *name, bool has_pid, double pid);
+/* queries.c */
 void bots_list(struct request *r);
 void bots_show(struct request *r, const char *name);
 void bots_status(struct request *r);
@@ -215,6 +236,7 @@ void bots_exec_plan(struct request *r, const char *name);
 void bots_shutdown(struct request *r);
 bool bots_log(struct request *r, const char *name, uint64_t since, bool follow);
 void bots_changes(struct request *r, const char *name, uint64_t since, bool mark);
+/* proto.c */
 void request_reply(struct request *r, cJSON *body);
 void request_fail(struct request *r, cJSON *error);
 void bot_spec_free(struct bot_spec *s);

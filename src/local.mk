@@ -12,7 +12,9 @@ src_agentfs_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitgu
 	$(FUSE_LIBS) $(CJSON_LIBS) $(GIT2_LIBS) -lutil -lpthread
 
 sbin_PROGRAMS += src/agentfsd
-src_agentfsd_SOURCES = src/agentfsd.c src/server.c src/proto.c src/bots.c src/state.c \
+src_agentfsd_SOURCES = src/agentfsd.c src/server.c src/proto.c src/bots-int.h src/bots.c \
+	src/authority.c src/configure.c src/queries.c src/roots.c src/jobs.c src/sandbox.c \
+	src/restart.c src/state.c \
 	src/events.c src/changes.c
 src_agentfsd_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) $(EVENT_CFLAGS)
 src_agentfsd_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitguard.a \

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The protocol: one JSON object per line in, one per line out. Parses and
- * type-checks a request, then hands it to bots.c. Never sees a socket.
+ * type-checks a request, then hands it to its handler in the command table
+ * (ops), which calls the bots_* functions (bots-int.h). Never sees a socket.
  */
 #include "src/agentfs.h"
 
@@ -72,9 +73,14 @@ struct field {
 	bool required;
 };
 
+/*
+ * One row of the command table: an op, its fields, and its handler, which
+ * answers now or later and says which (true: a job holds the peer).
+ */
 struct op {
 	const char *name;
 	const struct field *fields;
+	bool (*run)(struct request *r, const cJSON *req, struct bot_spec *s);
 };
 
 static const struct field f_none[] = {{NULL, 0, false}};
@@ -124,14 +130,6 @@ static const struct field f_log[] = {{"name", cJSON_String, false},
 
 static const struct field f_changes[] = {
 	{"name", cJSON_String, true}, {"since", cJSON_Number, false}, {NULL, 0, false}};
-
-static const struct op ops[] = {
-	{"version", f_version}, {"create", f_create}, {"configure", f_configure},
-	{"fork", f_fork},	{"delete", f_delete}, {"list", f_none},
-	{"show", f_name},	{"status", f_none},   {"shutdown", f_none},
-	{"exec_plan", f_name},	{"log", f_log},	      {"changes", f_changes},
-	{"mark", f_name}, {"exec_register", f_exec_register},
-};
 
 static const char *type_name(int type)
 {
@@ -406,7 +404,78 @@ static double seq_field(struct request *r, const cJSON *req, const char *k)
 	return v->valuedouble;
 }
 
-static bool proto_log(struct request *r, const cJSON *req)
+/* The name field, which check_fields made sure a name op has. */
+static const char *name_of(const cJSON *req)
+{
+	return cJSON_GetObjectItemCaseSensitive(req, "name")->valuestring;
+}
+
+static bool op_version(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	reply_version(r, req);
+	return false;
+}
+
+static bool op_create(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	return bots_create(r, s);
+}
+
+static bool op_configure(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	return bots_configure(r, s);
+}
+
+static bool op_fork(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	return bots_fork(r, s);
+}
+
+static bool op_delete(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	return bots_delete(r, name_of(req),
+			   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "force")));
+}
+
+static bool op_list(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	bots_list(r);
+	return false;
+}
+
+static bool op_show(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	bots_show(r, name_of(req));
+	return false;
+}
+
+static bool op_status(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	bots_status(r);
+	return false;
+}
+
+static bool op_shutdown(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	bots_shutdown(r);
+	return false;
+}
+
+static bool op_exec_plan(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	bots_exec_plan(r, name_of(req));
+	return false;
+}
+
+static bool op_exec_register(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(req, "pid");
+
+	bots_exec_register(r, name_of(req), pid != NULL, cJSON_GetNumberValue(pid));
+	return false;
+}
+
+static bool op_log(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "name");
 	double since = seq_field(r, req, "since");
@@ -417,6 +486,43 @@ static bool proto_log(struct request *r, const cJSON *req)
 			cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "follow")));
 }
 
+static bool op_changes(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	double since = seq_field(r, req, "since");
+
+	if (since >= 0)
+		bots_changes(r, name_of(req), (uint64_t)since, false);
+	return false;
+}
+
+static bool op_mark(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	bots_changes(r, name_of(req), 0, true);
+	return false;
+}
+
+/*
+ * The command table: every op the daemon answers, its fields (checked by
+ * check_fields before the handler runs) and its handler. Who may do what
+ * is decided by the handler's bots_* function (bots-int.h, authority.c).
+ */
+static const struct op ops[] = {
+	{"version", f_version, op_version},
+	{"create", f_create, op_create},
+	{"configure", f_configure, op_configure},
+	{"fork", f_fork, op_fork},
+	{"delete", f_delete, op_delete},
+	{"list", f_none, op_list},
+	{"show", f_name, op_show},
+	{"status", f_none, op_status},
+	{"shutdown", f_none, op_shutdown},
+	{"exec_plan", f_name, op_exec_plan},
+	{"log", f_log, op_log},
+	{"changes", f_changes, op_changes},
+	{"mark", f_name, op_mark},
+	{"exec_register", f_exec_register, op_exec_register},
+};
+
 /*
  * Answer one request line. Returns true when the answer comes later (a
  * job holds the peer), so the transport waits before the next line.
@@ -426,7 +532,7 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 	cleanup_cjson cJSON *req = NULL;
 	struct request r = {.peer = p};
 	struct bot_spec spec = {0};
-	const cJSON *opv, *name;
+	const cJSON *opv;
 	const struct op *op = NULL;
 	const char *end = NULL, *nulf;
 	char key[64];
@@ -498,39 +604,7 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 	r.progress = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "progress"));
 	/* The request's id outlives this line when the answer is deferred. */
 	r.id = r.id != NULL ? cJSON_Duplicate(r.id, true) : NULL;
-	name = cJSON_GetObjectItemCaseSensitive(req, "name");
-	if (strcmp(op->name, "version") == 0)
-		reply_version(&r, req);
-	else if (strcmp(op->name, "create") == 0)
-		deferred = bots_create(&r, &spec);
-	else if (strcmp(op->name, "configure") == 0)
-		deferred = bots_configure(&r, &spec);
-	else if (strcmp(op->name, "fork") == 0)
-		deferred = bots_fork(&r, &spec);
-	else if (strcmp(op->name, "delete") == 0)
-		deferred = bots_delete(
-			&r, name->valuestring,
-			cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "force")));
-	else if (strcmp(op->name, "list") == 0)
-		bots_list(&r);
-	else if (strcmp(op->name, "show") == 0)
-		bots_show(&r, name->valuestring);
-	else if (strcmp(op->name, "status") == 0)
-		bots_status(&r);
-	else if (strcmp(op->name, "exec_plan") == 0)
-		bots_exec_plan(&r, name->valuestring);
-	else if (strcmp(op->name, "exec_register") == 0)
-		bots_exec_register(&r, name->valuestring,
-				   cJSON_GetObjectItemCaseSensitive(req, "pid") != NULL,
-				   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(req, "pid")));
-	else if (strcmp(op->name, "shutdown") == 0)
-		bots_shutdown(&r);
-	else if (strcmp(op->name, "log") == 0)
-		deferred = proto_log(&r, req);
-	else if (strcmp(op->name, "changes") == 0 && seq_field(&r, req, "since") >= 0)
-		bots_changes(&r, name->valuestring, (uint64_t)seq_field(&r, req, "since"), false);
-	else if (strcmp(op->name, "mark") == 0)
-		bots_changes(&r, name->valuestring, 0, true);
+	deferred = op->run(&r, req, &spec);
 	if (!deferred)
 		cJSON_Delete(r.id);
 	bot_spec_free(&spec);

@@ -83,6 +83,8 @@ else
 fi
 is "$(mounts_in "$D_MNT/t1" | wc -l)" 0 "t1's mount is gone"
 [ ! -e "$D_SOCK.d/t1.sock" ] && ok "t1's socket is gone" || not_ok "t1's socket is gone"
+# show answers not_found once the delete starts; the state is saved when it ends
+wait_until 2 eval '! jget "bots.*.name" <"$D_STATE/bots.json" | grep -qx t1'
 is "$(jget 'bots.*.name' <"$D_STATE/bots.json" | sort | tr '\n' ' ')" "k1 k2 kc " \
 	"the state file no longer holds t1"
 

@@ -27,3 +27,14 @@ EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
 # make install into a DESTDIR, the unit's ExecStart line, the completion.
 TESTS += tests/install.sh
 EXTRA_DIST += tests/install.sh
+
+# Fail-closed checks under fault injection: tests/fault-inject.so (an
+# LD_PRELOAD library) fails setgroups or one allocation of agentfsd's own.
+# Built without the sanitizers: it is preloaded before them.
+check_PROGRAMS += tests/fault-inject.so
+tests_fault_inject_so_SOURCES = tests/fault-inject.c
+tests_fault_inject_so_CFLAGS = $(WARN_CFLAGS) -fPIC
+tests_fault_inject_so_LDFLAGS = -shared
+tests_fault_inject_so_LDADD = -ldl
+TESTS += tests/daemon-failclosed.sh tests/daemon-gitroots.sh
+EXTRA_DIST += tests/daemon-failclosed.sh tests/daemon-gitroots.sh

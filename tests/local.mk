@@ -30,3 +30,16 @@ check_PROGRAMS += tests/fs-diff
 tests_fs_diff_SOURCES = tests/fs-diff.c
 TESTS += tests/fs-diff.sh
 EXTRA_DIST += tests/fs-diff.sh
+
+# The daemon's authority (src/authority.c): pure functions, no root needed.
+check_PROGRAMS += tests/unit-authority
+TESTS += tests/unit-authority
+tests_unit_authority_SOURCES = tests/unit-authority.c tests/guard-tap.h src/authority.c
+tests_unit_authority_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_unit_authority_LDADD = src/libagentfs-common.a $(CJSON_LIBS)
+
+# gitguard's layout questions (gitguard/layout.c), in a temporary folder.
+check_PROGRAMS += tests/unit-guard-layout
+TESTS += tests/unit-guard-layout
+tests_unit_guard_layout_SOURCES = tests/unit-guard-layout.c tests/guard-tap.h
+tests_unit_guard_layout_LDADD = gitguard/libgitguard.a

@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A bot's roots: which folders it needs mounted (planned on the loop),
+ * and checking and mounting each one (on the job thread), with progress
+ * lines for a client that asked while a root is scanned.
+ */
+#include "src/bots-int.h"
+#include "fusefs/fusefs.h"
+#include "gitguard/gitguard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include <event2/event.h>
+
+/* Lay out a bot's roots: folder, writable, readable, then the configured extras. */
+int bot_plan_roots(struct bot *b)
+{
+	struct paths all = {0};
+	bool *w = NULL;
+	size_t i, j, n = 0;
+
+	/* A root inside another root of the same or stronger access needs no mount. */
+#define ADD(path, wr)                                                                              \
+	do {                                                                                       \
+		bool covered = false;                                                              \
+		for (i = 0; i < n; i++)                                                            \
+			if (path_within(path, all.v[i]) && (w[i] || !(wr)))                        \
+				covered = true;                                                    \
+		if (!covered) {                                                                    \
+			bool *nw = realloc(w, (n + 1) * sizeof *w);                                \
+			if (nw == NULL || paths_add(&all, path) != 0)                              \
+				goto nomem;                                                        \
+			w = nw;                                                                    \
+			w[n++] = (wr);                                                             \
+		}                                                                                  \
+	} while (0)
+	ADD(b->folder, b->sandbox != SANDBOX_READ_ONLY);
+	for (j = 0; j < b->writable.n; j++)
+		ADD(b->writable.v[j], b->sandbox != SANDBOX_READ_ONLY);
+	for (j = 0; j < ds.cfg->extra_writable.n; j++)
+		ADD(ds.cfg->extra_writable.v[j], b->sandbox != SANDBOX_READ_ONLY);
+	for (j = 0; j < b->git_roots.n; j++)
+		ADD(b->git_roots.v[j], b->sandbox != SANDBOX_READ_ONLY);
+	for (j = 0; j < b->readable.n; j++)
+		ADD(b->readable.v[j], false);
+#undef ADD
+	b->roots = calloc(n, sizeof *b->roots);
+	if (b->roots == NULL)
+		goto nomem;
+	for (i = 0; i < n; i++) {
+		b->roots[i].path = all.v[i];
+		all.v[i] = NULL;
+		b->roots[i].writable = w[i];
+		if (asprintf(&b->roots[i].mountpoint, "%s/%s/%u", ds.cfg->mount_dir, b->name,
+			     b->mount_seq++) < 0)
+			goto nomem;
+	}
+	b->nroots = n;
+	paths_free(&all);
+	free(w);
+	return 0;
+nomem:
+	if (b->roots != NULL) {
+		for (i = 0; i < n; i++) {
+			free(b->roots[i].path);
+			free(b->roots[i].mountpoint);
+		}
+		free(b->roots);
+		b->roots = NULL;
+	}
+	paths_free(&all);
+	free(w);
+	return -ENOMEM;
+}
+
+/*
+ * May uid write (or read, per mode) the folder fd? Checked on this thread
+ * with uid's own credentials (fs_set_ids): 0 yes, -EACCES no, another
+ * -errno if uid's identity could not be taken, which also answers no.
+ */
+static int uid_may(uid_t uid, int fd, int mode)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[4096];
+	gid_t groups[256], gid = (gid_t)uid;
+	int n = 256, r;
+
+	if (uid == 0)
+		return 0;
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp != NULL) {
+		gid = pw.pw_gid;
+		if (getgrouplist(pw.pw_name, gid, groups, &n) < 0)
+			return -E2BIG; /* more groups than we can set: not decided, so no */
+	} else {
+		n = 0;
+	}
+	r = fs_set_ids(uid, gid, groups, n);
+	if (r == 0 && faccessat(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) != 0)
+		r = -EACCES;
+	/* A job thread that cannot go back to root is not trusted with more work. */
+	if (fs_set_ids(0, 0, NULL, 0) != 0) {
+		log_msg(LOG_CRIT, "cannot switch the job thread back to root: stopping");
+		abort();
+	}
+	return r;
+}
+
+/* Why open_folder failed, in words for the client. */
+const char *folder_error(int e)
+{
+	return e == ELOOP     ? "a component is a symbolic link (give the real path)"
+	       : e == ENOTDIR ? "not a folder"
+	       : e == ENOENT  ? "no such folder"
+			      : strerror(e);
+}
+
+int open_folder(const char *path)
+{
+	return fs_open_nofollow(AT_FDCWD, path, O_PATH | O_DIRECTORY, false);
+}
+
+struct mnt_query {
+	uint64_t id;
+	bool agentfs;
+};
+
+static int mnt_match(void *arg, uint64_t id, const char *mp, const char *fstype)
+{
+	struct mnt_query *q = arg;
+
+	if (id != q->id)
+		return 0;
+	q->agentfs = strcmp(fstype, "fuse.agentfs") == 0;
+	return 1;
+}
+
+/*
+ * Is the folder on an agentfs mount? Serving a mount from another of our
+ * mounts would make workers wait on themselves: refused.
+ */
+static bool on_agentfs(int fd)
+{
+	struct mnt_query q = {0, false};
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID))
+		return false;
+	q.id = stx.stx_mnt_id;
+	fs_mountinfo_each(mnt_match, &q);
+	return q.agentfs;
+}
+
+/* Job thread, while a root is scanned: note how far, for progress_send on the loop. */
+static void job_progress(void *arg, unsigned long entries, unsigned long repos)
+{
+	struct job *j = arg;
+
+	/* a report the loop has not sent yet is replaced: a slow client gets the latest */
+	pthread_mutex_lock(&ds.lock);
+	ds.prog.job = j;
+	snprintf(ds.prog.root, sizeof ds.prog.root, "%s", j->scanning);
+	ds.prog.entries = entries;
+	ds.prog.repos = repos;
+	ds.prog.pending = true;
+	event_active(ds.prog_ev, EV_READ, 0);
+	pthread_mutex_unlock(&ds.lock);
+}
+
+/* Loop: one progress line to the client whose root is being scanned. */
+static void progress_send(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *peer = NULL;
+	cJSON *line, *o;
+
+	pthread_mutex_lock(&ds.lock);
+	if (ds.prog.job != NULL && ds.prog.pending) {
+		ds.prog.pending = false;
+		peer = ds.prog.job->req.peer;
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "root", ds.prog.root);
+		cJSON_AddNumberToObject(o, "entries", (double)ds.prog.entries);
+		cJSON_AddNumberToObject(o, "repos", (double)ds.prog.repos);
+	}
+	pthread_mutex_unlock(&ds.lock);
+	if (peer == NULL)
+		return;
+	line = cJSON_CreateObject();
+	cJSON_AddItemToObject(line, "progress", o);
+	server_reply(peer, line);
+}
+
+/* Job thread: check one root and mount it. */
+void root_mount(struct job *j, struct bot *b, struct root *rt)
+{
+	struct fs_mount_params mp = {0};
+	struct fs_error err = {0};
+	char dir[PATH_MAX];
+	int fd, r;
+
+	free(rt->error);
+	rt->error = NULL;
+	fd = open_folder(rt->path);
+	if (fd < 0) {
+		int e = errno;
+
+		job_seterr(j, e, "bad_path", "%s: %s", rt->path, folder_error(e));
+		rt->error = strdup(j->msg);
+		return;
+	}
+	if (on_agentfs(fd)) {
+		close(fd);
+		job_seterr(j, EINVAL, "bad_path",
+			   "%s is inside an agentfs mount (a bot's view); "
+			   "give the real folder",
+			   rt->path);
+		rt->error = strdup(j->msg);
+		return;
+	}
+	if (j->uid != 0 && (r = uid_may(j->uid, fd, rt->writable ? W_OK : R_OK)) != 0) {
+		close(fd);
+		if (r == -EACCES)
+			job_seterr(j, EACCES, "forbidden", "%s: uid %u may not %s it", rt->path,
+				   (unsigned)j->uid, rt->writable ? "write" : "read");
+		else
+			job_seterr(j, EACCES, "forbidden",
+				   "%s: refused: cannot check uid %u's right to %s it (%s%s)",
+				   rt->path, (unsigned)j->uid, rt->writable ? "write" : "read",
+				   r == -E2BIG ? "it is in more groups than agentfsd can set"
+					       : "taking its identity failed: ",
+				   r == -E2BIG ? "" : strerror(-r));
+		rt->error = strdup(j->msg);
+		return;
+	}
+	close(fd);
+	snprintf(dir, sizeof dir, "%s/%s", ds.cfg->mount_dir, b->name);
+	if (mkdir_p(dir, 0755) != 0 || (mkdir(rt->mountpoint, 0755) != 0 && errno != EEXIST)) {
+		job_seterr(j, errno, "mount_failed", "cannot make %s: %s", rt->mountpoint,
+			   strerror(errno));
+		rt->error = strdup(j->msg);
+		return;
+	}
+	mp.source = rt->path;
+	mp.mountpoint = rt->mountpoint;
+	mp.readonly = !rt->writable;
+	mp.allow_new_repos = b->allow_new_repos;
+	mp.tag = b;
+	if (j->req.progress && j->req.peer != NULL) {
+		j->scanning = rt->path;
+		mp.progress = job_progress;
+		mp.progress_arg = j;
+	}
+	if (fs_mount(ds.fs, &mp, &rt->m, &err) != 0) {
+		job_seterr(j, err.code, err.code == EMFILE ? "limit" : "mount_failed", "%s",
+			   err.msg);
+		rt->error = strdup(err.msg);
+		rmdir(rt->mountpoint);
+	}
+}
+
+static void root_unmount(struct root *rt)
+{
+	if (rt->m != NULL) {
+		fs_unmount(rt->m);
+		fs_mount_free(rt->m);
+		rt->m = NULL;
+	}
+	if (rt->mountpoint != NULL)
+		rmdir(rt->mountpoint);
+}
+
+void bot_unmount_all(struct bot *b)
+{
+	char dir[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < b->nroots; i++)
+		root_unmount(&b->roots[i]);
+	snprintf(dir, sizeof dir, "%s/%s", ds.cfg->mount_dir, b->name);
+	rmdir(dir);
+}
+
+/* dir + "/" + rel, or rel if absolute, normalised; NULL if it does not fit. */
+static char *join_norm(const char *dir, const char *rel)
+{
+	char *joined = NULL, *out = NULL;
+
+	if (rel[0] == '/')
+		joined = strdup(rel);
+	else if (asprintf(&joined, "%s/%s", dir, rel) < 0)
+		joined = NULL;
+	if (joined != NULL && path_normalise(joined, &out) != 0)
+		out = NULL;
+	free(joined);
+	return out;
+}
+
+/*
+ * The git folder b's folder points to with a .git file or symlink, and the
+ * common folder that one names (gitguard answers; joined and normalised
+ * here). Either may come back NULL.
+ */
+static void find_git_folders(const struct bot *b, char **gd, char **common)
+{
+	char rel[PATH_MAX];
+	int fd;
+
+	*gd = *common = NULL;
+	fd = open_folder(b->folder);
+	if (fd < 0)
+		return;
+	if (guard_layout_gitdir(fd, rel, sizeof rel) == 0)
+		*gd = join_norm(b->folder, rel);
+	close(fd);
+	if (*gd == NULL || (fd = open_folder(*gd)) < 0)
+		return;
+	if (guard_layout_commondir(fd, rel, sizeof rel) == 0)
+		*common = join_norm(*gd, rel);
+	close(fd);
+}
+
+/*
+ * Add pick as a root of b unless a root covers it or it lies beyond the
+ * ceiling j holds. Out of memory, it is not added: b gets less, not more.
+ */
+static void add_git_root(struct job *j, struct bot *b, const char *pick)
+{
+	bool covered = false, allowed = !j->ceiling_set;
+	struct root *nr, *rt;
+	size_t k;
+
+	for (k = 0; k < b->nroots; k++)
+		if (path_within(pick, b->roots[k].path) &&
+		    (b->roots[k].writable || b->sandbox == SANDBOX_READ_ONLY))
+			covered = true;
+	for (k = 0; k < j->ceiling.n; k++)
+		if (path_within(pick, j->ceiling.v[k]))
+			allowed = true;
+	if (covered || !allowed)
+		return;
+	nr = realloc(b->roots, (b->nroots + 1) * sizeof *nr);
+	if (nr == NULL)
+		return;
+	b->roots = nr;
+	rt = &b->roots[b->nroots];
+	memset(rt, 0, sizeof *rt);
+	rt->path = strdup(pick);
+	rt->writable = b->sandbox != SANDBOX_READ_ONLY;
+	if (rt->path == NULL ||
+	    asprintf(&rt->mountpoint, "%s/%s/%u", ds.cfg->mount_dir, b->name, b->mount_seq) < 0) {
+		free(rt->path);
+		rt->path = NULL;
+		return;
+	}
+	/* Found once, when the bot is made, and kept: a bot may not point
+	 * its .git elsewhere later and be handed that folder on restart. */
+	if (paths_add(&b->git_roots, pick) != 0) {
+		free(rt->path);
+		free(rt->mountpoint);
+		rt->path = rt->mountpoint = NULL;
+		return;
+	}
+	b->mount_seq++;
+	b->nroots++;
+}
+
+/*
+ * A folder that is a linked worktree, or whose .git is a file or symlink
+ * pointing elsewhere, needs that git folder (and its common folder) as a
+ * root too, guarded as always, or `git commit` cannot work in it. Found
+ * here, on the job thread.
+ */
+static void add_git_roots(struct job *j, struct bot *b)
+{
+	char *gd, *common;
+
+	find_git_folders(b, &gd, &common);
+	if (gd == NULL)
+		return;
+	/* The common folder (objects, refs, config) and, if it lies elsewhere, the worktree's own. */
+	if (common != NULL)
+		add_git_root(j, b, common);
+	if (common == NULL || !path_within(gd, common))
+		add_git_root(j, b, gd);
+	free(gd);
+	free(common);
+}
+
+/* Job thread: a bot with no user named runs as its folder's owner. */
+static void root_user(struct job *j, struct bot *b)
+{
+	struct stat st;
+	int fd;
+
+	if (b->uid_set)
+		return;
+	fd = open_folder(b->folder);
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		job_seterr(j, errno, "bad_path", "%s: %s", b->folder, strerror(errno));
+	} else {
+		b->uid = st.st_uid;
+		b->uid_set = true;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Job thread: mount every root; on failure leave nothing mounted. */
+void run_mount_bot(struct job *j)
+{
+	size_t i;
+
+	root_user(j, j->bot);
+	add_git_roots(j, j->bot);
+	for (i = 0; i < j->bot->nroots && j->error == 0; i++)
+		root_mount(j, j->bot, &j->bot->roots[i]);
+	if (j->error != 0 && j->req.peer != NULL)
+		bot_unmount_all(j->bot);
+}
+
+/* Restoring after a restart keeps what mounts and reports the rest. */
+void run_restore_bot(struct job *j)
+{
+	size_t i;
+
+	root_user(j, j->bot);
+	for (i = 0; i < j->bot->nroots; i++) {
+		j->error = 0;
+		root_mount(j, j->bot, &j->bot->roots[i]);
+		if (j->error != 0)
+			log_msg(LOG_WARNING, "bot %s: %s", j->bot->name, j->msg);
+	}
+	j->error = 0;
+}
+
+int roots_init(char *err, size_t errlen)
+{
+	ds.prog_ev = event_new(ds.base, -1, 0, progress_send, NULL);
+	if (ds.prog_ev == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void roots_stop(void)
+{
+	if (ds.prog_ev != NULL)
+		event_free(ds.prog_ev);
+	ds.prog_ev = NULL;
+}
