@@ -24,7 +24,6 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -68,140 +67,6 @@ static int by_depth(const void *a, const void *b)
 	return (int)strlen(jstr(x, "path")) - (int)strlen(jstr(y, "path"));
 }
 
-#define FUSE_MAGIC 0x65735546 /* statfs f_type of every FUSE mount, a bot's roots among them */
-
-/*
- * bwrap runs as root outside the sandbox, and setsid as root inside it
- * before the switch to the bot's user: a copy a bot wrote (a PATH entry in a
- * root, `.` in PATH) would run its code as root. So the program agentfs
- * finds must be one no bot could have written: the file and every folder
- * above it (symbolic links resolved) belong to root or the caller and no
- * one else may write them (a sticky folder's owned children excepted), and
- * it is on no FUSE file system. The resolved path is what is run.
- */
-static char *trusted_prog(const char *found)
-{
-	char *real = realpath(found, NULL), *walk, *cut;
-	struct statfs sfs;
-	struct stat st;
-	bool child_ok = true;
-
-	if (real == NULL || (walk = strdup(real)) == NULL)
-		die("cannot resolve %s: %s", found, strerror(errno));
-	if (statfs(real, &sfs) == 0 && sfs.f_type == FUSE_MAGIC)
-		die("%s is on a FUSE file system (a bot's root?): agentfs will not run it as root",
-		    real);
-	/* the file, then each folder above it: WALK is cut one name shorter each time */
-	for (;;) {
-		const char *at = *walk ? walk : "/";
-
-		if (stat(at, &st) != 0)
-			die("cannot check %s: %s", at, strerror(errno));
-		if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
-		    ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
-		     !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && child_ok)))
-			die("%s is not trusted: agentfs runs it as root, so it and every folder "
-			    "above it must belong to root and be writable by no one else "
-			    "(%s: owner uid %u, mode %04o)",
-			    found, at, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-		child_ok = st.st_uid == 0 || st.st_uid == geteuid();
-		if (!*walk)
-			break;
-		cut = strrchr(walk, '/');
-		*cut = '\0';
-	}
-	free(walk);
-	return real;
-}
-
-static char *find_in_path(const char *prog)
-{
-	const char *path = getenv("PATH");
-	char *copy, *dir, *save = NULL, *full;
-
-	if (path == NULL || *path == '\0')
-		path = "/usr/local/bin:/usr/bin:/bin";
-	copy = strdup(path);
-	if (copy == NULL)
-		die("out of memory");
-	for (dir = strtok_r(copy, ":", &save); dir != NULL; dir = strtok_r(NULL, ":", &save)) {
-		if (asprintf(&full, "%s/%s", dir, prog) < 0)
-			die("out of memory");
-		if (access(full, X_OK) == 0) {
-			char *real = trusted_prog(full);
-
-			free(full);
-			free(copy);
-			return real;
-		}
-		free(full);
-	}
-	free(copy);
-	return NULL;
-}
-
-/*
- * The loader's variables may name libraries inside a bot's roots: exec --as
- * runs with CAP_SETUID, so it starts without them and gives them back to
- * the command once it is the bot's user.
- */
-static const char *const loader_vars[] = {"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"};
-#define SAVED_PREFIX "AGENTFS_SAVED_"
-
-static void loader_vars_hold(struct argv_buf *a)
-{
-	char name[64];
-	const char *v;
-	size_t i;
-
-	for (i = 0; i < sizeof loader_vars / sizeof loader_vars[0]; i++) {
-		snprintf(name, sizeof name, SAVED_PREFIX "%s", loader_vars[i]);
-		if ((v = getenv(loader_vars[i])) != NULL) {
-			exec_arg(a, "--setenv");
-			exec_arg(a, name);
-			exec_arg(a, v);
-		}
-		exec_arg(a, "--unsetenv");
-		exec_arg(a, loader_vars[i]);
-	}
-}
-
-static void loader_vars_restore(void)
-{
-	char name[64];
-	const char *v;
-	size_t i;
-
-	for (i = 0; i < sizeof loader_vars / sizeof loader_vars[0]; i++) {
-		snprintf(name, sizeof name, SAVED_PREFIX "%s", loader_vars[i]);
-		if ((v = getenv(name)) != NULL && setenv(loader_vars[i], v, 1) != 0)
-			die("out of memory");
-		unsetenv(name);
-	}
-}
-
-/* Is there a file named prog in a PATH folder? */
-static bool in_path(const char *prog)
-{
-	const char *path = getenv("PATH");
-	char *copy, *dir, *save = NULL, *full;
-	struct stat st;
-	bool found = false;
-
-	copy = strdup(path != NULL && *path != '\0' ? path : "/usr/local/bin:/usr/bin:/bin");
-	if (copy == NULL)
-		die("out of memory");
-	for (dir = strtok_r(copy, ":", &save); dir != NULL && !found;
-	     dir = strtok_r(NULL, ":", &save)) {
-		if (asprintf(&full, "%s/%s", dir, prog) < 0)
-			die("out of memory");
-		found = stat(full, &st) == 0 && !S_ISDIR(st.st_mode);
-		free(full);
-	}
-	free(copy);
-	return found;
-}
-
 /*
  * Run CMD as shells do: 127 if it is not found, 126 if it cannot be run,
  * with the reason on stderr.
@@ -213,7 +78,7 @@ static void __attribute__((noreturn)) run_command(char **cmd)
 	execvp(cmd[0], cmd);
 	e = errno;
 	/* execvp says EACCES for a PATH folder it may not search: found nowhere is 127. */
-	if (e == EACCES && strchr(cmd[0], '/') == NULL && !in_path(cmd[0]))
+	if (e == EACCES && strchr(cmd[0], '/') == NULL && !exec_in_path(cmd[0]))
 		e = ENOENT;
 	if (e == ENOENT && strchr(cmd[0], '/') == NULL)
 		fprintf(stderr, "agentfs: %s: command not found\n", cmd[0]);
@@ -247,7 +112,7 @@ static int exec_as(int argc, char **argv)
 	exec_landlock_scope();
 	if (chan >= 0)
 		exec_unix_confine(chan, *end != '\0');
-	loader_vars_restore();
+	exec_loader_vars_restore();
 	run_command(argv + cmd);
 }
 
@@ -340,7 +205,7 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	exec_arg(a, "--tmpfs");
 	exec_arg(a, "/tmp");
 	exec_hide_host_sockets(a, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "network")));
-	loader_vars_hold(a);
+	exec_loader_vars_hold(a);
 	/* The daemon's state (every bot's mounts) and every bot's socket stay out of sight. */
 	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(plan, "hide")) {
 		if (cJSON_IsString(v) && access(v->valuestring, F_OK) == 0) {
@@ -665,8 +530,7 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], int unix_chan, bool
 		/* bwrap itself runs as root: the caller's loader variables (which may
 		 * name a library in a bot's root) reach only the command, through
 		 * loader_vars_hold. */
-		for (size_t i = 0; i < sizeof loader_vars / sizeof loader_vars[0]; i++)
-			unsetenv(loader_vars[i]);
+		exec_loader_vars_clear();
 		execv(a->v[0], a->v);
 		fprintf(stderr, "agentfs: cannot run %s: %s\n", a->v[0], strerror(errno));
 		_exit(127);
@@ -811,7 +675,7 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 		    "switches to the bot's user inside it); a bot cannot exec its bots");
 	cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(rep, "binds"))
 		check_live(bot, b);
-	bwrap = find_in_path("bwrap");
+	bwrap = exec_find_in_path("bwrap");
 	if (bwrap == NULL)
 		die("bwrap (bubblewrap) not found in PATH: install it (apt-get install "
 		    "bubblewrap); "
@@ -820,7 +684,7 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	if (pipe2(status_pipe, 0) != 0)
 		die("pipe: %s", strerror(errno));
 	fcntl(status_pipe[0], F_SETFD, FD_CLOEXEC);
-	setsid_path = isatty(STDIN_FILENO) ? find_in_path("setsid") : NULL;
+	setsid_path = isatty(STDIN_FILENO) ? exec_find_in_path("setsid") : NULL;
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "network"))) {
 		unix_chan = exec_unix_guard_start(sock);
 		snprintf(unix_opt, sizeof unix_opt, "--unix=%d%s", unix_chan,

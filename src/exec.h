@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Private to `agentfs exec`: src/cmd-exec.c, src/exec-user.c, src/exec-unix.c. */
+/* Private to `agentfs exec`: src/cmd-exec.c, src/exec-env.c, src/exec-user.c, src/exec-unix.c. */
 #ifndef AGENTFS_EXEC_H
 #define AGENTFS_EXEC_H
 
@@ -24,6 +24,13 @@ struct ids {
 
 /* cmd-exec.c */
 void exec_arg(struct argv_buf *a, const char *s);
+
+/* exec-env.c */
+char *exec_find_in_path(const char *prog);
+bool exec_in_path(const char *prog);
+void exec_loader_vars_hold(struct argv_buf *a);
+void exec_loader_vars_restore(void);
+void exec_loader_vars_clear(void);
 
 /* exec-user.c */
 void exec_user_ids(uid_t uid, struct ids *id);
