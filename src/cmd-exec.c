@@ -10,6 +10,7 @@
 #include "fusefs/fusefs.h"
 #include "src/exec.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,6 +24,7 @@
 #include <termios.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <linux/close_range.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -490,6 +492,34 @@ static int supervise(pid_t pid, int status_fd, int master, bool *started)
 	return status;
 }
 
+/*
+ * Only stdin, stdout, stderr and the two descriptors bwrap and exec --as are
+ * told about go into the sandbox. Anything else the caller left open (a
+ * folder outside the roots: openat(fd, "..") walks the host; a host socket)
+ * would reach past the roots, whatever the mounts hide.
+ */
+static void keep_only_fds(int status_fd, int unix_chan)
+{
+	DIR *d;
+	struct dirent *e;
+
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+		/* before Linux 5.11: mark each open one */
+		d = opendir("/proc/self/fd");
+		if (d == NULL)
+			die("cannot list open descriptors: %s", strerror(errno));
+		while ((e = readdir(d)) != NULL) {
+			int fd = atoi(e->d_name);
+
+			if (fd > 2 && fd != dirfd(d))
+				fcntl(fd, F_SETFD, FD_CLOEXEC);
+		}
+		closedir(d);
+	}
+	if (fcntl(status_fd, F_SETFD, 0) != 0 || (unix_chan >= 0 && fcntl(unix_chan, F_SETFD, 0) != 0))
+		die("cannot pass descriptors to bwrap: %s", strerror(errno));
+}
+
 static int run_bwrap(struct argv_buf *a, int status_pipe[2], int unix_chan, bool tty)
 {
 	struct termios saved, raw;
@@ -531,6 +561,7 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], int unix_chan, bool
 		 * name a library in a bot's root) reach only the command, through
 		 * loader_vars_hold. */
 		exec_loader_vars_clear();
+		keep_only_fds(status_pipe[1], unix_chan);
 		execv(a->v[0], a->v);
 		fprintf(stderr, "agentfs: cannot run %s: %s\n", a->v[0], strerror(errno));
 		_exit(127);

@@ -197,6 +197,15 @@ is "$out" "" "the daemon's state folder is empty inside"
 out=$(ex w1 -- ls -A "$D_SOCK.d" </dev/null 2>&1)
 is "$out" "w1.sock" "SOCKET.d inside holds only the bot's own socket (no other bot's)"
 
+# --- descriptors the caller left open do not go in ----------------------------
+# An open folder outside the roots is a way past them (it is the host's mount,
+# writable, whatever the sandbox binds); a host socket likewise.
+mkdir -p "$T/srv/leak"
+own "$T/srv/leak" # the bot's user may write it: only the sandbox keeps it out
+out=$( (exec 7<"$T/srv/leak" && ex w1 -- sh -c 'if [ -e /proc/self/fd/7 ]; then echo x >/proc/self/fd/7/planted; echo open; else echo closed; fi' </dev/null 2>&1) )
+is "$out" closed "a folder descriptor the caller left open is not in the sandbox"
+check "... and nothing was written through it on the host" test ! -e "$T/srv/leak/planted"
+
 # --- no capabilities: none of the above can be undone from inside ---------
 out=$(ex w1 -- sh -c 'grep "^CapEff:" /proc/self/status' </dev/null 2>&1)
 like "$out" 'CapEff:[[:space:]]+0+$' "the command has no effective capabilities ($out)"
