@@ -5,6 +5,7 @@
  * never runs fusermount and never unmounts; we do.
  */
 #include "fusefs/fs-int.h"
+#include "gitguard/ggutil.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -867,11 +868,10 @@ static void unescape(char *s)
 	*o = '\0';
 }
 
-/* Make path absolute and drop "." and ".." lexically: stat could hang on a dead mount. */
+/* Make path absolute (from the cwd), then gg_path_abs: stat could hang on a dead mount. */
 static int lexical_abs(const char *path, char *out, size_t len)
 {
-	char buf[PATH_MAX * 2], *tok, *save = NULL;
-	size_t n = 0;
+	char buf[PATH_MAX * 2];
 
 	if (path[0] == '/') {
 		snprintf(buf, sizeof buf, "%s", path);
@@ -881,27 +881,7 @@ static int lexical_abs(const char *path, char *out, size_t len)
 		strncat(buf, "/", sizeof buf - strlen(buf) - 1);
 		strncat(buf, path, sizeof buf - strlen(buf) - 1);
 	}
-	out[0] = '\0';
-	for (tok = strtok_r(buf, "/", &save); tok != NULL; tok = strtok_r(NULL, "/", &save)) {
-		if (strcmp(tok, ".") == 0)
-			continue;
-		if (strcmp(tok, "..") == 0) {
-			char *slash = strrchr(out, '/');
-
-			if (slash != NULL)
-				*slash = '\0';
-			n = strlen(out);
-			continue;
-		}
-		if (n + strlen(tok) + 2 > len)
-			return -ENAMETOOLONG;
-		out[n++] = '/';
-		strcpy(out + n, tok);
-		n += strlen(tok);
-	}
-	if (n == 0)
-		strcpy(out, "/");
-	return 0;
+	return gg_path_abs(buf, out, len);
 }
 
 /*

@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "gitguard/ggutil.h"
 #include "gitguard/guard-int.h"
 
 static int refuse(struct guard_verdict *v, unsigned rule)
@@ -431,48 +432,11 @@ static bool names_gitdir(const char *path)
 	return false;
 }
 
-/* Lexical "a/b/../c" -> "a/c" in place; false if it climbs above its start */
-static bool lexical_norm(char *path)
-{
-	char *out = path, *p = path, *e;
-	size_t n;
-
-	while (*p) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		e = strchr(p, '/');
-		n = e ? (size_t)(e - p) : strlen(p);
-		if (n == 1 && p[0] == '.') {
-			p += n;
-			continue;
-		}
-		if (n == 2 && p[0] == '.' && p[1] == '.') {
-			if (out == path)
-				return false;
-			while (out > path && out[-1] != '/')
-				out--;
-			if (out > path)
-				out--;
-			p += n;
-			continue;
-		}
-		if (out != path)
-			*out++ = '/';
-		memmove(out, p, n);
-		out += n;
-		p += n;
-	}
-	*out = '\0';
-	return true;
-}
-
 /* X1: a new symlink whose target, taken lexically, enters a git folder */
 static int check_x1(struct guard *g, const char *parent_path, const char *target,
 		    struct guard_verdict *v)
 {
-	char path[PATH_MAX * 2];
+	char path[PATH_MAX * 2], abs[PATH_MAX * 3];
 	struct guard_cls cls, c;
 	const char *rel, *p, *e;
 	char comp[NAME_MAX + 1];
@@ -484,24 +448,25 @@ static int check_x1(struct guard *g, const char *parent_path, const char *target
 		return 0;
 	if (names_gitdir(target))
 		return refuse(v, GUARD_RULE_X1);
-	if (target[0] == '/') {
-		rl = g->root_path ? strlen(g->root_path) : 0;
-		if (!g->root_path || strlen(target) >= sizeof(path))
+	n = (size_t)snprintf(path, sizeof(path), "%s/%s", parent_path ? parent_path : "", target);
+	if (n >= sizeof(path))
+		return refuse_why(v, GUARD_RULE_X1, "symlink target too long to check");
+	rel = path;
+	if (target[0] == '/' || !gg_path_rel(path)) {
+		/* absolute, or climbing out: "/.." is "/", and "../root" may come back in */
+		if (!g->root_path)
 			return 0;
-		snprintf(path, sizeof(path), "%s", target);
-		if (!lexical_norm(path + 1))
-			return 0;
+		if (target[0] == '/')
+			n = (size_t)snprintf(abs, sizeof(abs), "%s", target);
+		else
+			n = (size_t)snprintf(abs, sizeof(abs), "%s/%s/%s", g->root_path,
+					     parent_path ? parent_path : "", target);
+		if (n >= sizeof(abs) || gg_path_abs(abs, path, sizeof(path)))
+			return refuse_why(v, GUARD_RULE_X1, "symlink target too long to check");
+		rl = strlen(g->root_path);
 		if (strncmp(path, g->root_path, rl) || (path[rl] && path[rl] != '/'))
 			return 0; /* outside the root, and no .git in its name */
 		rel = path + rl;
-	} else {
-		n = (size_t)snprintf(path, sizeof(path), "%s/%s", parent_path ? parent_path : "",
-				     target);
-		if (n >= sizeof(path))
-			return refuse_why(v, GUARD_RULE_X1, "symlink target too long to check");
-		if (!lexical_norm(path))
-			return 0; /* climbs out of the root without a root path */
-		rel = path;
 	}
 	if (guard_classify_root(g, &cls, NULL) < 0)
 		return refuse_why(v, GUARD_RULE_X1, "root cannot be classified");
@@ -887,7 +852,7 @@ static int wt_key(void *arg, enum guard_cfg_key key, const char *value)
 	} else {
 		return 0;
 	}
-	if (!lexical_norm(buf) || !buf[0])
+	if (!gg_path_rel(buf) || !buf[0])
 		return 0;
 	w->paths[w->n] = strdup(buf);
 	if (w->paths[w->n])

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "gitguard/ggutil.h"
 #include "gitguard/guard-int.h"
 
 static const struct {
@@ -256,28 +257,18 @@ uint8_t guard_tab_missing(struct guard *g, uint64_t dev, uint64_t ino, const cha
 	return 0;
 }
 
-/* A copy of PATH without "//", "/." or a trailing slash; "/" becomes "" */
+/* PATH normalised (ggutil.h meaning 1), "/" as "": compared as a prefix */
 static char *normalise_root(const char *path)
 {
-	char *out = malloc(strlen(path) + 2), *o = out;
-	const char *p = path;
+	size_t sz = strlen(path) + 2;
+	char *out = malloc(sz);
 
-	if (!out)
+	if (out && gg_path_abs(path, out, sz)) {
+		free(out);
 		return NULL;
-	while (*p) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		if (p[0] == '.' && (p[1] == '/' || !p[1])) {
-			p++;
-			continue;
-		}
-		*o++ = '/';
-		while (*p && *p != '/')
-			*o++ = *p++;
 	}
-	*o = '\0';
+	if (out && !strcmp(out, "/"))
+		out[0] = '\0';
 	return out;
 }
 

@@ -4,6 +4,8 @@ noinst_LIBRARIES += gitguard/libgitguard.a
 gitguard_libgitguard_a_SOURCES = \
 	gitguard/gitguard.h \
 	gitguard/guard-int.h \
+	gitguard/ggutil.h \
+	gitguard/path.c \
 	gitguard/guard.c \
 	gitguard/classify.c \
 	gitguard/check.c \
@@ -32,6 +34,10 @@ check_PROGRAMS += tests/unit-guard-home
 TESTS += tests/unit-guard-home
 tests_unit_guard_home_SOURCES = tests/unit-guard-home.c tests/guard-tap.h tests/guard-unit.h
 tests_unit_guard_home_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)
+check_PROGRAMS += tests/unit-path
+TESTS += tests/unit-path
+tests_unit_path_SOURCES = tests/unit-path.c tests/guard-tap.h
+tests_unit_path_LDADD = gitguard/libgitguard.a
 check_PROGRAMS += tests/guard-idx
 tests_guard_idx_SOURCES = tests/guard-idx.c
 tests_guard_idx_LDADD = gitguard/libgitguard.a
