@@ -170,19 +170,9 @@ struct wstate {
 static int wlevel_add_name(struct wlevel *l, const char *name)
 {
 	size_t need = strlen(name) + 1;
-	char *p;
 
-	if (l->len + need > l->alloc) {
-		size_t na = l->alloc ? l->alloc * 2 : 256;
-
-		while (na < l->len + need)
-			na *= 2;
-		p = realloc(l->names, na);
-		if (!p)
-			return -ENOMEM;
-		l->names = p;
-		l->alloc = na;
-	}
+	if (gg_grow(&l->names, &l->alloc, l->len + need, 1, 256))
+		return -ENOMEM;
 	memcpy(l->names + l->len, name, need);
 	l->len += need;
 	return 0;
@@ -269,16 +259,9 @@ static int walk_push(struct wstate *w, const char *name)
 		close(cfd);
 		return refuse_why(w->v, GUARD_RULE_G3, "folder too deep to check for git folders");
 	}
-	if (w->n == w->alloc) {
-		size_t na = w->alloc * 2;
-		struct wlevel *nv = realloc(w->lv, na * sizeof(*nv));
-
-		if (!nv) {
-			close(cfd);
-			return -ENOMEM;
-		}
-		w->lv = nv;
-		w->alloc = na;
+	if (gg_grow(&w->lv, &w->alloc, w->n + 1, sizeof(*w->lv), 16)) {
+		close(cfd);
+		return -ENOMEM;
 	}
 	/* keep at most GUARD_WALK_FDS folders open: the older ones are found again by ".." */
 	if (w->n >= GUARD_WALK_FDS && w->lv[w->n - GUARD_WALK_FDS].fd >= 0) {
@@ -616,7 +599,7 @@ int guard_check_inode(struct guard *g, const struct stat *st, struct guard_verdi
 /* Records a repository the bot made (allow_new_repos). */
 int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path)
 {
-	struct guard_repo *r, **v;
+	struct guard_repo *r;
 	size_t i;
 	int rc = 0;
 
@@ -637,17 +620,10 @@ int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *
 	r->dev = dev;
 	r->ino = ino;
 	r->bot = true;
-	if (g->nrepos == g->arepos) {
-		size_t na = g->arepos ? g->arepos * 2 : 8;
-
-		v = realloc(g->repos, na * sizeof(*v));
-		if (!v) {
-			guard_repo_free(r);
-			rc = -ENOMEM;
-			goto out;
-		}
-		g->repos = v;
-		g->arepos = na;
+	if (gg_grow(&g->repos, &g->arepos, g->nrepos + 1, sizeof(*g->repos), 8)) {
+		guard_repo_free(r);
+		rc = -ENOMEM;
+		goto out;
 	}
 	g->repos[g->nrepos++] = r;
 out:

@@ -32,6 +32,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "gitguard/ggutil.h" /* the shared helpers, guard_read_fd among them */
+
 struct guard;
 
 /* What an entry is, relative to git. */
@@ -244,9 +246,6 @@ int guard_content_fd(struct guard *g, int dirfd, unsigned rule, const char *name
 size_t guard_hash_size(struct guard *g, int gitdir_fd);
 int guard_index_worktree(struct guard *g, int gitdir_fd, const char *buf, size_t len, size_t hashsz,
 			 const char **why);
-
-/* resolve.c: the one capped reader of a file a bot may have written */
-int guard_read_fd(int fd, size_t cap, char **buf, size_t *len, struct stat *st);
 
 /* sha1.c: git's blob object name (SHA-1) of a buffer */
 void guard_blob_sha1(const char *buf, size_t len, unsigned char out[20]);

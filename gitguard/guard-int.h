@@ -139,6 +139,7 @@ struct guard {
 	size_t nhomes;
 	char **home_dirs; /* their paths, for rescans; read-only after guard_open */
 	size_t nhome_dirs;
+	size_t ahome_dirs;
 	struct guard_recs homerecs; /* H1 records, replaced whole by a rescan */
 	struct guard_wfile *hwatch; /* files the home scan read or missed: dirfd -1, name absolute */
 	size_t nhwatch;
@@ -177,8 +178,6 @@ typedef int (*resolve_pin_fn)(void *arg, const struct stat *st, bool is_link);
 int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, resolve_pin_fn pin,
 		  void *arg, struct resolved *r);
 void resolved_close(struct resolved *r);
-int guard_read_file(int dirfd, const char *name, size_t cap, char **buf, size_t *len,
-		    struct stat *st);
 
 /* repo.c */
 int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guard_repo *out);

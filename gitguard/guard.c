@@ -122,15 +122,8 @@ int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name,
 			return 0;
 		}
 	}
-	if (r->n == r->alloc) {
-		size_t na = r->alloc ? r->alloc * 2 : 8;
-
-		v = realloc(r->v, na * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		r->v = v;
-		r->alloc = na;
-	}
+	if (gg_grow(&r->v, &r->alloc, r->n + 1, sizeof(*r->v), 8))
+		return -ENOMEM;
 	v = &r->v[r->n];
 	v->dev = dev;
 	v->ino = ino;

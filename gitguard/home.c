@@ -128,7 +128,7 @@ static void hscan_free(struct hscan *h)
 static int watch_add(struct hscan *h, int dirfd, const char *name, const struct stat *st)
 {
 	char proc[64], dir[PATH_MAX];
-	struct guard_wfile *v, *f;
+	struct guard_wfile *f;
 	ssize_t n;
 
 	if (h->nw >= GUARD_HOME_WATCH)
@@ -138,15 +138,8 @@ static int watch_add(struct hscan *h, int dirfd, const char *name, const struct 
 	if (n <= 0 || dir[0] != '/')
 		return 0;
 	dir[n] = '\0';
-	if (h->nw == h->aw) {
-		size_t na = h->aw ? h->aw * 2 : 16;
-
-		v = realloc(h->w, na * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		h->w = v;
-		h->aw = na;
-	}
+	if (gg_grow(&h->w, &h->aw, h->nw + 1, sizeof(*h->w), 16))
+		return -ENOMEM;
 	f = &h->w[h->nw];
 	memset(f, 0, sizeof(*f));
 	if (asprintf(&f->name, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0)
@@ -447,7 +440,6 @@ static pthread_mutex_t pw_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Appends DIR to g->home_dirs unless it is there or not absolute */
 static int dirs_add(struct guard *g, const char *dir)
 {
-	char **v;
 	size_t i;
 
 	if (!dir || dir[0] != '/' || g->nhome_dirs >= GUARD_HOMES_MAX)
@@ -455,12 +447,10 @@ static int dirs_add(struct guard *g, const char *dir)
 	for (i = 0; i < g->nhome_dirs; i++)
 		if (!strcmp(g->home_dirs[i], dir))
 			return 0;
-	v = realloc(g->home_dirs, (g->nhome_dirs + 1) * sizeof(*v));
-	if (!v)
+	if (gg_grow(&g->home_dirs, &g->ahome_dirs, g->nhome_dirs + 1, sizeof(*g->home_dirs), 16))
 		return -ENOMEM;
-	g->home_dirs = v;
-	v[g->nhome_dirs] = strdup(dir);
-	if (!v[g->nhome_dirs])
+	g->home_dirs[g->nhome_dirs] = strdup(dir);
+	if (!g->home_dirs[g->nhome_dirs])
 		return -ENOMEM;
 	g->nhome_dirs++;
 	return 0;

@@ -6,6 +6,8 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/guard-int.h \
 	gitguard/ggutil.h \
 	gitguard/path.c \
+	gitguard/fdio.c \
+	gitguard/grow.c \
 	gitguard/guard.c \
 	gitguard/classify.c \
 	gitguard/check.c \

@@ -21,11 +21,12 @@
 struct strs {
 	char **v;
 	size_t n;
+	size_t alloc;
 };
 
 static int strs_add(struct strs *l, const char *str)
 {
-	char **v, *d;
+	char *d;
 
 	size_t i;
 
@@ -35,12 +36,10 @@ static int strs_add(struct strs *l, const char *str)
 		if (!strcmp(l->v[i], str))
 			return 0;
 	d = strdup(str);
-	v = d ? realloc(l->v, (l->n + 1) * sizeof(*v)) : NULL;
-	if (!v) {
+	if (!d || gg_grow(&l->v, &l->alloc, l->n + 1, sizeof(*l->v), 4)) {
 		free(d);
 		return -ENOMEM;
 	}
-	l->v = v;
 	l->v[l->n++] = d;
 	return 0;
 }
@@ -918,7 +917,7 @@ static bool recs_equal(const struct guard_recs *a, const struct guard_recs *b)
 /* Publishes R (replacing any record of the same folder); lock held exclusive. */
 static int repo_publish(struct guard *g, struct guard_repo *r, bool *changed)
 {
-	struct guard_repo **slot = repo_find(g, r->dev, r->ino), **v, *old;
+	struct guard_repo **slot = repo_find(g, r->dev, r->ino), *old;
 
 	if (slot) {
 		old = *slot;
@@ -938,15 +937,8 @@ static int repo_publish(struct guard *g, struct guard_repo *r, bool *changed)
 		guard_repo_free(old);
 		return 0;
 	} else {
-		if (g->nrepos == g->arepos) {
-			size_t na = g->arepos ? g->arepos * 2 : 8;
-
-			v = realloc(g->repos, na * sizeof(*v));
-			if (!v)
-				return -ENOMEM;
-			g->repos = v;
-			g->arepos = na;
-		}
+		if (gg_grow(&g->repos, &g->arepos, g->nrepos + 1, sizeof(*g->repos), 8))
+			return -ENOMEM;
 		g->repos[g->nrepos++] = r;
 		*changed = r->recs.n > 0;
 	}
@@ -1140,7 +1132,6 @@ static size_t top_find(struct guard *g, uint64_t dev, uint64_t ino, const struct
 /* Remembers TOPFD as a worktree top of the git folder (dev, ino); true if new */
 static bool top_add(struct guard *g, uint64_t dev, uint64_t ino, int topfd)
 {
-	struct guard_top *v;
 	struct stat st;
 	bool added = false;
 	size_t i;
@@ -1165,15 +1156,8 @@ static bool top_add(struct guard *g, uint64_t dev, uint64_t ino, int topfd)
 			   GUARD_TOPS_MAX);
 		return false;
 	}
-	if (g->ntops == g->atops) {
-		size_t na = g->atops ? g->atops * 2 : 16;
-
-		v = realloc(g->tops, na * sizeof(*v));
-		if (!v)
-			goto out;
-		g->tops = v;
-		g->atops = na;
-	}
+	if (gg_grow(&g->tops, &g->atops, g->ntops + 1, sizeof(*g->tops), 16))
+		goto out;
 	fd = fcntl(topfd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		goto out;
