@@ -159,6 +159,7 @@ bool name_is(const char *name, const char *want);
 bool name_is_dotgit(const char *name);
 bool name_is_bare(const char *name);
 bool guard_head_target_ok(const char *target);
+void guard_repo_free(struct guard_repo *r);
 
 /* resolve.c */
 enum { RES_INSIDE, RES_MISSING, RES_OUTSIDE, RES_LINK, RES_ERROR };
@@ -179,12 +180,48 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 		  void *arg, struct resolved *r);
 void resolved_close(struct resolved *r);
 
-/* repo.c */
+/* repo.c: the table of repositories */
 int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guard_repo *out);
 bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd);
-void guard_repo_free(struct guard_repo *r);
 int guard_note_pointer(struct guard *g, int startfd, const char *path);
-bool guard_shape(int fd, int *has);
+
+/* reposcan.c: the one scan of a git folder; NULL on ENOMEM */
+struct guard_repo *guard_repo_scan(struct guard *g, int dfd, const struct stat *dst);
+
+/* cfgscan.c: config files read as git reads them, for reposcan.c and home.c */
+/* A list of strings a config scan collects */
+struct strs {
+	char **v;
+	size_t n;
+	size_t alloc;
+};
+
+/* One scan in progress: the repository R it fills, and where it reads from */
+struct cfgscan {
+	struct guard *g;
+	struct guard_repo *r;
+	int dfd;	     /* the git folder */
+	int basefd;	     /* folder of the config file being read */
+	uid_t owner;	     /* owner of that file, for "~/" */
+	unsigned depth;	     /* include depth */
+	uint8_t pin_rule;    /* rule for pins of the current resolution */
+	struct strs rel;     /* relative core.hooksPath values: taken at every worktree top */
+	struct strs wt;	     /* core.worktree values */
+	bool unread;	     /* an include was not read (outside the root): libgit2 is not asked */
+	const char *by_path; /* the next config read is the person's, outside: watch this path */
+};
+
+int strs_add(struct strs *l, const char *str);
+void strs_free(struct strs *l);
+void scan_x3(struct cfgscan *s, const char *why);
+int scan_pin(void *arg, const struct stat *st, bool is_link);
+int scan_watch(struct cfgscan *s, int dirfd, const char *name, const struct stat *st);
+int scan_config(struct cfgscan *s, int dirfd, const char *name);
+int scan_hookspath(struct cfgscan *s, const char *value);
+int scan_hookspath_from(struct cfgscan *s, int fromfd, const char *path);
+int scan_global(struct cfgscan *s);
+bool guard_watch_changed(const struct guard_watch *w);
+bool guard_stat_same(const struct stat *a, const struct stat *b);
 int guard_scan_config_file(struct guard *g, struct guard_repo *r, int dirfd, const char *name,
 			   uid_t owner);
 
@@ -220,6 +257,7 @@ void guard_lg2_free(struct guard_lg2 *v);
 int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path);
 
 /* classify.c */
+bool guard_shape(int fd, int *has);
 int guard_note_dotgit(struct guard *g, int parent_fd, const char *name, const struct stat *st);
 int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char *name, mode_t mode,
 		     struct guard_cls *out);

@@ -159,12 +159,7 @@ static bool wfile_moved(const struct guard_wfile *f)
 
 	if (stat(f->name, &st) < 0)
 		return !f->missing;
-	return f->missing || st.st_ino != f->st.st_ino || st.st_dev != f->st.st_dev ||
-	       st.st_size != f->st.st_size || st.st_mode != f->st.st_mode ||
-	       st.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
-	       st.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec ||
-	       st.st_ctim.tv_sec != f->st.st_ctim.tv_sec ||
-	       st.st_ctim.tv_nsec != f->st.st_ctim.tv_nsec;
+	return f->missing || !guard_stat_same(&f->st, &st);
 }
 
 /* Watches PATH from DIRFD as it is now */

@@ -12,6 +12,8 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/classify.c \
 	gitguard/check.c \
 	gitguard/repo.c \
+	gitguard/reposcan.c \
+	gitguard/cfgscan.c \
 	gitguard/resolve.c \
 	gitguard/parse.c \
 	gitguard/index.c \

@@ -118,7 +118,8 @@ int main(void)
 	char p[PATH_MAX * 2];
 	int topfd;
 
-	snprintf(top, sizeof(top), "%s/unit-ggutil.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(top, sizeof(top), "%s/unit-ggutil.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(top))
 		return 99;
 	snprintf(p, sizeof(p), "%s/d", top);

@@ -16,11 +16,11 @@ static void abs_is(const char *in, size_t sz, const char *want, int rc)
 	memset(out, 'x', sizeof(out));
 	r = gg_path_abs(in, out, sz);
 	if (rc)
-		tap_ok(r == rc, "abs \"%s\" in %zu bytes: error %d (got %d)", in ? in : "(null)", sz,
-		       rc, r);
+		tap_ok(r == rc, "abs \"%s\" in %zu bytes: error %d (got %d)", in ? in : "(null)",
+		       sz, rc, r);
 	else
-		tap_ok(r == 0 && !strcmp(out, want), "abs \"%s\" -> \"%s\" (got %d \"%s\")", in, want,
-		       r, r ? "" : out);
+		tap_ok(r == 0 && !strcmp(out, want), "abs \"%s\" -> \"%s\" (got %d \"%s\")", in,
+		       want, r, r ? "" : out);
 }
 
 /* gg_path_rel(in) is want, or refused when want is NULL */
