@@ -253,8 +253,20 @@ struct guard_lg2 {
 int guard_lg2_view(int dfd, struct guard_lg2 *v);
 void guard_lg2_free(struct guard_lg2 *v);
 
-/* check.c */
+/* check.c: the decisions */
 int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path);
+/* -EROFS, with V (if not NULL) naming RULE and its usual reason, or REASON */
+int guard_refuse(struct guard_verdict *v, unsigned rule);
+int guard_refuse_why(struct guard_verdict *v, unsigned rule, const char *reason);
+
+static inline bool guard_in_gitdir(const struct guard_cls *c)
+{
+	return c->kind == GUARD_GITDIR || c->kind == GUARD_INGIT;
+}
+
+/* walk.c: G3, nothing protected beneath the folder DFD of class DCLS (0, or -EROFS and V) */
+int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget,
+	       struct guard_verdict *v);
 
 /* classify.c */
 bool guard_shape(int fd, int *has);

@@ -11,6 +11,8 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/guard.c \
 	gitguard/classify.c \
 	gitguard/check.c \
+	gitguard/walk.c \
+	gitguard/content.c \
 	gitguard/repo.c \
 	gitguard/reposcan.c \
 	gitguard/cfgscan.c \

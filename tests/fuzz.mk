@@ -18,6 +18,7 @@ FUZZ_BINS = tests/fuzz/fuzz-proto tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decid
 FUZZ_TARGETS = proto gitparse decide index
 FUZZ_GITGUARD_SRC = $(top_srcdir)/gitguard/guard.c $(top_srcdir)/gitguard/classify.c \
 	$(top_srcdir)/gitguard/check.c $(top_srcdir)/gitguard/repo.c \
+	$(top_srcdir)/gitguard/walk.c $(top_srcdir)/gitguard/content.c \
 	$(top_srcdir)/gitguard/reposcan.c $(top_srcdir)/gitguard/cfgscan.c \
 	$(top_srcdir)/gitguard/resolve.c $(top_srcdir)/gitguard/parse.c \
 	$(top_srcdir)/gitguard/lg2.c $(top_srcdir)/gitguard/path.c \
