@@ -37,7 +37,7 @@ unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
 int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len, size_t hashsz,
 			const char **why)
 {
-	int rc = -1;
+	int rc = -EINVAL;
 
 	*why = "unknown content rule";
 	if (rule == GUARD_RULE_X2)
