@@ -190,22 +190,12 @@ static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode,
 static bool names_gitdir(const char *path)
 {
 	char comp[NAME_MAX + 1];
-	const char *p = path, *e;
-	size_t n;
+	const char *p = path;
+	int n;
 
-	while (*p) {
-		while (*p == '/')
-			p++;
-		e = strchr(p, '/');
-		n = e ? (size_t)(e - p) : strlen(p);
-		if (n && n < sizeof(comp)) {
-			memcpy(comp, p, n);
-			comp[n] = '\0';
-			if (name_is_dotgit(comp) || name_is_bare(comp))
-				return true;
-		}
-		p += n;
-	}
+	while ((n = gg_path_next(&p, comp, sizeof(comp))) != 0)
+		if (n > 0 && (name_is_dotgit(comp) || name_is_bare(comp)))
+			return true;
 	return false;
 }
 
@@ -215,7 +205,7 @@ static int check_x1(struct guard *g, const char *parent_path, const char *target
 {
 	char path[PATH_MAX * 2], abs[PATH_MAX * 3];
 	struct guard_cls cls, c;
-	const char *rel, *p, *e;
+	const char *rel, *p;
 	char comp[NAME_MAX + 1];
 	struct stat st;
 	int cur, nfd, rc = 0;
@@ -253,17 +243,7 @@ static int check_x1(struct guard *g, const char *parent_path, const char *target
 	cur = fcntl(g->root_fd, F_DUPFD_CLOEXEC, 3);
 	if (cur < 0)
 		return guard_refuse_why(v, GUARD_RULE_X1, "root cannot be opened");
-	for (p = rel; *p && !rc; p += n) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		e = strchr(p, '/');
-		n = e ? (size_t)(e - p) : strlen(p);
-		if (n >= sizeof(comp))
-			break;
-		memcpy(comp, p, n);
-		comp[n] = '\0';
+	for (p = rel; !rc && gg_path_next(&p, comp, sizeof(comp)) > 0;) {
 		nfd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (nfd < 0)
 			break; /* not there (yet): G1/G2 keep it from becoming a git folder */

@@ -9,7 +9,8 @@
  * not to be read afterwards (as gitguard.h says for the whole library);
  * gg_open_nofollow alone is a drop-in for openat(2): -1 and errno.
  *
- *   path.c   gg_path_abs, gg_path_rel: the two lexical normalisers
+ *   path.c   gg_path_abs, gg_path_rel: the two lexical normalisers;
+ *            gg_path_next: one component at a time
  *   fdio.c   gg_open_nofollow; guard_read_fd, guard_read_file: the capped
  *            reader of files a bot may have written
  *   grow.c   gg_grow: the doubling array
@@ -44,6 +45,13 @@ int gg_path_abs(const char *in, char *out, size_t outsz);
  * "" (the start itself) is a valid result.
  */
 bool gg_path_rel(char *path);
+
+/*
+ * The next component of the path at *P (slashes before it skipped) into COMP
+ * of COMPSZ bytes, *P moved past it: its length, 0 at the end, or
+ * -ENAMETOOLONG (*P moved past it all the same) when it does not fit.
+ */
+int gg_path_next(const char **p, char *comp, size_t compsz);
 
 /* fdio.c */
 

@@ -416,11 +416,10 @@ int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err
 {
 	struct guard_cls cls = {0}, c;
 	char comp[NAME_MAX + 1];
-	const char *p, *e;
+	const char *p;
 	struct stat st;
 	uint64_t gen = guard_generation(g);
-	int cur, nfd, rc;
-	size_t n;
+	int cur, nfd, rc, n;
 
 	pthread_rwlock_rdlock(&g->lock);
 	if (g->root_known && g->root_gen == gen) {
@@ -455,20 +454,12 @@ int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err
 		return guard_err_set(err, -errno, "gitguard: /: %s", strerror(errno));
 	cls.dev = st.st_dev;
 	cls.ino = st.st_ino;
-	for (p = g->root_path; *p; p += n) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		e = strchr(p, '/');
-		n = e ? (size_t)(e - p) : strlen(p);
-		if (n >= sizeof(comp)) {
+	for (p = g->root_path; (n = gg_path_next(&p, comp, sizeof(comp))) != 0;) {
+		if (n < 0) {
 			close(cur);
 			return guard_err_set(err, -ENAMETOOLONG, "gitguard: %s: name too long",
 					     g->root_path);
 		}
-		memcpy(comp, p, n);
-		comp[n] = '\0';
 		nfd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		if (nfd < 0 || fstat(nfd, &st) < 0) {
 			rc = -errno;

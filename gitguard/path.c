@@ -49,6 +49,25 @@ int gg_path_abs(const char *in, char *out, size_t outsz)
 	return 0;
 }
 
+int gg_path_next(const char **p, char *comp, size_t compsz)
+{
+	const char *s = *p;
+	size_t c;
+
+	while (*s == '/')
+		s++;
+	*p = s;
+	if (!*s)
+		return 0;
+	c = comp_len(s);
+	*p = s + c;
+	if (c >= compsz)
+		return -ENAMETOOLONG;
+	memcpy(comp, s, c);
+	comp[c] = '\0';
+	return (int)c;
+}
+
 bool gg_path_rel(char *path)
 {
 	char *out = path, *p = path;

@@ -37,22 +37,14 @@ static bool st_is_root(struct guard *g, const struct stat *st)
 /* Next component of w->rest into comp; false at the end */
 static bool next_comp(struct walk *w, char *comp, size_t compsz, bool *last, int *err)
 {
-	const char *p = w->rest + w->off, *e;
-	size_t n;
+	const char *p = w->rest + w->off;
+	int n = gg_path_next(&p, comp, compsz);
 
-	while (*p == '/')
-		p++;
-	if (!*p)
-		return false;
-	e = strchr(p, '/');
-	n = e ? (size_t)(e - p) : strlen(p);
-	if (n >= compsz) {
-		*err = -ENAMETOOLONG;
+	if (n <= 0) {
+		if (n < 0)
+			*err = n;
 		return false;
 	}
-	memcpy(comp, p, n);
-	comp[n] = '\0';
-	p += n;
 	while (*p == '/')
 		p++;
 	*last = !*p;

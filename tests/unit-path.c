@@ -91,9 +91,36 @@ static void test_rel(void)
 	rel_is("a/..b/.c", "a/..b/.c");
 }
 
+/* gg_path_next over IN, components of at most 3 bytes: "a,b,..." or "a,!,c" for a long one */
+static void next_is(const char *in, const char *want)
+{
+	char comp[4], got[256] = "";
+	const char *p = in;
+	int n, guard = 0;
+
+	while ((n = gg_path_next(&p, comp, sizeof(comp))) != 0 && guard++ < 32) {
+		if (got[0])
+			strcat(got, ",");
+		strcat(got, n < 0 ? (n == -ENAMETOOLONG ? "!" : "?") : comp);
+	}
+	tap_ok(!strcmp(got, want) && !*p, "next \"%s\": %s (got %s)", in, want, got);
+}
+
+static void test_next(void)
+{
+	next_is("", "");
+	next_is("/", "");
+	next_is("a", "a");
+	next_is("//a//b/", "a,b");
+	next_is("./../c", ".,..,c");
+	next_is("a/long/c", "a,!,c");
+	next_is("abc/abcd", "abc,!");
+}
+
 int main(void)
 {
 	test_abs();
 	test_rel();
+	test_next();
 	return tap_done();
 }
