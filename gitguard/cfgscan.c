@@ -194,31 +194,37 @@ static int on_include(struct cfgscan *s, const char *value)
 	return rc;
 }
 
-/* W2: a hooksPath inside the root is RO-tree, NC if missing */
-int scan_hookspath_from(struct cfgscan *s, int fromfd, const char *path)
+/*
+ * What PATH (from FROMFD, links followed) names inside the root is read-only
+ * (a folder: RO-tree) by RULE, and NC if missing; the folders and links on
+ * the way are pinned.  Outside the root: nothing.  Not resolvable: the git
+ * folder is X3 for UNRESOLVED, or nothing if it is NULL.
+ */
+int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
+		 const char *unresolved)
 {
 	struct resolved res;
 	struct stat st;
 	int rc = 0;
 
-	s->pin_rule = GUARD_RULE_W2;
+	s->pin_rule = rule;
 	switch (guard_resolve(s->g, fromfd, path, true, scan_pin, s, &res)) {
 	case RES_INSIDE:
 		rc = recs_add(&s->r->recs, res.st.st_dev, res.st.st_ino, NULL,
-			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_W2);
+			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), rule);
 		break;
 	case RES_MISSING:
-		if (fstat(res.dirfd, &st) < 0) {
-			scan_x3(s, "a core.hooksPath that cannot be resolved");
-			break;
-		}
-		rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, res.name, GUARD_RO | GUARD_TREE,
-			      GUARD_RULE_W2);
+		if (!fstat(res.dirfd, &st))
+			rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, res.name,
+				      GUARD_RO | GUARD_TREE, rule);
+		else if (unresolved)
+			scan_x3(s, unresolved);
 		break;
 	case RES_OUTSIDE:
 		break;
 	default:
-		scan_x3(s, "a core.hooksPath that cannot be resolved");
+		if (unresolved)
+			scan_x3(s, unresolved);
 		break;
 	}
 	resolved_close(&res);
@@ -236,7 +242,8 @@ int scan_hookspath(struct cfgscan *s, const char *value)
 		return 0;
 	}
 	if (path[0] == '/')
-		return scan_hookspath_from(s, s->dfd, path);
+		return scan_protect(s, s->dfd, path, GUARD_RULE_W2,
+				    "a core.hooksPath that cannot be resolved");
 	/* relative to where hooks run: every worktree top, applied by scan_tops() */
 	return strs_add(&s->rel, path);
 }

@@ -160,6 +160,7 @@ bool name_is_dotgit(const char *name);
 bool name_is_bare(const char *name);
 bool guard_head_target_ok(const char *target);
 void guard_repo_free(struct guard_repo *r);
+int guard_devino_cmp(uint64_t adev, uint64_t aino, uint64_t bdev, uint64_t bino);
 
 /* resolve.c */
 enum { RES_INSIDE, RES_MISSING, RES_OUTSIDE, RES_LINK, RES_ERROR };
@@ -218,7 +219,8 @@ int scan_pin(void *arg, const struct stat *st, bool is_link);
 int scan_watch(struct cfgscan *s, int dirfd, const char *name, const struct stat *st);
 int scan_config(struct cfgscan *s, int dirfd, const char *name);
 int scan_hookspath(struct cfgscan *s, const char *value);
-int scan_hookspath_from(struct cfgscan *s, int fromfd, const char *path);
+int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
+		 const char *unresolved);
 int scan_global(struct cfgscan *s);
 bool guard_watch_changed(const struct guard_watch *w);
 bool guard_stat_same(const struct stat *a, const struct stat *b);

@@ -147,15 +147,21 @@ void recs_clear(struct guard_recs *r)
 	r->n = r->alloc = 0;
 }
 
+/* Order by (dev, ino), for qsort and bsearch of the tables */
+int guard_devino_cmp(uint64_t adev, uint64_t aino, uint64_t bdev, uint64_t bino)
+{
+	if (adev != bdev)
+		return adev < bdev ? -1 : 1;
+	if (aino != bino)
+		return aino < bino ? -1 : 1;
+	return 0;
+}
+
 static int rec_cmp(const void *a, const void *b)
 {
 	const struct guard_rec *x = a, *y = b;
 
-	if (x->dev != y->dev)
-		return x->dev < y->dev ? -1 : 1;
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	return 0;
+	return guard_devino_cmp(x->dev, x->ino, y->dev, y->ino);
 }
 
 static void tab_append(struct guard_rec *tab, size_t *n, const struct guard_recs *r)

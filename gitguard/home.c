@@ -35,11 +35,7 @@ static int home_cmp(const void *a, const void *b)
 {
 	const struct guard_home *x = a, *y = b;
 
-	if (x->dev != y->dev)
-		return x->dev < y->dev ? -1 : 1;
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	return 0;
+	return guard_devino_cmp(x->dev, x->ino, y->dev, y->ino);
 }
 
 /* Is the folder (dev, ino) a home?  Read-only table: no lock. */

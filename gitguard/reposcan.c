@@ -130,27 +130,9 @@ static int scan_hardlinks(struct guard_repo *r, int dfd)
  */
 static int on_link(struct cfgscan *s, int dirfd, const char *name)
 {
-	struct resolved res;
-	struct stat st;
-	int rc = 0;
-
 	scan_x3(s, "a symbolic link in the git folder (D9)");
-	s->pin_rule = GUARD_RULE_D9;
-	switch (guard_resolve(s->g, dirfd, name, true, scan_pin, s, &res)) {
-	case RES_INSIDE:
-		rc = recs_add(&s->r->recs, res.st.st_dev, res.st.st_ino, NULL,
-			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_D9);
-		break;
-	case RES_MISSING:
-		if (!fstat(res.dirfd, &st))
-			rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, res.name,
-				      GUARD_RO | GUARD_TREE, GUARD_RULE_D9);
-		break;
-	default:
-		break; /* outside the root, or dangling in a way git cannot follow either */
-	}
-	resolved_close(&res);
-	return rc;
+	/* dangling in a way git cannot follow either: nothing more */
+	return scan_protect(s, dirfd, name, GUARD_RULE_D9, NULL);
 }
 
 static int scan_links_in(struct cfgscan *s, int dfd, const char *sub)
@@ -323,7 +305,8 @@ static int scan_tops(struct cfgscan *s, int dfd)
 	pthread_rwlock_unlock(&s->g->lock);
 	for (i = 0; i < n; i++) {
 		for (j = 0; !rc && j < s->rel.n; j++)
-			rc = scan_hookspath_from(s, tops[i], s->rel.v[j]);
+			rc = scan_protect(s, tops[i], s->rel.v[j], GUARD_RULE_W2,
+					  "a core.hooksPath that cannot be resolved");
 		close(tops[i]);
 	}
 	return rc;

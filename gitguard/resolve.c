@@ -52,6 +52,18 @@ static bool next_comp(struct walk *w, char *comp, size_t compsz, bool *last, int
 	return true;
 }
 
+/* The walk ends at COMP (fd NFD, stat ST) in the current folder, which R takes over */
+static void found(struct resolved *r, struct walk *w, int where, int nfd, const struct stat *st,
+		  const char *comp)
+{
+	r->where = where;
+	r->fd = nfd;
+	r->st = *st;
+	r->dirfd = w->cur;
+	w->cur = -1;
+	snprintf(r->name, sizeof(r->name), "%s", comp);
+}
+
 /* Replace what is left by TARGET/rest */
 static int splice_link(struct walk *w, const char *target)
 {
@@ -248,12 +260,7 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 		}
 		if (S_ISLNK(st.st_mode)) {
 			if (!follow) {
-				r->where = RES_LINK;
-				r->fd = nfd;
-				r->st = st;
-				r->dirfd = w->cur;
-				w->cur = -1;
-				snprintf(r->name, sizeof(r->name), "%s", comp);
+				found(r, w, RES_LINK, nfd, &st, comp);
 				goto done;
 			}
 			if (pin && (rc = pin(arg, &st, true))) {
@@ -284,12 +291,7 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 			continue;
 		}
 		if (last) {
-			r->where = RES_INSIDE;
-			r->fd = nfd;
-			r->st = st;
-			r->dirfd = w->cur;
-			w->cur = -1;
-			snprintf(r->name, sizeof(r->name), "%s", comp);
+			found(r, w, RES_INSIDE, nfd, &st, comp);
 			goto done;
 		}
 		if (!S_ISDIR(st.st_mode)) {
