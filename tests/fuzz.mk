@@ -23,8 +23,10 @@ FUZZ_GITGUARD_SRC = $(top_srcdir)/gitguard/guard.c $(top_srcdir)/gitguard/classi
 	$(top_srcdir)/gitguard/resolve.c $(top_srcdir)/gitguard/parse.c \
 	$(top_srcdir)/gitguard/lg2.c $(top_srcdir)/gitguard/path.c \
 	$(top_srcdir)/gitguard/fdio.c $(top_srcdir)/gitguard/grow.c \
-	$(top_srcdir)/gitguard/index.c $(top_srcdir)/gitguard/seq.c $(top_srcdir)/gitguard/sha1.c
-FUZZ_GITGUARD_HDR = $(top_srcdir)/gitguard/gitguard.h $(top_srcdir)/gitguard/guard-int.h
+	$(top_srcdir)/gitguard/index.c $(top_srcdir)/gitguard/seq.c $(top_srcdir)/gitguard/sha1.c \
+	$(top_srcdir)/gitguard/home.c
+FUZZ_GITGUARD_HDR = $(top_srcdir)/gitguard/gitguard.h $(top_srcdir)/gitguard/guard-int.h \
+	$(top_srcdir)/gitguard/ggutil.h
 
 fuzz: $(FUZZ_BINS)
 
