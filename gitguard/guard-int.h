@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Internals of gitguard shared by its files; not installed, not for fusefs. */
+/*
+ * Internals of gitguard shared by its files; not installed, not for fusefs.
+ * Grouped by the file that owns them (README has the whole map); the helpers
+ * fusefs and src use too are in ggutil.h (path.c, fdio.c, grow.c).
+ */
 #ifndef GITGUARD_INT_H
 #define GITGUARD_INT_H
 
