@@ -5,6 +5,7 @@
  * follows the inode (policy.c reads both).
  */
 #include "fusefs/fs-int.h"
+#include "gitguard/ggutil.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -117,7 +118,7 @@ int mount_ro_paths(struct fs_mount *m, int rootfd, const struct fs_mount_params 
 				  sub);
 			return -EINVAL;
 		}
-		fd = fs_open_nofollow(rootfd, sub, O_PATH, true);
+		fd = gg_open_nofollow(rootfd, sub, O_PATH, true);
 		if (fd < 0 || fstat(fd, &st) != 0) {
 			int e = errno;
 
@@ -134,7 +135,7 @@ int mount_ro_paths(struct fs_mount *m, int rootfd, const struct fs_mount_params 
 		m->ro_dev[m->n_ro] = st.st_dev;
 		m->ro_ino[m->n_ro++] = st.st_ino;
 		if (S_ISDIR(st.st_mode)) {
-			fd = fs_open_nofollow(rootfd, sub, O_RDONLY | O_DIRECTORY, true);
+			fd = gg_open_nofollow(rootfd, sub, O_RDONLY | O_DIRECTORY, true);
 			r = fd < 0 ? -errno : ro_scan_tree(&sc, fd);
 		} else if (st.st_nlink > 1) {
 			r = ro_scan_add(&sc, &st);

@@ -7,6 +7,7 @@
  * mount-ro.c.
  */
 #include "fusefs/fs-int.h"
+#include "gitguard/ggutil.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 
@@ -33,84 +33,10 @@ void fs_seterr(struct fs_error *err, int code, const char *fmt, ...)
 	va_end(ap);
 }
 
-/*
- * openat2(RESOLVE_NO_SYMLINKS) by hand, for kernels or sandboxes (seccomp,
- * valgrind) without it: one component at a time with O_NOFOLLOW, a link
- * anywhere is ELOOP, and beneath dirfd ".." may not climb out of it.
- */
-static int walk_nofollow(int dirfd, const char *path, int flags, bool beneath)
-{
-	char *copy, *comp, *next;
-	int cur, fd, depth = 0, e;
-	struct stat st;
-
-	if (path[0] == '/' && beneath)
-		return errno = EXDEV, -1;
-	copy = strdup(path);
-	if (copy == NULL)
-		return errno = ENOMEM, -1;
-	cur = path[0] == '/' ? open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)
-			     : openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	for (comp = copy; cur >= 0 && comp != NULL; comp = next) {
-		while (*comp == '/')
-			comp++;
-		next = strchr(comp, '/');
-		if (next != NULL)
-			*next++ = '\0';
-		while (next != NULL && *next == '/')
-			next++;
-		if (next != NULL && *next == '\0')
-			next = NULL;
-		if (*comp == '\0' || strcmp(comp, ".") == 0)
-			continue;
-		if (strcmp(comp, "..") == 0 && beneath && --depth < 0) {
-			close(cur);
-			free(copy);
-			return errno = EXDEV, -1;
-		} else if (strcmp(comp, "..") != 0) {
-			depth++;
-		}
-		fd = openat(cur, comp,
-			    next != NULL ? O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
-					 : flags | O_NOFOLLOW | O_CLOEXEC);
-		e = errno;
-		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
-			close(fd);
-			fd = -1;
-			e = ELOOP;
-		} else if (fd < 0 && e == ENOTDIR && next != NULL &&
-			   fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			   S_ISLNK(st.st_mode)) {
-			e = ELOOP;
-		}
-		close(cur);
-		cur = fd;
-		errno = e;
-	}
-	e = errno;
-	free(copy);
-	errno = e;
-	return cur;
-}
-
-/* Open path (relative to dirfd) without following a link anywhere on the way. */
+/* Kept for src's callers (cmd-audit.c, roots.c): gg_open_nofollow, open(2)-like. */
 int fs_open_nofollow(int dirfd, const char *path, int flags, bool beneath)
 {
-	struct open_how how = {
-		.flags = (unsigned long long)flags | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-			   (beneath ? RESOLVE_BENEATH : 0),
-	};
-	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-
-	if (fd < 0 && errno == ENOSYS)
-		return walk_nofollow(dirfd, path, flags, beneath);
-	return fd;
-}
-
-static int openat2_nofollow(int dirfd, const char *path, int flags, unsigned long long resolve)
-{
-	return fs_open_nofollow(dirfd, path, flags, (resolve & RESOLVE_BENEATH) != 0);
+	return gg_open_nofollow(dirfd, path, flags, beneath);
 }
 
 /* Open a folder by path without following any symlink on the way. */
@@ -118,7 +44,7 @@ int mount_open_dir(const char *path, struct fs_error *err, const char *what)
 {
 	int fd, e;
 
-	fd = openat2_nofollow(AT_FDCWD, path, O_PATH | O_DIRECTORY, 0);
+	fd = gg_open_nofollow(AT_FDCWD, path, O_PATH | O_DIRECTORY, false);
 	if (fd >= 0)
 		return fd;
 	e = errno;
@@ -427,11 +353,10 @@ fail:
 	return r;
 }
 
-/* Make path absolute and drop "." and ".." lexically: stat could hang on a dead mount. */
+/* Make path absolute (from the cwd), then gg_path_abs: stat could hang on a dead mount. */
 static int lexical_abs(const char *path, char *out, size_t len)
 {
-	char buf[PATH_MAX * 2], *tok, *save = NULL;
-	size_t n = 0;
+	char buf[PATH_MAX * 2];
 
 	if (path[0] == '/') {
 		snprintf(buf, sizeof buf, "%s", path);
@@ -441,27 +366,7 @@ static int lexical_abs(const char *path, char *out, size_t len)
 		strncat(buf, "/", sizeof buf - strlen(buf) - 1);
 		strncat(buf, path, sizeof buf - strlen(buf) - 1);
 	}
-	out[0] = '\0';
-	for (tok = strtok_r(buf, "/", &save); tok != NULL; tok = strtok_r(NULL, "/", &save)) {
-		if (strcmp(tok, ".") == 0)
-			continue;
-		if (strcmp(tok, "..") == 0) {
-			char *slash = strrchr(out, '/');
-
-			if (slash != NULL)
-				*slash = '\0';
-			n = strlen(out);
-			continue;
-		}
-		if (n + strlen(tok) + 2 > len)
-			return -ENAMETOOLONG;
-		out[n++] = '/';
-		strcpy(out + n, tok);
-		n += strlen(tok);
-	}
-	if (n == 0)
-		strcpy(out, "/");
-	return 0;
+	return gg_path_abs(buf, out, len);
 }
 
 struct find_top {

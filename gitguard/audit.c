@@ -39,6 +39,7 @@ struct audit {
 	unsigned long findings;
 	size_t hashsz; /* of the git folder being read: 20, or 32 for SHA-256 */
 	int errors;
+	int code; /* the first error's negative errno */
 	struct guard_err *err;
 };
 
@@ -60,6 +61,8 @@ static void found(struct audit *a, const char *path, const char *kind, const cha
 static void failed(struct audit *a, const char *path, const char *what, int e)
 {
 	a->errors++;
+	if (!a->code)
+		a->code = e > 0 ? -e : -EIO;
 	if (a->err && !a->err->code) {
 		a->err->code = -e;
 		snprintf(a->err->msg, sizeof a->err->msg, "%s (%s): %s", what, strerror(e), path);
@@ -467,7 +470,7 @@ static int visit(struct audit *a, struct frame *f, const char *name, const char 
 
 /*
  * Audit the tree at PATH (ROOTFD open on it): FN gets each finding.  Returns
- * the number of findings, or -1 with ERR set when part of the tree could not
+ * the number of findings, or a negative errno with ERR set when part of the tree could not
  * be read (findings are still reported).
  */
 long guard_audit(int rootfd, const char *path, guard_audit_fn fn, void *arg, struct guard_err *err)
@@ -488,7 +491,7 @@ long guard_audit(int rootfd, const char *path, guard_audit_fn fn, void *arg, str
 		failed(&a, path, "cannot read", errno);
 		if (fd >= 0)
 			close(fd);
-		return -1;
+		return a.code;
 	}
 	st[0].path = strdup(path);
 	st[0].gitdepth = !fstatat(rootfd, ".git", &s, AT_SYMLINK_NOFOLLOW);
@@ -536,5 +539,5 @@ long guard_audit(int rootfd, const char *path, guard_audit_fn fn, void *arg, str
 		free(st[depth].path);
 		depth--;
 	}
-	return a.errors ? -1 : (long)a.findings;
+	return a.errors ? a.code : (long)a.findings;
 }

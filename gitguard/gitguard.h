@@ -22,6 +22,20 @@
  *
  * Thread safety: every function may be called from several threads at once
  * on the same struct guard, except guard_free().
+ *
+ * Errors, for every function here and in ggutil.h: a function that can fail
+ * returns int (or long, for a count) that is 0 or more on success and a
+ * negative errno on failure; results go through out-parameters.  A rule's
+ * refusal is -EROFS with a struct guard_verdict (guard_check) or a static
+ * *why string (the content and format checks, whose malformed input is
+ * -EINVAL with *why).  Where a message naming the path helps, a struct
+ * guard_err is filled too, and its code is the value returned.  errno is
+ * never a result: do not read it after a call (gg_open_nofollow, a drop-in
+ * for openat(2), alone returns -1 and sets it).  Functions returning bool,
+ * size_t or a pointer say what their "none" is.
+ *
+ * Which file owns what: the comments over each group below name the file;
+ * guard-int.h does the same for the internals, and README the whole map.
  */
 #ifndef GITGUARD_H
 #define GITGUARD_H
@@ -31,6 +45,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+
+#include "gitguard/ggutil.h" /* the shared helpers, guard_read_fd among them */
 
 struct guard;
 
@@ -186,7 +202,7 @@ struct guard_opts {
 	const char *const *extra_homes;
 };
 
-/* guard.c */
+/* guard.c: a guard's life, its generation, rule names */
 int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp,
 	       struct guard_err *err);
 void guard_free(struct guard *g);
@@ -194,30 +210,33 @@ void guard_set_allow_new_repos(struct guard *g, bool allow);
 int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err *err);
 /* Classes computed before may be wrong: move the generation (another mount changed the tree) */
 void guard_bump(struct guard *g);
-
-/* scan.c */
-int guard_scan_tree(struct guard *g, unsigned long budget, struct guard_err *err);
-/* Told every few thousand entries of a scan, and at its end: entries seen, repositories known. */
-typedef void (*guard_progress_fn)(void *arg, unsigned long entries, unsigned long repos);
-int guard_scan_tree_progress(struct guard *g, unsigned long budget, guard_progress_fn fn,
-			     void *arg, struct guard_err *err);
 uint64_t guard_generation(struct guard *g);
+/* "D3", "hooks"; "?" for no rule */
 const char *guard_rule_name(unsigned rule);
 const char *guard_rule_reason(unsigned rule);
 void guard_new_repos(struct guard *g,
 		     void (*fn)(void *arg, uint64_t dev, uint64_t ino, const char *path),
 		     void *arg);
 
+/* scan.c: the mount-time scan of every repository in and above the root */
+int guard_scan_tree(struct guard *g, unsigned long budget, struct guard_err *err);
+/* Told every few thousand entries of a scan, and at its end: entries seen, repositories known. */
+typedef void (*guard_progress_fn)(void *arg, unsigned long entries, unsigned long repos);
+int guard_scan_tree_progress(struct guard *g, unsigned long budget, guard_progress_fn fn,
+			     void *arg, struct guard_err *err);
+
 /* classify.c */
 int guard_classify(struct guard *g, const struct guard_cls *parent, int parent_fd, const char *name,
 		   const struct stat *st, int fd, struct guard_cls *out);
 bool guard_cls_protected(const struct guard_cls *cls);
 
-/* check.c */
+/* check.c: the decisions (0, -EROFS and V, or another -errno: refuse then) */
 int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdict *v);
-void guard_revalidate(struct guard *g);
 int guard_check_inode(struct guard *g, const struct stat *st, struct guard_verdict *v);
 bool guard_notify(struct guard *g, const struct guard_event *ev);
+
+/* repo.c: see a host change to a watched config file (guard_check calls it too) */
+void guard_revalidate(struct guard *g);
 
 /*
  * Content-checked files (flag GUARD_CHK): a git folder's `index` and
@@ -233,6 +252,7 @@ bool guard_notify(struct guard *g, const struct guard_event *ev);
  *   - for X4 files written in place, check the content each write would
  *     leave (guard_content_check on that buffer) before applying it.
  * guard_content_rule() says whether a name in a folder is one, and which.
+ * content.c: 0, or -EROFS with *WHY (guard_hash_size: 20 or 32, 20 when unknown).
  */
 #define GUARD_INDEX_MAX (256u << 20) /* an index git writes for ~2M files */
 #define GUARD_SEQ_MAX (64u << 10)    /* strategy files and sequencer/opts */
@@ -245,13 +265,10 @@ size_t guard_hash_size(struct guard *g, int gitdir_fd);
 int guard_index_worktree(struct guard *g, int gitdir_fd, const char *buf, size_t len, size_t hashsz,
 			 const char **why);
 
-/* resolve.c: the one capped reader of a file a bot may have written */
-int guard_read_fd(int fd, size_t cap, char **buf, size_t *len, struct stat *st);
-
 /* sha1.c: git's blob object name (SHA-1) of a buffer */
 void guard_blob_sha1(const char *buf, size_t len, unsigned char out[20]);
 
-/* index.c: pure, for fuzzers */
+/* index.c: pure, for fuzzers; 0 or -EINVAL with *why */
 int guard_index_check(const char *buf, size_t len, const char **why);
 int guard_index_check_hash(const char *buf, size_t len, size_t hashsz, const char **why);
 typedef int (*guard_index_entry_fn)(void *arg, const char *path, uint32_t mode,
@@ -260,16 +277,17 @@ int guard_index_entries(const char *buf, size_t len, size_t hashsz, guard_index_
 			void *arg, const char **why);
 bool guard_index_path_ok(const char *path, unsigned mode);
 
-/* seq.c: pure, for fuzzers */
+/* seq.c: pure, for fuzzers; 0 or -EINVAL with *why */
 bool guard_strategy_name_ok(const char *s);
 int guard_seq_opts_check(const char *buf, size_t len, const char **why);
 int guard_seq_file_check(const char *name, const char *buf, size_t len, const char **why);
 
-/* audit.c: agentfs audit; kind is hook, exec, strategy, index or shape */
+/* audit.c: agentfs audit; kind is hook, exec, strategy, index or shape.  The number of
+   findings, or the first error's -errno with ERR (findings are still reported) */
 typedef void (*guard_audit_fn)(void *arg, const char *path, const char *kind, const char *why);
 long guard_audit(int rootfd, const char *path, guard_audit_fn fn, void *arg, struct guard_err *err);
 
-/* parse.c: pure functions on a buffer, for fuzzers */
+/* parse.c: pure functions on a buffer, for fuzzers; malformed input is -EINVAL */
 enum guard_cfg_key {
 	GUARD_CFG_INCLUDE,   /* include.path, includeIf.<cond>.path */
 	GUARD_CFG_HOOKSPATH, /* core.hooksPath */
@@ -293,7 +311,7 @@ struct guard_cfg {
 };
 
 int guard_config_scan(const char *buf, size_t len, struct guard_cfg *cfg);
-int guard_parse_bool(const char *s);
+int guard_parse_bool(const char *s); /* 1, 0, or -EINVAL */
 int guard_parse_gitfile(const char *buf, size_t len, char *out, size_t outsz);
 int guard_parse_commondir(const char *buf, size_t len, char *out, size_t outsz);
 

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Internals of gitguard shared by its files; not installed, not for fusefs. */
+/*
+ * Internals of gitguard shared by its files; not installed, not for fusefs.
+ * Grouped by the file that owns them (README has the whole map); the helpers
+ * fusefs and src use too are in ggutil.h (path.c, fdio.c, grow.c).
+ */
 #ifndef GITGUARD_INT_H
 #define GITGUARD_INT_H
 
@@ -139,6 +143,7 @@ struct guard {
 	size_t nhomes;
 	char **home_dirs; /* their paths, for rescans; read-only after guard_open */
 	size_t nhome_dirs;
+	size_t ahome_dirs;
 	struct guard_recs homerecs; /* H1 records, replaced whole by a rescan */
 	struct guard_wfile *hwatch; /* files the home scan read or missed: dirfd -1, name absolute */
 	size_t nhwatch;
@@ -158,6 +163,8 @@ bool name_is(const char *name, const char *want);
 bool name_is_dotgit(const char *name);
 bool name_is_bare(const char *name);
 bool guard_head_target_ok(const char *target);
+void guard_repo_free(struct guard_repo *r);
+int guard_devino_cmp(uint64_t adev, uint64_t aino, uint64_t bdev, uint64_t bino);
 
 /* resolve.c */
 enum { RES_INSIDE, RES_MISSING, RES_OUTSIDE, RES_LINK, RES_ERROR };
@@ -177,15 +184,50 @@ typedef int (*resolve_pin_fn)(void *arg, const struct stat *st, bool is_link);
 int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, resolve_pin_fn pin,
 		  void *arg, struct resolved *r);
 void resolved_close(struct resolved *r);
-int guard_read_file(int dirfd, const char *name, size_t cap, char **buf, size_t *len,
-		    struct stat *st);
 
-/* repo.c */
+/* repo.c: the table of repositories */
 int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guard_repo *out);
 bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd);
-void guard_repo_free(struct guard_repo *r);
 int guard_note_pointer(struct guard *g, int startfd, const char *path);
-bool guard_shape(int fd, int *has);
+
+/* reposcan.c: the one scan of a git folder; NULL on ENOMEM */
+struct guard_repo *guard_repo_scan(struct guard *g, int dfd, const struct stat *dst);
+
+/* cfgscan.c: config files read as git reads them, for reposcan.c and home.c */
+/* A list of strings a config scan collects */
+struct strs {
+	char **v;
+	size_t n;
+	size_t alloc;
+};
+
+/* One scan in progress: the repository R it fills, and where it reads from */
+struct cfgscan {
+	struct guard *g;
+	struct guard_repo *r;
+	int dfd;	     /* the git folder */
+	int basefd;	     /* folder of the config file being read */
+	uid_t owner;	     /* owner of that file, for "~/" */
+	unsigned depth;	     /* include depth */
+	uint8_t pin_rule;    /* rule for pins of the current resolution */
+	struct strs rel;     /* relative core.hooksPath values: taken at every worktree top */
+	struct strs wt;	     /* core.worktree values */
+	bool unread;	     /* an include was not read (outside the root): libgit2 is not asked */
+	const char *by_path; /* the next config read is the person's, outside: watch this path */
+};
+
+int strs_add(struct strs *l, const char *str);
+void strs_free(struct strs *l);
+void scan_x3(struct cfgscan *s, const char *why);
+int scan_pin(void *arg, const struct stat *st, bool is_link);
+int scan_watch(struct cfgscan *s, int dirfd, const char *name, const struct stat *st);
+int scan_config(struct cfgscan *s, int dirfd, const char *name);
+int scan_hookspath(struct cfgscan *s, const char *value);
+int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
+		 const char *unresolved);
+int scan_global(struct cfgscan *s);
+bool guard_watch_changed(const struct guard_watch *w);
+bool guard_stat_same(const struct stat *a, const struct stat *b);
 int guard_scan_config_file(struct guard *g, struct guard_repo *r, int dirfd, const char *name,
 			   uid_t owner);
 
@@ -217,10 +259,23 @@ struct guard_lg2 {
 int guard_lg2_view(int dfd, struct guard_lg2 *v);
 void guard_lg2_free(struct guard_lg2 *v);
 
-/* check.c */
+/* check.c: the decisions */
 int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path);
+/* -EROFS, with V (if not NULL) naming RULE and its usual reason, or REASON */
+int guard_refuse(struct guard_verdict *v, unsigned rule);
+int guard_refuse_why(struct guard_verdict *v, unsigned rule, const char *reason);
+
+static inline bool guard_in_gitdir(const struct guard_cls *c)
+{
+	return c->kind == GUARD_GITDIR || c->kind == GUARD_INGIT;
+}
+
+/* walk.c: G3, nothing protected beneath the folder DFD of class DCLS (0, or -EROFS and V) */
+int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget,
+	       struct guard_verdict *v);
 
 /* classify.c */
+bool guard_shape(int fd, int *has);
 int guard_note_dotgit(struct guard *g, int parent_fd, const char *name, const struct stat *st);
 int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char *name, mode_t mode,
 		     struct guard_cls *out);

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "gitguard/ggutil.h"
 #include "gitguard/guard-int.h"
 
 static const struct {
@@ -121,15 +122,8 @@ int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name,
 			return 0;
 		}
 	}
-	if (r->n == r->alloc) {
-		size_t na = r->alloc ? r->alloc * 2 : 8;
-
-		v = realloc(r->v, na * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		r->v = v;
-		r->alloc = na;
-	}
+	if (gg_grow(&r->v, &r->alloc, r->n + 1, sizeof(*r->v), 8))
+		return -ENOMEM;
 	v = &r->v[r->n];
 	v->dev = dev;
 	v->ino = ino;
@@ -153,15 +147,21 @@ void recs_clear(struct guard_recs *r)
 	r->n = r->alloc = 0;
 }
 
+/* Order by (dev, ino), for qsort and bsearch of the tables */
+int guard_devino_cmp(uint64_t adev, uint64_t aino, uint64_t bdev, uint64_t bino)
+{
+	if (adev != bdev)
+		return adev < bdev ? -1 : 1;
+	if (aino != bino)
+		return aino < bino ? -1 : 1;
+	return 0;
+}
+
 static int rec_cmp(const void *a, const void *b)
 {
 	const struct guard_rec *x = a, *y = b;
 
-	if (x->dev != y->dev)
-		return x->dev < y->dev ? -1 : 1;
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	return 0;
+	return guard_devino_cmp(x->dev, x->ino, y->dev, y->ino);
 }
 
 static void tab_append(struct guard_rec *tab, size_t *n, const struct guard_recs *r)
@@ -256,28 +256,18 @@ uint8_t guard_tab_missing(struct guard *g, uint64_t dev, uint64_t ino, const cha
 	return 0;
 }
 
-/* A copy of PATH without "//", "/." or a trailing slash; "/" becomes "" */
+/* PATH normalised (ggutil.h meaning 1), "/" as "": compared as a prefix */
 static char *normalise_root(const char *path)
 {
-	char *out = malloc(strlen(path) + 2), *o = out;
-	const char *p = path;
+	size_t sz = strlen(path) + 2;
+	char *out = malloc(sz);
 
-	if (!out)
+	if (out && gg_path_abs(path, out, sz)) {
+		free(out);
 		return NULL;
-	while (*p) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		if (p[0] == '.' && (p[1] == '/' || !p[1])) {
-			p++;
-			continue;
-		}
-		*o++ = '/';
-		while (*p && *p != '/')
-			*o++ = *p++;
 	}
-	*o = '\0';
+	if (out && !strcmp(out, "/"))
+		out[0] = '\0';
 	return out;
 }
 
@@ -432,11 +422,10 @@ int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err
 {
 	struct guard_cls cls = {0}, c;
 	char comp[NAME_MAX + 1];
-	const char *p, *e;
+	const char *p;
 	struct stat st;
 	uint64_t gen = guard_generation(g);
-	int cur, nfd, rc;
-	size_t n;
+	int cur, nfd, rc, n;
 
 	pthread_rwlock_rdlock(&g->lock);
 	if (g->root_known && g->root_gen == gen) {
@@ -471,20 +460,12 @@ int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err
 		return guard_err_set(err, -errno, "gitguard: /: %s", strerror(errno));
 	cls.dev = st.st_dev;
 	cls.ino = st.st_ino;
-	for (p = g->root_path; *p; p += n) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		e = strchr(p, '/');
-		n = e ? (size_t)(e - p) : strlen(p);
-		if (n >= sizeof(comp)) {
+	for (p = g->root_path; (n = gg_path_next(&p, comp, sizeof(comp))) != 0;) {
+		if (n < 0) {
 			close(cur);
 			return guard_err_set(err, -ENAMETOOLONG, "gitguard: %s: name too long",
 					     g->root_path);
 		}
-		memcpy(comp, p, n);
-		comp[n] = '\0';
 		nfd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		if (nfd < 0 || fstat(nfd, &st) < 0) {
 			rc = -errno;

@@ -38,11 +38,7 @@ static int home_cmp(const void *a, const void *b)
 {
 	const struct guard_home *x = a, *y = b;
 
-	if (x->dev != y->dev)
-		return x->dev < y->dev ? -1 : 1;
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	return 0;
+	return guard_devino_cmp(x->dev, x->ino, y->dev, y->ino);
 }
 
 /* Is the folder (dev, ino) a home?  Read-only table: no lock. */
@@ -132,7 +128,7 @@ static void hscan_free(struct hscan *h)
 static int watch_add(struct hscan *h, int dirfd, const char *name, const struct stat *st)
 {
 	char proc[64], dir[PATH_MAX];
-	struct guard_wfile *v, *f;
+	struct guard_wfile *f;
 	ssize_t n;
 
 	if (h->nw >= GUARD_HOME_WATCH)
@@ -142,15 +138,8 @@ static int watch_add(struct hscan *h, int dirfd, const char *name, const struct 
 	if (n <= 0 || dir[0] != '/')
 		return 0;
 	dir[n] = '\0';
-	if (h->nw == h->aw) {
-		size_t na = h->aw ? h->aw * 2 : 16;
-
-		v = realloc(h->w, na * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		h->w = v;
-		h->aw = na;
-	}
+	if (gg_grow(&h->w, &h->aw, h->nw + 1, sizeof(*h->w), 16))
+		return -ENOMEM;
 	f = &h->w[h->nw];
 	memset(f, 0, sizeof(*f));
 	if (asprintf(&f->name, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0)
@@ -170,12 +159,7 @@ static bool wfile_moved(const struct guard_wfile *f)
 
 	if (stat(f->name, &st) < 0)
 		return !f->missing;
-	return f->missing || st.st_ino != f->st.st_ino || st.st_dev != f->st.st_dev ||
-	       st.st_size != f->st.st_size || st.st_mode != f->st.st_mode ||
-	       st.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
-	       st.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec ||
-	       st.st_ctim.tv_sec != f->st.st_ctim.tv_sec ||
-	       st.st_ctim.tv_nsec != f->st.st_ctim.tv_nsec;
+	return f->missing || !guard_stat_same(&f->st, &st);
 }
 
 /* Watches PATH from DIRFD as it is now */
@@ -451,7 +435,6 @@ static pthread_mutex_t pw_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Appends DIR to g->home_dirs unless it is there or not absolute */
 static int dirs_add(struct guard *g, const char *dir)
 {
-	char **v;
 	size_t i;
 
 	if (!dir || dir[0] != '/' || g->nhome_dirs >= GUARD_HOMES_MAX)
@@ -459,12 +442,10 @@ static int dirs_add(struct guard *g, const char *dir)
 	for (i = 0; i < g->nhome_dirs; i++)
 		if (!strcmp(g->home_dirs[i], dir))
 			return 0;
-	v = realloc(g->home_dirs, (g->nhome_dirs + 1) * sizeof(*v));
-	if (!v)
+	if (gg_grow(&g->home_dirs, &g->ahome_dirs, g->nhome_dirs + 1, sizeof(*g->home_dirs), 16))
 		return -ENOMEM;
-	g->home_dirs = v;
-	v[g->nhome_dirs] = strdup(dir);
-	if (!v[g->nhome_dirs])
+	g->home_dirs[g->nhome_dirs] = strdup(dir);
+	if (!g->home_dirs[g->nhome_dirs])
 		return -ENOMEM;
 	g->nhome_dirs++;
 	return 0;

@@ -13,6 +13,7 @@
  * REUC, link, UNTR, FSMN, EOIE, IEOT, sdir).  The trailing checksum is not
  * verified: git 2.39 does not verify it either (only fsck does).
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,7 @@ static int fail(struct ix *x, const char *why)
 {
 	if (!x->why)
 		x->why = why;
-	return -1;
+	return -EINVAL;
 }
 
 /* git's decode_varint (varint.c), bounded by END */
@@ -69,15 +70,15 @@ static int varint(const unsigned char **pp, const unsigned char *end, size_t *ou
 	unsigned char c;
 
 	if (p >= end)
-		return -1;
+		return -EINVAL;
 	c = *p++;
 	val = c & 127;
 	while (c & 128) {
 		val += 1;
 		if (!val || (val >> 57))
-			return -1;
+			return -EINVAL;
 		if (p >= end)
-			return -1;
+			return -EINVAL;
 		c = *p++;
 		val = (val << 7) + (c & 127);
 	}
@@ -371,7 +372,7 @@ static int walk_entries(struct ix *x, size_t *starts, bool *fresh)
 			if (x->link)
 				memcpy(last, name, nlen + 1);
 			if (x->fn && x->fn(x->arg, name, mode, e + IDX_STAT, &x->why))
-				return -1;
+				return -EINVAL;
 			lastlen = nlen;
 			laststage = stage;
 			have_last = true;
@@ -475,7 +476,7 @@ static int check_extensions(struct ix *x)
 			/* directories and stat data only: git writes nothing from them */
 		} else if (!memcmp(h, "REUC", 4)) {
 			if (check_reuc(x, h + 8, sz) < 0)
-				return -1;
+				return -EINVAL;
 		} else if (!memcmp(h, "link", 4)) {
 			if (sz < x->hashsz)
 				return fail(x, "bad split index extension");
@@ -496,7 +497,7 @@ static int check_extensions(struct ix *x)
 	if (off != limit)
 		return fail(x, "trailing bytes after the index extensions");
 	if (ieot && check_ieot(x, ieot, ieot_sz) < 0)
-		return -1;
+		return -EINVAL;
 	return 0;
 }
 
@@ -593,7 +594,7 @@ int guard_index_entries(const char *buf, size_t len, size_t hashsz, guard_index_
 bad:
 	if (why)
 		*why = x.why ? x.why : "malformed index";
-	return -1;
+	return -EINVAL;
 }
 
 int guard_index_check(const char *buf, size_t len, const char **why)

@@ -4,10 +4,18 @@ noinst_LIBRARIES += gitguard/libgitguard.a
 gitguard_libgitguard_a_SOURCES = \
 	gitguard/gitguard.h \
 	gitguard/guard-int.h \
+	gitguard/ggutil.h \
+	gitguard/path.c \
+	gitguard/fdio.c \
+	gitguard/grow.c \
 	gitguard/guard.c \
 	gitguard/classify.c \
 	gitguard/check.c \
+	gitguard/walk.c \
+	gitguard/content.c \
 	gitguard/repo.c \
+	gitguard/reposcan.c \
+	gitguard/cfgscan.c \
 	gitguard/resolve.c \
 	gitguard/parse.c \
 	gitguard/index.c \
@@ -32,6 +40,14 @@ check_PROGRAMS += tests/unit-guard-home
 TESTS += tests/unit-guard-home
 tests_unit_guard_home_SOURCES = tests/unit-guard-home.c tests/guard-tap.h tests/guard-unit.h
 tests_unit_guard_home_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)
+check_PROGRAMS += tests/unit-path
+TESTS += tests/unit-path
+tests_unit_path_SOURCES = tests/unit-path.c tests/guard-tap.h
+tests_unit_path_LDADD = gitguard/libgitguard.a
+check_PROGRAMS += tests/unit-ggutil
+TESTS += tests/unit-ggutil
+tests_unit_ggutil_SOURCES = tests/unit-ggutil.c tests/guard-tap.h
+tests_unit_ggutil_LDADD = gitguard/libgitguard.a
 check_PROGRAMS += tests/guard-idx
 tests_guard_idx_SOURCES = tests/guard-idx.c
 tests_guard_idx_LDADD = gitguard/libgitguard.a

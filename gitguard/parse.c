@@ -181,7 +181,7 @@ static int read_value(struct src *s, char *out, size_t *outlen)
 	return 0;
 }
 
-/* git_parse_maybe_bool_text plus git_parse_int: 1, 0, or -1 when not a bool */
+/* git_parse_maybe_bool_text plus git_parse_int: 1, 0, or -EINVAL when not a bool */
 int guard_parse_bool(const char *s)
 {
 	char *end;
@@ -198,12 +198,12 @@ int guard_parse_bool(const char *s)
 	errno = 0;
 	v = strtol(s, &end, 0);
 	if (errno || end == s)
-		return -1;
+		return -EINVAL;
 	/* git accepts the unit suffixes k, m, g on integers */
 	if (*end && strchr("kKmMgG", *end))
 		end++;
 	if (*end)
-		return -1;
+		return -EINVAL;
 	return v != 0;
 }
 

@@ -37,27 +37,31 @@ static bool st_is_root(struct guard *g, const struct stat *st)
 /* Next component of w->rest into comp; false at the end */
 static bool next_comp(struct walk *w, char *comp, size_t compsz, bool *last, int *err)
 {
-	const char *p = w->rest + w->off, *e;
-	size_t n;
+	const char *p = w->rest + w->off;
+	int n = gg_path_next(&p, comp, compsz);
 
-	while (*p == '/')
-		p++;
-	if (!*p)
-		return false;
-	e = strchr(p, '/');
-	n = e ? (size_t)(e - p) : strlen(p);
-	if (n >= compsz) {
-		*err = -ENAMETOOLONG;
+	if (n <= 0) {
+		if (n < 0)
+			*err = n;
 		return false;
 	}
-	memcpy(comp, p, n);
-	comp[n] = '\0';
-	p += n;
 	while (*p == '/')
 		p++;
 	*last = !*p;
 	w->off = (size_t)(p - w->rest);
 	return true;
+}
+
+/* The walk ends at COMP (fd NFD, stat ST) in the current folder, which R takes over */
+static void found(struct resolved *r, struct walk *w, int where, int nfd, const struct stat *st,
+		  const char *comp)
+{
+	r->where = where;
+	r->fd = nfd;
+	r->st = *st;
+	r->dirfd = w->cur;
+	w->cur = -1;
+	snprintf(r->name, sizeof(r->name), "%s", comp);
 }
 
 /* Replace what is left by TARGET/rest */
@@ -256,12 +260,7 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 		}
 		if (S_ISLNK(st.st_mode)) {
 			if (!follow) {
-				r->where = RES_LINK;
-				r->fd = nfd;
-				r->st = st;
-				r->dirfd = w->cur;
-				w->cur = -1;
-				snprintf(r->name, sizeof(r->name), "%s", comp);
+				found(r, w, RES_LINK, nfd, &st, comp);
 				goto done;
 			}
 			if (pin && (rc = pin(arg, &st, true))) {
@@ -292,12 +291,7 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 			continue;
 		}
 		if (last) {
-			r->where = RES_INSIDE;
-			r->fd = nfd;
-			r->st = st;
-			r->dirfd = w->cur;
-			w->cur = -1;
-			snprintf(r->name, sizeof(r->name), "%s", comp);
+			found(r, w, RES_INSIDE, nfd, &st, comp);
 			goto done;
 		}
 		if (!S_ISDIR(st.st_mode)) {
@@ -343,81 +337,4 @@ done:
 		close(w->cur);
 	free(w);
 	return r->where;
-}
-
-/*
- * Reads the open file FD from its start: a regular file of at most CAP bytes
- * (it may not grow past CAP while being read).  Returns 0 with *BUFP
- * NUL-terminated, -EINVAL for a non-regular file, -EFBIG when larger than
- * CAP, or another -errno.  The one reader of agent-written files (STYLE 15).
- */
-int guard_read_fd(int fd, size_t cap, char **bufp, size_t *lenp, struct stat *stp)
-{
-	struct stat st;
-	size_t len = 0, sz;
-	char *buf, *nb;
-	ssize_t n;
-
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((size_t)st.st_size > cap)
-		return -EFBIG;
-	/* room for the size seen and one byte more, to see it grow */
-	sz = (size_t)st.st_size + 1;
-	buf = malloc(sz + 1);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		n = pread(fd, buf + len, sz - len, (off_t)len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			n = -errno;
-			free(buf);
-			return (int)n;
-		}
-		if (!n)
-			break;
-		len += (size_t)n;
-		if (len > cap) {
-			free(buf);
-			return -EFBIG;
-		}
-		if (len == sz) {
-			/* it grew while being read: more room, up to CAP + 1 */
-			sz = sz * 2 < cap + 1 ? sz * 2 : cap + 1;
-			nb = realloc(buf, sz + 1);
-			if (!nb) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nb;
-		}
-	}
-	buf[len] = '\0';
-	*bufp = buf;
-	*lenp = len;
-	if (stp)
-		*stp = st;
-	return 0;
-}
-
-/*
- * Reads NAME beneath DIRFD: no symlink, no FIFO (O_NONBLOCK, S_ISREG), at most
- * CAP bytes.  Returns 0, -ENOENT, -EFTYPE-like -EINVAL for a non-regular
- * file, -EFBIG when larger than CAP, or another -errno.
- */
-int guard_read_file(int dirfd, const char *name, size_t cap, char **bufp, size_t *lenp,
-		    struct stat *stp)
-{
-	int fd, rc;
-
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return errno == ELOOP ? -EINVAL : -errno;
-	rc = guard_read_fd(fd, cap, bufp, lenp, stp);
-	close(fd);
-	return rc;
 }

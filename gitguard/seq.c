@@ -18,6 +18,7 @@
  * Strategy options are never executed: they reach the strategy as "--OPT"
  * arguments, so they only need to be one line of printable characters.
  */
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
 
@@ -86,13 +87,13 @@ int guard_seq_opts_check(const char *buf, size_t len, const char **why)
 
 	if (len > GUARD_SEQ_MAX) {
 		*why = "sequencer options larger than gitguard reads";
-		return -1;
+		return -EINVAL;
 	}
 	rc = guard_config_scan(buf, len, &cfg);
 	if (rc == 0)
 		return 0;
 	*why = c.why ? c.why : "sequencer options that do not parse as a config file";
-	return -1;
+	return -EINVAL;
 }
 
 /* The content NAME (strategy, strategy_opts or opts) would have: 0 if git may read it. */
@@ -103,25 +104,25 @@ int guard_seq_file_check(const char *name, const char *buf, size_t len, const ch
 
 	if (len > GUARD_SEQ_MAX) {
 		*why = "strategy file larger than gitguard reads";
-		return -1;
+		return -EINVAL;
 	}
 	if (!strcasecmp(name, "opts"))
 		return guard_seq_opts_check(buf, len, why);
 	if (!one_line(buf, &n)) {
 		*why = "strategy file with more than one line or a control character";
-		return -1;
+		return -EINVAL;
 	}
 	if (!strcasecmp(name, "strategy_opts") || !n)
 		return 0; /* options, or the empty file write_file() truncates to first */
 	if (n >= sizeof(tmp)) {
 		*why = "strategy name too long";
-		return -1;
+		return -EINVAL;
 	}
 	memcpy(tmp, buf, n);
 	tmp[n] = '\0';
 	if (!guard_strategy_name_ok(tmp)) {
 		*why = "strategy is not a plain strategy name (git would run it as a path)";
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }

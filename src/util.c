@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "fusefs/fusefs.h"
+#include "gitguard/ggutil.h"
 
 static bool log_stderr = true;
 
@@ -41,50 +42,25 @@ void log_msg(int prio, const char *fmt, ...)
 	va_end(ap);
 }
 
-/*
- * Lexically normalise an absolute path: no "." or ".." components, no
- * double or trailing slashes. Relative paths are refused. Paths are later
- * opened without following links, so the normal form is the real one.
- */
+/* gg_path_abs (".." at "/" stays there) into a fresh string; paths of PATH_MAX or more refused */
 int path_normalise(const char *in, char **out)
 {
-	char *buf, *o, *tok, *save = NULL, *copy;
-	size_t n = 0;
+	size_t sz;
+	int r;
 
 	*out = NULL;
 	if (in == NULL || in[0] != '/')
 		return -EINVAL;
 	if (strlen(in) >= PATH_MAX)
 		return -ENAMETOOLONG;
-	copy = strdup(in);
-	buf = malloc(strlen(in) + 2);
-	if (copy == NULL || buf == NULL) {
-		free(copy);
-		free(buf);
+	sz = strlen(in) + 2;
+	if ((*out = malloc(sz)) == NULL)
 		return -ENOMEM;
+	if ((r = gg_path_abs(in, *out, sz)) != 0) {
+		free(*out);
+		*out = NULL;
 	}
-	o = buf;
-	*o = '\0';
-	for (tok = strtok_r(copy, "/", &save); tok != NULL; tok = strtok_r(NULL, "/", &save)) {
-		if (strcmp(tok, ".") == 0)
-			continue;
-		if (strcmp(tok, "..") == 0) {
-			char *slash = strrchr(buf, '/');
-
-			if (slash != NULL)
-				*slash = '\0';
-			n = strlen(buf);
-			continue;
-		}
-		buf[n++] = '/';
-		strcpy(buf + n, tok);
-		n += strlen(tok);
-	}
-	if (n == 0)
-		strcpy(buf, "/");
-	free(copy);
-	*out = buf;
-	return 0;
+	return r;
 }
 
 /* Is inner the same as, or beneath, outer? Both normalised. */

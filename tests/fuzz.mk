@@ -18,10 +18,15 @@ FUZZ_BINS = tests/fuzz/fuzz-proto tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decid
 FUZZ_TARGETS = proto gitparse decide index
 FUZZ_GITGUARD_SRC = $(top_srcdir)/gitguard/guard.c $(top_srcdir)/gitguard/classify.c \
 	$(top_srcdir)/gitguard/check.c $(top_srcdir)/gitguard/repo.c \
+	$(top_srcdir)/gitguard/walk.c $(top_srcdir)/gitguard/content.c \
+	$(top_srcdir)/gitguard/reposcan.c $(top_srcdir)/gitguard/cfgscan.c \
 	$(top_srcdir)/gitguard/resolve.c $(top_srcdir)/gitguard/parse.c \
-	$(top_srcdir)/gitguard/lg2.c \
-	$(top_srcdir)/gitguard/index.c $(top_srcdir)/gitguard/seq.c $(top_srcdir)/gitguard/sha1.c
-FUZZ_GITGUARD_HDR = $(top_srcdir)/gitguard/gitguard.h $(top_srcdir)/gitguard/guard-int.h
+	$(top_srcdir)/gitguard/lg2.c $(top_srcdir)/gitguard/path.c \
+	$(top_srcdir)/gitguard/fdio.c $(top_srcdir)/gitguard/grow.c \
+	$(top_srcdir)/gitguard/index.c $(top_srcdir)/gitguard/seq.c $(top_srcdir)/gitguard/sha1.c \
+	$(top_srcdir)/gitguard/home.c
+FUZZ_GITGUARD_HDR = $(top_srcdir)/gitguard/gitguard.h $(top_srcdir)/gitguard/guard-int.h \
+	$(top_srcdir)/gitguard/ggutil.h
 
 fuzz: $(FUZZ_BINS)
 
@@ -34,7 +39,7 @@ fuzz-clang:
 $(FUZZ_BINS): | fuzz-clang
 
 FUZZ_PROTO_SRC = $(top_srcdir)/tests/fuzz/fuzz-proto.c $(top_srcdir)/src/proto.c \
-	$(top_srcdir)/src/util.c
+	$(top_srcdir)/src/util.c $(top_srcdir)/gitguard/path.c
 FUZZ_GITPARSE_SRC = $(top_srcdir)/tests/fuzz/fuzz-gitparse.c $(top_srcdir)/gitguard/parse.c
 FUZZ_DECIDE_SRC = $(top_srcdir)/tests/fuzz/fuzz-decide.c $(FUZZ_GITGUARD_SRC)
 FUZZ_INDEX_SRC = $(top_srcdir)/tests/fuzz/fuzz-index.c $(top_srcdir)/gitguard/index.c \
@@ -87,7 +92,7 @@ tests_fuzz_replay_proto_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h \
 	tests/fuzz/fuzz-proto.c src/proto.c
 tests_fuzz_replay_proto_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"proto"'
 tests_fuzz_replay_proto_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
-tests_fuzz_replay_proto_LDADD = src/libagentfs-common.a $(CJSON_LIBS)
+tests_fuzz_replay_proto_LDADD = src/libagentfs-common.a gitguard/libgitguard.a $(CJSON_LIBS)
 
 tests_fuzz_replay_gitparse_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h \
 	tests/fuzz/fuzz-gitparse.c

@@ -472,6 +472,10 @@ refuse "symlink plain/h -> ../.git/worktrees/wt" try symlink ../.git/worktrees/w
 refuse "symlink plain/h -> absolute SOURCE/.git/hooks" try symlink "$S/.git/hooks" "$M/plain/$(fresh name)"
 refuse "symlink plain/h -> ../store/symrepo-git/hooks (a git folder without a .git name)" \
 	try symlink ../store/symrepo-git/hooks "$M/plain/$(fresh name)"
+refuse "symlink plain/h -> /..SOURCE/store/symrepo-git/hooks (\"/..\" is \"/\")" \
+	try symlink "/..$S/store/symrepo-git/hooks" "$M/plain/$(fresh name)"
+refuse "symlink plain/h -> ../../src/store/symrepo-git/hooks (out of the root and back in)" \
+	try symlink ../../src/store/symrepo-git/hooks "$M/plain/$(fresh name)"
 refuse "symlink plain/h -> ../symrepo/.git/hooks (through a .git symlink)" \
 	try symlink ../symrepo/.git/hooks "$M/plain/$(fresh name)"
 h=$(fresh name)

@@ -123,7 +123,7 @@ int main(void)
 	tap_ok(guard_parse_bool("yes") == 1 && guard_parse_bool("Off") == 0 &&
 		       guard_parse_bool("") == 0 && guard_parse_bool(NULL) == 1 &&
 		       guard_parse_bool("2k") == 1 && guard_parse_bool("0") == 0 &&
-		       guard_parse_bool("maybe") == -1,
+		       guard_parse_bool("maybe") == -EINVAL,
 	       "booleans");
 	return tap_done();
 }

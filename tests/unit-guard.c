@@ -379,6 +379,15 @@ static void test_x1(void)
 		snprintf(abs, sizeof(abs), "%s/plainb/refs", rootp);
 		IS(try_symlink("repo/abs", abs), "X1",
 		   "absolute symlink into a bare-shaped folder");
+		/* "/.." is "/" for the kernel: the target still lands in the root */
+		snprintf(abs, sizeof(abs), "/../..%s/plainb/refs", rootp);
+		IS(try_symlink("repo/abs2", abs), "X1",
+		   "absolute symlink through /.. into a bare-shaped folder");
+		/* out of the root by ".." and back in by its name */
+		IS(try_symlink("repo/src/out", "../../../x1/plainb/refs"), "X1",
+		   "relative symlink leaving the root and coming back into a bare-shaped folder");
+		IS(try_symlink("repo/src/out2", "../../../x1b/plainb/refs"), "",
+		   "relative symlink leaving the root for a sibling");
 	}
 	IS(try_symlink("repo/.git/refs/heads/l", "main"), "D9", "symlink made inside a git folder");
 }

@@ -99,7 +99,7 @@ static void fuzz_bool(const uint8_t *data, size_t size)
 	memcpy(s, data, size);
 	s[size] = '\0';
 	rc = guard_parse_bool(s);
-	FUZZ_CHECK(rc == -1 || rc == 0 || rc == 1);
+	FUZZ_CHECK(rc == -EINVAL || rc == 0 || rc == 1);
 	if (s[0] == '\0')
 		FUZZ_CHECK(rc == 0);
 	free(s);

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Content-checked files (X2 index, X4 strategy files): which names are, the
+ * check of a buffer or an fd, and the work-tree side of an index (entries
+ * over hooks or config include targets must carry the file's blob).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "gitguard/ggutil.h"
+#include "gitguard/guard-int.h"
+
+/*
+ * Content-checked names (gitguard.h): GUARD_RULE_X2 for a git folder's
+ * `index` and `sharedindex.*`, GUARD_RULE_X4 for the strategy files in
+ * rebase-merge/, rebase-apply/ and sequencer/, else 0.
+ */
+unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
+{
+	if (parent->kind == GUARD_GITDIR)
+		return name_is(name, "index") || !strncasecmp(name, "sharedindex.", 12)
+			       ? GUARD_RULE_X2
+			       : 0;
+	if (parent->kind == GUARD_INGIT && parent->role == GUARD_R_SEQ &&
+	    (name_is(name, "strategy") || name_is(name, "strategy_opts") || name_is(name, "opts")))
+		return GUARD_RULE_X4;
+	return 0;
+}
+
+/* 0 if BUF may become the file NAME of rule RULE, else -EROFS with *WHY */
+int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len, size_t hashsz,
+			const char **why)
+{
+	int rc = -EINVAL;
+
+	*why = "unknown content rule";
+	if (rule == GUARD_RULE_X2)
+		rc = guard_index_check_hash(buf, len, hashsz, why);
+	else if (rule == GUARD_RULE_X4)
+		rc = guard_seq_file_check(name, buf, len, why);
+	return rc ? -EROFS : 0;
+}
+
+/*
+ * As guard_content_check, reading FD (open for reading): a regular file with
+ * one name, no larger than the rule's cap.  For X2 with G, DIRFD is the git
+ * folder it goes into: guard_index_worktree() too.
+ */
+int guard_content_fd(struct guard *g, int dirfd, unsigned rule, const char *name, int fd,
+		     size_t hashsz, const char **why)
+{
+	size_t cap = rule == GUARD_RULE_X2 ? GUARD_INDEX_MAX : GUARD_SEQ_MAX, len;
+	struct stat st;
+	char *buf;
+	int rc;
+
+	rc = guard_read_fd(fd, cap, &buf, &len, &st);
+	if (rc) {
+		*why = rc == -EFBIG    ? "larger than gitguard reads"
+		       : rc == -EINVAL ? "not a regular file"
+				       : "unreadable";
+		return -EROFS;
+	}
+	if (st.st_nlink != 1) {
+		free(buf);
+		*why = "a file with more than one name";
+		return -EROFS;
+	}
+	rc = guard_content_check(rule, name, buf, len, hashsz, why);
+	if (!rc && rule == GUARD_RULE_X2 && g && dirfd >= 0)
+		rc = guard_index_worktree(g, dirfd, buf, len, hashsz, why);
+	free(buf);
+	return rc;
+}
+
+/*
+ * The hash size of the repository whose git folder is DFD: 32 with
+ * extensions.objectFormat=sha256, else 20.  Read from the common folder's
+ * config without includes, as git's read_repository_format does; when that
+ * cannot be read, 20 (a SHA-256 index then fails the check: refused).
+ */
+size_t guard_hash_size(struct guard *g, int dfd)
+{
+	struct resolved res = {.fd = -1, .dirfd = -1};
+	char path[GUARD_GITFILE_MAX], *buf;
+	struct guard_cfg cfg = {0};
+	size_t len, hs = 20;
+	int cfgdir = dfd, rc;
+
+	if (!guard_read_file(dfd, "commondir", GUARD_GITFILE_MAX, &buf, &len, NULL)) {
+		rc = guard_parse_commondir(buf, len, path, sizeof(path));
+		free(buf);
+		if (rc || guard_resolve(g, dfd, path, true, NULL, NULL, &res) != RES_INSIDE ||
+		    !S_ISDIR(res.st.st_mode)) {
+			resolved_close(&res);
+			return hs;
+		}
+		cfgdir = res.fd;
+	}
+	if (!guard_read_file(cfgdir, "config", GUARD_CONFIG_MAX, &buf, &len, NULL)) {
+		if (!guard_config_scan(buf, len, &cfg) && cfg.sha256)
+			hs = 32;
+		free(buf);
+	}
+	resolved_close(&res);
+	return hs;
+}
+
+#define WT_PROTECTED_MAX 16
+
+/* Paths inside a work tree that git runs or reads as config, from its top */
+struct wt_check {
+	int topfd;
+	bool linked; /* a linked worktree: includes are the main work tree's */
+	size_t hashsz;
+	char *paths[WT_PROTECTED_MAX];
+	bool dir[WT_PROTECTED_MAX]; /* a hooks folder: everything beneath */
+	size_t n;
+};
+
+/* Note a relative core.hooksPath (from the top) or include (from the git folder). */
+static int wt_key(void *arg, enum guard_cfg_key key, const char *value)
+{
+	struct wt_check *w = arg;
+	char buf[PATH_MAX];
+
+	if (w->n >= WT_PROTECTED_MAX || value[0] == '/' || value[0] == '~' || !value[0])
+		return 0;
+	if (key == GUARD_CFG_HOOKSPATH) {
+		snprintf(buf, sizeof(buf), "%s", value);
+	} else if (key == GUARD_CFG_INCLUDE && !w->linked) {
+		/* relative to the config's folder, .git: only ../ leads into the work tree */
+		if (strncmp(value, "../", 3))
+			return 0;
+		snprintf(buf, sizeof(buf), "%s", value + 3);
+	} else {
+		return 0;
+	}
+	if (!gg_path_rel(buf) || !buf[0])
+		return 0;
+	w->paths[w->n] = strdup(buf);
+	if (w->paths[w->n])
+		w->dir[w->n++] = key == GUARD_CFG_HOOKSPATH;
+	return 0;
+}
+
+/* The work-tree entry PATH (from topfd) has the content of blob OID? */
+static bool wt_same(struct wt_check *w, const char *path, uint32_t mode, const unsigned char *oid)
+{
+	char comp[NAME_MAX + 1], lnk[PATH_MAX], *buf = NULL;
+	const char *p = path, *e;
+	unsigned char sum[20];
+	struct stat st;
+	int fd, nfd;
+	size_t n, len;
+	bool same = false;
+
+	if (w->hashsz != 20 || (mode != 0100644 && mode != 0100755 && mode != 0120000))
+		return false;
+	fd = fcntl(w->topfd, F_DUPFD_CLOEXEC, 3);
+	while (fd >= 0 && (e = strchr(p, '/'))) {
+		n = (size_t)(e - p);
+		if (n >= sizeof(comp))
+			break;
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		nfd = openat(fd, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = nfd;
+		p = e + 1;
+	}
+	if (fd < 0 || strchr(p, '/') || fstatat(fd, p, &st, AT_SYMLINK_NOFOLLOW)) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	if (mode == 0120000 && S_ISLNK(st.st_mode)) {
+		ssize_t l = readlinkat(fd, p, lnk, sizeof(lnk));
+
+		if (l >= 0 && (size_t)l < sizeof(lnk)) {
+			guard_blob_sha1(lnk, (size_t)l, sum);
+			same = !memcmp(sum, oid, 20);
+		}
+	} else if (mode != 0120000 && S_ISREG(st.st_mode) &&
+		   !guard_read_file(fd, p, GUARD_CONFIG_MAX * 16, &buf, &len, NULL)) {
+		guard_blob_sha1(buf, len, sum);
+		same = !memcmp(sum, oid, 20);
+		free(buf);
+	}
+	close(fd);
+	return same;
+}
+
+static int wt_entry(void *arg, const char *path, uint32_t mode, const unsigned char *oid,
+		    const char **why)
+{
+	struct wt_check *w = arg;
+	size_t i, l;
+
+	for (i = 0; i < w->n; i++) {
+		l = strlen(path);
+		/* an entry standing for a folder on the way to it: never the same */
+		if (!strncmp(w->paths[i], path, l) && w->paths[i][l] == '/') {
+			*why = "an entry over a folder that holds a hook or config file";
+			return 1;
+		}
+		l = strlen(w->paths[i]);
+		if (strncmp(path, w->paths[i], l) || (path[l] && !(w->dir[i] && path[l] == '/')))
+			continue;
+		if (wt_same(w, path, mode, oid))
+			return 0;
+		*why = w->dir[i]
+			       ? "an entry under core.hooksPath with content the hook does not have"
+			       : "an entry for a config include target with other content";
+		return 1;
+	}
+	return 0;
+}
+
+/* The path in the one-line file NAME of DFD, resolved inside the root */
+static int wt_resolve(struct guard *g, int dfd, const char *name, bool follow, struct resolved *res)
+{
+	char path[GUARD_GITFILE_MAX], *buf;
+	size_t len;
+	int rc;
+
+	res->fd = res->dirfd = -1;
+	if (guard_read_file(dfd, name, GUARD_GITFILE_MAX, &buf, &len, NULL))
+		return -1;
+	rc = guard_parse_commondir(buf, len, path, sizeof(path));
+	free(buf);
+	if (rc || guard_resolve(g, dfd, path, follow, NULL, NULL, res) != RES_INSIDE) {
+		resolved_close(res);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A linked worktree's admin folder DFD: its work tree's top (the folder
+ * holding the .git file its gitdir names) and the common folder (config).
+ */
+static int wt_linked(struct guard *g, int dfd, int *topfd, int *cfgfd)
+{
+	struct resolved top, common;
+
+	if (wt_resolve(g, dfd, "gitdir", false, &top))
+		return -1;
+	if (!S_ISREG(top.st.st_mode) || wt_resolve(g, dfd, "commondir", true, &common)) {
+		resolved_close(&top);
+		return -1;
+	}
+	if (!S_ISDIR(common.st.st_mode)) {
+		resolved_close(&top);
+		resolved_close(&common);
+		return -1;
+	}
+	*topfd = fcntl(top.dirfd, F_DUPFD_CLOEXEC, 3);
+	*cfgfd = fcntl(common.fd, F_DUPFD_CLOEXEC, 3);
+	resolved_close(&top);
+	resolved_close(&common);
+	if (*topfd < 0 || *cfgfd < 0) {
+		if (*topfd >= 0)
+			close(*topfd);
+		if (*cfgfd >= 0)
+			close(*cfgfd);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * X2 beyond paths: the index of a work tree whose git folder is DFD (a .git
+ * folder: its top is its parent; a linked worktree's admin folder: the top
+ * its gitdir names, with G) may not name a file the person's config
+ * runs or reads (under a relative core.hooksPath, a relative include target
+ * in the work tree) with content other than the file's: `git restore .`
+ * would write it.  0, or -EROFS with *WHY.
+ */
+int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, size_t hashsz,
+			 const char **why)
+{
+	struct wt_check w = {.topfd = -1, .hashsz = hashsz};
+	struct guard_cfg cfg = {.fn = wt_key, .arg = &w};
+	struct stat gst, st;
+	int rc = 0, cfgfd;
+	char *cbuf;
+	size_t clen, i;
+
+	w.topfd = openat(dfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (w.topfd >= 0 && !fstat(dfd, &gst) &&
+	    !fstatat(w.topfd, ".git", &st, AT_SYMLINK_NOFOLLOW) && st.st_dev == gst.st_dev &&
+	    st.st_ino == gst.st_ino) {
+		cfgfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3); /* a .git folder at its work tree's top */
+	} else {
+		if (w.topfd >= 0)
+			close(w.topfd);
+		w.topfd = -1;
+		w.linked = true;
+		if (!g || wt_linked(g, dfd, &w.topfd, &cfgfd))
+			goto out; /* a bare or submodule git folder: no work tree known here */
+	}
+	rc = guard_read_file(cfgfd, "config", GUARD_CONFIG_MAX, &cbuf, &clen, NULL);
+	close(cfgfd);
+	if (rc) {
+		rc = 0;
+		goto out;
+	}
+	guard_config_scan(cbuf, clen, &cfg);
+	free(cbuf);
+	if (w.n && guard_index_entries(buf, len, hashsz, wt_entry, &w, why) < 0)
+		rc = -EROFS;
+out:
+	for (i = 0; i < w.n; i++)
+		free(w.paths[i]);
+	if (w.topfd >= 0)
+		close(w.topfd);
+	return rc;
+}

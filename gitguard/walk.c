@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * G3's walk: is everything beneath a folder unprotected, so that renaming the
+ * folder moves nothing git trusts?  Iterative and bounded (depth, open fds,
+ * entries), so no tree a bot builds can exhaust the stack or the fds.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "gitguard/ggutil.h"
+#include "gitguard/guard-int.h"
+
+/*
+ * One folder of the walk: its class, the names of the folders in it still to
+ * visit, and an O_PATH fd (-1 once it left the window of open folders).
+ */
+struct wlevel {
+	uint64_t dev;
+	uint64_t ino;
+	int fd;
+	struct guard_cls cls;
+	char *names; /* NUL-separated */
+	size_t len;
+	size_t alloc;
+	size_t off;
+};
+
+struct wstate {
+	struct guard *g;
+	struct wlevel *lv;
+	size_t n;
+	size_t alloc;
+	unsigned *budget;
+	struct guard_verdict *v;
+};
+
+static int wlevel_add_name(struct wlevel *l, const char *name)
+{
+	size_t need = strlen(name) + 1;
+
+	if (gg_grow(&l->names, &l->alloc, l->len + need, 1, 256))
+		return -ENOMEM;
+	memcpy(l->names + l->len, name, need);
+	l->len += need;
+	return 0;
+}
+
+/* Is the entry NAME of level L (not a folder to enter) unprotected? */
+static int walk_entry(struct wstate *w, struct wlevel *l, const char *name, const struct stat *st)
+{
+	struct guard_cls c;
+
+	if (S_ISLNK(st->st_mode) && guard_in_gitdir(&l->cls))
+		return guard_refuse(w->v, GUARD_RULE_D9);
+	if (guard_classify(w->g, &l->cls, l->fd, name, st, -1, &c) < 0)
+		return guard_refuse_why(w->v, GUARD_RULE_G3, "folder cannot be checked");
+	if (c.kind != GUARD_BOTREPO && guard_cls_protected(&c))
+		return guard_refuse(w->v, c.kind == GUARD_GITDIR ? GUARD_RULE_G3 : c.rule);
+	return 0;
+}
+
+/* Reads level L: checks what is not a folder now, keeps folder names for later */
+static int walk_read(struct wstate *w, struct wlevel *l)
+{
+	struct dirent *de;
+	struct stat st;
+	int fd, rc = 0;
+	DIR *d;
+
+	fd = openat(l->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return guard_refuse_why(w->v, GUARD_RULE_G3, "folder cannot be read to check it");
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return guard_refuse_why(w->v, GUARD_RULE_G3, "folder cannot be read to check it");
+	}
+	while (!rc && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!*w->budget) {
+			rc = guard_refuse_why(w->v, GUARD_RULE_G3,
+					      "folder too large to check for git folders");
+			break;
+		}
+		(*w->budget)--;
+		if (fstatat(l->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			rc = wlevel_add_name(l, de->d_name) ? -ENOMEM : 0;
+		else
+			rc = walk_entry(w, l, de->d_name, &st);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Enters the folder NAME of the top level: class it, then read it */
+static int walk_push(struct wstate *w, const char *name)
+{
+	struct wlevel *top = &w->lv[w->n - 1], *l;
+	struct guard_cls c;
+	struct stat st;
+	int cfd;
+
+	cfd = openat(top->fd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	if (cfd < 0) {
+		/* raced: no longer a folder, or gone */
+		if (fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode))
+			return 0;
+		return walk_entry(w, top, name, &st);
+	}
+	if (fstat(cfd, &st) < 0 || guard_classify(w->g, &top->cls, top->fd, name, &st, cfd, &c)) {
+		close(cfd);
+		return guard_refuse_why(w->v, GUARD_RULE_G3, "folder cannot be checked");
+	}
+	if (c.kind == GUARD_BOTREPO) {
+		close(cfd);
+		return 0;
+	}
+	if (guard_cls_protected(&c)) {
+		close(cfd);
+		return guard_refuse(w->v, c.kind == GUARD_GITDIR ? GUARD_RULE_G3 : c.rule);
+	}
+	if (w->n > GUARD_WALK_DEPTH) {
+		close(cfd);
+		return guard_refuse_why(w->v, GUARD_RULE_G3,
+					"folder too deep to check for git folders");
+	}
+	if (gg_grow(&w->lv, &w->alloc, w->n + 1, sizeof(*w->lv), 16)) {
+		close(cfd);
+		return -ENOMEM;
+	}
+	/* keep at most GUARD_WALK_FDS folders open: the older ones are found again by ".." */
+	if (w->n >= GUARD_WALK_FDS && w->lv[w->n - GUARD_WALK_FDS].fd >= 0) {
+		close(w->lv[w->n - GUARD_WALK_FDS].fd);
+		w->lv[w->n - GUARD_WALK_FDS].fd = -1;
+	}
+	l = &w->lv[w->n++];
+	memset(l, 0, sizeof(*l));
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
+	l->fd = cfd;
+	l->cls = c;
+	return walk_read(w, l);
+}
+
+/* Leaves the top level; the one above gets its fd back if it had lost it */
+static int walk_pop(struct wstate *w)
+{
+	struct wlevel *l = &w->lv[w->n - 1], *up;
+	struct stat st;
+	int rc = 0;
+
+	if (w->n > 1 && (up = &w->lv[w->n - 2])->fd < 0) {
+		up->fd = openat(l->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (up->fd < 0 || fstat(up->fd, &st) < 0 || (uint64_t)st.st_dev != up->dev ||
+		    (uint64_t)st.st_ino != up->ino)
+			rc = guard_refuse_why(w->v, GUARD_RULE_G3,
+					      "folder moved while it was checked");
+	}
+	if (l->fd >= 0)
+		close(l->fd);
+	free(l->names);
+	w->n--;
+	return rc;
+}
+
+/*
+ * Everything beneath the folder DFD (class DCLS) must be unprotected: a
+ * rename moves it all.  DCLS is the class the folder has where it is (G3), or
+ * would have at its new place (NC).  Iterative, depth-first: at most
+ * GUARD_WALK_DEPTH levels, GUARD_WALK_FDS folders open and BUDGET entries,
+ * so no chain of folders can exhaust the stack or the fds.
+ */
+int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget,
+	       struct guard_verdict *v)
+{
+	struct wstate w = {.g = g, .budget = budget, .v = v, .alloc = 64};
+	struct wlevel *top;
+	struct stat st;
+	int rc;
+
+	w.lv = calloc(w.alloc, sizeof(*w.lv));
+	if (!w.lv)
+		return -ENOMEM;
+	top = &w.lv[w.n++];
+	top->fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	if (top->fd < 0 || fstat(top->fd, &st) < 0) {
+		rc = guard_refuse_why(v, GUARD_RULE_G3, "folder cannot be read to check it");
+		goto out;
+	}
+	top->dev = st.st_dev;
+	top->ino = st.st_ino;
+	top->cls = *dcls;
+	rc = walk_read(&w, top);
+	while (!rc && w.n) {
+		top = &w.lv[w.n - 1];
+		if (top->off < top->len) {
+			const char *name = top->names + top->off;
+
+			top->off += strlen(name) + 1;
+			rc = walk_push(&w, name);
+		} else {
+			rc = walk_pop(&w);
+		}
+	}
+out:
+	while (w.n) {
+		top = &w.lv[--w.n];
+		if (top->fd >= 0)
+			close(top->fd);
+		free(top->names);
+	}
+	free(w.lv);
+	return rc;
+}
