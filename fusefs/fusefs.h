@@ -12,9 +12,10 @@
  * Errors: a function that returns int returns 0 (or a count, or an fd) on
  * success and a negative errno on failure; where it takes a struct
  * fs_error, that holds the same errno, positive (as strerror() takes it),
- * and a message naming the path. fs_open_nofollow() alone is open(2)-like:
- * -1 with errno set. gitguard's errors (negative errno in guard_err.code)
- * become fs_error in one place, mount.c's guard_error().
+ * and a message naming the path. gitguard's errors (negative errno in
+ * guard_err.code) become fs_error in one place, mount.c's guard_error().
+ * Opening without following links is gitguard's gg_open_nofollow()
+ * (gitguard/ggutil.h), open(2)-like, used by all three parts.
  */
 #ifndef AGENTFS_FUSEFS_H
 #define AGENTFS_FUSEFS_H
@@ -131,7 +132,6 @@ int fs_set_ids(uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
 int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **out,
 	     struct fs_error *err);
 int fs_check_mountpoint(const char *path, struct fs_error *err);
-int fs_open_nofollow(int dirfd, const char *path, int flags, bool beneath);
 int fs_kernel_umount(const char *path, bool lazy, struct fs_error *err);
 
 /* mount-kernel.c */

@@ -33,12 +33,6 @@ void fs_seterr(struct fs_error *err, int code, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Kept for src's callers (cmd-audit.c, roots.c): gg_open_nofollow, open(2)-like. */
-int fs_open_nofollow(int dirfd, const char *path, int flags, bool beneath)
-{
-	return gg_open_nofollow(dirfd, path, flags, beneath);
-}
-
 /* Open a folder by path without following any symlink on the way. */
 int mount_open_dir(const char *path, struct fs_error *err, const char *what)
 {

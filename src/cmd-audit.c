@@ -14,6 +14,7 @@
 
 #include "fusefs/fusefs.h"
 #include "gitguard/gitguard.h"
+#include "gitguard/ggutil.h"
 
 static const char audit_usage[] =
 	"usage: agentfs audit [--json] [--socket PATH] [--bot BOT]... [PATH...]\n"
@@ -64,7 +65,7 @@ static long audit_one(struct out *o, const char *path, bool nofollow)
 	long n;
 	int fd;
 
-	fd = nofollow ? fs_open_nofollow(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, false)
+	fd = nofollow ? gg_open_nofollow(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, false)
 		      : open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "agentfs audit: %s: %s\n", path, strerror(errno));

@@ -7,6 +7,7 @@
 #include "src/bots-int.h"
 #include "fusefs/fusefs.h"
 #include "gitguard/gitguard.h"
+#include "gitguard/ggutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -124,7 +125,7 @@ const char *folder_error(int e)
 
 int open_folder(const char *path)
 {
-	return fs_open_nofollow(AT_FDCWD, path, O_PATH | O_DIRECTORY, false);
+	return gg_open_nofollow(AT_FDCWD, path, O_PATH | O_DIRECTORY, false);
 }
 
 struct mnt_query {
