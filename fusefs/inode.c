@@ -345,6 +345,21 @@ static struct file_handle *handle_of(int fd, int *mount_id)
 }
 
 /*
+ * The guard's class of I as seen through this name (fs->lock held).
+ * Protection follows the inode: another name never weakens it, unless the
+ * class it holds is of an older generation.
+ */
+static void inode_set_gcls(struct fs_mount *m, struct inode *i, const struct guard_cls *gc,
+			   uint64_t gen)
+{
+	if (m->guard != NULL &&
+	    (!guard_cls_protected(&i->gcls) || guard_cls_protected(gc) || i->ggen != gen)) {
+		i->gcls = *gc;
+		i->ggen = gen;
+	}
+}
+
+/*
  * Look name up in parent: one openat(O_PATH|O_NOFOLLOW) on the parent's fd,
  * never a path walk. Takes a kernel reference on the inode it returns, and
  * classifies it from its parent and name.
@@ -409,11 +424,7 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		i->nlink = st.st_nlink;
 		i->cls |= policy_classify(m, parent, &st); /* read-only follows the inode */
 		inode_set_parent(m, i, parent, name);
-		if (m->guard != NULL && (!guard_cls_protected(&i->gcls) ||
-					 guard_cls_protected(&gc) || i->ggen != gen)) {
-			i->gcls = gc;
-			i->ggen = gen;
-		}
+		inode_set_gcls(m, i, &gc, gen);
 		pthread_mutex_unlock(&fs->lock);
 		goto done;
 	}
@@ -455,12 +466,7 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		}
 		if (i != &m->root) {
 			inode_set_parent(m, i, parent, name);
-			/* Protection follows the inode: another name never weakens it. */
-			if (m->guard != NULL && (!guard_cls_protected(&i->gcls) ||
-						 guard_cls_protected(&gc) || i->ggen != gen)) {
-				i->gcls = gc;
-				i->ggen = gen;
-			}
+			inode_set_gcls(m, i, &gc, gen);
 		}
 		pthread_mutex_unlock(&fs->lock);
 		free(h);

@@ -173,6 +173,8 @@ const char *sandbox_name(enum sandbox s);
 int sandbox_parse(const char *s, enum sandbox *out);
 int user_parse(const char *s, uid_t *out);
 char *user_name(uid_t uid);
+ssize_t read_text(int dirfd, const char *name, char *buf, size_t cap);
+int proc_stat(pid_t pid, char *state, pid_t *ppid);
 
 /* server.c */
 struct server *server_create(struct event_base *base, struct config *cfg);

@@ -333,41 +333,22 @@ static void on_winch(int sig)
 static pid_t command_pid(pid_t init)
 {
 	char path[64], buf[64];
-	ssize_t n;
-	int fd;
 
 	if (init <= 0)
 		return -1;
 	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)init, (int)init);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_text(AT_FDCWD, path, buf, sizeof buf) <= 0)
 		return init;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return init;
-	buf[n] = '\0';
 	return atoi(buf) > 0 ? (pid_t)atoi(buf) : init;
 }
 
 /* Is PID still running (not gone, not a zombie waiting for bwrap)? */
 static bool process_alive(pid_t pid)
 {
-	char path[64], buf[256], *p;
-	ssize_t n;
-	int fd;
+	pid_t ppid;
+	char state;
 
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	return proc_stat(pid, &state, &ppid) == 0 && state != 'Z' && state != 'X';
 }
 
 /* The daemon and bot this exec registers with (exec_register). */
@@ -516,7 +497,8 @@ static void keep_only_fds(int status_fd, int unix_chan)
 		}
 		closedir(d);
 	}
-	if (fcntl(status_fd, F_SETFD, 0) != 0 || (unix_chan >= 0 && fcntl(unix_chan, F_SETFD, 0) != 0))
+	if (fcntl(status_fd, F_SETFD, 0) != 0 ||
+	    (unix_chan >= 0 && fcntl(unix_chan, F_SETFD, 0) != 0))
 		die("cannot pass descriptors to bwrap: %s", strerror(errno));
 }
 

@@ -311,17 +311,11 @@ static void answer(const struct seccomp_notif *req, int err)
 static int target_ids(int procfd, pid_t *tgid, uid_t *uid, gid_t *gid, gid_t *groups, int *ngroups)
 {
 	char buf[4096], *p;
-	ssize_t n;
-	int fd = openat(procfd, "status", O_RDONLY | O_CLOEXEC), cap = *ngroups;
+	int cap = *ngroups;
 	unsigned long v;
 
-	if (fd < 0)
+	if (read_text(procfd, "status", buf, sizeof buf) <= 0)
 		return -1;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	/* "Uid:\treal\teffective\tsaved\tfs": the fs ids decide file access. */
 	if ((p = strstr(buf, "\nTgid:")) == NULL || sscanf(p, "\nTgid: %d", tgid) != 1 ||
 	    (p = strstr(buf, "\nUid:")) == NULL || sscanf(p, "\nUid: %*u %*u %*u %u", uid) != 1 ||

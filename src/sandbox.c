@@ -73,24 +73,10 @@ static void sandbox_gone(evutil_socket_t fd, short what, void *arg)
 /* A process's parent, from /proc; -1 if it is gone. */
 static pid_t parent_of(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
+	pid_t ppid;
+	char state;
 
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
-	p = strrchr(buf, ')');
-	if (p == NULL || p[1] == '\0' || p[2] == '\0')
-		return -1;
-	return (pid_t)atoi(p + 4);
+	return proc_stat(pid, &state, &ppid) == 0 ? ppid : -1;
 }
 
 /* Is pid a descendant of anc, within a few generations (bwrap's two)? */

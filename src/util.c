@@ -350,3 +350,43 @@ void event_format(const cJSON *o, char *buf, size_t len)
 	else
 		snprintf(buf + n, len - (size_t)n, "%s %s", type, ev_str(o, "path"));
 }
+
+/*
+ * A small /proc (or other) text file, read once into buf and NUL-ended:
+ * the length, or -1 with errno. NAME is relative to DIRFD (AT_FDCWD).
+ */
+ssize_t read_text(int dirfd, const char *name, char *buf, size_t cap)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC), e;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, cap - 1);
+	e = errno;
+	close(fd);
+	if (n < 0)
+		return errno = e, -1;
+	buf[n] = '\0';
+	return n;
+}
+
+/*
+ * A process's state letter and parent from /proc/PID/stat ("pid (comm)
+ * state ppid ...", where comm may hold spaces and parentheses): 0, or -1
+ * if it is gone.
+ */
+int proc_stat(pid_t pid, char *state, pid_t *ppid)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (read_text(AT_FDCWD, path, buf, sizeof buf) <= 0)
+		return -1;
+	p = strrchr(buf, ')');
+	if (p == NULL || p[1] != ' ' || p[2] == '\0' || p[3] != ' ')
+		return -1;
+	*state = p[2];
+	*ppid = (pid_t)atoi(p + 4);
+	return 0;
+}
