@@ -36,7 +36,7 @@ check_PROGRAMS += tests/unit-authority
 TESTS += tests/unit-authority
 tests_unit_authority_SOURCES = tests/unit-authority.c tests/guard-tap.h src/authority.c
 tests_unit_authority_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
-tests_unit_authority_LDADD = src/libagentfs-common.a $(CJSON_LIBS)
+tests_unit_authority_LDADD = src/libagentfs-common.a gitguard/libgitguard.a $(CJSON_LIBS)
 
 # gitguard's layout questions (gitguard/layout.c), in a temporary folder.
 check_PROGRAMS += tests/unit-guard-layout

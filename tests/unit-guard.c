@@ -374,7 +374,7 @@ static void test_x1(void)
 	   ">plainb/HEAD");
 	IS(try_symlink("s", "plainb/objects"), "X1", "symlink into a bare-shaped folder");
 	{
-		char abs[PATH_MAX + 16];
+		char abs[PATH_MAX + 32];
 
 		snprintf(abs, sizeof(abs), "%s/plainb/refs", rootp);
 		IS(try_symlink("repo/abs", abs), "X1",
