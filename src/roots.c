@@ -83,20 +83,27 @@ nomem:
 }
 
 /*
- * May uid write (or read, per mode) the folder fd? Checked on this thread
- * with uid's own credentials (fs_set_ids): 0 yes, -EACCES no, another
- * -errno if uid's identity could not be taken, which also answers no.
+ * May uid write (or read, per mode) the folder at path, which fd holds?
+ * Checked on this thread with uid's own credentials (fs_set_ids): the path
+ * is walked again as uid, so every folder on the way must let uid search it
+ * (a 0777 folder inside a 0700 one is not uid's), and must still lead to
+ * fd's folder. 0 yes, -EACCES no, another -errno if uid's identity could
+ * not be taken or its user database entry not read, which also answers no.
  */
-static int uid_may(uid_t uid, int fd, int mode)
+static int uid_may(uid_t uid, const char *path, int fd, int mode)
 {
 	struct passwd pw, *pwp = NULL;
-	char buf[4096];
+	struct stat held, seen;
+	char buf[16384];
 	gid_t groups[256], gid = (gid_t)uid;
-	int n = 256, r;
+	int n = 256, r, ufd;
 
 	if (uid == 0)
 		return 0;
-	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp != NULL) {
+	r = getpwuid_r(uid, &pw, buf, sizeof buf, &pwp);
+	if (r != 0)
+		return -r; /* the user database could not be read: not decided, so no */
+	if (pwp != NULL) {
 		gid = pw.pw_gid;
 		if (getgrouplist(pw.pw_name, gid, groups, &n) < 0)
 			return -E2BIG; /* more groups than we can set: not decided, so no */
@@ -104,8 +111,15 @@ static int uid_may(uid_t uid, int fd, int mode)
 		n = 0;
 	}
 	r = fs_set_ids(uid, gid, groups, n);
-	if (r == 0 && faccessat(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) != 0)
-		r = -EACCES;
+	if (r == 0) {
+		ufd = gg_open_nofollow(AT_FDCWD, path, O_PATH | O_DIRECTORY, false);
+		if (ufd < 0 || fstat(ufd, &seen) != 0 || fstat(fd, &held) != 0 ||
+		    seen.st_dev != held.st_dev || seen.st_ino != held.st_ino ||
+		    faccessat(ufd, "", mode, AT_EMPTY_PATH | AT_EACCESS) != 0)
+			r = -EACCES;
+		if (ufd >= 0)
+			close(ufd);
+	}
 	/* A job thread that cannot go back to root is not trusted with more work. */
 	if (fs_set_ids(0, 0, NULL, 0) != 0) {
 		log_msg(LOG_CRIT, "cannot switch the job thread back to root: stopping");
@@ -226,10 +240,10 @@ void root_mount(struct job *j, struct bot *b, struct root *rt)
 		rt->error = strdup(j->msg);
 		return;
 	}
-	if (j->uid != 0 && (r = uid_may(j->uid, fd, rt->writable ? W_OK : R_OK)) != 0) {
+	if (j->uid != 0 && (r = uid_may(j->uid, rt->path, fd, rt->writable ? W_OK : R_OK)) != 0) {
 		close(fd);
 		if (r == -EACCES)
-			job_seterr(j, EACCES, "forbidden", "%s: uid %u may not %s it", rt->path,
+			job_seterr(j, EACCES, "forbidden", "%s: uid %u may not reach or %s it", rt->path,
 				   (unsigned)j->uid, rt->writable ? "write" : "read");
 		else
 			job_seterr(j, EACCES, "forbidden",

@@ -70,6 +70,16 @@ expect_error "nor give its bot root's folder as a writable root" forbidden \
 	"$(as_user "$usr" --json create ubot4 "$T/mine" --writable "$T/roots")"
 expect_ok "but as a readable one, since it may read it (mode 0755)" \
 	"$(as_user "$usr" --json create ubot4 "$T/mine" --readable "$T/roots")"
+# a folder anyone may write, inside one only root may enter: not the member's
+mkdir -p "$T/locked/open"
+chmod 0700 "$T/locked"
+chmod 0777 "$T/locked/open"
+r=$(as_user "$usr" --json create ubot7 "$T/locked/open")
+expect_error "the member cannot make a bot over a 0777 folder inside root's 0700 one" forbidden "$r"
+case "$r" in
+*"may not reach or write it"*) ok "the error says the member may not reach it" ;;
+*) not_ok "the error says the member may not reach it"; diag "$r" ;;
+esac
 expect_error "the member cannot name another user" forbidden \
 	"$(as_user "$usr" --json create ubot5 "$T/mine" --user nobody)"
 expect_error "nor root" forbidden "$(as_user "$usr" --json create ubot6 "$T/mine" --user root)"
