@@ -175,6 +175,7 @@ int user_parse(const char *s, uid_t *out);
 char *user_name(uid_t uid);
 ssize_t read_text(int dirfd, const char *name, char *buf, size_t cap);
 int proc_stat(pid_t pid, char *state, pid_t *ppid);
+long proc_real_uid(pid_t pid);
 
 /* server.c */
 struct server *server_create(struct event_base *base, struct config *cfg);

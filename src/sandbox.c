@@ -221,6 +221,18 @@ void bots_exec_register(struct request *r, const char *name, bool has_pid, doubl
 		fail(r, "bad_value", "pid must be a process id");
 		return;
 	}
+	/*
+	 * The peer's process must run as the peer's uid: a connect a sandbox's
+	 * guard made for a command (exec-unix.c) carries the bot's uid but the
+	 * root supervisor's pid, which no bot may have followed or kept busy.
+	 */
+	if (proc_real_uid(pid) != (long)server_peer_uid(r->peer)) {
+		fail(r, "forbidden",
+		     "process %d does not run as uid %u: only a process that connected for itself "
+		     "registers",
+		     (int)pid, (unsigned)server_peer_uid(r->peer));
+		return;
+	}
 	sb = sandbox_of(b, pid);
 	if (sb == NULL && (sb = sandbox_add(r, b, pid)) == NULL)
 		return;

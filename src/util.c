@@ -390,3 +390,16 @@ int proc_stat(pid_t pid, char *state, pid_t *ppid)
 	*ppid = (pid_t)atoi(p + 4);
 	return 0;
 }
+
+/* A process's real uid from /proc/PID/status, or -1 if it is gone. */
+long proc_real_uid(pid_t pid)
+{
+	char path[64], buf[4096], *p;
+	unsigned long uid;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if (read_text(AT_FDCWD, path, buf, sizeof buf) <= 0 || (p = strstr(buf, "\nUid:")) == NULL ||
+	    sscanf(p, "\nUid: %lu", &uid) != 1)
+		return -1;
+	return (long)uid;
+}

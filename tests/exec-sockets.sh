@@ -178,6 +178,16 @@ out=$(env SSH_AUTH_SOCK=/x DBUS_SESSION_BUS_ADDRESS=unix:path=/x DBUS_SYSTEM_BUS
 is "$out" 0 "SSH_AUTH_SOCK, DBUS_*, GPG_AGENT_INFO, XDG_RUNTIME_DIR, WAYLAND_DISPLAY, DISPLAY are not passed in"
 out=$(ex w1 -- sh -c '"$1" --json status' sh "$AGENTFS" </dev/null 2>/dev/null | jget bot)
 is "$out" w1 "AGENT_SOCKET still answers (agentfs status inside is w1)"
+# The guard connects for the command as the bot's user but from its own
+# (root) process: that process must not be registered as running the bot.
+out=$(ex w1 -- "$PY" -c '
+import json, os, socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(os.environ["AGENT_SOCKET"])
+s.sendall(json.dumps({"op": "exec_register", "name": "w1"}).encode() + b"\n")
+r = json.loads(s.makefile().readline())
+print(r.get("error", {}).get("code", "ok") if not r.get("ok") else "ok")' </dev/null 2>&1)
+is "$out" forbidden "exec_register through the guard's connect is refused (its pid is the supervisor's)"
 
 # A server the command starts itself: reachable, and it sees the bot's uid.
 own_server='
