@@ -502,6 +502,24 @@ static void keep_only_fds(int status_fd, int unix_chan)
 		die("cannot pass descriptors to bwrap: %s", strerror(errno));
 }
 
+/*
+ * Standard input, output and error go in as they are: a folder among them
+ * would be a way out (openat(0, "..") walks the host's own mount), so exec
+ * refuses one. A file you redirect is handed over as opened.
+ */
+static void std_fds_check(void)
+{
+	static const char *const what[] = {"input", "output", "error"};
+	struct stat st;
+	int fd;
+
+	for (fd = 0; fd <= 2; fd++)
+		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+			die("standard %s is a folder: inside the sandbox it would lead out of the "
+			    "bot's roots; give a file, a pipe or a terminal",
+			    what[fd]);
+}
+
 static int run_bwrap(struct argv_buf *a, int status_pipe[2], int unix_chan, bool tty)
 {
 	struct termios saved, raw;
@@ -708,6 +726,7 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	free(setsid_path);
 	free(bwrap);
 	free(norm);
+	std_fds_check();
 	code = run_bwrap(&a, status_pipe, unix_chan, isatty(STDIN_FILENO));
 	for (i = 0; (size_t)i < a.n; i++)
 		free(a.v[i]);

@@ -17,6 +17,10 @@
 #include <sys/statfs.h>
 
 #define FUSE_MAGIC 0x65735546 /* statfs f_type of every FUSE mount, a bot's roots among them */
+#define MSDOS_MAGIC 0x4d44
+#define EXFAT_MAGIC 0x2011BAB0
+#define NTFS3_MAGIC 0x7366746e
+#define NTFS_MAGIC 0x5346544e
 
 /*
  * bwrap runs as root outside the sandbox, and setsid as root inside it
@@ -36,8 +40,13 @@ static char *trusted_prog(const char *found)
 
 	if (real == NULL || (walk = strdup(real)) == NULL)
 		die("cannot resolve %s: %s", found, strerror(errno));
-	if (statfs(real, &sfs) == 0 && sfs.f_type == FUSE_MAGIC)
-		die("%s is on a FUSE file system (a bot's root?): agentfs will not run it as root",
+	if (statfs(real, &sfs) != 0)
+		die("cannot check %s: %s", real, strerror(errno));
+	/* FUSE (a bot's root), and file systems whose owners are a mount option */
+	if (sfs.f_type == FUSE_MAGIC || sfs.f_type == MSDOS_MAGIC || sfs.f_type == EXFAT_MAGIC ||
+	    sfs.f_type == NTFS3_MAGIC || sfs.f_type == NTFS_MAGIC)
+		die("%s is on a file system whose owners prove nothing (FUSE, FAT, exFAT, NTFS): "
+		    "agentfs will not run it as root",
 		    real);
 	/* the file, then each folder above it: WALK is cut one name shorter each time */
 	for (;;) {
@@ -89,11 +98,16 @@ char *exec_find_in_path(const char *prog)
 }
 
 /*
- * The loader's variables may name libraries inside a bot's roots: exec --as
- * runs with CAP_SETUID, so it starts without them and gives them back to
- * the command once it is the bot's user.
+ * The loader's and glibc's variables may name libraries, modules or files
+ * inside a bot's roots (LD_PRELOAD, GCONV_PATH, LD_PROFILE's output...):
+ * bwrap runs as root and exec --as with CAP_SETUID, so both start without
+ * them, and exec --as gives them back to the command once it is the bot's
+ * user.
  */
-static const char *const loader_vars[] = {"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"};
+static const char *const loader_vars[] = {
+	"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",	   "LD_PROFILE",     "LD_DEBUG_OUTPUT",
+	"GCONV_PATH", "LOCPATH",	 "GLIBC_TUNABLES", "MALLOC_TRACE",
+};
 #define SAVED_PREFIX "AGENTFS_SAVED_"
 
 void exec_loader_vars_hold(struct argv_buf *a)

@@ -205,6 +205,9 @@ own "$T/srv/leak" # the bot's user may write it: only the sandbox keeps it out
 out=$( (exec 7<"$T/srv/leak" && ex w1 -- sh -c 'if [ -e /proc/self/fd/7 ]; then echo x >/proc/self/fd/7/planted; echo open; else echo closed; fi' </dev/null 2>&1) )
 is "$out" closed "a folder descriptor the caller left open is not in the sandbox"
 check "... and nothing was written through it on the host" test ! -e "$T/srv/leak/planted"
+err=$(ex w1 -- true <"$T/srv/leak" 2>&1)
+is "$?" 1 "a folder as standard input: exec refuses"
+like "$err" "standard input is a folder" "... and says why"
 
 # --- no capabilities: none of the above can be undone from inside ---------
 out=$(ex w1 -- sh -c 'grep "^CapEff:" /proc/self/status' </dev/null 2>&1)
