@@ -47,6 +47,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/netlink.h>
+#include <linux/openat2.h>
 #include <linux/rtnetlink.h>
 #include <linux/seccomp.h>
 #include <linux/sock_diag.h>
@@ -468,6 +469,7 @@ static int target_open(struct target *t, pid_t pid)
  */
 static int open_as_target(const struct target *t, const char *path)
 {
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
 	int fd;
 
 	if (unshare(CLONE_FS) != 0 || fchdir(t->root) != 0 || chroot(".") != 0 ||
@@ -475,7 +477,11 @@ static int open_as_target(const struct target *t, const char *path)
 		return -1;
 	if (thread_fs_ids(t->uid, t->gid, t->groups, t->ngroups) != 0)
 		return -1;
-	fd = open(path, O_PATH | O_CLOEXEC);
+	/* As connect would, but no /proc magic link: this thread may follow those
+	 * of root's processes in the sandbox, the command may not. */
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	if (fd < 0 && errno == ENOSYS)
+		fd = open(path, O_PATH | O_CLOEXEC);
 	syscall(SYS_setfsuid, 0);
 	syscall(SYS_setfsgid, 0);
 	return fd;
