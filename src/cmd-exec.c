@@ -231,9 +231,16 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 		exec_arg(a, jstr(sorted[i], "source"));
 		exec_arg(a, jstr(sorted[i], "path"));
 	}
-	free(sorted);
 	if (self == NULL)
 		die("cannot find agentfs itself: %s", strerror(errno));
+	/* It runs as root inside (exec --as): never a copy in a root the bot writes. */
+	for (i = 0; i < n; i++)
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sorted[i], "writable")) &&
+		    path_within(self, jstr(sorted[i], "path")))
+			die("agentfs itself (%s) is inside the bot's writable root %s: the bot could "
+			    "change it, and exec runs it as root; run an installed agentfs",
+			    self, jstr(sorted[i], "path"));
+	free(sorted);
 	/*
 	 * agentfs itself, for exec --as, at a path of its own: it may live in a
 	 * hidden folder, or in a root, which it must not cover.

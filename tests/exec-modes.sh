@@ -79,6 +79,13 @@ err=$(env PATH="$T/linkbin:$PATH" "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/
 is "$?" 1 "a trusted folder's symlink to an untrusted bwrap: exec exits 1"
 check "... and it did not run" test ! -e "$T/ran-botbin"
 
+# agentfs itself runs as root inside (exec --as): not a copy the bot may change
+cp "$AGENTFS" "$W/agentfs-copy"
+err=$("$W/agentfs-copy" --socket "$D_SOCK" exec w1 -- /bin/true </dev/null 2>&1)
+is "$?" 1 "an agentfs inside the bot's writable root: exec exits 1"
+like "$err" "is inside the bot's writable root" "... and says why"
+rm -f "$W/agentfs-copy"
+
 # The caller's LD_PRELOAD reaches the command, never bwrap (root, outside).
 if command -v cc >/dev/null; then
 	mkdir -p "$T/lib"
