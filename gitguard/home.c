@@ -9,19 +9,23 @@
  *   - in a home, `.gitconfig` is RO and NC, whatever its type;
  *   - `.config` may be a folder only, is pinned (no rename or rmdir away,
  *     nothing moved in as it), and in it `git` is RO-tree;
- *   - `.ssh` and `.gnupg` likewise, and everything in them is RO-tree: git
+ *   - `.ssh` and `.gnupg` are RO-tree, themselves included (NC, no chmod
+ *     opening them to others): git
  *     over ssh runs what ~/.ssh/config and the files it Includes name
  *     (ProxyCommand, Match exec, KnownHostsCommand), a signing git runs gpg,
  *     whose agent runs what ~/.gnupg/gpg-agent.conf names (pinentry-program),
  *     and a key in authorized_keys is a way back in past the sandbox;
  *   - a home inside the root and every folder on the way to it are pinned;
- *   - what a symlinked .gitconfig, .config/git or .ssh/config names inside the root is
- *     protected too, and each of these configs is scanned like a
+ *   - what a symlinked .gitconfig, .config/git, .ssh or .gnupg names inside
+ *     the root is protected too, and so is what each symlink in .ssh and
+ *     .gnupg names (GNU stow folds ~/.ssh/config.d into a dotfiles folder);
+ *     the git configs are scanned like a
  *     repository's: include and includeIf targets (W3) and an absolute
  *     core.hooksPath (W2) inside the root are recorded.
  * A home outside the root is scanned too, read through the kernel (it is the
  * host's, not the bot's): its includes may name files inside the root.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -33,6 +37,8 @@
 #include "gitguard/guard-int.h"
 
 #define HOME_OUTSIDE_MAX 256 /* config files outside the root one home scan reads */
+#define HOME_WALK_DEPTH 8     /* folder levels of ~/.ssh, ~/.gnupg and their links walked */
+#define HOME_WALK_MAX 4096    /* entries of them a scan looks at */
 
 static int home_cmp(const void *a, const void *b)
 {
@@ -58,30 +64,33 @@ bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const cha
 {
 	if (parent->kind != GUARD_PLAIN)
 		return false;
-	if (parent->role == GUARD_R_HOMECFG || parent->role == GUARD_R_HOMESSH) {
-		/* in ~/.config only git/; in ~/.ssh and ~/.gnupg everything */
-		if (parent->role == GUARD_R_HOMECFG && !name_is(name, "git"))
+	if (parent->role == GUARD_R_HOMECFG) {
+		/* in ~/.config only git/ */
+		if (!name_is(name, "git"))
 			return false;
 		out->flags |= GUARD_RO | GUARD_TREE;
 		out->rule = GUARD_RULE_H1;
 		return true;
 	}
-	if (name_is(name, ".gitconfig")) {
+	if (name_is(name, ".gitconfig") || name_is(name, ".ssh") || name_is(name, ".gnupg")) {
 		if (!guard_is_home(g, parent->dev, parent->ino))
 			return false;
-		out->flags |= GUARD_RO;
+		/*
+		 * ~/.ssh and ~/.gnupg are RO-tree, themselves included: not made
+		 * by the bot, not chmodded open to others, nothing in them written
+		 */
+		out->flags |= GUARD_RO | (name_is(name, ".gitconfig") ? 0 : GUARD_TREE);
 		out->rule = GUARD_RULE_H1;
 		return true;
 	}
-	if (name_is(name, ".config") || name_is(name, ".ssh") || name_is(name, ".gnupg")) {
+	if (name_is(name, ".config")) {
 		if (!guard_is_home(g, parent->dev, parent->ino))
 			return false;
 		/* a folder, pinned; anything else there (a symlink elsewhere) is refused */
 		out->flags |= S_ISDIR(mode) ? GUARD_PIN : GUARD_RO;
 		out->rule = GUARD_RULE_H1;
 		if (S_ISDIR(mode))
-			out->role = name[1] == 'c' || name[1] == 'C' ? GUARD_R_HOMECFG
-								     : GUARD_R_HOMESSH;
+			out->role = GUARD_R_HOMECFG;
 		return true;
 	}
 	return false;
@@ -97,6 +106,8 @@ struct hscan {
 	struct guard_home *tab; /* NULL on a rescan */
 	size_t n;
 	unsigned outside; /* config files outside the root read */
+	unsigned walked; /* entries of ~/.ssh and ~/.gnupg looked at */
+	unsigned walk_cut; /* times tree_walk stopped at a bound */
 };
 
 static void wfiles_free(struct guard_wfile *w, size_t n)
@@ -205,6 +216,87 @@ static int scan_file(struct hscan *h, int dirfd, const char *name, uid_t owner, 
 
 #define NO_SCAN ((uid_t)-1) /* home_inside: not a git config, not scanned */
 
+static int tree_walk(struct hscan *h, int dirfd, unsigned depth);
+
+/*
+ * NAME, a symlink in a folder of ~/.ssh or ~/.gnupg (DIRFD): what it names
+ * inside the root is RO (RO-tree and walked for a folder), NC if missing.
+ * GNU stow and other dotfiles managers fold ~/.ssh/config.d into a folder
+ * elsewhere: ssh reads it there.
+ */
+static int tree_link(struct hscan *h, int dirfd, const char *name, unsigned depth)
+{
+	struct resolved res;
+	struct stat st;
+	int rc = 0;
+
+	switch (guard_resolve(h->g, dirfd, name, true, pin_cb, h, &res)) {
+	case RES_INSIDE:
+		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL,
+			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_H1);
+		if (!rc && S_ISDIR(res.st.st_mode))
+			rc = tree_walk(h, res.fd, depth + 1);
+		break;
+	case RES_MISSING:
+		if (!fstat(res.dirfd, &st))
+			rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, res.name,
+				      GUARD_RO | GUARD_TREE, GUARD_RULE_H1);
+		break;
+	default:
+		break; /* out of the root: the host's */
+	}
+	resolved_close(&res);
+	return rc;
+}
+
+/*
+ * The folder DIRFD (O_PATH), RO-tree: every symlink in it, at any depth, is
+ * followed (tree_link), to HOME_WALK_DEPTH levels and HOME_WALK_MAX entries
+ * a scan.
+ */
+static int tree_walk(struct hscan *h, int dirfd, unsigned depth)
+{
+	struct dirent *e;
+	struct stat st;
+	int fd, sub, rc = 0;
+	DIR *d;
+
+	if (depth > HOME_WALK_DEPTH || h->walked >= HOME_WALK_MAX) {
+		if (!h->walk_cut++)
+			guard_logf(h->g, "gitguard: ~/.ssh or ~/.gnupg deeper or larger than "
+					 "%d levels, %d entries: the links beyond are not followed",
+				   HOME_WALK_DEPTH, HOME_WALK_MAX);
+		return 0;
+	}
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while (!rc && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (h->walked++ >= HOME_WALK_MAX)
+			break;
+		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			rc = tree_link(h, fd, e->d_name, depth);
+		} else if (S_ISDIR(st.st_mode)) {
+			sub = openat(fd, e->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				rc = tree_walk(h, sub, depth + 1);
+				close(sub);
+			}
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
 /*
  * NAME in the home HOMEFD, inside the root: what it names (through symlinks,
  * all pinned) is RO (RO-tree for a folder), NC if missing; a git config file
@@ -223,6 +315,9 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_H1);
 		if (rc)
 			break;
+		/* a folder not scanned (~/.ssh, ~/.gnupg): the symlinks in it followed */
+		if (owner == NO_SCAN && S_ISDIR(res.st.st_mode))
+			rc = tree_walk(h, res.fd, 0);
 		if (owner == NO_SCAN)
 			break;
 		if (!sub && S_ISREG(res.st.st_mode))
@@ -385,8 +480,13 @@ static int home_add(struct hscan *h, const char *dir)
 			      GUARD_RULE_H1);
 		rc = rc ? rc : home_inside(h, res.fd, ".gitconfig", NULL, st.st_uid);
 		rc = rc ? rc : home_inside(h, res.fd, ".config/git", "config", st.st_uid);
-		/* git over ssh runs what ~/.ssh/config names (ProxyCommand, Match exec) */
-		rc = rc ? rc : home_inside(h, res.fd, ".ssh/config", NULL, NO_SCAN);
+		/*
+		 * git over ssh runs what ~/.ssh/config and its Includes name
+		 * (ProxyCommand, Match exec), a signing git runs gpg-agent's
+		 * pinentry-program: through symlinks, all of both RO-tree
+		 */
+		rc = rc ? rc : home_inside(h, res.fd, ".ssh", NULL, NO_SCAN);
+		rc = rc ? rc : home_inside(h, res.fd, ".gnupg", NULL, NO_SCAN);
 		resolved_close(&res);
 		return rc;
 	}

@@ -80,13 +80,15 @@ static void test_home_names(void)
 	IS(try_remove("home/u/.config"), "H1", "a new ~/.config is pinned too");
 	/* ~/.ssh: git over ssh runs what its config and the files it Includes name */
 	IS(try_symlink("home/u/.ssh", "../../other"), "H1", "~/.ssh no symlink");
-	IS(try_mkdir("home/u/.ssh"), "", "~/.ssh may be made");
+	IS(try_mkdir("home/u/.ssh"), "H1", "~/.ssh may not be made by the bot (H-c)");
+	IS(try_mkdir("home/u/.gnupg"), "H1", "~/.gnupg may not be made by the bot (H-c)");
 	sh("mkdir home/u/.ssh && echo x >home/u/.ssh/known_hosts");
+	IS(try_write("home/u/.ssh"), "H1", "~/.ssh itself read-only: no chmod (H-b)");
 	IS(try_create("home/u/.ssh/config"), "H1", "~/.ssh/config NC");
 	IS(try_write("home/u/.ssh/known_hosts"), "H1", "~/.ssh/known_hosts read-only (all of ~/.ssh)");
 	IS(try_mkdir("home/u/.ssh/config.d"), "H1", "~/.ssh: no folder made (an Include target)");
-	IS(try_mkdir("home/u/.gnupg"), "", "~/.gnupg may be made");
 	sh("mkdir home/u/.gnupg && touch home/u/.gnupg/gpg.conf");
+	IS(try_write("home/u/.gnupg"), "H1", "~/.gnupg itself read-only: no chmod (H-b)");
 	IS(try_create("home/u/.gnupg/gpg-agent.conf"), "H1", "~/.gnupg/gpg-agent.conf NC (its pinentry runs)");
 	IS(try_write("home/u/.gnupg/gpg.conf"), "H1", "~/.gnupg/gpg.conf read-only");
 	IS(try_rename("home/u/.gnupg", "home/u/gnupg-old"), "H1", "~/.gnupg pinned");
@@ -116,6 +118,30 @@ static void test_home_links(void)
 	IS(try_rename("dots", "dots2"), "H1", "folders on the way pinned");
 	IS(try_create("dots/other"), "", "other files beside them writable");
 	IS(try_write("dots/ssh_config"), "H1", "target of a ~/.ssh/config symlink RO");
+}
+
+/* GNU stow: ~/.ssh/config.d and ~/.gnupg are symlinks into a dotfiles folder in the root (H-a) */
+static void test_home_stow(void)
+{
+	new_root("w", false);
+	snprintf(homep, sizeof(homep), "%s/w/u", top);
+	snprintf(home2p, sizeof(home2p), "%s/w/none", top);
+	sh("mkdir -p u/.ssh dots/ssh/config.d dots/ssh/deep dots/gnupg dots/keys && "
+	   "echo 'Include config.d/*' >u/.ssh/config && echo 'Host x' >dots/ssh/config.d/a && "
+	   "ln -s ../../dots/ssh/config.d u/.ssh/config.d && "
+	   "ln -s ../../dots/keys/ak u/.ssh/authorized_keys && "
+	   "ln -s ../../dots/ssh/deep u/.ssh/deep && ln -s ../../keys/kh dots/ssh/deep/kh && "
+	   "ln -s ../dots/gnupg u/.gnupg && echo x >dots/gnupg/gpg.conf && echo x >dots/other");
+	open_root(false);
+	IS(try_create("dots/ssh/config.d/bot"), "H1", "a folder ~/.ssh/config.d links to: RO-tree");
+	IS(try_write("dots/ssh/config.d/a"), "H1", "... and the file in it RO");
+	IS(try_create("dots/keys/ak"), "H1", "a missing authorized_keys a link names: NC");
+	IS(try_create("dots/keys/kh"), "H1", "a link in a linked folder is followed too");
+	IS(try_create("dots/gnupg/gpg-agent.conf"), "H1", "the folder a ~/.gnupg symlink names: RO-tree");
+	IS(try_write("dots/gnupg"), "H1", "... and it cannot be chmodded");
+	IS(try_rename("dots/ssh", "dots/ssh2"), "H1", "folders on the way pinned");
+	IS(try_write("dots/other"), "", "other files beside them writable");
+	IS(try_create("dots/keys/other"), "", "other names beside a named link target can be made");
 }
 
 /* a person changes their configuration on the host while mounted; a home outside the root */
@@ -198,6 +224,7 @@ int main(void)
 		die("realpath");
 	test_home_names();
 	test_home_links();
+	test_home_stow();
 	test_home_changes();
 	test_home_alias();
 	test_root_is_home();
