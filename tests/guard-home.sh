@@ -217,6 +217,12 @@ is "$(plant "$M/dots/notes")" OK "other files in the dotfiles folder writable"
 # H-b: no chmod opening them to other accounts
 is "$(shell_result chmod 0777 "$H/.ssh")" EROFS "~/.ssh: chmod refused"
 is "$(shell_result chmod 0777 "$M/dots/gnupg")" EROFS "the folder ~/.gnupg links to: chmod refused"
+# ... nor the home, ~/.config and the folder above the home (another account would swap ~/.gitconfig)
+is "$(shell_result chmod 0777 "$H")" EROFS "the home: chmod 0777 refused"
+is "$(shell_result chmod 0775 "$H/.config")" EROFS "~/.config: chmod g+w refused"
+is "$(shell_result chmod 0777 "$M/home")" EROFS "the folder above a home: chmod 0777 refused"
+is "$(shell_result chmod 0700 "$H/work")" OK "other folders in a home: chmod allowed"
+is "$(shell_result chmod 0755 "$H")" OK "the home: chmod 0755 allowed"
 # H-c: a missing ~/.ssh, ~/.gnupg is not the bot's to make
 is "$(try mkdir "$M/home/v/.ssh")" EROFS "a missing ~/.ssh: mkdir refused"
 is "$(try mkdir "$M/home/v/.gnupg")" EROFS "a missing ~/.gnupg: mkdir refused"
@@ -262,6 +268,9 @@ is "$?" 0 "host: ~/.config/git/config is what the person left"
 check "host: no include target appeared" test ! -e "$UH/inc.cfg"
 check "host: no ssh config in the stow folder" test ! -e "$S/dots/ssh/stow.d/bot"
 check "host: no gpg-agent.conf" test ! -e "$S/dots/gnupg/gpg-agent.conf"
+for _d in "$UH" "$UH/.config" "$S/home"; do
+	check "host: ${_d#"$S"/} not opened to other accounts" test "$(stat -c %a "$_d")" = 755
+done
 check "host: ~/.ssh not opened to other accounts" test "$(stat -c %a "$UH/.ssh")" != 777
 check "host: the gnupg folder not opened to other accounts" test "$(stat -c %a "$S/dots/gnupg")" != 777
 as_user git -C "$T/repo" status >"$T/host.log" 2>&1

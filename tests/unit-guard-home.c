@@ -22,6 +22,21 @@ static char home2p[PATH_MAX];	/* a home not made yet */
 static char home3p[PATH_MAX];	/* a home outside the root */
 static const char *homes[4] = {homep, home2p, home3p, NULL};
 
+/* chmod of REL to MODE (the permission bits) */
+static const char *chmod_to(const char *rel, mode_t mode)
+{
+	struct guard_req r = {.op = GUARD_OP_CHMOD, .fd = -1, .parent_fd = -1,
+			      .src_parent_fd = -1, .victim_fd = -1};
+	struct guard_cls c;
+	struct stat st;
+
+	if (walk_to(rel, &c, NULL, &st))
+		return "ERR";
+	r.cls = &c;
+	r.mode = (st.st_mode & S_IFMT) | mode;
+	return result(guard_check(g, &r, &v));
+}
+
 static void test_home_names(void)
 {
 	struct guard_cls c;
@@ -56,6 +71,15 @@ static void test_home_names(void)
 	IS(try_mkdir("home/later"), "H1", "a home not made yet may not be made");
 	IS(try_create("home/u/.config/other"), "", "other files in ~/.config writable");
 	IS(try_write("home/u/proj/a.txt"), "", "other files in a home writable");
+	/* H-b: the home, ~/.config and the folders above not opened to other accounts */
+	IS(chmod_to("home/u", 0777), "H1", "a home: chmod 0777 refused");
+	IS(chmod_to("home/u", 0757), "H1", "a home: chmod o+w refused");
+	IS(chmod_to("home/u", 0700), "", "a home: chmod 0700 allowed");
+	IS(chmod_to("home/u/.config", 0775), "H1", "~/.config: chmod g+w refused");
+	IS(chmod_to("home/u/.config", 0755), "", "~/.config: chmod 0755 allowed");
+	IS(chmod_to("home", 0777), "H1", "the folder above a home: chmod 0777 refused");
+	IS(chmod_to("home/u/proj", 0777), "", "other folders in a home: chmod 0777 allowed");
+	IS(chmod_to("other", 0777), "", "folders outside a home: chmod 0777 allowed");
 	IS(try_create("home/u/.bashrc.x"), "", "other names in a home can be made");
 	/* no false positives outside a home */
 	IS(try_write("other/.gitconfig"), "", ".gitconfig outside a home writable");
