@@ -16,9 +16,10 @@
  *     whose agent runs what ~/.gnupg/gpg-agent.conf names (pinentry-program),
  *     and a key in authorized_keys is a way back in past the sandbox;
  *   - a home inside the root and every folder on the way to it are pinned;
- *   - what a symlinked .gitconfig, .config/git, .ssh or .gnupg names inside
- *     the root is protected too, and so is what each symlink in .ssh and
- *     .gnupg names (GNU stow folds ~/.ssh/config.d into a dotfiles folder);
+ *   - what a symlinked .gitconfig, .config/git(/config), .ssh or .gnupg
+ *     names inside the root is protected too, and so is what each symlink
+ *     in .ssh and .gnupg names (GNU stow folds ~/.ssh/config.d into a
+ *     dotfiles folder), for a home outside the root as well;
  *     the git configs are scanned like a
  *     repository's: include and includeIf targets (W3) and an absolute
  *     core.hooksPath (W2) inside the root are recorded.
@@ -136,24 +137,35 @@ static void hscan_free(struct hscan *h)
  * trigger (a folder moved makes it change too); what is guarded is read
  * again through descriptors.
  */
-static int watch_add(struct hscan *h, int dirfd, const char *name, const struct stat *st)
+/* The absolute path NAME in the folder DIRFD has now, into OUT; false if it has none */
+static bool fd_path(int dirfd, const char *name, char *out, size_t outsz)
 {
 	char proc[64], dir[PATH_MAX];
-	struct guard_wfile *f;
 	ssize_t n;
+	int len;
 
-	if (h->nw >= GUARD_HOME_WATCH)
-		return 0;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
 	n = readlink(proc, dir, sizeof(dir) - 1);
 	if (n <= 0 || dir[0] != '/')
-		return 0;
+		return false;
 	dir[n] = '\0';
+	len = snprintf(out, outsz, "%s/%s", strcmp(dir, "/") ? dir : "", name);
+	return len > 0 && (size_t)len < outsz;
+}
+
+static int watch_add(struct hscan *h, int dirfd, const char *name, const struct stat *st)
+{
+	char path[PATH_MAX];
+	struct guard_wfile *f;
+
+	if (h->nw >= GUARD_HOME_WATCH || !fd_path(dirfd, name, path, sizeof(path)))
+		return 0;
 	if (gg_grow(&h->w, &h->aw, h->nw + 1, sizeof(*h->w), 16))
 		return -ENOMEM;
 	f = &h->w[h->nw];
 	memset(f, 0, sizeof(*f));
-	if (asprintf(&f->name, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0)
+	f->name = strdup(path);
+	if (!f->name)
 		return -ENOMEM;
 	f->dirfd = -1;
 	f->missing = !st;
@@ -216,26 +228,30 @@ static int scan_file(struct hscan *h, int dirfd, const char *name, uid_t owner, 
 
 #define NO_SCAN ((uid_t)-1) /* home_inside: not a git config, not scanned */
 
-static int tree_walk(struct hscan *h, int dirfd, unsigned depth);
+static int tree_walk(struct hscan *h, int dirfd, bool host, unsigned depth);
 
 /*
- * NAME, a symlink in a folder of ~/.ssh or ~/.gnupg (DIRFD): what it names
- * inside the root is RO (RO-tree and walked for a folder), NC if missing.
- * GNU stow and other dotfiles managers fold ~/.ssh/config.d into a folder
- * elsewhere: ssh reads it there.
+ * NAME, a symlink in a folder of ~/.ssh or ~/.gnupg (DIRFD; HOST: outside
+ * the root): what it names inside the root is RO (RO-tree and walked for a
+ * folder), NC if missing.  GNU stow and other dotfiles managers fold
+ * ~/.ssh/config.d into a folder elsewhere: ssh reads it there.
  */
-static int tree_link(struct hscan *h, int dirfd, const char *name, unsigned depth)
+static int tree_link(struct hscan *h, int dirfd, bool host, const char *name, unsigned depth)
 {
+	char path[PATH_MAX];
 	struct resolved res;
 	struct stat st;
 	int rc = 0;
 
-	switch (guard_resolve(h->g, dirfd, name, true, pin_cb, h, &res)) {
+	/* outside the root the walk goes by absolute path: guard_resolve starts at "/" */
+	if (host && !fd_path(dirfd, name, path, sizeof(path)))
+		return 0;
+	switch (guard_resolve(h->g, dirfd, host ? path : name, true, pin_cb, h, &res)) {
 	case RES_INSIDE:
 		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL,
 			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_H1);
 		if (!rc && S_ISDIR(res.st.st_mode))
-			rc = tree_walk(h, res.fd, depth + 1);
+			rc = tree_walk(h, res.fd, false, depth + 1);
 		break;
 	case RES_MISSING:
 		if (!fstat(res.dirfd, &st))
@@ -250,11 +266,11 @@ static int tree_link(struct hscan *h, int dirfd, const char *name, unsigned dept
 }
 
 /*
- * The folder DIRFD (O_PATH), RO-tree: every symlink in it, at any depth, is
- * followed (tree_link), to HOME_WALK_DEPTH levels and HOME_WALK_MAX entries
- * a scan.
+ * The folder DIRFD (O_PATH), RO-tree or (HOST) a home's outside the root:
+ * every symlink in it, at any depth, is followed (tree_link), to
+ * HOME_WALK_DEPTH levels and HOME_WALK_MAX entries a home.
  */
-static int tree_walk(struct hscan *h, int dirfd, unsigned depth)
+static int tree_walk(struct hscan *h, int dirfd, bool host, unsigned depth)
 {
 	struct dirent *e;
 	struct stat st;
@@ -263,7 +279,7 @@ static int tree_walk(struct hscan *h, int dirfd, unsigned depth)
 
 	if (depth > HOME_WALK_DEPTH || h->walked >= HOME_WALK_MAX) {
 		if (!h->walk_cut++)
-			guard_logf(h->g, "gitguard: ~/.ssh or ~/.gnupg deeper or larger than "
+			guard_logf(h->g, "gitguard: a ~/.ssh or ~/.gnupg deeper or larger than "
 					 "%d levels, %d entries: the links beyond are not followed",
 				   HOME_WALK_DEPTH, HOME_WALK_MAX);
 		return 0;
@@ -284,11 +300,11 @@ static int tree_walk(struct hscan *h, int dirfd, unsigned depth)
 		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue;
 		if (S_ISLNK(st.st_mode)) {
-			rc = tree_link(h, fd, e->d_name, depth);
+			rc = tree_link(h, fd, host, e->d_name, depth);
 		} else if (S_ISDIR(st.st_mode)) {
 			sub = openat(fd, e->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0) {
-				rc = tree_walk(h, sub, depth + 1);
+				rc = tree_walk(h, sub, host, depth + 1);
 				close(sub);
 			}
 		}
@@ -298,9 +314,10 @@ static int tree_walk(struct hscan *h, int dirfd, unsigned depth)
 }
 
 /*
- * NAME in the home HOMEFD, inside the root: what it names (through symlinks,
- * all pinned) is RO (RO-tree for a folder), NC if missing; a git config file
- * is scanned (unless OWNER is NO_SCAN).  SUB, for a folder, is the config
+ * NAME in the home HOMEFD, inside the root (or HOMEFD -1 and NAME absolute,
+ * a home outside it): what it names inside the root (through symlinks, all
+ * pinned) is RO (RO-tree for a folder), NC if missing; a git config file is
+ * scanned (unless OWNER is NO_SCAN).  SUB, for a folder, is the config
  * inside it to scan.
  */
 static int home_inside(struct hscan *h, int homefd, const char *name, const char *sub, uid_t owner)
@@ -317,7 +334,7 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 			break;
 		/* a folder not scanned (~/.ssh, ~/.gnupg): the symlinks in it followed */
 		if (owner == NO_SCAN && S_ISDIR(res.st.st_mode))
-			rc = tree_walk(h, res.fd, 0);
+			rc = tree_walk(h, res.fd, false, 0);
 		if (owner == NO_SCAN)
 			break;
 		if (!sub && S_ISREG(res.st.st_mode))
@@ -332,8 +349,9 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 		break;
 	case RES_MISSING:
 		/* missing in the home itself: the name stage refuses what must not be made */
-		if (!fstat(res.dirfd, &st) && !fstat(homefd, &hst) &&
-		    (st.st_dev != hst.st_dev || st.st_ino != hst.st_ino))
+		if (!fstat(res.dirfd, &st) &&
+		    (homefd < 0 || (!fstat(homefd, &hst) &&
+				     (st.st_dev != hst.st_dev || st.st_ino != hst.st_ino))))
 			rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, res.name,
 				      GUARD_RO | GUARD_TREE, GUARD_RULE_H1);
 		break;
@@ -453,6 +471,38 @@ static int home_missing(struct hscan *h, const char *dir)
 	return rc;
 }
 
+/*
+ * A home DIR outside the root: where its configs, ~/.ssh and ~/.gnupg lead
+ * inside the root (a dotfiles folder there, GNU stow's links to it) is
+ * guarded as in a home inside; links in its own ~/.ssh and ~/.gnupg too.
+ */
+static int home_links_outside(struct hscan *h, const char *dir, uid_t owner)
+{
+	static const struct {
+		const char *name, *sub;
+		bool scan;
+	} names[] = {{".gitconfig", NULL, true},	 {".config/git", "config", true},
+		     {".config/git/config", NULL, true}, {".ssh", NULL, false},
+		     {".gnupg", NULL, false}};
+	char path[PATH_MAX];
+	size_t i;
+	int rc = 0, fd;
+
+	for (i = 0; !rc && i < sizeof(names) / sizeof(names[0]); i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", dir, names[i].name) >= (int)sizeof(path))
+			continue;
+		rc = home_inside(h, -1, path, names[i].sub, names[i].scan ? owner : NO_SCAN);
+		if (rc || names[i].scan)
+			continue;
+		fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			rc = tree_walk(h, fd, true, 0);
+			close(fd);
+		}
+	}
+	return rc;
+}
+
 /* The home DIR: remembered by (dev, ino); inside the root, pinned and its configs guarded */
 static int home_add(struct hscan *h, const char *dir)
 {
@@ -467,6 +517,7 @@ static int home_add(struct hscan *h, const char *dir)
 		return 0;
 	if (h->tab)
 		h->tab[h->n++] = (struct guard_home){st.st_dev, st.st_ino};
+	h->walked = 0;
 	/* the person may write these on the host while mounted: watched */
 	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -480,6 +531,8 @@ static int home_add(struct hscan *h, const char *dir)
 			      GUARD_RULE_H1);
 		rc = rc ? rc : home_inside(h, res.fd, ".gitconfig", NULL, st.st_uid);
 		rc = rc ? rc : home_inside(h, res.fd, ".config/git", "config", st.st_uid);
+		/* a symlink as the config in a real ~/.config/git leads elsewhere */
+		rc = rc ? rc : home_inside(h, res.fd, ".config/git/config", NULL, st.st_uid);
 		/*
 		 * git over ssh runs what ~/.ssh/config and its Includes name
 		 * (ProxyCommand, Match exec), a signing git runs gpg-agent's
@@ -491,6 +544,7 @@ static int home_add(struct hscan *h, const char *dir)
 		return rc;
 	}
 	resolved_close(&res);
+	rc = rc ? rc : home_links_outside(h, dir, st.st_uid);
 	if (!rc && snprintf(path, sizeof(path), "%s/.gitconfig", dir) < (int)sizeof(path))
 		rc = home_outside(h, path, dir, st.st_uid, 0);
 	if (!rc && snprintf(path, sizeof(path), "%s/.config/git/config", dir) < (int)sizeof(path))

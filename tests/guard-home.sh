@@ -141,6 +141,12 @@ if [ -e "$MARKS/PWNED-control-ssh" ]; then
 else
 	skip "control: this ssh does not run ProxyCommand here (the ssh attack below proves less)"
 fi
+# the second person's dotfiles live in the root (the bot is given ~/src): stow links ssh.d there
+mkdir -p "$UH2/.ssh" "$S/dots2/ssh.d"
+printf 'Include ssh.d/*\n' >"$UH2/.ssh/config"
+ln -s "$S/dots2/ssh.d" "$UH2/.ssh/ssh.d"
+chown -R "$U2" "$UH2/.ssh" "$S/dots2"
+chmod 700 "$UH2/.ssh"
 
 mount_or_stop "writable mount of a folder that holds a home" fs_mount "$S" "$M"
 H="$M/home/u"
@@ -214,6 +220,7 @@ is "$(plant "$M/dots/gnupg/gpg.conf")" EROFS "... its gpg.conf read-only"
 is "$(try rename "$M/dots/ssh" "$M/dots/ssh2")" EROFS "... the folders on the way pinned"
 [ -d "$M/dots/ssh2" ] && mv "$M/dots/ssh2" "$M/dots/ssh" # unguarded: put it back for the git below
 is "$(plant "$M/dots/notes")" OK "other files in the dotfiles folder writable"
+is "$(plant "$M/dots2/ssh.d/bot" "$PAY/bot.ssh")" EROFS "a home outside the root: the folder its ~/.ssh links to (stow) refused"
 # H-b: no chmod opening them to other accounts
 is "$(shell_result chmod 0777 "$H/.ssh")" EROFS "~/.ssh: chmod refused"
 is "$(shell_result chmod 0777 "$M/dots/gnupg")" EROFS "the folder ~/.gnupg links to: chmod refused"
@@ -278,6 +285,7 @@ is "$?" 0 "host: the user's git status runs"
 as_user git -C "$T/repo" commit -q --allow-empty -m x >>"$T/host.log" 2>&1
 is "$?" 0 "host: the user's git commit runs"
 as_user timeout 20 git ls-remote ssh://git@example.invalid/x.git >>"$T/host.log" 2>&1
+as_user2 timeout 20 git ls-remote ssh://git@example.invalid/x.git >>"$T/host.log" 2>&1
 as_user2 git -C "$T/repo2" status >>"$T/host.log" 2>&1
 is "$?" 0 "host: the second person's git status runs"
 as_user2 git -C "$T/repo2" commit -q --allow-empty -m x >>"$T/host.log" 2>&1

@@ -155,7 +155,9 @@ static void test_home_stow(void)
 	   "ln -s ../../dots/ssh/config.d u/.ssh/config.d && "
 	   "ln -s ../../dots/keys/ak u/.ssh/authorized_keys && "
 	   "ln -s ../../dots/ssh/deep u/.ssh/deep && ln -s ../../keys/kh dots/ssh/deep/kh && "
-	   "ln -s ../dots/gnupg u/.gnupg && echo x >dots/gnupg/gpg.conf && echo x >dots/other");
+	   "ln -s ../dots/gnupg u/.gnupg && echo x >dots/gnupg/gpg.conf && echo x >dots/other && "
+	   "mkdir -p u/.config/git && echo '[core]' >dots/gitcfg && "
+	   "ln -s ../../../dots/gitcfg u/.config/git/config");
 	open_root(false);
 	IS(try_create("dots/ssh/config.d/bot"), "H1", "a folder ~/.ssh/config.d links to: RO-tree");
 	IS(try_write("dots/ssh/config.d/a"), "H1", "... and the file in it RO");
@@ -166,6 +168,29 @@ static void test_home_stow(void)
 	IS(try_rename("dots/ssh", "dots/ssh2"), "H1", "folders on the way pinned");
 	IS(try_write("dots/other"), "", "other files beside them writable");
 	IS(try_create("dots/keys/other"), "", "other names beside a named link target can be made");
+	IS(try_write("dots/gitcfg"), "H1", "where a link as ~/.config/git/config leads: RO");
+}
+
+/* a home outside the root whose dotfiles (stow) are inside it: ~/src/dotfiles, the bot given ~/src */
+static void test_home_out_links(void)
+{
+	new_root("o", false);
+	snprintf(homep, sizeof(homep), "%s/ohome", top);
+	snprintf(home2p, sizeof(home2p), "%s/o/none", top);
+	sh("mkdir -p dots/ssh/config.d dots/gnupg dots/git ../ohome/.ssh ../ohome/.config && "
+	   "echo '[core]' >dots/gitconfig && echo '[core]' >dots/git/config && "
+	   "echo 'Host x' >dots/ssh/config.d/a && echo x >dots/gnupg/gpg.conf && "
+	   "ln -s ../o/dots/gitconfig ../ohome/.gitconfig && "
+	   "ln -s ../../o/dots/git ../ohome/.config/git && "
+	   "ln -s ../../o/dots/ssh/config.d ../ohome/.ssh/config.d && "
+	   "ln -s ../o/dots/gnupg ../ohome/.gnupg && echo x >dots/other");
+	open_root(false);
+	IS(try_write("dots/gitconfig"), "H1", "outside home: the ~/.gitconfig a link names RO");
+	IS(try_write("dots/git/config"), "H1", "outside home: the ~/.config/git a link names RO");
+	IS(try_create("dots/ssh/config.d/bot"), "H1", "outside home: a ~/.ssh/config.d link names RO-tree");
+	IS(try_create("dots/gnupg/gpg-agent.conf"), "H1", "outside home: the ~/.gnupg a link names RO-tree");
+	IS(try_write("dots/other"), "", "outside home: other files beside them writable");
+	homep[0] = '\0';
 }
 
 /* a person changes their configuration on the host while mounted; a home outside the root */
@@ -249,6 +274,7 @@ int main(void)
 	test_home_names();
 	test_home_links();
 	test_home_stow();
+	test_home_out_links();
 	test_home_changes();
 	test_home_alias();
 	test_root_is_home();
