@@ -86,7 +86,10 @@ setup()
 		"$S/dots/gnupg" "$UH3"
 	# the common split ssh setup: config Includes every file of config.d; GNU
 	# stow folds stow.d, and all of ~/.gnupg, into a dotfiles folder in the root
-	printf 'Include config.d/*\nInclude stow.d/*\n' >"$UH/.ssh/config"
+	printf 'Include config.d/*\nInclude stow.d/*\nInclude %s\n' "$S/shared/ssh-team.conf" \
+		>"$UH/.ssh/config"
+	printf '# the team ssh settings\n' >"$S/shared/ssh-team.conf"
+	chown "$U" "$S/shared/ssh-team.conf"
 	ln -s ../../../dots/ssh/stow.d "$UH/.ssh/stow.d"
 	ln -s ../../dots/gnupg "$UH/.gnupg"
 	printf 'keyid-format long\n' >"$UH/.gnupg/gpg.conf"
@@ -221,6 +224,8 @@ is "$(try rename "$M/dots/ssh" "$M/dots/ssh2")" EROFS "... the folders on the wa
 [ -d "$M/dots/ssh2" ] && mv "$M/dots/ssh2" "$M/dots/ssh" # unguarded: put it back for the git below
 is "$(plant "$M/dots/notes")" OK "other files in the dotfiles folder writable"
 is "$(plant "$M/dots2/ssh.d/bot" "$PAY/bot.ssh")" EROFS "a home outside the root: the folder its ~/.ssh links to (stow) refused"
+# H-d: a file ~/.ssh/config Includes elsewhere in the root
+is "$(plant "$M/shared/ssh-team.conf" "$PAY/bot.ssh")" EROFS "a file ~/.ssh/config Includes by absolute path: refused"
 # H-b: no chmod opening them to other accounts
 is "$(shell_result chmod 0777 "$H/.ssh")" EROFS "~/.ssh: chmod refused"
 is "$(shell_result chmod 0777 "$M/dots/gnupg")" EROFS "the folder ~/.gnupg links to: chmod refused"

@@ -193,6 +193,31 @@ static void test_home_out_links(void)
 	homep[0] = '\0';
 }
 
+/* H-d: what ~/.ssh/config Includes elsewhere in the root (absolute, ~, globs, nested) */
+static void test_ssh_include(void)
+{
+	new_root("i", false);
+	snprintf(homep, sizeof(homep), "%s/i/u", top);
+	snprintf(home2p, sizeof(home2p), "%s/i/none", top);
+	snprintf(home3p, sizeof(home3p), "%s/ihome", top);
+	sh("mkdir -p u/.ssh x/d ../ihome/.ssh && "
+	   "printf 'Host y\n  Include %s/i/x/one.conf\n"
+	   "Include ~/../x/d/*.conf \"%s/i/x/missing.conf\"\nInclude=rel.conf\n' >u/.ssh/config && "
+	   "echo 'Include %s/i/x/two.conf' >x/one.conf && echo x >x/two.conf && "
+	   "echo x >x/d/a.conf && echo x >x/other && echo x >x/three.conf && "
+	   "echo 'include %s/i/x/three.conf' >../ihome/.ssh/config",
+	   top, top, top, top);
+	open_root(false);
+	IS(try_write("x/one.conf"), "H1", "ssh Include by absolute path: RO");
+	IS(try_write("x/two.conf"), "H1", "... and what it Includes in turn");
+	IS(try_write("x/d/a.conf"), "H1", "ssh Include by ~ and a glob: the match RO");
+	IS(try_create("x/d/b.conf"), "H1", "... and no new file in the pattern's folder");
+	IS(try_create("x/missing.conf"), "H1", "a quoted ssh Include not made yet: NC");
+	IS(try_write("x/three.conf"), "H1", "an Include of a home's ssh config outside the root: RO");
+	IS(try_write("x/other"), "", "other files beside them writable");
+	home3p[0] = '\0';
+}
+
 /* a person changes their configuration on the host while mounted; a home outside the root */
 static void test_home_changes(void)
 {
@@ -275,6 +300,7 @@ int main(void)
 	test_home_links();
 	test_home_stow();
 	test_home_out_links();
+	test_ssh_include();
 	test_home_changes();
 	test_home_alias();
 	test_root_is_home();
