@@ -10,20 +10,21 @@
  *   - `.config` may be a folder only, is pinned (no rename or rmdir away,
  *     nothing moved in as it), and in it `git` is RO-tree;
  *   - `.ssh` and `.gnupg` are RO-tree, themselves included (NC, no chmod
- *     opening them to others): git
- *     over ssh runs what ~/.ssh/config and the files it Includes name
- *     (ProxyCommand, Match exec, KnownHostsCommand), a signing git runs gpg,
- *     whose agent runs what ~/.gnupg/gpg-agent.conf names (pinentry-program),
- *     and a key in authorized_keys is a way back in past the sandbox;
- *   - a home inside the root and every folder on the way to it are pinned;
+ *     opening them to others): git over ssh runs what ~/.ssh/config and
+ *     the files it Includes name (ProxyCommand, Match exec,
+ *     KnownHostsCommand), a signing git runs gpg, whose agent runs what
+ *     ~/.gnupg/gpg-agent.conf names (pinentry-program), and a key in
+ *     authorized_keys is a way back in past the sandbox;
+ *   - a home inside the root and every folder on the way to it are pinned,
+ *     and with ~/.config get no chmod that lets group or others write
+ *     (check.c: another account could swap ~/.gitconfig);
  *   - what a symlinked .gitconfig, .config/git(/config), .ssh or .gnupg
  *     names inside the root is protected too, and so is what each symlink
  *     in .ssh and .gnupg names (GNU stow folds ~/.ssh/config.d into a
  *     dotfiles folder), for a home outside the root as well, and what
- *     ~/.ssh/config Includes inside the root (ssh_scan);
- *     the git configs are scanned like a
- *     repository's: include and includeIf targets (W3) and an absolute
- *     core.hooksPath (W2) inside the root are recorded.
+ *     ~/.ssh/config Includes inside the root (ssh_scan); the git configs
+ *     are scanned like a repository's: include and includeIf targets (W3)
+ *     and an absolute core.hooksPath (W2) inside the root are recorded.
  * A home outside the root is scanned too, read through the kernel (it is the
  * host's, not the bot's): its includes may name files inside the root.
  */
@@ -42,7 +43,7 @@
 
 #define HOME_OUTSIDE_MAX 256 /* config files outside the root one home scan reads */
 #define HOME_WALK_DEPTH 8     /* folder levels of ~/.ssh, ~/.gnupg and their links walked */
-#define HOME_WALK_MAX 4096    /* entries of them a scan looks at */
+#define HOME_WALK_MAX 4096    /* entries of them looked at a home */
 #define SSH_INCLUDE_DEPTH 16  /* ssh's READCONF_MAX_DEPTH */
 #define SSH_CONFIG_MAX (256 * 1024)
 #define SSH_FILES_MAX 256     /* ssh config files one home's scan reads */
