@@ -300,6 +300,12 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 					      "index written in place, not renamed in");
 		return rc;
 	case GUARD_OP_CHMOD:
+		/* H1: a pinned home, ~/.config or a folder above opened to others' writes */
+		if (req->cls->kind != GUARD_BOTREPO && (req->cls->flags & GUARD_PIN) &&
+		    req->cls->rule == GUARD_RULE_H1 && (req->mode & (S_IWGRP | S_IWOTH)))
+			return guard_refuse_why(v, GUARD_RULE_H1,
+						"a home's folder opened to other accounts' writes");
+		return check_write(req->cls, v);
 	case GUARD_OP_CHOWN:
 	case GUARD_OP_TOUCH:
 		return check_write(req->cls, v);

@@ -148,7 +148,8 @@ enum guard_op {
 /*
  * One operation to judge.  Fields a given op does not use are ignored; set
  * unused fds to -1.
- *   WRITE, CHMOD, CHOWN: cls.
+ *   WRITE, CHOWN: cls.
+ *   CHMOD: cls, mode (the entry's type and its new permission bits).
  *   CREATE, MKDIR: parent, parent_fd, name, mode (S_IFREG, S_IFDIR, S_IFIFO...).
  *   SYMLINK: parent, parent_fd, name, target, parent_path.
  *   LINK: cls (the existing inode), mode, parent, parent_fd, name.

@@ -9,30 +9,44 @@
  *   - in a home, `.gitconfig` is RO and NC, whatever its type;
  *   - `.config` may be a folder only, is pinned (no rename or rmdir away,
  *     nothing moved in as it), and in it `git` is RO-tree;
- *   - `.ssh` and `.gnupg` likewise, and everything in them is RO-tree: git
- *     over ssh runs what ~/.ssh/config and the files it Includes name
- *     (ProxyCommand, Match exec, KnownHostsCommand), a signing git runs gpg,
- *     whose agent runs what ~/.gnupg/gpg-agent.conf names (pinentry-program),
- *     and a key in authorized_keys is a way back in past the sandbox;
- *   - a home inside the root and every folder on the way to it are pinned;
- *   - what a symlinked .gitconfig, .config/git or .ssh/config names inside the root is
- *     protected too, and each of these configs is scanned like a
- *     repository's: include and includeIf targets (W3) and an absolute
- *     core.hooksPath (W2) inside the root are recorded.
+ *   - `.ssh` and `.gnupg` are RO-tree, themselves included (NC, no chmod
+ *     opening them to others): git over ssh runs what ~/.ssh/config and
+ *     the files it Includes name (ProxyCommand, Match exec,
+ *     KnownHostsCommand), a signing git runs gpg, whose agent runs what
+ *     ~/.gnupg/gpg-agent.conf names (pinentry-program), and a key in
+ *     authorized_keys is a way back in past the sandbox;
+ *   - a home inside the root and every folder on the way to it are pinned,
+ *     and with ~/.config get no chmod that lets group or others write
+ *     (check.c: another account could swap ~/.gitconfig);
+ *   - what a symlinked .gitconfig, .config/git(/config), .ssh or .gnupg
+ *     names inside the root is protected too, and so is what each symlink
+ *     in .ssh and .gnupg names (GNU stow folds ~/.ssh/config.d into a
+ *     dotfiles folder), for a home outside the root as well, and what
+ *     ~/.ssh/config Includes inside the root (ssh_scan); the git configs
+ *     are scanned like a repository's: include and includeIf targets (W3)
+ *     and an absolute core.hooksPath (W2) inside the root are recorded.
  * A home outside the root is scanned too, read through the kernel (it is the
  * host's, not the bot's): its includes may name files inside the root.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "gitguard/guard-int.h"
 
 #define HOME_OUTSIDE_MAX 256 /* config files outside the root one home scan reads */
+#define HOME_WALK_DEPTH 8     /* folder levels of ~/.ssh, ~/.gnupg and their links walked */
+#define HOME_WALK_MAX 4096    /* entries of them looked at a home */
+#define SSH_INCLUDE_DEPTH 16  /* ssh's READCONF_MAX_DEPTH */
+#define SSH_CONFIG_MAX (256 * 1024)
+#define SSH_FILES_MAX 256     /* ssh config files one home's scan reads */
 
 static int home_cmp(const void *a, const void *b)
 {
@@ -58,30 +72,33 @@ bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const cha
 {
 	if (parent->kind != GUARD_PLAIN)
 		return false;
-	if (parent->role == GUARD_R_HOMECFG || parent->role == GUARD_R_HOMESSH) {
-		/* in ~/.config only git/; in ~/.ssh and ~/.gnupg everything */
-		if (parent->role == GUARD_R_HOMECFG && !name_is(name, "git"))
+	if (parent->role == GUARD_R_HOMECFG) {
+		/* in ~/.config only git/ */
+		if (!name_is(name, "git"))
 			return false;
 		out->flags |= GUARD_RO | GUARD_TREE;
 		out->rule = GUARD_RULE_H1;
 		return true;
 	}
-	if (name_is(name, ".gitconfig")) {
+	if (name_is(name, ".gitconfig") || name_is(name, ".ssh") || name_is(name, ".gnupg")) {
 		if (!guard_is_home(g, parent->dev, parent->ino))
 			return false;
-		out->flags |= GUARD_RO;
+		/*
+		 * ~/.ssh and ~/.gnupg are RO-tree, themselves included: not made
+		 * by the bot, not chmodded open to others, nothing in them written
+		 */
+		out->flags |= GUARD_RO | (name_is(name, ".gitconfig") ? 0 : GUARD_TREE);
 		out->rule = GUARD_RULE_H1;
 		return true;
 	}
-	if (name_is(name, ".config") || name_is(name, ".ssh") || name_is(name, ".gnupg")) {
+	if (name_is(name, ".config")) {
 		if (!guard_is_home(g, parent->dev, parent->ino))
 			return false;
 		/* a folder, pinned; anything else there (a symlink elsewhere) is refused */
 		out->flags |= S_ISDIR(mode) ? GUARD_PIN : GUARD_RO;
 		out->rule = GUARD_RULE_H1;
 		if (S_ISDIR(mode))
-			out->role = name[1] == 'c' || name[1] == 'C' ? GUARD_R_HOMECFG
-								     : GUARD_R_HOMESSH;
+			out->role = GUARD_R_HOMECFG;
 		return true;
 	}
 	return false;
@@ -97,6 +114,9 @@ struct hscan {
 	struct guard_home *tab; /* NULL on a rescan */
 	size_t n;
 	unsigned outside; /* config files outside the root read */
+	unsigned walked; /* entries of ~/.ssh and ~/.gnupg looked at */
+	unsigned walk_cut; /* times tree_walk stopped at a bound */
+	unsigned sshfiles; /* this home's ssh config files read */
 };
 
 static void wfiles_free(struct guard_wfile *w, size_t n)
@@ -125,24 +145,35 @@ static void hscan_free(struct hscan *h)
  * trigger (a folder moved makes it change too); what is guarded is read
  * again through descriptors.
  */
-static int watch_add(struct hscan *h, int dirfd, const char *name, const struct stat *st)
+/* The absolute path NAME in the folder DIRFD has now, into OUT; false if it has none */
+static bool fd_path(int dirfd, const char *name, char *out, size_t outsz)
 {
 	char proc[64], dir[PATH_MAX];
-	struct guard_wfile *f;
 	ssize_t n;
+	int len;
 
-	if (h->nw >= GUARD_HOME_WATCH)
-		return 0;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
 	n = readlink(proc, dir, sizeof(dir) - 1);
 	if (n <= 0 || dir[0] != '/')
-		return 0;
+		return false;
 	dir[n] = '\0';
+	len = snprintf(out, outsz, "%s/%s", strcmp(dir, "/") ? dir : "", name);
+	return len > 0 && (size_t)len < outsz;
+}
+
+static int watch_add(struct hscan *h, int dirfd, const char *name, const struct stat *st)
+{
+	char path[PATH_MAX];
+	struct guard_wfile *f;
+
+	if (h->nw >= GUARD_HOME_WATCH || !fd_path(dirfd, name, path, sizeof(path)))
+		return 0;
 	if (gg_grow(&h->w, &h->aw, h->nw + 1, sizeof(*h->w), 16))
 		return -ENOMEM;
 	f = &h->w[h->nw];
 	memset(f, 0, sizeof(*f));
-	if (asprintf(&f->name, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0)
+	f->name = strdup(path);
+	if (!f->name)
 		return -ENOMEM;
 	f->dirfd = -1;
 	f->missing = !st;
@@ -205,10 +236,96 @@ static int scan_file(struct hscan *h, int dirfd, const char *name, uid_t owner, 
 
 #define NO_SCAN ((uid_t)-1) /* home_inside: not a git config, not scanned */
 
+static int tree_walk(struct hscan *h, int dirfd, bool host, unsigned depth);
+
 /*
- * NAME in the home HOMEFD, inside the root: what it names (through symlinks,
- * all pinned) is RO (RO-tree for a folder), NC if missing; a git config file
- * is scanned (unless OWNER is NO_SCAN).  SUB, for a folder, is the config
+ * NAME, a symlink in a folder of ~/.ssh or ~/.gnupg (DIRFD; HOST: outside
+ * the root): what it names inside the root is RO (RO-tree and walked for a
+ * folder), NC if missing.  GNU stow and other dotfiles managers fold
+ * ~/.ssh/config.d into a folder elsewhere: ssh reads it there.
+ */
+static int tree_link(struct hscan *h, int dirfd, bool host, const char *name, unsigned depth)
+{
+	char path[PATH_MAX];
+	struct resolved res;
+	struct stat st;
+	int rc = 0;
+
+	/* outside the root the walk goes by absolute path: guard_resolve starts at "/" */
+	if (host && !fd_path(dirfd, name, path, sizeof(path)))
+		return 0;
+	switch (guard_resolve(h->g, dirfd, host ? path : name, true, pin_cb, h, &res)) {
+	case RES_INSIDE:
+		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL,
+			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_H1);
+		if (!rc && S_ISDIR(res.st.st_mode))
+			rc = tree_walk(h, res.fd, false, depth + 1);
+		break;
+	case RES_MISSING:
+		if (!fstat(res.dirfd, &st))
+			rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, res.name,
+				      GUARD_RO | GUARD_TREE, GUARD_RULE_H1);
+		break;
+	default:
+		break; /* out of the root: the host's */
+	}
+	resolved_close(&res);
+	return rc;
+}
+
+/*
+ * The folder DIRFD (O_PATH), RO-tree or (HOST) a home's outside the root:
+ * every symlink in it, at any depth, is followed (tree_link), to
+ * HOME_WALK_DEPTH levels and HOME_WALK_MAX entries a home.
+ */
+static int tree_walk(struct hscan *h, int dirfd, bool host, unsigned depth)
+{
+	struct dirent *e;
+	struct stat st;
+	int fd, sub, rc = 0;
+	DIR *d;
+
+	if (depth > HOME_WALK_DEPTH || h->walked >= HOME_WALK_MAX) {
+		if (!h->walk_cut++)
+			guard_logf(h->g, "gitguard: a ~/.ssh or ~/.gnupg deeper or larger than "
+					 "%d levels, %d entries: the links beyond are not followed",
+				   HOME_WALK_DEPTH, HOME_WALK_MAX);
+		return 0;
+	}
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while (!rc && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (h->walked++ >= HOME_WALK_MAX)
+			break;
+		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			rc = tree_link(h, fd, host, e->d_name, depth);
+		} else if (S_ISDIR(st.st_mode)) {
+			sub = openat(fd, e->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				rc = tree_walk(h, sub, host, depth + 1);
+				close(sub);
+			}
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * NAME in the home HOMEFD, inside the root (or HOMEFD -1 and NAME absolute,
+ * a home outside it): what it names inside the root (through symlinks, all
+ * pinned) is RO (RO-tree for a folder), NC if missing; a git config file is
+ * scanned (unless OWNER is NO_SCAN).  SUB, for a folder, is the config
  * inside it to scan.
  */
 static int home_inside(struct hscan *h, int homefd, const char *name, const char *sub, uid_t owner)
@@ -223,6 +340,9 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_H1);
 		if (rc)
 			break;
+		/* a folder not scanned (~/.ssh, ~/.gnupg): the symlinks in it followed */
+		if (owner == NO_SCAN && S_ISDIR(res.st.st_mode))
+			rc = tree_walk(h, res.fd, false, 0);
 		if (owner == NO_SCAN)
 			break;
 		if (!sub && S_ISREG(res.st.st_mode))
@@ -237,8 +357,9 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 		break;
 	case RES_MISSING:
 		/* missing in the home itself: the name stage refuses what must not be made */
-		if (!fstat(res.dirfd, &st) && !fstat(homefd, &hst) &&
-		    (st.st_dev != hst.st_dev || st.st_ino != hst.st_ino))
+		if (!fstat(res.dirfd, &st) &&
+		    (homefd < 0 || (!fstat(homefd, &hst) &&
+				     (st.st_dev != hst.st_dev || st.st_ino != hst.st_ino))))
 			rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, res.name,
 				      GUARD_RO | GUARD_TREE, GUARD_RULE_H1);
 		break;
@@ -343,6 +464,127 @@ static int home_outside(struct hscan *h, const char *path, const char *home, uid
 	return rc;
 }
 
+/* PATH (absolute) inside the root is RO (TREE: RO-tree), NC if missing */
+static int protect_path(struct hscan *h, const char *path, bool tree)
+{
+	struct resolved res;
+	struct stat st;
+	int rc = 0;
+
+	switch (guard_resolve(h->g, -1, path, true, pin_cb, h, &res)) {
+	case RES_INSIDE:
+		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL,
+			      GUARD_RO | (tree || S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0),
+			      GUARD_RULE_H1);
+		break;
+	case RES_MISSING:
+		if (!fstat(res.dirfd, &st))
+			rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, res.name,
+				      GUARD_RO | GUARD_TREE, GUARD_RULE_H1);
+		break;
+	default:
+		break;
+	}
+	resolved_close(&res);
+	return rc;
+}
+
+static int ssh_scan(struct hscan *h, const char *home, const char *path, unsigned depth);
+
+/*
+ * One Include argument ARG of an ssh config of HOME, as ssh_config(5) reads
+ * it: ~ and ~user expanded, relative to ~/.ssh, glob(7) patterns.  What it
+ * names inside the root is RO, NC if missing; for a pattern, the folder of
+ * its last component RO-tree (a new file there would match), and each file
+ * it matches is read for its own Includes.
+ */
+static int ssh_include(struct hscan *h, const char *home, const char *arg, unsigned depth)
+{
+	char dir[PATH_MAX], path[PATH_MAX], *slash;
+	glob_t gl;
+	size_t i;
+	int rc = 0;
+
+	if (snprintf(dir, sizeof(dir), "%s/.ssh", home) >= (int)sizeof(dir) ||
+	    home_expand(arg, dir, home, path, sizeof(path)))
+		return 0;
+	if (!strpbrk(path, "*?[")) {
+		rc = protect_path(h, path, false);
+		return rc ? rc : ssh_scan(h, home, path, depth + 1);
+	}
+	slash = strrchr(path, '/');
+	if (slash && slash > path && (size_t)(slash - path) < sizeof(dir)) {
+		memcpy(dir, path, (size_t)(slash - path));
+		dir[slash - path] = '\0';
+		if (!strpbrk(dir, "*?["))
+			rc = protect_path(h, dir, true);
+		else
+			guard_logf(h->g, "gitguard: ssh Include %s: new folders its pattern "
+					 "would match are not guarded", path);
+	}
+	if (rc || glob(path, 0, NULL, &gl))
+		return rc;
+	/* past the bound, the pattern's folder (RO-tree above) still covers its own matches */
+	for (i = 0; !rc && i < gl.gl_pathc && i < SSH_FILES_MAX; i++) {
+		rc = protect_path(h, gl.gl_pathv[i], false);
+		rc = rc ? rc : ssh_scan(h, home, gl.gl_pathv[i], depth + 1);
+	}
+	globfree(&gl);
+	return rc;
+}
+
+/*
+ * Next word of an ssh config line at *P into OUT, double quotes kept
+ * together; KEY: the keyword, which "=" may end ("Include=x")
+ */
+static bool ssh_word(const char **p, bool key, char *out, size_t outsz)
+{
+	const char *s = *p + strspn(*p, " \t");
+	size_t n = 0;
+	bool quoted = false;
+
+	if (!key && *s == '=')
+		s += 1 + strspn(s + 1, " \t");
+	for (; *s && (quoted || (*s != ' ' && *s != '\t' && !(key && *s == '='))); s++) {
+		if (*s == '"')
+			quoted = !quoted;
+		else if (n + 1 < outsz)
+			out[n++] = *s;
+	}
+	out[n] = '\0';
+	*p = s;
+	return n > 0;
+}
+
+/*
+ * The ssh config PATH of HOME (read through the kernel, as ssh reads it):
+ * its Include lines, at any place, to SSH_INCLUDE_DEPTH levels.
+ */
+static int ssh_scan(struct hscan *h, const char *home, const char *path, unsigned depth)
+{
+	char real[PATH_MAX], word[PATH_MAX], *buf, *line, *next;
+	const char *p;
+	size_t len;
+	int rc = 0;
+
+	if (depth > SSH_INCLUDE_DEPTH || h->sshfiles >= SSH_FILES_MAX || !realpath(path, real) ||
+	    guard_read_file(AT_FDCWD, real, SSH_CONFIG_MAX, &buf, &len, NULL))
+		return 0;
+	h->sshfiles++;
+	for (line = buf; !rc && line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		p = line;
+		if (!ssh_word(&p, true, word, sizeof(word)) || strcasecmp(word, "include"))
+			continue;
+		while (!rc && ssh_word(&p, false, word, sizeof(word)))
+			rc = ssh_include(h, home, word, depth);
+	}
+	free(buf);
+	return rc;
+}
+
 /* A home DIR not made yet, inside the root: the bot may not make it */
 static int home_missing(struct hscan *h, const char *dir)
 {
@@ -356,6 +598,49 @@ static int home_missing(struct hscan *h, const char *dir)
 			      GUARD_RULE_H1);
 	resolved_close(&res);
 	return rc;
+}
+
+/*
+ * A home DIR outside the root: where its configs, ~/.ssh and ~/.gnupg lead
+ * inside the root (a dotfiles folder there, GNU stow's links to it) is
+ * guarded as in a home inside; links in its own ~/.ssh and ~/.gnupg too.
+ */
+static int home_links_outside(struct hscan *h, const char *dir, uid_t owner)
+{
+	static const struct {
+		const char *name, *sub;
+		bool scan;
+	} names[] = {{".gitconfig", NULL, true},	 {".config/git", "config", true},
+		     {".config/git/config", NULL, true}, {".ssh", NULL, false},
+		     {".gnupg", NULL, false}};
+	char path[PATH_MAX];
+	size_t i;
+	int rc = 0, fd;
+
+	for (i = 0; !rc && i < sizeof(names) / sizeof(names[0]); i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", dir, names[i].name) >= (int)sizeof(path))
+			continue;
+		rc = home_inside(h, -1, path, names[i].sub, names[i].scan ? owner : NO_SCAN);
+		if (rc || names[i].scan)
+			continue;
+		fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			rc = tree_walk(h, fd, true, 0);
+			close(fd);
+		}
+	}
+	return rc;
+}
+
+/* What the home DIR's ~/.ssh/config Includes, inside the root or not */
+static int home_ssh(struct hscan *h, const char *dir)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/.ssh/config", dir) >= (int)sizeof(path))
+		return 0;
+	h->sshfiles = 0;
+	return ssh_scan(h, dir, path, 0);
 }
 
 /* The home DIR: remembered by (dev, ino); inside the root, pinned and its configs guarded */
@@ -372,6 +657,7 @@ static int home_add(struct hscan *h, const char *dir)
 		return 0;
 	if (h->tab)
 		h->tab[h->n++] = (struct guard_home){st.st_dev, st.st_ino};
+	h->walked = 0;
 	/* the person may write these on the host while mounted: watched */
 	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -385,12 +671,21 @@ static int home_add(struct hscan *h, const char *dir)
 			      GUARD_RULE_H1);
 		rc = rc ? rc : home_inside(h, res.fd, ".gitconfig", NULL, st.st_uid);
 		rc = rc ? rc : home_inside(h, res.fd, ".config/git", "config", st.st_uid);
-		/* git over ssh runs what ~/.ssh/config names (ProxyCommand, Match exec) */
-		rc = rc ? rc : home_inside(h, res.fd, ".ssh/config", NULL, NO_SCAN);
+		/* a symlink as the config in a real ~/.config/git leads elsewhere */
+		rc = rc ? rc : home_inside(h, res.fd, ".config/git/config", NULL, st.st_uid);
+		/*
+		 * git over ssh runs what ~/.ssh/config and its Includes name
+		 * (ProxyCommand, Match exec), a signing git runs gpg-agent's
+		 * pinentry-program: through symlinks, all of both RO-tree
+		 */
+		rc = rc ? rc : home_inside(h, res.fd, ".ssh", NULL, NO_SCAN);
+		rc = rc ? rc : home_inside(h, res.fd, ".gnupg", NULL, NO_SCAN);
 		resolved_close(&res);
-		return rc;
+		return rc ? rc : home_ssh(h, dir);
 	}
 	resolved_close(&res);
+	rc = rc ? rc : home_links_outside(h, dir, st.st_uid);
+	rc = rc ? rc : home_ssh(h, dir);
 	if (!rc && snprintf(path, sizeof(path), "%s/.gitconfig", dir) < (int)sizeof(path))
 		rc = home_outside(h, path, dir, st.st_uid, 0);
 	if (!rc && snprintf(path, sizeof(path), "%s/.config/git/config", dir) < (int)sizeof(path))

@@ -21,6 +21,8 @@ MARKS="$T/marks" # where a payload that ran leaves its marker (the user may writ
 U="agfs-h$$"
 U2="agfs-o$$" # a second person, whose home is outside the root
 UH2="$T/home2"
+U3="agfs-v$$" # a third person, whose home inside the root has no .ssh nor .gnupg yet
+UH3="$S/home/v"
 mkdir -p "$S/home" "$S/other" "$S/shared" "$M" "$PAY" "$MARKS"
 chmod 1777 "$MARKS"
 
@@ -28,7 +30,7 @@ chmod 1777 "$MARKS"
 home_cleanup()
 {
 	local rc=$? u
-	for u in "$U" "$U2"; do
+	for u in "$U" "$U2" "$U3"; do
 		userdel "$u" >/dev/null 2>&1
 		groupdel "$u" >/dev/null 2>&1
 	done
@@ -40,11 +42,13 @@ trap home_cleanup EXIT
 for _i in 1 2 3 4 5 6 7 8 9 10; do
 	getent passwd "$U" >/dev/null || useradd -M -U -d "$UH" -s /bin/sh "$U" 2>/dev/null
 	getent passwd "$U2" >/dev/null || useradd -M -U -d "$UH2" -s /bin/sh "$U2" 2>/dev/null
-	getent passwd "$U" >/dev/null && getent passwd "$U2" >/dev/null && break
+	getent passwd "$U3" >/dev/null || useradd -M -U -d "$UH3" -s /bin/sh "$U3" 2>/dev/null
+	getent passwd "$U" >/dev/null && getent passwd "$U2" >/dev/null &&
+		getent passwd "$U3" >/dev/null && break
 	sleep 0.3
 done
-getent passwd "$U" >/dev/null && getent passwd "$U2" >/dev/null ||
-	bail_out "cannot make the test users $U and $U2"
+getent passwd "$U" >/dev/null && getent passwd "$U2" >/dev/null &&
+	getent passwd "$U3" >/dev/null || bail_out "cannot make the test users $U, $U2 and $U3"
 
 # as_user CMD...: CMD as the test user, with its home, no inherited git settings
 as_user()
@@ -78,10 +82,19 @@ sshcfg()
 
 setup()
 {
-	mkdir -p "$UH/.config/git" "$UH/work" "$UH/.ssh/config.d" "$UH/.gnupg"
-	# the common split ssh setup: config Includes every file of config.d
-	printf 'Include config.d/*\n' >"$UH/.ssh/config"
+	mkdir -p "$UH/.config/git" "$UH/work" "$UH/.ssh/config.d" "$S/dots/ssh/stow.d" \
+		"$S/dots/gnupg" "$UH3"
+	# the common split ssh setup: config Includes every file of config.d; GNU
+	# stow folds stow.d, and all of ~/.gnupg, into a dotfiles folder in the root
+	printf 'Include config.d/*\nInclude stow.d/*\nInclude %s\n' "$S/shared/ssh-team.conf" \
+		>"$UH/.ssh/config"
+	printf '# the team ssh settings\n' >"$S/shared/ssh-team.conf"
+	chown "$U" "$S/shared/ssh-team.conf"
+	ln -s ../../../dots/ssh/stow.d "$UH/.ssh/stow.d"
+	ln -s ../../dots/gnupg "$UH/.gnupg"
 	printf 'keyid-format long\n' >"$UH/.gnupg/gpg.conf"
+	chown -R "$U" "$S/dots"
+	chown "$U3" "$UH3"
 	: >"$UH/.ssh/known_hosts"
 	printf '[user]\n\tname = u\n\temail = u@example.org\n[include]\n\tpath = inc.cfg\n' \
 		>"$UH/.gitconfig"
@@ -131,6 +144,12 @@ if [ -e "$MARKS/PWNED-control-ssh" ]; then
 else
 	skip "control: this ssh does not run ProxyCommand here (the ssh attack below proves less)"
 fi
+# the second person's dotfiles live in the root (the bot is given ~/src): stow links ssh.d there
+mkdir -p "$UH2/.ssh" "$S/dots2/ssh.d"
+printf 'Include ssh.d/*\n' >"$UH2/.ssh/config"
+ln -s "$S/dots2/ssh.d" "$UH2/.ssh/ssh.d"
+chown -R "$U2" "$UH2/.ssh" "$S/dots2"
+chmod 700 "$UH2/.ssh"
 
 mount_or_stop "writable mount of a folder that holds a home" fs_mount "$S" "$M"
 H="$M/home/u"
@@ -196,6 +215,30 @@ is "$(try create "$H/.gnupg/gpg-agent.conf")" EROFS "~/.gnupg/gpg-agent.conf: cr
 is "$(plant "$H/.gnupg/gpg.conf")" EROFS "~/.gnupg/gpg.conf: append refused"
 is "$(try rename "$H/.gnupg" "$H/gnupg-old")" EROFS "~/.gnupg: rename away refused"
 [ -d "$H/gnupg-old" ] && mv "$H/gnupg-old" "$H/.gnupg"
+# H-a: where symlinks as and in ~/.ssh, ~/.gnupg lead (GNU stow's dotfiles folder)
+is "$(plant "$M/dots/ssh/stow.d/bot" "$PAY/bot.ssh")" EROFS "a folder a link in ~/.ssh names (stow): a config refused"
+is "$(plant "$H/.ssh/stow.d/bot2" "$PAY/bot.ssh")" EROFS "... and through the link"
+is "$(try create "$M/dots/gnupg/gpg-agent.conf")" EROFS "the folder ~/.gnupg links to: gpg-agent.conf refused"
+is "$(plant "$M/dots/gnupg/gpg.conf")" EROFS "... its gpg.conf read-only"
+is "$(try rename "$M/dots/ssh" "$M/dots/ssh2")" EROFS "... the folders on the way pinned"
+[ -d "$M/dots/ssh2" ] && mv "$M/dots/ssh2" "$M/dots/ssh" # unguarded: put it back for the git below
+is "$(plant "$M/dots/notes")" OK "other files in the dotfiles folder writable"
+is "$(plant "$M/dots2/ssh.d/bot" "$PAY/bot.ssh")" EROFS "a home outside the root: the folder its ~/.ssh links to (stow) refused"
+# H-d: a file ~/.ssh/config Includes elsewhere in the root
+is "$(plant "$M/shared/ssh-team.conf" "$PAY/bot.ssh")" EROFS "a file ~/.ssh/config Includes by absolute path: refused"
+# H-b: no chmod opening them to other accounts
+is "$(shell_result chmod 0777 "$H/.ssh")" EROFS "~/.ssh: chmod refused"
+is "$(shell_result chmod 0777 "$M/dots/gnupg")" EROFS "the folder ~/.gnupg links to: chmod refused"
+# ... nor the home, ~/.config and the folder above the home (another account would swap ~/.gitconfig)
+is "$(shell_result chmod 0777 "$H")" EROFS "the home: chmod 0777 refused"
+is "$(shell_result chmod 0775 "$H/.config")" EROFS "~/.config: chmod g+w refused"
+is "$(shell_result chmod 0777 "$M/home")" EROFS "the folder above a home: chmod 0777 refused"
+is "$(shell_result chmod 0700 "$H/work")" OK "other folders in a home: chmod allowed"
+is "$(shell_result chmod 0755 "$H")" OK "the home: chmod 0755 allowed"
+# H-c: a missing ~/.ssh, ~/.gnupg is not the bot's to make
+is "$(try mkdir "$M/home/v/.ssh")" EROFS "a missing ~/.ssh: mkdir refused"
+is "$(try mkdir "$M/home/v/.gnupg")" EROFS "a missing ~/.gnupg: mkdir refused"
+is "$(try mkdir "$M/home/v/work")" OK "... other folders in that home may be made"
 is "$(try mkdir "$M/other/.ssh")" OK "a folder named .ssh outside a home: mkdir"
 is "$(plant "$M/other/.ssh/config" "$PAY/bot.ssh")" OK "... and a config in it is writable"
 
@@ -235,11 +278,19 @@ is "$?" 0 "host: ~/.gitconfig is what the person left"
 cmp -s "$UH/.config/git/config" "$T/xdgconfig.before"
 is "$?" 0 "host: ~/.config/git/config is what the person left"
 check "host: no include target appeared" test ! -e "$UH/inc.cfg"
+check "host: no ssh config in the stow folder" test ! -e "$S/dots/ssh/stow.d/bot"
+check "host: no gpg-agent.conf" test ! -e "$S/dots/gnupg/gpg-agent.conf"
+for _d in "$UH" "$UH/.config" "$S/home"; do
+	check "host: ${_d#"$S"/} not opened to other accounts" test "$(stat -c %a "$_d")" = 755
+done
+check "host: ~/.ssh not opened to other accounts" test "$(stat -c %a "$UH/.ssh")" != 777
+check "host: the gnupg folder not opened to other accounts" test "$(stat -c %a "$S/dots/gnupg")" != 777
 as_user git -C "$T/repo" status >"$T/host.log" 2>&1
 is "$?" 0 "host: the user's git status runs"
 as_user git -C "$T/repo" commit -q --allow-empty -m x >>"$T/host.log" 2>&1
 is "$?" 0 "host: the user's git commit runs"
 as_user timeout 20 git ls-remote ssh://git@example.invalid/x.git >>"$T/host.log" 2>&1
+as_user2 timeout 20 git ls-remote ssh://git@example.invalid/x.git >>"$T/host.log" 2>&1
 as_user2 git -C "$T/repo2" status >>"$T/host.log" 2>&1
 is "$?" 0 "host: the second person's git status runs"
 as_user2 git -C "$T/repo2" commit -q --allow-empty -m x >>"$T/host.log" 2>&1

@@ -22,6 +22,21 @@ static char home2p[PATH_MAX];	/* a home not made yet */
 static char home3p[PATH_MAX];	/* a home outside the root */
 static const char *homes[4] = {homep, home2p, home3p, NULL};
 
+/* chmod of REL to MODE (the permission bits) */
+static const char *chmod_to(const char *rel, mode_t mode)
+{
+	struct guard_req r = {.op = GUARD_OP_CHMOD, .fd = -1, .parent_fd = -1,
+			      .src_parent_fd = -1, .victim_fd = -1};
+	struct guard_cls c;
+	struct stat st;
+
+	if (walk_to(rel, &c, NULL, &st))
+		return "ERR";
+	r.cls = &c;
+	r.mode = (st.st_mode & S_IFMT) | mode;
+	return result(guard_check(g, &r, &v));
+}
+
 static void test_home_names(void)
 {
 	struct guard_cls c;
@@ -56,6 +71,15 @@ static void test_home_names(void)
 	IS(try_mkdir("home/later"), "H1", "a home not made yet may not be made");
 	IS(try_create("home/u/.config/other"), "", "other files in ~/.config writable");
 	IS(try_write("home/u/proj/a.txt"), "", "other files in a home writable");
+	/* H-b: the home, ~/.config and the folders above not opened to other accounts */
+	IS(chmod_to("home/u", 0777), "H1", "a home: chmod 0777 refused");
+	IS(chmod_to("home/u", 0757), "H1", "a home: chmod o+w refused");
+	IS(chmod_to("home/u", 0700), "", "a home: chmod 0700 allowed");
+	IS(chmod_to("home/u/.config", 0775), "H1", "~/.config: chmod g+w refused");
+	IS(chmod_to("home/u/.config", 0755), "", "~/.config: chmod 0755 allowed");
+	IS(chmod_to("home", 0777), "H1", "the folder above a home: chmod 0777 refused");
+	IS(chmod_to("home/u/proj", 0777), "", "other folders in a home: chmod 0777 allowed");
+	IS(chmod_to("other", 0777), "", "folders outside a home: chmod 0777 allowed");
 	IS(try_create("home/u/.bashrc.x"), "", "other names in a home can be made");
 	/* no false positives outside a home */
 	IS(try_write("other/.gitconfig"), "", ".gitconfig outside a home writable");
@@ -80,13 +104,15 @@ static void test_home_names(void)
 	IS(try_remove("home/u/.config"), "H1", "a new ~/.config is pinned too");
 	/* ~/.ssh: git over ssh runs what its config and the files it Includes name */
 	IS(try_symlink("home/u/.ssh", "../../other"), "H1", "~/.ssh no symlink");
-	IS(try_mkdir("home/u/.ssh"), "", "~/.ssh may be made");
+	IS(try_mkdir("home/u/.ssh"), "H1", "~/.ssh may not be made by the bot (H-c)");
+	IS(try_mkdir("home/u/.gnupg"), "H1", "~/.gnupg may not be made by the bot (H-c)");
 	sh("mkdir home/u/.ssh && echo x >home/u/.ssh/known_hosts");
+	IS(try_write("home/u/.ssh"), "H1", "~/.ssh itself read-only: no chmod (H-b)");
 	IS(try_create("home/u/.ssh/config"), "H1", "~/.ssh/config NC");
 	IS(try_write("home/u/.ssh/known_hosts"), "H1", "~/.ssh/known_hosts read-only (all of ~/.ssh)");
 	IS(try_mkdir("home/u/.ssh/config.d"), "H1", "~/.ssh: no folder made (an Include target)");
-	IS(try_mkdir("home/u/.gnupg"), "", "~/.gnupg may be made");
 	sh("mkdir home/u/.gnupg && touch home/u/.gnupg/gpg.conf");
+	IS(try_write("home/u/.gnupg"), "H1", "~/.gnupg itself read-only: no chmod (H-b)");
 	IS(try_create("home/u/.gnupg/gpg-agent.conf"), "H1", "~/.gnupg/gpg-agent.conf NC (its pinentry runs)");
 	IS(try_write("home/u/.gnupg/gpg.conf"), "H1", "~/.gnupg/gpg.conf read-only");
 	IS(try_rename("home/u/.gnupg", "home/u/gnupg-old"), "H1", "~/.gnupg pinned");
@@ -116,6 +142,80 @@ static void test_home_links(void)
 	IS(try_rename("dots", "dots2"), "H1", "folders on the way pinned");
 	IS(try_create("dots/other"), "", "other files beside them writable");
 	IS(try_write("dots/ssh_config"), "H1", "target of a ~/.ssh/config symlink RO");
+}
+
+/* GNU stow: ~/.ssh/config.d and ~/.gnupg are symlinks into a dotfiles folder in the root (H-a) */
+static void test_home_stow(void)
+{
+	new_root("w", false);
+	snprintf(homep, sizeof(homep), "%s/w/u", top);
+	snprintf(home2p, sizeof(home2p), "%s/w/none", top);
+	sh("mkdir -p u/.ssh dots/ssh/config.d dots/ssh/deep dots/gnupg dots/keys && "
+	   "echo 'Include config.d/*' >u/.ssh/config && echo 'Host x' >dots/ssh/config.d/a && "
+	   "ln -s ../../dots/ssh/config.d u/.ssh/config.d && "
+	   "ln -s ../../dots/keys/ak u/.ssh/authorized_keys && "
+	   "ln -s ../../dots/ssh/deep u/.ssh/deep && ln -s ../../keys/kh dots/ssh/deep/kh && "
+	   "ln -s ../dots/gnupg u/.gnupg && echo x >dots/gnupg/gpg.conf && echo x >dots/other && "
+	   "mkdir -p u/.config/git && echo '[core]' >dots/gitcfg && "
+	   "ln -s ../../../dots/gitcfg u/.config/git/config");
+	open_root(false);
+	IS(try_create("dots/ssh/config.d/bot"), "H1", "a folder ~/.ssh/config.d links to: RO-tree");
+	IS(try_write("dots/ssh/config.d/a"), "H1", "... and the file in it RO");
+	IS(try_create("dots/keys/ak"), "H1", "a missing authorized_keys a link names: NC");
+	IS(try_create("dots/keys/kh"), "H1", "a link in a linked folder is followed too");
+	IS(try_create("dots/gnupg/gpg-agent.conf"), "H1", "the folder a ~/.gnupg symlink names: RO-tree");
+	IS(try_write("dots/gnupg"), "H1", "... and it cannot be chmodded");
+	IS(try_rename("dots/ssh", "dots/ssh2"), "H1", "folders on the way pinned");
+	IS(try_write("dots/other"), "", "other files beside them writable");
+	IS(try_create("dots/keys/other"), "", "other names beside a named link target can be made");
+	IS(try_write("dots/gitcfg"), "H1", "where a link as ~/.config/git/config leads: RO");
+}
+
+/* a home outside the root whose dotfiles (stow) are inside it: ~/src/dotfiles, the bot given ~/src */
+static void test_home_out_links(void)
+{
+	new_root("o", false);
+	snprintf(homep, sizeof(homep), "%s/ohome", top);
+	snprintf(home2p, sizeof(home2p), "%s/o/none", top);
+	sh("mkdir -p dots/ssh/config.d dots/gnupg dots/git ../ohome/.ssh ../ohome/.config && "
+	   "echo '[core]' >dots/gitconfig && echo '[core]' >dots/git/config && "
+	   "echo 'Host x' >dots/ssh/config.d/a && echo x >dots/gnupg/gpg.conf && "
+	   "ln -s ../o/dots/gitconfig ../ohome/.gitconfig && "
+	   "ln -s ../../o/dots/git ../ohome/.config/git && "
+	   "ln -s ../../o/dots/ssh/config.d ../ohome/.ssh/config.d && "
+	   "ln -s ../o/dots/gnupg ../ohome/.gnupg && echo x >dots/other");
+	open_root(false);
+	IS(try_write("dots/gitconfig"), "H1", "outside home: the ~/.gitconfig a link names RO");
+	IS(try_write("dots/git/config"), "H1", "outside home: the ~/.config/git a link names RO");
+	IS(try_create("dots/ssh/config.d/bot"), "H1", "outside home: a ~/.ssh/config.d link names RO-tree");
+	IS(try_create("dots/gnupg/gpg-agent.conf"), "H1", "outside home: the ~/.gnupg a link names RO-tree");
+	IS(try_write("dots/other"), "", "outside home: other files beside them writable");
+	homep[0] = '\0';
+}
+
+/* H-d: what ~/.ssh/config Includes elsewhere in the root (absolute, ~, globs, nested) */
+static void test_ssh_include(void)
+{
+	new_root("i", false);
+	snprintf(homep, sizeof(homep), "%s/i/u", top);
+	snprintf(home2p, sizeof(home2p), "%s/i/none", top);
+	snprintf(home3p, sizeof(home3p), "%s/ihome", top);
+	sh("mkdir -p u/.ssh x/d ../ihome/.ssh && "
+	   "printf 'Host y\n  Include %s/i/x/one.conf\n"
+	   "Include ~/../x/d/*.conf \"%s/i/x/missing.conf\"\nInclude=rel.conf\n' >u/.ssh/config && "
+	   "echo 'Include %s/i/x/two.conf' >x/one.conf && echo x >x/two.conf && "
+	   "echo x >x/d/a.conf && echo x >x/other && echo x >x/three.conf && "
+	   "echo 'include %s/i/x/three.conf' >../ihome/.ssh/config",
+	   top, top, top, top);
+	open_root(false);
+	IS(try_write("x/one.conf"), "H1", "ssh Include by absolute path: RO");
+	IS(try_write("x/two.conf"), "H1", "... and what it Includes in turn");
+	IS(try_write("x/d/a.conf"), "H1", "ssh Include by ~ and a glob: the match RO");
+	IS(try_create("x/d/b.conf"), "H1", "... and no new file in the pattern's folder");
+	IS(try_create("x/missing.conf"), "H1", "a quoted ssh Include not made yet: NC");
+	IS(try_write("x/three.conf"), "H1", "an Include of a home's ssh config outside the root: RO");
+	IS(try_write("x/other"), "", "other files beside them writable");
+	home3p[0] = '\0';
 }
 
 /* a person changes their configuration on the host while mounted; a home outside the root */
@@ -198,6 +298,9 @@ int main(void)
 		die("realpath");
 	test_home_names();
 	test_home_links();
+	test_home_stow();
+	test_home_out_links();
+	test_ssh_include();
 	test_home_changes();
 	test_home_alias();
 	test_root_is_home();
