@@ -199,72 +199,309 @@ static bool names_gitdir(const char *path)
 	return false;
 }
 
-/* X1: a new symlink whose target, taken lexically, enters a git folder */
-static int check_x1(struct guard *g, const char *parent_path, const char *target,
+/*
+ * X1's walk: the target of a new symlink resolved the way the kernel will
+ * (physical "..", symlinks followed, at most X1_LINKS of them), one component
+ * at a time from the root's fd.  In the root each folder is classified from
+ * its parent's class (LV holds the classes from the root down); outside it,
+ * only coming back into the root matters (and a folder named like a git one).
+ */
+#define X1_LINKS 40 /* the kernel's MAXSYMLINKS */
+#define X1_BUF (PATH_MAX * 4)
+
+struct x1lv {
+	uint64_t dev;
+	uint64_t ino;
+	struct guard_cls cls;
+};
+
+struct x1walk {
+	struct guard *g;
+	struct guard_verdict *v;
+	int fd;	     /* where the walk is (O_PATH) */
+	size_t n;    /* levels in the root (0: outside it) */
+	size_t alloc;
+	struct x1lv *lv;
+	char *rest;  /* what is left to resolve */
+	unsigned links;
+	bool missing; /* a component was not there: the rest is judged by name */
+};
+
+/* The walk moves to NFD */
+static void x1_move(struct x1walk *w, int nfd)
+{
+	close(w->fd);
+	w->fd = nfd;
+}
+
+/* The walk reached the folder NFD outside the root: is it the root? */
+static int x1_outside(struct x1walk *w, int nfd, const char *name, const struct stat *st)
+{
+	x1_move(w, nfd);
+	if ((uint64_t)st->st_dev == w->g->root_dev && (uint64_t)st->st_ino == w->g->root_ino) {
+		if (guard_classify_root(w->g, &w->lv[0].cls, NULL) < 0)
+			return guard_refuse_why(w->v, GUARD_RULE_X1, "root cannot be classified");
+		w->lv[0].dev = w->g->root_dev;
+		w->lv[0].ino = w->g->root_ino;
+		w->n = 1;
+		return guard_in_gitdir(&w->lv[0].cls) ? guard_refuse(w->v, GUARD_RULE_X1) : 0;
+	}
+	/*
+	 * A git folder outside the root is not this root's to protect (a write
+	 * through the link does not come through this mount): only its name is
+	 * judged, as for the target's own text.
+	 */
+	if (name && (name_is_dotgit(name) || name_is_bare(name)))
+		return guard_refuse(w->v, GUARD_RULE_X1);
+	return 0;
+}
+
+/* ".." of the folder actually reached, not of the name that led there */
+static int x1_up(struct x1walk *w)
+{
+	struct stat st;
+	int nfd;
+
+	nfd = openat(w->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (nfd < 0 || fstat(nfd, &st) < 0) {
+		if (nfd >= 0)
+			close(nfd);
+		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink target cannot be checked");
+	}
+	if (w->n == 1) { /* out of the root */
+		w->n = 0;
+		return x1_outside(w, nfd, NULL, &st);
+	}
+	if (w->n == 0) {
+		x1_move(w, nfd);
+		return 0;
+	}
+	w->n--;
+	x1_move(w, nfd);
+	if ((uint64_t)st.st_dev != w->lv[w->n - 1].dev || (uint64_t)st.st_ino != w->lv[w->n - 1].ino)
+		return guard_refuse_why(w->v, GUARD_RULE_X1, "folder moved while it was checked");
+	return 0;
+}
+
+/* The symlink NAME in the walk's folder: its target goes in front of the rest */
+static int x1_link(struct x1walk *w, const char *name)
+{
+	char *buf;
+	ssize_t len;
+	size_t rl = strlen(w->rest);
+	int nfd;
+
+	if (++w->links > X1_LINKS)
+		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink target loops");
+	buf = malloc(X1_BUF);
+	if (!buf)
+		return -ENOMEM;
+	len = readlinkat(w->fd, name, buf, PATH_MAX);
+	if (len <= 0 || (size_t)len + 1 + rl + 1 > X1_BUF) {
+		free(buf);
+		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink target cannot be checked");
+	}
+	buf[len] = '/';
+	memcpy(buf + len + 1, w->rest, rl + 1);
+	free(w->rest);
+	w->rest = buf;
+	if (buf[0] != '/')
+		return 0;
+	nfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (nfd < 0)
+		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink target cannot be checked");
+	x1_move(w, nfd);
+	w->n = 0;
+	return 0;
+}
+
+/* One component COMP of the target */
+static int x1_step(struct x1walk *w, const char *comp)
+{
+	struct guard_cls c;
+	struct stat st;
+	int nfd;
+
+	if (!strcmp(comp, "."))
+		return 0;
+	if (!strcmp(comp, ".."))
+		return x1_up(w);
+	nfd = openat(w->fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd < 0) {
+		/* not there (yet): G1/G2 keep it from becoming a git folder */
+		w->missing = true;
+		return 0;
+	}
+	if (fstat(nfd, &st) < 0) {
+		close(nfd);
+		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink target cannot be checked");
+	}
+	if (w->n) {
+		if (guard_classify(w->g, &w->lv[w->n - 1].cls, w->fd, comp, &st, nfd, &c) < 0) {
+			close(nfd);
+			return guard_refuse_why(w->v, GUARD_RULE_X1,
+						"symlink target cannot be checked");
+		}
+		if (guard_in_gitdir(&c)) {
+			close(nfd);
+			return guard_refuse(w->v, GUARD_RULE_X1);
+		}
+	}
+	if (S_ISLNK(st.st_mode)) {
+		close(nfd);
+		return x1_link(w, comp);
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		close(nfd);
+		w->missing = true; /* a file: nothing is beneath it */
+		return 0;
+	}
+	if (!w->n)
+		return x1_outside(w, nfd, comp, &st);
+	if (w->n >= GUARD_WALK_DEPTH * 16 ||
+	    gg_grow(&w->lv, &w->alloc, w->n + 1, sizeof(*w->lv), 64)) {
+		close(nfd);
+		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink target too deep to check");
+	}
+	w->lv[w->n].dev = st.st_dev;
+	w->lv[w->n].ino = st.st_ino;
+	w->lv[w->n].cls = c;
+	w->n++;
+	x1_move(w, nfd);
+	return 0;
+}
+
+/*
+ * Resolves what is left of W's target.  Past a component that is not there,
+ * nothing resolves today, but that name may become a symlink tomorrow: a ".."
+ * after it would then climb from wherever that symlink leads, so it is refused.
+ */
+static int x1_resolve(struct x1walk *w)
+{
+	char comp[NAME_MAX + 1];
+	const char *p;
+	char *next;
+	int n, rc = 0;
+
+	while (!rc) {
+		p = w->rest;
+		n = gg_path_next(&p, comp, sizeof(comp));
+		if (n == 0)
+			break;
+		if (n < 0)
+			return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink target cannot be checked");
+		if (w->missing) {
+			if (!strcmp(comp, ".."))
+				return guard_refuse_why(w->v, GUARD_RULE_X1,
+							"symlink target climbs out of a folder "
+							"that does not exist");
+			memmove(w->rest, p, strlen(p) + 1);
+			continue;
+		}
+		next = strdup(p);
+		if (!next)
+			return -ENOMEM;
+		free(w->rest);
+		w->rest = next;
+		rc = x1_step(w, comp);
+	}
+	return rc;
+}
+
+/* The folder of the new symlink: PARENT_PATH from the root, and it must be PARENT_FD */
+static int x1_parent(struct x1walk *w, const char *parent_path, int parent_fd)
+{
+	char comp[NAME_MAX + 1];
+	const char *p = parent_path;
+	struct stat st;
+	int n, rc = 0;
+
+	while (!rc && (n = gg_path_next(&p, comp, sizeof(comp))) != 0) {
+		if (n < 0 || !strcmp(comp, ".."))
+			return guard_refuse_why(w->v, GUARD_RULE_X1,
+						"symlink's folder cannot be located");
+		if (!strcmp(comp, "."))
+			continue;
+		rc = x1_step(w, comp);
+		if (!rc && (w->missing || w->links || !w->n))
+			rc = guard_refuse_why(w->v, GUARD_RULE_X1,
+					      "symlink's folder cannot be located");
+	}
+	if (rc || parent_fd < 0)
+		return rc;
+	if (fstat(parent_fd, &st) < 0 || (uint64_t)st.st_dev != w->lv[w->n - 1].dev ||
+	    (uint64_t)st.st_ino != w->lv[w->n - 1].ino)
+		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink's folder cannot be located");
+	return 0;
+}
+
+/*
+ * X1: a new symlink in the folder PARENT_FD (PARENT_PATH from the root) whose
+ * target, resolved as the kernel will, enters a git folder.
+ */
+static int check_x1(struct guard *g, const char *parent_path, int parent_fd, const char *target,
 		    struct guard_verdict *v)
 {
-	char path[PATH_MAX * 2], abs[PATH_MAX * 3];
-	struct guard_cls cls, c;
-	const char *rel, *p;
-	char comp[NAME_MAX + 1];
-	struct stat st;
-	int cur, nfd, rc = 0;
-	size_t n, rl;
+	struct x1walk w = {.g = g, .v = v, .fd = -1};
+	size_t tl;
+	int rc;
 
 	if (!target || !*target)
 		return 0;
 	if (names_gitdir(target))
 		return guard_refuse(v, GUARD_RULE_X1);
-	n = (size_t)snprintf(path, sizeof(path), "%s/%s", parent_path ? parent_path : "", target);
-	if (n >= sizeof(path))
-		return guard_refuse_why(v, GUARD_RULE_X1, "symlink target too long to check");
-	rel = path;
-	if (target[0] == '/' || !gg_path_rel(path)) {
-		/* absolute, or climbing out: "/.." is "/", and "../root" may come back in */
-		if (!g->root_path)
-			return 0;
-		if (target[0] == '/')
-			n = (size_t)snprintf(abs, sizeof(abs), "%s", target);
-		else
-			n = (size_t)snprintf(abs, sizeof(abs), "%s/%s/%s", g->root_path,
-					     parent_path ? parent_path : "", target);
-		if (n >= sizeof(abs) || gg_path_abs(abs, path, sizeof(path)))
-			return guard_refuse_why(v, GUARD_RULE_X1,
-						"symlink target too long to check");
-		rl = strlen(g->root_path);
-		if (strncmp(path, g->root_path, rl) || (path[rl] && path[rl] != '/'))
-			return 0; /* outside the root, and no .git in its name */
-		rel = path + rl;
+	if (!parent_path)
+		return guard_refuse_why(v, GUARD_RULE_X1, "symlink's folder cannot be located");
+	tl = strlen(target);
+	w.alloc = 64;
+	w.lv = calloc(w.alloc, sizeof(*w.lv));
+	w.rest = malloc(tl + 1);
+	if (!w.lv || !w.rest) {
+		rc = -ENOMEM;
+		goto out;
 	}
-	if (guard_classify_root(g, &cls, NULL) < 0)
-		return guard_refuse_why(v, GUARD_RULE_X1, "root cannot be classified");
-	if (cls.kind == GUARD_GITDIR || cls.kind == GUARD_INGIT)
-		return guard_refuse(v, GUARD_RULE_X1);
-	cur = fcntl(g->root_fd, F_DUPFD_CLOEXEC, 3);
-	if (cur < 0)
-		return guard_refuse_why(v, GUARD_RULE_X1, "root cannot be opened");
-	for (p = rel; !rc && gg_path_next(&p, comp, sizeof(comp)) > 0;) {
-		nfd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (nfd < 0)
-			break; /* not there (yet): G1/G2 keep it from becoming a git folder */
-		if (fstat(nfd, &st) < 0 || guard_classify(g, &cls, cur, comp, &st, nfd, &c) < 0) {
-			close(nfd);
+	memcpy(w.rest, target, tl + 1);
+	w.fd = fcntl(g->root_fd, F_DUPFD_CLOEXEC, 3);
+	if (w.fd < 0) {
+		rc = guard_refuse_why(v, GUARD_RULE_X1, "root cannot be opened");
+		goto out;
+	}
+	w.lv[0].dev = g->root_dev;
+	w.lv[0].ino = g->root_ino;
+	w.n = 1;
+	if (guard_classify_root(g, &w.lv[0].cls, NULL) < 0) {
+		rc = guard_refuse_why(v, GUARD_RULE_X1, "root cannot be classified");
+		goto out;
+	}
+	if (guard_in_gitdir(&w.lv[0].cls)) {
+		rc = guard_refuse(v, GUARD_RULE_X1);
+		goto out;
+	}
+	rc = x1_parent(&w, parent_path, parent_fd);
+	if (!rc && target[0] == '/') {
+		x1_move(&w, open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+		w.n = 0;
+		if (w.fd < 0)
 			rc = guard_refuse_why(v, GUARD_RULE_X1, "symlink target cannot be checked");
-			break;
-		}
-		if (c.kind == GUARD_GITDIR || c.kind == GUARD_INGIT) {
-			close(nfd);
-			rc = guard_refuse(v, GUARD_RULE_X1);
-			break;
-		}
-		close(cur);
-		cur = nfd;
-		cls = c;
-		if (!S_ISDIR(st.st_mode))
-			break; /* a symlink or a file: the lexical walk ends here */
 	}
-	close(cur);
+	if (!rc)
+		rc = x1_resolve(&w);
+out:
+	if (w.fd >= 0)
+		close(w.fd);
+	free(w.lv);
+	free(w.rest);
 	return rc;
+}
+
+/* X1 again for a symlink renamed or linked into REQ's parent: its target, read from there */
+static int check_moved_link(struct guard *g, const struct guard_req *req, struct guard_verdict *v)
+{
+	if (!S_ISLNK(req->mode) || (req->cls && req->cls->kind == GUARD_BOTREPO))
+		return 0;
+	if (!req->target)
+		return guard_refuse_why(v, GUARD_RULE_X1, "symlink moved without its target");
+	return check_x1(g, req->parent_path, req->parent_fd, req->target, v);
 }
 
 /*
@@ -313,7 +550,7 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 		mode = head_symlink(req) ? S_IFREG : S_IFLNK;
 		rc = check_new(g, req->parent, req->parent_fd, req->name, mode, false, v);
 		if (!rc && S_ISLNK(mode))
-			rc = check_x1(g, req->parent_path, req->target, v);
+			rc = check_x1(g, req->parent_path, req->parent_fd, req->target, v);
 		return rc;
 	case GUARD_OP_LINK:
 		if (req->cls->kind != GUARD_BOTREPO &&
@@ -324,14 +561,16 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 		    (rc = (int)guard_content_rule(req->parent, req->name)))
 			return guard_refuse_why(v, (unsigned)rc,
 						"hard link onto a content-checked name");
-		return check_new(g, req->parent, req->parent_fd, req->name, req->mode & S_IFMT,
-				 false, v);
+		rc = check_new(g, req->parent, req->parent_fd, req->name, req->mode & S_IFMT,
+			       false, v);
+		return rc ? rc : check_moved_link(g, req, v);
 	case GUARD_OP_UNLINK:
 	case GUARD_OP_RMDIR:
 		return check_remove(req->cls, v);
 	case GUARD_OP_RENAME:
-		return check_move(g, req->cls, req->mode, req->fd, req->parent, req->parent_fd,
-				  req->name, req->victim, v);
+		rc = check_move(g, req->cls, req->mode, req->fd, req->parent, req->parent_fd,
+				req->name, req->victim, v);
+		return rc ? rc : check_moved_link(g, req, v);
 	case GUARD_OP_EXCHANGE:
 		if (!req->victim)
 			return -EINVAL;
@@ -343,6 +582,10 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 			rc = guard_refuse(v, req->cls->rule);
 		if (!rc && (req->victim->flags & GUARD_CHK) && req->victim->kind != GUARD_BOTREPO)
 			rc = guard_refuse(v, req->victim->rule);
+		/* X1: a symlink's target would mean something else in the other folder */
+		if (!rc && (S_ISLNK(req->mode) || S_ISLNK(req->victim_mode)) &&
+		    req->parent_fd != req->src_parent_fd)
+			rc = guard_refuse_why(v, GUARD_RULE_X1, "symlink exchanged into another folder");
 		if (!rc)
 			rc = check_move(g, req->cls, req->mode, req->fd, req->parent,
 					req->parent_fd, req->name, NULL, v);
