@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "gitguard/ggutil.h"
@@ -225,7 +227,31 @@ struct x1walk {
 	char *rest;  /* what is left to resolve */
 	unsigned links;
 	bool missing; /* a component was not there: the rest is judged by name */
+	bool away;    /* outside the root, on another filesystem: the rest is judged by name */
 };
+
+/*
+ * Outside the root, another filesystem (this server's own mounts among them)
+ * is not entered: asking a FUSE mount from one of its own workers can wait
+ * for a worker forever.  The stat of its top is taken from the kernel's cache
+ * (AT_STATX_DONT_SYNC) for that reason.  Is NFD (stat ST) such a folder?
+ */
+static bool x1_other_fs(struct x1walk *w, int nfd, struct stat *st)
+{
+	struct statx sx;
+	struct stat here;
+
+	if (statx(nfd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
+		  STATX_TYPE | STATX_INO, &sx) < 0)
+		return true;
+	memset(st, 0, sizeof(*st));
+	st->st_mode = sx.stx_mode;
+	st->st_ino = sx.stx_ino;
+	st->st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	if (!S_ISDIR(st->st_mode) || (uint64_t)st->st_dev == w->g->root_dev)
+		return false;
+	return fstat(w->fd, &here) < 0 || here.st_dev != st->st_dev;
+}
 
 /* The walk moves to NFD */
 static void x1_move(struct x1walk *w, int nfd)
@@ -332,7 +358,12 @@ static int x1_step(struct x1walk *w, const char *comp)
 		w->missing = true;
 		return 0;
 	}
-	if (fstat(nfd, &st) < 0) {
+	if (!w->n && x1_other_fs(w, nfd, &st)) {
+		close(nfd);
+		w->away = true;
+		return 0;
+	}
+	if (w->n && fstat(nfd, &st) < 0) {
 		close(nfd);
 		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink target cannot be checked");
 	}
@@ -384,6 +415,8 @@ static int x1_resolve(struct x1walk *w)
 	int n, rc = 0;
 
 	while (!rc) {
+		if (w->away)
+			return names_gitdir(w->rest) ? guard_refuse(w->v, GUARD_RULE_X1) : 0;
 		p = w->rest;
 		n = gg_path_next(&p, comp, sizeof(comp));
 		if (n == 0)
