@@ -149,7 +149,7 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
  */
 static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode, int fd,
 		      const struct guard_cls *parent, int parent_fd, const char *name,
-		      const struct guard_cls *victim, struct guard_verdict *v)
+		      const struct guard_cls *victim, bool moves, struct guard_verdict *v)
 {
 	unsigned budget = GUARD_WALK_BUDGET;
 	struct guard_cls dc;
@@ -166,7 +166,7 @@ static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode,
 	if (fd < 0)
 		return guard_refuse_why(v, GUARD_RULE_G3, "folder rename without its fd");
 	/* G3: no git folder beneath, nor anything else protected */
-	rc = guard_walk(g, fd, cls, &budget, v);
+	rc = guard_walk(g, fd, cls, &budget, moves, v);
 	if (rc || parent->kind == GUARD_PLAIN || parent->kind == GUARD_BOTREPO)
 		return rc;
 	/* into a git folder: what would each entry be there? */
@@ -185,7 +185,7 @@ static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode,
 	if (guard_cls_protected(&dc))
 		return guard_refuse(v, dc.kind == GUARD_GITDIR ? GUARD_RULE_G3 : dc.rule);
 	budget = GUARD_WALK_BUDGET;
-	return guard_walk(g, fd, &dc, &budget, v);
+	return guard_walk(g, fd, &dc, &budget, false, v);
 }
 
 /* Lexically, does PATH name a git folder (a .git or NAME.git component)? */
@@ -527,6 +527,17 @@ out:
 	return rc;
 }
 
+/* Does REQ's rename stay in one folder?  (Unknown: no) */
+static bool same_folder(const struct guard_req *req)
+{
+	struct stat a, b;
+
+	if (req->parent_fd < 0 || req->src_parent_fd < 0 || fstat(req->parent_fd, &a) < 0 ||
+	    fstat(req->src_parent_fd, &b) < 0)
+		return false;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 /* X1 again for a symlink renamed or linked into REQ's parent: its target, read from there */
 static int check_moved_link(struct guard *g, const struct guard_req *req, struct guard_verdict *v)
 {
@@ -602,7 +613,7 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 		return check_remove(req->cls, v);
 	case GUARD_OP_RENAME:
 		rc = check_move(g, req->cls, req->mode, req->fd, req->parent, req->parent_fd,
-				req->name, req->victim, v);
+				req->name, req->victim, !same_folder(req), v);
 		return rc ? rc : check_moved_link(g, req, v);
 	case GUARD_OP_EXCHANGE:
 		if (!req->victim)
@@ -621,11 +632,11 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 			rc = guard_refuse_why(v, GUARD_RULE_X1, "symlink exchanged into another folder");
 		if (!rc)
 			rc = check_move(g, req->cls, req->mode, req->fd, req->parent,
-					req->parent_fd, req->name, NULL, v);
+					req->parent_fd, req->name, NULL, !same_folder(req), v);
 		if (!rc)
 			rc = check_move(g, req->victim, req->victim_mode, req->victim_fd,
 					req->src_parent, req->src_parent_fd, req->src_name, NULL,
-					v);
+					!same_folder(req), v);
 		return rc;
 	}
 	return -EINVAL;

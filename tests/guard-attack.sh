@@ -527,6 +527,11 @@ refuse "rename plain/x1m/e into store/ (it would lead into store/symrepo-git)" \
 	try rename "$M/plain/x1m/e" "$M/store/x1e"
 refuse "hard-link plain/x1m/e into store/" try link "$M/plain/x1m/e" "$M/store/x1e2"
 allow "rename plain/x1m/e within its folder" try rename "$M/plain/x1m/e" "$M/plain/x1m/e2"
+# a folder moved to another parent with a relative symlink leading out of it
+allow "prepare plain/x1f/e -> ../symrepo-git (dangling there)" \
+	sh -c "\"$TRYOP\" mkdir \"$M/plain/x1f\" >/dev/null && \"$TRYOP\" symlink ../symrepo-git \"$M/plain/x1f/e\""
+refuse "rename plain/x1f (e -> ../symrepo-git) into store/" try rename "$M/plain/x1f" "$M/store/x1f"
+allow "rename plain/x1f within plain/" try rename "$M/plain/x1f" "$M/plain/x1f2"
 # 300 folders deep: the symlink's folder is judged where it is, not cut at 256 names
 x1deep="$M/plain/x1deep$(printf '/d%.0s' $(seq 300))"
 mkdir -p "$x1deep"

@@ -462,6 +462,12 @@ static void test_x1_resolve(void)
 	IS(try_move_link(GUARD_OP_RENAME, "x/e", "x/e2"), "", "a symlink renamed in its folder");
 	IS(try_move_link(GUARD_OP_RENAME, "c1", "meta/sub/c1"), "",
 	   "a symlink renamed to where its target is plain");
+	/* a folder moved to another parent: no relative symlink in it may lead out */
+	sh("mkdir -p mv1/in mv3/a && ln -s ../../gd mv1/in/up && ln -s ../b mv3/a/l");
+	IS(try_rename("mv1", "meta/mv1"), "X1",
+	   "a folder holding a symlink that leads out of it, moved to another folder");
+	IS(try_rename("mv1", "mv2"), "", "the same folder renamed in its folder");
+	IS(try_rename("mv3", "meta/mv3"), "", "a folder whose symlinks stay inside it, moved");
 	{
 		struct guard_req r = {.op = GUARD_OP_RENAME, .fd = -1, .src_parent_fd = -1,
 				      .victim_fd = -1};
