@@ -210,6 +210,7 @@ static bool names_gitdir(const char *path)
  */
 #define X1_LINKS 40 /* the kernel's MAXSYMLINKS */
 #define X1_BUF (PATH_MAX * 4)
+#define X1_TRIES 4 /* the symlink's folder is looked for again if the host moved it meanwhile */
 
 struct x1lv {
 	uint64_t dev;
@@ -228,6 +229,7 @@ struct x1walk {
 	unsigned links;
 	bool missing; /* a component was not there: the rest is judged by name */
 	bool away;    /* outside the root, on another filesystem: the rest is judged by name */
+	bool parent;  /* walking to the symlink's own folder: a symlink there is a race */
 };
 
 /*
@@ -380,7 +382,7 @@ static int x1_step(struct x1walk *w, const char *comp)
 	}
 	if (S_ISLNK(st.st_mode)) {
 		close(nfd);
-		return x1_link(w, comp);
+		return w->parent ? -EAGAIN : x1_link(w, comp);
 	}
 	if (!S_ISDIR(st.st_mode)) {
 		close(nfd);
@@ -441,31 +443,136 @@ static int x1_resolve(struct x1walk *w)
 	return rc;
 }
 
-/* The folder of the new symlink: PARENT_PATH from the root, and it must be PARENT_FD */
+/*
+ * The folder of the new symlink: PARENT_PATH from the root, and it must be
+ * PARENT_FD; -EAGAIN if the path leads elsewhere now (the host moved a folder).
+ */
 static int x1_parent(struct x1walk *w, const char *parent_path, int parent_fd)
 {
 	char comp[NAME_MAX + 1];
 	const char *p = parent_path;
 	struct stat st;
-	int n, rc = 0;
+	int n;
 
-	while (!rc && (n = gg_path_next(&p, comp, sizeof(comp))) != 0) {
+	while ((n = gg_path_next(&p, comp, sizeof(comp))) != 0) {
 		if (n < 0 || !strcmp(comp, ".."))
 			return guard_refuse_why(w->v, GUARD_RULE_X1,
 						"symlink's folder cannot be located");
 		if (!strcmp(comp, "."))
 			continue;
-		rc = x1_step(w, comp);
-		if (!rc && (w->missing || w->links || !w->n))
-			rc = guard_refuse_why(w->v, GUARD_RULE_X1,
-					      "symlink's folder cannot be located");
+		if (x1_step(w, comp) || w->missing || !w->n)
+			return -EAGAIN;
 	}
-	if (rc || parent_fd < 0)
-		return rc;
+	if (parent_fd < 0)
+		return 0;
 	if (fstat(parent_fd, &st) < 0 || (uint64_t)st.st_dev != w->lv[w->n - 1].dev ||
 	    (uint64_t)st.st_ino != w->lv[w->n - 1].ino)
-		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink's folder cannot be located");
+		return -EAGAIN;
 	return 0;
+}
+
+/* The name in the folder DFD of the entry with inode INO, in NAME; -ENOENT if none */
+static int x1_name_of(int dfd, uint64_t ino, char *name, size_t namesz)
+{
+	struct dirent *de;
+	int fd, rc = -ENOENT;
+	DIR *d;
+
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d)))
+		if ((uint64_t)de->d_ino == ino && strcmp(de->d_name, ".") &&
+		    strcmp(de->d_name, "..") && strlen(de->d_name) < namesz) {
+			strcpy(name, de->d_name);
+			rc = 0;
+			break;
+		}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * The symlink's folder found from PARENT_FD itself when its path no longer
+ * leads there (the host renamed a folder above it): up by ".." to the root,
+ * then down by the names those folders have now, classified on the way.
+ */
+static int x1_parent_up(struct x1walk *w, int parent_fd)
+{
+	char name[NAME_MAX + 1];
+	uint64_t *chain = NULL;
+	size_t n = 0, alloc = 0;
+	struct stat st;
+	int cur, up, rc = 0;
+
+	cur = fcntl(parent_fd, F_DUPFD_CLOEXEC, 3);
+	while (!rc) {
+		if (cur < 0 || fstat(cur, &st) < 0) {
+			rc = -EAGAIN;
+			break;
+		}
+		if ((uint64_t)st.st_dev == w->g->root_dev && (uint64_t)st.st_ino == w->g->root_ino)
+			break;
+		if (n >= GUARD_WALK_DEPTH * 16 || gg_grow(&chain, &alloc, n + 1, sizeof(*chain), 64)) {
+			rc = -EAGAIN;
+			break;
+		}
+		chain[n++] = st.st_ino;
+		up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		close(cur);
+		cur = up;
+	}
+	if (cur >= 0)
+		close(cur);
+	while (!rc && n > 0) {
+		n--;
+		if (x1_name_of(w->fd, chain[n], name, sizeof(name)) < 0)
+			rc = -EAGAIN;
+		else if (x1_step(w, name) || w->missing || !w->n ||
+			 w->lv[w->n - 1].ino != chain[n])
+			rc = -EAGAIN;
+	}
+	free(chain);
+	return rc;
+}
+
+/*
+ * The walk at the root, then at the symlink's folder: by its path, tried again
+ * if the host moved a folder meanwhile, and at last from its fd upwards.
+ */
+static int x1_start(struct x1walk *w, const char *parent_path, int parent_fd)
+{
+	int rc = -EAGAIN, k;
+
+	for (k = 0; k < X1_TRIES && rc == -EAGAIN; k++) {
+		if (w->fd >= 0)
+			close(w->fd);
+		w->fd = fcntl(w->g->root_fd, F_DUPFD_CLOEXEC, 3);
+		if (w->fd < 0)
+			return guard_refuse_why(w->v, GUARD_RULE_X1, "root cannot be opened");
+		w->lv[0].dev = w->g->root_dev;
+		w->lv[0].ino = w->g->root_ino;
+		w->n = 1;
+		w->links = 0;
+		w->missing = w->away = false;
+		if (guard_classify_root(w->g, &w->lv[0].cls, NULL) < 0)
+			return guard_refuse_why(w->v, GUARD_RULE_X1, "root cannot be classified");
+		if (guard_in_gitdir(&w->lv[0].cls))
+			return guard_refuse(w->v, GUARD_RULE_X1);
+		w->parent = true;
+		rc = k < X1_TRIES - 1 || parent_fd < 0 ? x1_parent(w, parent_path, parent_fd)
+						       : x1_parent_up(w, parent_fd);
+		w->parent = false;
+	}
+	if (rc == -EAGAIN)
+		return guard_refuse_why(w->v, GUARD_RULE_X1,
+					"symlink's folder cannot be located (moved meanwhile)");
+	return rc;
 }
 
 /*
@@ -494,23 +601,7 @@ static int check_x1(struct guard *g, const char *parent_path, int parent_fd, con
 		goto out;
 	}
 	memcpy(w.rest, target, tl + 1);
-	w.fd = fcntl(g->root_fd, F_DUPFD_CLOEXEC, 3);
-	if (w.fd < 0) {
-		rc = guard_refuse_why(v, GUARD_RULE_X1, "root cannot be opened");
-		goto out;
-	}
-	w.lv[0].dev = g->root_dev;
-	w.lv[0].ino = g->root_ino;
-	w.n = 1;
-	if (guard_classify_root(g, &w.lv[0].cls, NULL) < 0) {
-		rc = guard_refuse_why(v, GUARD_RULE_X1, "root cannot be classified");
-		goto out;
-	}
-	if (guard_in_gitdir(&w.lv[0].cls)) {
-		rc = guard_refuse(v, GUARD_RULE_X1);
-		goto out;
-	}
-	rc = x1_parent(&w, parent_path, parent_fd);
+	rc = x1_start(&w, parent_path, parent_fd);
 	if (!rc && target[0] == '/') {
 		x1_move(&w, open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
 		w.n = 0;

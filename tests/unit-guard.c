@@ -486,6 +486,25 @@ static void test_x1_resolve(void)
 		r.name = "e";
 		r.parent_path = "meta";
 		IS(result(guard_check(g, &r, &v)), "X1", "a symlink renamed with no target is refused");
+		/* a stale path (the host renamed a folder): judged from the folder's fd */
+		close(pfd);
+		if (walk_to("meta/sub", &p, &pfd, NULL)) {
+			tap_ok(false, "a stale path is not trusted");
+			return;
+		}
+		r.parent_fd = pfd;
+		r.op = GUARD_OP_SYMLINK;
+		r.mode = S_IFLNK;
+		r.name = "evil";
+		r.target = "../gd/hooks";
+		r.parent_path = "x";
+		IS(result(guard_check(g, &r, &v)), "X1",
+		   "a stale path of the folder is not trusted: its fd is where the target starts");
+		r.target = "../../a.txt";
+		IS(result(guard_check(g, &r, &v)), "", "and a plain target from there is allowed");
+		r.op = GUARD_OP_RENAME;
+		r.mode = st.st_mode;
+		r.name = "e";
 		r.target = "gd";
 		r.parent_path = NULL;
 		IS(result(guard_check(g, &r, &v)), "X1",
