@@ -295,12 +295,12 @@ static const struct guard_cls *gcls_of(struct fs_mount *m, struct inode *i)
 	return &i->gcls;
 }
 
+static const char *link_target(struct fs_mount *m, const struct preq *r, char *buf);
+
 /*
  * Decide r: 0 or -EROFS, logged with the rule that refused it. Classes are
  * copied under fs->lock so a concurrent refresh cannot tear them.
  */
-static const char *link_target(struct fs_mount *m, const struct preq *r, char *buf);
-
 int policy_check(struct fs_mount *m, const struct preq *r)
 {
 	struct guard_cls c[4];
@@ -358,7 +358,8 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 	g.victim_mode = r->victim_mode;
 	g.victim_fd = r->victim_fd > 0 ? r->victim_fd : -1;
 	g.target = r->target;
-	if (r->op == GUARD_OP_SYMLINK || S_ISLNK(r->mode)) {
+	if (r->op == GUARD_OP_SYMLINK ||
+	    ((r->op == GUARD_OP_RENAME || r->op == GUARD_OP_LINK) && S_ISLNK(r->mode))) {
 		/* X1 judges the target from the folder it is in: NULL refuses */
 		ppath = inode_path(m, r->parent, NULL, true);
 		g.parent_path = ppath != NULL ? ppath + 1 : NULL;

@@ -319,8 +319,10 @@ static int x1_link(struct x1walk *w, const char *name)
 	size_t rl = strlen(w->rest);
 	int nfd;
 
-	if (++w->links > X1_LINKS)
-		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink target loops");
+	if (++w->links > X1_LINKS) {
+		w->away = true; /* a loop: the kernel resolves nothing (ELOOP); names still count */
+		return 0;
+	}
 	buf = malloc(X1_BUF);
 	if (!buf)
 		return -ENOMEM;
@@ -565,8 +567,10 @@ static int x1_start(struct x1walk *w, const char *parent_path, int parent_fd)
 		if (guard_in_gitdir(&w->lv[0].cls))
 			return guard_refuse(w->v, GUARD_RULE_X1);
 		w->parent = true;
-		rc = k < X1_TRIES - 1 || parent_fd < 0 ? x1_parent(w, parent_path, parent_fd)
-						       : x1_parent_up(w, parent_fd);
+		if (parent_path && (k < X1_TRIES - 1 || parent_fd < 0))
+			rc = x1_parent(w, parent_path, parent_fd);
+		else
+			rc = x1_parent_up(w, parent_fd);
 		w->parent = false;
 	}
 	if (rc == -EAGAIN)
@@ -590,7 +594,7 @@ static int check_x1(struct guard *g, const char *parent_path, int parent_fd, con
 		return 0;
 	if (names_gitdir(target))
 		return guard_refuse(v, GUARD_RULE_X1);
-	if (!parent_path)
+	if (!parent_path && parent_fd < 0)
 		return guard_refuse_why(v, GUARD_RULE_X1, "symlink's folder cannot be located");
 	tl = strlen(target);
 	w.alloc = 64;
@@ -637,6 +641,34 @@ static int check_moved_link(struct guard *g, const struct guard_req *req, struct
 	if (!req->target)
 		return guard_refuse_why(v, GUARD_RULE_X1, "symlink moved without its target");
 	return check_x1(g, req->parent_path, req->parent_fd, req->target, v);
+}
+
+/* X1 for what NAME in DFD is, a symlink moving to the folder TO_FD (TO_PATH or NULL) */
+static int check_link_at(struct guard *g, int dfd, const char *name, const char *to_path,
+			 int to_fd, struct guard_verdict *v)
+{
+	char target[PATH_MAX];
+	ssize_t n;
+
+	n = dfd >= 0 && name ? readlinkat(dfd, name, target, sizeof(target) - 1) : -1;
+	if (n <= 0)
+		return guard_refuse_why(v, GUARD_RULE_X1, "symlink moved without its target");
+	target[n] = '\0';
+	return check_x1(g, to_path, to_fd, target, v);
+}
+
+/* X1 for an exchange across folders: each symlink judged from the other's folder */
+static int check_exchanged_links(struct guard *g, const struct guard_req *req,
+				 struct guard_verdict *v)
+{
+	int rc = 0;
+
+	if (S_ISLNK(req->mode))
+		rc = check_link_at(g, req->src_parent_fd, req->src_name, req->parent_path,
+				   req->parent_fd, v);
+	if (!rc && S_ISLNK(req->victim_mode))
+		rc = check_link_at(g, req->parent_fd, req->name, NULL, req->src_parent_fd, v);
+	return rc;
 }
 
 /*
@@ -717,10 +749,9 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 			rc = guard_refuse(v, req->cls->rule);
 		if (!rc && (req->victim->flags & GUARD_CHK) && req->victim->kind != GUARD_BOTREPO)
 			rc = guard_refuse(v, req->victim->rule);
-		/* X1: a symlink's target would mean something else in the other folder */
-		if (!rc && (S_ISLNK(req->mode) || S_ISLNK(req->victim_mode)) &&
-		    req->parent_fd != req->src_parent_fd)
-			rc = guard_refuse_why(v, GUARD_RULE_X1, "symlink exchanged into another folder");
+		/* X1: a symlink's target means something else in the other folder */
+		if (!rc && !same_folder(req))
+			rc = check_exchanged_links(g, req, v);
 		if (!rc)
 			rc = check_move(g, req->cls, req->mode, req->fd, req->parent,
 					req->parent_fd, req->name, NULL, !same_folder(req), v);

@@ -444,7 +444,8 @@ static void test_x1_resolve(void)
 	IS(try_symlink("evil", "c1"), "", "a symlink to a symlink to a file");
 	IS(try_symlink("evil", "l/../sub/../sub"), "", "through a symlink and back, plainly");
 	sh("ln -s loop1 loop2 && ln -s loop2 loop1");
-	IS(try_symlink("evil", "loop1/x"), "X1", "a symlink loop is refused");
+	IS(try_symlink("evil", "loop1/x"), "", "a symlink loop resolves nothing (ELOOP): allowed");
+	IS(try_symlink("evil", "loop1/.git"), "X1", "but a .git name after it still counts");
 	/* outside the root */
 	sh("ln -sfn '%s/meta' '%s/hostlink'", rootp, top);
 	snprintf(abs, sizeof(abs), "%s/hostlink/gd/hooks", top);
@@ -505,10 +506,16 @@ static void test_x1_resolve(void)
 		r.op = GUARD_OP_RENAME;
 		r.mode = st.st_mode;
 		r.name = "e";
-		r.target = "gd";
+		r.target = "../gd";
 		r.parent_path = NULL;
 		IS(result(guard_check(g, &r, &v)), "X1",
-		   "a symlink renamed into a folder whose path is unknown is refused");
+		   "a symlink renamed into a folder whose path is unknown: judged from its fd");
+		r.target = "../a";
+		IS(result(guard_check(g, &r, &v)), "", "and allowed there when its target is plain");
+		r.parent_fd = -1;
+		IS(result(guard_check(g, &r, &v)), "X1",
+		   "a symlink renamed into a folder with neither path nor fd is refused");
+		r.parent_fd = pfd;
 		close(pfd);
 	}
 }
