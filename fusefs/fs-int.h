@@ -267,7 +267,7 @@ void inode_table_clear(struct fs_mount *m);
 int inode_fd_get(struct fs_mount *m, struct inode *ino);
 void inode_fd_put(struct fs_mount *m, struct inode *ino);
 int inode_stat(struct fs_mount *m, struct inode *ino, struct stat *st);
-char *inode_path(struct fs_mount *m, struct inode *ino, const char *name);
+char *inode_path(struct fs_mount *m, struct inode *ino, const char *name, bool exact);
 int inode_root_init(struct fs_mount *m, int rootfd, struct fs_error *err);
 void inode_fd_cache_drop(struct fs *fs, struct inode *ino);
 void inode_closes_flush(void);

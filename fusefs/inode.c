@@ -610,30 +610,49 @@ int inode_root_init(struct fs_mount *m, int rootfd, struct fs_error *err)
 	return 0;
 }
 
-/* "/a/b/name" from the parent chain, for log lines; the caller frees it. */
-char *inode_path(struct fs_mount *m, struct inode *i, const char *name)
+/*
+ * "/a/b/name" from the parent chain; the caller frees it.  For a log line
+ * (EXACT false) an unknown name is "?"; for a decision (EXACT true) it is
+ * NULL then, as on out-of-memory.  Never cut short: the chain is walked twice.
+ */
+char *inode_path(struct fs_mount *m, struct inode *i, const char *name, bool exact)
 {
-	const char *parts[256];
-	size_t n = 0, len = 1, k;
-	char *out, *p;
+	struct inode *j;
+	size_t len = 1, off;
+	char *out = NULL;
+	const char *s;
 
 	pthread_mutex_lock(&m->fs->lock);
-	if (name != NULL) {
-		parts[n++] = name;
+	if (name != NULL)
 		len += strlen(name) + 1;
-	}
-	for (; i != NULL && i != &m->root && n < 256; i = i->parent) {
-		parts[n++] = i->name != NULL ? i->name : "?";
-		len += strlen(parts[n - 1]) + 1;
+	for (j = i; j != NULL && j != &m->root; j = j->parent) {
+		if (j->name == NULL && exact)
+			goto out;
+		len += strlen(j->name != NULL ? j->name : "?") + 1;
 	}
 	out = malloc(len + 1);
-	if (out != NULL) {
-		p = out;
-		for (k = n; k > 0; k--)
-			p += sprintf(p, "/%s", parts[k - 1]);
-		if (n == 0)
-			strcpy(out, "/");
+	if (out == NULL)
+		goto out;
+	off = len;
+	out[off] = '\0';
+	if (name != NULL) {
+		off -= strlen(name);
+		memcpy(out + off, name, strlen(name));
+		out[--off] = '/';
 	}
+	for (j = i; j != NULL && j != &m->root; j = j->parent) {
+		s = j->name != NULL ? j->name : "?";
+		off -= strlen(s);
+		memcpy(out + off, s, strlen(s));
+		out[--off] = '/';
+	}
+	if (len > 1) {
+		memmove(out, out + off, len + 1 - off); /* off is 1: the room "/" needs alone */
+	} else {
+		out[0] = '/';
+		out[1] = '\0';
+	}
+out:
 	pthread_mutex_unlock(&m->fs->lock);
 	return out;
 }

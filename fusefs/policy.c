@@ -225,7 +225,7 @@ static bool rl_admit(const struct fs_mount *m, const char *path, unsigned long *
 int policy_refused(struct fs_mount *m, fuse_req_t req, const char *op, struct inode *where,
 		   const char *name, bool dir, const char *rule, const char *why)
 {
-	char *path = inode_path(m, where, name);
+	char *path = inode_path(m, where, name, false);
 	struct fs_event ev = {.kind = FS_EV_REFUSED,
 			      .path = path != NULL ? path : "?",
 			      .dir = dir,
@@ -269,9 +269,9 @@ void policy_changed(struct fs_mount *m, enum fs_event_kind kind, struct inode *p
 
 	if (m->fs->p.event == NULL)
 		return;
-	path = inode_path(m, p, name);
+	path = inode_path(m, p, name, false);
 	if (p2 != NULL)
-		path2 = inode_path(m, p2, name2);
+		path2 = inode_path(m, p2, name2, false);
 	if (path != NULL && (p2 == NULL || path2 != NULL)) {
 		ev.path = path;
 		ev.path2 = path2;
@@ -295,6 +295,8 @@ static const struct guard_cls *gcls_of(struct fs_mount *m, struct inode *i)
 	return &i->gcls;
 }
 
+static const char *link_target(struct fs_mount *m, const struct preq *r, char *buf);
+
 /*
  * Decide r: 0 or -EROFS, logged with the rule that refused it. Classes are
  * copied under fs->lock so a concurrent refresh cannot tear them.
@@ -306,7 +308,7 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 		.op = r->op, .fd = -1, .parent_fd = -1, .src_parent_fd = -1, .victim_fd = -1};
 	struct guard_verdict v = {0};
 	const struct guard_cls *p[4];
-	char why[320], *ppath = NULL;
+	char why[320], *ppath = NULL, target[PATH_MAX];
 	struct stat st;
 	nlink_t nlink;
 	bool sealed;
@@ -356,9 +358,13 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 	g.victim_mode = r->victim_mode;
 	g.victim_fd = r->victim_fd > 0 ? r->victim_fd : -1;
 	g.target = r->target;
-	if (r->op == GUARD_OP_SYMLINK) {
-		ppath = inode_path(m, r->parent, NULL);
-		g.parent_path = ppath != NULL ? ppath + 1 : "";
+	if (r->op == GUARD_OP_SYMLINK ||
+	    ((r->op == GUARD_OP_RENAME || r->op == GUARD_OP_LINK) && S_ISLNK(r->mode))) {
+		/* X1 judges the target from the folder it is in: NULL refuses */
+		ppath = inode_path(m, r->parent, NULL, true);
+		g.parent_path = ppath != NULL ? ppath + 1 : NULL;
+		if (r->op != GUARD_OP_SYMLINK)
+			g.target = link_target(m, r, target);
 	}
 	res = guard_check(m->guard, &g, &v);
 	free(ppath);
@@ -382,6 +388,27 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 			   "(agentfs mount --allow-new-repos, or a bot's allow_new_repos)"
 			 : "");
 	return refuse(m, r, v.rule != NULL ? v.rule : "?", why);
+}
+
+/* The target of the symlink R renames or links, in BUF; NULL if unreadable */
+static const char *link_target(struct fs_mount *m, const struct preq *r, char *buf)
+{
+	ssize_t n = -1;
+	int fd;
+
+	if (r->op == GUARD_OP_RENAME && r->src_parent_fd > 0 && r->src_name != NULL) {
+		n = readlinkat(r->src_parent_fd, r->src_name, buf, PATH_MAX - 1);
+	} else if (r->op == GUARD_OP_LINK && r->ino != NULL) {
+		fd = inode_fd_get(m, r->ino);
+		if (fd < 0)
+			return NULL;
+		n = readlinkat(fd, "", buf, PATH_MAX - 1);
+		inode_fd_put(m, r->ino);
+	}
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	return buf;
 }
 
 /*
@@ -426,7 +453,7 @@ void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, i
 	    fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		ev.st = &st;
 	if (name != NULL) {
-		path = inode_path(m, parent, name);
+		path = inode_path(m, parent, name, false);
 		ev.path = path;
 	}
 	if (guard_notify(m->guard, &ev))

@@ -159,6 +159,8 @@ enum guard_op {
  *	name, or NULL).
  *   EXCHANGE: as RENAME, plus victim, victim_mode and victim_fd (when the
  *	victim is a folder).
+ *   LINK or RENAME of a symlink (mode S_IFLNK) also: target and parent_path,
+ *	as for SYMLINK (X1 judges the target at its new place; NULL refuses).
  */
 struct guard_req {
 	enum guard_op op;
@@ -174,8 +176,9 @@ struct guard_req {
 	const struct guard_cls *victim;
 	mode_t victim_mode;
 	int victim_fd;
-	const char *target;	 /* SYMLINK: the link's text */
-	const char *parent_path; /* SYMLINK: parent's path from the root, "" or "." for the root */
+	const char *target;	 /* SYMLINK (and a symlink's LINK, RENAME): the link's text */
+	const char *parent_path; /* the same: parent's path from the root, "" or "." for the
+				    root; NULL (unknown) refuses */
 };
 
 /* A change that succeeded, for guard_notify(). */

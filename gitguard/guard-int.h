@@ -272,7 +272,7 @@ static inline bool guard_in_gitdir(const struct guard_cls *c)
 
 /* walk.c: G3, nothing protected beneath the folder DFD of class DCLS (0, or -EROFS and V) */
 int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget,
-	       struct guard_verdict *v);
+	       bool links, struct guard_verdict *v);
 
 /* classify.c */
 bool guard_shape(int fd, int *has);

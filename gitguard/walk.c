@@ -38,6 +38,7 @@ struct wstate {
 	size_t alloc;
 	unsigned *budget;
 	struct guard_verdict *v;
+	bool links; /* X1: the folder changes parent, so no relative symlink may climb out */
 };
 
 static int wlevel_add_name(struct wlevel *l, const char *name)
@@ -51,10 +52,49 @@ static int wlevel_add_name(struct wlevel *l, const char *name)
 	return 0;
 }
 
+/*
+ * X1 for a folder moved to another parent: a relative symlink NAME of level L
+ * whose target climbs above the moved folder would point somewhere new, so it
+ * is refused (judging it at the new place is for the one symlink moved alone).
+ */
+static int walk_link(struct wstate *w, struct wlevel *l, const char *name)
+{
+	char target[PATH_MAX], comp[NAME_MAX + 1];
+	long depth = (long)(l - w->lv);
+	const char *p = target;
+	ssize_t n;
+	int c;
+
+	n = readlinkat(l->fd, name, target, sizeof(target) - 1);
+	if (n <= 0)
+		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink in the folder cannot be read");
+	target[n] = '\0';
+	if (target[0] == '/')
+		return 0;
+	while ((c = gg_path_next(&p, comp, sizeof(comp))) != 0) {
+		if (c < 0)
+			return guard_refuse_why(w->v, GUARD_RULE_X1,
+						"symlink in the folder cannot be checked");
+		if (!strcmp(comp, "..") && --depth < 0)
+			return guard_refuse_why(w->v, GUARD_RULE_X1,
+						"folder holds a symlink leading out of it");
+		if (strcmp(comp, ".") && strcmp(comp, ".."))
+			depth++;
+	}
+	return 0;
+}
+
 /* Is the entry NAME of level L (not a folder to enter) unprotected? */
 static int walk_entry(struct wstate *w, struct wlevel *l, const char *name, const struct stat *st)
 {
 	struct guard_cls c;
+
+	if (w->links && S_ISLNK(st->st_mode) && l->fd >= 0) {
+		int rc = walk_link(w, l, name);
+
+		if (rc)
+			return rc;
+	}
 
 	if (S_ISLNK(st->st_mode) && guard_in_gitdir(&l->cls))
 		return guard_refuse(w->v, GUARD_RULE_D9);
@@ -177,12 +217,13 @@ static int walk_pop(struct wstate *w)
  * rename moves it all.  DCLS is the class the folder has where it is (G3), or
  * would have at its new place (NC).  Iterative, depth-first: at most
  * GUARD_WALK_DEPTH levels, GUARD_WALK_FDS folders open and BUDGET entries,
- * so no chain of folders can exhaust the stack or the fds.
+ * so no chain of folders can exhaust the stack or the fds.  LINKS: the
+ * folder moves to another parent (X1, walk_link).
  */
 int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget,
-	       struct guard_verdict *v)
+	       bool links, struct guard_verdict *v)
 {
-	struct wstate w = {.g = g, .budget = budget, .v = v, .alloc = 64};
+	struct wstate w = {.g = g, .budget = budget, .v = v, .alloc = 64, .links = links};
 	struct wlevel *top;
 	struct stat st;
 	int rc;

@@ -488,6 +488,58 @@ else
 fi
 refuse "symlink plain/h -> ../.GIT/hooks (case)" try symlink ../.GIT/hooks "$M/plain/$(fresh name)"
 
+# --- X1 resolves a target as the kernel will: store/symrepo-git has no .git in its path
+# x1_refuse DESC TARGET HOOK [FOLDER]: a symlink h to TARGET (a hooks folder) in FOLDER
+# (plain/) is refused; had it been made, creating h/HOOK through it must fail too (and
+# plain git on the host runs HOOK in symrepo at the end)
+x1_refuse()
+{
+	local h="${4:-$M/plain}/$(fresh name)" got
+	got=$(try symlink "$2" "$h")
+	is "$got" EROFS "symlink $1: EROFS"
+	if [ "$got" = OK ]; then
+		is "$(gtry create "$h/$3" "$(hook "x1-$3")")" EROFS \
+			"symlink $1 (made): create hooks/$3 through it: EROFS"
+	fi
+}
+allow "prepare plain/x1s -> ../store (a plain folder)" try symlink ../store "$M/plain/x1s"
+x1_refuse "plain/h -> x1s/symrepo-git/hooks (through a symlink the bot made)" \
+	x1s/symrepo-git/hooks pre-commit
+x1_refuse "plain/h -> x1s/symrepo-git/ (a git folder through a symlink)" \
+	x1s/symrepo-git/ hooks/commit-msg
+allow "prepare plain/x1d -> ../deep (a plain folder)" try symlink ../deep "$M/plain/x1d"
+x1_refuse "plain/h -> x1d/../store/symrepo-git/hooks (\"..\" where x1d leads)" \
+	x1d/../store/symrepo-git/hooks post-commit
+allow "symlink plain/h -> x1d/nest/a (through a symlink to a work tree file)" \
+	try symlink x1d/nest/a "$M/plain/$(fresh name)"
+ln -s "$S/store" "$T/x1host"
+x1_refuse "plain/h -> a host symlink into the root's store/symrepo-git/hooks" \
+	"$T/x1host/symrepo-git/hooks" reference-transaction
+x1_refuse "plain/h -> nothere/../../store/symrepo-git/hooks (\"..\" after a missing name)" \
+	nothere/../../store/symrepo-git/hooks post-index-change
+# the walk does not enter another filesystem from outside the root (this mount among them:
+# a worker asking its own mount could wait forever); only names count there
+allow "symlink plain/h -> MOUNT/store/symrepo-git/hooks (answered, by name only)" \
+	timeout 20 "$TRYOP" symlink "$M/store/symrepo-git/hooks" "$M/plain/$(fresh name)"
+allow "prepare plain/x1m/e -> symrepo-git (dangling there)" \
+	sh -c "\"$TRYOP\" mkdir \"$M/plain/x1m\" >/dev/null && \"$TRYOP\" symlink symrepo-git \"$M/plain/x1m/e\""
+refuse "rename plain/x1m/e into store/ (it would lead into store/symrepo-git)" \
+	try rename "$M/plain/x1m/e" "$M/store/x1e"
+refuse "hard-link plain/x1m/e into store/" try link "$M/plain/x1m/e" "$M/store/x1e2"
+allow "rename plain/x1m/e within its folder" try rename "$M/plain/x1m/e" "$M/plain/x1m/e2"
+# a folder moved to another parent with a relative symlink leading out of it
+allow "prepare plain/x1f/e -> ../symrepo-git (dangling there)" \
+	sh -c "\"$TRYOP\" mkdir \"$M/plain/x1f\" >/dev/null && \"$TRYOP\" symlink ../symrepo-git \"$M/plain/x1f/e\""
+refuse "rename plain/x1f (e -> ../symrepo-git) into store/" try rename "$M/plain/x1f" "$M/store/x1f"
+allow "rename plain/x1f within plain/" try rename "$M/plain/x1f" "$M/plain/x1f2"
+# 300 folders deep: the symlink's folder is judged where it is, not cut at 256 names
+x1deep="$M/plain/x1deep$(printf '/d%.0s' $(seq 300))"
+mkdir -p "$x1deep"
+x1_refuse "plain/x1deep/d x300/h -> ../ x302 store/symrepo-git/hooks" \
+	"$(printf '../%.0s' $(seq 302))store/symrepo-git/hooks" prepare-commit-msg "$x1deep"
+allow "symlink plain/x1deep/d x300/h -> ../ x302 plain/file" \
+	try symlink "$(printf '../%.0s' $(seq 302))plain/file" "$x1deep/$(fresh name)"
+
 # --- a racer: folders move while another process writes hooks by changing paths
 allow "race: symlink race/lp -> a" try symlink a "$M/race/lp"
 "$GTRY" race-rename 3 "$M" >"$T/race-rename.out" 2>&1 &

@@ -392,6 +392,134 @@ static void test_x1(void)
 	IS(try_symlink("repo/.git/refs/heads/l", "main"), "D9", "symlink made inside a git folder");
 }
 
+/* A symlink renamed (or hard-linked) from FROM to TO, its target read as the server does */
+static const char *try_move_link(enum guard_op op, const char *from, const char *to)
+{
+	char dir[PATH_MAX], name[NAME_MAX + 1], target[PATH_MAX];
+	struct guard_req r = {.op = op, .fd = -1, .src_parent_fd = -1, .victim_fd = -1};
+	struct guard_cls c, p;
+	struct stat st;
+	const char *res;
+	ssize_t n;
+	int pfd;
+
+	split(to, dir, name);
+	n = readlinkat(rootfd, from, target, sizeof(target) - 1);
+	if (n <= 0 || walk_to(from, &c, NULL, &st) || walk_to(dir, &p, &pfd, NULL))
+		return "ERR";
+	target[n] = '\0';
+	r.cls = &c;
+	r.mode = st.st_mode;
+	r.parent = &p;
+	r.parent_fd = pfd;
+	r.name = name;
+	r.target = target;
+	r.parent_path = dir;
+	res = result(guard_check(g, &r, &v));
+	close(pfd);
+	return res;
+}
+
+/* X1 resolves a target as the kernel will: symlinks followed, ".." where they led */
+static void test_x1_resolve(void)
+{
+	char abs[PATH_MAX + 64];
+
+	new_root("x1r", false);
+	/* a git folder with no .git in its path (a --separate-git-dir target) */
+	sh("mkdir -p meta/sub x && git init -q --bare meta/gd && echo a >a.txt && ln -s meta m && "
+	   "ln -s meta/sub l && ln -s gd x/e && ln -s a.txt c1");
+	IS(try_symlink("evil", "m/gd/hooks/pre-commit"), "X1",
+	   "through an existing symlink into a git folder");
+	IS(try_symlink("evil", "m/gd"), "X1", "through an existing symlink to a git folder");
+	IS(try_symlink("evil", "m/sub/../gd/hooks"), "X1", "\"..\" after a symlink, physically");
+	IS(try_symlink("evil", "l/../gd/hooks"), "X1",
+	   "\"..\" applied where the symlink led, not lexically");
+	IS(try_symlink("evil", "x/e"), "", "a symlink to a dangling symlink");
+	IS(try_symlink("x/evil", "../l/../gd"), "X1", "a relative symlink from a subfolder");
+	IS(try_symlink("evil", "nothere/../meta/gd"), "X1",
+	   "\"..\" after a name that is not there yet");
+	IS(try_symlink("evil", "nothere/file"), "", "a dangling symlink");
+	IS(try_symlink("evil", "m/sub"), "", "through a symlink to a plain folder");
+	IS(try_symlink("evil", "c1"), "", "a symlink to a symlink to a file");
+	IS(try_symlink("evil", "l/../sub/../sub"), "", "through a symlink and back, plainly");
+	sh("ln -s loop1 loop2 && ln -s loop2 loop1");
+	IS(try_symlink("evil", "loop1/x"), "", "a symlink loop resolves nothing (ELOOP): allowed");
+	IS(try_symlink("evil", "loop1/.git"), "X1", "but a .git name after it still counts");
+	/* outside the root */
+	sh("ln -sfn '%s/meta' '%s/hostlink'", rootp, top);
+	snprintf(abs, sizeof(abs), "%s/hostlink/gd/hooks", top);
+	IS(try_symlink("evil", abs), "X1", "through a host symlink into the root's git folder");
+	sh("git init -q --bare '%s/outbare'", top);
+	snprintf(abs, sizeof(abs), "%s/outbare/hooks", top);
+	IS(try_symlink("evil", abs), "", "into a git folder outside the root: not this root's");
+	IS(try_symlink("x/evil", "../../hostlink/gd/hooks"), "X1",
+	   "relative, out of the root and back in through a host symlink");
+	/* rename or link of a symlink: its target means something else in its new folder */
+	IS(try_move_link(GUARD_OP_RENAME, "x/e", "meta/e"), "X1",
+	   "a symlink renamed to where its target is a git folder");
+	IS(try_move_link(GUARD_OP_LINK, "x/e", "meta/e"), "X1",
+	   "a symlink hard-linked to where its target is a git folder");
+	IS(try_move_link(GUARD_OP_RENAME, "x/e", "x/e2"), "", "a symlink renamed in its folder");
+	IS(try_move_link(GUARD_OP_RENAME, "c1", "meta/sub/c1"), "",
+	   "a symlink renamed to where its target is plain");
+	/* a folder moved to another parent: no relative symlink in it may lead out */
+	sh("mkdir -p mv1/in mv3/a && ln -s ../../gd mv1/in/up && ln -s ../b mv3/a/l");
+	IS(try_rename("mv1", "meta/mv1"), "X1",
+	   "a folder holding a symlink that leads out of it, moved to another folder");
+	IS(try_rename("mv1", "mv2"), "", "the same folder renamed in its folder");
+	IS(try_rename("mv3", "meta/mv3"), "", "a folder whose symlinks stay inside it, moved");
+	{
+		struct guard_req r = {.op = GUARD_OP_RENAME, .fd = -1, .src_parent_fd = -1,
+				      .victim_fd = -1};
+		struct guard_cls c, p;
+		struct stat st;
+		int pfd;
+
+		if (walk_to("x/e", &c, NULL, &st) || walk_to("meta", &p, &pfd, NULL)) {
+			tap_ok(false, "a symlink renamed with no target is refused");
+			return;
+		}
+		r.cls = &c;
+		r.mode = st.st_mode;
+		r.parent = &p;
+		r.parent_fd = pfd;
+		r.name = "e";
+		r.parent_path = "meta";
+		IS(result(guard_check(g, &r, &v)), "X1", "a symlink renamed with no target is refused");
+		/* a stale path (the host renamed a folder): judged from the folder's fd */
+		close(pfd);
+		if (walk_to("meta/sub", &p, &pfd, NULL)) {
+			tap_ok(false, "a stale path is not trusted");
+			return;
+		}
+		r.parent_fd = pfd;
+		r.op = GUARD_OP_SYMLINK;
+		r.mode = S_IFLNK;
+		r.name = "evil";
+		r.target = "../gd/hooks";
+		r.parent_path = "x";
+		IS(result(guard_check(g, &r, &v)), "X1",
+		   "a stale path of the folder is not trusted: its fd is where the target starts");
+		r.target = "../../a.txt";
+		IS(result(guard_check(g, &r, &v)), "", "and a plain target from there is allowed");
+		r.op = GUARD_OP_RENAME;
+		r.mode = st.st_mode;
+		r.name = "e";
+		r.target = "../gd";
+		r.parent_path = NULL;
+		IS(result(guard_check(g, &r, &v)), "X1",
+		   "a symlink renamed into a folder whose path is unknown: judged from its fd");
+		r.target = "../a";
+		IS(result(guard_check(g, &r, &v)), "", "and allowed there when its target is plain");
+		r.parent_fd = -1;
+		IS(result(guard_check(g, &r, &v)), "X1",
+		   "a symlink renamed into a folder with neither path nor fd is refused");
+		r.parent_fd = pfd;
+		close(pfd);
+	}
+}
+
 static int nrepos;
 
 static void count_repo(void *arg, uint64_t dev, uint64_t ino, const char *path)
@@ -695,6 +823,7 @@ int main(void)
 	test_config_rules();
 	test_x3();
 	test_x1();
+	test_x1_resolve();
 	test_allow_new();
 	test_oversize_gitfile();
 	test_root_in_git();
