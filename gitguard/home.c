@@ -40,13 +40,11 @@
 #include <unistd.h>
 
 #include "gitguard/guard-int.h"
+#include "gitguard/home-int.h"
 
 #define HOME_OUTSIDE_MAX 256 /* config files outside the root one home scan reads */
-#define HOME_WALK_DEPTH 8     /* folder levels of ~/.ssh, ~/.gnupg and their links walked */
-#define HOME_WALK_MAX 4096    /* entries of them looked at a home */
-#define SSH_INCLUDE_DEPTH 16  /* ssh's READCONF_MAX_DEPTH */
-#define SSH_CONFIG_MAX (256 * 1024)
-#define SSH_FILES_MAX 256     /* ssh config files one home's scan reads */
+#define HOME_WALK_DEPTH 8    /* folder levels of ~/.ssh, ~/.gnupg and their links walked */
+#define HOME_WALK_MAX 4096   /* entries of them looked at a home */
 
 static int home_cmp(const void *a, const void *b)
 {
@@ -103,21 +101,6 @@ bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const cha
 	}
 	return false;
 }
-
-/* One home scan: its records, the files it read (or found missing), and the homes met */
-struct hscan {
-	struct guard *g;
-	struct guard_repo r; /* records, and repo.c's watch for one config file at a time */
-	struct guard_wfile *w;
-	size_t nw;
-	size_t aw;
-	struct guard_home *tab; /* NULL on a rescan */
-	size_t n;
-	unsigned outside; /* config files outside the root read */
-	unsigned walked; /* entries of ~/.ssh and ~/.gnupg looked at */
-	unsigned walk_cut; /* times tree_walk stopped at a bound */
-	unsigned sshfiles; /* this home's ssh config files read */
-};
 
 static void wfiles_free(struct guard_wfile *w, size_t n)
 {
@@ -201,7 +184,7 @@ static int watch_path(struct hscan *h, int dirfd, const char *path)
 	return watch_add(h, dirfd, path, fstatat(dirfd, path, &st, 0) ? NULL : &st);
 }
 
-static int pin_cb(void *arg, const struct stat *st, bool is_link)
+int home_pin_cb(void *arg, const struct stat *st, bool is_link)
 {
 	struct hscan *h = arg;
 
@@ -254,7 +237,7 @@ static int tree_link(struct hscan *h, int dirfd, bool host, const char *name, un
 	/* outside the root the walk goes by absolute path: guard_resolve starts at "/" */
 	if (host && !fd_path(dirfd, name, path, sizeof(path)))
 		return 0;
-	switch (guard_resolve(h->g, dirfd, host ? path : name, true, pin_cb, h, &res)) {
+	switch (guard_resolve(h->g, dirfd, host ? path : name, true, home_pin_cb, h, &res)) {
 	case RES_INSIDE:
 		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL,
 			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_H1);
@@ -287,8 +270,9 @@ static int tree_walk(struct hscan *h, int dirfd, bool host, unsigned depth)
 
 	if (depth > HOME_WALK_DEPTH || h->walked >= HOME_WALK_MAX) {
 		if (!h->walk_cut++)
-			guard_logf(h->g, "gitguard: a ~/.ssh or ~/.gnupg deeper or larger than "
-					 "%d levels, %d entries: the links beyond are not followed",
+			guard_logf(h->g,
+				   "gitguard: a ~/.ssh or ~/.gnupg deeper or larger than "
+				   "%d levels, %d entries: the links beyond are not followed",
 				   HOME_WALK_DEPTH, HOME_WALK_MAX);
 		return 0;
 	}
@@ -334,7 +318,7 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 	struct stat st, hst;
 	int rc = 0;
 
-	switch (guard_resolve(h->g, homefd, name, true, pin_cb, h, &res)) {
+	switch (guard_resolve(h->g, homefd, name, true, home_pin_cb, h, &res)) {
 	case RES_INSIDE:
 		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL,
 			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_H1);
@@ -359,7 +343,7 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 		/* missing in the home itself: the name stage refuses what must not be made */
 		if (!fstat(res.dirfd, &st) &&
 		    (homefd < 0 || (!fstat(homefd, &hst) &&
-				     (st.st_dev != hst.st_dev || st.st_ino != hst.st_ino))))
+				    (st.st_dev != hst.st_dev || st.st_ino != hst.st_ino))))
 			rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, res.name,
 				      GUARD_RO | GUARD_TREE, GUARD_RULE_H1);
 		break;
@@ -371,7 +355,7 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 }
 
 /* "~/x" (HOME), "~user/x", else a path relative to DIR, into OUT; as git's interpolate_path */
-static int home_expand(const char *in, const char *dir, const char *home, char *out, size_t outsz)
+int home_expand(const char *in, const char *dir, const char *home, char *out, size_t outsz)
 {
 	struct passwd pw, *res = NULL;
 	char buf[4096], user[256];
@@ -464,127 +448,6 @@ static int home_outside(struct hscan *h, const char *path, const char *home, uid
 	return rc;
 }
 
-/* PATH (absolute) inside the root is RO (TREE: RO-tree), NC if missing */
-static int protect_path(struct hscan *h, const char *path, bool tree)
-{
-	struct resolved res;
-	struct stat st;
-	int rc = 0;
-
-	switch (guard_resolve(h->g, -1, path, true, pin_cb, h, &res)) {
-	case RES_INSIDE:
-		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL,
-			      GUARD_RO | (tree || S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0),
-			      GUARD_RULE_H1);
-		break;
-	case RES_MISSING:
-		if (!fstat(res.dirfd, &st))
-			rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, res.name,
-				      GUARD_RO | GUARD_TREE, GUARD_RULE_H1);
-		break;
-	default:
-		break;
-	}
-	resolved_close(&res);
-	return rc;
-}
-
-static int ssh_scan(struct hscan *h, const char *home, const char *path, unsigned depth);
-
-/*
- * One Include argument ARG of an ssh config of HOME, as ssh_config(5) reads
- * it: ~ and ~user expanded, relative to ~/.ssh, glob(7) patterns.  What it
- * names inside the root is RO, NC if missing; for a pattern, the folder of
- * its last component RO-tree (a new file there would match), and each file
- * it matches is read for its own Includes.
- */
-static int ssh_include(struct hscan *h, const char *home, const char *arg, unsigned depth)
-{
-	char dir[PATH_MAX], path[PATH_MAX], *slash;
-	glob_t gl;
-	size_t i;
-	int rc = 0;
-
-	if (snprintf(dir, sizeof(dir), "%s/.ssh", home) >= (int)sizeof(dir) ||
-	    home_expand(arg, dir, home, path, sizeof(path)))
-		return 0;
-	if (!strpbrk(path, "*?[")) {
-		rc = protect_path(h, path, false);
-		return rc ? rc : ssh_scan(h, home, path, depth + 1);
-	}
-	slash = strrchr(path, '/');
-	if (slash && slash > path && (size_t)(slash - path) < sizeof(dir)) {
-		memcpy(dir, path, (size_t)(slash - path));
-		dir[slash - path] = '\0';
-		if (!strpbrk(dir, "*?["))
-			rc = protect_path(h, dir, true);
-		else
-			guard_logf(h->g, "gitguard: ssh Include %s: new folders its pattern "
-					 "would match are not guarded", path);
-	}
-	if (rc || glob(path, 0, NULL, &gl))
-		return rc;
-	/* past the bound, the pattern's folder (RO-tree above) still covers its own matches */
-	for (i = 0; !rc && i < gl.gl_pathc && i < SSH_FILES_MAX; i++) {
-		rc = protect_path(h, gl.gl_pathv[i], false);
-		rc = rc ? rc : ssh_scan(h, home, gl.gl_pathv[i], depth + 1);
-	}
-	globfree(&gl);
-	return rc;
-}
-
-/*
- * Next word of an ssh config line at *P into OUT, double quotes kept
- * together; KEY: the keyword, which "=" may end ("Include=x")
- */
-static bool ssh_word(const char **p, bool key, char *out, size_t outsz)
-{
-	const char *s = *p + strspn(*p, " \t");
-	size_t n = 0;
-	bool quoted = false;
-
-	if (!key && *s == '=')
-		s += 1 + strspn(s + 1, " \t");
-	for (; *s && (quoted || (*s != ' ' && *s != '\t' && !(key && *s == '='))); s++) {
-		if (*s == '"')
-			quoted = !quoted;
-		else if (n + 1 < outsz)
-			out[n++] = *s;
-	}
-	out[n] = '\0';
-	*p = s;
-	return n > 0;
-}
-
-/*
- * The ssh config PATH of HOME (read through the kernel, as ssh reads it):
- * its Include lines, at any place, to SSH_INCLUDE_DEPTH levels.
- */
-static int ssh_scan(struct hscan *h, const char *home, const char *path, unsigned depth)
-{
-	char real[PATH_MAX], word[PATH_MAX], *buf, *line, *next;
-	const char *p;
-	size_t len;
-	int rc = 0;
-
-	if (depth > SSH_INCLUDE_DEPTH || h->sshfiles >= SSH_FILES_MAX || !realpath(path, real) ||
-	    guard_read_file(AT_FDCWD, real, SSH_CONFIG_MAX, &buf, &len, NULL))
-		return 0;
-	h->sshfiles++;
-	for (line = buf; !rc && line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		p = line;
-		if (!ssh_word(&p, true, word, sizeof(word)) || strcasecmp(word, "include"))
-			continue;
-		while (!rc && ssh_word(&p, false, word, sizeof(word)))
-			rc = ssh_include(h, home, word, depth);
-	}
-	free(buf);
-	return rc;
-}
-
 /* A home DIR not made yet, inside the root: the bot may not make it */
 static int home_missing(struct hscan *h, const char *dir)
 {
@@ -592,7 +455,7 @@ static int home_missing(struct hscan *h, const char *dir)
 	struct stat st;
 	int rc = 0;
 
-	if (guard_resolve(h->g, -1, dir, true, pin_cb, h, &res) == RES_MISSING &&
+	if (guard_resolve(h->g, -1, dir, true, home_pin_cb, h, &res) == RES_MISSING &&
 	    !fstat(res.dirfd, &st))
 		rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, res.name, GUARD_RO | GUARD_TREE,
 			      GUARD_RULE_H1);
@@ -610,8 +473,10 @@ static int home_links_outside(struct hscan *h, const char *dir, uid_t owner)
 	static const struct {
 		const char *name, *sub;
 		bool scan;
-	} names[] = {{".gitconfig", NULL, true},	 {".config/git", "config", true},
-		     {".config/git/config", NULL, true}, {".ssh", NULL, false},
+	} names[] = {{".gitconfig", NULL, true},
+		     {".config/git", "config", true},
+		     {".config/git/config", NULL, true},
+		     {".ssh", NULL, false},
 		     {".gnupg", NULL, false}};
 	char path[PATH_MAX];
 	size_t i;
@@ -630,17 +495,6 @@ static int home_links_outside(struct hscan *h, const char *dir, uid_t owner)
 		}
 	}
 	return rc;
-}
-
-/* What the home DIR's ~/.ssh/config Includes, inside the root or not */
-static int home_ssh(struct hscan *h, const char *dir)
-{
-	char path[PATH_MAX];
-
-	if (snprintf(path, sizeof(path), "%s/.ssh/config", dir) >= (int)sizeof(path))
-		return 0;
-	h->sshfiles = 0;
-	return ssh_scan(h, dir, path, 0);
 }
 
 /* The home DIR: remembered by (dev, ino); inside the root, pinned and its configs guarded */
@@ -665,7 +519,7 @@ static int home_add(struct hscan *h, const char *dir)
 		rc = rc ? rc : watch_path(h, fd, ".config/git/config");
 		close(fd);
 	}
-	if (!rc && guard_resolve(h->g, -1, dir, true, pin_cb, h, &res) == RES_INSIDE &&
+	if (!rc && guard_resolve(h->g, -1, dir, true, home_pin_cb, h, &res) == RES_INSIDE &&
 	    S_ISDIR(res.st.st_mode)) {
 		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL, GUARD_PIN,
 			      GUARD_RULE_H1);

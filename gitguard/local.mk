@@ -10,7 +10,7 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/grow.c \
 	gitguard/guard.c \
 	gitguard/classify.c \
-	gitguard/check.c \
+	gitguard/check.c gitguard/x1.c \
 	gitguard/walk.c \
 	gitguard/content.c \
 	gitguard/repo.c \
@@ -23,7 +23,7 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/lg2.c \
 	gitguard/sha1.c \
 	gitguard/audit.c \
-	gitguard/home.c \
+	gitguard/home.c gitguard/home-ssh.c gitguard/home-int.h \
 	gitguard/scan.c
 gitguard_libgitguard_a_CFLAGS = $(AM_CFLAGS) $(GIT2_CFLAGS)
 EXTRA_DIST += gitguard/README

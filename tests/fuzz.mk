@@ -17,15 +17,15 @@ FUZZ_BINS = tests/fuzz/fuzz-proto tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decid
 	tests/fuzz/fuzz-index
 FUZZ_TARGETS = proto gitparse decide index
 FUZZ_GITGUARD_SRC = $(top_srcdir)/gitguard/guard.c $(top_srcdir)/gitguard/classify.c \
-	$(top_srcdir)/gitguard/check.c $(top_srcdir)/gitguard/repo.c \
+	$(top_srcdir)/gitguard/check.c $(top_srcdir)/gitguard/x1.c $(top_srcdir)/gitguard/repo.c \
 	$(top_srcdir)/gitguard/walk.c $(top_srcdir)/gitguard/content.c \
 	$(top_srcdir)/gitguard/reposcan.c $(top_srcdir)/gitguard/cfgscan.c \
 	$(top_srcdir)/gitguard/resolve.c $(top_srcdir)/gitguard/parse.c \
 	$(top_srcdir)/gitguard/lg2.c $(top_srcdir)/gitguard/path.c \
 	$(top_srcdir)/gitguard/fdio.c $(top_srcdir)/gitguard/grow.c \
 	$(top_srcdir)/gitguard/index.c $(top_srcdir)/gitguard/seq.c $(top_srcdir)/gitguard/sha1.c \
-	$(top_srcdir)/gitguard/home.c
-FUZZ_GITGUARD_HDR = $(top_srcdir)/gitguard/gitguard.h $(top_srcdir)/gitguard/guard-int.h \
+	$(top_srcdir)/gitguard/home.c $(top_srcdir)/gitguard/home-ssh.c
+FUZZ_GITGUARD_HDR = $(top_srcdir)/gitguard/gitguard.h $(top_srcdir)/gitguard/guard-int.h $(top_srcdir)/gitguard/home-int.h \
 	$(top_srcdir)/gitguard/ggutil.h
 
 fuzz: $(FUZZ_BINS)

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* Private to gitguard/home.c and gitguard/home-ssh.c: one scan of the homes (H1). */
+#ifndef GITGUARD_HOME_INT_H
+#define GITGUARD_HOME_INT_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#include "gitguard/guard-int.h"
+
+/* One home scan: its records, the files it read (or found missing), and the homes met */
+struct hscan {
+	struct guard *g;
+	struct guard_repo r; /* records, and repo.c's watch for one config file at a time */
+	struct guard_wfile *w;
+	size_t nw;
+	size_t aw;
+	struct guard_home *tab; /* NULL on a rescan */
+	size_t n;
+	unsigned outside;  /* config files outside the root read */
+	unsigned walked;   /* entries of ~/.ssh and ~/.gnupg looked at */
+	unsigned walk_cut; /* times tree_walk stopped at a bound */
+	unsigned sshfiles; /* this home's ssh config files read */
+};
+
+/* home.c: a folder on the way to what a home's config names (pinned; a link RO) */
+int home_pin_cb(void *arg, const struct stat *st, bool is_link);
+/* home.c: "~/x" (HOME), "~user/x", else a path relative to DIR, into OUT */
+int home_expand(const char *in, const char *dir, const char *home, char *out, size_t outsz);
+/* home-ssh.c: what the home DIR's ~/.ssh/config Includes, inside the root or not */
+int home_ssh(struct hscan *h, const char *dir);
+
+#endif
