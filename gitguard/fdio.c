@@ -150,3 +150,23 @@ int guard_read_file(int dirfd, const char *name, size_t cap, char **bufp, size_t
 	close(fd);
 	return rc;
 }
+
+/*
+ * The folder NAME in DFD (no link followed at NAME) opened for readdir, or
+ * NULL with errno; closedir() closes its fd.
+ */
+DIR *gg_opendirat(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), e;
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		e = errno;
+		close(fd);
+		errno = e;
+	}
+	return d;
+}

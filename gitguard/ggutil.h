@@ -18,6 +18,7 @@
 #ifndef GITGUARD_GGUTIL_H
 #define GITGUARD_GGUTIL_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -90,5 +91,8 @@ int guard_read_file(int dirfd, const char *name, size_t cap, char **buf, size_t 
  * -ENOMEM with the array and *ALLOC as they were.
  */
 int gg_grow(void *array, size_t *alloc, size_t need, size_t size, size_t min);
+
+/* fdio.c: the folder NAME in DFD (NAME itself not followed) for readdir, or NULL with errno */
+DIR *gg_opendirat(int dfd, const char *name);
 
 #endif

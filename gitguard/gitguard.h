@@ -226,8 +226,8 @@ void guard_new_repos(struct guard *g,
 int guard_scan_tree(struct guard *g, unsigned long budget, struct guard_err *err);
 /* Told every few thousand entries of a scan, and at its end: entries seen, repositories known. */
 typedef void (*guard_progress_fn)(void *arg, unsigned long entries, unsigned long repos);
-int guard_scan_tree_progress(struct guard *g, unsigned long budget, guard_progress_fn fn,
-			     void *arg, struct guard_err *err);
+int guard_scan_tree_progress(struct guard *g, unsigned long budget, guard_progress_fn fn, void *arg,
+			     struct guard_err *err);
 
 /* classify.c */
 int guard_classify(struct guard *g, const struct guard_cls *parent, int parent_fd, const char *name,
@@ -293,9 +293,9 @@ long guard_audit(int rootfd, const char *path, guard_audit_fn fn, void *arg, str
 
 /* parse.c: pure functions on a buffer, for fuzzers; malformed input is -EINVAL */
 enum guard_cfg_key {
-	GUARD_CFG_INCLUDE,   /* include.path, includeIf.<cond>.path */
-	GUARD_CFG_HOOKSPATH, /* core.hooksPath */
-	GUARD_CFG_WORKTREE,  /* core.worktree */
+	GUARD_CFG_INCLUDE,	/* include.path, includeIf.<cond>.path */
+	GUARD_CFG_HOOKSPATH,	/* core.hooksPath */
+	GUARD_CFG_WORKTREE,	/* core.worktree */
 	GUARD_CFG_STRATEGY,	/* options.strategy (with .seq only) */
 	GUARD_CFG_STRATEGY_OPT, /* options.strategy-option (with .seq only) */
 };

@@ -117,7 +117,7 @@ struct guard {
 	int root_fd;
 	uint64_t root_dev;
 	uint64_t root_ino;
-	char *root_path; /* normalised, no trailing slash; NULL if unknown */
+	char *root_path;       /* normalised, no trailing slash; NULL if unknown */
 	atomic_bool allow_new; /* guard_set_allow_new_repos() may change it at any time */
 	guard_log_fn log;
 	void *log_arg;
@@ -145,7 +145,8 @@ struct guard {
 	size_t nhome_dirs;
 	size_t ahome_dirs;
 	struct guard_recs homerecs; /* H1 records, replaced whole by a rescan */
-	struct guard_wfile *hwatch; /* files the home scan read or missed: dirfd -1, name absolute */
+	struct guard_wfile
+		*hwatch; /* files the home scan read or missed: dirfd -1, name absolute */
 	size_t nhwatch;
 	_Atomic int64_t home_reval_ms; /* the reval_ms guard_homes_revalidate() last looked at */
 };
@@ -244,8 +245,8 @@ bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const cha
 /* Could NAME in PARENT be one of H1's?  The inline test that spares most names the call */
 static inline bool guard_home_maybe(const struct guard_cls *parent, const char *name)
 {
-	return parent->kind == GUARD_PLAIN &&
-	       (name[0] == '.' || parent->role == GUARD_R_HOMECFG || parent->role == GUARD_R_HOMESSH);
+	return parent->kind == GUARD_PLAIN && (name[0] == '.' || parent->role == GUARD_R_HOMECFG ||
+					       parent->role == GUARD_R_HOMESSH);
 }
 
 /* lg2.c: libgit2's answers for a git folder, a cross-check of repo.c's */
@@ -276,8 +277,8 @@ int guard_check_x1(struct guard *g, const char *parent_path, int parent_fd, cons
 		   struct guard_verdict *v);
 
 /* walk.c: G3, nothing protected beneath the folder DFD of class DCLS (0, or -EROFS and V) */
-int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget,
-	       bool links, struct guard_verdict *v);
+int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget, bool links,
+	       struct guard_verdict *v);
 
 /* classify.c */
 bool guard_shape(int fd, int *has);

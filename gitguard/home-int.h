@@ -25,6 +25,8 @@ struct hscan {
 
 /* home.c: a folder on the way to what a home's config names (pinned; a link RO) */
 int home_pin_cb(void *arg, const struct stat *st, bool is_link);
+/* home.c: records what guard_resolve answered for a protected path (RO, NC if missing) */
+int home_record(struct hscan *h, int kind, const struct resolved *res, bool tree);
 /* home.c: "~/x" (HOME), "~user/x", else a path relative to DIR, into OUT */
 int home_expand(const char *in, const char *dir, const char *home, char *out, size_t outsz);
 /* home-ssh.c: what the home DIR's ~/.ssh/config Includes, inside the root or not */

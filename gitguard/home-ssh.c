@@ -25,23 +25,9 @@
 static int protect_path(struct hscan *h, const char *path, bool tree)
 {
 	struct resolved res;
-	struct stat st;
-	int rc = 0;
+	int rc;
 
-	switch (guard_resolve(h->g, -1, path, true, home_pin_cb, h, &res)) {
-	case RES_INSIDE:
-		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL,
-			      GUARD_RO | (tree || S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0),
-			      GUARD_RULE_H1);
-		break;
-	case RES_MISSING:
-		if (!fstat(res.dirfd, &st))
-			rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, res.name,
-				      GUARD_RO | GUARD_TREE, GUARD_RULE_H1);
-		break;
-	default:
-		break;
-	}
+	rc = home_record(h, guard_resolve(h->g, -1, path, true, home_pin_cb, h, &res), &res, tree);
 	resolved_close(&res);
 	return rc;
 }

@@ -192,6 +192,25 @@ int home_pin_cb(void *arg, const struct stat *st, bool is_link)
 			GUARD_RULE_H1);
 }
 
+/*
+ * What guard_resolve answered (KIND, RES) for something H1 protects: inside
+ * the root RO (RO-tree if a folder, or TREE), missing there NC; outside, the
+ * host's: nothing.
+ */
+int home_record(struct hscan *h, int kind, const struct resolved *res, bool tree)
+{
+	struct stat st;
+
+	if (kind == RES_INSIDE)
+		return recs_add(&h->r.recs, res->st.st_dev, res->st.st_ino, NULL,
+				GUARD_RO | (tree || S_ISDIR(res->st.st_mode) ? GUARD_TREE : 0),
+				GUARD_RULE_H1);
+	if (kind == RES_MISSING && !fstat(res->dirfd, &st))
+		return recs_add(&h->r.recs, st.st_dev, st.st_ino, res->name, GUARD_RO | GUARD_TREE,
+				GUARD_RULE_H1);
+	return 0;
+}
+
 /* Scans the config NAME in DIRFD for includes and hooksPath; logs what it cannot read */
 static int scan_file(struct hscan *h, int dirfd, const char *name, uid_t owner, const char *what)
 {
@@ -231,27 +250,15 @@ static int tree_link(struct hscan *h, int dirfd, bool host, const char *name, un
 {
 	char path[PATH_MAX];
 	struct resolved res;
-	struct stat st;
-	int rc = 0;
+	int rc, kind;
 
 	/* outside the root the walk goes by absolute path: guard_resolve starts at "/" */
 	if (host && !fd_path(dirfd, name, path, sizeof(path)))
 		return 0;
-	switch (guard_resolve(h->g, dirfd, host ? path : name, true, home_pin_cb, h, &res)) {
-	case RES_INSIDE:
-		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL,
-			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_H1);
-		if (!rc && S_ISDIR(res.st.st_mode))
-			rc = tree_walk(h, res.fd, false, depth + 1);
-		break;
-	case RES_MISSING:
-		if (!fstat(res.dirfd, &st))
-			rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, res.name,
-				      GUARD_RO | GUARD_TREE, GUARD_RULE_H1);
-		break;
-	default:
-		break; /* out of the root: the host's */
-	}
+	kind = guard_resolve(h->g, dirfd, host ? path : name, true, home_pin_cb, h, &res);
+	rc = home_record(h, kind, &res, false); /* out of the root: the host's */
+	if (!rc && kind == RES_INSIDE && S_ISDIR(res.st.st_mode))
+		rc = tree_walk(h, res.fd, false, depth + 1);
 	resolved_close(&res);
 	return rc;
 }
@@ -261,7 +268,7 @@ static int tree_link(struct hscan *h, int dirfd, bool host, const char *name, un
  * every symlink in it, at any depth, is followed (tree_link), to
  * HOME_WALK_DEPTH levels and HOME_WALK_MAX entries a home.
  */
-static int tree_walk(struct hscan *h, int dirfd, bool host, unsigned depth)
+static int tree_walk(struct hscan *h, int dfd, bool host, unsigned depth)
 {
 	struct dirent *e;
 	struct stat st;
@@ -276,14 +283,10 @@ static int tree_walk(struct hscan *h, int dirfd, bool host, unsigned depth)
 				   HOME_WALK_DEPTH, HOME_WALK_MAX);
 		return 0;
 	}
-	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	d = gg_opendirat(dfd, ".");
+	if (!d)
 		return 0;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return 0;
-	}
+	fd = dirfd(d);
 	while (!rc && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;

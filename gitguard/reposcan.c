@@ -72,17 +72,12 @@ static int hl_worktrees(struct guard_repo *r, int dfd)
 	static const char *const names[] = {"commondir", "gitdir", "locked", "config.worktree"};
 	struct dirent *de;
 	size_t i;
-	int fd, sub, rc = 0;
+	int sub, rc = 0;
 	DIR *d;
 
-	fd = openat(dfd, "worktrees", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	d = gg_opendirat(dfd, "worktrees");
+	if (!d)
 		return 0;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return 0;
-	}
 	while (!rc && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
@@ -141,17 +136,12 @@ static int scan_links_in(struct cfgscan *s, int dfd, const char *sub)
 	struct dirent *de;
 	struct stat st;
 	ssize_t n;
-	int fd, rc = 0;
+	int rc = 0;
 	DIR *d;
 
-	fd = openat(dfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	d = gg_opendirat(dfd, sub);
+	if (!d)
 		return 0; /* missing, or a link itself: seen from the folder above */
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return 0;
-	}
 	while (!rc && (de = readdir(d))) {
 		if (de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
 			continue;

@@ -18,7 +18,7 @@
 
 #define SCAN_DEPTH 512
 #define SCAN_ABOVE_MAX 4096 /* folders above the root looked at for a .git */
-#define SCAN_PROGRESS 4096 /* entries between two progress reports */
+#define SCAN_PROGRESS 4096  /* entries between two progress reports */
 
 struct scan {
 	struct guard *g;
@@ -50,18 +50,13 @@ static void scan_dir(struct scan *s, int dfd, const struct guard_cls *cls, unsig
 	struct dirent *de;
 	struct stat st;
 	DIR *d;
-	int rfd, fd;
+	int fd;
 
 	if (depth > SCAN_DEPTH || s->truncated)
 		return;
-	rfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0)
+	d = gg_opendirat(dfd, ".");
+	if (d == NULL)
 		return;
-	d = fdopendir(rfd);
-	if (d == NULL) {
-		close(rfd);
-		return;
-	}
 	while ((de = readdir(d)) != NULL) {
 		const char *name = de->d_name;
 		bool dotgit = name_is_dotgit(name);
@@ -144,8 +139,8 @@ int guard_scan_tree(struct guard *g, unsigned long budget, struct guard_err *err
 }
 
 /* Walk the root, scanning every repository in it; at most budget entries. */
-int guard_scan_tree_progress(struct guard *g, unsigned long budget, guard_progress_fn fn,
-			     void *arg, struct guard_err *err)
+int guard_scan_tree_progress(struct guard *g, unsigned long budget, guard_progress_fn fn, void *arg,
+			     struct guard_err *err)
 {
 	struct scan s = {g, 0, budget ? budget : 10000000UL, false, fn, arg};
 	struct guard_cls root;

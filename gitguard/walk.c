@@ -67,7 +67,8 @@ static int walk_link(struct wstate *w, struct wlevel *l, const char *name)
 
 	n = readlinkat(l->fd, name, target, sizeof(target) - 1);
 	if (n <= 0)
-		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink in the folder cannot be read");
+		return guard_refuse_why(w->v, GUARD_RULE_X1,
+					"symlink in the folder cannot be read");
 	target[n] = '\0';
 	if (target[0] == '/')
 		return 0;
@@ -220,8 +221,8 @@ static int walk_pop(struct wstate *w)
  * so no chain of folders can exhaust the stack or the fds.  LINKS: the
  * folder moves to another parent (X1, walk_link).
  */
-int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget,
-	       bool links, struct guard_verdict *v)
+int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget, bool links,
+	       struct guard_verdict *v)
 {
 	struct wstate w = {.g = g, .budget = budget, .v = v, .alloc = 64, .links = links};
 	struct wlevel *top;
