@@ -358,9 +358,10 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 	g.victim_mode = r->victim_mode;
 	g.victim_fd = r->victim_fd > 0 ? r->victim_fd : -1;
 	g.target = r->target;
-	if (r->op == GUARD_OP_SYMLINK ||
-	    ((r->op == GUARD_OP_RENAME || r->op == GUARD_OP_LINK) && S_ISLNK(r->mode))) {
-		/* X1 judges the target from the folder it is in: NULL refuses */
+	if (r->op == GUARD_OP_SYMLINK || (r->op == GUARD_OP_LINK && S_ISLNK(r->mode)) ||
+	    (r->op == GUARD_OP_RENAME && S_ISLNK(r->mode) && r->parent != r->src_parent)) {
+		/* X1 judges the target from the folder it is in: NULL refuses (a rename
+		 * within one folder keeps the meaning: guard_check does not ask) */
 		ppath = inode_path(m, r->parent, NULL, true);
 		g.parent_path = ppath != NULL ? ppath + 1 : NULL;
 		if (r->op != GUARD_OP_SYMLINK)

@@ -104,10 +104,10 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 	/* D9: git makes no symlink in a git folder; one there sends git's reads and writes anywhere */
 	if (S_ISLNK(mode) && guard_in_gitdir(parent))
 		return guard_refuse(v, GUARD_RULE_D9);
-	/* H1: a folder moved in as a home's .config or .ssh would bring its own config */
-	if (move && (c.role == GUARD_R_HOMECFG || c.role == GUARD_R_HOMESSH))
-		return guard_refuse_why(v, GUARD_RULE_H1,
-					"a folder moved in as a home's .config or .ssh");
+	/* H1: a folder moved in as a home's .config would bring its own config
+	 * (.ssh and .gnupg are RO-tree names: nothing is moved in as them) */
+	if (move && c.role == GUARD_R_HOMECFG)
+		return guard_refuse_why(v, GUARD_RULE_H1, "a folder moved in as a home's .config");
 	/*
 	 * X2/X4: a regular file, renamed in (the caller checks its content) or,
 	 * for X4 only, made empty and then written with each write checked.
@@ -254,6 +254,7 @@ static bool head_symlink(const struct guard_req *req)
 int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdict *v)
 {
 	mode_t mode;
+	bool moved;
 	int rc;
 
 	if (v)
@@ -307,9 +308,11 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 	case GUARD_OP_RMDIR:
 		return check_remove(req->cls, v);
 	case GUARD_OP_RENAME:
+		moved = !same_folder(req);
 		rc = check_move(g, req->cls, req->mode, req->fd, req->parent, req->parent_fd,
-				req->name, req->victim, !same_folder(req), v);
-		return rc ? rc : check_moved_link(g, req, v);
+				req->name, req->victim, moved, v);
+		/* renamed in its own folder, a symlink's target leads where it led: no X1 again */
+		return rc || !moved ? rc : check_moved_link(g, req, v);
 	case GUARD_OP_EXCHANGE:
 		if (!req->victim)
 			return -EINVAL;

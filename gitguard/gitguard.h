@@ -67,8 +67,7 @@ enum guard_role {
 	GUARD_R_CONFIG,	   /* D/config: a write to it is worth a guard_notify() */
 	GUARD_R_MODULES,   /* D/modules and the folders in it down to each submodule's git folder */
 	GUARD_R_SEQ,	   /* D/rebase-merge, D/rebase-apply, D/sequencer: X4 files inside */
-	GUARD_R_HOMECFG,   /* a home's .config folder: its git/ is H1's */
-	GUARD_R_HOMESSH,   /* a home's .ssh or .gnupg folder: all in it is H1's (git runs ssh, gpg)
+	GUARD_R_HOMECFG,   /* a home's .config folder: its git/ is H1's
 			      (the last role: tests/fuzz/fuzz-decide.c checks against it) */
 };
 

@@ -245,8 +245,7 @@ bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const cha
 /* Could NAME in PARENT be one of H1's?  The inline test that spares most names the call */
 static inline bool guard_home_maybe(const struct guard_cls *parent, const char *name)
 {
-	return parent->kind == GUARD_PLAIN && (name[0] == '.' || parent->role == GUARD_R_HOMECFG ||
-					       parent->role == GUARD_R_HOMESSH);
+	return parent->kind == GUARD_PLAIN && (name[0] == '.' || parent->role == GUARD_R_HOMECFG);
 }
 
 /* lg2.c: libgit2's answers for a git folder, a cross-check of repo.c's */
