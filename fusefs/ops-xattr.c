@@ -14,6 +14,19 @@ static bool xattr_privileged(const char *name)
 }
 
 /*
+ * A POSIX ACL is a chmod by other means: the access ACL rewrites the mode's
+ * bits and may grant write to named users and groups, a folder's default
+ * ACL does the same for everything made in it later.  Setting one is judged
+ * as a chmod that adds every write bit (H1 refuses it on a home, ~/.config
+ * and the folders above, the RO rules everywhere they refuse a chmod).
+ */
+static bool xattr_is_acl(const char *name)
+{
+	return strcmp(name, "system.posix_acl_access") == 0 ||
+	       strcmp(name, "system.posix_acl_default") == 0;
+}
+
+/*
  * xattrs go through /proc/self/fd/N, which reaches the inode itself. There
  * is no race-free way to do that for a symlink, so those get ENOTSUP.
  */
@@ -47,6 +60,9 @@ static void xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const
 	 */
 	if (xattr_privileged(name) && (value != NULL || strcmp(name, "security.capability") != 0))
 		r = -EPERM;
+	else if (value != NULL && xattr_is_acl(name))
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_CHMOD, .ino = ino_of(m, ino),
+					  .mode = (ino_of(m, ino)->type & S_IFMT) | 0777));
 	else
 		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
 					  .mode = ino_of(m, ino)->type));

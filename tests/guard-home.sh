@@ -235,6 +235,26 @@ is "$(shell_result chmod 0775 "$H/.config")" EROFS "~/.config: chmod g+w refused
 is "$(shell_result chmod 0777 "$M/home")" EROFS "the folder above a home: chmod 0777 refused"
 is "$(shell_result chmod 0700 "$H/work")" OK "other folders in a home: chmod allowed"
 is "$(shell_result chmod 0755 "$H")" OK "the home: chmod 0755 allowed"
+# ... nor by a POSIX ACL, the same change by setxattr (other::rwx, a named user with write)
+acl_set()
+{
+	python3 - "$@" <<'PY' 2>&1
+import errno, os, struct, sys
+U = 0xffffffff
+ents = [(1, 7, U), (2, 7, 4242), (4, 5, U), (0x10, 7, U), (0x20, 7, U)]
+acl = struct.pack('<I', 2) + b''.join(struct.pack('<HHI', t, p, i) for t, p, i in ents)
+try:
+    os.setxattr(sys.argv[1], sys.argv[2], acl)
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+PY
+}
+is "$(acl_set "$H" system.posix_acl_access)" EROFS "the home: an access ACL granting writes refused"
+is "$(acl_set "$H" system.posix_acl_default)" EROFS "the home: a default ACL refused"
+is "$(acl_set "$M/home" system.posix_acl_access)" EROFS "the folder above a home: an ACL refused"
+is "$(stat -c %a "$S/home/u")" 755 "the home's mode is unchanged on the host"
+is "$(acl_set "$H/work" system.posix_acl_access)" OK "other folders in a home: an ACL allowed"
 # H-c: a missing ~/.ssh, ~/.gnupg is not the bot's to make
 is "$(try mkdir "$M/home/v/.ssh")" EROFS "a missing ~/.ssh: mkdir refused"
 is "$(try mkdir "$M/home/v/.gnupg")" EROFS "a missing ~/.gnupg: mkdir refused"
