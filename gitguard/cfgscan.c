@@ -248,6 +248,29 @@ int scan_hookspath(struct cfgscan *s, const char *value)
 	return strs_add(&s->rel, path);
 }
 
+/*
+ * init.templateDir: `git init` and `git clone` copy everything in it into
+ * the new git folder (hooks/, config, info/), and clone then runs the
+ * copied post-checkout.  A folder the person's config names so is guarded
+ * like a hooks folder (W2); a relative one is taken from the worktree tops,
+ * where a person re-running `git init` would read it.
+ */
+static int scan_templatedir(struct cfgscan *s, const char *value)
+{
+	char path[PATH_MAX];
+
+	if (!*value)
+		return 0;
+	if (expand_home(s, value, path, sizeof(path))) {
+		scan_x3(s, "an init.templateDir that cannot be resolved");
+		return 0;
+	}
+	if (path[0] == '/')
+		return scan_protect(s, s->dfd, path, GUARD_RULE_W2,
+				    "an init.templateDir that cannot be resolved");
+	return strs_add(&s->rel, path);
+}
+
 static int on_key(void *arg, enum guard_cfg_key key, const char *value)
 {
 	struct cfgscan *s = arg;
@@ -257,6 +280,8 @@ static int on_key(void *arg, enum guard_cfg_key key, const char *value)
 		return on_include(s, value);
 	case GUARD_CFG_HOOKSPATH:
 		return scan_hookspath(s, value);
+	case GUARD_CFG_TEMPLATEDIR:
+		return scan_templatedir(s, value);
 	case GUARD_CFG_WORKTREE:
 		return *value ? strs_add(&s->wt, value) : 0;
 	case GUARD_CFG_STRATEGY:

@@ -294,6 +294,7 @@ long guard_audit(int rootfd, const char *path, guard_audit_fn fn, void *arg, str
 enum guard_cfg_key {
 	GUARD_CFG_INCLUDE,	/* include.path, includeIf.<cond>.path */
 	GUARD_CFG_HOOKSPATH,	/* core.hooksPath */
+	GUARD_CFG_TEMPLATEDIR,	/* init.templateDir: copied into the next git init or clone */
 	GUARD_CFG_WORKTREE,	/* core.worktree */
 	GUARD_CFG_STRATEGY,	/* options.strategy (with .seq only) */
 	GUARD_CFG_STRATEGY_OPT, /* options.strategy-option (with .seq only) */

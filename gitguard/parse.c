@@ -227,6 +227,8 @@ static int handle_var(struct guard_cfg *cfg, const char *var, const char *value)
 	}
 	if (!strcmp(var, "core.hookspath"))
 		return value && cfg->fn ? cfg->fn(cfg->arg, GUARD_CFG_HOOKSPATH, value) : 0;
+	if (!strcmp(var, "init.templatedir"))
+		return value && cfg->fn ? cfg->fn(cfg->arg, GUARD_CFG_TEMPLATEDIR, value) : 0;
 	if (!strcmp(var, "core.worktree"))
 		return value && cfg->fn ? cfg->fn(cfg->arg, GUARD_CFG_WORKTREE, value) : 0;
 	if (cfg->seq && cfg->fn && !strncmp(var, "options.", 8)) {

@@ -110,6 +110,9 @@ setup()
 	mkdir -p "$UH2" "$T/repo2"
 	printf '[user]\n\tname = o\n\temail = o@example.org\n' >"$S/shared/team.cfg"
 	printf '[include]\n\tpath = %s\n' "$S/shared/team.cfg" >"$UH2/.gitconfig"
+	# ... and takes the templates of new repositories from there (init.templateDir)
+	mkdir -p "$S/shared/tmpl/hooks"
+	printf '[init]\n\ttemplateDir = %s\n' "$S/shared/tmpl" >>"$UH2/.gitconfig"
 	chown -R "$U2" "$UH2" "$T/repo2"
 	as_user2 git init -q "$T/repo2"
 	as_user2 sh -c "cd '$T/repo2' && echo a >a && git add a && git commit -qm a"
@@ -266,6 +269,15 @@ is "$(plant "$M/other/.ssh/config" "$PAY/bot.ssh")" OK "... and a config in it i
 is "$(plant "$M/shared/team.cfg")" EROFS "an include of a home's config outside the root: refused"
 is "$(try rename "$M/shared" "$M/shared2")" EROFS "... and the folder on its way pinned"
 is "$(plant "$M/shared/other.cfg")" OK "... other files beside it writable"
+hook_plant()
+{
+	shell_result sh -c "printf '#!/bin/sh\ntouch %s\n' '$MARKS/PWNED-bot-template' >'$1' && chmod +x '$1'"
+}
+is "$(hook_plant "$M/shared/tmpl/hooks/post-checkout")" EROFS \
+	"a home's init.templateDir inside the root: a hook in it refused"
+is "$(try mkdir "$M/shared/tmpl/info")" EROFS "... anything made in the template folder refused"
+is "$(try rename "$M/shared/tmpl" "$M/shared/tmpl-old")" EROFS "... the template folder pinned"
+[ -d "$M/shared/tmpl-old" ] && mv "$M/shared/tmpl-old" "$M/shared/tmpl" # unguarded: put it back
 
 # ---- the person changes their configuration on the host while mounted --------
 as_user git config --global --add include.path later.cfg
@@ -315,6 +327,8 @@ as_user2 git -C "$T/repo2" status >>"$T/host.log" 2>&1
 is "$?" 0 "host: the second person's git status runs"
 as_user2 git -C "$T/repo2" commit -q --allow-empty -m x >>"$T/host.log" 2>&1
 is "$?" 0 "host: the second person's git commit runs"
+as_user2 git clone -q "$T/repo2" "$UH2/clone" >>"$T/host.log" 2>&1
+is "$?" 0 "host: the second person's git clone (with their templates) runs"
 no_marker "host: nothing the bot planted ran" bot
 
 done_testing
