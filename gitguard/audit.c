@@ -144,7 +144,7 @@ static void check_index(struct audit *a, int dfd, const char *name, const char *
 	}
 	if (guard_index_check_hash(buf, len, a->hashsz, &why) < 0)
 		found(a, path, "index", "git would write what it names: %s", why);
-	else if (guard_index_worktree(NULL, dfd, buf, len, a->hashsz, &why) < 0)
+	else if (guard_index_folder(NULL, dfd, name, buf, len, a->hashsz, &why) < 0)
 		found(a, path, "index", "git restore would write: %s", why);
 	free(buf);
 }

@@ -73,9 +73,50 @@ int guard_content_fd(struct guard *g, int dirfd, unsigned rule, const char *name
 		return -EROFS;
 	}
 	rc = guard_content_check(rule, name, buf, len, hashsz, why);
-	if (!rc && rule == GUARD_RULE_X2 && g && dirfd >= 0)
-		rc = guard_index_worktree(g, dirfd, buf, len, hashsz, why);
+	if (!rc && rule == GUARD_RULE_X2 && dirfd >= 0)
+		rc = guard_index_folder(g, dirfd, name, buf, len, hashsz, why);
 	free(buf);
+	return rc;
+}
+
+/*
+ * X2 with the folder at hand: BUF, to become NAME (`index` or a
+ * `sharedindex.<hex>`) in the git folder DFD.  A split index is checked
+ * with the shared index it takes entries from: an entry it replaces keeps
+ * the shared entry's name and takes its mode and blob, so neither file
+ * alone says what `git restore .` writes.  A shared index is checked with
+ * the `index` beside it that takes entries from it (a new one renamed over
+ * the one an index names changes where its replacements land).  Then the
+ * work-tree side (guard_index_worktree; G may be NULL).  0, or -EROFS with *WHY.
+ */
+int guard_index_folder(struct guard *g, int dfd, const char *name, const char *buf, size_t len,
+		       size_t hashsz, const char **why)
+{
+	const char *ibuf = NULL, *sbuf = NULL;
+	char hex[2 * 32 + 1], sname[sizeof("sharedindex.") + sizeof(hex)], *other = NULL;
+	size_t ilen = 0, slen = 0;
+	int rc = 0;
+
+	if (!strncmp(name, "sharedindex.", 12)) {
+		if (!guard_read_file(dfd, "index", GUARD_INDEX_MAX, &other, &ilen, NULL) &&
+		    guard_index_base(other, ilen, hashsz, hex, why) == 1 &&
+		    !strcmp(hex, name + 12)) {
+			ibuf = other;
+			sbuf = buf;
+			slen = len;
+		}
+	} else if (guard_index_base(buf, len, hashsz, hex, why) == 1) {
+		ibuf = buf;
+		ilen = len;
+		snprintf(sname, sizeof(sname), "sharedindex.%s", hex);
+		if (!guard_read_file(dfd, sname, GUARD_INDEX_MAX, &other, &slen, NULL))
+			sbuf = other;
+	}
+	if (ibuf && guard_index_replaced(ibuf, ilen, sbuf, slen, hashsz, NULL, NULL, why) < 0)
+		rc = -EROFS;
+	if (!rc)
+		rc = guard_index_worktree(g, dfd, buf, len, hashsz, ibuf, ilen, sbuf, slen, why);
+	free(other);
 	return rc;
 }
 
@@ -284,6 +325,7 @@ static int wt_linked(struct guard *g, int dfd, int *topfd, int *cfgfd)
  * would write it.  0, or -EROFS with *WHY.
  */
 int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, size_t hashsz,
+			 const char *split, size_t splitlen, const char *shared, size_t sharedlen,
 			 const char **why)
 {
 	struct wt_check w = {.topfd = -1, .hashsz = hashsz};
@@ -315,6 +357,10 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 	guard_config_scan(cbuf, clen, &cfg);
 	free(cbuf);
 	if (w.n && guard_index_entries(buf, len, hashsz, wt_entry, &w, why) < 0)
+		rc = -EROFS;
+	/* a split index's replacements, under their shared names */
+	if (!rc && w.n && split &&
+	    guard_index_replaced(split, splitlen, shared, sharedlen, hashsz, wt_entry, &w, why) < 0)
 		rc = -EROFS;
 out:
 	for (i = 0; i < w.n; i++)

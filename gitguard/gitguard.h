@@ -265,7 +265,10 @@ int guard_content_check(unsigned rule, const char *name, const char *buf, size_t
 int guard_content_fd(struct guard *g, int dirfd, unsigned rule, const char *name, int fd,
 		     size_t hashsz, const char **why);
 size_t guard_hash_size(struct guard *g, int gitdir_fd);
+int guard_index_folder(struct guard *g, int gitdir_fd, const char *name, const char *buf,
+		       size_t len, size_t hashsz, const char **why);
 int guard_index_worktree(struct guard *g, int gitdir_fd, const char *buf, size_t len, size_t hashsz,
+			 const char *split, size_t splitlen, const char *shared, size_t sharedlen,
 			 const char **why);
 
 /* sha1.c: git's blob object name (SHA-1) of a buffer */
@@ -279,6 +282,17 @@ typedef int (*guard_index_entry_fn)(void *arg, const char *path, uint32_t mode,
 int guard_index_entries(const char *buf, size_t len, size_t hashsz, guard_index_entry_fn fn,
 			void *arg, const char **why);
 bool guard_index_path_ok(const char *path, unsigned mode);
+/*
+ * Split index: 1 with HEX (2*hashsz+1 bytes) the object name of the shared
+ * index BUF takes entries from (sharedindex.HEX beside it), 0 if it takes
+ * none; guard_index_replaced() then checks each replaced entry (the shared
+ * entry's name with the replacement's mode and object) as git's verify_path
+ * would and calls FN with it.  SHARED NULL: the shared index cannot be read
+ * (refused when there are replacements).
+ */
+int guard_index_base(const char *buf, size_t len, size_t hashsz, char *hex, const char **why);
+int guard_index_replaced(const char *buf, size_t len, const char *shared, size_t slen,
+			 size_t hashsz, guard_index_entry_fn fn, void *arg, const char **why);
 
 /* seq.c: pure, for fuzzers; 0 or -EINVAL with *why */
 bool guard_strategy_name_ok(const char *s);

@@ -19,33 +19,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "gitguard/gitguard.h"
+#include "gitguard/index-int.h"
 
-#define IDX_HDR 12
-#define IDX_STAT 40 /* ctime, mtime, dev, ino, mode, uid, gid, size */
-#define IDX_NAMEMASK 0x0fffu
-#define IDX_EXTENDED 0x4000u
-#define IDX_STAGE 0x3000u
-#define IDX_X_ALLOWED 0x6000u /* flags2: skip-worktree, intent-to-add */
-#define IDX_X_SKIP 0x4000u    /* flags2: skip-worktree */
-#define IDX_PATH_MAX 4096     /* longer names are refused, git writes none on Linux */
-
-struct ix {
-	const unsigned char *p;
-	size_t len;
-	size_t hashsz;
-	unsigned version;
-	uint32_t nr;
-	bool link;   /* split index: empty names stand for shared entries */
-	bool sdir;   /* sparse index: folder entries are allowed */
-	bool strict; /* check names, modes and order, not only the layout */
-	size_t end;  /* offset just past the last entry */
-	const char *why;
-	guard_index_entry_fn fn; /* each named entry of a strict pass, or NULL */
-	void *arg;
-};
-
-static uint32_t be32(const unsigned char *p)
+uint32_t ix_be32(const unsigned char *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
@@ -55,7 +31,7 @@ static unsigned be16(const unsigned char *p)
 	return (unsigned)p[0] << 8 | p[1];
 }
 
-static int fail(struct ix *x, const char *why)
+int ix_fail(struct ix *x, const char *why)
 {
 	if (!x->why)
 		x->why = why;
@@ -253,7 +229,7 @@ bool guard_index_path_ok(const char *path, unsigned mode)
 	}
 }
 
-static bool mode_ok(uint32_t mode, bool sdir)
+bool ix_mode_ok(uint32_t mode, bool sdir)
 {
 	switch (mode) {
 	case 0100644:
@@ -287,7 +263,7 @@ static int name_cmp(const char *a, size_t al, unsigned as, const char *b, size_t
  * NULL, receives each entry's offset and FRESH whether its name reads the
  * same without the previous one (v4: it strips all of it).
  */
-static int walk_entries(struct ix *x, size_t *starts, bool *fresh)
+int ix_walk(struct ix *x, size_t *starts, bool *fresh)
 {
 	char bufa[IDX_PATH_MAX + 1], bufb[IDX_PATH_MAX + 1], last[IDX_PATH_MAX + 1];
 	char *prev = bufa, *name = bufb, *swap;
@@ -303,20 +279,20 @@ static int walk_entries(struct ix *x, size_t *starts, bool *fresh)
 		uint32_t mode;
 
 		if (off + fixed + 2 > limit)
-			return fail(x, "index entry past the end of the file");
+			return ix_fail(x, "index entry past the end of the file");
 		if (starts)
 			starts[i] = off;
-		mode = be32(e + 24);
+		mode = ix_be32(e + 24);
 		f = e + fixed;
 		flags = be16(f);
 		if (flags & IDX_EXTENDED) {
 			if (x->version < 3)
-				return fail(x, "extended index entry in a version 2 index");
+				return ix_fail(x, "extended index entry in a version 2 index");
 			if (off + fixed + 4 > limit)
-				return fail(x, "index entry past the end of the file");
+				return ix_fail(x, "index entry past the end of the file");
 			xflags = be16(f + 2);
 			if (xflags & ~IDX_X_ALLOWED)
-				return fail(x, "index entry with unknown extended flags");
+				return ix_fail(x, "index entry with unknown extended flags");
 			nm = f + 4;
 		} else {
 			nm = f + 2;
@@ -325,21 +301,21 @@ static int walk_entries(struct ix *x, size_t *starts, bool *fresh)
 		stage = (flags & IDX_STAGE) >> 12;
 		if (x->version == 4) {
 			if (varint(&nm, x->p + limit, &strip) < 0)
-				return fail(x, "bad path compression in index");
+				return ix_fail(x, "bad path compression in index");
 			if (strip > prevlen)
-				return fail(x, "index path strips more than the previous path");
+				return ix_fail(x, "index path strips more than the previous path");
 			copy = prevlen - strip;
 		}
 		if (fresh)
 			fresh[i] = copy == 0;
 		nul = memchr(nm, '\0', (size_t)(x->p + limit - nm));
 		if (!nul)
-			return fail(x, "unterminated path in index");
+			return ix_fail(x, "unterminated path in index");
 		sfx = (size_t)(nul - nm);
 		if (copy + sfx > IDX_PATH_MAX)
-			return fail(x, "index path too long");
+			return ix_fail(x, "index path too long");
 		if (nlen == IDX_NAMEMASK ? copy + sfx < IDX_NAMEMASK : copy + sfx != nlen)
-			return fail(x, "index path length does not match its flags");
+			return ix_fail(x, "index path length does not match its flags");
 		memcpy(name, prev, copy);
 		memcpy(name + copy, nm, sfx);
 		name[copy + sfx] = '\0';
@@ -351,27 +327,32 @@ static int walk_entries(struct ix *x, size_t *starts, bool *fresh)
 			total = (total + 8) & ~(size_t)7;
 		}
 		if (off + total > limit)
-			return fail(x, "index entry past the end of the file");
+			return ix_fail(x, "index entry past the end of the file");
 		if (!x->strict) {
 			/* the layout only */
-		} else if (!mode_ok(mode, x->sdir)) {
-			return fail(x, "index entry with a mode git does not write");
+		} else if (!ix_mode_ok(mode, x->sdir)) {
+			return ix_fail(x, "index entry with a mode git does not write");
 		} else if (!nlen) {
 			if (!x->link)
-				return fail(x, "index entry with an empty path");
+				return ix_fail(x, "index entry with an empty path");
+			if (x->each && x->each(x, i, name, 0, mode, e + IDX_STAT))
+				return -EINVAL;
 		} else {
 			if (mode == 0040000 && (!(xflags & IDX_X_SKIP) || name[nlen - 1] != '/'))
-				return fail(x, "sparse folder entry not marked as one");
+				return ix_fail(x, "sparse folder entry not marked as one");
 			if (!guard_index_path_ok(name, mode))
-				return fail(x, "index path git would refuse (.git, .., absolute, "
+				return ix_fail(x,
+					       "index path git would refuse (.git, .., absolute, "
 					       "empty part)");
 			/* without link every name is the previous one: no copy */
 			if (have_last && name_cmp(x->link ? last : prev, lastlen, laststage, name,
 						  nlen, stage) >= 0)
-				return fail(x, "index entries out of order or repeated");
+				return ix_fail(x, "index entries out of order or repeated");
 			if (x->link)
 				memcpy(last, name, nlen + 1);
 			if (x->fn && x->fn(x->arg, name, mode, e + IDX_STAT, &x->why))
+				return -EINVAL;
+			if (x->each && x->each(x, i, name, nlen, mode, e + IDX_STAT))
 				return -EINVAL;
 			lastlen = nlen;
 			laststage = stage;
@@ -398,24 +379,25 @@ static int check_reuc(struct ix *x, const unsigned char *p, size_t sz)
 	while (p < end) {
 		nul = memchr(p, '\0', (size_t)(end - p));
 		if (!nul || nul - p > IDX_PATH_MAX)
-			return fail(x, "bad resolve-undo extension");
+			return ix_fail(x, "bad resolve-undo extension");
 		if (!guard_index_path_ok((const char *)p, 0100644))
-			return fail(x, "resolve-undo path git would refuse");
+			return ix_fail(x, "resolve-undo path git would refuse");
 		p = nul + 1;
 		for (k = 0, hashes = 0; k < 3; k++) {
 			nul = memchr(p, '\0', (size_t)(end - p));
 			if (!nul || nul == p || nul - p > 7)
-				return fail(x, "bad resolve-undo extension");
+				return ix_fail(x, "bad resolve-undo extension");
 			mode = strtoul((const char *)p, &stop, 8);
 			if ((const unsigned char *)stop != nul)
-				return fail(x, "bad resolve-undo extension");
-			if (mode && !mode_ok((uint32_t)mode, false))
-				return fail(x, "resolve-undo entry with a mode git does not write");
+				return ix_fail(x, "bad resolve-undo extension");
+			if (mode && !ix_mode_ok((uint32_t)mode, false))
+				return ix_fail(x,
+					       "resolve-undo entry with a mode git does not write");
 			hashes += mode != 0;
 			p = nul + 1;
 		}
 		if ((size_t)(end - p) < hashes * x->hashsz)
-			return fail(x, "bad resolve-undo extension");
+			return ix_fail(x, "bad resolve-undo extension");
 		p += hashes * x->hashsz;
 	}
 	return 0;
@@ -432,28 +414,28 @@ static int check_ieot(struct ix *x, const unsigned char *p, size_t sz)
 	bool *fresh;
 	int rc = 0;
 
-	if (sz < 4 || (sz - 4) % 8 || be32(p) != 1)
-		return fail(x, "bad index entry offset table");
+	if (sz < 4 || (sz - 4) % 8 || ix_be32(p) != 1)
+		return ix_fail(x, "bad index entry offset table");
 	n = (sz - 4) / 8;
 	starts = calloc((size_t)x->nr + 1, sizeof(*starts));
 	fresh = calloc((size_t)x->nr + 1, sizeof(*fresh));
 	if (!starts || !fresh) {
-		rc = fail(x, "out of memory checking the index");
+		rc = ix_fail(x, "out of memory checking the index");
 		goto out;
 	}
-	if (walk_entries(x, starts, fresh) < 0) {
+	if (ix_walk(x, starts, fresh) < 0) {
 		rc = -1;
 		goto out;
 	}
 	for (k = 0; k < n && !rc; k++) {
-		uint32_t off = be32(p + 4 + 8 * k), cnt = be32(p + 8 + 8 * k);
+		uint32_t off = ix_be32(p + 4 + 8 * k), cnt = ix_be32(p + 8 + 8 * k);
 
 		if (idx >= x->nr || starts[idx] != off || cnt > x->nr - idx || !fresh[idx])
-			rc = fail(x, "index entry offset table does not match the entries");
+			rc = ix_fail(x, "index entry offset table does not match the entries");
 		idx += cnt;
 	}
 	if (!rc && idx != x->nr)
-		rc = fail(x, "index entry offset table does not cover the entries");
+		rc = ix_fail(x, "index entry offset table does not cover the entries");
 out:
 	free(starts);
 	free(fresh);
@@ -468,10 +450,10 @@ static int check_extensions(struct ix *x)
 
 	while (off + 8 <= limit) {
 		const unsigned char *h = x->p + off;
-		uint32_t sz = be32(h + 4);
+		uint32_t sz = ix_be32(h + 4);
 
 		if (sz > limit - off - 8)
-			return fail(x, "index extension past the end of the file");
+			return ix_fail(x, "index extension past the end of the file");
 		if (!memcmp(h, "TREE", 4) || !memcmp(h, "UNTR", 4) || !memcmp(h, "FSMN", 4)) {
 			/* directories and stat data only: git writes nothing from them */
 		} else if (!memcmp(h, "REUC", 4)) {
@@ -479,7 +461,7 @@ static int check_extensions(struct ix *x)
 				return -EINVAL;
 		} else if (!memcmp(h, "link", 4)) {
 			if (sz < x->hashsz)
-				return fail(x, "bad split index extension");
+				return ix_fail(x, "bad split index extension");
 		} else if (!memcmp(h, "sdir", 4)) {
 			/* checked below: it had to be known before the entries */
 		} else if (!memcmp(h, "IEOT", 4)) {
@@ -487,15 +469,16 @@ static int check_extensions(struct ix *x)
 			ieot_sz = sz;
 		} else if (!memcmp(h, "EOIE", 4)) {
 			/* git reads the extensions from the offset EOIE names */
-			if (sz != 4 + x->hashsz || be32(h + 8) != x->end || off + 8 + sz != limit)
-				return fail(x, "end-of-index-entries extension does not match");
+			if (sz != 4 + x->hashsz || ix_be32(h + 8) != x->end ||
+			    off + 8 + sz != limit)
+				return ix_fail(x, "end-of-index-entries extension does not match");
 		} else {
-			return fail(x, "index extension gitguard does not know");
+			return ix_fail(x, "index extension gitguard does not know");
 		}
 		off += 8 + (size_t)sz;
 	}
 	if (off != limit)
-		return fail(x, "trailing bytes after the index extensions");
+		return ix_fail(x, "trailing bytes after the index extensions");
 	if (ieot && check_ieot(x, ieot, ieot_sz) < 0)
 		return -EINVAL;
 	return 0;
@@ -507,7 +490,7 @@ static void scan_flags(struct ix *x)
 	size_t off = x->end, limit = x->len - x->hashsz;
 
 	while (off + 8 <= limit) {
-		uint32_t sz = be32(x->p + off + 4);
+		uint32_t sz = ix_be32(x->p + off + 4);
 
 		if (!memcmp(x->p + off, "link", 4))
 			x->link = true;
@@ -542,28 +525,35 @@ int guard_index_entries(const char *buf, size_t len, size_t hashsz, guard_index_
 		       .hashsz = hashsz,
 		       .fn = fn,
 		       .arg = arg};
+
+	return ix_run(&x, why);
+}
+
+/* The whole check of the index X was set up with; 0, or -EINVAL with *WHY */
+int ix_run(struct ix *x, const char **why)
+{
 	int rc;
 
-	if (hashsz != 20 && hashsz != 32) {
-		x.why = "unknown hash size";
+	if (x->hashsz != 20 && x->hashsz != 32) {
+		x->why = "unknown hash size";
 		goto bad;
 	}
-	if (len > GUARD_INDEX_MAX) {
-		x.why = "index larger than gitguard reads (256 MiB)";
+	if (x->len > GUARD_INDEX_MAX) {
+		x->why = "index larger than gitguard reads (256 MiB)";
 		goto bad;
 	}
-	if (len < IDX_HDR + hashsz || memcmp(buf, "DIRC", 4)) {
-		x.why = "not an index file";
+	if (x->len < IDX_HDR + x->hashsz || memcmp(x->p, "DIRC", 4)) {
+		x->why = "not an index file";
 		goto bad;
 	}
-	x.version = be32(x.p + 4);
-	x.nr = be32(x.p + 8);
-	if (x.version < 2 || x.version > 4) {
-		x.why = "index version git 2.39 does not read";
+	x->version = ix_be32(x->p + 4);
+	x->nr = ix_be32(x->p + 8);
+	if (x->version < 2 || x->version > 4) {
+		x->why = "index version git 2.39 does not read";
 		goto bad;
 	}
-	if (x.nr > (len - IDX_HDR) / (IDX_STAT + 20 + 2 + 1)) {
-		x.why = "index entry count larger than the file";
+	if (x->nr > (x->len - IDX_HDR) / (IDX_STAT + 20 + 2 + 1)) {
+		x->why = "index entry count larger than the file";
 		goto bad;
 	}
 	/*
@@ -571,29 +561,29 @@ int guard_index_entries(const char *buf, size_t len, size_t hashsz, guard_index_
 	 * pass).  Those extensions, after the entries, allow empty names and
 	 * folder entries: if the entries failed, find them and walk again.
 	 */
-	x.strict = true;
-	rc = walk_entries(&x, NULL, NULL);
+	x->strict = true;
+	rc = ix_walk(x, NULL, NULL);
 	if (rc) {
-		const char *first = x.why;
+		const char *first = x->why;
 
-		x.strict = false;
-		x.why = NULL;
-		if (!walk_entries(&x, NULL, NULL))
-			scan_flags(&x);
-		x.strict = true;
-		x.why = NULL;
-		if (x.link || x.sdir)
-			rc = walk_entries(&x, NULL, NULL);
+		x->strict = false;
+		x->why = NULL;
+		if (!ix_walk(x, NULL, NULL))
+			scan_flags(x);
+		x->strict = true;
+		x->why = NULL;
+		if (x->link || x->sdir)
+			rc = ix_walk(x, NULL, NULL);
 		else
-			x.why = first;
+			x->why = first;
 	}
 	if (!rc)
-		rc = check_extensions(&x);
+		rc = check_extensions(x);
 	if (!rc)
 		return 0;
 bad:
 	if (why)
-		*why = x.why ? x.why : "malformed index";
+		*why = x->why ? x->why : "malformed index";
 	return -EINVAL;
 }
 

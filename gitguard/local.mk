@@ -19,6 +19,8 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/resolve.c \
 	gitguard/parse.c \
 	gitguard/index.c \
+	gitguard/index-split.c \
+	gitguard/index-int.h \
 	gitguard/seq.c \
 	gitguard/lg2.c \
 	gitguard/sha1.c \

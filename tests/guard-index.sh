@@ -157,6 +157,47 @@ forge_is "husky linked worktree: a hook entry with the bot's content refused" ER
 	plant-rename "$HW/index.lock" "$HW/index" "$B/forged-hk"
 rm -f "$HW/index.lock"
 
+# ---- a split index: what it replaces keeps the shared entry's name -------------
+# The bot builds one with git in a scratch copy: .husky/pre-commit's entry
+# replaced (an empty name, the payload's blob); the shared index it names is
+# the person's own entries, fine alone.
+SC="$B/split"
+cp -a "$H" "$SC"
+(cd "$SC" && git update-index --split-index && cp "$B/payload" .husky/pre-commit &&
+	git -c splitIndex.maxPercentChange=100 add .husky/pre-commit) >/dev/null 2>&1 ||
+	bail_out "git could not make a split index in $SC"
+SHARED=$(cd "$SC/.git" && ls sharedindex.*)
+forge_is "split index: its shared index (the person's entries) may be renamed in" ok \
+	plant-rename "$H/.git/shared.tmp" "$H/.git/$SHARED" "$SC/.git/$SHARED"
+forge_is "split index: a replacement giving the hook the bot's content refused" EROFS \
+	plant-rename "$H/.git/index.lock" "$H/.git/index" "$SC/.git/index"
+rm -f "$H/.git/index.lock"
+# ... one replacing a plain file, then a new shared index under the same name
+# whose entry at that position is the hook (git trusts the name's trailer)
+SC2="$B/split2"
+cp -a "$H" "$SC2"
+(cd "$SC2" && rm -f .git/index .git/sharedindex.* && git reset -q && git update-index --split-index &&
+	cp "$B/payload" a && chmod +x a && git -c splitIndex.maxPercentChange=100 add a) >/dev/null 2>&1 ||
+	bail_out "git could not make a split index in $SC2"
+SHARED2=$(cd "$SC2/.git" && ls sharedindex.*)
+forge_is "split index: its shared index renamed in" ok \
+	plant-rename "$H/.git/shared.tmp" "$H/.git/$SHARED2" "$SC2/.git/$SHARED2"
+forge_is "split index: a replacement of a plain file may be renamed in" ok \
+	plant-rename "$H/.git/index.lock" "$H/.git/index" "$SC2/.git/index"
+pos=$(cd "$SC2" && git ls-files | grep -nx a | cut -d: -f1)
+ents=()
+while read -r mode sha _ path; do ents+=("$mode:$sha:$path"); done < <(cd "$SC2" && git ls-files -s)
+# shift the hook to the replaced position: as many entries sorting before it
+pre=()
+for i in $(seq 2 "$pos"); do pre+=("100644:$GOOD:-pad$i"); done
+python3 "$FORGE" index "$B/shared-evil" 2 "${pre[@]}" "${ents[@]}" &&
+	python3 -c 'import sys; p=sys.argv[1]; b=open(p,"rb").read(); open(p,"wb").write(b[:-20]+bytes.fromhex(sys.argv[2]))' \
+		"$B/shared-evil" "${SHARED2#sharedindex.}"
+forge_is "split index: another shared index renamed over the one the index names refused" EROFS \
+	plant-rename "$H/.git/shared.tmp" "$H/.git/$SHARED2" "$B/shared-evil"
+rm -f "$H/.git/shared.tmp"
+check "split index: git status through the mount reads it" sh -c "cd '$H' && git status --short >/dev/null"
+
 check "SHA-256 repository: git add and commit through the mount" sh -c \
 	"cd '$M/r256' && echo y >y && git add y && git commit -qm y"
 SHA256=$(cd "$M/r256" && git hash-object -w "$B/payload")

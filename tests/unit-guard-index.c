@@ -86,6 +86,61 @@ static int check1(unsigned version, uint32_t mode, const char *name, const char 
 	return guard_index_check((const char *)buf, len, why);
 }
 
+static size_t put64(unsigned char *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	return 4 + put32(p + 4, (uint32_t)v);
+}
+
+static unsigned char shared[1 << 12];
+static size_t split_len;
+static int seen;
+
+static int count_entry(void *arg, const char *path, uint32_t mode, const unsigned char *oid,
+		       const char **why)
+{
+	(void)mode;
+	(void)oid;
+	(void)why;
+	if (!strcmp(path, (const char *)arg))
+		seen++;
+	return 0;
+}
+
+/*
+ * A split index of one replacement (MODE) for position POS of a shared
+ * index {.gitmodules, a}; LITERALS is the literal-word count its replace
+ * bitmap claims (1 is right).  guard_index_replaced()'s answer.
+ */
+static int split1(uint32_t mode, unsigned pos, unsigned literals, bool with_shared)
+{
+	struct ent sh[2] = {{0100644, ".gitmodules", 0}, {0100644, "a", 0}};
+	struct ent rep[1] = {{mode, "", 0}};
+	unsigned char ext[128];
+	size_t off = 8, slen, len;
+	const char *why = NULL;
+
+	slen = build(shared, 2, sh, 2, NULL, 0);
+	memcpy(ext, "link", 4);
+	memset(ext + off, 0xab, 20);
+	off += 20;
+	off += put32(ext + off, 0); /* delete bitmap: empty */
+	off += put32(ext + off, 0);
+	off += put32(ext + off, 0);
+	off += put32(ext + off, 64); /* replace bitmap: one marker, one literal word */
+	off += put32(ext + off, 2);
+	off += put64(ext + off, (uint64_t)literals << 33);
+	off += put64(ext + off, (uint64_t)1 << pos);
+	off += put32(ext + off, 0);
+	put32(ext + 4, (uint32_t)(off - 8));
+	len = build(buf, 2, rep, 1, ext, off);
+	split_len = len;
+	seen = 0;
+	return guard_index_replaced((const char *)buf, len,
+				    with_shared ? (const char *)shared : NULL, slen, 20,
+				    count_entry, ".gitmodules", &why);
+}
+
 int main(void)
 {
 	static const char *const bad[] = {
@@ -264,6 +319,29 @@ int main(void)
 		       "sequencer/opts: case and quotes do not hide it");
 		tap_ok(guard_seq_opts_check(broken, sizeof(broken) - 1, &why) < 0,
 		       "sequencer/opts that does not parse refused");
+	}
+	/* split index: a replacement takes the shared entry's name */
+	tap_ok(split1(0100644, 0, 1, true) == 0 && seen == 1,
+	       "split: a replacement is checked under the shared entry's name");
+	tap_ok(split1(0120000, 0, 1, true) < 0,
+	       "split: a replacement making the shared .gitmodules a symlink refused");
+	tap_ok(split1(0120000, 1, 1, true) == 0 && seen == 0,
+	       "split: ... making a plain file a symlink allowed");
+	tap_ok(split1(0100644, 2, 1, true) < 0,
+	       "split: a replaced position past the shared index refused");
+	tap_ok(split1(0100644, 1, 2, true) < 0, "split: a bitmap claiming words it lacks refused");
+	tap_ok(split1(0100644, 1, 1, false) < 0, "split: no shared index to match refused");
+	{
+		char hex[65], want[41];
+
+		memset(want, 'a', 40);
+		for (i = 1; i < 40; i += 2)
+			want[i] = 'b';
+		want[40] = '\0';
+		split1(0100644, 1, 1, true);
+		tap_ok(guard_index_base((const char *)buf, split_len, 20, hex, &why) == 1 &&
+			       !strcmp(hex, want),
+		       "split: the shared index's name is read from the link extension");
 	}
 	return tap_done();
 }

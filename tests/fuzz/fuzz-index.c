@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzzer for gitguard's X2 and X4 content checks (gitguard/index.c,
- * gitguard/seq.c): guard_index_check with SHA-1 and SHA-256 sizes, the
+ * gitguard/index-split.c, gitguard/seq.c): guard_index_check with SHA-1 and SHA-256 sizes, the
  * strategy files and sequencer/opts.  Properties, not just "no crash": an
  * accepted index has git's header and room for its trailer; an accepted
  * strategy file holds no '/', no control character and at most one line.
@@ -17,6 +17,7 @@
 static void fuzz_index(const uint8_t *data, size_t size, size_t hashsz)
 {
 	const char *why = NULL;
+	char hex[2 * 32 + 1];
 	uint32_t v;
 
 	if (guard_index_check_hash((const char *)data, size, hashsz, &why) < 0) {
@@ -26,6 +27,16 @@ static void fuzz_index(const uint8_t *data, size_t size, size_t hashsz)
 	FUZZ_CHECK(size >= 12 + hashsz && !memcmp(data, "DIRC", 4));
 	v = (uint32_t)data[4] << 24 | (uint32_t)data[5] << 16 | (uint32_t)data[6] << 8 | data[7];
 	FUZZ_CHECK(v >= 2 && v <= 4);
+	/* a split index (index-split.c), with itself as its shared index and without one */
+	if (guard_index_base((const char *)data, size, hashsz, hex, &why) == 1)
+		FUZZ_CHECK(strlen(hex) == 2 * hashsz);
+	why = NULL;
+	if (guard_index_replaced((const char *)data, size, (const char *)data, size, hashsz, NULL,
+				 NULL, &why) < 0)
+		FUZZ_CHECK(why != NULL);
+	why = NULL;
+	if (guard_index_replaced((const char *)data, size, NULL, 0, hashsz, NULL, NULL, &why) < 0)
+		FUZZ_CHECK(why != NULL);
 }
 
 static void fuzz_strategy(const uint8_t *data, size_t size)
