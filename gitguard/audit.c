@@ -30,7 +30,6 @@
 
 #define AUDIT_DEPTH 256	       /* folders deep, one descriptor each */
 #define AUDIT_ENTRIES 10000000 /* entries looked at in all */
-#define AUDIT_TODO_MAX (16u << 20)
 
 struct audit {
 	guard_audit_fn fn;
@@ -184,9 +183,16 @@ static void check_strategy(struct audit *a, int dfd, const char *name, const cha
 	const char *why = NULL;
 	size_t len, n;
 	char *buf;
+	int rc;
 
-	if (guard_read_file(dfd, name, GUARD_SEQ_MAX, &buf, &len, NULL))
+	rc = guard_read_file(dfd, name, GUARD_SEQ_MAX, &buf, &len, NULL);
+	if (rc == -ENOENT)
 		return;
+	if (rc) {
+		found(a, path, "strategy", "cannot be checked (%s): git may run what it names",
+		      rc == -EFBIG ? "larger than 64 KiB" : strerror(-rc));
+		return;
+	}
 	if (guard_seq_file_check(name, buf, len, &why) < 0) {
 		found(a, path, "strategy", "%s", why);
 	} else if (!strcmp(name, "strategy")) {
@@ -206,26 +212,71 @@ static void check_strategy(struct audit *a, int dfd, const char *name, const cha
 }
 
 /* exec lines (exec or x, git's todo commands) in a todo or done list */
+#define TODO_HEAD 512 /* of a line, after its leading blanks: enough to show the command */
+
+/* One todo line's start (its leading blanks skipped): an exec line? */
+static void todo_line(struct audit *a, const char *path, const char *p)
+{
+	if (!strncmp(p, "exec", 4) && (p[4] == ' ' || p[4] == '\t'))
+		found(a, path, "exec", "git runs: %s", p + 5);
+	else if (p[0] == 'x' && (p[1] == ' ' || p[1] == '\t'))
+		found(a, path, "exec", "git runs: %s", p + 2);
+}
+
+/*
+ * Read whole, however long (git reads all of it): streamed, keeping only
+ * each line's first TODO_HEAD bytes after its blanks.  A file that cannot
+ * be read is itself a finding: silence would pass what git would run.
+ */
 static void check_todo(struct audit *a, int dfd, const char *name, const char *path)
 {
-	char *buf, *line, *end, *p;
-	size_t len;
+	char chunk[65536], head[TODO_HEAD + 1];
+	size_t hn = 0;
+	bool blanks = true;
+	struct stat st;
+	ssize_t n, i;
+	int fd;
 
-	if (guard_read_file(dfd, name, AUDIT_TODO_MAX, &buf, &len, NULL))
+	fd = gg_open_nofollow(dfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, false);
+	if (fd < 0 && errno == ENOENT)
 		return;
-	for (line = buf; line < buf + len; line = end + 1) {
-		end = memchr(line, '\n', (size_t)(buf + len - line));
-		if (!end)
-			end = buf + len;
-		*end = '\0';
-		for (p = line; *p == ' ' || *p == '\t'; p++)
-			;
-		if (!strncmp(p, "exec", 4) && (p[4] == ' ' || p[4] == '\t'))
-			found(a, path, "exec", "git runs: %s", p + 5);
-		else if (p[0] == 'x' && (p[1] == ' ' || p[1] == '\t'))
-			found(a, path, "exec", "git runs: %s", p + 2);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		found(a, path, "exec", "cannot be read as a file (%s): git may run what it holds",
+		      fd < 0 ? strerror(errno) : "not a regular file");
+		if (fd >= 0)
+			close(fd);
+		return;
 	}
-	free(buf);
+	for (;;) {
+		n = read(fd, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			found(a, path, "exec", "cannot be read whole (%s): git may run what it holds",
+			      strerror(errno));
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			if (chunk[i] == '\n') {
+				head[hn] = '\0';
+				todo_line(a, path, head);
+				hn = 0;
+				blanks = true;
+			} else if (blanks && (chunk[i] == ' ' || chunk[i] == '\t')) {
+				/* git skips them (sequencer.c parse_insn_line) */
+			} else {
+				blanks = false;
+				if (hn < TODO_HEAD)
+					head[hn++] = chunk[i];
+			}
+		}
+		if (n == 0) {
+			head[hn] = '\0';
+			todo_line(a, path, head);
+			break;
+		}
+	}
+	close(fd);
 }
 
 static void state_file(struct audit *a, int dfd, const char *name, const char *path)

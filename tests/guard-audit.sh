@@ -79,6 +79,23 @@ R=$(fresh ex)
 	git rebase -i main) >/dev/null 2>&1
 audit_is "an exec line in a rebase in progress" 1 "git-rebase-todo: exec: git runs: make planted" \
 	"$T/ex"
+# git reads all of a todo: an exec line before 17 MB of comment, after blanks
+{
+	printf '  \t exec make padded\n# '
+	head -c 17000000 /dev/zero | tr '\0' x
+	printf '\n'
+} >"$T/bigtodo"
+cp "$R/.git/rebase-merge/git-rebase-todo" "$T/todo.saved"
+cp "$T/bigtodo" "$R/.git/rebase-merge/git-rebase-todo"
+audit_is "an exec line in a todo of 17 MB" 1 "git-rebase-todo: exec: git runs: make padded" "$T/ex"
+rm "$R/.git/rebase-merge/git-rebase-todo"
+mkfifo "$R/.git/rebase-merge/git-rebase-todo"
+audit_is "a todo that is a FIFO is a finding, not a hang" 1 "git-rebase-todo: exec: cannot be read" \
+	"$T/ex"
+rm "$R/.git/rebase-merge/git-rebase-todo"
+cp "$T/todo.saved" "$R/.git/rebase-merge/git-rebase-todo"
+head -c 70000 /dev/zero | tr '\0' a >"$R/.git/rebase-merge/strategy"
+audit_is "a strategy file too large to check is a finding" 1 "strategy: cannot be checked" "$T/ex"
 echo 'x/../tools/fmt.sh' >"$R/.git/rebase-merge/strategy"
 audit_is "a strategy that is a path" 1 "rebase-merge/strategy: strategy: strategy is not a plain" \
 	"$T/ex"
