@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The two lexical path normalisers (ggutil.h says which to use when). */
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "gitguard/ggutil.h"
@@ -101,4 +103,62 @@ bool gg_path_rel(char *path)
 	}
 	*out = '\0';
 	return true;
+}
+
+/* The length of the valid UTF-8 sequence at S that is not a C1 control, or 0 */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n, i;
+	uint32_t c;
+
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0;
+	n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+	c = s[0] & (0x7f >> n);
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+	    (c >= 0xd800 && c <= 0xdfff) || (c >= 0x80 && c <= 0x9f))
+		return 0;
+	return n;
+}
+
+void gg_escape(const char *in, char *out, size_t outsz)
+{
+	const unsigned char *s = (const unsigned char *)in;
+	size_t o = 0, n;
+	char e[8];
+
+	if (!outsz)
+		return;
+	while (*s) {
+		n = *s >= 0x80 ? utf8_len(s) : 1;
+		if (*s == '\\')
+			snprintf(e, sizeof e, "\\\\");
+		else if (*s == '\n')
+			snprintf(e, sizeof e, "\\n");
+		else if (*s == '\t')
+			snprintf(e, sizeof e, "\\t");
+		else if (*s < 0x20 || *s == 0x7f || n == 0)
+			snprintf(e, sizeof e, "\\x%02x", *s);
+		else
+			e[0] = '\0';
+		if (e[0]) {
+			if (o + strlen(e) >= outsz)
+				break;
+			memcpy(out + o, e, strlen(e));
+			o += strlen(e);
+			s++;
+			continue;
+		}
+		if (o + n >= outsz)
+			break;
+		memcpy(out + o, s, n);
+		o += n;
+		s += n;
+	}
+	out[o] = '\0';
 }

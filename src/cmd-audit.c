@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,12 @@ static void print_finding(void *arg, const char *path, const char *kind, const c
 	cJSON *f;
 
 	if (!o->json) {
-		printf("%s: %s: %s\n", path, kind, why);
+		char p[3 * PATH_MAX], w[2048];
+
+		/* names are the tree's, chosen by whoever wrote it: escaped */
+		gg_escape(path, p, sizeof p);
+		gg_escape(why, w, sizeof w);
+		printf("%s: %s: %s\n", p, kind, w);
 		return;
 	}
 	f = cJSON_CreateObject();

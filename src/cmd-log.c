@@ -2,6 +2,7 @@
 /* agentfs log and agentfs changes: what happened to a bot, and what it changed. */
 #include "src/agentfs.h"
 
+#include <limits.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -9,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+
+#include "gitguard/ggutil.h"
 
 static const char log_usage[] =
 	"usage: agentfs log [BOT] [--follow] [--since SEQ] [--json]\n"
@@ -185,20 +188,27 @@ static int cmd_log(const char *socket_path, bool json, int argc, char **argv)
 	return 0;
 }
 
+/* A string field of O, escaped for a person's terminal (gg_escape) into BUF */
+static const char *shown(const cJSON *o, const char *k, char *buf, size_t len)
+{
+	const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+
+	gg_escape(s != NULL ? s : "", buf, len);
+	return buf;
+}
+
 static void print_changes(const cJSON *rep)
 {
 	const cJSON *v, *nk = cJSON_GetObjectItemCaseSensitive(rep, "not_kept");
+	char tb[64], pb[3 * PATH_MAX], fb[3 * PATH_MAX];
 
 	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(rep, "changes")) {
-		const char *type =
-			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "type"));
-		const char *path =
-			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "path"));
+		const char *type = shown(v, "type", tb, sizeof tb);
+		const char *path = shown(v, "path", pb, sizeof pb);
 		bool dir = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "dir"));
 
-		if (type != NULL && strcmp(type, "renamed") == 0)
-			printf("renamed  %s%s -> %s%s%s\n",
-			       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "from")),
+		if (strcmp(type, "renamed") == 0)
+			printf("renamed  %s%s -> %s%s%s\n", shown(v, "from", fb, sizeof fb),
 			       dir ? "/" : "", path, dir ? "/" : "",
 			       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "modified"))
 				       ? " (and modified)"

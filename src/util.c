@@ -321,8 +321,22 @@ static const char *ev_str(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-/* One line of text (no newline) for an event object, as agentfs log prints it. */
+static void event_format_raw(const cJSON *o, char *buf, size_t len);
+
+/*
+ * One line of text (no newline) for an event object, as agentfs log prints
+ * it: paths, names and messages escaped (gg_escape), so a bot's file name
+ * cannot forge a line or drive the reader's terminal.
+ */
 void event_format(const cJSON *o, char *buf, size_t len)
+{
+	char raw[8192];
+
+	event_format_raw(o, raw, sizeof raw);
+	gg_escape(raw, buf, len);
+}
+
+static void event_format_raw(const cJSON *o, char *buf, size_t len)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "time");
 	const char *type = ev_str(o, "type"), *bot = ev_str(o, "bot");
@@ -398,8 +412,8 @@ long proc_real_uid(pid_t pid)
 	unsigned long uid;
 
 	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	if (read_text(AT_FDCWD, path, buf, sizeof buf) <= 0 || (p = strstr(buf, "\nUid:")) == NULL ||
-	    sscanf(p, "\nUid: %lu", &uid) != 1)
+	if (read_text(AT_FDCWD, path, buf, sizeof buf) <= 0 ||
+	    (p = strstr(buf, "\nUid:")) == NULL || sscanf(p, "\nUid: %lu", &uid) != 1)
 		return -1;
 	return (long)uid;
 }

@@ -143,4 +143,18 @@ is "$like_many" "too many changes: 10 more were counted but not kept" "the clien
 rm "$D_MNT/M/0/f1"
 is "$(afs --json changes M | jget 'changes.#')" 19 "a kept path made and removed again leaves the list"
 
+# --- names chosen by the bot reach a person's terminal escaped ------------------------
+echo x >"$M/n1"$'\n''deleted  evil.c'
+echo x >"$M/zz"$'\e[1A\e[2K'
+got=$(changes W)
+check "a newline in a name is printed escaped" \
+	grep -qFx "created  $T/w/n1\\ndeleted  evil.c" <<<"$got"
+check "... and forges no line of its own" sh -c '! grep -q "^deleted  evil.c" "$1"' _ <(printf '%s\n' "$got")
+check "an escape sequence in a name is printed escaped" \
+	grep -qFx "created  $T/w/zz\\x1b[1A\\x1b[2K" <<<"$got"
+check "no escape character reaches the terminal" sh -c '! grep -q "$(printf "\033")" "$1"' _ <(printf '%s\n' "$got")
+r=$(afs --json changes W)
+is "$(printf '%s' "$r" | "$DCLIENT" get 'changes.*.path' | grep -c evil)" 1 \
+	"--json keeps the name as it is (JSON escapes it)"
+
 done_testing

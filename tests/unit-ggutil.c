@@ -142,5 +142,29 @@ int main(void)
 	snprintf(p, sizeof(p), "rm -rf '%s'", top);
 	if (system(p))
 		return 99;
+	{
+		static const struct {
+			const char *in, *want;
+		} esc[] = {
+			{"plain/path.c", "plain/path.c"},
+			{"a\nb", "a\\nb"},
+			{"t\tx\\y", "t\\tx\\\\y"},
+			{"\033[2K", "\\x1b[2K"},
+			{"del\177", "del\\x7f"},
+			{"caf\xc3\xa9 \xe2\x82\xac", "caf\xc3\xa9 \xe2\x82\xac"},
+			{"c1\xc2\x9b", "c1\\xc2\\x9b"},
+			{"bad\xff\xc3", "bad\\xff\\xc3"},
+			{"over\xc0\xaf", "over\\xc0\\xaf"},
+		};
+		char out[64];
+		size_t i;
+
+		for (i = 0; i < sizeof esc / sizeof esc[0]; i++) {
+			gg_escape(esc[i].in, out, sizeof out);
+			tap_ok(!strcmp(out, esc[i].want), "gg_escape case %zu", i);
+		}
+		gg_escape("\n\n\n\n", out, 6);
+		tap_ok(!strcmp(out, "\\n\\n"), "gg_escape truncates between escapes");
+	}
 	return tap_done();
 }
