@@ -53,8 +53,16 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	struct fs_mount *m = userdata;
 	unsigned wanted = FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_READDIRPLUS |
 			  FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
-			  FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_DIO;
+			  FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_DIO |
+			  FUSE_CAP_POSIX_ACL;
 
+	/*
+	 * POSIX ACLs: the kernel's permission checks (default_permissions)
+	 * read an inode's ACL through getxattr and apply it, as the host
+	 * would; without it only the mode bits counted, and a file whose ACL
+	 * denies the bot's user (mode 0666, user:bot:---) was read and written
+	 * through the mount, since the server opens existing files as root.
+	 */
 	/*
 	 * No writeback cache: with it, host appends stayed invisible and
 	 * appends through two mounts lost lines. No atomic O_TRUNC: a truncate

@@ -15,6 +15,7 @@ FS_TESTS = \
 	tests/fs-cli.sh \
 	tests/fs-posix.sh \
 	tests/fs-privs.sh \
+	tests/fs-acl.sh \
 	tests/fs-ro.sh \
 	tests/fs-race.sh \
 	tests/fs-locks.sh \
