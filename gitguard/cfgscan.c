@@ -212,6 +212,9 @@ int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
 	case RES_INSIDE:
 		rc = recs_add(&s->r->recs, res.st.st_dev, res.st.st_ino, NULL,
 			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), rule);
+		/* a hooks folder: where its symbolic links lead are hooks too */
+		if (!rc && rule == GUARD_RULE_W2 && S_ISDIR(res.st.st_mode))
+			rc = scan_hook_links(s, res.fd, ".");
 		break;
 	case RES_MISSING:
 		if (!fstat(res.dirfd, &st))
@@ -228,6 +231,36 @@ int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
 		break;
 	}
 	resolved_close(&res);
+	return rc;
+}
+
+#define HOOK_LINKS_MAX 4096 /* entries of a hooks folder looked at */
+
+/*
+ * A symbolic link in a hooks folder (SUB of FROMFD) is a hook that git runs
+ * where it leads: the usual `ln -s ../../scripts/pre-commit.sh
+ * .git/hooks/pre-commit`.  What each one names inside the root is
+ * read-only (D3), and cannot be made if missing, like the hook itself.
+ */
+int scan_hook_links(struct cfgscan *s, int fromfd, const char *sub)
+{
+	struct dirent *de;
+	struct stat st;
+	unsigned n = 0;
+	int rc = 0;
+	DIR *d;
+
+	d = gg_opendirat(fromfd, sub);
+	if (!d)
+		return 0; /* missing, or not a folder */
+	while (!rc && n++ < HOOK_LINKS_MAX && (de = readdir(d))) {
+		if (de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISLNK(st.st_mode))
+			continue;
+		rc = scan_protect(s, dirfd(d), de->d_name, GUARD_RULE_D3, NULL);
+	}
+	closedir(d);
 	return rc;
 }
 

@@ -15,6 +15,8 @@ GUARD_TESTS = \
 	tests/guard-reference.sh \
 	tests/guard-index.sh \
 	tests/guard-strategy.sh \
+	tests/guard-hooklink.sh \
+	tests/guard-lock.sh \
 	tests/guard-audit.sh \
 	tests/guard-home.sh
 TESTS += $(GUARD_TESTS)

@@ -1,0 +1,60 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# guard-hooklink: a hook that is a symbolic link to a tracked script, the
+# common recipe (ln -s ../../scripts/pre-commit.sh .git/hooks/pre-commit),
+# in .git/hooks and in a core.hooksPath folder.  git runs where the link
+# leads, so that file is a hook: D3 keeps it read-only through the mount, and
+# other files beside it stay writable.  The person's hook keeps running, and
+# plain git on the host afterwards runs nothing the bot wrote.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/guard-lib.sh"
+
+S="$T/src" M="$T/m"
+mkdir -p "$S" "$M"
+RAN="$T/RAN-person"
+
+setup()
+{
+	for r in a b; do
+		git init -q "$S/$r"
+		mkdir -p "$S/$r/scripts"
+		printf '#!/bin/sh\ntouch %s\n' "$RAN-$r" >"$S/$r/scripts/pre-commit.sh"
+		chmod 755 "$S/$r/scripts/pre-commit.sh"
+		echo notes >"$S/$r/scripts/notes.txt"
+		git -C "$S/$r" add scripts
+		git -C "$S/$r" commit -qm scripts
+	done
+	ln -s ../../scripts/pre-commit.sh "$S/a/.git/hooks/pre-commit"
+	mkdir "$S/b/.githooks"
+	ln -s ../scripts/pre-commit.sh "$S/b/.githooks/pre-commit"
+	ln -s ../scripts/missing.sh "$S/b/.githooks/pre-push"
+	git -C "$S/b" config core.hooksPath .githooks
+}
+host_setup host-setup setup
+
+mount_or_stop "writable mount of two repositories whose hooks are symbolic links" fs_mount "$S" "$M"
+
+payload "$T/pay" hooklink
+for r in a b; do
+	is "$(shell_result cp "$T/pay" "$M/$r/scripts/pre-commit.sh")" EROFS \
+		"$r: the script a hook links to: writing it refused"
+	is "$(try unlink "$M/$r/scripts/pre-commit.sh")" EROFS "$r: ... removing it refused"
+	is "$(try rename "$M/$r/scripts/notes.txt" "$M/$r/scripts/pre-commit.sh")" EROFS \
+		"$r: ... renaming another file onto it refused"
+	is "$(shell_result append_text "$M/$r/scripts/notes.txt" more)" OK \
+		"$r: another file beside it stays writable"
+done
+is "$(shell_result cp "$T/pay" "$M/b/scripts/missing.sh")" EROFS \
+	"b: the missing file a hook links to: making it refused"
+check "a: the person's commit through the mount runs their hook" \
+	sh -c "cd '$M/a' && git commit -q --allow-empty -m m && test -e '$RAN-a'"
+
+fs_umount "$M" || not_ok "umount $M"
+
+for r in a b; do
+	host_commit "$r" "$S/$r"
+done
+check "host: the person's hook ran in b" test -e "$RAN-b"
+no_marker "host: nothing the bot wrote ran"
+
+done_testing
