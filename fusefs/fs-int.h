@@ -18,6 +18,7 @@
  *   policy.c       the one policy check, classes, refusals and change events
  *   decide.c       decision holds: a check and its name change as one step
  *   seal.c         content-checked renames and writes (X2, X4), ns_lock
+ *   gitlock.c      lock files in git folders that a mount made (rule LK)
  *   backing.c      kernel passthrough: backing files and their counts
  *   wire.c         libfuse < 3.17 only: passthrough in INIT and open replies
  *   ops*.c         the FUSE handlers, by kind (ops.h says which file has which)
@@ -374,6 +375,12 @@ ssize_t seal_checked_write(struct fs_mount *m, struct inode *i, int fh, const ch
 			   size_t len, off_t off);
 int seal_checked_truncate_begin(struct fs_mount *m, struct inode *i, off_t size);
 void seal_checked_truncate_end(struct fs_mount *m);
+
+/* gitlock.c: NAME.lock files a mount made in a git folder (rule LK) */
+bool gitlock_name(const char *name);
+void gitlock_made(dev_t dev, ino_t ino);
+bool gitlock_ours(dev_t dev, ino_t ino);
+void gitlock_gone(dev_t dev, ino_t ino);
 
 /* ops.c: the handlers' table (each handler's file: ops.h) */
 extern const struct fuse_lowlevel_ops fs_ops;

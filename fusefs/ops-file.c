@@ -172,6 +172,15 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		goto out;
 	}
 	i = ino_of(m, e.ino);
+	if (gitlock_name(name)) {
+		bool in_git;
+
+		pthread_mutex_lock(&m->fs->lock);
+		in_git = i->gcls.kind == GUARD_INGIT;
+		pthread_mutex_unlock(&m->fs->lock);
+		if (in_git) /* a git's lock file, this mount's (rule LK) */
+			gitlock_made(i->dev, i->ino);
+	}
 	wr = open_writes(fi->flags);
 	checked = false;
 	if (wr && (r = seal_write_begin(m, i, &checked)) != 0) {

@@ -161,6 +161,8 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	if (r == 0) {
 		policy_notify(m, op, p, pfd, name, NULL);
 		policy_changed(m, FS_EV_DELETED, p, name, NULL, NULL, flags != 0);
+		if (gitlock_name(name))
+			gitlock_gone(child.dev, child.ino);
 	}
 	inode_fd_put(m, p);
 	if (r == 0)
@@ -249,6 +251,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		pthread_rwlock_unlock(&m->fs->ns_lock);
 	}
 	if (r == 0) {
+		if (gitlock_name(name))
+			gitlock_gone(src.dev, src.ino);
 		policy_notify(m, op, np, npfd, newname, NULL);
 		if (op == GUARD_OP_EXCHANGE)
 			policy_notify(m, op, p, pfd, name, NULL);

@@ -281,6 +281,52 @@ void policy_changed(struct fs_mount *m, enum fs_event_kind kind, struct inode *p
 	free(path2);
 }
 
+/*
+ * LK: I, named NAME, is a lock file in a git folder that no mount of this
+ * server made (gitlock.c): a git on the host holds it and will rename it by
+ * path onto what it locks.
+ */
+static const struct guard_cls *gcls_of(struct fs_mount *m, struct inode *i);
+
+static bool foreign_lock(struct fs_mount *m, struct inode *i, const char *name)
+{
+	const struct guard_cls *c;
+	bool in_git;
+
+	if (i == NULL || !S_ISREG(i->type) || !gitlock_name(name))
+		return false;
+	c = gcls_of(m, i);
+	pthread_mutex_lock(&m->fs->lock);
+	in_git = c != NULL && c->kind == GUARD_INGIT;
+	pthread_mutex_unlock(&m->fs->lock);
+	return in_git && !gitlock_ours(i->dev, i->ino);
+}
+
+/* LK for the entries request R writes, links, renames or removes */
+static bool touches_foreign_lock(struct fs_mount *m, const struct preq *r)
+{
+	char name[NAME_MAX + 1] = "";
+
+	switch (r->op) {
+	case GUARD_OP_WRITE:
+	case GUARD_OP_LINK:
+		if (r->ino == NULL)
+			return false;
+		pthread_mutex_lock(&m->fs->lock);
+		if (r->ino->name != NULL)
+			snprintf(name, sizeof name, "%s", r->ino->name);
+		pthread_mutex_unlock(&m->fs->lock);
+		return foreign_lock(m, r->ino, name);
+	case GUARD_OP_UNLINK:
+		return foreign_lock(m, r->ino, r->name);
+	case GUARD_OP_RENAME:
+	case GUARD_OP_EXCHANGE:
+		return foreign_lock(m, r->ino, r->src_name) || foreign_lock(m, r->victim, r->name);
+	default:
+		return false;
+	}
+}
+
 /* Under fs->lock */
 static bool ro_tree(const struct inode *i)
 {
@@ -331,6 +377,9 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 		return refuse(m, r, "X2/X4", "rule X2/X4 (content checked when it was renamed in)");
 	/* a host change to a config first, so the classes below see it */
 	guard_revalidate(m->guard);
+	if (touches_foreign_lock(m, r))
+		return refuse(m, r, "LK", "rule LK (a git lock file this mount did not make: "
+					  "another git holds it)");
 
 	p[0] = gcls_of(m, r->ino);
 	p[1] = gcls_of(m, r->parent);

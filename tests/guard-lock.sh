@@ -1,0 +1,80 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# guard-lock: rule LK.  git replaces its index (and refs, packed-refs, HEAD,
+# config) by writing NAME.lock and renaming it by path onto NAME.  While the
+# person's `git commit -a` waits in the editor, their git holds
+# .git/index.lock on the host; a bot that writes a forged index into it,
+# renames its own file onto it, or removes it and makes another, has the
+# host rename the forgery into place, unchecked by X2.  Through the mount a
+# lock file in a git folder that no mount made can be neither written,
+# linked, renamed nor removed; the bot's own git, whose locks the mount
+# made, works as ever.  Then the person's git on the host writes no hook.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/guard-lib.sh"
+guard_needs python3
+
+S="$T/src" M="$T/m" B="$T/bot"
+mkdir -p "$S" "$M" "$B"
+
+setup()
+{
+	git init -q "$S/app"
+	cd "$S/app"
+	echo a >a
+	git add a
+	git commit -qm a
+}
+host_setup host-setup setup
+
+mount_or_stop "writable mount of a repository" fs_mount "$S" "$M"
+G="$M/app/.git"
+
+# the bot's forged index: a hook entry whose blob is the payload
+hook lk >"$B/payload"
+BLOB=$(cd "$M/app" && git hash-object -w "$B/payload")
+A=$(cd "$M/app" && git rev-parse HEAD:a)
+python3 "$FORGE" index "$B/forged" 2 "100755:$BLOB:.git/hooks/pre-commit" "100644:$A:a" ||
+	bail_out "cannot forge an index"
+
+# the person's git holds index.lock on the host while the editor is open
+echo more >>"$S/app/a"
+(cd "$S/app" && GIT_EDITOR="sleep 4; echo person >" git commit -q -a) >"$T/person.log" 2>&1 &
+person=$!
+track_pid "$person"
+for _i in $(seq 100); do [ -s "$S/app/.git/index.lock" ] && break; sleep 0.05; done
+[ -s "$S/app/.git/index.lock" ] || bail_out "the person's git made no index.lock"
+
+is "$(try open-trunc "$G/index.lock")" EROFS "the person's index.lock: opening it to write refused"
+is "$(shell_result sh -c "cat '$B/forged' >>'$G/index.lock'")" EROFS "... appending to it refused"
+cp "$B/forged" "$G/forged.tmp"
+is "$(try rename "$G/forged.tmp" "$G/index.lock")" EROFS "... renaming a file onto it refused"
+is "$(try unlink "$G/index.lock")" EROFS "... removing it (to make another) refused"
+is "$(try rename "$G/index.lock" "$G/moved")" EROFS "... renaming it away refused"
+is "$(try link "$G/index.lock" "$G/alias")" EROFS "... a second name for it refused"
+rm -f "$G/forged.tmp"
+wait "$person"
+is "$?" 0 "the person's commit -a ends well"
+[ -s "$T/person.log" ] && diag "$(cat "$T/person.log")"
+
+# a ref lock the host holds: the same
+: >"$S/app/.git/refs/heads/main.lock"
+is "$(try open-trunc "$G/refs/heads/main.lock")" EROFS "a ref's lock made on the host: writing it refused"
+rm -f "$S/app/.git/refs/heads/main.lock"
+
+# the bot's own git: its locks are the mount's
+check "git add and commit through the mount" sh -c \
+	"cd '$M/app' && echo b >b && git add b && git commit -qm b"
+check "a lock the bot made may be written and removed" sh -c \
+	"set -C; : >'$G/index.lock' && echo x >>'$G/index.lock' && rm '$G/index.lock'"
+check "gc and a branch through the mount" sh -c "cd '$M/app' && git branch x && git gc -q"
+
+fs_umount "$M" || not_ok "umount $M"
+
+(cd "$S/app" && git restore . && git commit -q --allow-empty -m host) >"$T/host.log" 2>&1
+is "$?" 0 "host: git restore and commit succeed"
+[ -s "$T/host.log" ] && diag "$(cat "$T/host.log")"
+is "$(git -C "$S/app" ls-files | tr '\n' ' ')" "a b " "host: the index is the person's and the bot's commit"
+is "$(ls "$S/app/.git/hooks" | grep -v '\.sample$' | tr '\n' ' ')" "" "host: no hook appeared"
+no_marker "host: nothing the bot planted ran"
+
+done_testing
