@@ -98,11 +98,14 @@ struct guard_home {
 	uint64_t ino;
 };
 
+#define GUARD_VIEW_ROOTS 4096 /* roots a view remembers; past it, ones no guard holds make room */
+
 /* A root that joined a view: what the view's path resolution takes as inside */
 struct guard_root {
 	uint64_t dev;
 	uint64_t ino;
-	uid_t uid; /* its owner: whose global git config a repository scan reads */
+	uid_t uid;     /* its owner: whose global git config a repository scan reads */
+	unsigned live; /* guards on it now; 0: it left, and still counts as inside */
 };
 
 /*
@@ -126,7 +129,8 @@ struct guard_root {
  * beyond a root never match inside it (stricter is fine).  When a new root
  * joins, roots_gen moves: a repository scanned before is scanned again
  * (guard_repo_get, guard_view_refresh) so its records cover the new root
- * too.  A root that leaves keeps its records until the view is freed.
+ * too.  A root that leaves stays one of the view's roots for resolution
+ * (up to GUARD_VIEW_ROOTS of them), so its records stay, rescans included.
  *
  * Locking (STYLE.md 7):
  *   lock (rwlock) protects repos/nrepos, misc, tops/ntops, tab/ntab and
@@ -158,7 +162,7 @@ struct guard_view {
 	size_t atops;
 	struct guard_rec *tab; /* every record, sorted by (dev, ino); names borrowed */
 	size_t ntab;
-	struct guard_root *roots; /* one per guard that joined (a root twice is there twice) */
+	struct guard_root *roots; /* every root that joined, once each */
 	size_t nroots;
 	size_t aroots;
 };

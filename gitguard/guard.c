@@ -513,25 +513,41 @@ int guard_view_process(struct guard_view **vp)
 static int view_join(struct guard *g, uid_t uid)
 {
 	struct guard_view *v = g->view;
-	bool known = false;
+	struct guard_root *slot = NULL;
 	size_t i;
 
 	pthread_rwlock_wrlock(&v->lock);
-	for (i = 0; i < v->nroots && !known; i++)
-		known = v->roots[i].dev == g->root_dev && v->roots[i].ino == g->root_ino;
-	if (gg_grow(&v->roots, &v->aroots, v->nroots + 1, sizeof(*v->roots), 4)) {
+	for (i = 0; i < v->nroots && !slot; i++)
+		if (v->roots[i].dev == g->root_dev && v->roots[i].ino == g->root_ino)
+			slot = &v->roots[i];
+	if (slot) {
+		slot->live++;
+		pthread_rwlock_unlock(&v->lock);
+		return 0;
+	}
+	/* full: a root no guard holds any more makes room */
+	for (i = 0; v->nroots >= GUARD_VIEW_ROOTS && i < v->nroots && !slot; i++)
+		if (!v->roots[i].live)
+			slot = &v->roots[i];
+	if (!slot && gg_grow(&v->roots, &v->aroots, v->nroots + 1, sizeof(*v->roots), 4)) {
 		pthread_rwlock_unlock(&v->lock);
 		return -ENOMEM;
 	}
-	v->roots[v->nroots++] = (struct guard_root){g->root_dev, g->root_ino, uid};
+	if (!slot)
+		slot = &v->roots[v->nroots++];
+	*slot = (struct guard_root){g->root_dev, g->root_ino, uid, 1};
 	/* what was scanned before is scanned again, with this root inside */
-	if (!known && v->nrepos)
+	if (v->nrepos)
 		atomic_fetch_add(&v->roots_gen, 1);
 	pthread_rwlock_unlock(&v->lock);
 	return 0;
 }
 
-/* G's root leaves its view (what its scans recorded stays: stricter is fine) */
+/*
+ * G's root leaves its view.  It stays one of the view's roots for path
+ * resolution, so what scans recorded inside it stays recorded, rescans
+ * included: stricter, never looser than while it was mounted.
+ */
 static void view_leave(struct guard *g)
 {
 	struct guard_view *v = g->view;
@@ -539,8 +555,9 @@ static void view_leave(struct guard *g)
 
 	pthread_rwlock_wrlock(&v->lock);
 	for (i = 0; i < v->nroots; i++)
-		if (v->roots[i].dev == g->root_dev && v->roots[i].ino == g->root_ino) {
-			v->roots[i] = v->roots[--v->nroots];
+		if (v->roots[i].dev == g->root_dev && v->roots[i].ino == g->root_ino &&
+		    v->roots[i].live) {
+			v->roots[i].live--;
 			break;
 		}
 	pthread_rwlock_unlock(&v->lock);

@@ -177,7 +177,13 @@ static void test_path_across_roots(bool wt_first)
 	   wt_first ? "main root joined second: the worktree's hooksPath lands in it"
 		    : "worktree root joined second: the main root's scan is redone with it");
 	IS(try_mkdir("h2"), "", "main root: other folders may be made");
+	/* the worktree's guard leaves; a host change makes the main repository be rescanned */
 	side_close(&a);
+	use(&b);
+	sh("git config core.touched %d", wt_first);
+	reval_wait();
+	guard_revalidate(g);
+	IS(try_mkdir("h"), "W2", "main root: still guarded after the worktree root left and a rescan");
 	side_close(&b);
 }
 
