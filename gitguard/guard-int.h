@@ -130,7 +130,9 @@ struct guard_root {
  * joins, roots_gen moves: a repository scanned before is scanned again
  * (guard_repo_get, guard_view_refresh) so its records cover the new root
  * too.  A root that leaves stays one of the view's roots for resolution
- * (up to GUARD_VIEW_ROOTS of them), so its records stay, rescans included.
+ * (up to GUARD_VIEW_ROOTS of them), so its records stay, rescans included;
+ * the repositories, and the descriptors their watches and the tops hold,
+ * stay until the view is freed (no record says which roots still need one).
  *
  * Locking (STYLE.md 7):
  *   lock (rwlock) protects repos/nrepos, misc, tops/ntops, tab/ntab and
