@@ -141,11 +141,15 @@ struct guard_root {
  *   fstatat()s of guard_revalidate's watched files; a repository scan reads
  *   files with no lock held and takes it exclusive only to publish.
  *   refs, gen, ntab_hint, reval_ms and roots_gen are atomics read without it.
- * Lock order: the stripe holds of fusefs (decide_all, decide_stripe) are
- * taken before any gitguard call and are never taken inside one; a view's
- * lock and a guard's own lock are never held together (each is taken,
- * used and released; code that needs both takes them one after the
- * other), so between them there is no order to keep.
+ * Lock order: fusefs's decision holds (decide_all, decide_stripe) are
+ * taken before the gitguard calls of a decision, so gitguard's locks come
+ * after them; gitguard takes none of fusefs's locks, and fusefs holds
+ * neither ns_lock nor fs->lock across a gitguard call.  A view's lock and
+ * a guard's own lock are never held together (each is taken, used and
+ * released; code that needs both takes them one after the other), so
+ * between them there is no order to keep.  Nothing is called back with
+ * either held but the log function (guard_logf) and guard_new_repos's FN
+ * (g->lock shared), which must not call gitguard.
  */
 struct guard_view {
 	_Atomic unsigned refs;
