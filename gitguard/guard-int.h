@@ -82,11 +82,11 @@ struct guard_watch {
 struct guard_repo {
 	uint64_t dev;
 	uint64_t ino;
-	bool bot;	 /* guard_repo_get's answer only: made by the asking guard's bot */
+	bool bot;	    /* guard_repo_get's answer only: made by the asking guard's bot */
 	uint64_t roots_gen; /* the view's roots_gen when the scan began */
-	uint8_t rule;	 /* GUARD_RULE_X3 when the whole folder is RO-tree */
-	const char *why; /* why X3 */
-	bool stamped;	 /* config is D/config and stamp below is valid */
+	uint8_t rule;	    /* GUARD_RULE_X3 when the whole folder is RO-tree */
+	const char *why;    /* why X3 */
+	bool stamped;	    /* config is D/config and stamp below is valid */
 	struct stat stamp;
 	struct guard_recs recs;	   /* W2/W3 targets, pins, pointed folders, hard-link guards */
 	struct guard_watch *watch; /* NULL for the bot's repositories */

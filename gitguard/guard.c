@@ -687,8 +687,7 @@ void guard_free(struct guard *g)
 
 /* Calls FN for each repository the bot made, with the path fusefs gave if any. */
 void guard_new_repos(struct guard *g,
-		     void (*fn)(void *arg, uint64_t dev, uint64_t ino, const char *path),
-		     void *arg)
+		     void (*fn)(void *arg, uint64_t dev, uint64_t ino, const char *path), void *arg)
 {
 	size_t i;
 

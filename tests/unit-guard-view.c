@@ -183,7 +183,8 @@ static void test_path_across_roots(bool wt_first)
 	sh("git config core.touched %d", wt_first);
 	reval_wait();
 	guard_revalidate(g);
-	IS(try_mkdir("h"), "W2", "main root: still guarded after the worktree root left and a rescan");
+	IS(try_mkdir("h"), "W2",
+	   "main root: still guarded after the worktree root left and a rescan");
 	side_close(&b);
 }
 
