@@ -182,7 +182,11 @@ static int guard_error(struct fs_error *err, const char *source, int r,
 	return -code;
 }
 
-/* Every mount gets gitguard, the rule table of DESIGN.md at any depth. */
+/*
+ * Every mount gets gitguard, the rule table of DESIGN.md at any depth, over
+ * the process's one view of the repositories: what one mount's guard learns
+ * holds at every other mount's next decision.
+ */
 static int mount_guard(struct fs_mount *m, const struct fs_mount_params *p, struct fs_error *err)
 {
 	struct guard_opts go = {
@@ -196,7 +200,14 @@ static int mount_guard(struct fs_mount *m, const struct fs_mount_params *p, stru
 		return r;
 	}
 	go.root_path = abs;
+	/* one view of the repositories for every mount of the process (gitguard.h) */
+	r = guard_view_process(&go.view);
+	if (r != 0) {
+		fs_seterr(err, -r, "source %s: gitguard: %s", m->source, strerror(-r));
+		return r;
+	}
 	r = guard_open(m->root.fd, &go, &m->guard, &gerr);
+	guard_view_put(go.view);
 	if (r == 0)
 		r = guard_scan_tree_progress(m->guard, 0, p->progress, p->progress_arg, &gerr);
 	if (r != 0)

@@ -461,25 +461,6 @@ static const char *link_target(struct fs_mount *m, const struct preq *r, char *b
 	return buf;
 }
 
-/*
- * A change through m made classes stale: the other mounts of this server
- * cached classes of the same files (two bots over one folder, a worktree
- * root and its git folder's root), so theirs move too and are recomputed
- * at their next decision.
- */
-static void others_stale(struct fs_mount *m)
-{
-	struct fs_mount *o;
-
-	if (atomic_load_explicit(&m->fs->nmounts, memory_order_relaxed) < 2)
-		return;
-	pthread_mutex_lock(&m->fs->lock);
-	for (o = m->fs->mounts; o != NULL; o = o->next)
-		if (o != m && o->guard != NULL)
-			guard_bump(o->guard);
-	pthread_mutex_unlock(&m->fs->lock);
-}
-
 /* Tell gitguard a change succeeded; it may move its generation. */
 void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, int parent_fd,
 		   const char *name, struct inode *ino)
@@ -506,8 +487,11 @@ void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, i
 		path = inode_path(m, parent, name, false);
 		ev.path = path;
 	}
-	if (guard_notify(m->guard, &ev))
-		others_stale(m);
+	/*
+	 * a change that makes classes stale moves the generation of the view
+	 * every mount of the process shares (mount.c): theirs move with it
+	 */
+	guard_notify(m->guard, &ev);
 	free(path);
 }
 

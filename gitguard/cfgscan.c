@@ -465,7 +465,7 @@ static int global_paths(struct strs *l, const char *home, const char *xdg)
 /*
  * The person's global and system config (git config --global core.hooksPath
  * .githooks applies to every repository): those of this process's
- * environment, and the global ones of the root's owner.  Read like includes;
+ * environment, and the global ones of the owners of the view's roots.  Read like includes;
  * a relative hooksPath there is guarded at every worktree top.
  */
 int scan_global(struct cfgscan *s)
@@ -474,8 +474,8 @@ int scan_global(struct cfgscan *s)
 	struct strs l = {0};
 	const char *env;
 	char buf[4096];
-	struct stat st;
-	size_t i;
+	uid_t owners[16];
+	size_t i, n;
 	int rc = 0;
 
 	env = getenv("GIT_CONFIG_GLOBAL");
@@ -483,9 +483,10 @@ int scan_global(struct cfgscan *s)
 		rc = *env ? strs_add(&l, env) : 0;
 	else
 		rc = global_paths(&l, getenv("HOME"), getenv("XDG_CONFIG_HOME"));
-	if (!rc && !fstat(s->g->root_fd, &st) &&
-	    !getpwuid_r(st.st_uid, &pw, buf, sizeof(buf), &res) && res && res->pw_dir)
-		rc = global_paths(&l, res->pw_dir, NULL);
+	n = guard_root_owners(s->g, owners, sizeof(owners) / sizeof(owners[0]));
+	for (i = 0; !rc && i < n; i++)
+		if (!getpwuid_r(owners[i], &pw, buf, sizeof(buf), &res) && res && res->pw_dir)
+			rc = global_paths(&l, res->pw_dir, NULL);
 	if (!rc && !getenv("GIT_CONFIG_NOSYSTEM")) {
 		env = getenv("GIT_CONFIG_SYSTEM");
 		rc = strs_add(&l, env ? env : "/etc/gitconfig");

@@ -131,12 +131,10 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 		if (!shape_complete(has) && shape_complete(has | bit) && !g->allow_new)
 			return guard_refuse(v, GUARD_RULE_G2);
 	}
-	if (atomic_load(&g->ntab_hint)) {
+	if (guard_rec_any(g)) {
 		uint8_t rule = 0, f;
 
-		pthread_rwlock_rdlock(&g->lock);
-		f = guard_tab_missing(g, parent->dev, parent->ino, name, &rule);
-		pthread_rwlock_unlock(&g->lock);
+		f = guard_rec_missing(g, parent->dev, parent->ino, name, &rule);
 		if (f & (GUARD_RO | GUARD_TREE))
 			return guard_refuse(v, rule);
 	}
@@ -347,52 +345,44 @@ int guard_check_inode(struct guard *g, const struct stat *st, struct guard_verdi
 {
 	uint8_t rule = 0, f;
 
-	if (S_ISDIR(st->st_mode) || st->st_nlink < 2 || !atomic_load(&g->ntab_hint))
+	if (S_ISDIR(st->st_mode) || st->st_nlink < 2 || !guard_rec_any(g))
 		return 0;
-	pthread_rwlock_rdlock(&g->lock);
-	f = guard_tab_inode(g, st->st_dev, st->st_ino, &rule);
-	pthread_rwlock_unlock(&g->lock);
+	f = guard_rec_inode(g, st->st_dev, st->st_ino, &rule);
 	if (f & (GUARD_RO | GUARD_TREE))
 		return guard_refuse(v, rule ? rule : GUARD_RULE_HL);
 	return 0;
 }
 
-/* Records a repository the bot made (allow_new_repos). */
+/*
+ * Records a repository the bot made (allow_new_repos), for this guard only:
+ * the other roots of the view keep guarding it as any repository.
+ */
 int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path)
 {
-	struct guard_repo *r;
-	size_t i;
-	int rc = 0;
+	struct guard_bot *b;
+	char *p = NULL;
+	bool bot;
 
+	/* known before as someone else's (through any root of the view): it stays guarded */
+	if (guard_repo_known(g, dev, ino, &bot))
+		return 0;
+	if (path && !(p = strdup(path)))
+		return -ENOMEM;
 	pthread_rwlock_wrlock(&g->lock);
-	for (i = 0; i < g->nrepos; i++)
-		if (g->repos[i]->dev == dev && g->repos[i]->ino == ino)
-			break;
-	if (i < g->nrepos) {
-		/* known before as someone else's: it stays guarded */
-		goto out;
+	if (gg_grow(&g->bots, &g->abots, g->nbots + 1, sizeof(*g->bots), 8)) {
+		pthread_rwlock_unlock(&g->lock);
+		free(p);
+		return -ENOMEM;
 	}
-	r = calloc(1, sizeof(*r));
-	if (!r || (path && !(r->path = strdup(path)))) {
-		free(r);
-		rc = -ENOMEM;
-		goto out;
-	}
-	r->dev = dev;
-	r->ino = ino;
-	r->bot = true;
-	if (gg_grow(&g->repos, &g->arepos, g->nrepos + 1, sizeof(*g->repos), 8)) {
-		guard_repo_free(r);
-		rc = -ENOMEM;
-		goto out;
-	}
-	g->repos[g->nrepos++] = r;
-out:
+	b = &g->bots[g->nbots++];
+	b->dev = dev;
+	b->ino = ino;
+	b->path = p;
+	atomic_store(&g->has_bots, true);
 	pthread_rwlock_unlock(&g->lock);
-	if (!rc)
-		guard_logf(g, "gitguard: new repository made by the bot: %s",
-			   path ? path : "(path unknown)");
-	return rc;
+	guard_logf(g, "gitguard: new repository made by the bot: %s",
+		   path ? path : "(path unknown)");
+	return 0;
 }
 
 /* The path of the folder holding PATH, in BUF */
@@ -436,9 +426,9 @@ bool guard_notify(struct guard *g, const struct guard_event *ev)
 			changed = !guard_add_bot_repo(g, ev->st->st_dev, ev->st->st_ino, ev->path);
 		} else if (name_is_dotgit(ev->name)) {
 			pthread_rwlock_wrlock(&g->lock);
-			if (!recs_add(&g->misc, ev->st->st_dev, ev->st->st_ino, NULL, REC_BOT,
+			if (!recs_add(&g->botrecs, ev->st->st_dev, ev->st->st_ino, NULL, REC_BOT,
 				      GUARD_RULE_W1))
-				guard_tab_rebuild(g);
+				guard_own_rebuild(g);
 			pthread_rwlock_unlock(&g->lock);
 			changed = true;
 		} else if (isdir && name_is_bare(ev->name) && p->kind != GUARD_GITDIR) {

@@ -275,32 +275,15 @@ static int note_worktree_top(struct guard *g, int fd)
 		close(gfd);
 		return rc;
 	}
-	if (atomic_load(&g->ntab_hint)) {
-		pthread_rwlock_rdlock(&g->lock);
-		f = guard_tab_inode(g, st.st_dev, st.st_ino, NULL);
-		pthread_rwlock_unlock(&g->lock);
-	}
+	if (guard_rec_any(g))
+		f = guard_rec_inode(g, st.st_dev, st.st_ino, NULL);
 	return f & REC_BOT ? 0 : guard_note_dotgit(g, fd, ".git", &st);
 }
 
 /* Is this folder a git folder even though its name does not say so? */
 static bool known_gitdir(struct guard *g, const struct stat *st, bool *bot)
 {
-	uint8_t flags;
-	size_t i;
-
-	*bot = false;
-	pthread_rwlock_rdlock(&g->lock);
-	flags = g->ntab ? guard_tab_inode(g, st->st_dev, st->st_ino, NULL) : 0;
-	for (i = 0; i < g->nrepos; i++)
-		if (g->repos[i]->dev == (uint64_t)st->st_dev &&
-		    g->repos[i]->ino == (uint64_t)st->st_ino) {
-			flags |= REC_GITDIR;
-			*bot = g->repos[i]->bot;
-			break;
-		}
-	pthread_rwlock_unlock(&g->lock);
-	return flags & REC_GITDIR;
+	return guard_repo_known(g, st->st_dev, st->st_ino, bot);
 }
 
 /*
@@ -355,11 +338,8 @@ int guard_classify(struct guard *g, const struct guard_cls *parent, int parent_f
 	} else if (name_is_dotgit(name) && parent->kind != GUARD_BOTREPO) {
 		uint8_t f = 0;
 
-		if (atomic_load(&g->ntab_hint)) {
-			pthread_rwlock_rdlock(&g->lock);
-			f = guard_tab_inode(g, st->st_dev, st->st_ino, NULL);
-			pthread_rwlock_unlock(&g->lock);
-		}
+		if (guard_rec_any(g))
+			f = guard_rec_inode(g, st->st_dev, st->st_ino, NULL);
 		if (f & REC_BOT) {
 			out->flags = 0;
 			out->rule = 0;
@@ -373,12 +353,10 @@ close:
 	if (rc)
 		return rc;
 tables:
-	if (out->kind != GUARD_BOTREPO && atomic_load(&g->ntab_hint)) {
+	if (out->kind != GUARD_BOTREPO && guard_rec_any(g)) {
 		uint8_t rule = 0, f;
 
-		pthread_rwlock_rdlock(&g->lock);
-		f = guard_tab_inode(g, st->st_dev, st->st_ino, &rule);
-		pthread_rwlock_unlock(&g->lock);
+		f = guard_rec_inode(g, st->st_dev, st->st_ino, &rule);
 		f &= GUARD_RO | GUARD_TREE | GUARD_PIN;
 		if (f & GUARD_TREE)
 			f |= GUARD_RO;

@@ -21,7 +21,8 @@
  * stricter answer wins.
  *
  * Thread safety: every function may be called from several threads at once
- * on the same struct guard, except guard_free().
+ * on the same struct guard, or on guards sharing one view, except
+ * guard_free() of that guard.
  *
  * Errors, for every function here and in ggutil.h: a function that can fail
  * returns int (or long, for a count) that is 0 or more on success and a
@@ -49,6 +50,7 @@
 #include "gitguard/ggutil.h" /* the shared helpers, guard_read_fd among them */
 
 struct guard;
+struct guard_view;
 
 /* What an entry is, relative to git. */
 enum guard_kind {
@@ -203,15 +205,35 @@ struct guard_opts {
 	/* NULL-terminated host paths guarded as home folders too (tests); the
 	   homes getpwent(3) lists and /root always are */
 	const char *const *extra_homes;
+	/* The view of the repositories to share (guard_view_new, guard_view_process):
+	   the guard takes a reference of its own.  NULL: a view of its own */
+	struct guard_view *view;
 };
 
-/* guard.c: a guard's life, its generation, rule names */
+/*
+ * guard.c: a view's and a guard's life, the generation, rule names.
+ *
+ * A view holds what gitguard knows of the repositories of a tree (their
+ * scans, the records table, worktree tops); a guard holds what is per root
+ * (the root, its class, allow_new_repos, the log, the bot's own
+ * repositories, H1's records).  Every guard opened on one view decides
+ * against the same knowledge: what one root's guard learns (a repository
+ * found, a config read again, a record added) holds at every other root's
+ * next decision, and they read one generation.  Paths a scan resolves are
+ * inside when they are beneath any root of the view.  guard_view_new()
+ * gives a view with one reference; guard_view_process() the process's one
+ * (fusefs: every mount of a process), with a reference; guard_view_put()
+ * drops one.  The view lives as long as a reference or a guard on it.
+ */
+int guard_view_new(struct guard_view **vp);
+int guard_view_process(struct guard_view **vp);
+void guard_view_put(struct guard_view *v);
 int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp,
 	       struct guard_err *err);
 void guard_free(struct guard *g);
 void guard_set_allow_new_repos(struct guard *g, bool allow);
 int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err *err);
-/* Classes computed before may be wrong: move the generation (another mount changed the tree) */
+/* Classes computed before may be wrong: move the view's generation (every guard on it) */
 void guard_bump(struct guard *g);
 uint64_t guard_generation(struct guard *g);
 /* "D3", "hooks"; "?" for no rule */

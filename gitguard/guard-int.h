@@ -82,11 +82,11 @@ struct guard_watch {
 struct guard_repo {
 	uint64_t dev;
 	uint64_t ino;
-	bool bot;	 /* made by the bot under allow_new_repos */
-	char *path;	 /* bot repos: where it was made, if fusefs said */
-	uint8_t rule;	 /* GUARD_RULE_X3 when the whole folder is RO-tree */
-	const char *why; /* why X3 */
-	bool stamped;	 /* config is D/config and stamp below is valid */
+	bool bot;	    /* guard_repo_get's answer only: made by the asking guard's bot */
+	uint64_t roots_gen; /* the view's roots_gen when the scan began */
+	uint8_t rule;	    /* GUARD_RULE_X3 when the whole folder is RO-tree */
+	const char *why;    /* why X3 */
+	bool stamped;	    /* config is D/config and stamp below is valid */
 	struct stat stamp;
 	struct guard_recs recs;	   /* W2/W3 targets, pins, pointed folders, hard-link guards */
 	struct guard_watch *watch; /* NULL for the bot's repositories */
@@ -98,36 +98,68 @@ struct guard_home {
 	uint64_t ino;
 };
 
-/*
- * struct guard locking (STYLE.md 7):
- *   lock (rwlock) protects repos, nrepos, misc, tops, tab/ntab, root_cls,
- *   homerecs and hwatch/nhwatch (guard_homes_revalidate fstatat()s them under
- *   the shared lock, as guard_revalidate does its watched files).  Readers
- *   (classification, decisions) take it shared for table and repository
- *   lookups only, never across a syscall; a repository scan reads files with
- *   no lock held and takes it exclusive only to publish the result.
- *   gen, ntab_hint and reval_ms are atomics read without the lock (fast
- *   paths).  guard_revalidate() fstatat()s the watched files under the
- *   shared lock: a few syscalls, at most every GUARD_REVAL_MS, by one thread.
- *   root_fd, root_dev, root_ino, root_path and log are set by guard_open and
- *   read-only afterwards, as are homes and home_dirs; allow_new is an atomic (a bot's configure).
- * No other lock exists, so there is no lock order.
- */
-struct guard {
-	int root_fd;
-	uint64_t root_dev;
-	uint64_t root_ino;
-	char *root_path;       /* normalised, no trailing slash; NULL if unknown */
-	atomic_bool allow_new; /* guard_set_allow_new_repos() may change it at any time */
-	guard_log_fn log;
-	void *log_arg;
+#define GUARD_VIEW_ROOTS 4096 /* roots a view remembers; past it, ones no guard holds make room */
 
+/* A root that joined a view: what the view's path resolution takes as inside */
+struct guard_root {
+	uint64_t dev;
+	uint64_t ino;
+	uid_t uid;     /* its owner: whose global git config a repository scan reads */
+	unsigned live; /* guards on it now; 0: it left, and still counts as inside */
+};
+
+/*
+ * One view of the repositories of a tree, shared by every guard (one per
+ * writable root) that joins it: a repository found, a config re-read or a
+ * record added through one root is seen by every other root's next
+ * decision, and a change that makes classes stale moves the one generation
+ * they all read.
+ *
+ * Life: guard_view_new() makes it with one reference (the caller's);
+ * guard_open() with opts->view takes one more for its guard (without one it
+ * makes a private view); guard_free() and guard_view_put() each drop one;
+ * the last drop frees it.  guard_view_process() hands out one process-wide
+ * view, for fusefs: every mount of a process shares it.
+ *
+ * What is in it is root-independent: the repositories (scan results keyed
+ * by the git folder's (dev, ino)), the records table, worktree tops learnt
+ * from pointers, and misc records.  A scan resolves paths against the union
+ * of the roots that joined (resolve.c: "inside" is beneath any of them), so
+ * what one root's scan recorded holds for every root; records about inodes
+ * beyond a root never match inside it (stricter is fine).  When a new root
+ * joins, roots_gen moves: a repository scanned before is scanned again
+ * (guard_repo_get, guard_view_refresh) so its records cover the new root
+ * too.  A root that leaves stays one of the view's roots for resolution
+ * (up to GUARD_VIEW_ROOTS of them), so its records stay, rescans included;
+ * the repositories, and the descriptors their watches and the tops hold,
+ * stay until the view is freed (no record says which roots still need one).
+ *
+ * Locking (STYLE.md 7):
+ *   lock (rwlock) protects repos/nrepos, misc, tops/ntops, tab/ntab and
+ *   roots/nroots.  Readers (classification, decisions) take it shared for
+ *   table and repository lookups only, never across a syscall but the
+ *   fstatat()s of guard_revalidate's watched files; a repository scan reads
+ *   files with no lock held and takes it exclusive only to publish.
+ *   refs, gen, ntab_hint, reval_ms and roots_gen are atomics read without it.
+ * Lock order: fusefs's decision holds (decide_all, decide_stripe) are
+ * taken before the gitguard calls of a decision, so gitguard's locks come
+ * after them; gitguard takes none of fusefs's locks, and fusefs holds
+ * neither ns_lock nor fs->lock across a gitguard call.  A view's lock and
+ * a guard's own lock are never held together (each is taken, used and
+ * released; code that needs both takes them one after the other), so
+ * between them there is no order to keep.  Nothing is called back with
+ * either held but the log function (guard_logf) and guard_new_repos's FN
+ * (g->lock shared), which must not call gitguard.
+ */
+struct guard_view {
+	_Atomic unsigned refs;
 	_Atomic uint64_t gen;
 	_Atomic size_t ntab_hint; /* ntab, for a lock-free "nothing recorded" test */
 	_Atomic int64_t reval_ms; /* when guard_revalidate() last looked (CLOCK_MONOTONIC_COARSE) */
+	_Atomic uint64_t roots_gen; /* moves when a root not seen before joins */
 
 	pthread_rwlock_t lock;
-	struct guard_repo **repos;
+	struct guard_repo **repos; /* never the bot's own (those are per guard) */
 	size_t nrepos;
 	size_t arepos;
 	struct guard_recs misc; /* records owned by no repository (.git file targets) */
@@ -136,6 +168,57 @@ struct guard {
 	size_t atops;
 	struct guard_rec *tab; /* every record, sorted by (dev, ino); names borrowed */
 	size_t ntab;
+	struct guard_root *roots; /* every root that joined, once each */
+	size_t nroots;
+	size_t aroots;
+};
+
+/* A repository the bot made under allow_new_repos: no rules, for its own root only */
+struct guard_bot {
+	uint64_t dev;
+	uint64_t ino;
+	char *path; /* where it was made, if fusefs said */
+};
+
+/*
+ * A guard: what is per root, over the view it shares.  guard_open() makes
+ * it, its caller (a fusefs mount) holds it, guard_free() frees it and drops
+ * its view reference.
+ *
+ * Locking (STYLE.md 7):
+ *   view: set by guard_open, pinned by the guard's reference; its contents
+ *   under view->lock (above).
+ *   lock (rwlock) protects what is this root's own: bots, botrecs,
+ *   homerecs, the own table (own/nown) built from them, root_cls with
+ *   root_known and root_gen, and hwatch/nhwatch (guard_homes_revalidate
+ *   fstatat()s them under the shared lock).  nown_hint, has_bots and
+ *   home_reval_ms are atomics read without the lock.
+ *   root_fd, root_dev, root_ino, root_path and log are set by guard_open and
+ *   read-only afterwards, as are homes and home_dirs (H1's records are
+ *   resolved against the roots, so they are per guard); allow_new is an
+ *   atomic (a bot's configure).
+ *   Lock order: see struct guard_view.
+ */
+struct guard {
+	struct guard_view *view;
+	int root_fd;
+	uint64_t root_dev;
+	uint64_t root_ino;
+	char *root_path;       /* normalised, no trailing slash; NULL if unknown */
+	atomic_bool allow_new; /* guard_set_allow_new_repos() may change it at any time */
+	guard_log_fn log;
+	void *log_arg;
+
+	_Atomic size_t nown_hint; /* nown, for a lock-free "nothing recorded" test */
+	atomic_bool has_bots;	  /* nbots > 0, for the same */
+
+	pthread_rwlock_t lock;
+	struct guard_bot *bots; /* repositories this root's bot made */
+	size_t nbots;
+	size_t abots;
+	struct guard_recs botrecs; /* .git files and symlinks the bot made (REC_BOT) */
+	struct guard_rec *own;	   /* botrecs and homerecs, sorted by (dev, ino); names borrowed */
+	size_t nown;
 	bool root_known; /* root_cls is set, for generation root_gen */
 	uint64_t root_gen;
 	struct guard_cls root_cls;
@@ -148,7 +231,7 @@ struct guard {
 	struct guard_wfile
 		*hwatch; /* files the home scan read or missed: dirfd -1, name absolute */
 	size_t nhwatch;
-	_Atomic int64_t home_reval_ms; /* the reval_ms guard_homes_revalidate() last looked at */
+	_Atomic int64_t home_reval_ms; /* the view's reval_ms guard_homes_revalidate() last saw */
 };
 
 /* guard.c */
@@ -156,10 +239,24 @@ void guard_logf(struct guard *g, const char *fmt, ...) __attribute__((format(pri
 int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name, uint8_t flags,
 	     uint8_t rule);
 void recs_clear(struct guard_recs *r);
+/* the view's table (its lock held exclusive), and the guard's own (g->lock exclusive) */
 int guard_tab_rebuild(struct guard *g);
-uint8_t guard_tab_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *rule);
-uint8_t guard_tab_missing(struct guard *g, uint64_t dev, uint64_t ino, const char *name,
+int guard_own_rebuild(struct guard *g);
+/* Flags recorded for an inode, or a missing NAME in the folder (dev, ino), in the view
+   and the guard's own table; takes the locks itself (none may be held) */
+uint8_t guard_view_inode(struct guard_view *v, uint64_t dev, uint64_t ino, uint8_t *rule);
+uint8_t guard_rec_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *rule);
+uint8_t guard_rec_missing(struct guard *g, uint64_t dev, uint64_t ino, const char *name,
 			  uint8_t *rule);
+/* Is anything recorded at all?  Lock-free */
+bool guard_rec_any(struct guard *g);
+/* Is (dev, ino) the root of a guard of the view?  Takes the view's lock */
+bool guard_is_root(struct guard *g, uint64_t dev, uint64_t ino);
+size_t guard_root_count(struct guard *g);
+/* The owners of the view's roots, at most MAX of them, no duplicates; the count */
+size_t guard_root_owners(struct guard *g, uid_t *out, size_t max);
+/* Is (dev, ino) a repository this guard's bot made?  Takes g->lock */
+bool guard_bot_repo(struct guard *g, uint64_t dev, uint64_t ino);
 bool name_is(const char *name, const char *want);
 bool name_is_dotgit(const char *name);
 bool name_is_bare(const char *name);
@@ -190,6 +287,8 @@ void resolved_close(struct resolved *r);
 int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guard_repo *out);
 bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd);
 int guard_note_pointer(struct guard *g, int startfd, const char *path);
+bool guard_repo_known(struct guard *g, uint64_t dev, uint64_t ino, bool *bot);
+void guard_view_refresh(struct guard *g);
 
 /* reposcan.c: the one scan of a git folder; NULL on ENOMEM */
 struct guard_repo *guard_repo_scan(struct guard *g, int dfd, const struct stat *dst);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* A guard for one writable root: its life, its tables and the rule names. */
+/* A guard for one writable root and the view it shares: their life, tables and the rule names. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -95,15 +95,16 @@ bool guard_head_target_ok(const char *t)
 	return true;
 }
 
+/* Moves the view's generation: every guard sharing it recomputes its classes. */
 void guard_bump(struct guard *g)
 {
-	atomic_fetch_add(&g->gen, 1);
+	atomic_fetch_add(&g->view->gen, 1);
 }
 
 /* The generation: it moves whenever classes computed before may be wrong now. */
 uint64_t guard_generation(struct guard *g)
 {
-	return atomic_load(&g->gen);
+	return atomic_load(&g->view->gen);
 }
 
 int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name, uint8_t flags,
@@ -171,44 +172,78 @@ static void tab_append(struct guard_rec *tab, size_t *n, const struct guard_recs
 	*n += r->n;
 }
 
-/*
- * Rebuilds the sorted table from every repository's records; lock held
- * exclusive.  -ENOMEM leaves the old table, whose names are still borrowed.
- */
-int guard_tab_rebuild(struct guard *g)
+/* Sorted copy of the records of the N lists R, into *TAB and *NTAB; -ENOMEM keeps the old */
+static int tab_build(struct guard *g, const struct guard_recs *const *r, size_t n,
+		     struct guard_rec **tabp, size_t *ntabp)
 {
 	struct guard_rec *tab;
-	size_t i, total = g->misc.n + g->homerecs.n, n = 0;
+	size_t i, total = 0, k = 0;
 
-	for (i = 0; i < g->nrepos; i++)
-		total += g->repos[i]->recs.n;
+	for (i = 0; i < n; i++)
+		total += r[i]->n;
 	tab = total ? malloc(total * sizeof(*tab)) : NULL;
 	if (total && !tab) {
 		/* keep the old table: stale beats empty */
 		guard_logf(g, "gitguard: out of memory rebuilding the protected table");
 		return -ENOMEM;
 	}
-	tab_append(tab, &n, &g->misc);
-	tab_append(tab, &n, &g->homerecs);
-	for (i = 0; i < g->nrepos; i++)
-		tab_append(tab, &n, &g->repos[i]->recs);
-	if (n)
-		qsort(tab, n, sizeof(*tab), rec_cmp);
-	free(g->tab);
-	g->tab = tab;
-	g->ntab = n;
-	atomic_store(&g->ntab_hint, n);
+	for (i = 0; i < n; i++)
+		tab_append(tab, &k, r[i]);
+	if (k)
+		qsort(tab, k, sizeof(*tab), rec_cmp);
+	free(*tabp);
+	*tabp = tab;
+	*ntabp = k;
 	return 0;
 }
 
-static size_t tab_first(struct guard *g, uint64_t dev, uint64_t ino)
+/*
+ * Rebuilds the view's sorted table from every repository's records and the
+ * misc ones; the view's lock held exclusive.  -ENOMEM leaves the old table,
+ * whose names are still borrowed.
+ */
+int guard_tab_rebuild(struct guard *g)
 {
-	size_t lo = 0, hi = g->ntab, mid;
+	struct guard_view *v = g->view;
+	const struct guard_recs **r;
+	size_t i;
+	int rc;
+
+	r = malloc((v->nrepos + 1) * sizeof(*r));
+	if (!r) {
+		guard_logf(g, "gitguard: out of memory rebuilding the protected table");
+		return -ENOMEM;
+	}
+	r[0] = &v->misc;
+	for (i = 0; i < v->nrepos; i++)
+		r[i + 1] = &v->repos[i]->recs;
+	rc = tab_build(g, r, v->nrepos + 1, &v->tab, &v->ntab);
+	free(r);
+	if (!rc)
+		atomic_store(&v->ntab_hint, v->ntab);
+	return rc;
+}
+
+/* Rebuilds the guard's own table (the bot's .git files, H1); g->lock held exclusive */
+int guard_own_rebuild(struct guard *g)
+{
+	const struct guard_recs *r[2] = {&g->botrecs, &g->homerecs};
+	int rc;
+
+	rc = tab_build(g, r, 2, &g->own, &g->nown);
+	if (!rc)
+		atomic_store(&g->nown_hint, g->nown);
+	return rc;
+}
+
+static size_t tab_first(const struct guard_rec *tab, size_t ntab, uint64_t dev, uint64_t ino)
+{
+	size_t lo = 0, hi = ntab, mid;
 	struct guard_rec key = {.dev = dev, .ino = ino};
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		if (rec_cmp(&g->tab[mid], &key) < 0)
+		if (rec_cmp(&tab[mid], &key) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -216,14 +251,15 @@ static size_t tab_first(struct guard *g, uint64_t dev, uint64_t ino)
 	return lo;
 }
 
-/* Flags recorded for an inode; lock held shared. */
-uint8_t guard_tab_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *rule)
+/* Flags recorded for an inode in TAB */
+static uint8_t tab_inode(const struct guard_rec *tab, size_t ntab, uint64_t dev, uint64_t ino,
+			 uint8_t *rule)
 {
 	uint8_t flags = 0;
 	size_t i;
 
-	for (i = tab_first(g, dev, ino); i < g->ntab; i++) {
-		struct guard_rec *r = &g->tab[i];
+	for (i = tab_first(tab, ntab, dev, ino); i < ntab; i++) {
+		const struct guard_rec *r = &tab[i];
 
 		if (r->dev != dev || r->ino != ino)
 			break;
@@ -236,14 +272,14 @@ uint8_t guard_tab_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *ru
 	return flags;
 }
 
-/* Flags recorded for a missing NAME in the folder (dev, ino); lock held shared. */
-uint8_t guard_tab_missing(struct guard *g, uint64_t dev, uint64_t ino, const char *name,
-			  uint8_t *rule)
+/* Flags recorded for a missing NAME in the folder (dev, ino) in TAB */
+static uint8_t tab_missing(const struct guard_rec *tab, size_t ntab, uint64_t dev, uint64_t ino,
+			   const char *name, uint8_t *rule)
 {
 	size_t i;
 
-	for (i = tab_first(g, dev, ino); i < g->ntab; i++) {
-		struct guard_rec *r = &g->tab[i];
+	for (i = tab_first(tab, ntab, dev, ino); i < ntab; i++) {
+		const struct guard_rec *r = &tab[i];
 
 		if (r->dev != dev || r->ino != ino)
 			break;
@@ -254,6 +290,117 @@ uint8_t guard_tab_missing(struct guard *g, uint64_t dev, uint64_t ino, const cha
 		}
 	}
 	return 0;
+}
+
+/* Flags the view records for an inode; its lock held shared */
+uint8_t guard_view_inode(struct guard_view *v, uint64_t dev, uint64_t ino, uint8_t *rule)
+{
+	return tab_inode(v->tab, v->ntab, dev, ino, rule);
+}
+
+bool guard_rec_any(struct guard *g)
+{
+	return atomic_load(&g->view->ntab_hint) || atomic_load(&g->nown_hint);
+}
+
+/* Flags recorded for an inode, the view's and then the guard's own; no lock held. */
+uint8_t guard_rec_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *rule)
+{
+	struct guard_view *v = g->view;
+	uint8_t f = 0, o = 0, r1 = 0, r2 = 0;
+
+	if (atomic_load(&v->ntab_hint)) {
+		pthread_rwlock_rdlock(&v->lock);
+		f = tab_inode(v->tab, v->ntab, dev, ino, &r1);
+		pthread_rwlock_unlock(&v->lock);
+	}
+	if (atomic_load(&g->nown_hint)) {
+		pthread_rwlock_rdlock(&g->lock);
+		o = tab_inode(g->own, g->nown, dev, ino, &r2);
+		pthread_rwlock_unlock(&g->lock);
+	}
+	if (rule && (f || o))
+		*rule = f ? r1 : r2;
+	return f | o;
+}
+
+/* Flags recorded for a missing NAME in the folder (dev, ino); no lock held. */
+uint8_t guard_rec_missing(struct guard *g, uint64_t dev, uint64_t ino, const char *name,
+			  uint8_t *rule)
+{
+	struct guard_view *v = g->view;
+	uint8_t f = 0, o = 0, r1 = 0, r2 = 0;
+
+	if (atomic_load(&v->ntab_hint)) {
+		pthread_rwlock_rdlock(&v->lock);
+		f = tab_missing(v->tab, v->ntab, dev, ino, name, &r1);
+		pthread_rwlock_unlock(&v->lock);
+	}
+	if (atomic_load(&g->nown_hint)) {
+		pthread_rwlock_rdlock(&g->lock);
+		o = tab_missing(g->own, g->nown, dev, ino, name, &r2);
+		pthread_rwlock_unlock(&g->lock);
+	}
+	if (rule && (f || o))
+		*rule = f ? r1 : r2;
+	return f | o;
+}
+
+/* Is (dev, ino) a repository this guard's bot made? */
+bool guard_bot_repo(struct guard *g, uint64_t dev, uint64_t ino)
+{
+	bool found = false;
+	size_t i;
+
+	if (!atomic_load(&g->has_bots))
+		return false;
+	pthread_rwlock_rdlock(&g->lock);
+	for (i = 0; i < g->nbots && !found; i++)
+		found = g->bots[i].dev == dev && g->bots[i].ino == ino;
+	pthread_rwlock_unlock(&g->lock);
+	return found;
+}
+
+/* Is (dev, ino) the root of any guard of the view?  The guard's own without a lock */
+bool guard_is_root(struct guard *g, uint64_t dev, uint64_t ino)
+{
+	struct guard_view *v = g->view;
+	bool found = false;
+	size_t i;
+
+	if (dev == g->root_dev && ino == g->root_ino)
+		return true;
+	pthread_rwlock_rdlock(&v->lock);
+	for (i = 0; i < v->nroots && !found; i++)
+		found = v->roots[i].dev == dev && v->roots[i].ino == ino;
+	pthread_rwlock_unlock(&v->lock);
+	return found;
+}
+
+size_t guard_root_count(struct guard *g)
+{
+	size_t n;
+
+	pthread_rwlock_rdlock(&g->view->lock);
+	n = g->view->nroots;
+	pthread_rwlock_unlock(&g->view->lock);
+	return n;
+}
+
+size_t guard_root_owners(struct guard *g, uid_t *out, size_t max)
+{
+	struct guard_view *v = g->view;
+	size_t i, j, n = 0;
+
+	pthread_rwlock_rdlock(&v->lock);
+	for (i = 0; i < v->nroots && n < max; i++) {
+		for (j = 0; j < n && out[j] != v->roots[i].uid; j++)
+			;
+		if (j == n)
+			out[n++] = v->roots[i].uid;
+	}
+	pthread_rwlock_unlock(&v->lock);
+	return n;
 }
 
 /* PATH normalised (ggutil.h meaning 1), "/" as "": compared as a prefix */
@@ -287,12 +434,152 @@ static int guard_err_set(struct guard_err *err, int code, const char *fmt, ...)
 	return code;
 }
 
+/* A new view with one reference, the caller's: 0 or -ENOMEM, -errno */
+int guard_view_new(struct guard_view **vp)
+{
+	struct guard_view *v;
+	int rc;
+
+	*vp = NULL;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	rc = pthread_rwlock_init(&v->lock, NULL);
+	if (rc) {
+		free(v);
+		return -rc;
+	}
+	atomic_init(&v->refs, 1);
+	atomic_init(&v->gen, 1);
+	atomic_init(&v->ntab_hint, 0);
+	atomic_init(&v->reval_ms, 0);
+	atomic_init(&v->roots_gen, 1);
+	*vp = v;
+	return 0;
+}
+
+static void view_free(struct guard_view *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->nrepos; i++)
+		guard_repo_free(v->repos[i]);
+	free(v->repos);
+	recs_clear(&v->misc);
+	for (i = 0; i < v->ntops; i++)
+		close(v->tops[i].fd);
+	free(v->tops);
+	free(v->tab);
+	free(v->roots);
+	pthread_rwlock_destroy(&v->lock);
+	free(v);
+}
+
+static pthread_mutex_t process_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct guard_view *process_view; /* under process_lock; holds no reference */
+
+/* Drops a reference; the last frees the view (and forgets it as the process's) */
+void guard_view_put(struct guard_view *v)
+{
+	if (!v)
+		return;
+	pthread_mutex_lock(&process_lock);
+	if (atomic_fetch_sub(&v->refs, 1) != 1) {
+		pthread_mutex_unlock(&process_lock);
+		return;
+	}
+	if (process_view == v)
+		process_view = NULL;
+	pthread_mutex_unlock(&process_lock);
+	view_free(v);
+}
+
+/* The process-wide view, with a reference for the caller (made on first use) */
+int guard_view_process(struct guard_view **vp)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&process_lock);
+	if (process_view)
+		atomic_fetch_add(&process_view->refs, 1);
+	else
+		rc = guard_view_new(&process_view);
+	*vp = process_view;
+	pthread_mutex_unlock(&process_lock);
+	return rc;
+}
+
+/* G's root joins its view; roots_gen moves if the view did not know that root */
+static int view_join(struct guard *g, uid_t uid)
+{
+	struct guard_view *v = g->view;
+	struct guard_root *slot = NULL;
+	size_t i;
+
+	pthread_rwlock_wrlock(&v->lock);
+	for (i = 0; i < v->nroots && !slot; i++)
+		if (v->roots[i].dev == g->root_dev && v->roots[i].ino == g->root_ino)
+			slot = &v->roots[i];
+	if (slot) {
+		slot->live++;
+		pthread_rwlock_unlock(&v->lock);
+		return 0;
+	}
+	/* full: a root no guard holds any more makes room */
+	for (i = 0; v->nroots >= GUARD_VIEW_ROOTS && i < v->nroots && !slot; i++)
+		if (!v->roots[i].live)
+			slot = &v->roots[i];
+	if (!slot && gg_grow(&v->roots, &v->aroots, v->nroots + 1, sizeof(*v->roots), 4)) {
+		pthread_rwlock_unlock(&v->lock);
+		return -ENOMEM;
+	}
+	if (!slot)
+		slot = &v->roots[v->nroots++];
+	*slot = (struct guard_root){g->root_dev, g->root_ino, uid, 1};
+	/* what was scanned before is scanned again, with this root inside */
+	if (v->nrepos)
+		atomic_fetch_add(&v->roots_gen, 1);
+	pthread_rwlock_unlock(&v->lock);
+	return 0;
+}
+
+/*
+ * G's root leaves its view.  It stays one of the view's roots for path
+ * resolution, so what scans recorded inside it stays recorded, rescans
+ * included: stricter, never looser than while it was mounted.
+ */
+static void view_leave(struct guard *g)
+{
+	struct guard_view *v = g->view;
+	size_t i;
+
+	pthread_rwlock_wrlock(&v->lock);
+	for (i = 0; i < v->nroots; i++)
+		if (v->roots[i].dev == g->root_dev && v->roots[i].ino == g->root_ino &&
+		    v->roots[i].live) {
+			v->roots[i].live--;
+			break;
+		}
+	pthread_rwlock_unlock(&v->lock);
+}
+
+/* Frees what guard_open made before the view was joined */
+static void guard_undo(struct guard *g)
+{
+	free(g->root_path);
+	if (g->root_fd >= 0)
+		close(g->root_fd);
+	free(g);
+}
+
 /*
  * Makes a guard for the writable root ROOT_FD (any fd of the root folder; it
- * is duplicated).  opts may be NULL.
+ * is duplicated).  opts may be NULL; opts->view NULL gives the guard a view
+ * of its own.
  */
 int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp, struct guard_err *err)
 {
+	const char *shown = opts && opts->root_path ? opts->root_path : "(fd)";
 	struct guard *g;
 	struct stat st;
 	int rc;
@@ -304,50 +591,50 @@ int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp, st
 	g->root_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
 	if (g->root_fd < 0 || fstat(g->root_fd, &st) < 0) {
 		rc = -errno;
-		if (g->root_fd >= 0)
-			close(g->root_fd);
-		free(g);
-		return guard_err_set(err, rc, "gitguard: root %s: %s",
-				     opts && opts->root_path ? opts->root_path : "(fd)",
-				     strerror(-rc));
+		guard_undo(g);
+		return guard_err_set(err, rc, "gitguard: root %s: %s", shown, strerror(-rc));
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		close(g->root_fd);
-		free(g);
-		return guard_err_set(err, -ENOTDIR, "gitguard: root %s is not a folder",
-				     opts && opts->root_path ? opts->root_path : "(fd)");
+		guard_undo(g);
+		return guard_err_set(err, -ENOTDIR, "gitguard: root %s is not a folder", shown);
 	}
 	g->root_dev = st.st_dev;
 	g->root_ino = st.st_ino;
+	if (opts && opts->root_path && opts->root_path[0] != '/') {
+		guard_undo(g);
+		return guard_err_set(err, -EINVAL, "gitguard: root path %s is not absolute",
+				     opts->root_path);
+	}
+	if (opts && opts->root_path && !(g->root_path = normalise_root(opts->root_path))) {
+		guard_undo(g);
+		return guard_err_set(err, -ENOMEM, "gitguard: out of memory");
+	}
 	if (opts) {
-		if (opts->root_path) {
-			if (opts->root_path[0] != '/') {
-				close(g->root_fd);
-				free(g);
-				return guard_err_set(err, -EINVAL,
-						     "gitguard: root path %s is not absolute",
-						     opts->root_path);
-			}
-			g->root_path = normalise_root(opts->root_path);
-			if (!g->root_path) {
-				close(g->root_fd);
-				free(g);
-				return guard_err_set(err, -ENOMEM, "gitguard: out of memory");
-			}
-		}
 		g->allow_new = opts->allow_new_repos;
 		g->log = opts->log;
 		g->log_arg = opts->log_arg;
 	}
 	rc = pthread_rwlock_init(&g->lock, NULL);
 	if (rc) {
-		free(g->root_path);
-		close(g->root_fd);
-		free(g);
+		guard_undo(g);
 		return guard_err_set(err, -rc, "gitguard: rwlock: %s", strerror(rc));
 	}
-	atomic_init(&g->gen, 1);
-	atomic_init(&g->ntab_hint, 0);
+	atomic_init(&g->nown_hint, 0);
+	if (opts && opts->view) {
+		atomic_fetch_add(&opts->view->refs, 1);
+		g->view = opts->view;
+	} else if ((rc = guard_view_new(&g->view)) != 0) {
+		pthread_rwlock_destroy(&g->lock);
+		guard_undo(g);
+		return guard_err_set(err, rc, "gitguard: view: %s", strerror(-rc));
+	}
+	rc = view_join(g, st.st_uid);
+	if (rc) {
+		guard_view_put(g->view);
+		pthread_rwlock_destroy(&g->lock);
+		guard_undo(g);
+		return guard_err_set(err, rc, "gitguard: out of memory");
+	}
 	rc = guard_homes_load(g, opts ? opts->extra_homes : NULL);
 	if (rc) {
 		guard_free(g);
@@ -375,7 +662,6 @@ void guard_repo_free(struct guard_repo *r)
 		free(r->watch);
 	}
 	recs_clear(&r->recs);
-	free(r->path);
 	free(r);
 }
 
@@ -385,14 +671,13 @@ void guard_free(struct guard *g)
 
 	if (!g)
 		return;
-	for (i = 0; i < g->nrepos; i++)
-		guard_repo_free(g->repos[i]);
-	free(g->repos);
-	recs_clear(&g->misc);
-	for (i = 0; i < g->ntops; i++)
-		close(g->tops[i].fd);
-	free(g->tops);
-	free(g->tab);
+	view_leave(g);
+	guard_view_put(g->view);
+	for (i = 0; i < g->nbots; i++)
+		free(g->bots[i].path);
+	free(g->bots);
+	recs_clear(&g->botrecs);
+	free(g->own);
 	guard_homes_free(g);
 	pthread_rwlock_destroy(&g->lock);
 	free(g->root_path);
@@ -407,9 +692,8 @@ void guard_new_repos(struct guard *g,
 	size_t i;
 
 	pthread_rwlock_rdlock(&g->lock);
-	for (i = 0; i < g->nrepos; i++)
-		if (g->repos[i]->bot)
-			fn(arg, g->repos[i]->dev, g->repos[i]->ino, g->repos[i]->path);
+	for (i = 0; i < g->nbots; i++)
+		fn(arg, g->bots[i].dev, g->bots[i].ino, g->bots[i].path);
 	pthread_rwlock_unlock(&g->lock);
 }
 

@@ -579,7 +579,7 @@ static void homes_publish(struct guard *g, struct hscan *h)
 	g->nhwatch = h->nw;
 	h->w = w;
 	h->nw = nw;
-	guard_tab_rebuild(g);
+	guard_own_rebuild(g);
 }
 
 static pthread_mutex_t pw_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -674,7 +674,7 @@ void guard_homes_revalidate(struct guard *g)
 {
 	int64_t now, last;
 
-	now = atomic_load(&g->reval_ms);
+	now = atomic_load(&g->view->reval_ms);
 	last = atomic_load(&g->home_reval_ms);
 	if (now != last && atomic_compare_exchange_strong(&g->home_reval_ms, &last, now))
 		homes_look(g);

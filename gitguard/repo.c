@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The table of repositories: each git folder's scan result (reposcan.c),
- * keyed by its (st_dev, st_ino), published under the lock, rescanned on
+ * The view's table of repositories: each git folder's scan result
+ * (reposcan.c), keyed by its (st_dev, st_ino), published under the view's lock, rescanned on
  * notify or when a watched file changed (guard_revalidate), and the
  * worktree tops learnt from pointers (.git files and symlinks).
  */
@@ -17,14 +17,34 @@
 
 #include "gitguard/guard-int.h"
 
-static struct guard_repo **repo_find(struct guard *g, uint64_t dev, uint64_t ino)
+/* The view's record of the git folder (dev, ino); the view's lock held */
+static struct guard_repo **repo_find(struct guard_view *v, uint64_t dev, uint64_t ino)
 {
 	size_t i;
 
-	for (i = 0; i < g->nrepos; i++)
-		if (g->repos[i]->dev == dev && g->repos[i]->ino == ino)
-			return &g->repos[i];
+	for (i = 0; i < v->nrepos; i++)
+		if (v->repos[i]->dev == dev && v->repos[i]->ino == ino)
+			return &v->repos[i];
 	return NULL;
+}
+
+/*
+ * Is (dev, ino) a git folder: one this guard's bot made (*BOT), a repository
+ * of the view, or a folder a pointer names (REC_GITDIR)?
+ */
+bool guard_repo_known(struct guard *g, uint64_t dev, uint64_t ino, bool *bot)
+{
+	struct guard_view *v = g->view;
+	bool known;
+
+	*bot = guard_bot_repo(g, dev, ino);
+	if (*bot)
+		return true;
+	pthread_rwlock_rdlock(&v->lock);
+	known = repo_find(v, dev, ino) != NULL ||
+		(v->ntab && (guard_view_inode(v, dev, ino, NULL) & REC_GITDIR));
+	pthread_rwlock_unlock(&v->lock);
+	return known;
 }
 
 static bool recs_equal(const struct guard_recs *a, const struct guard_recs *b)
@@ -43,10 +63,11 @@ static bool recs_equal(const struct guard_recs *a, const struct guard_recs *b)
 	return true;
 }
 
-/* Publishes R (replacing any record of the same folder); lock held exclusive. */
+/* Publishes R in the view (replacing any record of the same folder); its lock held exclusive. */
 static int repo_publish(struct guard *g, struct guard_repo *r, bool *changed)
 {
-	struct guard_repo **slot = repo_find(g, r->dev, r->ino), *old;
+	struct guard_view *v = g->view;
+	struct guard_repo **slot = repo_find(v, r->dev, r->ino), *old;
 
 	if (slot) {
 		old = *slot;
@@ -57,18 +78,12 @@ static int repo_publish(struct guard *g, struct guard_repo *r, bool *changed)
 			*slot = old;
 			return -ENOMEM;
 		}
-		if (old->bot) {
-			/* the bot's own: keep it so */
-			r->bot = true;
-			r->path = old->path;
-			old->path = NULL;
-		}
 		guard_repo_free(old);
 		return 0;
 	} else {
-		if (gg_grow(&g->repos, &g->arepos, g->nrepos + 1, sizeof(*g->repos), 8))
+		if (gg_grow(&v->repos, &v->arepos, v->nrepos + 1, sizeof(*v->repos), 8))
 			return -ENOMEM;
-		g->repos[g->nrepos++] = r;
+		v->repos[v->nrepos++] = r;
 		*changed = r->recs.n > 0;
 	}
 	if (*changed)
@@ -88,41 +103,44 @@ static bool stamp_fresh(const struct guard_repo *r, int dfd)
 }
 
 /*
- * The state of the git folder DFD (stat DST): from the table if its config
- * has not changed, else scanned now.  Fills OUT's bot, rule and why only.
+ * The state of the git folder DFD (stat DST): the bot's own if this guard's
+ * bot made it, else from the view if its config has not changed and no root
+ * joined since its scan, else scanned now.  Fills OUT's bot, rule and why only.
  */
 int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guard_repo *out)
 {
+	struct guard_view *v = g->view;
 	struct guard_repo **slot, *r;
 	bool found = false, changed = false;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	pthread_rwlock_rdlock(&g->lock);
-	slot = repo_find(g, dst->st_dev, dst->st_ino);
+	if (guard_bot_repo(g, dst->st_dev, dst->st_ino)) {
+		out->bot = true;
+		return 0;
+	}
+	pthread_rwlock_rdlock(&v->lock);
+	slot = repo_find(v, dst->st_dev, dst->st_ino);
 	if (slot) {
 		found = true;
-		out->bot = (*slot)->bot;
+		out->roots_gen = (*slot)->roots_gen;
 		out->rule = (*slot)->rule;
 		out->why = (*slot)->why;
 		out->stamped = (*slot)->stamped;
 		out->stamp = (*slot)->stamp;
 	}
-	pthread_rwlock_unlock(&g->lock);
-	if (found && (out->bot || stamp_fresh(out, dfd)))
+	pthread_rwlock_unlock(&v->lock);
+	if (found && out->roots_gen == atomic_load(&v->roots_gen) && stamp_fresh(out, dfd))
 		return 0;
 
 	r = guard_repo_scan(g, dfd, dst);
 	if (!r)
 		return -ENOMEM;
-	out->bot = false;
 	out->rule = r->rule;
 	out->why = r->why;
-	pthread_rwlock_wrlock(&g->lock);
+	pthread_rwlock_wrlock(&v->lock);
 	rc = repo_publish(g, r, &changed);
-	if (!rc)
-		out->bot = r->bot;
-	pthread_rwlock_unlock(&g->lock);
+	pthread_rwlock_unlock(&v->lock);
 	if (rc) {
 		guard_repo_free(r);
 		return rc;
@@ -139,49 +157,97 @@ int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guar
  * the repositories whose files changed are rescanned.  Between two looks
  * this costs a coarse clock read and an atomic load.
  */
-void guard_revalidate(struct guard *g)
-{
-	struct {
-		uint64_t dev;
-		uint64_t ino;
-		int fd;
-	} ch[16];
-	struct timespec ts;
-	struct guard_repo *r;
-	int64_t now, last;
-	size_t i, n = 0;
+#define RESCAN_BATCH 16 /* repositories one look collects before it rescans them */
 
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	last = atomic_load(&g->reval_ms);
-	if (now - last < GUARD_REVAL_MS ||
-	    !atomic_compare_exchange_strong(&g->reval_ms, &last, now))
-		return;
-	pthread_rwlock_rdlock(&g->lock);
-	for (i = 0; i < g->nrepos && n < 16; i++) {
-		r = g->repos[i];
-		if (r->bot || !r->watch || r->watch->gfd < 0)
+struct stale {
+	uint64_t dev;
+	uint64_t ino;
+	int fd;
+	bool moved; /* a watched file changed (else: a root joined since its scan) */
+};
+
+/*
+ * Collects into CH the repositories of the view scanned before the last root
+ * joined, and (WATCHED) those whose watched files changed; at most
+ * RESCAN_BATCH.  The count.
+ */
+static size_t stale_collect(struct guard *g, bool watched, struct stale *ch)
+{
+	struct guard_view *v = g->view;
+	uint64_t rg = atomic_load(&v->roots_gen);
+	struct guard_repo *r;
+	size_t i, n = 0;
+	bool moved;
+
+	pthread_rwlock_rdlock(&v->lock);
+	for (i = 0; i < v->nrepos && n < RESCAN_BATCH; i++) {
+		r = v->repos[i];
+		if (!r->watch || r->watch->gfd < 0)
 			continue;
-		if (!guard_watch_changed(r->watch))
+		moved = watched && guard_watch_changed(r->watch);
+		if (!moved && r->roots_gen == rg)
 			continue;
 		ch[n].fd = fcntl(r->watch->gfd, F_DUPFD_CLOEXEC, 3);
 		if (ch[n].fd < 0)
 			continue;
 		ch[n].dev = r->dev;
 		ch[n].ino = r->ino;
+		ch[n].moved = moved;
 		n++;
 	}
-	pthread_rwlock_unlock(&g->lock);
-	if (n == 16)
-		atomic_store(&g->reval_ms, 0); /* more may wait: look again next time */
+	pthread_rwlock_unlock(&v->lock);
+	return n;
+}
+
+static void stale_rescan(struct guard *g, struct stale *ch, size_t n)
+{
+	size_t i;
+
 	for (i = 0; i < n; i++) {
-		guard_logf(g,
-			   "gitguard: the config of git folder (dev %llu, ino %llu) changed: "
-			   "rescanned",
-			   (unsigned long long)ch[i].dev, (unsigned long long)ch[i].ino);
+		if (ch[i].moved)
+			guard_logf(g,
+				   "gitguard: the config of git folder (dev %llu, ino %llu) "
+				   "changed: rescanned",
+				   (unsigned long long)ch[i].dev, (unsigned long long)ch[i].ino);
 		guard_repo_rescan(g, ch[i].dev, ch[i].ino, ch[i].fd);
 		close(ch[i].fd);
 	}
+}
+
+void guard_revalidate(struct guard *g)
+{
+	struct guard_view *v = g->view;
+	struct stale ch[RESCAN_BATCH];
+	struct timespec ts;
+	int64_t now, last;
+	size_t n;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	last = atomic_load(&v->reval_ms);
+	if (now - last < GUARD_REVAL_MS ||
+	    !atomic_compare_exchange_strong(&v->reval_ms, &last, now))
+		return;
+	n = stale_collect(g, true, ch);
+	if (n == RESCAN_BATCH)
+		atomic_store(&v->reval_ms, 0); /* more may wait: look again next time */
+	stale_rescan(g, ch, n);
+}
+
+/*
+ * A root joined the view: every repository scanned before is scanned again
+ * now, so what lies inside the new root is recorded before it is served.
+ */
+void guard_view_refresh(struct guard *g)
+{
+	struct stale ch[RESCAN_BATCH];
+	size_t n, rounds;
+
+	pthread_rwlock_rdlock(&g->view->lock);
+	rounds = g->view->nrepos / RESCAN_BATCH + 2;
+	pthread_rwlock_unlock(&g->view->lock);
+	while (rounds-- && (n = stale_collect(g, false, ch)) > 0)
+		stale_rescan(g, ch, n);
 }
 
 /* Rescans the git folder (dev, ino) at DFD if it is known; true if anything changed. */
@@ -191,35 +257,35 @@ bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd)
 	struct stat st;
 	bool known, changed = false;
 
-	pthread_rwlock_rdlock(&g->lock);
-	known = repo_find(g, dev, ino) != NULL;
-	pthread_rwlock_unlock(&g->lock);
+	pthread_rwlock_rdlock(&g->view->lock);
+	known = repo_find(g->view, dev, ino) != NULL;
+	pthread_rwlock_unlock(&g->view->lock);
 	if (!known || fstat(dfd, &st) < 0 || (uint64_t)st.st_dev != dev ||
 	    (uint64_t)st.st_ino != ino)
 		return known;
 	r = guard_repo_scan(g, dfd, &st);
 	if (!r)
 		return true;
-	pthread_rwlock_wrlock(&g->lock);
+	pthread_rwlock_wrlock(&g->view->lock);
 	if (repo_publish(g, r, &changed)) {
 		guard_repo_free(r);
 		changed = true;
 	}
-	pthread_rwlock_unlock(&g->lock);
+	pthread_rwlock_unlock(&g->view->lock);
 	if (changed)
 		guard_bump(g);
 	return changed;
 }
 
-/* Index of the top ST of the git folder (dev, ino) in g->tops, or SIZE_MAX; lock held */
-static size_t top_find(struct guard *g, uint64_t dev, uint64_t ino, const struct stat *st)
+/* Index of the top ST of the git folder (dev, ino) in v->tops, or SIZE_MAX; its lock held */
+static size_t top_find(struct guard_view *v, uint64_t dev, uint64_t ino, const struct stat *st)
 {
 	size_t i;
 
-	for (i = 0; i < g->ntops; i++)
-		if (g->tops[i].dev == dev && g->tops[i].ino == ino &&
-		    g->tops[i].tdev == (uint64_t)st->st_dev &&
-		    g->tops[i].tino == (uint64_t)st->st_ino)
+	for (i = 0; i < v->ntops; i++)
+		if (v->tops[i].dev == dev && v->tops[i].ino == ino &&
+		    v->tops[i].tdev == (uint64_t)st->st_dev &&
+		    v->tops[i].tino == (uint64_t)st->st_ino)
 			return i;
 	return SIZE_MAX;
 }
@@ -227,6 +293,7 @@ static size_t top_find(struct guard *g, uint64_t dev, uint64_t ino, const struct
 /* Remembers TOPFD as a worktree top of the git folder (dev, ino); true if new */
 static bool top_add(struct guard *g, uint64_t dev, uint64_t ino, int topfd)
 {
+	struct guard_view *v = g->view;
 	struct stat st;
 	bool added = false;
 	size_t i;
@@ -235,31 +302,31 @@ static bool top_add(struct guard *g, uint64_t dev, uint64_t ino, int topfd)
 	if (fstat(topfd, &st) < 0)
 		return false;
 	/* a .git file is classified at every lookup: known tops cost a shared lock */
-	pthread_rwlock_rdlock(&g->lock);
-	i = top_find(g, dev, ino, &st);
-	pthread_rwlock_unlock(&g->lock);
+	pthread_rwlock_rdlock(&v->lock);
+	i = top_find(v, dev, ino, &st);
+	pthread_rwlock_unlock(&v->lock);
 	if (i < SIZE_MAX)
 		return false;
-	pthread_rwlock_wrlock(&g->lock);
-	if (top_find(g, dev, ino, &st) < SIZE_MAX)
+	pthread_rwlock_wrlock(&v->lock);
+	if (top_find(v, dev, ino, &st) < SIZE_MAX)
 		goto out;
-	if (g->ntops >= GUARD_TOPS_MAX) {
-		pthread_rwlock_unlock(&g->lock);
+	if (v->ntops >= GUARD_TOPS_MAX) {
+		pthread_rwlock_unlock(&v->lock);
 		guard_logf(g,
 			   "gitguard: more than %d worktree tops: a relative core.hooksPath is "
 			   "not guarded at the others",
 			   GUARD_TOPS_MAX);
 		return false;
 	}
-	if (gg_grow(&g->tops, &g->atops, g->ntops + 1, sizeof(*g->tops), 16))
+	if (gg_grow(&v->tops, &v->atops, v->ntops + 1, sizeof(*v->tops), 16))
 		goto out;
 	fd = fcntl(topfd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		goto out;
-	g->tops[g->ntops++] = (struct guard_top){dev, ino, st.st_dev, st.st_ino, fd};
+	v->tops[v->ntops++] = (struct guard_top){dev, ino, st.st_dev, st.st_ino, fd};
 	added = true;
 out:
-	pthread_rwlock_unlock(&g->lock);
+	pthread_rwlock_unlock(&v->lock);
 	return added;
 }
 
@@ -271,7 +338,7 @@ out:
  */
 int guard_note_pointer(struct guard *g, int startfd, const char *path)
 {
-	struct guard_repo info, **slot;
+	struct guard_repo info;
 	struct resolved res;
 	struct stat st;
 	bool known;
@@ -285,16 +352,15 @@ int guard_note_pointer(struct guard *g, int startfd, const char *path)
 		gfd = res.fd;
 		res.fd = -1;
 		st = res.st;
-		pthread_rwlock_rdlock(&g->lock);
-		f = guard_tab_inode(g, st.st_dev, st.st_ino, NULL);
-		pthread_rwlock_unlock(&g->lock);
+		f = guard_rec_inode(g, st.st_dev, st.st_ino, NULL);
 		if (f & REC_GITDIR)
 			break;
-		pthread_rwlock_wrlock(&g->lock);
-		rc = recs_add(&g->misc, st.st_dev, st.st_ino, NULL, REC_GITDIR, GUARD_RULE_W1);
+		pthread_rwlock_wrlock(&g->view->lock);
+		rc = recs_add(&g->view->misc, st.st_dev, st.st_ino, NULL, REC_GITDIR,
+			      GUARD_RULE_W1);
 		if (!rc)
 			guard_tab_rebuild(g);
-		pthread_rwlock_unlock(&g->lock);
+		pthread_rwlock_unlock(&g->view->lock);
 		if (!rc)
 			guard_bump(g);
 		break;
@@ -315,10 +381,9 @@ int guard_note_pointer(struct guard *g, int startfd, const char *path)
 		return rc;
 	}
 	if (top_add(g, st.st_dev, st.st_ino, startfd)) {
-		pthread_rwlock_rdlock(&g->lock);
-		slot = repo_find(g, st.st_dev, st.st_ino);
-		known = slot != NULL;
-		pthread_rwlock_unlock(&g->lock);
+		pthread_rwlock_rdlock(&g->view->lock);
+		known = repo_find(g->view, st.st_dev, st.st_ino) != NULL;
+		pthread_rwlock_unlock(&g->view->lock);
 		if (known)
 			guard_repo_rescan(g, st.st_dev, st.st_ino, gfd);
 		else if (guard_shape(gfd, NULL))

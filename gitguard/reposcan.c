@@ -288,11 +288,11 @@ static int scan_tops(struct cfgscan *s, int dfd)
 	}
 	if (d)
 		closedir(d);
-	pthread_rwlock_rdlock(&s->g->lock);
-	for (i = 0; i < s->g->ntops; i++)
-		if (s->g->tops[i].dev == s->r->dev && s->g->tops[i].ino == s->r->ino)
-			tops_add(tops, &n, fcntl(s->g->tops[i].fd, F_DUPFD_CLOEXEC, 3));
-	pthread_rwlock_unlock(&s->g->lock);
+	pthread_rwlock_rdlock(&s->g->view->lock);
+	for (i = 0; i < s->g->view->ntops; i++)
+		if (s->g->view->tops[i].dev == s->r->dev && s->g->view->tops[i].ino == s->r->ino)
+			tops_add(tops, &n, fcntl(s->g->view->tops[i].fd, F_DUPFD_CLOEXEC, 3));
+	pthread_rwlock_unlock(&s->g->view->lock);
 	for (i = 0; i < n; i++) {
 		for (j = 0; !rc && j < s->rel.n; j++)
 			rc = scan_protect(s, tops[i], s->rel.v[j], GUARD_RULE_W2,
@@ -350,6 +350,8 @@ struct guard_repo *guard_repo_scan(struct guard *g, int dfd, const struct stat *
 		return NULL;
 	r->dev = dst->st_dev;
 	r->ino = dst->st_ino;
+	/* read first: a root joining during the scan makes it stale at once */
+	r->roots_gen = atomic_load(&g->view->roots_gen);
 	r->watch = calloc(1, sizeof(*r->watch));
 	if (!r->watch) {
 		free(r);

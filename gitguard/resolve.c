@@ -8,7 +8,9 @@
  * the walk goes on the same way, one component at a time, following the
  * host's symlinks (the person's: /srv/alias -> data), and re-enters the root
  * when a folder it reaches is the root (same dev, ino): so an absolute path
- * written through a host alias of the source is still found inside.
+ * written through a host alias of the source is still found inside.  "The
+ * root" is any root of the guard's view (guard.c): a path from one root into
+ * another root's tree is inside, so one scan serves every root.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,9 +31,43 @@ struct walk {
 	bool at_root;
 };
 
+/* The root of any guard of the view: inside is beneath any of them */
 static bool st_is_root(struct guard *g, const struct stat *st)
 {
-	return (uint64_t)st->st_dev == g->root_dev && (uint64_t)st->st_ino == g->root_ino;
+	return guard_is_root(g, st->st_dev, st->st_ino);
+}
+
+/*
+ * ".." from a root led to FD: with several roots in the view it may lie
+ * beneath another one (a root inside another root's tree); look up to "/".
+ */
+static bool beneath_root(struct guard *g, int fd)
+{
+	struct stat st, pst;
+	bool found = false;
+	unsigned n;
+	int cur, up;
+
+	if (guard_root_count(g) < 2)
+		return false;
+	cur = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	for (n = 0; cur >= 0 && n < GUARD_WALK_DEPTH && !found && !fstat(cur, &st); n++) {
+		found = st_is_root(g, &st);
+		if (found)
+			break;
+		up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0 || fstat(up, &pst) < 0 ||
+		    (pst.st_dev == st.st_dev && pst.st_ino == st.st_ino)) {
+			if (up >= 0)
+				close(up);
+			break; /* "/" */
+		}
+		close(cur);
+		cur = up;
+	}
+	if (cur >= 0)
+		close(cur);
+	return found;
 }
 
 /* Next component of w->rest into comp; false at the end */
@@ -225,9 +261,13 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 			/* physical, as the kernel takes it after the links before it */
 			nfd = openat(w->cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 			if (nfd >= 0 && (w->in_host || w->at_root)) {
+				bool from_root = !w->in_host;
+
 				err = host_enter(g, w, nfd);
 				if (err)
 					goto out;
+				if (from_root && w->in_host && beneath_root(g, w->cur))
+					w->in_host = false;
 				continue;
 			}
 			if (nfd < 0 || fstat(nfd, &st) < 0) {

@@ -32,9 +32,9 @@ static void scan_progress(struct scan *s)
 {
 	size_t n;
 
-	pthread_rwlock_rdlock(&s->g->lock);
-	n = s->g->nrepos;
-	pthread_rwlock_unlock(&s->g->lock);
+	pthread_rwlock_rdlock(&s->g->view->lock);
+	n = s->g->view->nrepos;
+	pthread_rwlock_unlock(&s->g->view->lock);
 	s->progress(s->progress_arg, s->entries, n);
 }
 
@@ -150,6 +150,8 @@ int guard_scan_tree_progress(struct guard *g, unsigned long budget, guard_progre
 	rc = guard_classify_root(g, &root, err);
 	if (rc)
 		return rc;
+	/* repositories the view knew before this root joined: their records inside it */
+	guard_view_refresh(g);
 	scan_above(g);
 	scan_dir(&s, g->root_fd, &root, 0);
 	if (fn != NULL)

@@ -36,5 +36,5 @@ tests_fault_inject_so_SOURCES = tests/fault-inject.c
 tests_fault_inject_so_CFLAGS = $(WARN_CFLAGS) -fPIC
 tests_fault_inject_so_LDFLAGS = -shared
 tests_fault_inject_so_LDADD = -ldl
-TESTS += tests/daemon-failclosed.sh tests/daemon-gitroots.sh
-EXTRA_DIST += tests/daemon-failclosed.sh tests/daemon-gitroots.sh
+TESTS += tests/daemon-failclosed.sh tests/daemon-gitroots.sh tests/daemon-view.sh
+EXTRA_DIST += tests/daemon-failclosed.sh tests/daemon-gitroots.sh tests/daemon-view.sh

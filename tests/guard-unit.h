@@ -25,6 +25,7 @@ static char rootp[PATH_MAX];	/* the current root */
 static int rootfd = -1;
 static struct guard *g;
 static const char **guard_unit_homes; /* guard_opts.extra_homes of open_root() */
+static struct guard_view *guard_unit_view; /* guard_opts.view of open_root() */
 
 static __attribute__((unused)) void die(const char *what)
 {
@@ -73,7 +74,7 @@ static __attribute__((unused)) void new_root(const char *name, bool allow_new)
 static __attribute__((unused)) void open_root(bool allow_new)
 {
 	struct guard_opts o = {.root_path = NULL, .allow_new_repos = allow_new, .log = logcb,
-				.extra_homes = guard_unit_homes};
+				.extra_homes = guard_unit_homes, .view = guard_unit_view};
 	struct guard_err err;
 
 	if (g)
