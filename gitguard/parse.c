@@ -288,8 +288,11 @@ int guard_config_scan(const char *buf, size_t len, struct guard_cfg *cfg)
 	section[0] = '\0';
 	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
 		s.pos = 3;
-	if (memchr(buf, '\0', len))
-		goto bad;
+	/*
+	 * A NUL is a character to git's parser too: skipped in a comment,
+	 * refused where a key or section starts, and kept in a value, whose C
+	 * string then ends there for every reader (so for us).
+	 */
 	for (;;) {
 		c = src_next(&s);
 		if (c == '\n') {
@@ -338,7 +341,7 @@ int guard_config_scan(const char *buf, size_t len, struct guard_cfg *cfg)
 			goto bad;
 		if (read_value(&s, value, &valen) < 0)
 			goto bad;
-		/* a NUL from an escape cannot happen; an embedded one was refused above */
+		/* a NUL in it ends the C string, as it does for git's readers */
 		rc = handle_var(cfg, var, value);
 		if (rc)
 			return rc;

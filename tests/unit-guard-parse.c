@@ -90,7 +90,16 @@ int main(void)
 	rc = scan("[core]\n1x = 1\n", &cfg, &s);
 	tap_ok(rc == -EINVAL, "key not starting with a letter");
 	rc = guard_config_scan("[core]\n\0x", 9, &cfg);
-	tap_ok(rc == -EINVAL, "embedded NUL");
+	tap_ok(rc == -EINVAL, "a NUL where a key starts: refused, as git does");
+	/* git reads a NUL as a character: skipped in a comment, ending a value's C string */
+	memset(&s, 0, sizeof s);
+	cfg.fn = collect;
+	cfg.arg = &s;
+	rc = guard_config_scan("# x\0y\n[core]\n\thooksPath = hk\n", 29, &cfg);
+	tap_ok(rc == 0 && !strcmp(s.hooks, "hk"), "a NUL in a comment: read on, as git does");
+	memset(&s, 0, sizeof s);
+	rc = guard_config_scan("[core]\n\thooksPath = hk\0junk\n", 28, &cfg);
+	tap_ok(rc == 0 && !strcmp(s.hooks, "hk"), "a NUL in a value ends it, as git's C string does");
 	rc = scan("\xef\xbb\xbf[include]\npath = bom\n", &cfg, &s);
 	tap_ok(rc == 0 && s.ninc == 1, "UTF-8 BOM skipped");
 	rc = scan("[include]\r\npath = crlf\r\n", &cfg, &s);
