@@ -62,19 +62,56 @@ bool guard_is_home(struct guard *g, uint64_t dev, uint64_t ino)
 }
 
 /*
+ * What the programs git starts by default read when they start: the pager
+ * (less: `git log`, `git diff` on a terminal) and the editor (`git commit`,
+ * `rebase -i`: vi, nano, emacs, whatever ~/.selected_editor says).  Their
+ * start-up files run commands (lesskey's #env LESSOPEN, a vimrc's autocmd).
+ * TREE: a folder, read-only with everything in it.
+ */
+static const struct {
+	const char *name;
+	bool tree;
+} run_by_git_home[] = {
+	{".lesskey", false}, {".lessfilter", false}, {".vimrc", false},
+	{".exrc", false},    {".vim", true},	     {".nanorc", false},
+	{".emacs", false},   {".emacs.el", false},   {".emacs.d", true},
+	{".selected_editor", false},
+}, run_by_git_config[] = {
+	{"lesskey", false}, {"nvim", true}, {"vim", true}, {"nano", true}, {"emacs", true},
+};
+
+static int run_by_git(const char *name, bool in_config)
+{
+	size_t i, n = in_config ? sizeof(run_by_git_config) / sizeof(run_by_git_config[0])
+				: sizeof(run_by_git_home) / sizeof(run_by_git_home[0]);
+
+	for (i = 0; i < n; i++) {
+		const char *want = in_config ? run_by_git_config[i].name : run_by_git_home[i].name;
+
+		if (name_is(name, want))
+			return in_config ? run_by_git_config[i].tree : run_by_git_home[i].tree;
+	}
+	return -1;
+}
+
+/*
  * The name stage for a child of a home (or of a home's .config): true when
  * NAME is one of H1's, with OUT set.  Costs a name compare for other names.
  */
 bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const char *name,
 		      mode_t mode, struct guard_cls *out)
 {
+	int tree;
+
 	if (parent->kind != GUARD_PLAIN)
 		return false;
 	if (parent->role == GUARD_R_HOMECFG) {
-		/* in ~/.config only git/ */
-		if (!name_is(name, "git"))
+		/* in ~/.config git/, and the pager's and editors' start-up files */
+		if (name_is(name, "git"))
+			tree = 1;
+		else if ((tree = run_by_git(name, true)) < 0)
 			return false;
-		out->flags |= GUARD_RO | GUARD_TREE;
+		out->flags |= GUARD_RO | (tree ? GUARD_TREE : 0);
 		out->rule = GUARD_RULE_H1;
 		return true;
 	}
@@ -86,6 +123,13 @@ bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const cha
 		 * by the bot, not chmodded open to others, nothing in them written
 		 */
 		out->flags |= GUARD_RO | (name_is(name, ".gitconfig") ? 0 : GUARD_TREE);
+		out->rule = GUARD_RULE_H1;
+		return true;
+	}
+	if ((tree = run_by_git(name, false)) >= 0) {
+		if (!guard_is_home(g, parent->dev, parent->ino))
+			return false;
+		out->flags |= GUARD_RO | (tree ? GUARD_TREE : 0);
 		out->rule = GUARD_RULE_H1;
 		return true;
 	}

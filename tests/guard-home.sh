@@ -287,6 +287,15 @@ as_user git config --global --add core.hooksPath "$S/home/u/githooks"
 sleep 0.2
 is "$(try mkdir "$H/githooks")" EROFS "a hooksPath the person adds while mounted: refused"
 
+# ---- what the pager and the editor git starts read: lesskey's #env, a vimrc -----
+is "$(plant "$H/.lesskey" "$PAY/bot.cfg")" EROFS "~/.lesskey (less, git's pager): making it refused"
+is "$(plant "$H/.vimrc")" EROFS "~/.vimrc (git's editor): making it refused"
+is "$(try mkdir "$H/.vim")" EROFS "~/.vim: making it refused"
+is "$(try mkdir "$H/.config/nvim")" EROFS "~/.config/nvim: making it refused"
+is "$(plant "$H/.config/lesskey")" EROFS "~/.config/lesskey: making it refused"
+is "$(plant "$H/.bashrc")" OK "~/.bashrc is not git's: writable (a home in a root is guarded for git)"
+rm -f "$H/.bashrc"
+
 # ---- no false positives outside a home ---------------------------------------
 is "$(try mkdir "$M/other/.gitconfig")" OK "a folder named .gitconfig outside a home: mkdir"
 is "$(try create "$M/other/.gitconfig/x")" OK "... a file in it"
