@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 
 #include "gitguard/ggutil.h"
 #include "gitguard/guard-int.h"
@@ -191,6 +193,67 @@ static int wt_key(void *arg, enum guard_cfg_key key, const char *value)
 	return 0;
 }
 
+/* A hooks folder PATH (relative to the top) to check entries under, once */
+static void wt_add_dir(struct wt_check *w, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (w->dir[i] && !strcmp(w->paths[i], path))
+			return;
+	if (w->n >= WT_PROTECTED_MAX || !(w->paths[w->n] = strdup(path)))
+		return;
+	w->dir[w->n++] = true;
+}
+
+/* A relative core.hooksPath from any config the repository's scan read */
+static void wt_repo_hooks(void *arg, const char *rel)
+{
+	char buf[PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "%s", rel);
+	if (gg_path_rel(buf) && buf[0])
+		wt_add_dir(arg, buf);
+}
+
+/*
+ * A hooks folder reached through a symbolic link in the work tree
+ * (.githooks -> tools/hooks): git tracks its files by the real path, so
+ * entries are checked under that too.  Links are followed beneath the top
+ * only, as the guard resolved them (W2).
+ */
+static void wt_real_dirs(struct wt_check *w)
+{
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+	char top[PATH_MAX], real[PATH_MAX], proc[64];
+	size_t i, n = w->n, tl;
+	ssize_t l;
+	int fd;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->topfd);
+	l = readlink(proc, top, sizeof(top) - 1);
+	if (l <= 0)
+		return;
+	top[l] = '\0';
+	tl = (size_t)l;
+	for (i = 0; i < n; i++) {
+		if (!w->dir[i])
+			continue;
+		fd = (int)syscall(SYS_openat2, w->topfd, w->paths[i], &how, sizeof(how));
+		if (fd < 0)
+			continue;
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		l = readlink(proc, real, sizeof(real) - 1);
+		close(fd);
+		if (l <= 0)
+			continue;
+		real[l] = '\0';
+		if ((size_t)l > tl + 1 && !strncmp(real, top, tl) && real[tl] == '/')
+			wt_add_dir(w, real + tl + 1);
+	}
+}
+
 /* The work-tree entry PATH (from topfd) has the content of blob OID? */
 static bool wt_same(struct wt_check *w, const char *path, uint32_t mode, const unsigned char *oid)
 {
@@ -348,14 +411,17 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 		if (!g || wt_linked(g, dfd, &w.topfd, &cfgfd))
 			goto out; /* a bare or submodule git folder: no work tree known here */
 	}
+	/* the repository's scan knows every config's hooksPath (global, includes) */
+	if (g && !fstat(cfgfd, &st))
+		guard_repo_hooks(g, st.st_dev, st.st_ino, wt_repo_hooks, &w);
 	rc = guard_read_file(cfgfd, "config", GUARD_CONFIG_MAX, &cbuf, &clen, NULL);
 	close(cfgfd);
-	if (rc) {
-		rc = 0;
-		goto out;
+	if (!rc) {
+		guard_config_scan(cbuf, clen, &cfg);
+		free(cbuf);
 	}
-	guard_config_scan(cbuf, clen, &cfg);
-	free(cbuf);
+	rc = 0;
+	wt_real_dirs(&w);
 	if (w.n && guard_index_entries(buf, len, hashsz, wt_entry, &w, why) < 0)
 		rc = -EROFS;
 	/* a split index's replacements, under their shared names */

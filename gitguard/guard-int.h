@@ -90,6 +90,8 @@ struct guard_repo {
 	struct stat stamp;
 	struct guard_recs recs;	   /* W2/W3 targets, pins, pointed folders, hard-link guards */
 	struct guard_watch *watch; /* NULL for the bot's repositories */
+	char **hooks_rel;	   /* every relative core.hooksPath its configs give (X2) */
+	size_t nhooks_rel;
 };
 
 /* A home folder of the host (home.c) */
@@ -288,6 +290,8 @@ int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guar
 bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd);
 int guard_note_pointer(struct guard *g, int startfd, const char *path);
 bool guard_repo_known(struct guard *g, uint64_t dev, uint64_t ino, bool *bot);
+void guard_repo_hooks(struct guard *g, uint64_t dev, uint64_t ino,
+		      void (*fn)(void *arg, const char *rel), void *arg);
 void guard_view_refresh(struct guard *g);
 
 /* reposcan.c: the one scan of a git folder; NULL on ENOMEM */

@@ -650,6 +650,9 @@ void guard_repo_free(struct guard_repo *r)
 
 	if (!r)
 		return;
+	for (i = 0; i < r->nhooks_rel; i++)
+		free(r->hooks_rel[i]);
+	free(r->hooks_rel);
 	if (r->watch) {
 		for (i = 0; i < r->watch->n; i++) {
 			/* shared: the git folder's, or none for a full path */

@@ -29,6 +29,25 @@ static struct guard_repo **repo_find(struct guard_view *v, uint64_t dev, uint64_
 }
 
 /*
+ * FN for each relative core.hooksPath the configs of the repository whose
+ * git folder is (DEV, INO) give (its config, includes, config.worktree, the
+ * global and system ones), as its last scan found them.
+ */
+void guard_repo_hooks(struct guard *g, uint64_t dev, uint64_t ino,
+		      void (*fn)(void *arg, const char *rel), void *arg)
+{
+	struct guard_view *v = g->view;
+	struct guard_repo **r;
+	size_t i;
+
+	pthread_rwlock_rdlock(&v->lock);
+	r = repo_find(v, dev, ino);
+	for (i = 0; r && i < (*r)->nhooks_rel; i++)
+		fn(arg, (*r)->hooks_rel[i]);
+	pthread_rwlock_unlock(&v->lock);
+}
+
+/*
  * Is (dev, ino) a git folder: one this guard's bot made (*BOT), a repository
  * of the view, or a folder a pointer names (REC_GITDIR)?
  */

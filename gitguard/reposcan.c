@@ -409,7 +409,10 @@ struct guard_repo *guard_repo_scan(struct guard *g, int dfd, const struct stat *
 	resolved_close(&res);
 	rc = rc ? rc : scan_global(&s);
 	rc = rc ? rc : scan_tops(&s, dfd);
-	strs_free(&s.rel);
+	/* kept for X2: an index entry under one of them must carry the hook's blob */
+	r->hooks_rel = s.rel.v;
+	r->nhooks_rel = s.rel.n;
+	s.rel = (struct strs){0};
 	strs_free(&s.wt);
 	if (rc == -ENOMEM || scan_links(&s, dfd) == -ENOMEM || scan_hardlinks(r, dfd) == -ENOMEM)
 		goto nomem;

@@ -17,6 +17,7 @@ GUARD_TESTS = \
 	tests/guard-strategy.sh \
 	tests/guard-hooklink.sh \
 	tests/guard-lock.sh \
+	tests/guard-index-hooks.sh \
 	tests/guard-audit.sh \
 	tests/guard-home.sh
 TESTS += $(GUARD_TESTS)

@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# guard-index-hooks: X2's content rule for tracked hooks, wherever git takes
+# core.hooksPath from.  A team sets `git config --global core.hooksPath
+# .githooks` so each repository's tracked hooks run; one repository reaches
+# its hooks folder through a tracked symbolic link (.githooks -> tools/hooks).
+# An index that gives a hook the bot's blob must not become the index:
+# `git restore .` would write it and the next commit run it.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/guard-lib.sh"
+guard_needs python3
+
+S="$T/src" M="$T/m" B="$T/bot"
+mkdir -p "$S" "$M" "$B"
+
+setup()
+{
+	git config --global core.hooksPath .githooks
+	git init -q "$S/g"
+	cd "$S/g"
+	mkdir .githooks
+	printf '#!/bin/sh\ntrue\n' >.githooks/pre-commit
+	chmod +x .githooks/pre-commit
+	echo a >a
+	git add -A
+	git commit -qm g
+	git init -q "$S/s"
+	cd "$S/s"
+	mkdir -p tools/hooks
+	printf '#!/bin/sh\ntrue\n' >tools/hooks/pre-commit
+	chmod +x tools/hooks/pre-commit
+	ln -s tools/hooks .githooks
+	echo a >a
+	git add -A
+	git commit -qm s
+}
+host_setup host-setup setup
+
+mount_or_stop "writable mount, a global core.hooksPath" fs_mount "$S" "$M"
+
+hook gidx >"$B/payload"
+# forged REPO OUT ENTRY: the index git wrote, with ENTRY (mode:sha:path) in place of its path
+forged()
+{
+	local repo="$1" out="$2" e="$3" ents=() mode sha path
+	while read -r mode sha _ path; do
+		[ "$path" = "${e##*:}" ] || ents+=("$mode:$sha:$path")
+	done < <(cd "$M/$repo" && git ls-files -s)
+	python3 "$FORGE" index "$out" 2 $(printf '%s\n' "${ents[@]}" "$e" | sort -t: -k3)
+}
+for r in g s; do
+	BLOB=$(cd "$M/$r" && git hash-object -w "$B/payload")
+	forged "$r" "$B/same-$r" "$(cd "$M/$r" && git ls-files -s a | awk '{ print $1 ":" $2 ":" $4 }')"
+	forge_is "$r: the index as git wrote it may be renamed in" ok \
+		plant-rename "$M/$r/.git/index.lock" "$M/$r/.git/index" "$B/same-$r"
+done
+forged g "$B/evil-g" "100755:$(cd "$M/g" && git hash-object "$B/payload"):.githooks/pre-commit"
+forge_is "a hook under the global core.hooksPath with the bot's blob: refused" EROFS \
+	plant-rename "$M/g/.git/index.lock" "$M/g/.git/index" "$B/evil-g"
+rm -f "$M/g/.git/index.lock"
+forged s "$B/evil-s" "100755:$(cd "$M/s" && git hash-object "$B/payload"):tools/hooks/pre-commit"
+forge_is "a hook reached through a tracked symlink to the hooks folder: refused" EROFS \
+	plant-rename "$M/s/.git/index.lock" "$M/s/.git/index" "$B/evil-s"
+rm -f "$M/s/.git/index.lock"
+check "git add and commit through the mount still work" sh -c \
+	"cd '$M/g' && echo b >b && git add b && git commit -qm b"
+
+fs_umount "$M" || not_ok "umount $M"
+
+for r in g s; do
+	(cd "$S/$r" && git restore . && git commit -q --allow-empty -m host) >"$T/host-$r.log" 2>&1
+	is "$?" 0 "host $r: git restore and commit succeed"
+done
+no_marker "host: no hook the bot wrote ran"
+
+done_testing
