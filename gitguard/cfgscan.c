@@ -240,7 +240,9 @@ int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
  * A symbolic link in a hooks folder (SUB of FROMFD) is a hook that git runs
  * where it leads: the usual `ln -s ../../scripts/pre-commit.sh
  * .git/hooks/pre-commit`.  What each one names inside the root is
- * read-only (D3), and cannot be made if missing, like the hook itself.
+ * read-only (D3), and cannot be made if missing, like the hook itself.  A
+ * hook with other names (a hard link made before the folder became a
+ * hooks folder) is read-only by its inode, whatever name reaches it (HL).
  */
 int scan_hook_links(struct cfgscan *s, int fromfd, const char *sub)
 {
@@ -254,11 +256,16 @@ int scan_hook_links(struct cfgscan *s, int fromfd, const char *sub)
 	if (!d)
 		return 0; /* missing, or not a folder */
 	while (!rc && n++ < HOOK_LINKS_MAX && (de = readdir(d))) {
-		if (de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
+		if (de->d_type != DT_LNK && de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISLNK(st.st_mode))
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue;
-		rc = scan_protect(s, dirfd(d), de->d_name, GUARD_RULE_D3, NULL);
+		if (S_ISLNK(st.st_mode))
+			rc = scan_protect(s, dirfd(d), de->d_name, GUARD_RULE_D3, NULL);
+		else if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+			/* a hook with another name (made before it became one): that name too */
+			rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, NULL, GUARD_RO,
+				      GUARD_RULE_HL);
 	}
 	closedir(d);
 	return rc;

@@ -29,6 +29,13 @@ setup()
 	ln -s ../scripts/pre-commit.sh "$S/b/.githooks/pre-commit"
 	ln -s ../scripts/missing.sh "$S/b/.githooks/pre-push"
 	git -C "$S/b" config core.hooksPath .githooks
+	# c: tracked hooks the person turns on later, while the bot works
+	git init -q "$S/c"
+	mkdir "$S/c/.githooks"
+	printf '#!/bin/sh\ntrue\n' >"$S/c/.githooks/pre-commit"
+	chmod 755 "$S/c/.githooks/pre-commit"
+	git -C "$S/c" add .githooks
+	git -C "$S/c" commit -qm c
 }
 host_setup host-setup setup
 
@@ -49,9 +56,18 @@ is "$(shell_result cp "$T/pay" "$M/b/scripts/missing.sh")" EROFS \
 check "a: the person's commit through the mount runs their hook" \
 	sh -c "cd '$M/a' && git commit -q --allow-empty -m m && test -e '$RAN-a'"
 
+# c: the bot gives the future hook a second name, then the person turns hooks on
+check "c: a second name for a file that is not a hook yet" ln "$M/c/.githooks/pre-commit" "$M/c/notes.txt"
+git -C "$S/c" config core.hooksPath .githooks
+sleep 0.6 # the guard looks at a host change to a config at most every 50 ms, on a decision
+is "$(shell_result cp "$T/pay" "$M/c/notes.txt")" EROFS \
+	"c: once it is a hook, writing it through its other name refused (HL)"
+is "$(shell_result sh -c "printf x >>'$M/c/.githooks/pre-commit'")" EROFS \
+	"c: ... and through its own name"
+
 fs_umount "$M" || not_ok "umount $M"
 
-for r in a b; do
+for r in a b c; do
 	host_commit "$r" "$S/$r"
 done
 check "host: the person's hook ran in b" test -e "$RAN-b"
