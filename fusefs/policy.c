@@ -378,8 +378,9 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 	/* a host change to a config first, so the classes below see it */
 	guard_revalidate(m->guard);
 	if (touches_foreign_lock(m, r))
-		return refuse(m, r, "LK", "rule LK (a git lock file this mount did not make: "
-					  "another git holds it)");
+		return refuse(m, r, "LK",
+			      "rule LK (a git lock file this mount did not make: "
+			      "another git holds it)");
 
 	p[0] = gcls_of(m, r->ino);
 	p[1] = gcls_of(m, r->parent);

@@ -127,8 +127,24 @@ static void hook_file(struct audit *a, int dfd, const char *name, const char *pa
 	      S_ISLNK(st.st_mode) ? "a symlink" : "a file");
 }
 
+struct hidden_names {
+	char list[256];
+	size_t shown;
+};
+
+static void hidden_name(void *arg, const char *entry, const char *what)
+{
+	struct hidden_names *h = arg;
+	size_t l = strlen(h->list);
+
+	if (h->shown++ < 3)
+		snprintf(h->list + l, sizeof(h->list) - l, "%s%s (%s)", l ? ", " : "", entry, what);
+}
+
 static void check_index(struct audit *a, int dfd, const char *name, const char *path)
 {
+	struct hidden_names h = {.list = ""};
+	long n;
 	const char *why = NULL;
 	size_t len;
 	char *buf;
@@ -145,6 +161,12 @@ static void check_index(struct audit *a, int dfd, const char *name, const char *
 		found(a, path, "index", "git would write what it names: %s", why);
 	else if (guard_index_folder(NULL, dfd, name, buf, len, a->hashsz, &why) < 0)
 		found(a, path, "index", "git restore would write: %s", why);
+	else if (!strcmp(name, "index") &&
+		 (n = guard_index_hidden(buf, len, a->hashsz, hidden_name, &h)) > 0)
+		found(a, path, "index",
+		      "%ld entries git status and git diff do not look at: %s%s; a change to "
+		      "them is not shown (skip-worktree is normal in a sparse checkout)",
+		      n, h.list, n > 3 ? ", ..." : "");
 	free(buf);
 }
 
@@ -252,7 +274,8 @@ static void check_todo(struct audit *a, int dfd, const char *name, const char *p
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			found(a, path, "exec", "cannot be read whole (%s): git may run what it holds",
+			found(a, path, "exec",
+			      "cannot be read whole (%s): git may run what it holds",
 			      strerror(errno));
 			break;
 		}
@@ -402,19 +425,104 @@ static void modules(struct audit *a, int dfd, const char *path, int depth)
 	closedir(d);
 }
 
+/*
+ * Config keys whose value git runs as a command or program (git-config(1)),
+ * and those that take a command after a '!'.  "*" stands for a subsection.
+ */
+static const char *const program_keys[] = {
+	"core.fsmonitor",
+	"core.pager",
+	"core.editor",
+	"core.sshcommand",
+	"core.askpass",
+	"core.gitproxy",
+	"sequence.editor",
+	"diff.external",
+	"gpg.program",
+	"gpg.*.program",
+	"credential.helper",
+	"credential.*.helper",
+	"diff.*.command",
+	"diff.*.textconv",
+	"merge.*.driver",
+	"filter.*.clean",
+	"filter.*.smudge",
+	"filter.*.process",
+	"remote.*.uploadpack",
+	"remote.*.receivepack",
+	"difftool.*.cmd",
+	"mergetool.*.cmd",
+	"man.*.cmd",
+	"browser.*.cmd",
+	"uploadpack.packobjectshook",
+	"init.templatedir",
+	"include.path",
+	"includeif.*.path",
+};
+
+static bool key_is(const char *var, const char *pat)
+{
+	const char *star = strchr(pat, '*'), *first = strchr(var, '.'), *last = strrchr(var, '.');
+	size_t n;
+
+	if (!star)
+		return !strcmp(var, pat);
+	/* "sec.*.name": var is sec.<anything>.name */
+	n = (size_t)(star - pat);
+	return first && last && first != last && !strncmp(var, pat, n) &&
+	       (size_t)(first - var + 1) == n && !strcmp(last, star + 1);
+}
+
+struct cfg_audit {
+	struct audit *a;
+	const char *path;
+};
+
+static int config_program(void *arg, const char *var, const char *value)
+{
+	struct cfg_audit *c = arg;
+	size_t i;
+
+	if (!value || !*value)
+		return 0;
+	if (!strcmp(var, "core.fsmonitor") && guard_parse_bool(value) >= 0)
+		return 0; /* true or false: git's own daemon, or none */
+	if ((!strncmp(var, "alias.", 6) || !strncmp(var, "submodule.", 10)) && value[0] == '!') {
+		found(c->a, c->path, "config", "%s = %s: git runs it", var, value);
+		return 0;
+	}
+	if (!strncmp(var, "pager.", 6) && guard_parse_bool(value) < 0) {
+		found(c->a, c->path, "config", "%s = %s: git runs it", var, value);
+		return 0;
+	}
+	for (i = 0; i < sizeof program_keys / sizeof program_keys[0]; i++)
+		if (key_is(var, program_keys[i])) {
+			found(c->a, c->path, "config", "%s = %s: git runs it or reads it as config",
+			      var, value);
+			break;
+		}
+	return 0;
+}
+
 /* A git folder FD at PATH; TOPFD/TOP its work tree's top, or -1 for a bare one */
 static void gitdir(struct audit *a, int fd, const char *path, int topfd, const char *top)
 {
 	struct guard_cfg cfg = {0};
 	size_t len;
-	char *p;
+	char *p, *cp;
 	int mfd;
 
 	/* a linked worktree's admin folder takes the common folder's (read here first) */
 	a->hashsz = 20;
 	if (!guard_read_file(fd, "config", GUARD_CONFIG_MAX, &p, &len, NULL)) {
+		struct cfg_audit ca = {.a = a};
+
+		ca.path = cp = join(path, "config");
+		cfg.any = cp ? config_program : NULL;
+		cfg.any_arg = &ca;
 		if (!guard_config_scan(p, len, &cfg) && cfg.sha256)
 			a->hashsz = 32;
+		free(cp);
 		free(p);
 	}
 	p = join(path, "hooks");

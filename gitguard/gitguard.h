@@ -313,6 +313,13 @@ bool guard_index_path_ok(const char *path, unsigned mode);
  * (refused when there are replacements).
  */
 int guard_index_base(const char *buf, size_t len, size_t hashsz, char *hex, const char **why);
+/*
+ * The entries of BUF that git status and git diff skip: assume-unchanged
+ * (CE_VALID) or skip-worktree, FN(ARG, path, which) for each; their count,
+ * or -EINVAL.  A change to such a file is hidden from the person's review.
+ */
+long guard_index_hidden(const char *buf, size_t len, size_t hashsz,
+			void (*fn)(void *arg, const char *path, const char *what), void *arg);
 int guard_index_replaced(const char *buf, size_t len, const char *shared, size_t slen,
 			 size_t hashsz, guard_index_entry_fn fn, void *arg, const char **why);
 
@@ -341,6 +348,9 @@ struct guard_cfg {
 	int (*fn)(void *arg, enum guard_cfg_key key, const char *value);
 	void *arg;
 	bool seq; /* a sequencer/opts file: report the options.strategy* keys too */
+	/* if set, called first for every key ("section.sub.name", the name lowercased) */
+	int (*any)(void *arg, const char *var, const char *value);
+	void *any_arg;
 	/* filled by guard_config_scan */
 	long format;	      /* core.repositoryformatversion, -1 if unset */
 	bool bad_format;      /* repositoryformatversion not an integer */

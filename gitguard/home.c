@@ -71,13 +71,16 @@ bool guard_is_home(struct guard *g, uint64_t dev, uint64_t ino)
 static const struct {
 	const char *name;
 	bool tree;
-} run_by_git_home[] = {
-	{".lesskey", false}, {".lessfilter", false}, {".vimrc", false},
-	{".exrc", false},    {".vim", true},	     {".nanorc", false},
-	{".emacs", false},   {".emacs.el", false},   {".emacs.d", true},
-	{".selected_editor", false},
-}, run_by_git_config[] = {
-	{"lesskey", false}, {"nvim", true}, {"vim", true}, {"nano", true}, {"emacs", true},
+} run_by_git_home[] =
+	{
+		{".lesskey", false}, {".lessfilter", false},
+		{".vimrc", false},   {".exrc", false},
+		{".vim", true},	     {".nanorc", false},
+		{".emacs", false},   {".emacs.el", false},
+		{".emacs.d", true},  {".selected_editor", false},
+},
+  run_by_git_config[] = {
+	  {"lesskey", false}, {"nvim", true}, {"vim", true}, {"nano", true}, {"emacs", true},
 };
 
 static int run_by_git(const char *name, bool in_config)

@@ -38,6 +38,7 @@ struct ix {
 	int (*each)(struct ix *x, uint32_t i, const char *name, size_t nlen, uint32_t mode,
 		    const unsigned char *oid);
 	void *each_arg;
+	unsigned cur_flags, cur_xflags; /* the flags of the entry each() is called for */
 };
 
 uint32_t ix_be32(const unsigned char *p);

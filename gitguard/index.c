@@ -335,6 +335,8 @@ int ix_walk(struct ix *x, size_t *starts, bool *fresh)
 		} else if (!nlen) {
 			if (!x->link)
 				return ix_fail(x, "index entry with an empty path");
+			x->cur_flags = flags;
+			x->cur_xflags = xflags;
 			if (x->each && x->each(x, i, name, 0, mode, e + IDX_STAT))
 				return -EINVAL;
 		} else {
@@ -352,6 +354,8 @@ int ix_walk(struct ix *x, size_t *starts, bool *fresh)
 				memcpy(last, name, nlen + 1);
 			if (x->fn && x->fn(x->arg, name, mode, e + IDX_STAT, &x->why))
 				return -EINVAL;
+			x->cur_flags = flags;
+			x->cur_xflags = xflags;
 			if (x->each && x->each(x, i, name, nlen, mode, e + IDX_STAT))
 				return -EINVAL;
 			lastlen = nlen;
@@ -590,4 +594,42 @@ bad:
 int guard_index_check(const char *buf, size_t len, const char **why)
 {
 	return guard_index_check_hash(buf, len, 20, why);
+}
+
+struct hidden {
+	void (*fn)(void *arg, const char *path, const char *what);
+	void *arg;
+	long n;
+};
+
+static int hidden_entry(struct ix *x, uint32_t i, const char *name, size_t nlen, uint32_t mode,
+			const unsigned char *oid)
+{
+	struct hidden *h = x->each_arg;
+	bool valid = x->cur_flags & 0x8000u, skip = x->cur_xflags & IDX_X_SKIP;
+
+	(void)i;
+	(void)oid;
+	if (!nlen || mode == 0040000 || (!valid && !skip))
+		return 0;
+	h->n++;
+	if (h->fn)
+		h->fn(h->arg, name, valid ? "assume-unchanged" : "skip-worktree");
+	return 0;
+}
+
+long guard_index_hidden(const char *buf, size_t len, size_t hashsz,
+			void (*fn)(void *arg, const char *path, const char *what), void *arg)
+{
+	struct ix x = {.p = (const unsigned char *)buf, .len = len, .hashsz = hashsz};
+	struct hidden h = {.fn = fn, .arg = arg};
+
+	if (ix_run(&x, NULL))
+		return -EINVAL;
+	x.each = hidden_entry;
+	x.each_arg = &h;
+	x.why = NULL;
+	if (ix_walk(&x, NULL, NULL))
+		return -EINVAL;
+	return h.n;
 }

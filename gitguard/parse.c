@@ -215,7 +215,10 @@ static int handle_var(struct guard_cfg *cfg, const char *var, const char *value)
 {
 	const char *dot, *last;
 	size_t i;
+	int rc;
 
+	if (cfg->any && (rc = cfg->any(cfg->any_arg, var, value)))
+		return rc;
 	if (!strcmp(var, "include.path"))
 		return value && cfg->fn ? cfg->fn(cfg->arg, GUARD_CFG_INCLUDE, value) : 0;
 	if (!strncmp(var, "includeif.", 10)) {

@@ -120,6 +120,27 @@ python3 "$FORGE" index "$R/.git/index" 2 "100644:$SHA:f" "100755:$SHA:hooks-dir/
 audit_is "an index entry for a hook that is not there" 1 "repo/.git/index: index: git restore" \
 	"$T/hkidx"
 
+R=$(fresh cfg)
+git -C "$R" config core.fsmonitor "$T/fsm"
+git -C "$R" config alias.st '!sh -c planted'
+git -C "$R" config filter.x.smudge 'planted-smudge'
+audit_is "a repository config naming a program: listed" 1 "repo/.git/config: config: core.fsmonitor = $T/fsm" "$T/cfg"
+audit_is "... an alias that runs a command" 1 "config: alias.st = !sh -c planted" "$T/cfg"
+audit_is "... a filter driver" 1 "config: filter.x.smudge = planted-smudge" "$T/cfg"
+git -C "$R" config core.fsmonitor false
+git -C "$R" config --unset alias.st
+git -C "$R" config --remove-section filter.x
+audit_is "core.fsmonitor false is not a program" 0 "" "$T/cfg"
+
+R=$(fresh hidden)
+echo changed >>"$R/f"
+git -C "$R" update-index --skip-worktree f
+audit_is "a skip-worktree entry (a change git status hides) is listed" 1 \
+	"repo/.git/index: index: 1 entries git status and git diff do not look at: f (skip-worktree)" "$T/hidden"
+git -C "$R" update-index --no-skip-worktree f
+git -C "$R" update-index --assume-unchanged f
+audit_is "... and an assume-unchanged one" 1 "f (assume-unchanged)" "$T/hidden"
+
 R=$(fresh shape)
 mkdir -p "$R/docs/q/objects" "$R/docs/q/refs"
 echo 'ref: refs/heads/main' >"$R/docs/q/HEAD"
