@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Lock files in git folders (rule LK).  git writes a file it is about to
- * replace (index, a ref, packed-refs, config, HEAD) as NAME.lock, made with
+ * replace (index, a ref, packed-refs, config, HEAD) as NAME.lock (a shared
+ * index as sharedindex_XXXXXX), made with
  * O_CREAT|O_EXCL and written through that descriptor only, then renames it
  * by path onto NAME.  A lock the person's git holds on the host (say while
  * `git commit -a` waits in the editor) is an ordinary file through a mount:
@@ -41,9 +42,13 @@ static time_t now_s(void)
 
 bool gitlock_name(const char *name)
 {
-	size_t n = name != NULL ? strlen(name) : 0;
+	size_t n;
 
-	return n > 5 && !strcmp(name + n - 5, ".lock");
+	if (name == NULL)
+		return false;
+	n = strlen(name);
+	/* sharedindex_XXXXXX: the temporary git renames onto sharedindex.<hash> */
+	return (n > 5 && !strcmp(name + n - 5, ".lock")) || !strncmp(name, "sharedindex_", 12);
 }
 
 void gitlock_made(dev_t dev, ino_t ino)

@@ -241,8 +241,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 		r = -errno;
 	inode_fd_put(m, i);
 	if (r == 0) {
-		if (valid & FUSE_SET_ATTR_SIZE)
-			policy_changed(m, FS_EV_MODIFIED, i, NULL, NULL, NULL, false);
+		/* a file made executable is a change a reviewer must see too */
+		if (valid & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID |
+			     FUSE_SET_ATTR_GID))
+			policy_changed(m, FS_EV_MODIFIED, i, NULL, NULL, NULL, S_ISDIR(i->type));
 		fs_invalidate(m, i, NULL, NULL);
 		fuse_reply_attr(req, &st, m->timeout);
 		return;

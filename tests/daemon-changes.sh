@@ -143,6 +143,13 @@ is "$like_many" "too many changes: 10 more were counted but not kept" "the clien
 rm "$D_MNT/M/0/f1"
 is "$(afs --json changes M | jget 'changes.#')" 19 "a kept path made and removed again leaves the list"
 
+# --- a file made executable is a change --------------------------------------------
+echo '#!/bin/sh' >"$T/w/tool.sh"
+chmod 644 "$T/w/tool.sh"
+chmod 755 "$M/tool.sh"
+check "chmod +x of a file the bot did not otherwise touch is listed as modified" \
+	grep -qFx "modified $T/w/tool.sh" <<<"$(changes W)"
+
 # --- names chosen by the bot reach a person's terminal escaped ------------------------
 echo x >"$M/n1"$'\n''deleted  evil.c'
 echo x >"$M/zz"$'\e[1A\e[2K'

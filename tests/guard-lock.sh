@@ -60,6 +60,10 @@ is "$?" 0 "the person's commit -a ends well"
 : >"$S/app/.git/refs/heads/main.lock"
 is "$(try open-trunc "$G/refs/heads/main.lock")" EROFS "a ref's lock made on the host: writing it refused"
 rm -f "$S/app/.git/refs/heads/main.lock"
+: >"$S/app/.git/sharedindex_Ab12Cd"
+is "$(try open-trunc "$G/sharedindex_Ab12Cd")" EROFS \
+	"a shared index's temporary made on the host (git renames it onto sharedindex.*): writing it refused"
+rm -f "$S/app/.git/sharedindex_Ab12Cd"
 
 # the bot's own git: its locks are the mount's
 check "git add and commit through the mount" sh -c \
