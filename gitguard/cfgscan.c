@@ -214,7 +214,7 @@ int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
 			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), rule);
 		/* a hooks folder: where its symbolic links lead are hooks too */
 		if (!rc && rule == GUARD_RULE_W2 && S_ISDIR(res.st.st_mode))
-			rc = scan_hook_links(s, res.fd, ".");
+			rc = scan_hook_links(s, res.fd, ".", GUARD_RULE_W2);
 		break;
 	case RES_MISSING:
 		if (!fstat(res.dirfd, &st))
@@ -242,9 +242,10 @@ int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
  * .git/hooks/pre-commit`.  What each one names inside the root is
  * read-only (D3), and cannot be made if missing, like the hook itself.  A
  * hook with other names (a hard link made before the folder became a
- * hooks folder) is read-only by its inode, whatever name reaches it (HL).
+ * hooks folder) is read-only by its inode, whatever name reaches it, by
+ * LINKED_RULE (0: not looked at here; hooks/ has its own pass, hl_tree).
  */
-int scan_hook_links(struct cfgscan *s, int fromfd, const char *sub)
+int scan_hook_links(struct cfgscan *s, int fromfd, const char *sub, uint8_t linked_rule)
 {
 	struct dirent *de;
 	struct stat st;
@@ -262,10 +263,10 @@ int scan_hook_links(struct cfgscan *s, int fromfd, const char *sub)
 			continue;
 		if (S_ISLNK(st.st_mode))
 			rc = scan_protect(s, dirfd(d), de->d_name, GUARD_RULE_D3, NULL);
-		else if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+		else if (linked_rule && S_ISREG(st.st_mode) && st.st_nlink > 1)
 			/* a hook with another name (made before it became one): that name too */
 			rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, NULL, GUARD_RO,
-				      GUARD_RULE_HL);
+				      linked_rule);
 	}
 	closedir(d);
 	return rc;

@@ -362,6 +362,16 @@ tables:
 			f |= GUARD_RO;
 		if (f)
 			set(out, f, rule);
+		/*
+		 * A name recorded while missing (a hooksPath folder not made yet)
+		 * that now exists, made on the host: it is what was guarded.
+		 */
+		if (name && parent) {
+			f = guard_rec_missing(g, parent->dev, parent->ino, name, &rule);
+			f &= GUARD_RO | GUARD_TREE;
+			if (f)
+				set(out, f | GUARD_RO, rule);
+		}
 	}
 	return 0;
 }

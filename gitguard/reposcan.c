@@ -405,7 +405,7 @@ struct guard_repo *guard_repo_scan(struct guard *g, int dfd, const struct stat *
 		memset(&r->stamp, 0, sizeof(r->stamp));
 	rc = scan_lg2(&s, dfd, cfgdir);
 	if (!rc && cfgdir >= 0)
-		rc = scan_hook_links(&s, cfgdir, "hooks");
+		rc = scan_hook_links(&s, cfgdir, "hooks", 0);
 	resolved_close(&res);
 	rc = rc ? rc : scan_global(&s);
 	rc = rc ? rc : scan_tops(&s, dfd);

@@ -36,6 +36,9 @@ setup()
 	chmod 755 "$S/c/.githooks/pre-commit"
 	git -C "$S/c" add .githooks
 	git -C "$S/c" commit -qm c
+	# d: a hooks folder the configuration names before it exists
+	git init -q "$S/d"
+	git -C "$S/d" config core.hooksPath .githooks
 }
 host_setup host-setup setup
 
@@ -65,9 +68,14 @@ is "$(shell_result cp "$T/pay" "$M/c/notes.txt")" EROFS \
 is "$(shell_result sh -c "printf x >>'$M/c/.githooks/pre-commit'")" EROFS \
 	"c: ... and through its own name"
 
+# d: the person makes the hooks folder on the host while the bot works
+mkdir "$S/d/.githooks"
+is "$(shell_result cp "$T/pay" "$M/d/.githooks/pre-commit")" EROFS \
+	"d: a hooks folder made on the host after the mount: a hook in it refused"
+
 fs_umount "$M" || not_ok "umount $M"
 
-for r in a b c; do
+for r in a b c d; do
 	host_commit "$r" "$S/$r"
 done
 check "host: the person's hook ran in b" test -e "$RAN-b"
