@@ -378,8 +378,8 @@ void seal_checked_truncate_end(struct fs_mount *m);
 
 /* gitlock.c: NAME.lock files a mount made in a git folder (rule LK) */
 bool gitlock_name(const char *name);
-void gitlock_made(dev_t dev, ino_t ino);
-bool gitlock_ours(dev_t dev, ino_t ino);
+void gitlock_made(int fd);
+bool gitlock_ours(int dirfd, const char *name);
 void gitlock_gone(dev_t dev, ino_t ino);
 
 /* ops.c: the handlers' table (each handler's file: ops.h) */

@@ -10,23 +10,30 @@
  * makes another, has the host rename the bot's content into place where no
  * rule looks (a forged index, a ref).  So a *.lock in a git folder may be
  * written, linked, renamed or removed through a mount only if a mount of
- * this server made it.  This file keeps those: (dev, ino) of each lock file
- * made, forgotten when it is renamed or removed through a mount, or an hour
- * after it was made (a git holds its locks for seconds).
+ * this server made it.  This file keeps those: (dev, ino) and birth time of
+ * each lock file made (an inode freed on the host is soon given to the next
+ * file, maybe the person's own index.lock: the birth time tells them apart
+ * where the file system keeps one), forgotten when it is renamed, replaced
+ * or removed through a mount, or ten minutes after it was made (a git holds
+ * its locks for seconds).
  */
 #include "fusefs/fs-int.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 #define GITLOCK_MAX 1024
-#define GITLOCK_TTL 3600 /* seconds */
+#define GITLOCK_TTL 600 /* seconds */
 
 struct gitlock {
 	dev_t dev;
 	ino_t ino;
-	time_t made; /* 0: a free slot */
+	struct statx_timestamp btime; /* all zero where the file system keeps none */
+	time_t made;		      /* 0: a free slot */
 };
 
 static struct gitlock locks[GITLOCK_MAX];
@@ -51,11 +58,37 @@ bool gitlock_name(const char *name)
 	return (n > 5 && !strcmp(name + n - 5, ".lock")) || !strncmp(name, "sharedindex_", 12);
 }
 
-void gitlock_made(dev_t dev, ino_t ino)
+/* NAME in DIRFD (NAME "" : DIRFD itself), not followed: its identity, or false */
+static bool identify(int dirfd, const char *name, struct gitlock *out)
+{
+	struct statx stx;
+
+	memset(out, 0, sizeof *out);
+	if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | (*name ? 0 : AT_EMPTY_PATH),
+		  STATX_INO | STATX_BTIME, &stx) != 0)
+		return false;
+	out->dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	out->ino = stx.stx_ino;
+	if (stx.stx_mask & STATX_BTIME)
+		out->btime = stx.stx_btime;
+	return true;
+}
+
+static bool same(const struct gitlock *a, const struct gitlock *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->btime.tv_sec == b->btime.tv_sec &&
+	       a->btime.tv_nsec == b->btime.tv_nsec;
+}
+
+void gitlock_made(int fd)
 {
 	time_t t = now_s();
 	size_t k, free_k = GITLOCK_MAX, old_k = 0;
+	struct gitlock id;
 
+	if (!identify(fd, "", &id))
+		return; /* unknown: the bot's own git then cannot use it, nothing worse */
+	id.made = t;
 	pthread_mutex_lock(&locks_mu);
 	for (k = 0; k < GITLOCK_MAX; k++) {
 		if (locks[k].made != 0 && t - locks[k].made > GITLOCK_TTL)
@@ -66,13 +99,12 @@ void gitlock_made(dev_t dev, ino_t ino)
 			old_k = k;
 	}
 	/* full: the oldest goes (only the bot's own git can then not use it) */
-	k = free_k < GITLOCK_MAX ? free_k : old_k;
-	locks[k] = (struct gitlock){.dev = dev, .ino = ino, .made = t};
+	locks[free_k < GITLOCK_MAX ? free_k : old_k] = id;
 	pthread_mutex_unlock(&locks_mu);
 }
 
-/* Whether (DEV, INO) is a lock a mount made; GONE: forget it too */
-static bool find(dev_t dev, ino_t ino, bool gone)
+/* Whether ID is a lock a mount made; GONE: forget it too */
+static bool find(const struct gitlock *id, bool gone)
 {
 	time_t t = now_s();
 	bool found = false;
@@ -80,22 +112,36 @@ static bool find(dev_t dev, ino_t ino, bool gone)
 
 	pthread_mutex_lock(&locks_mu);
 	for (k = 0; k < GITLOCK_MAX && !found; k++) {
-		if (locks[k].made == 0 || locks[k].dev != dev || locks[k].ino != ino)
+		if (locks[k].made == 0 || locks[k].dev != id->dev || locks[k].ino != id->ino)
 			continue;
-		found = t - locks[k].made <= GITLOCK_TTL;
-		if (gone || !found)
+		/* the same inode number with another birth: not the file the mount made */
+		if (!same(&locks[k], id) || t - locks[k].made > GITLOCK_TTL) {
+			locks[k].made = 0;
+			continue;
+		}
+		found = true;
+		if (gone)
 			locks[k].made = 0;
 	}
 	pthread_mutex_unlock(&locks_mu);
 	return found;
 }
 
-bool gitlock_ours(dev_t dev, ino_t ino)
+bool gitlock_ours(int dirfd, const char *name)
 {
-	return find(dev, ino, false);
+	struct gitlock id;
+
+	return identify(dirfd, name, &id) && find(&id, false);
 }
 
 void gitlock_gone(dev_t dev, ino_t ino)
 {
-	find(dev, ino, true);
+	size_t k;
+
+	/* by number alone: whatever birth, a record of it goes */
+	pthread_mutex_lock(&locks_mu);
+	for (k = 0; k < GITLOCK_MAX; k++)
+		if (locks[k].made != 0 && locks[k].dev == dev && locks[k].ino == ino)
+			locks[k].made = 0;
+	pthread_mutex_unlock(&locks_mu);
 }

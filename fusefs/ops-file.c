@@ -179,7 +179,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		in_git = i->gcls.kind == GUARD_INGIT;
 		pthread_mutex_unlock(&m->fs->lock);
 		if (in_git) /* a git's lock file, this mount's (rule LK) */
-			gitlock_made(i->dev, i->ino);
+			gitlock_made(fd);
 	}
 	wr = open_writes(fi->flags);
 	checked = false;

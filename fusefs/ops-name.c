@@ -253,6 +253,9 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	if (r == 0) {
 		if (gitlock_name(name))
 			gitlock_gone(src.dev, src.ino);
+		/* a lock replaced by the rename is gone too: its inode may be reused */
+		if (have_dst && op == GUARD_OP_RENAME)
+			gitlock_gone(dst.dev, dst.ino);
 		policy_notify(m, op, np, npfd, newname, NULL);
 		if (op == GUARD_OP_EXCHANGE)
 			policy_notify(m, op, p, pfd, name, NULL);

@@ -288,10 +288,11 @@ void policy_changed(struct fs_mount *m, enum fs_event_kind kind, struct inode *p
  */
 static const struct guard_cls *gcls_of(struct fs_mount *m, struct inode *i);
 
-static bool foreign_lock(struct fs_mount *m, struct inode *i, const char *name)
+static bool foreign_lock(struct fs_mount *m, struct inode *i, int dirfd, const char *name)
 {
 	const struct guard_cls *c;
-	bool in_git;
+	bool in_git, ours;
+	int fd;
 
 	if (i == NULL || !S_ISREG(i->type) || !gitlock_name(name))
 		return false;
@@ -299,7 +300,16 @@ static bool foreign_lock(struct fs_mount *m, struct inode *i, const char *name)
 	pthread_mutex_lock(&m->fs->lock);
 	in_git = c != NULL && c->kind == GUARD_INGIT;
 	pthread_mutex_unlock(&m->fs->lock);
-	return in_git && !gitlock_ours(i->dev, i->ino);
+	if (!in_git)
+		return false;
+	if (dirfd > 0)
+		return !gitlock_ours(dirfd, name);
+	/* by the inode's own descriptor (a write or link of a known inode) */
+	if (i->standin || (fd = inode_fd_get(m, i)) < 0)
+		return true;
+	ours = gitlock_ours(fd, "");
+	inode_fd_put(m, i);
+	return !ours;
 }
 
 /* LK for the entries request R writes, links, renames or removes */
@@ -316,12 +326,13 @@ static bool touches_foreign_lock(struct fs_mount *m, const struct preq *r)
 		if (r->ino->name != NULL)
 			snprintf(name, sizeof name, "%s", r->ino->name);
 		pthread_mutex_unlock(&m->fs->lock);
-		return foreign_lock(m, r->ino, name);
+		return foreign_lock(m, r->ino, -1, name);
 	case GUARD_OP_UNLINK:
-		return foreign_lock(m, r->ino, r->name);
+		return foreign_lock(m, r->ino, r->parent_fd, r->name);
 	case GUARD_OP_RENAME:
 	case GUARD_OP_EXCHANGE:
-		return foreign_lock(m, r->ino, r->src_name) || foreign_lock(m, r->victim, r->name);
+		return foreign_lock(m, r->ino, r->src_parent_fd, r->src_name) ||
+		       foreign_lock(m, r->victim, r->parent_fd, r->name);
 	default:
 		return false;
 	}

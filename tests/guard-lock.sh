@@ -65,6 +65,43 @@ is "$(try open-trunc "$G/sharedindex_Ab12Cd")" EROFS \
 	"a shared index's temporary made on the host (git renames it onto sharedindex.*): writing it refused"
 rm -f "$S/app/.git/sharedindex_Ab12Cd"
 
+# a lock the bot made, removed on the host, and its inode given to the next file
+set -C
+: >"$G/mine.lock" || not_ok "a lock made through the mount"
+set +C
+old_ino=$(stat -c %i "$S/app/.git/mine.lock")
+rm -f "$S/app/.git/mine.lock"
+# the mount's own reference to it goes when the kernel forgets the name
+sync
+echo 2 >/proc/sys/vm/drop_caches 2>/dev/null
+sleep 0.2
+# ext4 gives a file the lowest free inode of its group: fill the ones below
+reused=$(python3 - "$S/app/.git" "$old_ino" <<'PY'
+import os, sys
+d, want = sys.argv[1], int(sys.argv[2])
+made = []
+for k in range(20000):
+    p = os.path.join(d, "fill-%d" % k)
+    fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o644)
+    ino = os.fstat(fd).st_ino
+    os.close(fd)
+    if ino == want:
+        os.rename(p, os.path.join(d, "host.lock"))
+        print("yes")
+        break
+    made.append(p)
+for p in made:
+    os.unlink(p)
+PY
+)
+if [ "$reused" = yes ]; then
+	is "$(try open-trunc "$G/host.lock")" EROFS \
+		"a host lock on the inode number of one the bot made: writing it refused (birth time)"
+	rm -f "$S/app/.git/host.lock"
+else
+	skip "this file system gave the freed inode number to none of 20000 new files"
+fi
+
 # the bot's own git: its locks are the mount's
 check "git add and commit through the mount" sh -c \
 	"cd '$M/app' && echo b >b && git add b && git commit -qm b"
