@@ -66,21 +66,25 @@ bool guard_is_home(struct guard *g, uint64_t dev, uint64_t ino)
  * (less: `git log`, `git diff` on a terminal) and the editor (`git commit`,
  * `rebase -i`: vi, nano, emacs, whatever ~/.selected_editor says).  Their
  * start-up files run commands (lesskey's #env LESSOPEN, a vimrc's autocmd).
+ * And husky's, sourced before every hook of every husky repository
+ * (~/.huskyrc for husky 4 to 8, ~/.config/husky/init.sh for husky 9).
  * TREE: a folder, read-only with everything in it.
  */
-static const struct {
+struct startup_file {
 	const char *name;
 	bool tree;
-} run_by_git_home[] =
-	{
-		{".lesskey", false}, {".lessfilter", false},
-		{".vimrc", false},   {".exrc", false},
-		{".vim", true},	     {".nanorc", false},
-		{".emacs", false},   {".emacs.el", false},
-		{".emacs.d", true},  {".selected_editor", false},
-},
-  run_by_git_config[] = {
-	  {"lesskey", false}, {"nvim", true}, {"vim", true}, {"nano", true}, {"emacs", true},
+};
+
+static const struct startup_file run_by_git_home[] = {
+	{".lesskey", false},	     {".lessfilter", false}, {".vimrc", false},
+	{".exrc", false},	     {".vim", true},	     {".nanorc", false},
+	{".emacs", false},	     {".emacs.el", false},   {".emacs.d", true},
+	{".selected_editor", false}, {".huskyrc", false},
+};
+
+static const struct startup_file run_by_git_config[] = {
+	{"lesskey", false}, {"nvim", true}, {"vim", true},
+	{"nano", true},	    {"emacs", true}, {"husky", true},
 };
 
 static int run_by_git(const char *name, bool in_config)

@@ -293,6 +293,8 @@ is "$(plant "$H/.vimrc")" EROFS "~/.vimrc (git's editor): making it refused"
 is "$(try mkdir "$H/.vim")" EROFS "~/.vim: making it refused"
 is "$(try mkdir "$H/.config/nvim")" EROFS "~/.config/nvim: making it refused"
 is "$(plant "$H/.config/lesskey")" EROFS "~/.config/lesskey: making it refused"
+is "$(plant "$H/.huskyrc")" EROFS "~/.huskyrc (sourced before every husky hook): making it refused"
+is "$(try mkdir "$H/.config/husky")" EROFS "~/.config/husky (husky 9's init.sh): making it refused"
 is "$(plant "$H/.bashrc")" OK "~/.bashrc is not git's: writable (a home in a root is guarded for git)"
 rm -f "$H/.bashrc"
 
