@@ -338,6 +338,24 @@ static bool touches_foreign_lock(struct fs_mount *m, const struct preq *r)
 	}
 }
 
+/*
+ * G3 for a work tree's top (a folder holding .git): opened to every
+ * account's writes, another could put its own .git in place.
+ */
+static bool opens_worktree_top(struct fs_mount *m, const struct preq *r)
+{
+	struct stat st;
+	bool top;
+	int fd;
+
+	if (r->op != GUARD_OP_CHMOD || !(r->mode & S_IWOTH) || r->ino == NULL ||
+	    !S_ISDIR(r->ino->type) || r->ino->standin || (fd = inode_fd_get(m, r->ino)) < 0)
+		return false;
+	top = fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0;
+	inode_fd_put(m, r->ino);
+	return top;
+}
+
 /* Under fs->lock */
 static bool ro_tree(const struct inode *i)
 {
@@ -392,6 +410,9 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 		return refuse(m, r, "LK",
 			      "rule LK (a git lock file this mount did not make: "
 			      "another git holds it)");
+	if (opens_worktree_top(m, r))
+		return refuse(m, r, "G3",
+			      "rule G3 (a work tree's top opened to other accounts' writes)");
 
 	p[0] = gcls_of(m, r->ino);
 	p[1] = gcls_of(m, r->parent);

@@ -274,6 +274,16 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 		    req->cls->rule == GUARD_RULE_H1 && (req->mode & (S_IWGRP | S_IWOTH)))
 			return guard_refuse_why(v, GUARD_RULE_H1,
 						"a home's folder opened to other accounts' writes");
+		/*
+		 * G3: a git folder, what is in it, or a folder above one, opened to
+		 * every account's writes (another account would swap its config);
+		 * group write stays, git's core.sharedRepository sets it
+		 */
+		if ((req->mode & S_IWOTH) &&
+		    (req->cls->kind == GUARD_GITDIR || req->cls->kind == GUARD_INGIT ||
+		     ((req->cls->flags & GUARD_PIN) && req->cls->rule == GUARD_RULE_G3)))
+			return guard_refuse_why(v, GUARD_RULE_G3,
+						"a git folder opened to other accounts' writes");
 		return check_write(req->cls, v);
 	case GUARD_OP_CHOWN:
 	case GUARD_OP_TOUCH:

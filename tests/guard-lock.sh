@@ -102,6 +102,23 @@ else
 	skip "this file system gave the freed inode number to none of 20000 new files"
 fi
 
+# the git folder opened to every account (another would swap .git/config): G3
+is "$(shell_result chmod o+w "$G")" EROFS "chmod o+w of a git folder refused"
+is "$(shell_result chmod o+w "$G/info")" EROFS "... of a folder in it refused"
+is "$(shell_result chmod o+w "$G/description")" EROFS "... of a file in it refused"
+is "$(shell_result chmod o+w "$M/app")" EROFS "... of the work tree's top refused"
+is "$(shell_result chmod g+w "$G" "$G/info")" OK "chmod g+w of a git folder works (core.sharedRepository)"
+is "$(python3 -c '
+import errno, os, struct, sys
+acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in
+      [(1, 7, 0xffffffff), (4, 7, 0xffffffff), (0x20, 7, 0xffffffff)])
+try:
+    os.setxattr(sys.argv[1], "system.posix_acl_default", acl)
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno))' "$G")" EROFS "a default ACL on a git folder refused"
+is "$(stat -c %a "$S/app/.git" "$S/app")" "$(printf '775\n755')" "the host modes are as before but g+w"
+
 # the bot's own git: its locks are the mount's
 check "git add and commit through the mount" sh -c \
 	"cd '$M/app' && echo b >b && git add b && git commit -qm b"
