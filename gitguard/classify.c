@@ -32,6 +32,7 @@ static const struct {
 	{"gitdir", GUARD_RO, GUARD_RULE_D5},	{"locked", GUARD_RO, GUARD_RULE_D5},
 	{"worktrees", GUARD_RO, GUARD_RULE_D5}, {"modules", GUARD_RO, GUARD_RULE_D6},
 	{"remotes", GUARD_TREE, GUARD_RULE_D8}, {"branches", GUARD_TREE, GUARD_RULE_D8},
+	{"rr-cache", GUARD_TREE, GUARD_RULE_D10},
 };
 
 /* NAME or NAME.lock equals WANT */

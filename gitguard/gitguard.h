@@ -87,7 +87,8 @@ enum guard_rule {
 	GUARD_RULE_D6,
 	GUARD_RULE_D7,
 	GUARD_RULE_D8,
-	GUARD_RULE_D9, /* a symbolic link in a git folder */
+	GUARD_RULE_D9,	/* a symbolic link in a git folder */
+	GUARD_RULE_D10, /* rr-cache: resolutions git applies to the next conflict */
 	GUARD_RULE_W1,
 	GUARD_RULE_W2,
 	GUARD_RULE_W3,

@@ -1,6 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# guard-lock: rule LK.  git replaces its index (and refs, packed-refs, HEAD,
+# guard-lock: rule LK, and the other ways a bot hands its content to the
+# person's git: a git folder opened to other accounts (G3), rr-cache (D10).
+# LK:  git replaces its index (and refs, packed-refs, HEAD,
 # config) by writing NAME.lock and renaming it by path onto NAME.  While the
 # person's `git commit -a` waits in the editor, their git holds
 # .git/index.lock on the host; a bot that writes a forged index into it,
@@ -118,6 +120,13 @@ try:
 except OSError as e:
     print(errno.errorcode.get(e.errno))' "$G")" EROFS "a default ACL on a git folder refused"
 is "$(stat -c %a "$S/app/.git" "$S/app")" "$(printf '775\n755')" "the host modes are as before but g+w"
+
+# rr-cache (D10): a planted resolution would be written at the person's next conflict
+is "$(try mkdir "$G/rr-cache")" EROFS "making rr-cache (it turns rerere on) refused"
+mkdir "$S/app/.git/rr-cache"
+sleep 2.2 # the mount's negative entry for it times out (2 s)
+is "$(try mkdir "$G/rr-cache/0123abcd")" EROFS "a resolution in the person's rr-cache refused"
+rmdir "$S/app/.git/rr-cache"
 
 # the bot's own git: its locks are the mount's
 check "git add and commit through the mount" sh -c \
