@@ -114,7 +114,8 @@ int guard_index_folder(struct guard *g, int dfd, const char *name, const char *b
 		if (!guard_read_file(dfd, sname, GUARD_INDEX_MAX, &other, &slen, NULL))
 			sbuf = other;
 	}
-	if (ibuf && guard_index_replaced(ibuf, ilen, sbuf, slen, hashsz, NULL, NULL, why) < 0)
+	if (ibuf && (guard_index_replaced(ibuf, ilen, sbuf, slen, hashsz, NULL, NULL, why) < 0 ||
+		     guard_index_split_tree(ibuf, ilen, sbuf, slen, hashsz, why) < 0))
 		rc = -EROFS;
 	if (!rc)
 		rc = guard_index_worktree(g, dfd, buf, len, hashsz, ibuf, ilen, sbuf, slen, why);

@@ -296,6 +296,7 @@ int guard_index_worktree(struct guard *g, int gitdir_fd, const char *buf, size_t
 
 /* sha1.c: git's blob object name (SHA-1) of a buffer */
 void guard_blob_sha1(const char *buf, size_t len, unsigned char out[20]);
+void guard_object_sha1(const char *type, const char *buf, size_t len, unsigned char out[20]);
 
 /* index.c: pure, for fuzzers; 0 or -EINVAL with *why */
 int guard_index_check(const char *buf, size_t len, const char **why);
@@ -323,6 +324,9 @@ long guard_index_hidden(const char *buf, size_t len, size_t hashsz,
 			void (*fn)(void *arg, const char *path, const char *what), void *arg);
 int guard_index_replaced(const char *buf, size_t len, const char *shared, size_t slen,
 			 size_t hashsz, guard_index_entry_fn fn, void *arg, const char **why);
+/* A split index's cache-tree, checked against the entries merged with SHARED's */
+int guard_index_split_tree(const char *buf, size_t len, const char *shared, size_t slen,
+			   size_t hashsz, const char **why);
 
 /* seq.c: pure, for fuzzers; 0 or -EINVAL with *why */
 bool guard_strategy_name_ok(const char *s);

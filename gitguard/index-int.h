@@ -48,6 +48,24 @@ int ix_fail(struct ix *x, const char *why);
 bool ix_mode_ok(uint32_t mode, bool sdir);
 /* One pass over the entries; x->end is past the last one after a good pass */
 int ix_walk(struct ix *x, size_t *starts, bool *fresh);
+/* index-tree.c: the TREE extension's valid nodes against the entries */
+struct tent {
+	char *path;
+	size_t len;
+	uint32_t mode;
+	const unsigned char *oid;
+	bool ita; /* intent-to-add: in the range, not in the tree */
+	unsigned stage;
+	bool added; /* index-split.c: a split index's own entry, over a shared one */
+};
+int ix_check_tree(struct ix *x, const unsigned char *p, size_t sz);
+/* the valid nodes of the cache-tree P against entries E (sorted as git sorts them) */
+int ix_tree_entries(struct ix *x, const unsigned char *p, size_t sz, struct tent *e, size_t ne);
+/* X's entries (a strict pass), empty-named ones too */
+int ix_collect(struct ix *x, struct tent **e, size_t *n);
+void ix_tents_free(struct tent *e, size_t n);
+/* index-split.c: a split index X names a shared index (a link with a non-null base) */
+bool ix_link_base(const struct ix *x);
 /* The whole check of the index X was set up with (p, len, hashsz); 0, or -EINVAL with *WHY */
 int ix_run(struct ix *x, const char **why);
 

@@ -261,3 +261,133 @@ bad_shared:
 	x.why = "its shared index is not one git would read";
 	goto out;
 }
+
+bool ix_link_base(const struct ix *x)
+{
+	const unsigned char *link;
+	uint32_t sz;
+	size_t i;
+
+	link = find_ext(x, "link", &sz);
+	if (!link || sz < x->hashsz)
+		return false;
+	for (i = 0; i < x->hashsz; i++)
+		if (link[i])
+			return true;
+	return false;
+}
+
+static int tent_cmp(const void *a, const void *b)
+{
+	const struct tent *x = a, *y = b;
+	int c = strcmp(x->path, y->path);
+
+	if (c)
+		return c;
+	if (x->stage != y->stage)
+		return x->stage < y->stage ? -1 : 1;
+	return (int)x->added - (int)y->added; /* the split index's own last */
+}
+
+/* Positions set in a bitmap at BM (within LEN): a 0/1 array of N, or NULL on error */
+static unsigned char *bits_of(const unsigned char *bm, size_t len, size_t n, bool *ok)
+{
+	unsigned char *set = calloc(n + 1, 1);
+	uint32_t *pos = calloc(n + 1, sizeof(*pos));
+	long k, got;
+
+	*ok = false;
+	if (!set || !pos || !ewah_size(bm, len)) {
+		free(set);
+		free(pos);
+		return NULL;
+	}
+	got = ewah_bits(bm, pos, n, n);
+	if (got >= 0) {
+		for (k = 0; k < got; k++)
+			set[pos[k]] = 1;
+		*ok = true;
+	}
+	free(pos);
+	return set;
+}
+
+int guard_index_split_tree(const char *buf, size_t len, const char *shared, size_t slen,
+			   size_t hashsz, const char **why)
+{
+	struct ix x = {.p = (const unsigned char *)buf, .len = len, .hashsz = hashsz};
+	struct ix sx = {.p = (const unsigned char *)shared, .len = slen, .hashsz = hashsz};
+	struct tent *own = NULL, *sh = NULL, *all = NULL;
+	size_t nown = 0, nsh = 0, nall = 0, k, r = 0, dsz;
+	unsigned char *del = NULL, *rep = NULL;
+	const unsigned char *tree, *link;
+	uint32_t tsz, lsz;
+	bool ok;
+	int rc = -EINVAL;
+
+	if (ix_run(&x, why))
+		return -EINVAL;
+	if (!x.link || !ix_link_base(&x) || !(tree = find_ext(&x, "TREE", &tsz)) || !tsz)
+		return 0;
+	if (!shared || ix_run(&sx, why) || sx.link) {
+		/* no merged view to check a valid cache-tree against */
+		rc = ix_tree_entries(&x, tree, tsz, NULL, 0);
+		goto out;
+	}
+	link = find_ext(&x, "link", &lsz);
+	if (ix_collect(&x, &own, &nown) || ix_collect(&sx, &sh, &nsh))
+		goto out;
+	dsz = ewah_size(link + hashsz, lsz - hashsz);
+	del = dsz ? bits_of(link + hashsz, lsz - hashsz, nsh, &ok) : NULL;
+	if (!del || !ok)
+		goto bad;
+	rep = bits_of(link + hashsz + dsz, lsz - hashsz - dsz, nsh, &ok);
+	if (!rep || !ok)
+		goto bad;
+	all = calloc(nsh + nown + 1, sizeof(*all));
+	if (!all)
+		goto bad;
+	/* git's merge_base_index: the shared entries, replaced or deleted, then the new ones */
+	for (k = 0; k < nsh; k++) {
+		if (del[k])
+			continue;
+		all[nall] = sh[k];
+		if (rep[k]) {
+			if (r >= nown || own[r].len)
+				goto bad;
+			all[nall].mode = own[r].mode;
+			all[nall].oid = own[r].oid;
+			all[nall].ita = own[r].ita;
+			all[nall].stage = own[r].stage;
+			r++;
+		}
+		nall++;
+	}
+	for (k = r; k < nown; k++) {
+		if (!own[k].len)
+			goto bad;
+		all[nall] = own[k];
+		all[nall++].added = true;
+	}
+	qsort(all, nall, sizeof(*all), tent_cmp);
+	/* a new entry over a shared one of the same name and stage takes its place */
+	for (k = r = 0; k < nall; k++) {
+		if (k + 1 < nall && !strcmp(all[k].path, all[k + 1].path) &&
+		    all[k].stage == all[k + 1].stage)
+			continue;
+		all[r++] = all[k];
+	}
+	rc = ix_tree_entries(&x, tree, tsz, all, r);
+	goto out;
+bad:
+	x.why = "split index replacements do not match its shared index";
+out:
+	free(all); /* its paths are own's and sh's */
+	ix_tents_free(own, nown);
+	ix_tents_free(sh, nsh);
+	free(del);
+	free(rep);
+	if (rc && why && x.why)
+		*why = x.why;
+	return rc ? -EINVAL : 0;
+}

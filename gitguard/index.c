@@ -458,7 +458,11 @@ static int check_extensions(struct ix *x)
 
 		if (sz > limit - off - 8)
 			return ix_fail(x, "index extension past the end of the file");
-		if (!memcmp(h, "TREE", 4) || !memcmp(h, "UNTR", 4) || !memcmp(h, "FSMN", 4)) {
+		if (!memcmp(h, "TREE", 4)) {
+			/* valid nodes name trees git commit takes as they are */
+			if (ix_check_tree(x, h + 8, sz) < 0)
+				return -EINVAL;
+		} else if (!memcmp(h, "UNTR", 4) || !memcmp(h, "FSMN", 4)) {
 			/* directories and stat data only: git writes nothing from them */
 		} else if (!memcmp(h, "REUC", 4)) {
 			if (check_reuc(x, h + 8, sz) < 0)

@@ -20,6 +20,7 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/parse.c \
 	gitguard/index.c \
 	gitguard/index-split.c \
+	gitguard/index-tree.c \
 	gitguard/index-int.h \
 	gitguard/seq.c \
 	gitguard/lg2.c \

@@ -87,6 +87,12 @@ static void update(struct sha1 *s, const void *data, size_t len)
 /* git's blob object name of BUF (LEN bytes) into OUT (20 bytes) */
 void guard_blob_sha1(const char *buf, size_t len, unsigned char out[20])
 {
+	guard_object_sha1("blob", buf, len, out);
+}
+
+/* git's object name of an object of TYPE ("blob", "tree") with body BUF */
+void guard_object_sha1(const char *type, const char *buf, size_t len, unsigned char out[20])
+{
 	struct sha1 s = {{0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0}, 0, {0}, 0};
 	unsigned char pad[72] = {0x80};
 	char hdr[32];
@@ -94,7 +100,7 @@ void guard_blob_sha1(const char *buf, size_t len, unsigned char out[20])
 	size_t padlen;
 	int i, n;
 
-	n = snprintf(hdr, sizeof(hdr), "blob %zu", len);
+	n = snprintf(hdr, sizeof(hdr), "%s %zu", type, len);
 	update(&s, hdr, (size_t)n + 1);
 	update(&s, buf, len);
 	bits = s.len * 8;

@@ -23,7 +23,7 @@ FUZZ_GITGUARD_SRC = $(top_srcdir)/gitguard/guard.c $(top_srcdir)/gitguard/classi
 	$(top_srcdir)/gitguard/resolve.c $(top_srcdir)/gitguard/parse.c \
 	$(top_srcdir)/gitguard/lg2.c $(top_srcdir)/gitguard/path.c \
 	$(top_srcdir)/gitguard/fdio.c $(top_srcdir)/gitguard/grow.c \
-	$(top_srcdir)/gitguard/index.c $(top_srcdir)/gitguard/index-split.c \
+	$(top_srcdir)/gitguard/index.c $(top_srcdir)/gitguard/index-split.c $(top_srcdir)/gitguard/index-tree.c \
 	$(top_srcdir)/gitguard/seq.c $(top_srcdir)/gitguard/sha1.c \
 	$(top_srcdir)/gitguard/home.c $(top_srcdir)/gitguard/home-ssh.c
 FUZZ_GITGUARD_HDR = $(top_srcdir)/gitguard/gitguard.h $(top_srcdir)/gitguard/guard-int.h $(top_srcdir)/gitguard/home-int.h $(top_srcdir)/gitguard/index-int.h \
@@ -44,7 +44,7 @@ FUZZ_PROTO_SRC = $(top_srcdir)/tests/fuzz/fuzz-proto.c $(top_srcdir)/src/proto.c
 FUZZ_GITPARSE_SRC = $(top_srcdir)/tests/fuzz/fuzz-gitparse.c $(top_srcdir)/gitguard/parse.c
 FUZZ_DECIDE_SRC = $(top_srcdir)/tests/fuzz/fuzz-decide.c $(FUZZ_GITGUARD_SRC)
 FUZZ_INDEX_SRC = $(top_srcdir)/tests/fuzz/fuzz-index.c $(top_srcdir)/gitguard/index.c \
-	$(top_srcdir)/gitguard/index-split.c \
+	$(top_srcdir)/gitguard/index-split.c $(top_srcdir)/gitguard/index-tree.c \
 	$(top_srcdir)/gitguard/seq.c $(top_srcdir)/gitguard/parse.c
 
 tests/fuzz/fuzz-proto: $(FUZZ_PROTO_SRC) $(top_srcdir)/src/agentfs.h $(top_srcdir)/tests/fuzz/fuzz.h

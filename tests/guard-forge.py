@@ -3,6 +3,11 @@
 """guard-forge.py: the bot's side of tests/guard-index.sh and guard-strategy.sh.
 
   index OUT VERSION MODE:SHA:PATH...   write a git index (v2, v3 or v4) to OUT
+  index-tree OUT DIR TREE COUNT MODE:SHA:PATH...
+                                       a v2 index whose cache-tree (TREE
+                                       extension) marks the root invalid and
+                                       the top folder DIR valid: COUNT entries,
+                                       tree object TREE
   plant-rename SRC DST FILE            copy FILE to SRC, close, rename SRC onto DST
   plant-write DST FILE                 open DST for writing in place, write FILE
   plant-new DST FILE                   create or truncate DST, write FILE
@@ -35,7 +40,7 @@ def varint(n):
     return bytes(reversed(out))
 
 
-def index(version, entries):
+def index(version, entries, ext=b""):
     entries = sorted(entries, key=lambda e: e[2].encode())
     body = bytearray(b"DIRC" + struct.pack(">II", version, len(entries)))
     prev = b""
@@ -53,6 +58,7 @@ def index(version, entries):
             ent += name
             ent += b"\0" * (8 - (len(ent) % 8))
         body += ent
+    body += ext
     algo = hashlib.sha256 if entries and len(entries[0][1]) == 64 else hashlib.sha1
     return bytes(body) + algo(body).digest()
 
@@ -78,6 +84,14 @@ def main(argv):
             mode, sha, path = spec.split(":", 2)
             ents.append((int(mode, 8), sha, path))
         write_file(argv[2], index(int(argv[3]), ents))
+    elif cmd == "index-tree":
+        ents = []
+        for spec in argv[6:]:
+            mode, sha, path = spec.split(":", 2)
+            ents.append((int(mode, 8), sha, path))
+        tree = b"\0-1 1\n" + argv[3].encode() + b"\0" + argv[5].encode() + b" 0\n"
+        tree += bytes.fromhex(argv[4])
+        write_file(argv[2], index(2, ents, b"TREE" + struct.pack(">I", len(tree)) + tree))
     elif cmd == "plant-rename":
         data = open(argv[4], "rb").read()
         result(lambda: (write_file(argv[2], data), os.rename(argv[2], argv[3])))

@@ -157,6 +157,27 @@ forge_is "husky linked worktree: a hook entry with the bot's content refused" ER
 	plant-rename "$HW/index.lock" "$HW/index" "$B/forged-hk"
 rm -f "$HW/index.lock"
 
+# ---- a cache-tree: git commit takes a valid folder's tree as it says -------------
+# The entries are the person's; the TREE extension says .husky is valid with
+# a tree of the bot's (its pre-commit the payload): the person's next commit
+# would record it, and every checkout of that commit run it.
+hk_ents=()
+while read -r mode sha _ path; do hk_ents+=("$mode:$sha:$path"); done < <(cd "$H" && git ls-files -s)
+GOODTREE=$(cd "$H" && git rev-parse HEAD:.husky)
+EVILTREE=$(cd "$H" && printf '100755 blob %s\tpre-commit\n' "$HSHA" | git mktree)
+python3 "$FORGE" index-tree "$B/tree-good" .husky "$GOODTREE" 1 "${hk_ents[@]}"
+forge_is "cache-tree: a valid folder naming the tree its entries make may be renamed in" ok \
+	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/tree-good"
+python3 "$FORGE" index-tree "$B/tree-evil" .husky "$EVILTREE" 1 "${hk_ents[@]}"
+forge_is "cache-tree: a valid folder naming another tree refused" EROFS \
+	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/tree-evil"
+python3 "$FORGE" index-tree "$B/tree-count" .husky "$GOODTREE" 2 "${hk_ents[@]}"
+forge_is "cache-tree: an entry count that does not match refused" EROFS \
+	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/tree-count"
+rm -f "$H/.git/index.lock"
+check "git commit after a cache-tree check (the index git wrote)" sh -c \
+	"cd '$H' && echo t >t && git add t && git commit -qm t"
+
 # ---- a split index: what it replaces keeps the shared entry's name -------------
 # The bot builds one with git in a scratch copy: .husky/pre-commit's entry
 # replaced (an empty name, the payload's blob); the shared index it names is

@@ -37,6 +37,10 @@ static void fuzz_index(const uint8_t *data, size_t size, size_t hashsz)
 	why = NULL;
 	if (guard_index_replaced((const char *)data, size, NULL, 0, hashsz, NULL, NULL, &why) < 0)
 		FUZZ_CHECK(why != NULL);
+	why = NULL;
+	if (guard_index_split_tree((const char *)data, size, (const char *)data, size, hashsz,
+				   &why) < 0)
+		FUZZ_CHECK(why != NULL);
 }
 
 static void fuzz_strategy(const uint8_t *data, size_t size)
