@@ -101,7 +101,8 @@ static long parse_node(struct tctx *c, const char *parent, unsigned depth)
 	if (errno || end != (const char *)sp || count < -1)
 		return ix_fail(c->x, "bad cache-tree extension");
 	nsub = strtol((const char *)sp + 1, &end, 10);
-	if (errno || end != (const char *)lf || nsub < 0 || nsub > 1000000)
+	/* each subtree takes 5 bytes at least ("\0-1 0\n" less its name) */
+	if (errno || end != (const char *)lf || nsub < 0 || nsub > (c->end - lf) / 5)
 		return ix_fail(c->x, "bad cache-tree extension");
 	c->p = lf + 1;
 	n->count = count;
@@ -197,10 +198,15 @@ static int verify(struct tctx *c, const struct tnode *n)
 			if (put(c, "40000 ", 6) || put(c, rel, dl) || put(c, "", 1) ||
 			    put(c, kid->oid, 20))
 				return -EINVAL;
-			i += (size_t)kid->count;
-			if (i > end)
+			/* the folder's entries, all of them and no others */
+			k = strlen(kid->path);
+			if (kid->count < 1 || i + (size_t)kid->count > end ||
+			    !under(&c->e[i + (size_t)kid->count - 1], kid->path, k) ||
+			    (i + (size_t)kid->count < end &&
+			     under(&c->e[i + (size_t)kid->count], kid->path, k)))
 				return ix_fail(c->x,
 					       "cache-tree entry count does not match the entries");
+			i += (size_t)kid->count;
 			continue;
 		}
 		if (t->stage)

@@ -45,6 +45,7 @@ FUZZ_GITPARSE_SRC = $(top_srcdir)/tests/fuzz/fuzz-gitparse.c $(top_srcdir)/gitgu
 FUZZ_DECIDE_SRC = $(top_srcdir)/tests/fuzz/fuzz-decide.c $(FUZZ_GITGUARD_SRC)
 FUZZ_INDEX_SRC = $(top_srcdir)/tests/fuzz/fuzz-index.c $(top_srcdir)/gitguard/index.c \
 	$(top_srcdir)/gitguard/index-split.c $(top_srcdir)/gitguard/index-tree.c \
+	$(top_srcdir)/gitguard/grow.c $(top_srcdir)/gitguard/sha1.c \
 	$(top_srcdir)/gitguard/seq.c $(top_srcdir)/gitguard/parse.c
 
 tests/fuzz/fuzz-proto: $(FUZZ_PROTO_SRC) $(top_srcdir)/src/agentfs.h $(top_srcdir)/tests/fuzz/fuzz.h
