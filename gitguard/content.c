@@ -166,6 +166,11 @@ struct wt_check {
 	char *paths[WT_PROTECTED_MAX];
 	bool dir[WT_PROTECTED_MAX]; /* a hooks folder: everything beneath */
 	size_t n;
+	/* values not plainly inside the top (absolute, or climbing out and back) */
+	char *raw[WT_PROTECTED_MAX];
+	bool raw_dir[WT_PROTECTED_MAX];
+	bool raw_top[WT_PROTECTED_MAX]; /* relative to the top, else to the git folder */
+	size_t nraw;
 };
 
 /* Note a relative core.hooksPath (from the top) or include (from the git folder). */
@@ -174,7 +179,16 @@ static int wt_key(void *arg, enum guard_cfg_key key, const char *value)
 	struct wt_check *w = arg;
 	char buf[PATH_MAX];
 
-	if (w->n >= WT_PROTECTED_MAX || value[0] == '/' || value[0] == '~' || !value[0])
+	if (!value[0] || value[0] == '~')
+		return 0;
+	if (w->nraw < WT_PROTECTED_MAX &&
+	    (key == GUARD_CFG_HOOKSPATH || key == GUARD_CFG_INCLUDE) &&
+	    (w->raw[w->nraw] = strdup(value))) {
+		/* resolved as git will, then mapped into the top (wt_real_dirs) */
+		w->raw_dir[w->nraw] = key == GUARD_CFG_HOOKSPATH;
+		w->raw_top[w->nraw++] = key == GUARD_CFG_HOOKSPATH;
+	}
+	if (w->n >= WT_PROTECTED_MAX || value[0] == '/')
 		return 0;
 	if (key == GUARD_CFG_HOOKSPATH) {
 		snprintf(buf, sizeof(buf), "%s", value);
@@ -194,23 +208,35 @@ static int wt_key(void *arg, enum guard_cfg_key key, const char *value)
 	return 0;
 }
 
-/* A hooks folder PATH (relative to the top) to check entries under, once */
-static void wt_add_dir(struct wt_check *w, const char *path)
+/* A path (relative to the top) to check entries at (DIR: and under), once */
+static void wt_add(struct wt_check *w, const char *path, bool dir)
 {
 	size_t i;
 
 	for (i = 0; i < w->n; i++)
-		if (w->dir[i] && !strcmp(w->paths[i], path))
+		if (w->dir[i] == dir && !strcmp(w->paths[i], path))
 			return;
 	if (w->n >= WT_PROTECTED_MAX || !(w->paths[w->n] = strdup(path)))
 		return;
-	w->dir[w->n++] = true;
+	w->dir[w->n++] = dir;
+}
+
+static void wt_add_dir(struct wt_check *w, const char *path)
+{
+	wt_add(w, path, true);
 }
 
 /* A relative core.hooksPath from any config the repository's scan read */
 static void wt_repo_hooks(void *arg, const char *rel)
 {
+	struct wt_check *w = arg;
 	char buf[PATH_MAX];
+
+	/* one that climbs out and back (../app/.githooks): resolved in wt_real_dirs */
+	if (w->nraw < WT_PROTECTED_MAX && (w->raw[w->nraw] = strdup(rel))) {
+		w->raw_dir[w->nraw] = true;
+		w->raw_top[w->nraw++] = true;
+	}
 
 	snprintf(buf, sizeof(buf), "%s", rel);
 	if (gg_path_rel(buf) && buf[0])
@@ -218,19 +244,40 @@ static void wt_repo_hooks(void *arg, const char *rel)
 }
 
 /*
- * A hooks folder reached through a symbolic link in the work tree
- * (.githooks -> tools/hooks): git tracks its files by the real path, so
- * entries are checked under that too.  Links are followed beneath the top
- * only, as the guard resolved them (W2).
+ * Where git finds a hooks folder or an include target, mapped into the work
+ * tree: through a symbolic link in it (.githooks -> tools/hooks: git tracks
+ * the files by the real path), an absolute path into it ($PWD/.githooks), a
+ * relative one that leaves the top and comes back (../app/.githooks).
+ * Resolved as git will (links followed, no /proc magic), then taken
+ * relative to the top if it lies inside.
  */
-static void wt_real_dirs(struct wt_check *w)
+static void wt_map(struct wt_check *w, int fromfd, const char *path, bool dir, bool beneath,
+		   const char *top, size_t tl)
 {
-	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
-	char top[PATH_MAX], real[PATH_MAX], proc[64];
-	size_t i, n = w->n, tl;
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC | (dir ? O_DIRECTORY : 0),
+			       .resolve = RESOLVE_NO_MAGICLINKS | (beneath ? RESOLVE_BENEATH : 0)};
+	char real[PATH_MAX], proc[64];
 	ssize_t l;
 	int fd;
+
+	fd = (int)syscall(SYS_openat2, fromfd, path, &how, sizeof(how));
+	if (fd < 0)
+		return;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	l = readlink(proc, real, sizeof(real) - 1);
+	close(fd);
+	if (l <= 0)
+		return;
+	real[l] = '\0';
+	if ((size_t)l > tl + 1 && !strncmp(real, top, tl) && real[tl] == '/')
+		wt_add(w, real + tl + 1, dir);
+}
+
+static void wt_real_dirs(struct wt_check *w, int gitfd)
+{
+	char top[PATH_MAX], proc[64];
+	size_t i, n = w->n, tl;
+	ssize_t l;
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->topfd);
 	l = readlink(proc, top, sizeof(top) - 1);
@@ -238,20 +285,16 @@ static void wt_real_dirs(struct wt_check *w)
 		return;
 	top[l] = '\0';
 	tl = (size_t)l;
-	for (i = 0; i < n; i++) {
-		if (!w->dir[i])
-			continue;
-		fd = (int)syscall(SYS_openat2, w->topfd, w->paths[i], &how, sizeof(how));
-		if (fd < 0)
-			continue;
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-		l = readlink(proc, real, sizeof(real) - 1);
-		close(fd);
-		if (l <= 0)
-			continue;
-		real[l] = '\0';
-		if ((size_t)l > tl + 1 && !strncmp(real, top, tl) && real[tl] == '/')
-			wt_add_dir(w, real + tl + 1);
+	for (i = 0; i < n; i++)
+		if (w->dir[i])
+			wt_map(w, w->topfd, w->paths[i], true, true, top, tl);
+	for (i = 0; i < w->nraw; i++) {
+		if (w->raw[i][0] == '/')
+			wt_map(w, AT_FDCWD, w->raw[i], w->raw_dir[i], false, top, tl);
+		else if (w->raw_top[i])
+			wt_map(w, w->topfd, w->raw[i], w->raw_dir[i], false, top, tl);
+		else if (gitfd >= 0)
+			wt_map(w, gitfd, w->raw[i], w->raw_dir[i], false, top, tl);
 	}
 }
 
@@ -310,8 +353,12 @@ static int wt_entry(void *arg, const char *path, uint32_t mode, const unsigned c
 
 	for (i = 0; i < w->n; i++) {
 		l = strlen(path);
-		/* an entry standing for a folder on the way to it: never the same */
-		if (!strncmp(w->paths[i], path, l) && w->paths[i][l] == '/') {
+		/* a sparse folder entry "dir/" stands for all of dir */
+		if (mode == 0040000 && l && path[l - 1] == '/')
+			l--;
+		/* an entry standing for a folder on the way to it, or for it: never the same */
+		if (!strncmp(w->paths[i], path, l) &&
+		    (w->paths[i][l] == '/' || (mode == 0040000 && !w->paths[i][l]))) {
 			*why = "an entry over a folder that holds a hook or config file";
 			return 1;
 		}
@@ -416,13 +463,13 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 	if (g && !fstat(cfgfd, &st))
 		guard_repo_hooks(g, st.st_dev, st.st_ino, wt_repo_hooks, &w);
 	rc = guard_read_file(cfgfd, "config", GUARD_CONFIG_MAX, &cbuf, &clen, NULL);
-	close(cfgfd);
 	if (!rc) {
 		guard_config_scan(cbuf, clen, &cfg);
 		free(cbuf);
 	}
 	rc = 0;
-	wt_real_dirs(&w);
+	wt_real_dirs(&w, cfgfd);
+	close(cfgfd);
 	if (w.n && guard_index_entries(buf, len, hashsz, wt_entry, &w, why) < 0)
 		rc = -EROFS;
 	/* a split index's replacements, under their shared names */
@@ -432,6 +479,8 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 out:
 	for (i = 0; i < w.n; i++)
 		free(w.paths[i]);
+	for (i = 0; i < w.nraw; i++)
+		free(w.raw[i]);
 	if (w.topfd >= 0)
 		close(w.topfd);
 	return rc;

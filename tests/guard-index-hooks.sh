@@ -33,6 +33,19 @@ setup()
 	echo a >a
 	git add -A
 	git commit -qm s
+	# the hooks folder by an absolute path, and by one that climbs out and back
+	for r in p u; do
+		git init -q "$S/$r"
+		cd "$S/$r"
+		mkdir .myhooks
+		printf '#!/bin/sh\ntrue\n' >.myhooks/pre-commit
+		chmod +x .myhooks/pre-commit
+		echo a >a
+		git add -A
+		git commit -qm "$r"
+	done
+	git -C "$S/p" config core.hooksPath "$S/p/.myhooks"
+	git -C "$S/u" config core.hooksPath ../u/.myhooks
 }
 host_setup host-setup setup
 
@@ -48,7 +61,7 @@ forged()
 	done < <(cd "$M/$repo" && git ls-files -s)
 	python3 "$FORGE" index "$out" 2 $(printf '%s\n' "${ents[@]}" "$e" | sort -t: -k3)
 }
-for r in g s; do
+for r in g s p u; do
 	BLOB=$(cd "$M/$r" && git hash-object -w "$B/payload")
 	forged "$r" "$B/same-$r" "$(cd "$M/$r" && git ls-files -s a | awk '{ print $1 ":" $2 ":" $4 }')"
 	forge_is "$r: the index as git wrote it may be renamed in" ok \
@@ -62,12 +75,18 @@ forged s "$B/evil-s" "100755:$(cd "$M/s" && git hash-object "$B/payload"):tools/
 forge_is "a hook reached through a tracked symlink to the hooks folder: refused" EROFS \
 	plant-rename "$M/s/.git/index.lock" "$M/s/.git/index" "$B/evil-s"
 rm -f "$M/s/.git/index.lock"
+for r in p u; do
+	forged "$r" "$B/evil-$r" "100755:$(cd "$M/$r" && git hash-object "$B/payload"):.myhooks/pre-commit"
+	forge_is "$r: a hook under core.hooksPath $(git -C "$S/$r" config core.hooksPath | sed "s|$S|\$S|"): bot's blob refused" \
+		EROFS plant-rename "$M/$r/.git/index.lock" "$M/$r/.git/index" "$B/evil-$r"
+	rm -f "$M/$r/.git/index.lock"
+done
 check "git add and commit through the mount still work" sh -c \
 	"cd '$M/g' && echo b >b && git add b && git commit -qm b"
 
 fs_umount "$M" || not_ok "umount $M"
 
-for r in g s; do
+for r in g s p u; do
 	(cd "$S/$r" && git restore . && git commit -q --allow-empty -m host) >"$T/host-$r.log" 2>&1
 	is "$?" 0 "host $r: git restore and commit succeed"
 done
