@@ -176,7 +176,8 @@ struct fs_mount {
 	/* Its reader (reader.c): dev_fd, reader and has_reader set before it runs. */
 	int dev_fd;		 /* the reader's blocking clone of fuse_fd, or -1 */
 	pthread_t reader;
-	bool has_reader;	 /* [fs->lock] a reader was started; reader_join() ends it */
+	bool has_reader;	 /* [fs->lock] a reader was started */
+	bool reader_gone;	 /* [fs->lock] it no longer reads (no signal for it) */
 	pthread_mutex_t arm_lock;
 	unsigned pool_want; /* [arm_lock] reasons the pool serves it too; 0: disarmed */
 	bool in_pool;	    /* [arm_lock] in the pool's epoll set */
@@ -412,7 +413,7 @@ void fs_worker_init(struct fs *fs);
 void reader_init_signal(void);
 void reader_start(struct fs_mount *m);
 void reader_stop(struct fs_mount *m);
-void reader_join(struct fs_mount *m);
+void reader_free(struct fs_mount *m);
 void reader_pool_rearm(struct fs_mount *m);
 ssize_t fs_dev_read(int fd, void *buf, size_t len);
 ssize_t fs_dev_writev(struct fs_mount *m, int fd, struct iovec *iov, int count);

@@ -622,7 +622,7 @@ void fs_mount_free(struct fs_mount *m)
 		while (m->busy > 0)
 			pthread_cond_wait(&fs->cond, &fs->lock);
 		pthread_mutex_unlock(&fs->lock);
-		reader_join(m);
+		reader_free(m);
 		notify_forget_mount(fs, m);
 	}
 	lock_drop_mount(fs, m);

@@ -205,6 +205,9 @@ static void *reader_main(void *arg)
 	reading = NULL;
 	free(buf.mem);
 	ops_thread_exit();
+	pthread_mutex_lock(&fs->lock);
+	m->reader_gone = true; /* no signal for it from now on */
+	pthread_mutex_unlock(&fs->lock);
 	fs_mount_ended(m); /* drops the reader's busy count: m may be freed */
 	return NULL;
 }
@@ -212,10 +215,13 @@ static void *reader_main(void *arg)
 /*
  * Give m its reader, holding one of m's busy counts until it ends. Without
  * one (no clone, no thread) the pool serves m alone, as armed by the caller.
+ * Detached: its busy count says when it is done with m, and a process may
+ * end without freeing its mounts.
  */
 void reader_start(struct fs_mount *m)
 {
 	uint32_t src = (uint32_t)m->fuse_fd;
+	pthread_attr_t a;
 	int fd, e;
 
 	fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
@@ -231,7 +237,11 @@ void reader_start(struct fs_mount *m)
 	m->busy++;
 	m->has_reader = true;
 	pthread_mutex_unlock(&m->fs->lock);
-	if ((e = pthread_create(&m->reader, NULL, reader_main, m)) != 0) {
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	e = pthread_create(&m->reader, &a, reader_main, m);
+	pthread_attr_destroy(&a);
+	if (e != 0) {
 		fs_log(m->fs, FS_LOG_WARN, "%s: no reader of its own (%s): served by the pool alone",
 		       m->mountpoint, strerror(e));
 		pthread_mutex_lock(&m->fs->lock);
@@ -245,8 +255,9 @@ void reader_start(struct fs_mount *m)
 
 /*
  * End the reader's read: its fd becomes /dev/null (a read that starts
- * now returns at once) and a signal ends a read in progress. Its busy
- * count then drops; fs_mount_free() joins it.
+ * now returns at once) and a signal ends a read in progress, sent under
+ * the lock while the reader has not said it is gone (so it still runs).
+ * Its busy count then drops.
  */
 void reader_stop(struct fs_mount *m)
 {
@@ -259,14 +270,17 @@ void reader_stop(struct fs_mount *m)
 		dup3(nullfd, m->dev_fd, O_CLOEXEC);
 		close(nullfd);
 	}
-	pthread_kill(m->reader, READER_WAKE_SIG);
+	pthread_mutex_lock(&m->fs->lock);
+	if (!m->reader_gone)
+		pthread_kill(m->reader, READER_WAKE_SIG);
+	pthread_mutex_unlock(&m->fs->lock);
 }
 
-void reader_join(struct fs_mount *m)
+/* Once m's busy count is 0 (the reader is done with m). */
+void reader_free(struct fs_mount *m)
 {
 	if (!m->has_reader)
 		return;
-	pthread_join(m->reader, NULL);
 	m->has_reader = false;
 	close(m->dev_fd);
 	m->dev_fd = -1;
