@@ -35,7 +35,7 @@ struct fs_error {
 	char msg[512];
 };
 
-#define FS_POLL_US_DEFAULT 0
+#define FS_POLL_US_DEFAULT 50
 
 enum fs_log_level { FS_LOG_ERR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
 
