@@ -6,6 +6,8 @@
  * Which file owns what:
  *   fs.c           the worker pool (epoll, polling), shares of open files and
  *                  lock waiters, fs_new/fs_free, attaching and ending a mount
+ *   reader.c       a mount's own reader thread, when the pool serves it too,
+ *                  the session's /dev/fuse I/O hooks
  *   lock.c         blocking locks: the lock thread and its queue
  *   notify.c       invalidations of other mounts' kernel caches: the notifier
  *   mount.c        fs_mount: checks of source and mount point, the guard,
@@ -172,6 +174,14 @@ struct fs_mount {
 	bool kernel_passthrough; /* and the kernel offered it at INIT */
 	atomic_bool passthrough; /* and INIT's reply enabled it (read by every open) */
 	atomic_bool polled;	 /* a worker polls it (worker_poll) */
+	/* Its reader (reader.c): dev_fd, reader and has_reader set before it runs. */
+	int dev_fd;		 /* the reader's blocking clone of fuse_fd, or -1 */
+	pthread_t reader;
+	bool has_reader;	 /* [fs->lock] a reader was started */
+	bool reader_gone;	 /* [fs->lock] it no longer reads (no signal for it) */
+	pthread_mutex_t arm_lock;
+	unsigned pool_want; /* [arm_lock] reasons the pool serves it too; 0: disarmed */
+	bool in_pool;	    /* [arm_lock] in the pool's epoll set */
 	atomic_uint nhandles;	 /* open file handles (fs_handle_take) */
 	atomic_uint nwaiters;	 /* blocking lock requests waiting (fs_waiter_take) */
 	atomic_bool over_logged; /* a share refusal was logged (once per mount) */
@@ -400,6 +410,23 @@ bool fs_waiter_take(struct fs_mount *m);
 int fs_as_caller(fuse_req_t req, bool with_groups);
 void fs_as_root(struct fs *fs);
 int fs_attach(struct fs *fs, struct fs_mount *m, struct fs_error *err);
+void fs_mount_arm(struct fs_mount *m, int op, uint32_t events);
+void fs_mount_ended(struct fs_mount *m);
+void fs_serve(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf);
+bool fs_request_may_block(const struct fuse_buf *buf);
+void fs_worker_init(struct fs *fs);
+
+/* reader.c: a mount's reader and the session's I/O on /dev/fuse */
+void reader_init_signal(void);
+void reader_start(struct fs_mount *m);
+void reader_stop(struct fs_mount *m);
+void reader_free(struct fs_mount *m);
+void reader_pool_rearm(struct fs_mount *m);
+ssize_t fs_dev_read(int fd, void *buf, size_t len);
+ssize_t fs_dev_writev(struct fs_mount *m, int fd, struct iovec *iov, int count);
+#ifdef HAVE_FUSE_PASSTHROUGH
+extern const struct fuse_custom_io fs_dev_io;
+#endif
 
 /* lock.c: blocking locks, retried by the lock thread */
 void *lock_thread(void *fs);

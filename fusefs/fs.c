@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The server: one bounded pool of workers serving every mount's /dev/fuse
- * fd from one epoll set, the mounts' shares of open files and lock
- * waiters, and the lifecycle of the server and of a mount in it. The lock
- * thread is lock.c's, the notifier notify.c's.
+ * The server: one bounded pool of workers serving the mounts' /dev/fuse
+ * fds from one epoll set, the mounts' shares of open files and lock
+ * waiters, and the lifecycle of the server and of a mount in it. Each
+ * mount's own reader (reader.c) serves it, and puts it in the pool's set
+ * only while it serves a slow request; a mount without a reader is in the
+ * set for good. The lock thread is lock.c's, the notifier notify.c's.
  */
 #include "fusefs/fs-int.h"
 
@@ -87,7 +89,7 @@ void fs_as_root(struct fs *fs)
 	}
 }
 
-static void mount_arm(struct fs_mount *m, int op, uint32_t events)
+void fs_mount_arm(struct fs_mount *m, int op, uint32_t events)
 {
 	struct epoll_event ev = {.events = events | EPOLLONESHOT};
 
@@ -106,7 +108,7 @@ static void mount_release(struct fs_mount *m)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-static void mount_ended(struct fs_mount *m)
+void fs_mount_ended(struct fs_mount *m)
 {
 	struct fs *fs = m->fs;
 	bool lost;
@@ -128,7 +130,7 @@ static void mount_ended(struct fs_mount *m)
 }
 
 /* Serve one request just received, and what it left to do without the lock. */
-static void serve(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
+void fs_serve(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 {
 	fuse_session_process_buf(m->se, buf);
 	fs_as_root(fs);
@@ -139,7 +141,7 @@ static void serve(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
  * Whether the request just received may keep its worker long: data, syncs,
  * locks. Read from its header (no splice: fs_ops' init turns it off).
  */
-static bool request_may_block(const struct fuse_buf *buf)
+bool fs_request_may_block(const struct fuse_buf *buf)
 {
 	const struct fuse_in_header *h = buf->mem;
 
@@ -169,8 +171,9 @@ static uint64_t now_ns(void)
 }
 
 /*
- * After a request, keep taking this mount's next ones for a short while
- * instead of sleeping. A FUSE round trip is two wakeups, and waking a
+ * Only for a mount without a reader (reader.c; its reader polls the same
+ * way, -o poll=): after a request, keep taking this mount's next ones for
+ * a short while instead of sleeping. A FUSE round trip is two wakeups, and waking a
  * thread on an idle CPU costs far more than the work: on the 2-vCPU VM of
  * bench/README.md a pipe round trip between CPUs takes 50 us, 6 us on one
  * CPU, 13 us if one side stays awake. A caller's next request usually
@@ -208,7 +211,7 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 		atomic_store(&m->polled, false);
 		return true;
 	}
-	mount_arm(m, EPOLL_CTL_MOD, 0);
+	fs_mount_arm(m, EPOLL_CTL_MOD, 0);
 	for (served = 0; served < POLL_BATCH; served++) {
 		deadline = now_ns() + (uint64_t)m->poll_us * 1000u;
 		do {
@@ -225,19 +228,19 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 			alive = false;
 			break;
 		}
-		slow = request_may_block(buf);
+		slow = fs_request_may_block(buf);
 		if (slow)
-			mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
-		serve(fs, m, buf);
+			fs_mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
+		fs_serve(fs, m, buf);
 		if (slow)
-			mount_arm(m, EPOLL_CTL_MOD, 0);
+			fs_mount_arm(m, EPOLL_CTL_MOD, 0);
 	}
 	if (alive)
-		mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
+		fs_mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
 	atomic_store(&m->polled, false);
 	atomic_fetch_sub(&fs->pollers, 1);
 	if (!alive)
-		mount_ended(m);
+		fs_mount_ended(m);
 	return alive;
 }
 
@@ -250,7 +253,7 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
  * daemon's own files, as they are. Failing that, modes are masked twice:
  * stricter, never looser. Workers use no path relative to the cwd.
  */
-static void worker_umask(struct fs *fs)
+void fs_worker_init(struct fs *fs)
 {
 	if (unshare(CLONE_FS) != 0) {
 		fs_log(fs, FS_LOG_ERR,
@@ -279,7 +282,7 @@ static void *worker_main(void *arg)
 	uint32_t slot, gen;
 	int res;
 
-	worker_umask(fs);
+	fs_worker_init(fs);
 	for (;;) {
 		res = epoll_wait(fs->epfd, &ev, 1, -1);
 		if (res < 0 && errno == EINTR)
@@ -303,17 +306,17 @@ static void *worker_main(void *arg)
 
 		res = fuse_session_receive_buf(m->se, &buf);
 		if (res == -EAGAIN || res == -EINTR) {
-			mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
+			reader_pool_rearm(m);
 			mount_release(m);
 			continue;
 		}
 		if (res <= 0 || fuse_session_exited(m->se)) {
-			mount_ended(m);
+			fs_mount_ended(m);
 			continue;
 		}
-		mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
-		serve(fs, m, &buf);
-		if (worker_poll(fs, m, &buf))
+		reader_pool_rearm(m);
+		fs_serve(fs, m, &buf);
+		if (m->has_reader || worker_poll(fs, m, &buf))
 			mount_release(m);
 	}
 	free(buf.mem);
@@ -451,6 +454,7 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 		for (i = 0; i < FS_DECIDE_STRIPES; i++)
 			pthread_mutex_init(&fs->decide_stripe[i], NULL);
 	}
+	reader_init_signal();
 	n = getgroups(64, fs->root_groups);
 	fs->n_root_groups = n > 0 ? n : 0;
 
@@ -548,7 +552,10 @@ int fs_attach(struct fs *fs, struct fs_mount *m, struct fs_error *err)
 	fs->mounts = m;
 	atomic_fetch_add(&fs->nmounts, 1);
 	pthread_mutex_unlock(&fs->lock);
-	mount_arm(m, EPOLL_CTL_ADD, EPOLLIN);
+	/* in the pool's epoll set only when the mount has no reader (reader.c) */
+	reader_start(m);
+	if (!m->has_reader)
+		fs_mount_arm(m, EPOLL_CTL_ADD, EPOLLIN);
 	return 0;
 }
 
@@ -580,6 +587,7 @@ int fs_unmount(struct fs_mount *m)
 		dup3(nullfd, m->fuse_fd, O_CLOEXEC);
 		close(nullfd);
 	}
+	reader_stop(m);
 	pthread_mutex_lock(&fs->lock);
 	while (m->busy > 0)
 		pthread_cond_wait(&fs->cond, &fs->lock);
@@ -610,9 +618,13 @@ void fs_mount_free(struct fs_mount *m)
 		for (o = fs->mounts; o != NULL; o = o->next)
 			if (o->source_dev == m->source_dev)
 				atomic_fetch_sub(&o->siblings, 1);
+		pthread_mutex_unlock(&fs->lock);
+		reader_stop(m);
+		pthread_mutex_lock(&fs->lock);
 		while (m->busy > 0)
 			pthread_cond_wait(&fs->cond, &fs->lock);
 		pthread_mutex_unlock(&fs->lock);
+		reader_free(m);
 		notify_forget_mount(fs, m);
 	}
 	lock_drop_mount(fs, m);
@@ -642,6 +654,7 @@ void fs_mount_free(struct fs_mount *m)
 	free(m->ro_links);
 	free(m->source);
 	free(m->mountpoint);
+	pthread_mutex_destroy(&m->arm_lock);
 	free(m);
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fusefs: a libfuse3 low-level passthrough that serves many mounts from one
- * bounded pool of workers, never follows a symlink and never re-walks a
- * path string through the source tree.
+ * fusefs: a libfuse3 low-level passthrough that serves each mount with a
+ * reader thread of its own and a bounded pool of workers shared by all
+ * mounts for its slow requests, never follows a symlink and never re-walks
+ * a path string through the source tree.
  *
  * Life of a mount: fs_new() once per process, fs_mount() per root,
  * fs_unmount() to detach it (or the kernel unmounts it and the lost callback
@@ -65,7 +66,7 @@ struct fs_params {
 	unsigned workers;  /* threads serving every mount; 0 = default (4) */
 	unsigned fd_cache; /* O_PATH fds kept open; 0 = half of RLIMIT_NOFILE */
 	double timeout;	   /* entry/attr timeout in seconds; < 0 = default (2) */
-	int poll_us;	   /* a worker awaits a mount's next request this long, in
+	int poll_us;	   /* a mount's reader awaits its next request awake this long, in
 			    * microseconds; 0 = default (FS_POLL_US_DEFAULT), < 0 = never */
 	/* Called from any thread, must be thread-safe; NULL logs to stderr. */
 	void (*log)(void *arg, enum fs_log_level level, const char *msg);

@@ -218,17 +218,15 @@ static int mount_guard(struct fs_mount *m, const struct fs_mount_params *p, stru
 }
 
 /*
- * Give the session the /dev/fuse fd: libfuse before 3.17 through wire.c's
- * hooks (passthrough on the wire), later ones as "/dev/fd/N", which
- * libfuse takes as the connection itself without mounting anything.
+ * Give the session the /dev/fuse fd through I/O hooks, which send a reply
+ * to the fd its request came from (reader.c): libfuse before 3.17 through
+ * wire.c's, which also put passthrough on the wire, later ones through
+ * reader.c's own.
  */
 static int session_attach(struct fs_mount *m)
 {
 #ifdef HAVE_FUSE_PASSTHROUGH
-	char path[32];
-
-	snprintf(path, sizeof path, "/dev/fd/%d", m->fuse_fd);
-	return fuse_session_mount(m->se, path);
+	return fuse_session_custom_io(m->se, &fs_dev_io, m->fuse_fd);
 #else
 	return wire_attach(m);
 #endif
@@ -290,6 +288,8 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 		goto nomem;
 	m->fs = fs;
 	m->fuse_fd = -1;
+	m->dev_fd = -1;
+	pthread_mutex_init(&m->arm_lock, NULL);
 	m->source = strdup(p->source);
 	m->mountpoint = strdup(p->mountpoint);
 	if (m->source == NULL || m->mountpoint == NULL)

@@ -55,7 +55,7 @@ static ssize_t wire_read(int fd, void *buf, size_t len, void *userdata)
 {
 	struct fs_mount *m = userdata;
 	const struct fuse_in_header *h = buf;
-	ssize_t n = read(fd, buf, len);
+	ssize_t n = fs_dev_read(fd, buf, len);
 
 	tl.backing_id = 0;
 	tl.unique = 0;
@@ -81,7 +81,7 @@ static ssize_t wire_writev(int fd, struct iovec *iov, int count, void *userdata)
 	size_t len;
 
 	if (count < 2 || iov[0].iov_len < sizeof *oh || oh->error != 0 || oh->unique != tl.unique)
-		return writev(fd, iov, count);
+		return fs_dev_writev(m, fd, iov, count);
 	if (tl.opcode == FUSE_INIT && m->kernel_passthrough &&
 	    iov[1].iov_len >= sizeof(struct wire_init_out)) {
 		/* Depth 1, that is 0 beneath us: see backing_init(). */
@@ -101,7 +101,7 @@ static ssize_t wire_writev(int fd, struct iovec *iov, int count, void *userdata)
 		}
 		tl.backing_id = 0;
 	}
-	return writev(fd, iov, count);
+	return fs_dev_writev(m, fd, iov, count);
 }
 
 static const struct fuse_custom_io wire_io = {

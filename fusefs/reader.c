@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A mount's reader: one thread per mount that blocks in read() on its own
+ * clone of the mount's /dev/fuse fd (FUSE_DEV_IOC_CLONE: a second fd on
+ * the same connection) and serves what it reads on the spot, as a
+ * single-threaded server does. A request that comes while it sleeps wakes
+ * it directly: no epoll, no hand-off to another thread, so a request costs
+ * its read, its work and its reply (bench/README.md has the numbers
+ * against the pool alone). After a request it waits awake for the next
+ * one for -o poll= microseconds (default 50): a caller that makes one
+ * request after another (untar, rm -rf) then finds it awake.
+ *
+ * fs.c's pool serves the mount too, from the non-blocking fd, only while
+ * the reader serves a request that may keep it long (data, syncs, locks:
+ * fs_request_may_block): the mount is then in the pool's epoll set, and
+ * out of it after. Arming the pool also while requests queue up (git
+ * status's parallel lstat threads) was measured and dropped: more CPU and
+ * syscalls per request for no faster status on 2 CPUs.
+ *
+ * The kernel takes a reply only on the fd its request was read from. The
+ * session's I/O hooks (fs_dev_read, fs_dev_writev; wire.c calls them with
+ * libfuse before 3.17) read on the clone on the reader's thread and write
+ * its replies there; a reply another thread sends (the lock thread
+ * granting a lock the reader read) goes to the session's fd first and, if
+ * the kernel does not know it there (ENOENT), to the clone.
+ */
+#include "fusefs/fs-int.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <linux/fuse.h>
+
+/* Interrupts a reader's read() at unmount; its handler does nothing. */
+#define READER_WAKE_SIG (SIGRTMIN + 5)
+
+static __thread struct fs_mount *reading; /* the mount whose reader this thread is */
+static __thread int read_fd, reply_fd;	  /* its fd to read next; the last one read */
+
+static void wake_handler(int sig)
+{
+	(void)sig;
+}
+
+/* Once per process (fs_new): without SA_RESTART, the signal ends a read with EINTR. */
+void reader_init_signal(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = wake_handler;
+	sigemptyset(&sa.sa_mask);
+	sigaction(READER_WAKE_SIG, &sa, NULL);
+}
+
+ssize_t fs_dev_read(int fd, void *buf, size_t len)
+{
+	int from = reading != NULL ? read_fd : fd;
+	ssize_t n = read(from, buf, len);
+
+	reply_fd = from;
+
+	/* /dev/null in its place: fs_unmount() ended the connection */
+	if (n == 0) {
+		errno = ENODEV;
+		return -1;
+	}
+	return n;
+}
+
+ssize_t fs_dev_writev(struct fs_mount *m, int fd, struct iovec *iov, int count)
+{
+	int first = reading == m ? reply_fd : fd;
+	ssize_t n = writev(first, iov, count);
+
+	if (n < 0 && errno == ENOENT && m->dev_fd >= 0)
+		n = writev(first == m->dev_fd ? m->fuse_fd : m->dev_fd, iov, count);
+	return n;
+}
+
+#ifdef HAVE_FUSE_PASSTHROUGH
+static ssize_t plain_read(int fd, void *buf, size_t len, void *userdata)
+{
+	(void)userdata;
+	return fs_dev_read(fd, buf, len);
+}
+
+static ssize_t plain_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	return fs_dev_writev(userdata, fd, iov, count);
+}
+
+const struct fuse_custom_io fs_dev_io = {
+	.read = plain_read,
+	.writev = plain_writev,
+};
+#endif
+
+/*
+ * The pool serves m too while want > 0: one reason more (+1) or fewer
+ * (-1). Disarmed means out of the epoll set: an entry modified to no
+ * events still has EPOLLERR and EPOLLHUP, and since /dev/fuse wakes its
+ * waiters without saying for what, every request then woke a worker in
+ * the kernel for nothing (churn: two worker wakeups per request).
+ */
+static void pool_want(struct fs_mount *m, int delta)
+{
+	pthread_mutex_lock(&m->arm_lock);
+	m->pool_want += delta;
+	if (m->pool_want == 1 && delta > 0) {
+		fs_mount_arm(m, m->in_pool ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, EPOLLIN);
+		m->in_pool = true;
+	} else if (m->pool_want == 0 && m->in_pool) {
+		epoll_ctl(m->fs->epfd, EPOLL_CTL_DEL, m->fuse_fd, NULL);
+		m->in_pool = false;
+	}
+	pthread_mutex_unlock(&m->arm_lock);
+}
+
+/* A pool worker took one of m's requests: let the pool take the next one if it still should. */
+void reader_pool_rearm(struct fs_mount *m)
+{
+	if (!m->has_reader) {
+		fs_mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
+		return;
+	}
+	pthread_mutex_lock(&m->arm_lock);
+	if (m->pool_want > 0)
+		fs_mount_arm(m, EPOLL_CTL_MOD, EPOLLIN);
+	pthread_mutex_unlock(&m->arm_lock);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether a reader that just served a request may spin for the next (one slot per 2 CPUs). */
+static bool spin_begin(struct fs *fs, struct fs_mount *m)
+{
+	if (m->poll_us <= 0)
+		return false;
+	if (atomic_fetch_add(&fs->pollers, 1) < fs->max_pollers)
+		return true;
+	atomic_fetch_sub(&fs->pollers, 1);
+	return false;
+}
+
+/*
+ * The reader's loop. With -o poll=USEC, after a request it reads the
+ * mount's non-blocking fd for that long (yielding the CPU between tries)
+ * before it blocks again, if it gets one of the pollers' slots (fs.c).
+ */
+static void *reader_main(void *arg)
+{
+	struct fs_mount *m = arg;
+	struct fs *fs = m->fs;
+	struct fuse_buf buf = {.mem = NULL};
+	bool slow, spinning = false;
+	uint64_t deadline = 0;
+	sigset_t set;
+	int res;
+
+	fs_worker_init(fs);
+	sigemptyset(&set);
+	sigaddset(&set, READER_WAKE_SIG);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	reading = m;
+	while (!m->unmounting) {
+		if (spinning && now_ns() >= deadline) {
+			spinning = false;
+			atomic_fetch_sub(&fs->pollers, 1);
+		}
+		read_fd = spinning ? m->fuse_fd : m->dev_fd;
+		res = fuse_session_receive_buf(m->se, &buf);
+		if (res == -EAGAIN) {
+			sched_yield();
+			continue;
+		}
+		if (res == -EINTR)
+			continue;
+		if (res <= 0 || fuse_session_exited(m->se))
+			break;
+		slow = fs_request_may_block(&buf);
+		if (slow)
+			pool_want(m, +1);
+		fs_serve(fs, m, &buf);
+		if (slow)
+			pool_want(m, -1);
+		if (!spinning)
+			spinning = spin_begin(fs, m);
+		if (spinning)
+			deadline = now_ns() + (uint64_t)m->poll_us * 1000u;
+	}
+	if (spinning)
+		atomic_fetch_sub(&fs->pollers, 1);
+	reading = NULL;
+	free(buf.mem);
+	ops_thread_exit();
+	pthread_mutex_lock(&fs->lock);
+	m->reader_gone = true; /* no signal for it from now on */
+	pthread_mutex_unlock(&fs->lock);
+	fs_mount_ended(m); /* drops the reader's busy count: m may be freed */
+	return NULL;
+}
+
+/*
+ * Give m its reader, holding one of m's busy counts until it ends. Without
+ * one (no clone, no thread) the pool serves m alone, as armed by the caller.
+ * Detached: its busy count says when it is done with m, and a process may
+ * end without freeing its mounts.
+ */
+void reader_start(struct fs_mount *m)
+{
+	uint32_t src = (uint32_t)m->fuse_fd;
+	pthread_attr_t a;
+	int fd, e;
+
+	fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd < 0 || ioctl(fd, FUSE_DEV_IOC_CLONE, &src) != 0) {
+		fs_log(m->fs, FS_LOG_WARN, "%s: no reader of its own (FUSE_DEV_IOC_CLONE: %s): "
+		       "served by the pool alone", m->mountpoint, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	m->dev_fd = fd;
+	pthread_mutex_lock(&m->fs->lock);
+	m->busy++;
+	m->has_reader = true;
+	pthread_mutex_unlock(&m->fs->lock);
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	e = pthread_create(&m->reader, &a, reader_main, m);
+	pthread_attr_destroy(&a);
+	if (e != 0) {
+		fs_log(m->fs, FS_LOG_WARN, "%s: no reader of its own (%s): served by the pool alone",
+		       m->mountpoint, strerror(e));
+		pthread_mutex_lock(&m->fs->lock);
+		m->busy--;
+		m->has_reader = false;
+		pthread_mutex_unlock(&m->fs->lock);
+		m->dev_fd = -1;
+		close(fd);
+	}
+}
+
+/*
+ * End the reader's read: its fd becomes /dev/null (a read that starts
+ * now returns at once) and a signal ends a read in progress, sent under
+ * the lock while the reader has not said it is gone (so it still runs).
+ * Its busy count then drops.
+ */
+void reader_stop(struct fs_mount *m)
+{
+	int nullfd;
+
+	if (!m->has_reader)
+		return;
+	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nullfd >= 0) {
+		dup3(nullfd, m->dev_fd, O_CLOEXEC);
+		close(nullfd);
+	}
+	pthread_mutex_lock(&m->fs->lock);
+	if (!m->reader_gone)
+		pthread_kill(m->reader, READER_WAKE_SIG);
+	pthread_mutex_unlock(&m->fs->lock);
+}
+
+/* Once m's busy count is 0 (the reader is done with m). */
+void reader_free(struct fs_mount *m)
+{
+	if (!m->has_reader)
+		return;
+	m->has_reader = false;
+	close(m->dev_fd);
+	m->dev_fd = -1;
+}
