@@ -458,6 +458,17 @@ static const char *const program_keys[] = {
 	"init.templatedir",
 	"include.path",
 	"includeif.*.path",
+	"gpg.ssh.defaultkeycommand",
+	"interactive.difffilter",
+	"trailer.*.command",
+	"trailer.*.cmd",
+	"core.alternaterefscommand",
+	"sendemail.sendmailcmd",
+	"sendemail.tocmd",
+	"sendemail.cccmd",
+	"sendemail.smtpserver",
+	"guitool.*.cmd",
+	"core.hookspath",
 };
 
 static bool key_is(const char *var, const char *pat)

@@ -472,6 +472,9 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 	close(cfgfd);
 	if (w.n && guard_index_entries(buf, len, hashsz, wt_entry, &w, why) < 0)
 		rc = -EROFS;
+	/* `git checkout -m` writes what resolve-undo records say */
+	if (!rc && w.n && guard_index_reuc(buf, len, hashsz, wt_entry, &w, why) < 0)
+		rc = -EROFS;
 	/* a split index's replacements, under their shared names */
 	if (!rc && w.n && split &&
 	    guard_index_replaced(split, splitlen, shared, sharedlen, hashsz, wt_entry, &w, why) < 0)

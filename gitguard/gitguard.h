@@ -324,6 +324,9 @@ long guard_index_hidden(const char *buf, size_t len, size_t hashsz,
 			void (*fn)(void *arg, const char *path, const char *what), void *arg);
 int guard_index_replaced(const char *buf, size_t len, const char *shared, size_t slen,
 			 size_t hashsz, guard_index_entry_fn fn, void *arg, const char **why);
+/* FN for each stage of each resolve-undo record (REUC): path, mode, object */
+int guard_index_reuc(const char *buf, size_t len, size_t hashsz, guard_index_entry_fn fn, void *arg,
+		     const char **why);
 /* A split index's cache-tree, checked against the entries merged with SHARED's */
 int guard_index_split_tree(const char *buf, size_t len, const char *shared, size_t slen,
 			   size_t hashsz, const char **why);

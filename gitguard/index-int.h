@@ -39,6 +39,8 @@ struct ix {
 		    const unsigned char *oid);
 	void *each_arg;
 	unsigned cur_flags, cur_xflags; /* the flags of the entry each() is called for */
+	guard_index_entry_fn reuc_fn;	/* each resolve-undo stage, or NULL */
+	void *reuc_arg;
 };
 
 uint32_t ix_be32(const unsigned char *p);

@@ -376,9 +376,10 @@ int ix_walk(struct ix *x, size_t *starts, bool *fresh)
 static int check_reuc(struct ix *x, const unsigned char *p, size_t sz)
 {
 	const unsigned char *end = p + sz, *nul;
-	unsigned long mode;
+	unsigned long mode, modes[3];
+	const char *path;
 	char *stop;
-	int k, hashes;
+	int k, hashes, seen;
 
 	while (p < end) {
 		nul = memchr(p, '\0', (size_t)(end - p));
@@ -386,6 +387,7 @@ static int check_reuc(struct ix *x, const unsigned char *p, size_t sz)
 			return ix_fail(x, "bad resolve-undo extension");
 		if (!guard_index_path_ok((const char *)p, 0100644))
 			return ix_fail(x, "resolve-undo path git would refuse");
+		path = (const char *)p;
 		p = nul + 1;
 		for (k = 0, hashes = 0; k < 3; k++) {
 			nul = memchr(p, '\0', (size_t)(end - p));
@@ -397,11 +399,17 @@ static int check_reuc(struct ix *x, const unsigned char *p, size_t sz)
 			if (mode && !ix_mode_ok((uint32_t)mode, false))
 				return ix_fail(x,
 					       "resolve-undo entry with a mode git does not write");
+			modes[k] = mode;
 			hashes += mode != 0;
 			p = nul + 1;
 		}
 		if ((size_t)(end - p) < hashes * x->hashsz)
 			return ix_fail(x, "bad resolve-undo extension");
+		/* git checkout -m writes from these: the same content rule as entries */
+		for (k = 0, seen = 0; x->reuc_fn && k < 3; k++)
+			if (modes[k] && x->reuc_fn(x->reuc_arg, path, (uint32_t)modes[k],
+						   p + (size_t)seen++ * x->hashsz, &x->why))
+				return -EINVAL;
 		p += hashes * x->hashsz;
 	}
 	return 0;
@@ -636,4 +644,16 @@ long guard_index_hidden(const char *buf, size_t len, size_t hashsz,
 	if (ix_walk(&x, NULL, NULL))
 		return -EINVAL;
 	return h.n;
+}
+
+int guard_index_reuc(const char *buf, size_t len, size_t hashsz, guard_index_entry_fn fn, void *arg,
+		     const char **why)
+{
+	struct ix x = {.p = (const unsigned char *)buf,
+		       .len = len,
+		       .hashsz = hashsz,
+		       .reuc_fn = fn,
+		       .reuc_arg = arg};
+
+	return ix_run(&x, why);
 }

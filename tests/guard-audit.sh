@@ -131,6 +131,10 @@ git -C "$R" config core.fsmonitor false
 git -C "$R" config --unset alias.st
 git -C "$R" config --remove-section filter.x
 audit_is "core.fsmonitor false is not a program" 0 "" "$T/cfg"
+git -C "$R" config gpg.ssh.defaultKeyCommand "$T/keycmd"
+audit_is "gpg.ssh.defaultKeyCommand (a signed commit runs it): listed" 1 \
+	"config: gpg.ssh.defaultkeycommand = $T/keycmd" "$T/cfg"
+git -C "$R" config --unset gpg.ssh.defaultKeyCommand
 
 R=$(fresh hidden)
 echo changed >>"$R/f"

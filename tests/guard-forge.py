@@ -3,6 +3,10 @@
 """guard-forge.py: the bot's side of tests/guard-index.sh and guard-strategy.sh.
 
   index OUT VERSION MODE:SHA:PATH...   write a git index (v2, v3 or v4) to OUT
+  index-reuc OUT PATH SHA MODE:SHA:PATH...
+                                       a v2 index with a resolve-undo record:
+                                       PATH was a conflict, SHA (mode 100755)
+                                       on both sides
   index-tree OUT DIR TREE COUNT MODE:SHA:PATH...
                                        a v2 index whose cache-tree (TREE
                                        extension) marks the root invalid and
@@ -84,6 +88,13 @@ def main(argv):
             mode, sha, path = spec.split(":", 2)
             ents.append((int(mode, 8), sha, path))
         write_file(argv[2], index(int(argv[3]), ents))
+    elif cmd == "index-reuc":
+        ents = []
+        for spec in argv[5:]:
+            mode, sha, path = spec.split(":", 2)
+            ents.append((int(mode, 8), sha, path))
+        reuc = argv[3].encode() + b"\x00" + b"0\x00" + b"100755\x00" * 2 + bytes.fromhex(argv[4]) * 2
+        write_file(argv[2], index(2, ents, b"REUC" + struct.pack(">I", len(reuc)) + reuc))
     elif cmd == "index-tree":
         ents = []
         for spec in argv[6:]:

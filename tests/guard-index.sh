@@ -174,6 +174,12 @@ forge_is "cache-tree: a valid folder naming another tree refused" EROFS \
 python3 "$FORGE" index-tree "$B/tree-count" .husky "$GOODTREE" 2 "${hk_ents[@]}"
 forge_is "cache-tree: an entry count that does not match refused" EROFS \
 	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/tree-count"
+python3 "$FORGE" index-reuc "$B/reuc-evil" .husky/pre-commit "$HSHA" "${hk_ents[@]}"
+forge_is "resolve-undo: a record giving a hook the bot's blob (git checkout -m) refused" EROFS \
+	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/reuc-evil"
+python3 "$FORGE" index-reuc "$B/reuc-plain" a "$HSHA" "${hk_ents[@]}"
+forge_is "resolve-undo: a record for a plain file may be renamed in" ok \
+	plant-rename "$H/.git/index.lock" "$H/.git/index" "$B/reuc-plain"
 rm -f "$H/.git/index.lock"
 check "git commit after a cache-tree check (the index git wrote)" sh -c \
 	"cd '$H' && echo t >t && git add t && git commit -qm t"
