@@ -61,7 +61,9 @@ struct tent {
 	bool added; /* index-split.c: a split index's own entry, over a shared one */
 };
 int ix_check_tree(struct ix *x, const unsigned char *p, size_t sz);
-/* the valid nodes of the cache-tree P against entries E (sorted as git sorts them) */
+/* the valid nodes of the cache-tree P against entries E (sorted as git sorts them);
+   NE TREE_UNSEEN: the entries are not known (any valid node is refused) */
+#define TREE_UNSEEN ((size_t)-1)
 int ix_tree_entries(struct ix *x, const unsigned char *p, size_t sz, struct tent *e, size_t ne);
 /* X's entries (a strict pass), empty-named ones too */
 int ix_collect(struct ix *x, struct tent **e, size_t *n);

@@ -331,7 +331,7 @@ int guard_index_split_tree(const char *buf, size_t len, const char *shared, size
 		return 0;
 	if (!shared || ix_run(&sx, why) || sx.link) {
 		/* no merged view to check a valid cache-tree against */
-		rc = ix_tree_entries(&x, tree, tsz, NULL, 0);
+		rc = ix_tree_entries(&x, tree, tsz, NULL, TREE_UNSEEN);
 		goto out;
 	}
 	link = find_ext(&x, "link", &lsz);

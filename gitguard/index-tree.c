@@ -244,7 +244,7 @@ static void tctx_free(struct tctx *c)
 
 int ix_tree_entries(struct ix *x, const unsigned char *p, size_t sz, struct tent *e, size_t ne)
 {
-	struct tctx c = {.x = x, .p = p, .end = p + sz, .e = e, .ne = ne};
+	struct tctx c = {.x = x, .p = p, .end = p + sz, .e = e, .ne = ne == TREE_UNSEEN ? 0 : ne};
 	size_t k;
 	int rc = 0;
 
@@ -260,7 +260,7 @@ int ix_tree_entries(struct ix *x, const unsigned char *p, size_t sz, struct tent
 		/* no SHA-256 here: left to git (agentfs(1), LIMITS) */
 		goto out;
 	}
-	if (!e) {
+	if (ne == TREE_UNSEEN) {
 		rc = ix_fail(x, "a valid cache-tree over entries gitguard cannot see");
 		goto out;
 	}
