@@ -95,9 +95,17 @@ daemon_kill()
 	done
 }
 
+# daemon_wait_gone SECONDS: no agentfsd of ours left, and its state lock free
+# (a process's command line goes before its descriptors do: a start right
+# after could find the old lock still held, as under ThreadSanitizer)
 daemon_wait_gone()
 {
-	wait_until "$1" eval '[ -z "$(daemon_pids)" ]'
+	wait_until "$1" eval '[ -z "$(daemon_pids)" ] && state_unlocked'
+}
+
+state_unlocked()
+{
+	[ ! -e "$D_STATE/lock" ] || flock -n "$D_STATE/lock" true
 }
 
 # daemon_start [ARGS...]: start agentfsd; 0 once it listens.
