@@ -624,10 +624,14 @@ void fs_mount_free(struct fs_mount *m)
 		while (m->busy > 0)
 			pthread_cond_wait(&fs->cond, &fs->lock);
 		pthread_mutex_unlock(&fs->lock);
-		reader_free(m);
 		notify_forget_mount(fs, m);
 	}
 	lock_drop_mount(fs, m);
+	/*
+	 * The reader's fd goes with the session's: the notifier and the lock
+	 * thread reply through it too, until the two calls above are done.
+	 */
+	reader_free(m);
 	if (m->se != NULL) {
 		/* The session owns the fd only once fuse_session_mount() took it. */
 		bool owned = fuse_session_fd(m->se) == m->fuse_fd;
