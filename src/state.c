@@ -89,17 +89,21 @@ cJSON *bot_to_json(const struct bot *b, bool full)
 		cJSON_AddStringToObject(m, "path", rt->path);
 		cJSON_AddStringToObject(m, "mountpoint", rt->mountpoint);
 		cJSON_AddStringToObject(m, "access", rt->writable ? "rw" : "ro");
+		/*
+		 * While the job thread works on the bot (busy), its roots' mounts
+		 * and errors are the job's: not read here until it is done.
+		 */
 		cJSON_AddStringToObject(m, "state",
-					rt->lost		       ? "lost"
-					: rt->m != NULL		       ? "mounted"
-					: b->busy && rt->error == NULL ? "mounting"
-								       : "unmounted");
-		if (rt->error != NULL)
+					rt->lost	  ? "lost"
+					: b->busy	  ? "mounting"
+					: rt->m != NULL ? "mounted"
+							  : "unmounted");
+		if (!b->busy && rt->error != NULL)
 			cJSON_AddStringToObject(m, "error", rt->error);
 		cJSON_AddItemToArray(mounts, m);
 	}
 	repos = cJSON_AddArrayToObject(o, "repos_made");
-	for (i = 0; i < b->nroots; i++) {
+	for (i = 0; !b->busy && i < b->nroots; i++) {
 		struct repo_acc acc = {repos, b->roots[i].path};
 
 		if (b->roots[i].m != NULL)
