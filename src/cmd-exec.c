@@ -98,24 +98,37 @@ static void __attribute__((noreturn)) run_command(char **cmd)
 static int exec_as(int argc, char **argv)
 {
 	struct ids id;
-	int cmd = 4, chan = -1;
-	char *end = NULL;
+	int cmd = 3, chan = -1, err_fd = -1;
+	bool optional = false, bad = argc < 4 || !exec_ids_parse(argv[2], &id) || id.uid == 0;
+	char *end;
 
-	/* --unix=FD[,optional]: no network, the host-socket guard's channel (exec-unix.c) */
-	if (argc > 4 && strncmp(argv[3], "--unix=", 7) == 0) {
-		chan = (int)strtol(argv[3] + 7, &end, 10);
-		cmd = 5;
+	/*
+	 * --unix=FD[,optional]: no network, the host-socket guard's channel
+	 * (exec-unix.c). --stderr=FD: the command's standard error; bwrap's own
+	 * is a pipe agentfs exec reads (run_bwrap).
+	 */
+	for (; !bad && cmd < argc && strcmp(argv[cmd], "--") != 0; cmd++) {
+		if (strncmp(argv[cmd], "--unix=", 7) == 0) {
+			chan = (int)strtol(argv[cmd] + 7, &end, 10);
+			optional = strcmp(end, ",optional") == 0;
+			bad = chan < 3 || (*end != '\0' && !optional);
+		} else if (strncmp(argv[cmd], "--stderr=", 9) == 0) {
+			err_fd = (int)strtol(argv[cmd] + 9, &end, 10);
+			bad = err_fd < 3 || *end != '\0';
+		} else {
+			bad = true;
+		}
 	}
-	if (argc < cmd + 1 || strcmp(argv[cmd - 1], "--") != 0 || !exec_ids_parse(argv[2], &id) ||
-	    id.uid == 0 ||
-	    (end != NULL && (chan < 3 || (*end != '\0' && strcmp(end, ",optional")))))
+	if (bad || cmd + 1 >= argc)
 		die("exec --as: bad arguments (it is run by agentfs exec inside the sandbox)");
+	if (err_fd >= 0 && (dup2(err_fd, STDERR_FILENO) < 0 || close(err_fd) != 0))
+		die("exec --as: no standard error: %s", strerror(errno));
 	exec_become(&id);
 	exec_landlock_scope();
 	if (chan >= 0)
-		exec_unix_confine(chan, *end != '\0');
+		exec_unix_confine(chan, optional);
 	exec_loader_vars_restore();
-	run_command(argv + cmd);
+	run_command(argv + cmd + 1);
 }
 
 /* danger-full-access: no sandbox, but still the bot's user. */
@@ -180,14 +193,14 @@ static void check_live(const char *bot, const cJSON *bind)
 /* The bwrap command line for a plan: order matters, parents before nested roots. */
 static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan, const char *cwd,
 			const char *setsid_ctty, int status_fd, uid_t uid, const char *unix_opt,
-			char **cmd)
+			int err_fd, char **cmd)
 {
 	char *self = realpath("/proc/self/exe", NULL), *ids;
 	struct ids id;
 	const cJSON *binds = cJSON_GetObjectItemCaseSensitive(plan, "binds"), *v;
 	const char *sock = jstr(plan, "socket"), *ctl = jstr(plan, "control_socket");
 	const cJSON **sorted;
-	char num[16];
+	char num[32];
 	size_t n = 0, i;
 
 	exec_arg(a, bwrap);
@@ -301,6 +314,8 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	exec_arg(a, ids);
 	if (unix_opt != NULL)
 		exec_arg(a, unix_opt);
+	snprintf(num, sizeof num, "--stderr=%d", err_fd);
+	exec_arg(a, num);
 	exec_arg(a, "--");
 	free(ids);
 	free(self);
@@ -414,12 +429,82 @@ static void read_status(int fd, char *buf, size_t cap, size_t *len, pid_t *init)
 }
 
 /*
+ * bwrap's own standard error. The command writes to the real one (exec --as
+ * --stderr), so this carries only what bwrap says: kept until bwrap is done
+ * (a setup that lost a race with the host's mount table is tried again,
+ * quietly: see setup_raced), passed on at once when it is more than a
+ * setup error would be.
+ */
+struct bwrap_err {
+	int fd;
+	bool passed; /* what was kept went out; the rest follows as it comes */
+	size_t len;
+	char buf[4096];
+};
+
+static void write_stderr(const char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0 && ((w = write(STDERR_FILENO, p, n)) > 0 || errno == EINTR))
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+		}
+}
+
+/* What bwrap kept back goes out now: it is done, will not be tried again, or says more. */
+static void bwrap_err_flush(struct bwrap_err *e, bool done)
+{
+	if (!e->passed) {
+		e->passed = true;
+		write_stderr(e->buf, e->len);
+		e->len = 0;
+	}
+	if (done && e->fd >= 0) {
+		close(e->fd);
+		e->fd = -1;
+	}
+}
+
+static void bwrap_err_read(struct bwrap_err *e)
+{
+	char tmp[4096];
+	ssize_t n;
+
+	while (e->fd >= 0 && (n = read(e->fd, tmp, sizeof tmp)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN) {
+				close(e->fd);
+				e->fd = -1;
+			}
+			return;
+		}
+		if (!e->passed && e->len + (size_t)n >= sizeof e->buf)
+			bwrap_err_flush(e, false);
+		if (e->passed) {
+			write_stderr(tmp, (size_t)n);
+		} else {
+			memcpy(e->buf + e->len, tmp, (size_t)n);
+			e->len += (size_t)n;
+			e->buf[e->len] = '\0';
+		}
+	}
+	if (e->fd >= 0) {
+		close(e->fd);
+		e->fd = -1;
+	}
+}
+
+/*
  * Wait for bwrap, relaying the pty (if any) and passing signals on to the
  * command, until bwrap has exited and the pty has nothing more to say.
  */
-static int supervise(pid_t pid, int status_fd, int master, bool *started)
+static int supervise(pid_t pid, int status_fd, int master, struct bwrap_err *err, bool *started)
 {
-	struct pollfd pf[4];
+	struct pollfd pf[5];
 	char status_buf[4096], buf[8192];
 	size_t status_len = 0;
 	pid_t init = -1, target;
@@ -430,6 +515,7 @@ static int supervise(pid_t pid, int status_fd, int master, bool *started)
 	ssize_t n;
 
 	fcntl(status_fd, F_SETFL, O_NONBLOCK);
+	fcntl(err->fd, F_SETFL, O_NONBLOCK);
 	for (;;) {
 		if ((sig = pending_sig) != 0) {
 			pending_sig = 0;
@@ -449,7 +535,8 @@ static int supervise(pid_t pid, int status_fd, int master, bool *started)
 		pf[1] = (struct pollfd){master, POLLIN, 0};
 		pf[2] = (struct pollfd){in_open ? STDIN_FILENO : -1, POLLIN, 0};
 		pf[3] = (struct pollfd){exited ? -1 : exec_unix_guard_fd(), POLLIN, 0};
-		if (poll(pf, 4, exited ? 10 : 50) < 0 && errno != EINTR)
+		pf[4] = (struct pollfd){err->fd, POLLIN, 0};
+		if (poll(pf, 5, exited ? 10 : 50) < 0 && errno != EINTR)
 			break;
 		if (pf[3].revents != 0)
 			exec_unix_guard_serve(pf[3].revents);
@@ -458,6 +545,8 @@ static int supervise(pid_t pid, int status_fd, int master, bool *started)
 			registered = true;
 			exec_register(init);
 		}
+		if (pf[4].revents != 0)
+			bwrap_err_read(err);
 		if (master >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			n = read(master, buf, sizeof buf);
 			if (n <= 0 || write(STDOUT_FILENO, buf, (size_t)n) < 0) {
@@ -476,7 +565,13 @@ static int supervise(pid_t pid, int status_fd, int master, bool *started)
 		}
 	}
 	read_status(status_fd, status_buf, sizeof status_buf, &status_len, &init);
-	*started = strstr(status_buf, "child-pid") != NULL;
+	/*
+	 * bwrap reports the child's pid before the child sets the sandbox up,
+	 * and an exit code only for a command it started.
+	 */
+	*started = strstr(status_buf, "exit-code") != NULL;
+	/* what bwrap wrote before it exited; a process left inside may hold the pipe */
+	bwrap_err_read(err);
 	return status;
 }
 
@@ -486,7 +581,7 @@ static int supervise(pid_t pid, int status_fd, int master, bool *started)
  * folder outside the roots: openat(fd, "..") walks the host; a host socket)
  * would reach past the roots, whatever the mounts hide.
  */
-static void keep_only_fds(int status_fd, int unix_chan)
+static void keep_only_fds(int status_fd, int unix_chan, int err_fd)
 {
 	DIR *d;
 	struct dirent *e;
@@ -504,7 +599,7 @@ static void keep_only_fds(int status_fd, int unix_chan)
 		}
 		closedir(d);
 	}
-	if (fcntl(status_fd, F_SETFD, 0) != 0 ||
+	if (fcntl(status_fd, F_SETFD, 0) != 0 || fcntl(err_fd, F_SETFD, 0) != 0 ||
 	    (unix_chan >= 0 && fcntl(unix_chan, F_SETFD, 0) != 0))
 		die("cannot pass descriptors to bwrap: %s", strerror(errno));
 }
@@ -527,15 +622,39 @@ static void std_fds_check(void)
 			    what[fd]);
 }
 
-static int run_bwrap(struct argv_buf *a, int status_pipe[2], int unix_chan, bool tty)
+/* How often a setup that lost a race with the host's mount table is tried. */
+#define SETUP_TRIES 5
+
+/*
+ * bwrap copies the host's mount table and then makes each mount in it
+ * read-only, one by one: a mount that goes away in between (another bot's
+ * root ended and its folder removed, a container stopping) fails the whole
+ * setup, with one of these. Nothing has run then, so it is tried again.
+ */
+static bool setup_raced(const struct bwrap_err *e)
 {
-	struct termios saved, raw;
+	return strstr(e->buf, "Unable to apply mount flags") != NULL ||
+	       strstr(e->buf, "in mount table") != NULL;
+}
+
+/*
+ * One try: fork bwrap with its standard error on a pipe of ours (ERR_FD,
+ * given to exec --as, is the caller's), supervise it, and say whether it
+ * started the command. The status pipe and the guard's channel stay open
+ * here across tries: their numbers are on bwrap's command line.
+ */
+static int bwrap_try(struct argv_buf *a, int status_fd, int status_w, int unix_chan, int err_fd,
+		     bool tty, struct bwrap_err *err, bool *started)
+{
 	struct sigaction sa = {0};
-	int master = -1, slave = -1, status, code;
-	bool out_tty = isatty(STDOUT_FILENO), err_tty = isatty(STDERR_FILENO), started;
+	struct termios saved, raw;
+	bool out_tty = isatty(STDOUT_FILENO), err_tty = isatty(STDERR_FILENO);
 	bool have_saved = false;
+	int master = -1, slave = -1, errp[2], status;
 	pid_t pid;
 
+	if (pipe2(errp, O_CLOEXEC) != 0)
+		die("pipe: %s", strerror(errno));
 	if (tty) {
 		struct winsize ws;
 
@@ -549,7 +668,6 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], int unix_chan, bool
 	if (pid < 0)
 		die("fork: %s", strerror(errno));
 	if (pid == 0) {
-		close(status_pipe[0]);
 		if (tty) {
 			/* The command's terminal is our pty (it becomes its controlling
 			 * terminal inside, see build_bwrap): TIOCSTI can only reach the
@@ -564,18 +682,21 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], int unix_chan, bool
 			if (slave > 2)
 				close(slave);
 		}
+		/* a closed standard error stays what err_fd is (/dev/null) */
+		if ((fcntl(STDERR_FILENO, F_GETFD) >= 0 && dup2(STDERR_FILENO, err_fd) < 0) ||
+		    dup2(errp[1], STDERR_FILENO) < 0)
+			_exit(127);
 		/* bwrap itself runs as root: the caller's loader variables (which may
 		 * name a library in a bot's root) reach only the command, through
 		 * loader_vars_hold. */
 		exec_loader_vars_clear();
-		keep_only_fds(status_pipe[1], unix_chan);
+		keep_only_fds(status_w, unix_chan, err_fd);
 		execv(a->v[0], a->v);
-		fprintf(stderr, "agentfs: cannot run %s: %s\n", a->v[0], strerror(errno));
+		dprintf(err_fd, "agentfs: cannot run %s: %s\n", a->v[0], strerror(errno));
 		_exit(127);
 	}
-	close(status_pipe[1]);
-	if (unix_chan >= 0)
-		close(unix_chan);
+	close(errp[1]);
+	err->fd = errp[0];
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -594,10 +715,34 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], int unix_chan, bool
 			tcsetattr(STDIN_FILENO, TCSANOW, &raw);
 		}
 	}
-	status = supervise(pid, status_pipe[0], master, &started);
+	status = supervise(pid, status_fd, master, err, started);
 	if (have_saved)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+	return status;
+}
+
+static int run_bwrap(struct argv_buf *a, int status_pipe[2], int unix_chan, int err_fd, bool tty)
+{
+	struct bwrap_err err;
+	int status, code, try;
+	bool started = false;
+
+	for (try = 1;; try++) {
+		memset(&err, 0, sizeof err);
+		status = bwrap_try(a, status_pipe[0], status_pipe[1], unix_chan, err_fd, tty, &err,
+				   &started);
+		if (started || try == SETUP_TRIES || !WIFEXITED(status) || pending_sig != 0 ||
+		    !setup_raced(&err))
+			break;
+		if (err.fd >= 0)
+			close(err.fd);
+		usleep(10000 * try);
+	}
+	bwrap_err_flush(&err, true);
 	close(status_pipe[0]);
+	close(status_pipe[1]);
+	if (unix_chan >= 0)
+		close(unix_chan);
 	if (!started) {
 		fprintf(stderr,
 			"agentfs: bwrap could not set up the sandbox (its message is above); "
@@ -623,7 +768,7 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	const char *cwd_opt = NULL, *sandbox, *sock, *folder, *bot = NULL;
 	char cwd[PATH_MAX], *bwrap, *norm = NULL, *setsid_path;
 	const cJSON *err, *uid, *b;
-	int i, code, status_pipe[2], unix_chan = -1;
+	int i, code, status_pipe[2], unix_chan = -1, err_fd;
 	char unix_opt[48];
 	bool full_access, host_sockets = false;
 
@@ -728,13 +873,17 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 		snprintf(unix_opt, sizeof unix_opt, "--unix=%d%s", unix_chan,
 			 host_sockets ? ",optional" : "");
 	}
+	/* the number the command's standard error takes inside; set in the child (bwrap_try) */
+	err_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (err_fd < 0 || (err_fd < 3 && (err_fd = fcntl(err_fd, F_DUPFD_CLOEXEC, 3)) < 0))
+		die("cannot open /dev/null: %s", strerror(errno));
 	build_bwrap(&a, bwrap, rep, norm, setsid_path, status_pipe[1], (uid_t)uid->valuedouble,
-		    unix_chan >= 0 ? unix_opt : NULL, argv + optind);
+		    unix_chan >= 0 ? unix_opt : NULL, err_fd, argv + optind);
 	free(setsid_path);
 	free(bwrap);
 	free(norm);
 	std_fds_check();
-	code = run_bwrap(&a, status_pipe, unix_chan, isatty(STDIN_FILENO));
+	code = run_bwrap(&a, status_pipe, unix_chan, err_fd, isatty(STDIN_FILENO));
 	for (i = 0; (size_t)i < a.n; i++)
 		free(a.v[i]);
 	free(a.v);

@@ -113,6 +113,63 @@ sig_to_command()
 sig_to_command TERM
 sig_to_command INT
 sig_to_command HUP
+# --- a setup that lost a race with the host's mount table ------------------
+# bwrap copies the mount table, then makes each mount read-only one by one; a
+# mount that goes in between (another bot's root ended, its folder removed)
+# fails the setup before anything runs. exec tries again, quietly; other
+# setup errors are shown at once. A bwrap of our own in PATH plays the race:
+# it reports a child (as bwrap does before setting up), fails as bwrap does,
+# and then hands over to the real one.
+real_bwrap=$(command -v bwrap)
+mkdir -p "$T/fakebin"
+cat >"$T/fakebin/bwrap" <<EOF
+#!/bin/sh
+n=\$(cat "$T/bw.count" 2>/dev/null || echo 0)
+echo \$((n + 1)) >"$T/bw.count"
+mode=\$(cat "$T/bw.mode")
+if [ "\$mode" = once ] && [ "\$n" -ge 1 ]; then
+	exec "$real_bwrap" "\$@"
+fi
+prev=
+for a in "\$@"; do
+	if [ "\$prev" = --json-status-fd ]; then
+		sh -c 'exit 1' &
+		eval "echo '{ \"child-pid\": '\$!' }' >&\$a"
+		wait
+	fi
+	prev=\$a
+done
+if [ "\$mode" = other ]; then
+	echo "bwrap: Can't find source path /nope-$$: No such file or directory" >&2
+else
+	echo "bwrap: Can't bind mount /oldroot/ on /newroot/: Unable to apply mount flags: remount \"/newroot$T/gone\": Invalid argument" >&2
+fi
+exit 1
+EOF
+chmod 755 "$T/fakebin/bwrap"
+fake_ex()
+{
+	echo "$1" >"$T/bw.mode"
+	rm -f "$T/bw.count"
+	shift
+	PATH="$T/fakebin:$PATH" ex "$@"
+}
+out=$(fake_ex once w1 -- sh -c 'echo out; echo err >&2; exit 5' </dev/null 2>"$T/bw.err")
+rc=$?
+is "$rc:$out" "5:out" "a setup that lost a mount race is tried again: the command runs, status and output kept"
+is "$(cat "$T/bw.err")" "err" "and standard error has the command's words only, not bwrap's failed try"
+is "$(cat "$T/bw.count")" 2 "bwrap ran twice"
+fake_ex always w1 -- sh -c 'echo ran >"$1/ran.race"' sh "$W" </dev/null 2>"$T/bw.err"
+rc=$?
+is "$rc" 126 "a mount race every time: exec exits 126"
+is "$(cat "$T/bw.count")" 5 "after five tries"
+is "$(grep -c 'Unable to apply mount flags' "$T/bw.err")" 1 "bwrap's message is shown once"
+like "$(cat "$T/bw.err")" "bwrap could not set up the sandbox .*Nothing was run" "with what it means"
+is "$([ -e "$W/ran.race" ] && echo ran)" "" "and nothing ran"
+fake_ex other w1 -- true </dev/null 2>"$T/bw.err"
+rc=$?
+is "$rc:$(cat "$T/bw.count")" "126:1" "any other setup error: exit 126 at the first try"
+like "$(cat "$T/bw.err")" "Can't find source path /nope-$$" "with bwrap's message"
 is "$(pgrep -fa "bwrap .*$T/")" "" "no sandbox is left running"
 
 done_testing
