@@ -204,12 +204,12 @@ static int check_moved_link(struct guard *g, const struct guard_req *req, struct
 		return 0;
 	if (!req->target)
 		return guard_refuse_why(v, GUARD_RULE_X1, "symlink moved without its target");
-	return guard_check_x1(g, req->parent_path, req->parent_fd, req->target, v);
+	return guard_check_x1(g, req->parent_path, req->parent_fd, req->parent, req->target, v);
 }
 
-/* X1 for what NAME in DFD is, a symlink moving to the folder TO_FD (TO_PATH or NULL) */
+/* X1 for what NAME in DFD is, a symlink moving to the folder TO_FD (TO_PATH, TO_CLS or NULL) */
 static int check_link_at(struct guard *g, int dfd, const char *name, const char *to_path, int to_fd,
-			 struct guard_verdict *v)
+			 const struct guard_cls *to_cls, struct guard_verdict *v)
 {
 	char target[PATH_MAX];
 	ssize_t n;
@@ -218,7 +218,7 @@ static int check_link_at(struct guard *g, int dfd, const char *name, const char 
 	if (n <= 0)
 		return guard_refuse_why(v, GUARD_RULE_X1, "symlink moved without its target");
 	target[n] = '\0';
-	return guard_check_x1(g, to_path, to_fd, target, v);
+	return guard_check_x1(g, to_path, to_fd, to_cls, target, v);
 }
 
 /* X1 for an exchange across folders: each symlink judged from the other's folder */
@@ -229,9 +229,10 @@ static int check_exchanged_links(struct guard *g, const struct guard_req *req,
 
 	if (S_ISLNK(req->mode))
 		rc = check_link_at(g, req->src_parent_fd, req->src_name, req->parent_path,
-				   req->parent_fd, v);
+				   req->parent_fd, req->parent, v);
 	if (!rc && S_ISLNK(req->victim_mode))
-		rc = check_link_at(g, req->parent_fd, req->name, NULL, req->src_parent_fd, v);
+		rc = check_link_at(g, req->parent_fd, req->name, NULL, req->src_parent_fd,
+				   req->src_parent, v);
 	return rc;
 }
 
@@ -298,7 +299,8 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 		mode = head_symlink(req) ? S_IFREG : S_IFLNK;
 		rc = check_new(g, req->parent, req->parent_fd, req->name, mode, false, v);
 		if (!rc && S_ISLNK(mode))
-			rc = guard_check_x1(g, req->parent_path, req->parent_fd, req->target, v);
+			rc = guard_check_x1(g, req->parent_path, req->parent_fd, req->parent,
+					    req->target, v);
 		return rc;
 	case GUARD_OP_LINK:
 		if (req->cls->kind != GUARD_BOTREPO &&

@@ -376,7 +376,8 @@ static inline bool guard_in_gitdir(const struct guard_cls *c)
 
 /* x1.c: X1, a symlink in PARENT_FD (PARENT_PATH from the root) whose TARGET,
  * resolved as the kernel will, enters a git folder (0, or -EROFS and V) */
-int guard_check_x1(struct guard *g, const char *parent_path, int parent_fd, const char *target,
+int guard_check_x1(struct guard *g, const char *parent_path, int parent_fd,
+		   const struct guard_cls *pc, const char *target,
 		   struct guard_verdict *v);
 
 /* walk.c: G3, nothing protected beneath the folder DFD of class DCLS (0, or -EROFS and V) */

@@ -60,6 +60,7 @@ struct x1walk {
 	bool missing; /* a component was not there: the rest is judged by name */
 	bool away;    /* outside the root, on another filesystem: the rest is judged by name */
 	bool parent;  /* walking to the symlink's own folder: a symlink there is a race */
+	bool local;   /* lv[0] is the symlink's folder, not the root: ".." above it restarts */
 };
 
 /*
@@ -102,6 +103,7 @@ static int x1_outside(struct x1walk *w, int nfd, const char *name, const struct 
 		w->lv[0].dev = w->g->root_dev;
 		w->lv[0].ino = w->g->root_ino;
 		w->n = 1;
+		w->local = false;
 		return guard_in_gitdir(&w->lv[0].cls) ? guard_refuse(w->v, GUARD_RULE_X1) : 0;
 	}
 	/*
@@ -120,6 +122,8 @@ static int x1_up(struct x1walk *w)
 	struct stat st;
 	int nfd;
 
+	if (w->local && w->n == 1)
+		return -EAGAIN; /* above the symlink's folder: only a walk from the root knows */
 	nfd = openat(w->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (nfd < 0 || fstat(nfd, &st) < 0) {
 		if (nfd >= 0)
@@ -173,6 +177,7 @@ static int x1_link(struct x1walk *w, const char *name)
 		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink target cannot be checked");
 	x1_move(w, nfd);
 	w->n = 0;
+	w->local = false;
 	return 0;
 }
 
@@ -393,7 +398,7 @@ static int x1_start(struct x1walk *w, const char *parent_path, int parent_fd)
 		w->lv[0].ino = w->g->root_ino;
 		w->n = 1;
 		w->links = 0;
-		w->missing = w->away = false;
+		w->missing = w->away = w->local = false;
 		if (guard_classify_root(w->g, &w->lv[0].cls, NULL) < 0)
 			return guard_refuse_why(w->v, GUARD_RULE_X1, "root cannot be classified");
 		if (guard_in_gitdir(&w->lv[0].cls))
@@ -412,11 +417,35 @@ static int x1_start(struct x1walk *w, const char *parent_path, int parent_fd)
 }
 
 /*
- * X1: a new symlink in the folder PARENT_FD (PARENT_PATH from the root) whose
- * target, resolved as the kernel will, enters a git folder.
+ * A relative target starts in the symlink's own folder, whose class the
+ * caller has (PC): no walk from the root, which a host renaming a folder
+ * above it can send elsewhere meanwhile. Only a ".." above that folder
+ * needs the root's walk (x1_up says -EAGAIN).
  */
-int guard_check_x1(struct guard *g, const char *parent_path, int parent_fd, const char *target,
-		   struct guard_verdict *v)
+static int x1_from_parent(struct x1walk *w, const struct guard_cls *pc, int parent_fd)
+{
+	struct stat st;
+
+	if (guard_in_gitdir(pc))
+		return guard_refuse(w->v, GUARD_RULE_X1);
+	w->fd = fcntl(parent_fd, F_DUPFD_CLOEXEC, 3);
+	if (w->fd < 0 || fstat(w->fd, &st) < 0)
+		return -EAGAIN;
+	w->lv[0].dev = st.st_dev;
+	w->lv[0].ino = st.st_ino;
+	w->lv[0].cls = *pc;
+	w->n = 1;
+	w->local = true;
+	return x1_resolve(w);
+}
+
+/*
+ * X1: a new symlink in the folder PARENT_FD (PARENT_PATH from the root, PC
+ * its class, either may be NULL) whose target, resolved as the kernel will,
+ * enters a git folder.
+ */
+int guard_check_x1(struct guard *g, const char *parent_path, int parent_fd,
+		   const struct guard_cls *pc, const char *target, struct guard_verdict *v)
 {
 	struct x1walk w = {.g = g, .v = v, .fd = -1};
 	size_t tl;
@@ -437,6 +466,17 @@ int guard_check_x1(struct guard *g, const char *parent_path, int parent_fd, cons
 		goto out;
 	}
 	memcpy(w.rest, target, tl + 1);
+	if (pc != NULL && parent_fd >= 0 && target[0] != '/') {
+		rc = x1_from_parent(&w, pc, parent_fd);
+		if (rc != -EAGAIN)
+			goto out;
+		free(w.rest);
+		w.rest = strdup(target);
+		if (!w.rest) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
 	rc = x1_start(&w, parent_path, parent_fd);
 	if (!rc && target[0] == '/') {
 		x1_move(&w, open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));

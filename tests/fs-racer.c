@@ -235,7 +235,13 @@ static int do_work(const char *dir, double seconds, long maxrounds)
 		snprintf(a, sizeof(a), "fw%ld", i);
 		snprintf(b, sizeof(b), "fr%ld", i);
 #undef TRY
-#define TRY(expr) ((expr) ? at_good++ : at_bad++)
+	/* what failed, and why, for the first few: a failure here is a bug to find */
+#define TRY(expr)                                                                          \
+	((expr) ? at_good++                                                                \
+		: (at_bad < 5 ? fprintf(stderr, "at-failed: %s: %s (round %ld)\n", #expr,  \
+					strerror(errno), i)                                \
+			      : 0,                                                         \
+		   at_bad++))
 		TRY(putat(dfd, a, O_CREAT | O_EXCL, "racer data\n"));
 		TRY(renameat(dfd, a, dfd, b) == 0);
 		TRY(putat(dfd, b, O_APPEND, "appended\n"));

@@ -532,6 +532,27 @@ allow "prepare plain/x1f/e -> ../symrepo-git (dangling there)" \
 	sh -c "\"$TRYOP\" mkdir \"$M/plain/x1f\" >/dev/null && \"$TRYOP\" symlink ../symrepo-git \"$M/plain/x1f/e\""
 refuse "rename plain/x1f (e -> ../symrepo-git) into store/" try rename "$M/plain/x1f" "$M/store/x1f"
 allow "rename plain/x1f within plain/" try rename "$M/plain/x1f" "$M/plain/x1f2"
+# the host moves a folder out of the root while the bot holds a descriptor of it
+# (or swaps it with a symlink, tests/fs-race.sh): a symlink made relative to that
+# descriptor is judged from the folder itself; one that climbs out of it still
+# needs the folder's place in the root, and there is none
+mkdir -p "$S/plain/x1mv"
+got=$(python3 - "$M/plain/x1mv" "$S/plain/x1mv" "$T/x1moved" <<'PYEOF'
+import errno, os, sys
+d = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+os.rename(sys.argv[2], sys.argv[3])
+out = []
+for name, target in (("l1", "r0"), ("l2", "sub/r0"), ("l3", "../src/store/symrepo-git/hooks")):
+    try:
+        os.symlink(target, name, dir_fd=d)
+        out.append("OK")
+    except OSError as e:
+        out.append(errno.errorcode[e.errno])
+print(" ".join(out))
+PYEOF
+)
+is "$got" "OK OK EROFS" \
+	"a folder the host moved out of the root, through a descriptor: symlinks r0 and sub/r0 made, ../src/store/symrepo-git/hooks refused"
 # 300 folders deep: the symlink's folder is judged where it is, not cut at 256 names
 x1deep="$M/plain/x1deep$(printf '/d%.0s' $(seq 300))"
 mkdir -p "$x1deep"
