@@ -174,6 +174,7 @@ int sandbox_parse(const char *s, enum sandbox *out);
 int user_parse(const char *s, uid_t *out);
 char *user_name(uid_t uid);
 ssize_t read_text(int dirfd, const char *name, char *buf, size_t cap);
+void raise_nofile(void);
 int proc_stat(pid_t pid, char *state, pid_t *ppid);
 long proc_real_uid(pid_t pid);
 

@@ -15,7 +15,6 @@
 #include <unistd.h>
 #include <linux/close_range.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -226,17 +225,6 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	log_msg(LOG_INFO, "signal %d: shutting down", (int)sig);
 	event_base_loopexit(arg, NULL);
-}
-
-/* More descriptors: thousands of clients and the mounts' fd caches share them. */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
 }
 
 static void daemonise(void)

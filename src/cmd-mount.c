@@ -264,6 +264,7 @@ static int serve(struct fs_mount_params *mp, bool foreground)
 
 	if (event_fd >= 0) /* else no path is computed for an event no one reads */
 		p.event = cli_event;
+	raise_nofile();
 	fs = fs_new(&p, &err);
 	if (fs == NULL) {
 		fail_report(err.msg);

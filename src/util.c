@@ -13,6 +13,7 @@
 #include <syslog.h>
 #include <unistd.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "fusefs/fusefs.h"
@@ -416,4 +417,19 @@ long proc_real_uid(pid_t pid)
 	    (p = strstr(buf, "\nUid:")) == NULL || sscanf(p, "\nUid: %lu", &uid) != 1)
 		return -1;
 	return (long)uid;
+}
+
+/*
+ * A server takes its hard descriptor limit: the mounts' caches of looked-up
+ * folders and files are half of it (fusefs), and with the usual soft limit
+ * of 1024 a tree of more than 512 names would be opened again and again.
+ */
+void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }

@@ -49,4 +49,19 @@ check "the server is still running" kill -0 "$FS_PID"
 is "$(awk '/^Max open files/ { print $4 ":" $5 }' "/proc/$FS_PID/limits")" 256:256 \
 	"the server ran with its limit of 256 open files"
 check "unmount" fs_umount "$M"
+
+# a soft limit below the hard one (1024 is the usual default): the server takes
+# the hard one, so its cache of looked-up names is not 512 entries
+FS_WRAP=(prlimit --nofile=256:4096 --)
+fs_mount_fg "$S" "$M"
+mounted=$?
+FS_WRAP=()
+if [ "$mounted" -eq 0 ]; then
+	is "$(awk '/^Max open files/ { print $4 ":" $5 }' "/proc/$FS_PID/limits")" 4096:4096 \
+		"with ulimit -Sn 256 -Hn 4096 the server raises its soft limit to 4096"
+	is "$(listing "$M")" "$(listing "$S")" "and lists the tree"
+	check "unmount" fs_umount "$M"
+else
+	not_ok "mount -f with ulimit -Sn 256 -Hn 4096"
+fi
 done_testing
