@@ -320,7 +320,8 @@ static bool touches_foreign_lock(struct fs_mount *m, const struct preq *r)
 	switch (r->op) {
 	case GUARD_OP_WRITE:
 	case GUARD_OP_LINK:
-		if (r->ino == NULL)
+		/* a lock is a file; an inode's type never changes: no lock for the test */
+		if (r->ino == NULL || !S_ISREG(r->ino->type))
 			return false;
 		pthread_mutex_lock(&m->fs->lock);
 		if (r->ino->name != NULL)
