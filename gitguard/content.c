@@ -456,8 +456,20 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 			close(w.topfd);
 		w.topfd = -1;
 		w.linked = true;
-		if (!g || wt_linked(g, dfd, &w.topfd, &cfgfd))
+		if (!g || wt_linked(g, dfd, &w.topfd, &cfgfd)) {
+			/*
+			 * A linked worktree's admin folder (it has a gitdir) whose
+			 * work tree is not in the root (`git worktree add ../feat`)
+			 * or cannot be found: no file there can be compared, and no
+			 * git of the bot's works there. Its index is not the bot's.
+			 */
+			if (!fstatat(dfd, "gitdir", &st, AT_SYMLINK_NOFOLLOW)) {
+				*why = "the index of a linked worktree whose work tree is outside "
+				       "the root";
+				rc = -EROFS;
+			}
 			goto out; /* a bare or submodule git folder: no work tree known here */
+		}
 	}
 	/* the repository's scan knows every config's hooksPath (global, includes) */
 	if (g && !fstat(cfgfd, &st))

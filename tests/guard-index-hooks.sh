@@ -46,6 +46,9 @@ setup()
 	done
 	git -C "$S/p" config core.hooksPath "$S/p/.myhooks"
 	git -C "$S/u" config core.hooksPath ../u/.myhooks
+	# a linked worktree beside the root (git worktree add ../feat): its index
+	# lies in the root, its files do not
+	git -C "$S/g" worktree add -q "$T/out/feat" -b feat
 }
 host_setup host-setup setup
 
@@ -81,6 +84,18 @@ for r in p u; do
 		EROFS plant-rename "$M/$r/.git/index.lock" "$M/$r/.git/index" "$B/evil-$r"
 	rm -f "$M/$r/.git/index.lock"
 done
+# the linked worktree outside the root: nothing there to compare an index with,
+# and no git of the bot's works there; its index is not the bot's, even as git wrote it
+fents=$(cd "$T/out/feat" && git ls-files -s | awk '{ print $1 ":" $2 ":" $4 }')
+python3 "$FORGE" index "$B/same-feat" 2 $fents
+forge_is "a linked worktree outside the root: its index as git wrote it is not renamed in" EROFS \
+	plant-rename "$M/g/.git/worktrees/feat/index.lock" "$M/g/.git/worktrees/feat/index" "$B/same-feat"
+rm -f "$M/g/.git/worktrees/feat/index.lock"
+python3 "$FORGE" index "$B/evil-feat" 2 $(printf '%s\n' $fents |
+	sed "s|^[0-9]*:[0-9a-f]*:.githooks/pre-commit\$|100755:$BLOB:.githooks/pre-commit|")
+forge_is "a linked worktree outside the root: an index with the bot's hook is refused" EROFS \
+	plant-rename "$M/g/.git/worktrees/feat/index.lock" "$M/g/.git/worktrees/feat/index" "$B/evil-feat"
+rm -f "$M/g/.git/worktrees/feat/index.lock"
 check "git add and commit through the mount still work" sh -c \
 	"cd '$M/g' && echo b >b && git add b && git commit -qm b"
 
@@ -90,6 +105,8 @@ for r in g s p u; do
 	(cd "$S/$r" && git restore . && git commit -q --allow-empty -m host) >"$T/host-$r.log" 2>&1
 	is "$?" 0 "host $r: git restore and commit succeed"
 done
+(cd "$T/out/feat" && git restore . && git commit -q --allow-empty -m host) >"$T/host-feat.log" 2>&1
+is "$?" 0 "host: git restore and commit in the linked worktree outside the root succeed"
 no_marker "host: no hook the bot wrote ran"
 
 done_testing
