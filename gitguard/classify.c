@@ -33,6 +33,7 @@ static const struct {
 	{"worktrees", GUARD_RO, GUARD_RULE_D5}, {"modules", GUARD_RO, GUARD_RULE_D6},
 	{"remotes", GUARD_TREE, GUARD_RULE_D8}, {"branches", GUARD_TREE, GUARD_RULE_D8},
 	{"rr-cache", GUARD_TREE, GUARD_RULE_D10},
+	{"MERGE_AUTOSTASH", GUARD_RO, GUARD_RULE_D11},
 };
 
 /* NAME or NAME.lock equals WANT */
@@ -115,6 +116,11 @@ int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char
 		case GUARD_R_SEQ:
 			if (guard_content_rule(parent, name)) {
 				set(out, GUARD_CHK, GUARD_RULE_X4);
+				return 0;
+			}
+			/* the stash a rebase applies when it ends (or --quit stores) */
+			if (name_or_lock(name, "autostash")) {
+				set(out, GUARD_RO, GUARD_RULE_D11);
 				return 0;
 			}
 			break;

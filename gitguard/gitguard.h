@@ -89,6 +89,7 @@ enum guard_rule {
 	GUARD_RULE_D8,
 	GUARD_RULE_D9,	/* a symbolic link in a git folder */
 	GUARD_RULE_D10, /* rr-cache: resolutions git applies to the next conflict */
+	GUARD_RULE_D11, /* MERGE_AUTOSTASH, a rebase state folder's autostash: a stash git applies */
 	GUARD_RULE_W1,
 	GUARD_RULE_W2,
 	GUARD_RULE_W3,

@@ -30,6 +30,7 @@ static const struct {
 	[GUARD_RULE_D8] = {"D8", "remotes/branches"},
 	[GUARD_RULE_D9] = {"D9", "symlink in a git folder"},
 	[GUARD_RULE_D10] = {"D10", "rr-cache"},
+	[GUARD_RULE_D11] = {"D11", "autostash"},
 	[GUARD_RULE_W1] = {"W1", ".git file"},
 	[GUARD_RULE_W2] = {"W2", "core.hooksPath or init.templateDir target"},
 	[GUARD_RULE_W3] = {"W3", "config include target"},

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # guard-lock: rule LK, and the other ways a bot hands its content to the
-# person's git: a git folder opened to other accounts (G3), rr-cache (D10).
+# person's git: a git folder opened to other accounts (G3), rr-cache (D10),
+# autostash (D11).
 # LK:  git replaces its index (and refs, packed-refs, HEAD,
 # config) by writing NAME.lock and renaming it by path onto NAME.  While the
 # person's `git commit -a` waits in the editor, their git holds
@@ -127,6 +128,14 @@ mkdir "$S/app/.git/rr-cache"
 sleep 2.2 # the mount's negative entry for it times out (2 s)
 is "$(try mkdir "$G/rr-cache/0123abcd")" EROFS "a resolution in the person's rr-cache refused"
 rmdir "$S/app/.git/rr-cache"
+
+# autostash (D11): the person's next plain `git commit` applies the stash that
+# MERGE_AUTOSTASH names (a stash of the bot's could add a hook); a rebase
+# applies rebase-merge/autostash when it ends
+is "$(try create "$G/MERGE_AUTOSTASH")" EROFS "MERGE_AUTOSTASH cannot be made"
+check "a rebase state folder may be made (the bot's own rebase)" "$TRYOP" mkdir "$G/rebase-merge"
+is "$(try create "$G/rebase-merge/autostash")" EROFS "rebase-merge/autostash cannot be made"
+check "and the folder removed again" rmdir "$G/rebase-merge"
 
 # the bot's own git: its locks are the mount's
 check "git add and commit through the mount" sh -c \
