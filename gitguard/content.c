@@ -12,7 +12,9 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 
 #include "gitguard/ggutil.h"
@@ -428,6 +430,48 @@ static int wt_linked(struct guard *g, int dfd, int *topfd, int *cfgfd)
 }
 
 /*
+ * A linked worktree whose work tree is not in the root (`git worktree add
+ * ../feat`, or another mount's root): its top by the path the admin
+ * folder's gitdir names (the person's: D5 keeps it), opened as git opens
+ * it, only to read from, and never on a FUSE filesystem (one of this
+ * server's own mounts would be asked by its own worker).
+ */
+static int wt_outside(struct guard *g, int dfd, int *topfd, int *cfgfd)
+{
+	char path[GUARD_GITFILE_MAX], *buf, *slash;
+	struct resolved common;
+	struct statfs sf;
+	size_t len;
+	int rc, fd;
+
+	if (guard_read_file(dfd, "gitdir", GUARD_GITFILE_MAX, &buf, &len, NULL))
+		return -1;
+	rc = guard_parse_commondir(buf, len, path, sizeof(path));
+	free(buf);
+	if (rc || (slash = strrchr(path, '/')) == NULL || strcmp(slash, "/.git"))
+		return -1;
+	if (slash == path)
+		slash++; /* a work tree at / */
+	*slash = '\0';
+	fd = openat(dfd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstatfs(fd, &sf) || sf.f_type == FUSE_SUPER_MAGIC ||
+	    wt_resolve(g, dfd, "commondir", true, &common)) {
+		close(fd);
+		return -1;
+	}
+	*cfgfd = S_ISDIR(common.st.st_mode) ? fcntl(common.fd, F_DUPFD_CLOEXEC, 3) : -1;
+	resolved_close(&common);
+	if (*cfgfd < 0) {
+		close(fd);
+		return -1;
+	}
+	*topfd = fd;
+	return 0;
+}
+
+/*
  * X2 beyond paths: the index of a work tree whose git folder is DFD (a .git
  * folder: its top is its parent; a linked worktree's admin folder: the top
  * its gitdir names, with G) may not name a file the person's config
@@ -457,18 +501,14 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 		w.topfd = -1;
 		w.linked = true;
 		if (!g || wt_linked(g, dfd, &w.topfd, &cfgfd)) {
-			/*
-			 * A linked worktree's admin folder (it has a gitdir) whose
-			 * work tree is not in the root (`git worktree add ../feat`)
-			 * or cannot be found: no file there can be compared, and no
-			 * git of the bot's works there. Its index is not the bot's.
-			 */
-			if (!fstatat(dfd, "gitdir", &st, AT_SYMLINK_NOFOLLOW)) {
-				*why = "the index of a linked worktree whose work tree is outside "
-				       "the root";
+			if (fstatat(dfd, "gitdir", &st, AT_SYMLINK_NOFOLLOW))
+				goto out; /* a bare or submodule git folder: no work tree known here */
+			/* a linked worktree's admin folder: its work tree is outside the root */
+			if (!g || wt_outside(g, dfd, &w.topfd, &cfgfd)) {
+				*why = "the index of a linked worktree whose work tree cannot be read";
 				rc = -EROFS;
+				goto out;
 			}
-			goto out; /* a bare or submodule git folder: no work tree known here */
 		}
 	}
 	/* the repository's scan knows every config's hooksPath (global, includes) */

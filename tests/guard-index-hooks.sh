@@ -49,6 +49,9 @@ setup()
 	# a linked worktree beside the root (git worktree add ../feat): its index
 	# lies in the root, its files do not
 	git -C "$S/g" worktree add -q "$T/out/feat" -b feat
+	# and one whose folder the person removed (git keeps its admin folder until prune)
+	git -C "$S/g" worktree add -q "$T/out/gone" -b gone
+	rm -rf "$T/out/gone"
 }
 host_setup host-setup setup
 
@@ -84,13 +87,15 @@ for r in p u; do
 		EROFS plant-rename "$M/$r/.git/index.lock" "$M/$r/.git/index" "$B/evil-$r"
 	rm -f "$M/$r/.git/index.lock"
 done
-# the linked worktree outside the root: nothing there to compare an index with,
-# and no git of the bot's works there; its index is not the bot's, even as git wrote it
+# the linked worktree outside the root: its index is compared with the files
+# there, read where its gitdir says (another mount's root, or the person's)
 fents=$(cd "$T/out/feat" && git ls-files -s | awk '{ print $1 ":" $2 ":" $4 }')
 python3 "$FORGE" index "$B/same-feat" 2 $fents
-forge_is "a linked worktree outside the root: its index as git wrote it is not renamed in" EROFS \
+forge_is "a linked worktree outside the root: its index as git wrote it may be renamed in" ok \
 	plant-rename "$M/g/.git/worktrees/feat/index.lock" "$M/g/.git/worktrees/feat/index" "$B/same-feat"
-rm -f "$M/g/.git/worktrees/feat/index.lock"
+forge_is "a linked worktree whose folder is gone: no index is renamed in" EROFS \
+	plant-rename "$M/g/.git/worktrees/gone/index.lock" "$M/g/.git/worktrees/gone/index" "$B/same-feat"
+rm -f "$M/g/.git/worktrees/gone/index.lock"
 python3 "$FORGE" index "$B/evil-feat" 2 $(printf '%s\n' $fents |
 	sed "s|^[0-9]*:[0-9a-f]*:.githooks/pre-commit\$|100755:$BLOB:.githooks/pre-commit|")
 forge_is "a linked worktree outside the root: an index with the bot's hook is refused" EROFS \
