@@ -501,10 +501,11 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 		w.topfd = -1;
 		w.linked = true;
 		if (!g || wt_linked(g, dfd, &w.topfd, &cfgfd)) {
-			if (fstatat(dfd, "gitdir", &st, AT_SYMLINK_NOFOLLOW))
-				goto out; /* a bare or submodule git folder: no work tree known here */
+			/* a bare or submodule git folder: no work tree known here (audit: no guard) */
+			if (!g || fstatat(dfd, "gitdir", &st, AT_SYMLINK_NOFOLLOW))
+				goto out;
 			/* a linked worktree's admin folder: its work tree is outside the root */
-			if (!g || wt_outside(g, dfd, &w.topfd, &cfgfd)) {
+			if (wt_outside(g, dfd, &w.topfd, &cfgfd)) {
 				*why = "the index of a linked worktree whose work tree cannot be read";
 				rc = -EROFS;
 				goto out;
