@@ -217,10 +217,18 @@ int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
 			rc = scan_hook_links(s, res.fd, ".", GUARD_RULE_W2);
 		break;
 	case RES_MISSING:
-		if (!fstat(res.dirfd, &st))
+		/*
+		 * Watched too: made or moved into place on the host (the person
+		 * renames a reviewed folder to .githooks), it is read again and
+		 * recorded by inode, which a bot holding it as its cwd never
+		 * looks up by this name.
+		 */
+		if (!fstat(res.dirfd, &st)) {
 			rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, res.name,
 				      GUARD_RO | GUARD_TREE, rule);
-		else if (unresolved)
+			if (!rc)
+				rc = scan_watch(s, res.dirfd, res.name, NULL);
+		} else if (unresolved)
 			scan_x3(s, unresolved);
 		break;
 	case RES_OUTSIDE:

@@ -82,9 +82,11 @@ static bool shape_complete(int has)
 static int check_new(struct guard *g, const struct guard_cls *parent, int parent_fd,
 		     const char *name, mode_t mode, bool move, struct guard_verdict *v)
 {
-	struct guard_cls c;
+	struct guard_cls c, now;
 	int bit, has;
 
+	if (guard_plain_now_gitdir(g, parent, parent_fd, name, &now))
+		parent = &now;
 	if (parent->kind == GUARD_BOTREPO)
 		return 0;
 	if (parent->flags & GUARD_TREE)
@@ -130,6 +132,18 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 		guard_shape(parent_fd, &has);
 		if (!shape_complete(has) && shape_complete(has | bit) && !g->allow_new)
 			return guard_refuse(v, GUARD_RULE_G2);
+	}
+	/*
+	 * A plain folder the person made a work tree's top on the host since it
+	 * was classified (git init where the bot's shell sits): its .git is
+	 * learnt now, so what it guards at the top (a relative core.hooksPath)
+	 * is recorded before this name is judged. One fstatat when there is none.
+	 */
+	if (parent->kind == GUARD_PLAIN && parent_fd >= 0) {
+		int rc = guard_note_top(g, parent_fd);
+
+		if (rc)
+			return guard_refuse_why(v, GUARD_RULE_G1, "a repository here cannot be read");
 	}
 	if (guard_rec_any(g)) {
 		uint8_t rule = 0, f;
@@ -260,6 +274,7 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 		v->rule = v->reason = NULL;
 	guard_revalidate(g);
 	guard_homes_revalidate(g);
+	guard_root_revalidate(g);
 	switch (req->op) {
 	case GUARD_OP_WRITE:
 		rc = check_write(req->cls, v);

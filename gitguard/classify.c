@@ -287,6 +287,37 @@ static int note_worktree_top(struct guard *g, int fd)
 	return f & REC_BOT ? 0 : guard_note_dotgit(g, fd, ".git", &st);
 }
 
+/*
+ * A plain folder the person made a git folder on the host since it was
+ * classified (`git init --bare` where the bot's shell sits): a name git
+ * keeps in a git folder (hooks, config...) asks for the folder's shape
+ * again, and a git folder found so is learnt (its records, a new
+ * generation) and judged as one: *AS is its class then.
+ */
+bool guard_plain_now_gitdir(struct guard *g, const struct guard_cls *parent, int parent_fd,
+			    const char *name, struct guard_cls *as)
+{
+	struct guard_repo info;
+	struct stat st;
+
+	if (parent->kind != GUARD_PLAIN || parent->flags || parent_fd < 0 || gitdir_child(name) < 0 ||
+	    !guard_shape(parent_fd, NULL) || fstat(parent_fd, &st) < 0 ||
+	    guard_repo_get(g, parent_fd, &st, &info))
+		return false;
+	*as = *parent;
+	as->kind = info.bot ? GUARD_BOTREPO : GUARD_GITDIR;
+	as->role = GUARD_R_NONE;
+	if (info.rule)
+		set(as, GUARD_RO | GUARD_TREE, info.rule);
+	return true;
+}
+
+/* note_worktree_top for a folder whose class may be older than its .git (check_new) */
+int guard_note_top(struct guard *g, int fd)
+{
+	return note_worktree_top(g, fd);
+}
+
 /* Is this folder a git folder even though its name does not say so? */
 static bool known_gitdir(struct guard *g, const struct stat *st, bool *bot)
 {
@@ -302,9 +333,12 @@ static bool known_gitdir(struct guard *g, const struct stat *st, bool *bot)
 int guard_classify(struct guard *g, const struct guard_cls *parent, int parent_fd, const char *name,
 		   const struct stat *st, int fd, struct guard_cls *out)
 {
+	struct guard_cls now;
 	int own = -1, rc = 0;
 	bool bot;
 
+	if (guard_plain_now_gitdir(g, parent, parent_fd, name, &now))
+		parent = &now;
 	out->dev = st->st_dev;
 	out->ino = st->st_ino;
 	if (!guard_name_stage(g, parent, name, st->st_mode, out))

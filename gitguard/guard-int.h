@@ -234,6 +234,8 @@ struct guard {
 		*hwatch; /* files the home scan read or missed: dirfd -1, name absolute */
 	size_t nhwatch;
 	_Atomic int64_t home_reval_ms; /* the view's reval_ms guard_homes_revalidate() last saw */
+	_Atomic int64_t root_reval_ms; /* the same for guard_root_revalidate() */
+	atomic_int root_repo;	       /* the root held a .git or had a git folder's shape: 1, 0, -1 */
 };
 
 /* guard.c */
@@ -341,6 +343,10 @@ int guard_scan_config_file(struct guard *g, struct guard_repo *r, int dirfd, con
 #define GUARD_HOME_WATCH 1024 /* files of the persons' git configuration watched */
 int guard_homes_load(struct guard *g, const char *const *extra);
 void guard_homes_revalidate(struct guard *g);
+void guard_root_revalidate(struct guard *g);
+int guard_note_top(struct guard *g, int fd);
+bool guard_plain_now_gitdir(struct guard *g, const struct guard_cls *parent, int parent_fd,
+			    const char *name, struct guard_cls *as);
 void guard_homes_free(struct guard *g);
 bool guard_is_home(struct guard *g, uint64_t dev, uint64_t ino);
 bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const char *name,

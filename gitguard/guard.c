@@ -596,6 +596,14 @@ int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp, st
 		guard_undo(g);
 		return guard_err_set(err, rc, "gitguard: root %s: %s", shown, strerror(-rc));
 	}
+	/* what guard_root_revalidate compares with */
+	atomic_init(&g->root_repo, !fstatat(g->root_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) ||
+					   guard_shape(g->root_fd, NULL));
+	if (fstat(g->root_fd, &st) < 0) {
+		rc = -errno;
+		guard_undo(g);
+		return guard_err_set(err, rc, "gitguard: root %s: %s", shown, strerror(-rc));
+	}
 	if (!S_ISDIR(st.st_mode)) {
 		guard_undo(g);
 		return guard_err_set(err, -ENOTDIR, "gitguard: root %s is not a folder", shown);

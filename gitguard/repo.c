@@ -254,6 +254,29 @@ void guard_revalidate(struct guard *g)
 }
 
 /*
+ * The root made a repository on the host (the person runs `git init` in the
+ * folder the bot has written code in, or `git init --bare` on it): its class,
+ * and every class under it, were computed when it was a plain folder and
+ * nothing else would move the generation. Looked at when the view's clock
+ * moves (at most every GUARD_REVAL_MS): one fstatat and a shape test.
+ */
+void guard_root_revalidate(struct guard *g)
+{
+	int64_t now = atomic_load(&g->view->reval_ms), last = atomic_load(&g->root_reval_ms);
+	struct stat st;
+	int has;
+
+	if (now == last || !atomic_compare_exchange_strong(&g->root_reval_ms, &last, now))
+		return;
+	has = !fstatat(g->root_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) || guard_shape(g->root_fd, NULL);
+	if (atomic_exchange(&g->root_repo, has) == !has) {
+		guard_logf(g, "gitguard: the root %s a repository on the host: classes computed again",
+			   has ? "became" : "is no longer");
+		guard_bump(g);
+	}
+}
+
+/*
  * A root joined the view: every repository scanned before is scanned again
  * now, so what lies inside the new root is recorded before it is served.
  */

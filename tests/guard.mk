@@ -18,6 +18,7 @@ GUARD_TESTS = \
 	tests/guard-hooklink.sh \
 	tests/guard-lock.sh \
 	tests/guard-index-hooks.sh \
+	tests/guard-host-init.sh \
 	tests/guard-audit.sh \
 	tests/guard-home.sh
 TESTS += $(GUARD_TESTS)

@@ -1,0 +1,118 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# guard-host-init: the person makes a repository, or moves a hooks folder
+# into place, on the host while a mount is live: at the root itself, or where
+# a bot process sits (its cwd, which it never looks up by name again).  The
+# classes computed before are stale, yet what the new repository guards (a
+# global relative core.hooksPath at its top, a bare repository's hooks/, the
+# moved folder) is refused through the mount, and plain git on the host
+# afterwards runs nothing the bot wrote.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/guard-lib.sh"
+guard_needs python3
+
+S="$T/src" M="$T/m" R="$T/root" RM="$T/rm"
+mkdir -p "$S/proj" "$S/srv" "$M" "$R" "$RM"
+
+setup()
+{
+	git config --global core.hooksPath .githooks
+	# rev: its hooks folder (.githooks, from the global config) does not exist yet;
+	# tools/hooks is where the bot wrote hooks for the person to review
+	git init -q "$S/rev"
+	mkdir -p "$S/rev/tools/hooks"
+	printf '#!/bin/sh\ntrue\n' >"$S/rev/tools/hooks/pre-commit"
+	chmod 755 "$S/rev/tools/hooks/pre-commit"
+	echo a >"$S/rev/a"
+	git -C "$S/rev" add a
+	git -C "$S/rev" commit -qm rev
+	echo code >"$S/proj/main.c"
+	echo code >"$R/main.c"
+}
+host_setup host-setup setup
+
+mount_or_stop "writable mount of plain folders" fs_mount "$S" "$M"
+mount_or_stop "a second mount whose root is a plain folder" fs_mount "$R" "$RM"
+payload "$T/pay" hostinit
+
+# bot DIR NAME CODE: a process whose cwd is DIR (through the mount); once
+# $T/go-NAME exists it runs the python statements CODE there and prints OK or
+# the errno in $T/out-NAME
+bot()
+{
+	local dir="$1" name="$2" code="$3"
+	python3 -c '
+import errno, os, sys, time
+os.chdir(sys.argv[1])
+open(sys.argv[2] + ".ready", "w").close()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.02)
+time.sleep(0.2)
+pay = open(sys.argv[3], "rb").read()
+try:
+    exec(sys.argv[4])
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+' "$dir" "$T/go-$name" "$T/pay" "$code" >"$T/out-$name" 2>&1 &
+	track_pid $!
+	for _ in $(seq 100); do
+		[ -e "$T/go-$name.ready" ] && return 0
+		sleep 0.05
+	done
+}
+# wait_for_file FILE: until the bot has said something (10 s at most)
+wait_for_file()
+{
+	for _ in $(seq 200); do
+		[ -s "$1" ] && return 0
+		sleep 0.05
+	done
+}
+put='
+def put(path):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755)
+    os.write(fd, pay)
+    os.close(fd)
+'
+# 1. git init (and a first commit) in the folder the bot's shell sits in
+bot "$M/proj" init "$put
+os.mkdir('.githooks')
+put('.githooks/pre-commit')"
+git -C "$S/proj" init -q && git -C "$S/proj" add -A && git -C "$S/proj" commit -qm person
+touch "$T/go-init"
+wait_for_file "$T/out-init"
+is "$(cat "$T/out-init")" EROFS "git init where the bot's cwd is: .githooks (global core.hooksPath) cannot be made from there"
+
+# 2. git init --bare on an empty folder the bot's shell sits in
+bot "$M/srv" bare "$put
+put('hooks/post-update')"
+git init -q --bare "$S/srv"
+touch "$T/go-bare"
+wait_for_file "$T/out-bare"
+is "$(cat "$T/out-bare")" EROFS "git init --bare where the bot's cwd is: hooks/post-update cannot be made"
+
+# 3. the person moves reviewed hooks into place while the bot sits in that folder
+bot "$M/rev/tools/hooks" mv "$put
+put('pre-commit')"
+mv "$S/rev/tools/hooks" "$S/rev/.githooks"
+touch "$T/go-mv"
+wait_for_file "$T/out-mv"
+is "$(cat "$T/out-mv")" EROFS "hooks moved into .githooks on the host: the bot, sitting in that folder, cannot rewrite them"
+
+# 4. git init of the root itself, after the bot wrote its code there
+git -C "$R" init -q && git -C "$R" add -A && git -C "$R" commit -qm person
+sleep 0.2
+is "$(try mkdir "$RM/.githooks")" EROFS "git init of the root: .githooks cannot be made at the root"
+
+fs_umount "$RM" || not_ok "umount $RM"
+fs_umount "$M" || not_ok "umount $M"
+
+for d in "$S/proj" "$S/rev" "$R"; do
+	(cd "$d" && git commit -q --allow-empty -m host) >>"$T/host.log" 2>&1 ||
+		not_ok "host: a commit in $d"
+done
+git -C "$S/proj" push -q "$S/srv" HEAD:main >>"$T/host.log" 2>&1 || not_ok "host: push to srv"
+no_marker "host: commits and a push run nothing the bot wrote"
+
+done_testing
