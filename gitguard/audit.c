@@ -174,6 +174,9 @@ static void index_files(struct audit *a, int dfd, const char *name, const char *
 {
 	if (!strcmp(name, "index") || !strncmp(name, "sharedindex.", 12))
 		check_index(a, dfd, name, path);
+	/* git commit applies it, merge or no merge (D11 keeps the bot from making it) */
+	else if (!strcmp(name, "MERGE_AUTOSTASH"))
+		found(a, path, "state", "a stash the next git commit applies");
 }
 
 /* git's strategies: try_merge_command runs git-merge-NAME for any other */
@@ -308,6 +311,17 @@ static void state_file(struct audit *a, int dfd, const char *name, const char *p
 		check_strategy(a, dfd, name, path);
 	else if (!strcmp(name, "git-rebase-todo") || !strcmp(name, "done") || !strcmp(name, "todo"))
 		check_todo(a, dfd, name, path);
+	/*
+	 * Where --abort goes: git rebase --abort resets the branch hard to
+	 * orig-head, cherry-pick and revert --abort to sequencer/head. A state
+	 * the bot left (or planted) puts its commit in the work tree.
+	 */
+	else if (!strcmp(name, "orig-head") || !strcmp(name, "head"))
+		found(a, path, "state",
+		      "an operation in progress: --abort resets the branch to the commit this "
+		      "names; review it (git log -1 $(cat FILE)) first");
+	else if (!strcmp(name, "autostash"))
+		found(a, path, "state", "a stash git applies when this operation ends");
 }
 
 static void gitdir_state(struct audit *a, int dfd, const char *path);

@@ -102,6 +102,21 @@ audit_is "a strategy that is a path" 1 "rebase-merge/strategy: strategy: strateg
 echo 'mine' >"$R/.git/rebase-merge/strategy"
 audit_is "a strategy git runs as git-merge-mine" 1 "git runs the program git-merge-mine" "$T/ex"
 
+audit_is "a rebase in progress: where --abort resets the branch" 1 \
+	"rebase-merge/orig-head: state: an operation in progress: --abort resets" "$T/ex"
+
+# a rebase state planted in a clean tree (no exec line, no strategy): the
+# person's git rebase --abort would reset the branch to orig-head
+R=$(fresh st)
+mkdir "$R/.git/rebase-merge"
+git -C "$R" rev-parse HEAD >"$R/.git/rebase-merge/orig-head"
+echo refs/heads/main >"$R/.git/rebase-merge/head-name"
+audit_is "a planted rebase state with no exec line" 1 "rebase-merge/orig-head: state" "$T/st"
+R=$(fresh as)
+git -C "$R" rev-parse HEAD >"$R/.git/MERGE_AUTOSTASH"
+audit_is "MERGE_AUTOSTASH: a stash the next commit applies" 1 \
+	"repo/.git/MERGE_AUTOSTASH: state: a stash the next git commit applies" "$T/as"
+
 R=$(fresh cp)
 (cd "$R" && git cherry-pick --strategy=ort main..t) >/dev/null 2>&1
 printf '[options]\n\tstrategy = a/b\n' >"$R/.git/sequencer/opts"
