@@ -743,7 +743,8 @@ static int run_bwrap(struct argv_buf *a, int status_pipe[2], int unix_chan, int 
 	close(status_pipe[1]);
 	if (unix_chan >= 0)
 		close(unix_chan);
-	if (!started) {
+	/* bwrap itself killed (not its command): no exit code, but no setup failure either */
+	if (!started && WIFEXITED(status)) {
 		fprintf(stderr,
 			"agentfs: bwrap could not set up the sandbox (its message is above); "
 			"it needs mount, pid, ipc and network namespaces. Nothing was run.\n");

@@ -139,6 +139,9 @@ for a in "\$@"; do
 	fi
 	prev=\$a
 done
+if [ "\$mode" = killed ]; then
+	kill -KILL \$\$
+fi
 if [ "\$mode" = other ]; then
 	echo "bwrap: Can't find source path /nope-$$: No such file or directory" >&2
 else
@@ -170,6 +173,10 @@ fake_ex other w1 -- true </dev/null 2>"$T/bw.err"
 rc=$?
 is "$rc:$(cat "$T/bw.count")" "126:1" "any other setup error: exit 126 at the first try"
 like "$(cat "$T/bw.err")" "Can't find source path /nope-$$" "with bwrap's message"
+(fake_ex killed w1 -- true </dev/null 2>"$T/bw.err")
+rc=$?
+is "$rc:$(cat "$T/bw.count")" "137:1" "bwrap itself killed: exec dies by the same signal (137), not 126"
+is "$(grep -c 'could not set up' "$T/bw.err")" 0 "and does not say the setup failed"
 is "$(pgrep -fa "bwrap .*$T/")" "" "no sandbox is left running"
 
 done_testing
