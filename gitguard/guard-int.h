@@ -173,6 +173,8 @@ struct guard_view {
 	struct guard_root *roots; /* every root that joined, once each */
 	size_t nroots;
 	size_t aroots;
+	int fan_fd; /* fanotify of the roots' filesystems (-1: none); read in guard_revalidate */
+	int fan_mnt; /* a folder of the first root's filesystem, for open_by_handle_at (-1) */
 };
 
 /* A repository the bot made under allow_new_repos: no rules, for its own root only */

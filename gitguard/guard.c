@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <sys/fanotify.h>
 
 #include "gitguard/ggutil.h"
 #include "gitguard/guard-int.h"
@@ -456,6 +457,16 @@ int guard_view_new(struct guard_view **vp)
 	atomic_init(&v->ntab_hint, 0);
 	atomic_init(&v->reval_ms, 0);
 	atomic_init(&v->roots_gen, 1);
+	/*
+	 * Names made or moved in on the roots' filesystems, by anyone: a
+	 * repository the person makes on the host where a bot already holds
+	 * folders (its cwd) moves the generation (guard_revalidate). Without
+	 * fanotify (an older kernel, no CAP_SYS_ADMIN) only the root and the
+	 * names a decision meets are looked at again.
+	 */
+	v->fan_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME,
+				  O_RDONLY | O_CLOEXEC);
+	v->fan_mnt = -1;
 	*vp = v;
 	return 0;
 }
@@ -473,6 +484,10 @@ static void view_free(struct guard_view *v)
 	free(v->tops);
 	free(v->tab);
 	free(v->roots);
+	if (v->fan_fd >= 0)
+		close(v->fan_fd);
+	if (v->fan_mnt >= 0)
+		close(v->fan_mnt);
 	pthread_rwlock_destroy(&v->lock);
 	free(v);
 }
@@ -518,7 +533,13 @@ static int view_join(struct guard *g, uid_t uid)
 	struct guard_root *slot = NULL;
 	size_t i;
 
+	/* the root's whole filesystem: a repository may be made above the root too */
+	if (v->fan_fd >= 0)
+		fanotify_mark(v->fan_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
+			      FAN_CREATE | FAN_MOVED_TO | FAN_ONDIR, g->root_fd, ".");
 	pthread_rwlock_wrlock(&v->lock);
+	if (v->fan_fd >= 0 && v->fan_mnt < 0)
+		v->fan_mnt = openat(g->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (i = 0; i < v->nroots && !slot; i++)
 		if (v->roots[i].dev == g->root_dev && v->roots[i].ino == g->root_ino)
 			slot = &v->roots[i];

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/fanotify.h>
+#include <sys/statfs.h>
 
 #include "gitguard/guard-int.h"
 
@@ -233,13 +235,120 @@ static void stale_rescan(struct guard *g, struct stale *ch, size_t n)
 	}
 }
 
+/*
+ * What the host made since the last look (the view's fanotify): a .git, a
+ * git folder's HEAD, objects or refs (1), or a folder moved in (2: the
+ * person renames a reviewed folder where a hooks path leads), anywhere on
+ * the roots' filesystems, or more events than the queue held (2). What
+ * this server did through its mounts was judged when it was done, and is
+ * skipped. Classes computed before may be wrong: 1 or 2, else 0.
+ */
+#define MADE_MAX 16	     /* repositories learnt from one look; more: the next lookups find them */
+#define MADE_HANDLE_MAX 128 /* bytes of a folder's handle (ext4: 8) */
+
+/* A folder the host made a .git ('g') or a HEAD ('h') in: its filesystem and handle */
+struct made {
+	char kind;
+	int fsid[2];
+	union {
+		struct file_handle h;
+		unsigned char raw[sizeof(struct file_handle) + MADE_HANDLE_MAX];
+	} u;
+};
+
+static int host_made_repo_names(struct guard_view *v, struct made *mk, size_t *nmk)
+{
+	static const char *const names[] = {"HEAD", "objects", "refs", "commondir", "gitdir"};
+	char buf[16384] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+	const struct fanotify_event_metadata *m;
+	const struct fanotify_event_info_fid *fid;
+	const struct file_handle *h;
+	const char *name;
+	pid_t self = getpid();
+	int hit = 0, reads;
+	ssize_t n;
+	size_t i;
+
+	if (v->fan_fd < 0)
+		return 0;
+	for (reads = 0; reads < 64; reads++) {
+		n = read(v->fan_fd, buf, sizeof(buf));
+		if (n <= 0)
+			return hit;
+		for (m = (const void *)buf; FAN_EVENT_OK(m, n); m = FAN_EVENT_NEXT(m, n)) {
+			if (m->fd >= 0)
+				close(m->fd);
+			if (m->pid == self && !(m->mask & FAN_Q_OVERFLOW))
+				continue;
+			if ((m->mask & FAN_Q_OVERFLOW) ||
+			    ((m->mask & FAN_MOVED_TO) && (m->mask & FAN_ONDIR)))
+				hit = 2;
+			fid = (const void *)(m + 1);
+			if (m->event_len < sizeof(*m) + sizeof(*fid) + sizeof(*h) ||
+			    fid->hdr.info_type != FAN_EVENT_INFO_TYPE_DFID_NAME)
+				continue;
+			h = (const void *)fid->handle;
+			name = (const char *)h->f_handle + h->handle_bytes;
+			if ((const char *)m + m->event_len <= name)
+				continue;
+			for (i = 0; i < sizeof(names) / sizeof(names[0]) && !hit; i++)
+				hit = !strcmp(name, names[i]);
+			if (!hit && name_is_dotgit(name))
+				hit = 1;
+			/* where: learnt after the look (a bot may sit deeper, never looking it up) */
+			if ((name_is_dotgit(name) || !strcmp(name, "HEAD")) && *nmk < MADE_MAX &&
+			    h->handle_bytes <= MADE_HANDLE_MAX) {
+				mk[*nmk].kind = name_is_dotgit(name) ? 'g' : 'h';
+				memcpy(mk[*nmk].fsid, &fid->fsid, sizeof(mk[*nmk].fsid));
+				memcpy(mk[*nmk].u.raw, h, sizeof(*h) + h->handle_bytes);
+				(*nmk)++;
+			}
+		}
+	}
+	return 2; /* more than 64 reads' worth: as an overflow */
+}
+
+/*
+ * The folders the host made a .git or a HEAD in are learnt now, on the
+ * view's filesystem only (a handle means nothing on another): a bot whose
+ * shell sits deeper, or in a folder a hooks symlink leads to, never looks
+ * the new repository up, and its records must exist before it writes.
+ */
+static void learn_made(struct guard *g, struct made *mk, size_t n)
+{
+	struct guard_repo info;
+	struct statfs sf;
+	struct stat st;
+	int mnt, fd;
+	size_t i;
+
+	pthread_rwlock_rdlock(&g->view->lock);
+	mnt = g->view->fan_mnt;
+	pthread_rwlock_unlock(&g->view->lock);
+	if (mnt < 0 || fstatfs(mnt, &sf))
+		return;
+	for (i = 0; i < n; i++) {
+		if (memcmp(mk[i].fsid, &sf.f_fsid, sizeof(mk[i].fsid)))
+			continue;
+		fd = open_by_handle_at(mnt, &mk[i].u.h, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (mk[i].kind == 'g')
+			guard_note_top(g, fd);
+		else if (guard_shape(fd, NULL) && !fstat(fd, &st))
+			guard_repo_get(g, fd, &st, &info);
+		close(fd);
+	}
+}
+
 void guard_revalidate(struct guard *g)
 {
 	struct guard_view *v = g->view;
 	struct stale ch[RESCAN_BATCH];
+	struct made made[MADE_MAX];
+	size_t n, nmade = 0;
 	struct timespec ts;
 	int64_t now, last;
-	size_t n;
 
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -247,6 +356,15 @@ void guard_revalidate(struct guard *g)
 	if (now - last < GUARD_REVAL_MS ||
 	    !atomic_compare_exchange_strong(&v->reval_ms, &last, now))
 		return;
+	switch (host_made_repo_names(v, made, &nmade)) {
+	case 2: /* every repository is read again (as when a root joins), in batches */
+		atomic_fetch_add(&v->roots_gen, 1);
+		/* fall through */
+	case 1:
+		learn_made(g, made, nmade);
+		guard_bump(g);
+		break;
+	}
 	n = stale_collect(g, true, ch);
 	if (n == RESCAN_BATCH)
 		atomic_store(&v->reval_ms, 0); /* more may wait: look again next time */

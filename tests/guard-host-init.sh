@@ -5,14 +5,15 @@
 # a bot process sits (its cwd, which it never looks up by name again).  The
 # classes computed before are stale, yet what the new repository guards (a
 # global relative core.hooksPath at its top, a bare repository's hooks/, the
-# moved folder) is refused through the mount, and plain git on the host
-# afterwards runs nothing the bot wrote.
+# moved folder) is refused through the mount, also where the bot sits deeper
+# than the new repository's top (fanotify tells the guard what the host
+# made), and plain git on the host afterwards runs nothing the bot wrote.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/guard-lib.sh"
 guard_needs python3
 
 S="$T/src" M="$T/m" R="$T/root" RM="$T/rm"
-mkdir -p "$S/proj" "$S/srv" "$M" "$R" "$RM"
+mkdir -p "$S/proj" "$S/srv" "$S/deep/.githooks" "$S/srv2/hooks" "$S/srv3" "$M" "$R" "$RM"
 
 setup()
 {
@@ -100,6 +101,30 @@ touch "$T/go-mv"
 wait_for_file "$T/out-mv"
 is "$(cat "$T/out-mv")" EROFS "hooks moved into .githooks on the host: the bot, sitting in that folder, cannot rewrite them"
 
+# 5. deeper: the bot sits in a plain .githooks it made; the person runs git init above it
+bot "$M/deep/.githooks" deep "$put
+put('pre-commit')"
+git -C "$S/deep" init -q && git -C "$S/deep" commit -q --allow-empty -m person
+touch "$T/go-deep"
+wait_for_file "$T/out-deep"
+is "$(cat "$T/out-deep")" EROFS "git init above the folder the bot sits in (.githooks): the hook cannot be written"
+
+# 6. the same for a bare repository: the bot sits in srv2/hooks, a plain folder it made
+bot "$M/srv2/hooks" baredeep "$put
+put('post-update')"
+git init -q --bare "$S/srv2"
+touch "$T/go-baredeep"
+wait_for_file "$T/out-baredeep"
+is "$(cat "$T/out-baredeep")" EROFS "git init --bare above the folder the bot sits in (hooks/): post-update cannot be made"
+
+# 7. no process needed: the bot links srv3/hooks to a folder of its own first; git
+# init --bare keeps the link, and hooks would run from the bot's folder
+check "a plain folder and a link to it from srv3/hooks" sh -c "mkdir '$M/h' && ln -s ../h '$M/srv3/hooks'"
+git init -q --bare "$S/srv3"
+sleep 0.2
+is "$(try create "$M/h/post-update")" EROFS \
+	"git init --bare where srv3/hooks links to the bot's folder: post-update cannot be made there"
+
 # 4. git init of the root itself, after the bot wrote its code there
 git -C "$R" init -q && git -C "$R" add -A && git -C "$R" commit -qm person
 sleep 0.2
@@ -108,11 +133,13 @@ is "$(try mkdir "$RM/.githooks")" EROFS "git init of the root: .githooks cannot 
 fs_umount "$RM" || not_ok "umount $RM"
 fs_umount "$M" || not_ok "umount $M"
 
-for d in "$S/proj" "$S/rev" "$R"; do
+for d in "$S/proj" "$S/rev" "$S/deep" "$R"; do
 	(cd "$d" && git commit -q --allow-empty -m host) >>"$T/host.log" 2>&1 ||
 		not_ok "host: a commit in $d"
 done
 git -C "$S/proj" push -q "$S/srv" HEAD:main >>"$T/host.log" 2>&1 || not_ok "host: push to srv"
+git -C "$S/proj" push -q "$S/srv2" HEAD:main >>"$T/host.log" 2>&1 || not_ok "host: push to srv2"
+git -C "$S/proj" push -q "$S/srv3" HEAD:main >>"$T/host.log" 2>&1 || not_ok "host: push to srv3"
 no_marker "host: commits and a push run nothing the bot wrote"
 
 done_testing
