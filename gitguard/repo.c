@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,15 +260,18 @@ struct made {
 static int host_made_repo_names(struct guard_view *v, struct made *mk, size_t *nmk)
 {
 	static const char *const names[] = {"HEAD", "objects", "refs", "commondir", "gitdir"};
-	char buf[16384] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
-	const struct fanotify_event_metadata *m;
-	const struct fanotify_event_info_fid *fid;
-	const struct file_handle *h;
+	unsigned char buf[16384];
+	struct fanotify_event_metadata meta;
+	struct fanotify_event_info_header hdr;
+	struct file_handle fh;
+	const size_t fid_handle = offsetof(struct fanotify_event_info_fid, handle);
+	const size_t fid_fsid = offsetof(struct fanotify_event_info_fid, fsid);
+	const unsigned char *info, *end;
 	const char *name;
 	pid_t self = getpid();
 	int hit = 0, reads;
+	size_t off, i;
 	ssize_t n;
-	size_t i;
 
 	if (v->fan_fd < 0)
 		return 0;
@@ -275,21 +279,30 @@ static int host_made_repo_names(struct guard_view *v, struct made *mk, size_t *n
 		n = read(v->fan_fd, buf, sizeof(buf));
 		if (n <= 0)
 			return hit;
-		for (m = (const void *)buf; FAN_EVENT_OK(m, n); m = FAN_EVENT_NEXT(m, n)) {
-			if (m->fd >= 0)
-				close(m->fd);
-			if (m->pid == self && !(m->mask & FAN_Q_OVERFLOW))
+		/* events are 4-byte aligned at best: every field is copied out */
+		for (off = 0; off + sizeof(meta) <= (size_t)n; off += meta.event_len) {
+			memcpy(&meta, buf + off, sizeof(meta));
+			if (meta.event_len < sizeof(meta) || off + meta.event_len > (size_t)n)
+				break;
+			if (meta.fd >= 0)
+				close(meta.fd);
+			if (meta.pid == self && !(meta.mask & FAN_Q_OVERFLOW))
 				continue;
-			if ((m->mask & FAN_Q_OVERFLOW) ||
-			    ((m->mask & FAN_MOVED_TO) && (m->mask & FAN_ONDIR)))
+			if ((meta.mask & FAN_Q_OVERFLOW) ||
+			    ((meta.mask & FAN_MOVED_TO) && (meta.mask & FAN_ONDIR)))
 				hit = 2;
-			fid = (const void *)(m + 1);
-			if (m->event_len < sizeof(*m) + sizeof(*fid) + sizeof(*h) ||
-			    fid->hdr.info_type != FAN_EVENT_INFO_TYPE_DFID_NAME)
+			info = buf + off + meta.metadata_len;
+			end = buf + off + meta.event_len;
+			if (meta.metadata_len < sizeof(meta) ||
+			    info + fid_handle + sizeof(fh) > end)
 				continue;
-			h = (const void *)fid->handle;
-			name = (const char *)h->f_handle + h->handle_bytes;
-			if ((const char *)m + m->event_len <= name)
+			memcpy(&hdr, info, sizeof(hdr));
+			if (hdr.info_type != FAN_EVENT_INFO_TYPE_DFID_NAME)
+				continue;
+			memcpy(&fh, info + fid_handle, sizeof(fh));
+			name = (const char *)info + fid_handle + sizeof(fh) + fh.handle_bytes;
+			if ((const unsigned char *)name >= end ||
+			    !memchr(name, '\0', (size_t)(end - (const unsigned char *)name)))
 				continue;
 			for (i = 0; i < sizeof(names) / sizeof(names[0]) && !hit; i++)
 				hit = !strcmp(name, names[i]);
@@ -297,10 +310,10 @@ static int host_made_repo_names(struct guard_view *v, struct made *mk, size_t *n
 				hit = 1;
 			/* where: learnt after the look (a bot may sit deeper, never looking it up) */
 			if ((name_is_dotgit(name) || !strcmp(name, "HEAD")) && *nmk < MADE_MAX &&
-			    h->handle_bytes <= MADE_HANDLE_MAX) {
+			    fh.handle_bytes <= MADE_HANDLE_MAX) {
 				mk[*nmk].kind = name_is_dotgit(name) ? 'g' : 'h';
-				memcpy(mk[*nmk].fsid, &fid->fsid, sizeof(mk[*nmk].fsid));
-				memcpy(mk[*nmk].u.raw, h, sizeof(*h) + h->handle_bytes);
+				memcpy(mk[*nmk].fsid, info + fid_fsid, sizeof(mk[*nmk].fsid));
+				memcpy(mk[*nmk].u.raw, info + fid_handle, sizeof(fh) + fh.handle_bytes);
 				(*nmk)++;
 			}
 		}
