@@ -152,6 +152,25 @@ int guard_read_file(int dirfd, const char *name, size_t cap, char **bufp, size_t
 }
 
 /*
+ * *CUR (an O_PATH folder whose stat is ST) becomes its parent, taken
+ * physically; 0, or -1 at "/" (or on an error), *CUR then unchanged.
+ */
+int gg_step_up(int *cur, const struct stat *st)
+{
+	struct stat pst;
+	int up = openat(*cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (up < 0 || fstat(up, &pst) < 0 || (pst.st_dev == st->st_dev && pst.st_ino == st->st_ino)) {
+		if (up >= 0)
+			close(up);
+		return -1;
+	}
+	close(*cur);
+	*cur = up;
+	return 0;
+}
+
+/*
  * The folder NAME in DFD (no link followed at NAME) opened for readdir, or
  * NULL with errno; closedir() closes its fd.
  */

@@ -102,5 +102,6 @@ int gg_grow(void *array, size_t *alloc, size_t need, size_t size, size_t min);
 
 /* fdio.c: the folder NAME in DFD (NAME itself not followed) for readdir, or NULL with errno */
 DIR *gg_opendirat(int dfd, const char *name);
+int gg_step_up(int *cur, const struct stat *st);
 
 #endif

@@ -43,10 +43,10 @@ static bool st_is_root(struct guard *g, const struct stat *st)
  */
 static bool beneath_root(struct guard *g, int fd)
 {
-	struct stat st, pst;
+	struct stat st;
 	bool found = false;
 	unsigned n;
-	int cur, up;
+	int cur;
 
 	if (guard_root_count(g) < 2)
 		return false;
@@ -55,15 +55,8 @@ static bool beneath_root(struct guard *g, int fd)
 		found = st_is_root(g, &st);
 		if (found)
 			break;
-		up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (up < 0 || fstat(up, &pst) < 0 ||
-		    (pst.st_dev == st.st_dev && pst.st_ino == st.st_ino)) {
-			if (up >= 0)
-				close(up);
+		if (gg_step_up(&cur, &st))
 			break; /* "/" */
-		}
-		close(cur);
-		cur = up;
 	}
 	if (cur >= 0)
 		close(cur);

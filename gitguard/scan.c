@@ -100,8 +100,8 @@ static void scan_dir(struct scan *s, int dfd, const struct guard_cls *cls, unsig
 static void scan_above(struct guard *g)
 {
 	struct guard_repo info;
-	struct stat st, cst, pst;
-	int cur, up, gfd;
+	struct stat st, cst;
+	int cur, gfd;
 	unsigned n;
 
 	cur = openat(g->root_fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -118,15 +118,8 @@ static void scan_above(struct guard *g)
 				guard_note_dotgit(g, cur, ".git", &st);
 			}
 		}
-		up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (up < 0 || fstat(up, &pst) < 0 ||
-		    (pst.st_dev == cst.st_dev && pst.st_ino == cst.st_ino)) {
-			if (up >= 0)
-				close(up);
+		if (gg_step_up(&cur, &cst))
 			break; /* "/" */
-		}
-		close(cur);
-		cur = up;
 	}
 	if (cur >= 0)
 		close(cur);
