@@ -53,9 +53,11 @@
 #define CLS_RO_TREE 0x1u /* read-only, and so is everything beneath */
 
 /*
- * One inode the kernel knows about in one mount: (dev, ino) plus a file
- * handle, so its O_PATH fd is only a cache entry that can be closed and
- * reopened with open_by_handle_at(). Without a handle the fd stays pinned.
+ * One inode the kernel knows about in one mount: (dev, ino, birth time)
+ * plus a file handle, so its O_PATH fd is only a cache entry that can be
+ * closed and reopened with open_by_handle_at(). Without a handle the fd
+ * stays pinned. A file that is only looked up (git status) never gets an
+ * fd: the first is opened by the name it was last seen by, and checked.
  *
  * Who may touch what:
  *   [const]  set before the inode is published in the table, then only read;
@@ -74,7 +76,12 @@ struct inode {
 	struct file_handle *handle;	   /* [lock] NULL: see lazy; else fd pinned */
 	bool lazy;			   /* [lock] no handle yet: made when the fd is evicted */
 	struct fs_mount *owner;		   /* [const] for making it then */
-	atomic_bool new_kids;		   /* [atomic] the last name looked up here was new */
+	struct inode_birth {
+		int64_t sec;
+		uint32_t nsec;
+		bool known; /* the filesystem gave one (statx STATX_BTIME) */
+	} birth;		/* [const] with dev and ino, who it is: numbers are reused */
+	bool byname;		/* [const] looked up without an fd: first opened by name */
 	int mount_fd_idx;		   /* [lock] index into m->mount_fds for the handle */
 	int fd;				   /* [lock], [users] cached O_PATH fd, or -1 */
 	unsigned users;			   /* [lock] workers using fd right now; no eviction */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/sysmacros.h>
 
 #define HANDLE_MAX 128
 
@@ -57,6 +58,22 @@ struct inode *inode_find(struct fs_mount *m, dev_t dev, ino_t ino)
 		if (i->dev == dev && i->ino == ino)
 			return i;
 	return NULL;
+}
+
+/* Take i out of the table (it may be out already: retired by inode_match) */
+static void inode_unhash(struct fs_mount *m, struct inode *i)
+{
+	struct inode **pp;
+
+	for (pp = &m->table.buckets[hash(i->dev, i->ino, m->table.nbuckets)]; *pp != NULL;
+	     pp = &(*pp)->hnext) {
+		if (*pp == i) {
+			*pp = i->hnext;
+			i->hnext = NULL;
+			m->table.count--;
+			return;
+		}
+	}
 }
 
 static void lru_unlink(struct inode *i)
@@ -200,8 +217,86 @@ static int mount_fd_index(struct fs_mount *fs, int mount_id, int fd, mode_t type
 }
 
 /*
+ * statx of NAME in DIRFD (FLAGS: 0, or AT_EMPTY_PATH for DIRFD itself),
+ * never following a symlink, as a struct stat and the birth time.
+ */
+static int stat_birth(int dirfd, const char *name, int flags, struct stat *st,
+		      struct inode_birth *b)
+{
+	struct statx x;
+
+	if (statx(dirfd, name, flags | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME, &x) != 0)
+		return -errno;
+	memset(st, 0, sizeof *st);
+	st->st_dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+	st->st_ino = x.stx_ino;
+	st->st_mode = x.stx_mode;
+	st->st_nlink = x.stx_nlink;
+	st->st_uid = x.stx_uid;
+	st->st_gid = x.stx_gid;
+	st->st_rdev = makedev(x.stx_rdev_major, x.stx_rdev_minor);
+	st->st_size = (off_t)x.stx_size;
+	st->st_blksize = (blksize_t)x.stx_blksize;
+	st->st_blocks = (blkcnt_t)x.stx_blocks;
+	st->st_atim.tv_sec = x.stx_atime.tv_sec;
+	st->st_atim.tv_nsec = x.stx_atime.tv_nsec;
+	st->st_mtim.tv_sec = x.stx_mtime.tv_sec;
+	st->st_mtim.tv_nsec = x.stx_mtime.tv_nsec;
+	st->st_ctim.tv_sec = x.stx_ctime.tv_sec;
+	st->st_ctim.tv_nsec = x.stx_ctime.tv_nsec;
+	b->known = (x.stx_mask & STATX_BTIME) != 0;
+	b->sec = b->known ? x.stx_btime.tv_sec : 0;
+	b->nsec = b->known ? x.stx_btime.tv_nsec : 0;
+	return 0;
+}
+
+static bool same_birth(const struct inode_birth *a, const struct inode_birth *b)
+{
+	return a->sec == b->sec && a->nsec == b->nsec;
+}
+
+/*
+ * The first fd of a file that was only looked up: opened by the name it
+ * was last seen by, in its folder's fd, and taken only if it is the same
+ * file, (dev, ino, birth time). If the name is gone or names another file
+ * now (renamed on the host since), ESTALE: the kernel looks the path up
+ * again. -1 and errno.
+ */
+static int open_by_name(struct fs_mount *m, struct inode *i)
+{
+	struct inode_birth b;
+	struct inode *p;
+	struct stat st;
+	char *name;
+	int pfd, fd = -1;
+
+	p = inode_pin_parent(m, i, &name);
+	if (p == NULL) {
+		errno = ESTALE;
+		return -1;
+	}
+	pfd = inode_fd_get(m, p);
+	if (pfd >= 0) {
+		fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		inode_fd_put(m, p);
+	}
+	inode_unpin(m, p);
+	free(name);
+	if (fd >= 0 && (stat_birth(fd, "", AT_EMPTY_PATH, &st, &b) != 0 || st.st_dev != i->dev ||
+			st.st_ino != i->ino || (st.st_mode & S_IFMT) != i->type || !b.known ||
+			!same_birth(&b, &i->birth))) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		errno = ESTALE;
+	return fd;
+}
+
+/*
  * Pin the inode's O_PATH fd for use by this worker, reopening it from its
- * file handle if the cache closed it. Pair with inode_fd_put().
+ * file handle if the cache closed it, or by name if it never had one.
+ * Pair with inode_fd_put().
  */
 int inode_fd_get(struct fs_mount *m, struct inode *i)
 {
@@ -216,15 +311,18 @@ int inode_fd_get(struct fs_mount *m, struct inode *i)
 		pthread_mutex_unlock(&fs->lock);
 		return fd;
 	}
-	if (i->handle == NULL) {
+	if (i->handle == NULL && !i->byname) {
 		pthread_mutex_unlock(&fs->lock);
 		return -ESTALE;
 	}
 	i->users++;
-	mfd = m->mount_fds[i->mount_fd_idx];
+	mfd = i->handle != NULL ? m->mount_fds[i->mount_fd_idx] : -1;
 	pthread_mutex_unlock(&fs->lock);
 
-	fd = open_by_handle_at(mfd, i->handle, O_PATH | O_CLOEXEC);
+	if (mfd >= 0)
+		fd = open_by_handle_at(mfd, i->handle, O_PATH | O_CLOEXEC);
+	else
+		fd = open_by_name(m, i);
 	pthread_mutex_lock(&fs->lock);
 	if (fd < 0) {
 		fd = -errno;
@@ -281,17 +379,10 @@ static void inode_unref(struct fs_mount *m, struct inode *i)
 /* Frees i, and each parent that only i kept: a loop, for chains thousands deep */
 static void inode_free(struct fs_mount *m, struct inode *i)
 {
-	struct inode **pp, *p;
+	struct inode *p;
 
 	while (i != NULL) {
-		for (pp = &m->table.buckets[hash(i->dev, i->ino, m->table.nbuckets)]; *pp != NULL;
-		     pp = &(*pp)->hnext) {
-			if (*pp == i) {
-				*pp = i->hnext;
-				m->table.count--;
-				break;
-			}
-		}
+		inode_unhash(m, i);
 		inode_fd_cache_drop(m->fs, i);
 		backing_inode_free(m, i);
 		p = i->parent;
@@ -360,9 +451,33 @@ static void inode_set_gcls(struct fs_mount *m, struct inode *i, const struct gua
 }
 
 /*
- * Look name up in parent: one openat(O_PATH|O_NOFOLLOW) on the parent's fd,
- * never a path walk. Takes a kernel reference on the inode it returns, and
- * classifies it from its parent and name.
+ * The entry of the file ST and B describe. An entry with that (dev, ino)
+ * but born at another time is of a file that had the number before and is
+ * gone (an entry without an fd does not pin its number): it leaves the
+ * table, so no later lookup takes it for the new file, and lives on only
+ * until the kernel forgets it (its handle then fails with ESTALE).
+ */
+static struct inode *inode_match(struct fs_mount *m, const struct stat *st,
+				 const struct inode_birth *b)
+{
+	struct inode *i = inode_find(m, st->st_dev, st->st_ino);
+
+	if (i == NULL || i == &m->root || i->fd >= 0 || !b->known || !i->birth.known ||
+	    same_birth(&i->birth, b))
+		return i;
+	inode_unhash(m, i);
+	return NULL;
+}
+
+/*
+ * Look name up in parent: a statx of the name in the parent's fd, never a
+ * path walk. A name whose inode we hold (revalidations, readdirplus of a
+ * known folder) costs nothing more. A new file's handle is taken by name
+ * (the file need not be opened: git status never opens most of them); a
+ * new folder, or a file without a handle or birth time, is opened with
+ * O_PATH|O_NOFOLLOW and stat'ed again through that fd. Takes a kernel
+ * reference on the inode it returns, and classifies it from its parent
+ * and name.
  */
 int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		 struct fuse_entry_param *e)
@@ -370,8 +485,9 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	struct fs *fs = m->fs;
 	struct file_handle *h = NULL;
 	struct guard_cls gc = {0}, pgc;
-	struct inode *i;
-	int pfd, fd, mount_id = -1, idx = -1, r;
+	struct inode_birth b;
+	struct inode *i = NULL;
+	int pfd, fd = -1, mount_id = -1, idx = -1, r;
 	uint64_t gen = 0;
 	struct stat st;
 
@@ -381,57 +497,23 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	pfd = inode_fd_get(m, parent);
 	if (pfd < 0)
 		return pfd;
-	/*
-	 * Fast path, the common one (revalidations, readdirplus of a known
-	 * folder): a name whose inode we hold costs one fstatat, no open. The
-	 * reference taken under the lock keeps the inode alive meanwhile.
-	 * When the last name looked up in this folder was new to us (a cold
-	 * tree), the next one likely is too: go straight to the open, which
-	 * finds a known inode as well, one stat fewer.
-	 */
-	i = NULL;
-	if (!atomic_load_explicit(&parent->new_kids, memory_order_relaxed)) {
-		if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-			r = -errno;
-			inode_fd_put(m, parent);
-			return r;
-		}
+	r = stat_birth(pfd, name, 0, &st, &b);
+	if (r == 0) {
+		/* the reference taken under the lock keeps a known inode alive */
 		pthread_mutex_lock(&fs->lock);
-		i = inode_find(m, st.st_dev, st.st_ino);
-		if (i != NULL && i != &m->root && (i->fd >= 0 || i->handle != NULL))
+		i = inode_match(m, &st, &b);
+		if (i != NULL && i != &m->root && (i->fd >= 0 || i->handle != NULL || i->byname))
 			i->nlookup++;
 		else
 			i = NULL;
 		pthread_mutex_unlock(&fs->lock);
-		if (i == NULL)
-			atomic_store_explicit(&parent->new_kids, true, memory_order_relaxed);
 	}
-	if (i != NULL) {
-		r = 0;
-		if (m->guard != NULL) {
-			gen = guard_generation(m->guard);
-			pthread_mutex_lock(&fs->lock);
-			pgc = parent->gcls;
-			pthread_mutex_unlock(&fs->lock);
-			r = guard_classify(m->guard, &pgc, pfd, name, &st, -1, &gc);
-		}
-		inode_fd_put(m, parent);
-		if (r != 0) {
-			inode_forget(m, i, 1);
-			return r;
-		}
-		pthread_mutex_lock(&fs->lock);
-		i->nlink = st.st_nlink;
-		i->cls |= policy_classify(m, parent, &st); /* read-only follows the inode */
-		inode_set_parent(m, i, parent, name);
-		inode_set_gcls(m, i, &gc, gen);
-		pthread_mutex_unlock(&fs->lock);
-		goto done;
+	if (r == 0 && i == NULL && (S_ISDIR(st.st_mode) || !b.known)) {
+		fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		r = fd < 0 ? -errno : stat_birth(fd, "", AT_EMPTY_PATH, &st, &b);
+		if (r == 0 && (S_ISDIR(st.st_mode) || !m->handles))
+			h = handle_of(fd, &mount_id);
 	}
-	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	r = fd < 0 ? -errno : 0;
-	if (r == 0 && fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
-		r = -errno;
 	if (r == 0 && m->guard != NULL) {
 		gen = guard_generation(m->guard);
 		pthread_mutex_lock(&fs->lock);
@@ -441,29 +523,27 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	}
 	inode_fd_put(m, parent);
 	if (r != 0) {
+		if (i != NULL)
+			inode_forget(m, i, 1);
 		if (fd >= 0)
 			close(fd);
+		free(h);
 		return r;
 	}
 
 	pthread_mutex_lock(&fs->lock);
-	i = inode_find(m, st.st_dev, st.st_ino);
-	if (i == NULL && (S_ISDIR(st.st_mode) || !m->handles)) {
-		pthread_mutex_unlock(&fs->lock);
-		h = handle_of(fd, &mount_id);
-		pthread_mutex_lock(&fs->lock);
-		i = inode_find(m, st.st_dev, st.st_ino);
-	}
-	atomic_store_explicit(&parent->new_kids, i == NULL, memory_order_relaxed);
-	if (i != NULL) {
+	if (i == NULL && (i = inode_match(m, &st, &b)) != NULL) {
+		/* made meanwhile by another worker, or known but with its fd evicted */
 		i->nlookup++;
-		i->nlink = st.st_nlink;
-		i->cls |= policy_classify(m, parent, &st); /* read-only follows the inode */
-		if (i->fd < 0) {
+		if (i->fd < 0 && fd >= 0) {
 			i->fd = fd;
 			fd = -1;
 			fd_cache_add(fs, i);
 		}
+	}
+	if (i != NULL) {
+		i->nlink = st.st_nlink;
+		i->cls |= policy_classify(m, parent, &st); /* read-only follows the inode */
 		if (i != &m->root) {
 			inode_set_parent(m, i, parent, name);
 			inode_set_gcls(m, i, &gc, gen);
@@ -474,7 +554,7 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 			close(fd);
 		goto done;
 	}
-	if (h != NULL && (idx = mount_fd_index(m, mount_id, fd, st.st_mode)) < 0) {
+	if (h != NULL && fd >= 0 && (idx = mount_fd_index(m, mount_id, fd, st.st_mode)) < 0) {
 		free(h);
 		h = NULL;
 	}
@@ -483,15 +563,18 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		pthread_mutex_unlock(&fs->lock);
 		free(i);
 		free(h);
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return -ENOMEM;
 	}
 	i->dev = st.st_dev;
 	i->ino = st.st_ino;
 	i->type = st.st_mode & S_IFMT;
+	i->birth = b;
 	i->nlink = st.st_nlink;
 	i->nlookup = 1;
 	i->handle = h;
+	i->byname = fd < 0;
 	i->mount_fd_idx = idx;
 	i->lazy = h == NULL && m->handles && !S_ISDIR(st.st_mode);
 	i->owner = m;
@@ -502,7 +585,8 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	i->gcls = gc;
 	i->ggen = gen;
 	i->fd = fd;
-	fd_cache_add(fs, i);
+	if (fd >= 0)
+		fd_cache_add(fs, i);
 	i->hnext = m->table.buckets[hash(i->dev, i->ino, m->table.nbuckets)];
 	m->table.buckets[hash(i->dev, i->ino, m->table.nbuckets)] = i;
 	if (++m->table.count > m->table.nbuckets)

@@ -21,6 +21,7 @@ FS_TESTS = \
 	tests/fs-locks.sh \
 	tests/fs-coherence.sh \
 	tests/fs-fdlimit.sh \
+	tests/fs-identity.sh \
 	tests/fs-passthrough.sh \
 	tests/fs-mount-helper.sh
 TESTS += $(FS_TESTS)
