@@ -157,9 +157,23 @@ static bool spin_begin(struct fs *fs, struct fs_mount *m)
 }
 
 /*
+ * Waiting awake pays only on an idle CPU. When the machine is busy (a
+ * build beside the bot), a sched_yield() hands the CPU to another task for
+ * its whole slice, milliseconds, and a request that comes meanwhile waits
+ * for it: the reader was not asleep in read(), so nothing woke it. So a
+ * yield that took longer than the whole wait means the CPU is contended:
+ * the reader then blocks after every request, for a pause that doubles
+ * while that goes on (10 ms to 1 s), and spins again once a spin caught a
+ * request.
+ */
+#define PAUSE_MIN_NS 10000000ull
+#define PAUSE_MAX_NS 1000000000ull
+
+/*
  * The reader's loop. With -o poll=USEC, after a request it reads the
  * mount's non-blocking fd for that long (yielding the CPU between tries)
- * before it blocks again, if it gets one of the pollers' slots (fs.c).
+ * before it blocks again, if it gets one of the pollers' slots (fs.c) and
+ * is not pausing (above).
  */
 static void *reader_main(void *arg)
 {
@@ -167,7 +181,7 @@ static void *reader_main(void *arg)
 	struct fs *fs = m->fs;
 	struct fuse_buf buf = {.mem = NULL};
 	bool slow, spinning = false;
-	uint64_t deadline = 0;
+	uint64_t deadline = 0, t, pause_until = 0, pause = PAUSE_MIN_NS;
 	sigset_t set;
 	int res;
 
@@ -184,23 +198,33 @@ static void *reader_main(void *arg)
 		read_fd = spinning ? m->fuse_fd : m->dev_fd;
 		res = fuse_session_receive_buf(m->se, &buf);
 		if (res == -EAGAIN) {
+			t = now_ns();
 			sched_yield();
+			if (now_ns() - t > (uint64_t)m->poll_us * 1000u) {
+				spinning = false; /* the CPU is contended: see PAUSE_MIN_NS */
+				atomic_fetch_sub(&fs->pollers, 1);
+				pause_until = now_ns() + pause;
+				pause = pause * 2 > PAUSE_MAX_NS ? PAUSE_MAX_NS : pause * 2;
+			}
 			continue;
 		}
 		if (res == -EINTR)
 			continue;
 		if (res <= 0 || fuse_session_exited(m->se))
 			break;
+		if (spinning)
+			pause = PAUSE_MIN_NS; /* the spin caught this one */
 		slow = fs_request_may_block(&buf);
 		if (slow)
 			pool_want(m, +1);
 		fs_serve(fs, m, &buf);
 		if (slow)
 			pool_want(m, -1);
-		if (!spinning)
+		t = now_ns();
+		if (!spinning && t >= pause_until)
 			spinning = spin_begin(fs, m);
 		if (spinning)
-			deadline = now_ns() + (uint64_t)m->poll_us * 1000u;
+			deadline = t + (uint64_t)m->poll_us * 1000u;
 	}
 	if (spinning)
 		atomic_fetch_sub(&fs->pollers, 1);
