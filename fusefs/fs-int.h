@@ -292,6 +292,7 @@ void inode_closes_flush(void);
 void inode_moved(struct fs_mount *m, struct inode *ino, struct inode *parent, const char *name);
 struct inode *inode_pin_parent(struct fs_mount *m, struct inode *ino, char **name);
 void inode_unpin(struct fs_mount *m, struct inode *ino);
+void inode_keep_open(struct fs_mount *m, struct inode *ino);
 
 /*
  * policy.c: one write-ish operation to decide. Unused inodes are NULL and

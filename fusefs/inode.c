@@ -268,7 +268,7 @@ static int open_by_name(struct fs_mount *m, struct inode *i)
 	struct inode *p;
 	struct stat st;
 	char *name;
-	int pfd, fd = -1;
+	int pfd, fd = -1, e;
 
 	p = inode_pin_parent(m, i, &name);
 	if (p == NULL) {
@@ -278,19 +278,39 @@ static int open_by_name(struct fs_mount *m, struct inode *i)
 	pfd = inode_fd_get(m, p);
 	if (pfd >= 0) {
 		fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		e = fd < 0 ? errno : 0;
 		inode_fd_put(m, p);
+	} else {
+		e = -pfd;
 	}
 	inode_unpin(m, p);
 	free(name);
-	if (fd >= 0 && (stat_birth(fd, "", AT_EMPTY_PATH, &st, &b) != 0 || st.st_dev != i->dev ||
-			st.st_ino != i->ino || (st.st_mode & S_IFMT) != i->type || !b.known ||
-			!same_birth(&b, &i->birth))) {
-		close(fd);
-		fd = -1;
+	if (fd < 0) {
+		/* gone from there: ESTALE; out of descriptors or memory: said as it is */
+		errno = e == ENOENT || e == ENOTDIR ? ESTALE : e;
+		return -1;
 	}
-	if (fd < 0)
+	if (stat_birth(fd, "", AT_EMPTY_PATH, &st, &b) != 0 || st.st_dev != i->dev ||
+	    st.st_ino != i->ino || (st.st_mode & S_IFMT) != i->type || !b.known ||
+	    !same_birth(&b, &i->birth)) {
+		close(fd);
 		errno = ESTALE;
+		return -1;
+	}
 	return fd;
+}
+
+/*
+ * The name i was last seen by is about to go, and the file may keep
+ * another (st_nlink > 1): give i its fd now, so it never needs that name
+ * (a process holding it by another name still reaches it).
+ */
+void inode_keep_open(struct fs_mount *m, struct inode *i)
+{
+	int fd = inode_fd_get(m, i);
+
+	if (fd >= 0)
+		inode_fd_put(m, i);
 }
 
 /*
@@ -451,12 +471,16 @@ static void inode_set_gcls(struct fs_mount *m, struct inode *i, const struct gua
 }
 
 /*
- * The entry of the file ST and B describe. An entry with that (dev, ino)
- * but born at another time is of a file that had the number before and is
- * gone (an entry without an fd does not pin its number): it leaves the
- * table, so no later lookup takes it for the new file, and lives on only
- * until the kernel forgets it (its handle then fails with ESTALE).
+ * The entry of the file ST and B describe, NULL if none, or ERR_STALE. An
+ * entry with that (dev, ino) but born earlier is of a file that had the
+ * number before and is gone (an entry without an fd does not pin its
+ * number): it leaves the table, so no later lookup takes it for the new
+ * file, and lives on only until the kernel forgets it (its handle then
+ * fails with ESTALE). One born later means ST is of a file gone since:
+ * ERR_STALE, and the kernel looks the name up again.
  */
+#define ERR_STALE ((struct inode *)-1)
+
 static struct inode *inode_match(struct fs_mount *m, const struct stat *st,
 				 const struct inode_birth *b)
 {
@@ -465,6 +489,8 @@ static struct inode *inode_match(struct fs_mount *m, const struct stat *st,
 	if (i == NULL || i == &m->root || i->fd >= 0 || !b->known || !i->birth.known ||
 	    same_birth(&i->birth, b))
 		return i;
+	if (i->birth.sec > b->sec || (i->birth.sec == b->sec && i->birth.nsec > b->nsec))
+		return ERR_STALE;
 	inode_unhash(m, i);
 	return NULL;
 }
@@ -502,7 +528,10 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		/* the reference taken under the lock keeps a known inode alive */
 		pthread_mutex_lock(&fs->lock);
 		i = inode_match(m, &st, &b);
-		if (i != NULL && i != &m->root && (i->fd >= 0 || i->handle != NULL || i->byname))
+		if (i == ERR_STALE)
+			r = -ESTALE;
+		if (r == 0 && i != NULL && i != &m->root &&
+		    (i->fd >= 0 || i->handle != NULL || i->byname))
 			i->nlookup++;
 		else
 			i = NULL;
@@ -532,6 +561,13 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	}
 
 	pthread_mutex_lock(&fs->lock);
+	if (i == NULL && (i = inode_match(m, &st, &b)) == ERR_STALE) {
+		pthread_mutex_unlock(&fs->lock);
+		if (fd >= 0)
+			close(fd);
+		free(h);
+		return -ESTALE;
+	}
 	if (i == NULL && (i = inode_match(m, &st, &b)) != NULL) {
 		/* made meanwhile by another worker, or known but with its fd evicted */
 		i->nlookup++;

@@ -152,6 +152,8 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	if (r == 0)
 		r = policy_check(m, &PREQ(.req = req, .op = op, .ino = &child, .mode = child.type,
 					  .parent = p, .parent_fd = pfd, .name = name));
+	if (r == 0 && real != NULL && child.nlink > 1)
+		inode_keep_open(m, real); /* it keeps another name: see inode_keep_open() */
 	if (r == 0) {
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
 		if (unlinkat(pfd, name, flags) != 0)
@@ -245,6 +247,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	if (r == 0 && rule != 0) {
 		r = seal_rename(m, pfd, name, np, npfd, newname, flags, rule);
 	} else if (r == 0) {
+		if (rdst != NULL && dst.nlink > 1 && op == GUARD_OP_RENAME)
+			inode_keep_open(m, rdst); /* the name it goes by is replaced */
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
 		if (renameat2(pfd, name, npfd, newname, flags) != 0)
 			r = -errno;

@@ -89,6 +89,25 @@ like "$(cat "$M/before" 2>&1)" "No such file or directory" \
 	"the host renamed it: its old name is gone through the mount at once"
 is "$(cat "$M/after")" moved "... and its new name reads it"
 
+# a file with two names: the one the mount last saw it by is unlinked
+# through the mount while a process holds it by the other
+mkdir -p "$S/l1" "$S/l2"
+echo linked >"$S/l1/x"
+ln "$S/l1/x" "$S/l2/y"
+is "$(python3 - "$M" <<'PY'
+import os, sys
+M = sys.argv[1]
+fd = os.open(M + "/l1/x", os.O_PATH | os.O_NOFOLLOW)
+os.stat(M + "/l2/y")     # last seen by this name
+os.unlink(M + "/l2/y")
+try:
+    print(os.fstat(fd).st_nlink)
+except OSError as e:
+    print(e.strerror)
+PY
+)" 1 "a hard link unlinked through the mount: fstat of an O_PATH descriptor held by the other name works"
+is "$(cat "$M/l1/x")" linked "... and the other name reads it"
+
 # --- inode numbers the host reuses
 printf 'old file\n' >"$S/old"
 chmod 0644 "$S/old"
