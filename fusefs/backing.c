@@ -29,7 +29,6 @@ struct backing_map {
 	uint64_t padding;
 };
 #define BACKING_IOC_OPEN _IOW(229, 1, struct backing_map)
-#define BACKING_IOC_CLOSE _IOW(229, 2, uint32_t)
 
 /*
  * INIT: ask for passthrough if the mount wants it and the kernel offers
@@ -154,19 +153,12 @@ void backing_open_end(struct fs_mount *m, struct inode *i, bool passthrough)
 }
 
 /*
- * The kernel forgot the inode: its backing file goes too. Called under
- * fs->lock, so the ioctl waits for backing_closes_flush(): dropping the last
+ * The kernel forgot the inode: its backing file goes too, closed by the
+ * closer thread once fs->lock (held here) is let go: dropping the last
  * reference to a file unlinked through the mount frees it, which may wait
- * for the disk (see inode.c, close_later). A mount being freed has no fd
- * any more, and its backing files went with the connection.
+ * for the disk (closer.c). A mount being freed has no fd any more, and its
+ * backing files went with the connection.
  */
-#define BACKING_LATER_MAX 64
-static __thread struct {
-	int fuse_fd;
-	uint32_t id;
-} backing_queue[BACKING_LATER_MAX];
-static __thread unsigned backing_queued;
-
 void backing_inode_free(struct fs_mount *m, struct inode *i)
 {
 	uint32_t id = (uint32_t)i->backing_id;
@@ -174,20 +166,5 @@ void backing_inode_free(struct fs_mount *m, struct inode *i)
 	i->backing_id = 0;
 	if (id == 0 || m->fuse_fd < 0)
 		return;
-	if (backing_queued < BACKING_LATER_MAX) {
-		backing_queue[backing_queued].fuse_fd = m->fuse_fd;
-		backing_queue[backing_queued++].id = id;
-	} else {
-		ioctl(m->fuse_fd, BACKING_IOC_CLOSE, &id);
-	}
-}
-
-/* Outside fs->lock, while the request's mount is still held (busy). */
-void backing_closes_flush(void)
-{
-	while (backing_queued > 0) {
-		backing_queued--;
-		ioctl(backing_queue[backing_queued].fuse_fd, BACKING_IOC_CLOSE,
-		      &backing_queue[backing_queued].id);
-	}
+	closer_later_backing(m, id);
 }

@@ -22,6 +22,7 @@
  *   seal.c         content-checked renames and writes (X2, X4), ns_lock
  *   gitlock.c      lock files in git folders that a mount made (rule LK)
  *   backing.c      kernel passthrough: backing files and their counts
+ *   closer.c       the closer thread: last closes, off the request path
  *   wire.c         libfuse < 3.17 only: passthrough in INIT and open replies
  *   ops*.c         the FUSE handlers, by kind (ops.h says which file has which)
  */
@@ -128,6 +129,13 @@ struct lock_wait {
 	unsigned tries;
 };
 
+/* A close for the closer thread: an fd, or (m set) a backing file of m. */
+struct close_item {
+	int fd;
+	uint32_t backing_id;
+	struct fs_mount *m; /* busy until closed */
+};
+
 /* A notification for another mount's kernel cache, sent by the notifier. */
 struct inval {
 	struct inval *next;
@@ -227,6 +235,13 @@ struct fs {
 	pthread_cond_t lk_cond;
 	struct lock_wait *lk_head;
 	pthread_t lk_thread;
+	/* the closer (closer.c): a ring of cl_max items */
+	pthread_mutex_t cl_lock;
+	pthread_cond_t cl_cond;
+	struct close_item *cl_items;
+	unsigned cl_max, cl_head, cl_len;
+	bool cl_stopping;
+	pthread_t cl_thread;
 	/* cross-mount invalidations */
 	pthread_mutex_t nt_lock;
 	pthread_cond_t nt_cond;
@@ -347,7 +362,6 @@ bool backing_open_begin(struct fs_mount *m, fuse_req_t req, struct inode *ino, b
 			struct fuse_file_info *fi);
 void backing_open_end(struct fs_mount *m, struct inode *ino, bool passthrough);
 void backing_inode_free(struct fs_mount *m, struct inode *ino);
-void backing_closes_flush(void);
 void backing_init(struct fs_mount *m, struct fuse_conn_info *conn);
 
 #ifndef HAVE_FUSE_PASSTHROUGH
@@ -435,6 +449,12 @@ ssize_t fs_dev_writev(struct fs_mount *m, int fd, struct iovec *iov, int count);
 #ifdef HAVE_FUSE_PASSTHROUGH
 extern const struct fuse_custom_io fs_dev_io;
 #endif
+
+/* closer.c: the closer thread */
+void *closer_thread(void *fs);
+void closer_later_fd(struct fs *fs, int fd);
+void closer_later_backing(struct fs_mount *m, uint32_t id);
+void closer_flush(void);
 
 /* lock.c: blocking locks, retried by the lock thread */
 void *lock_thread(void *fs);

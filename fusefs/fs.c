@@ -417,6 +417,10 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 	fs->max_handles = rl.rlim_cur > fs->maxfds + 2 * FS_FD_RESERVE
 				  ? (unsigned)rl.rlim_cur - fs->maxfds - FS_FD_RESERVE
 				  : (unsigned)rl.rlim_cur / 4;
+	/* closes waiting for the closer hold fds too: room for them */
+	fs->cl_max = rl.rlim_cur / 16 > 1024 ? 1024 : (unsigned)rl.rlim_cur / 16;
+	if (fs->max_handles > fs->cl_max + 64)
+		fs->max_handles -= fs->cl_max;
 	if (fs->max_handles < 64)
 		fs->max_handles = 64;
 	fs->max_waiters = FS_MAX_WAITERS;
@@ -440,6 +444,8 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 	pthread_mutex_init(&fs->chk_lock, NULL);
 	pthread_mutex_init(&fs->lk_lock, NULL);
 	pthread_cond_init(&fs->lk_cond, NULL);
+	pthread_mutex_init(&fs->cl_lock, NULL);
+	pthread_cond_init(&fs->cl_cond, NULL);
 	pthread_mutex_init(&fs->nt_lock, NULL);
 	pthread_cond_init(&fs->nt_cond, NULL);
 	fs->nt_tail = &fs->nt_head;
@@ -483,6 +489,12 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 		goto fail;
 	}
 	fs->helpers = true;
+	/* Without the closer (no memory, no thread), workers close themselves. */
+	if (fs->cl_max > 0 && (fs->cl_items = calloc(fs->cl_max, sizeof *fs->cl_items)) != NULL &&
+	    pthread_create(&fs->cl_thread, NULL, closer_thread, fs) != 0) {
+		free(fs->cl_items);
+		fs->cl_items = NULL;
+	}
 	return fs;
 fail:
 	fs_free(fs);
@@ -515,6 +527,15 @@ void fs_free(struct fs *fs)
 		pthread_mutex_unlock(&fs->lk_lock);
 		pthread_join(fs->lk_thread, NULL);
 		pthread_join(fs->nt_thread, NULL);
+	}
+	if (fs->cl_items != NULL) {
+		/* every mount is gone: what waits is closed, then the closer ends */
+		pthread_mutex_lock(&fs->cl_lock);
+		fs->cl_stopping = true;
+		pthread_cond_signal(&fs->cl_cond);
+		pthread_mutex_unlock(&fs->cl_lock);
+		pthread_join(fs->cl_thread, NULL);
+		free(fs->cl_items);
 	}
 	free(fs->workers);
 	if (fs->epfd >= 0)

@@ -86,29 +86,13 @@ static void lru_unlink(struct inode *i)
 }
 
 /*
- * fds are closed outside fs->lock. The last close of a file unlinked
- * through the mount is where its filesystem frees it, and that may wait
- * for the disk (ext4 with discard: a synchronous discard); under the lock
- * it stalled every worker. Under the lock an fd is queued here, and the
- * worker closes its queue once the request is done (inode_closes_flush).
+ * fds are closed outside fs->lock, by the closer thread (closer.c): the
+ * last close of a file unlinked through the mount is where its filesystem
+ * frees it, and that may wait for the disk.
  */
-#define CLOSE_LATER_MAX 64
-static __thread int close_queue[CLOSE_LATER_MAX];
-static __thread unsigned close_queued;
-
-static void close_later(int fd)
-{
-	if (close_queued < CLOSE_LATER_MAX)
-		close_queue[close_queued++] = fd;
-	else
-		close(fd);
-}
-
 void inode_closes_flush(void)
 {
-	while (close_queued > 0)
-		close(close_queue[--close_queued]);
-	backing_closes_flush();
+	closer_flush();
 }
 
 static struct file_handle *handle_of(int fd, int *mount_id);
@@ -154,7 +138,7 @@ static void lru_trim(struct fs *fs)
 		lru_unlink(i);
 		if (i->handle == NULL && !handle_now(i))
 			continue; /* pinned from now on */
-		close_later(i->fd);
+		closer_later_fd(fs, i->fd);
 		i->fd = -1;
 		fs->nfds--;
 	}
@@ -176,7 +160,7 @@ void inode_fd_cache_drop(struct fs *fs, struct inode *i)
 {
 	lru_unlink(i);
 	if (i->fd >= 0) {
-		close_later(i->fd);
+		closer_later_fd(fs, i->fd);
 		i->fd = -1;
 		fs->nfds--;
 	}
