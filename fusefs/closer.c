@@ -20,6 +20,7 @@
  */
 #include "fusefs/fs-int.h"
 
+#include <time.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include <linux/fuse.h>
@@ -86,7 +87,7 @@ void closer_flush(void)
 	if (fs->cl_items != NULL && !fs->cl_stopping) {
 		for (; k < n && fs->cl_len < fs->cl_max; k++)
 			fs->cl_items[(fs->cl_head + fs->cl_len++) % fs->cl_max] = later[k];
-		if (k > 0)
+		if (k > 0 && fs->cl_idle)
 			pthread_cond_signal(&fs->cl_cond);
 	}
 	pthread_mutex_unlock(&fs->cl_lock);
@@ -96,13 +97,17 @@ void closer_flush(void)
 
 void *closer_thread(void *arg)
 {
+	const struct timespec linger = {0, 1000000}; /* 1 ms */
 	struct fs *fs = arg;
 	struct close_item c;
 
 	pthread_mutex_lock(&fs->cl_lock);
 	for (;;) {
-		while (fs->cl_len == 0 && !fs->cl_stopping)
+		while (fs->cl_len == 0 && !fs->cl_stopping) {
+			fs->cl_idle = true;
 			pthread_cond_wait(&fs->cl_cond, &fs->cl_lock);
+			fs->cl_idle = false;
+		}
 		if (fs->cl_len == 0)
 			break; /* stopping, and nothing left */
 		c = fs->cl_items[fs->cl_head];
@@ -111,6 +116,12 @@ void *closer_thread(void *arg)
 		pthread_mutex_unlock(&fs->cl_lock);
 		closer_do(fs, &c);
 		pthread_mutex_lock(&fs->cl_lock);
+		if (fs->cl_len == 0 && !fs->cl_stopping) {
+			/* a moment awake: closes handed meanwhile wake no one (rm -rf: one per file) */
+			pthread_mutex_unlock(&fs->cl_lock);
+			nanosleep(&linger, NULL);
+			pthread_mutex_lock(&fs->cl_lock);
+		}
 	}
 	pthread_mutex_unlock(&fs->cl_lock);
 	return NULL;

@@ -241,6 +241,7 @@ struct fs {
 	struct close_item *cl_items;
 	unsigned cl_max, cl_head, cl_len;
 	bool cl_stopping;
+	bool cl_idle; /* the closer waits for cl_cond (else it will look again) */
 	pthread_t cl_thread;
 	/* cross-mount invalidations */
 	pthread_mutex_t nt_lock;
