@@ -126,6 +126,32 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 }
 
+/*
+ * A create without O_EXCL opened fd, and the file may not be new: the name
+ * can have been made on the host since the kernel's lookup (a negative
+ * entry lasts the timeout), the kernel then sends CREATE, and the host may
+ * have given that name to a protected file. A file with other names is
+ * decided as the open for writing it is (HL, as in op_open), and O_TRUNC,
+ * held back from the open, acts only then.
+ */
+static int create_existing(struct fs_mount *m, fuse_req_t req, struct inode *i, int fd, bool trunc)
+{
+	struct stat st;
+	int r = 0;
+
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if (m->guard != NULL && st.st_nlink > 1) {
+		pthread_mutex_lock(&m->fs->lock);
+		i->nlink = st.st_nlink;
+		pthread_mutex_unlock(&m->fs->lock);
+		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
+	}
+	if (r == 0 && trunc && st.st_size > 0 && ftruncate(fd, 0) != 0)
+		r = -errno;
+	return r;
+}
+
 void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	       struct fuse_file_info *fi)
 {
@@ -134,7 +160,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct fuse_entry_param e;
 	struct decide_hold h;
 	int pfd, fd = -1, r;
-	bool pt, wr, checked;
+	bool pt, wr, checked, excl = (fi->flags & O_EXCL) != 0;
 
 	/* the mount's share of open files (fs.c), before anything is made */
 	if (!fs_handle_take(m)) {
@@ -155,7 +181,9 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		r = fs_as_caller(req, true);
 	if (r == 0) {
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
-		fd = openat(pfd, name, (fi->flags & ~O_NOCTTY) | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+		fd = openat(pfd, name,
+			    (fi->flags & ~(O_NOCTTY | (excl ? 0 : O_TRUNC))) | O_CREAT | O_NOFOLLOW |
+				    O_CLOEXEC,
 			    mode);
 		if (fd < 0)
 			r = -errno;
@@ -172,6 +200,11 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		goto out;
 	}
 	i = ino_of(m, e.ino);
+	if (!excl && (r = create_existing(m, req, i, fd, (fi->flags & O_TRUNC) != 0)) != 0) {
+		close(fd);
+		inode_forget(m, i, 1);
+		goto out;
+	}
 	if (gitlock_name(name)) {
 		bool in_git;
 

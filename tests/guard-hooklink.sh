@@ -39,6 +39,13 @@ setup()
 	# d: a hooks folder the configuration names before it exists
 	git init -q "$S/d"
 	git -C "$S/d" config core.hooksPath .githooks
+	# e: a hook of the person's own, in .git/hooks, with a second name
+	# outside the root (a backup): recorded by inode when it is read (HL)
+	git init -q "$S/e"
+	printf '#!/bin/sh\ntouch %s\n' "$RAN-e" >"$S/e/.git/hooks/pre-commit"
+	chmod 755 "$S/e/.git/hooks/pre-commit"
+	ln "$S/e/.git/hooks/pre-commit" "$T/e-hook-backup"
+	mkdir "$S/e/work"
 }
 host_setup host-setup setup
 
@@ -73,12 +80,41 @@ mkdir "$S/d/.githooks"
 is "$(shell_result cp "$T/pay" "$M/d/.githooks/pre-commit")" EROFS \
 	"d: a hooks folder made on the host after the mount: a hook in it refused"
 
+# e: the host gives that hook a third name where the bot's kernel remembers
+# that nothing is (a negative entry, kept up to the 2 s timeout): an open
+# with O_CREAT but no O_EXCL then reaches the existing file as a CREATE,
+# and is decided as the open for writing it is (HL)
+creat_open()
+{
+	python3 - "$@" <<'PY'
+import errno, os, sys
+flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if sys.argv[2] == "trunc" else 0)
+try:
+    fd = os.open(sys.argv[1], flags, 0o755)
+    os.write(fd, open(sys.argv[3], "rb").read())
+    os.close(fd)
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+PY
+}
+cp "$S/e/.git/hooks/pre-commit" "$T/e-hook"
+is "$(try stat "$M/e/work/x")" ENOENT "e: a name that is not there (the kernel remembers it)"
+ln "$S/e/.git/hooks/pre-commit" "$S/e/work/x"
+is "$(creat_open "$M/e/work/x" keep "$T/pay")" EROFS \
+	"e: the host links a hook there: O_CREAT without O_EXCL onto it refused"
+is "$(creat_open "$M/e/work/x" trunc "$T/pay")" EROFS "e: ... and with O_TRUNC"
+check "e: the hook is as the person wrote it" cmp -s "$T/e-hook" "$S/e/.git/hooks/pre-commit"
+rm -f "$S/e/work/x"
+is "$(creat_open "$M/e/work/y" keep "$T/pay")" OK "e: O_CREAT of a new name still works"
+
 fs_umount "$M" || not_ok "umount $M"
 
-for r in a b c d; do
+for r in a b c d e; do
 	host_commit "$r" "$S/$r"
 done
 check "host: the person's hook ran in b" test -e "$RAN-b"
+check "host: the person's hook ran in e" test -e "$RAN-e"
 no_marker "host: nothing the bot wrote ran"
 
 done_testing
