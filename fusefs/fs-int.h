@@ -296,6 +296,8 @@ void inode_table_init(struct inode_table *t);
 struct inode *inode_find(struct fs_mount *m, dev_t dev, ino_t ino);
 int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		 struct fuse_entry_param *e);
+int inode_lookup_made(struct fs_mount *m, struct inode *parent, const char *name,
+		      struct fuse_entry_param *e);
 void inode_forget(struct fs_mount *m, struct inode *ino, uint64_t n);
 void inode_table_clear(struct fs_mount *m);
 int inode_fd_get(struct fs_mount *m, struct inode *ino);

@@ -489,8 +489,8 @@ static struct inode *inode_match(struct fs_mount *m, const struct stat *st,
  * reference on the inode it returns, and classifies it from its parent
  * and name.
  */
-int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
-		 struct fuse_entry_param *e)
+static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
+		  struct fuse_entry_param *e, bool made)
 {
 	struct fs *fs = m->fs;
 	struct file_handle *h = NULL;
@@ -507,8 +507,8 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	pfd = inode_fd_get(m, parent);
 	if (pfd < 0)
 		return pfd;
-	r = stat_birth(pfd, name, 0, &st, &b);
-	if (r == 0) {
+	r = made ? 0 : stat_birth(pfd, name, 0, &st, &b);
+	if (r == 0 && !made) {
 		/* the reference taken under the lock keeps a known inode alive */
 		pthread_mutex_lock(&fs->lock);
 		i = inode_match(m, &st, &b);
@@ -521,7 +521,7 @@ int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 			i = NULL;
 		pthread_mutex_unlock(&fs->lock);
 	}
-	if (r == 0 && i == NULL && (S_ISDIR(st.st_mode) || !b.known)) {
+	if (r == 0 && i == NULL && (made || S_ISDIR(st.st_mode) || !b.known)) {
 		fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		r = fd < 0 ? -errno : stat_birth(fd, "", AT_EMPTY_PATH, &st, &b);
 		if (r == 0 && (S_ISDIR(st.st_mode) || !m->handles))
@@ -618,6 +618,24 @@ done:
 	e->attr_timeout = m->timeout;
 	e->entry_timeout = m->timeout;
 	return 0;
+}
+
+int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
+		 struct fuse_entry_param *e)
+{
+	return lookup(m, parent, name, e, false);
+}
+
+/*
+ * A name this mount just made: what made it uses it next (a write's
+ * GETATTR, tar's utimensat and chmod), so its O_PATH fd is opened now, and
+ * stat'ed through it, two syscalls where a lookup by name and an open by
+ * name later would take three.
+ */
+int inode_lookup_made(struct fs_mount *m, struct inode *parent, const char *name,
+		      struct fuse_entry_param *e)
+{
+	return lookup(m, parent, name, e, true);
 }
 
 /* The folder i was last seen in, kept alive until inode_unpin(); *name is a copy. */

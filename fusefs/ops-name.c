@@ -25,7 +25,7 @@ int ops_made(struct fs_mount *m, enum guard_op op, struct inode *p, int pfd, con
 	policy_notify(m, op, p, pfd, name, NULL);
 	policy_changed(m, FS_EV_CREATED, p, name, NULL, NULL, op == GUARD_OP_MKDIR);
 	fs_invalidate(m, NULL, p, name);
-	return inode_lookup(m, p, name, e);
+	return inode_lookup_made(m, p, name, e);
 }
 
 /* mknod, mkdir and symlink: made as the caller, then looked up. */
