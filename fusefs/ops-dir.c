@@ -46,7 +46,8 @@ static int dir_open(struct fs_mount *m, struct inode *i)
 	return dfd;
 }
 
-static __thread char dents[16384];
+/* getdents64's records are 8-aligned in it: so must it be (UBSan) */
+static __thread char dents[16384] __attribute__((aligned(8)));
 
 /*
  * Whether the kernel already holds the inode a listed name is for. Such a
