@@ -75,28 +75,7 @@ set +C
 old_ino=$(stat -c %i "$S/app/.git/mine.lock")
 rm -f "$S/app/.git/mine.lock"
 # the mount's own reference to it goes when the kernel forgets the name
-sync
-echo 2 >/proc/sys/vm/drop_caches 2>/dev/null
-sleep 0.2
-# ext4 gives a file the lowest free inode of its group: fill the ones below
-reused=$(python3 - "$S/app/.git" "$old_ino" <<'PY'
-import os, sys
-d, want = sys.argv[1], int(sys.argv[2])
-made = []
-for k in range(20000):
-    p = os.path.join(d, "fill-%d" % k)
-    fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o644)
-    ino = os.fstat(fd).st_ino
-    os.close(fd)
-    if ino == want:
-        os.rename(p, os.path.join(d, "host.lock"))
-        print("yes")
-        break
-    made.append(p)
-for p in made:
-    os.unlink(p)
-PY
-)
+reused=$(reuse_ino "$S/app/.git" "$old_ino" host.lock)
 if [ "$reused" = yes ]; then
 	is "$(try open-trunc "$G/host.lock")" EROFS \
 		"a host lock on the inode number of one the bot made: writing it refused (birth time)"

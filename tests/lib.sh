@@ -279,6 +279,34 @@ make_tree()
 	done
 }
 
+# reuse_ino DIR INO NAME: make files in DIR until one gets inode number INO
+# (ext4 gives a new file the lowest free number of its group: the ones
+# below are filled) and name it NAME; prints yes if one did. The files made
+# on the way are removed.
+reuse_ino()
+{
+	sync
+	echo 2 >/proc/sys/vm/drop_caches 2>/dev/null
+	sleep 0.2
+	python3 - "$1" "$2" "$3" <<'PY'
+import os, sys
+d, want, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+made = []
+for k in range(20000):
+    p = os.path.join(d, "fill-%d" % k)
+    fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o644)
+    ino = os.fstat(fd).st_ino
+    os.close(fd)
+    if ino == want:
+        os.rename(p, os.path.join(d, name))
+        print("yes")
+        break
+    made.append(p)
+for p in made:
+    os.unlink(p)
+PY
+}
+
 # bindfs_args ARGS...: translate agentfs mount arguments to bindfs ones
 # into the array bindfs_argv (sets bindfs_unsupported on --ro-path).
 bindfs_translate()
