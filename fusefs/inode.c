@@ -482,12 +482,11 @@ static struct inode *inode_match(struct fs_mount *m, const struct stat *st,
 /*
  * Look name up in parent: a statx of the name in the parent's fd, never a
  * path walk. A name whose inode we hold (revalidations, readdirplus of a
- * known folder) costs nothing more. A new file's handle is taken by name
- * (the file need not be opened: git status never opens most of them); a
- * new folder, or a file without a handle or birth time, is opened with
- * O_PATH|O_NOFOLLOW and stat'ed again through that fd. Takes a kernel
- * reference on the inode it returns, and classifies it from its parent
- * and name.
+ * known folder) costs nothing more. A new file gets no fd (git status never
+ * opens most of them: see open_by_name); a new folder, a file without a
+ * birth time, or a name the mount just made (MADE) is opened with
+ * O_PATH|O_NOFOLLOW and stat'ed through that fd. Takes a kernel reference
+ * on the inode it returns, and classifies it from its parent and name.
  */
 static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		  struct fuse_entry_param *e, bool made)
@@ -497,6 +496,7 @@ static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	struct guard_cls gc = {0}, pgc;
 	struct inode_birth b;
 	struct inode *i = NULL;
+	bool known;
 	int pfd, fd = -1, mount_id = -1, idx = -1, r;
 	uint64_t gen = 0;
 	struct stat st;
@@ -535,6 +535,7 @@ static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		r = guard_classify(m->guard, &pgc, pfd, name, &st, fd, &gc);
 	}
 	inode_fd_put(m, parent);
+	known = i != NULL; /* referenced already */
 	if (r != 0) {
 		if (i != NULL)
 			inode_forget(m, i, 1);
@@ -552,7 +553,7 @@ static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		free(h);
 		return -ESTALE;
 	}
-	if (i == NULL && (i = inode_match(m, &st, &b)) != NULL) {
+	if (i != NULL && !known) {
 		/* made meanwhile by another worker, or known but with its fd evicted */
 		i->nlookup++;
 		if (i->fd < 0 && fd >= 0) {

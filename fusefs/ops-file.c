@@ -130,9 +130,10 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  * A create without O_EXCL opened fd, and the file may not be new: the name
  * can have been made on the host since the kernel's lookup (a negative
  * entry lasts the timeout), the kernel then sends CREATE, and the host may
- * have given that name to a protected file. A file with other names is
- * decided as the open for writing it is (HL, as in op_open), and O_TRUNC,
- * held back from the open, acts only then.
+ * have given that name to a protected file, or to one under a read-only
+ * path. A file with other names is decided as the open for writing it is
+ * (as in op_open: HL, read-only paths), and O_TRUNC, held back from the
+ * open, acts only then.
  */
 static int create_existing(struct fs_mount *m, fuse_req_t req, struct inode *i, int fd, bool trunc)
 {
@@ -141,7 +142,7 @@ static int create_existing(struct fs_mount *m, fuse_req_t req, struct inode *i, 
 
 	if (fstat(fd, &st) != 0)
 		return -errno;
-	if (m->guard != NULL && st.st_nlink > 1) {
+	if (st.st_nlink > 1) {
 		pthread_mutex_lock(&m->fs->lock);
 		i->nlink = st.st_nlink;
 		pthread_mutex_unlock(&m->fs->lock);

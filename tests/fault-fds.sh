@@ -180,11 +180,7 @@ M="$T/mnt"
 mkdir -p "$S" "$M"
 make_tree "$S" 10 100
 is "$(find "$S" -type f | wc -l)" 1000 "a tree of 1,000 files"
-FS_WRAP=(prlimit "--nofile=$LIMIT:$LIMIT" --)
-fs_mount_fg "$S" "$M"
-mounted=$?
-FS_WRAP=()
-if [ "$mounted" -ne 0 ]; then
+if ! fs_mount_nofile "$LIMIT:$LIMIT" "$S" "$M"; then
 	not_is "$(timeout 10 cat "$M/d0/f00" 2>&1)" "file 0/00" \
 	"agentfs mount -f under prlimit --nofile=$LIMIT:$LIMIT serves the tree"
 	done_testing

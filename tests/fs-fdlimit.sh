@@ -27,12 +27,7 @@ contents()
 }
 
 # the server alone gets the limit, soft and hard, as `ulimit -n 256` would
-# (the test's own shell could not raise its hard limit back)
-FS_WRAP=(prlimit --nofile=256:256 --)
-fs_mount_fg "$S" "$M"
-mounted=$?
-FS_WRAP=()
-if [ "$mounted" -ne 0 ]; then
+if ! fs_mount_nofile 256:256 "$S" "$M"; then
 	not_ok "mount -f with ulimit -n 256"
 	done_testing
 	exit 1
@@ -52,11 +47,7 @@ check "unmount" fs_umount "$M"
 
 # a soft limit below the hard one (1024 is the usual default): the server takes
 # the hard one, so its cache of looked-up names is not 512 entries
-FS_WRAP=(prlimit --nofile=256:4096 --)
-fs_mount_fg "$S" "$M"
-mounted=$?
-FS_WRAP=()
-if [ "$mounted" -eq 0 ]; then
+if fs_mount_nofile 256:4096 "$S" "$M"; then
 	is "$(awk '/^Max open files/ { print $4 ":" $5 }' "/proc/$FS_PID/limits")" 4096:4096 \
 		"with ulimit -Sn 256 -Hn 4096 the server raises its soft limit to 4096"
 	is "$(listing "$M")" "$(listing "$S")" "and lists the tree"

@@ -35,13 +35,9 @@ run_ok() { "$@" 2>/dev/null && echo OK || echo FAILED; }
 # a folder of files to push entries out of a small descriptor cache
 make_tree "$S" 4 200
 
-FS_WRAP=(prlimit --nofile=256:256 --)
 # nopassthrough: a kernel passthrough backing file keeps an opened file's
 # inode (and its number) for as long as the kernel knows the file
-fs_mount_fg -o nopassthrough "$S" "$M"
-mounted=$?
-FS_WRAP=()
-if [ "$mounted" -ne 0 ]; then
+if ! fs_mount_nofile 256:256 -o nopassthrough "$S" "$M"; then
 	not_ok "mount -f with ulimit -n 256"
 	done_testing
 	exit 1

@@ -376,6 +376,20 @@ fs_mount_fg()
 	return 0
 }
 
+# fs_mount_nofile SOFT:HARD [ARGS...] SOURCE MNT: fs_mount_fg with the
+# server alone under that RLIMIT_NOFILE, as `ulimit -n` would set it (the
+# test's own shell could not raise its hard limit back).
+fs_mount_nofile()
+{
+	local limit="$1" rc
+	shift
+	FS_WRAP=(prlimit --nofile="$limit" --)
+	fs_mount_fg "$@"
+	rc=$?
+	FS_WRAP=()
+	return "$rc"
+}
+
 fs_umount()
 {
 	if [ "${AGENTFS_TEST_BINDFS:-0}" = 1 ]; then
