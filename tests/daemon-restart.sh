@@ -81,6 +81,8 @@ if wait_until 6 eval '[ "$(afs --json show t1 | jget error.code)" = not_found ]'
 else
 	not_ok "t1 is gone within 6 s"
 fi
+# the unmount runs after show already answers not_found (see below)
+wait_until 5 eval '[ "$(mounts_in "$D_MNT/t1" | wc -l)" = 0 ]'
 is "$(mounts_in "$D_MNT/t1" | wc -l)" 0 "t1's mount is gone"
 [ ! -e "$D_SOCK.d/t1.sock" ] && ok "t1's socket is gone" || not_ok "t1's socket is gone"
 # show answers not_found once the delete starts; the state is saved when it ends
@@ -97,6 +99,7 @@ if wait_until 8 eval '[ "$(afs --json show t2 | jget error.code)" = not_found ]'
 else
 	not_ok "t2 still expires after a restart"
 fi
+wait_until 5 eval '[ "$(mounts_in "$D_MNT/t2" | wc -l)" = 0 ]'
 is "$(mounts_in "$D_MNT/t2" | wc -l)" 0 "t2's mount is gone"
 is "$(mount_points)" "$want_mounts" "the other mounts are all there, once each"
 
@@ -108,6 +111,7 @@ if wait_until 6 eval '[ "$(afs --json show t3c | jget error.code)" = not_found ]
 else
 	not_ok "t3c goes when t3 expires"
 fi
+wait_until 5 eval '[ "$(mounts_in "$D_MNT/t3"; mounts_in "$D_MNT/t3c")" = "" ]'
 is "$(mounts_in "$D_MNT/t3" | wc -l) $(mounts_in "$D_MNT/t3c" | wc -l)" "0 0" "both mounts are gone"
 [ ! -e "$D_SOCK.d/t3c.sock" ] && ok "t3c's socket is gone" || not_ok "t3c's socket is gone"
 
