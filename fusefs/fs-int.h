@@ -87,7 +87,6 @@ struct inode {
 	int fd;				   /* [lock], [users] cached O_PATH fd, or -1 */
 	unsigned users;			   /* [lock] workers using fd right now; no eviction */
 	struct inode *lru_prev, *lru_next; /* [lock] unused cached fds, most recent first */
-	struct inode *hnext;		   /* [lock] hash chain */
 	unsigned refs;			   /* [lock] children whose parent this is */
 	struct inode *parent;		   /* [lock] the folder it was last looked up in (ref) */
 	char *name;			   /* [lock] the name it was last looked up by */
@@ -105,9 +104,16 @@ struct inode {
 	bool sealed;		/* [lock] renamed onto a content-checked name: no write ever (seal.c) */
 };
 
+/* inode.c: open addressing; i is NULL for a free slot, TOMB for a removed one */
+struct inode_slot {
+	ino_t ino;
+	struct inode *i;
+};
+
 struct inode_table {
-	struct inode **buckets;
-	size_t nbuckets, count;
+	struct inode_slot *slots;
+	size_t nslots;	    /* a power of 2 */
+	size_t count, used; /* inodes; inodes and tombstones */
 };
 
 /*

@@ -306,7 +306,7 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	m->ready_arg = p->ready_arg;
 	m->tag = p->tag;
 	inode_table_init(&m->table);
-	if (m->table.buckets == NULL)
+	if (m->table.slots == NULL)
 		goto nomem;
 	if ((r = mount_ro_paths(m, rootfd, p, err)) != 0)
 		goto fail;
