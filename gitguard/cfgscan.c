@@ -271,10 +271,10 @@ int scan_hook_links(struct cfgscan *s, int fromfd, const char *sub, uint8_t link
 			continue;
 		if (S_ISLNK(st.st_mode))
 			rc = scan_protect(s, dirfd(d), de->d_name, GUARD_RULE_D3, NULL);
-		else if (linked_rule && S_ISREG(st.st_mode) && st.st_nlink > 1)
-			/* a hook with another name (made before it became one): that name too */
-			rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, NULL, GUARD_RO,
-				      linked_rule);
+		else if (linked_rule && S_ISREG(st.st_mode))
+			/* a hook's other names, made before it became one or later */
+			rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, NULL,
+				      GUARD_RO | (st.st_nlink < 2 ? REC_LINKS : 0), linked_rule);
 	}
 	closedir(d);
 	return rc;

@@ -398,6 +398,8 @@ tables:
 		uint8_t rule = 0, f;
 
 		f = guard_rec_inode(g, st->st_dev, st->st_ino, &rule);
+		if ((f & REC_LINKS) && st->st_nlink < 2)
+			f = 0;
 		f &= GUARD_RO | GUARD_TREE | GUARD_PIN;
 		if (f & GUARD_TREE)
 			f |= GUARD_RO;

@@ -24,6 +24,14 @@
 /* Extra record flags, beside GUARD_RO/TREE/PIN */
 #define REC_GITDIR 0x10 /* a folder a .git file or commondir names: a git folder */
 #define REC_BOT 0x20	/* a .git file or symlink the bot made (allow_new_repos) */
+/*
+ * With GUARD_RO: only while the inode has other names (HL for a protected
+ * file that had one name when it was read; its own name is protected by
+ * the rules). A number reused by a new file of the bot's, with one name,
+ * is then no one's business. Set on a merged record only if every record
+ * of the inode has it.
+ */
+#define REC_LINKS 0x40
 
 /* One protected inode, or a missing name (NC) in a folder when name != NULL. */
 struct guard_rec {

@@ -120,9 +120,11 @@ int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name,
 		v = &r->v[i];
 		if (v->dev == dev && v->ino == ino && !v->name == !name &&
 		    (!name || !strcmp(v->name, name))) {
+			uint8_t links = v->flags & flags & REC_LINKS;
+
 			if ((v->flags | flags) != v->flags && !v->rule)
 				v->rule = rule;
-			v->flags |= flags;
+			v->flags = ((v->flags | flags) & ~REC_LINKS) | links;
 			return 0;
 		}
 	}
@@ -258,7 +260,7 @@ static size_t tab_first(const struct guard_rec *tab, size_t ntab, uint64_t dev, 
 static uint8_t tab_inode(const struct guard_rec *tab, size_t ntab, uint64_t dev, uint64_t ino,
 			 uint8_t *rule)
 {
-	uint8_t flags = 0;
+	uint8_t flags = 0, links = REC_LINKS;
 	size_t i;
 
 	for (i = tab_first(tab, ntab, dev, ino); i < ntab; i++) {
@@ -271,8 +273,9 @@ static uint8_t tab_inode(const struct guard_rec *tab, size_t ntab, uint64_t dev,
 		if (!flags && rule)
 			*rule = r->rule;
 		flags |= r->flags;
+		links &= r->flags;
 	}
-	return flags;
+	return (flags & ~REC_LINKS) | (flags ? links : 0);
 }
 
 /* Flags recorded for a missing NAME in the folder (dev, ino) in TAB */
@@ -324,6 +327,8 @@ uint8_t guard_rec_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *ru
 	}
 	if (rule && (f || o))
 		*rule = f ? r1 : r2;
+	if (f && o)
+		return ((f | o) & ~REC_LINKS) | (f & o & REC_LINKS);
 	return f | o;
 }
 

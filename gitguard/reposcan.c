@@ -20,16 +20,19 @@
 
 #define HL_DEPTH 8 /* folder levels of hooks/, remotes/, branches/ looked at for hard links */
 
-/* A file with other names: remember its inode so those names are protected too */
+/*
+ * A protected file: remember its inode so its other names are protected
+ * too, those it has now and those the person gives it later (a backup
+ * link into the work tree). One name for now: REC_LINKS.
+ */
 static int hl_file(struct guard_repo *r, int dirfd, const char *name, uint8_t rule)
 {
 	struct stat st;
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode))
 		return 0;
-	if (S_ISDIR(st.st_mode) || st.st_nlink < 2)
-		return 0;
-	return recs_add(&r->recs, st.st_dev, st.st_ino, NULL, GUARD_RO, rule);
+	return recs_add(&r->recs, st.st_dev, st.st_ino, NULL,
+			GUARD_RO | (st.st_nlink < 2 ? REC_LINKS : 0), rule);
 }
 
 /*

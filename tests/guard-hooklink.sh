@@ -46,6 +46,14 @@ setup()
 	chmod 755 "$S/e/.git/hooks/pre-commit"
 	ln "$S/e/.git/hooks/pre-commit" "$T/e-hook-backup"
 	mkdir "$S/e/work"
+	# f: a hook of the person's own with one name when it is read; the
+	# person gives it a second one in the work tree later
+	git init -q "$S/f"
+	printf '#!/bin/sh\ntouch %s\n' "$RAN-f" >"$S/f/.git/hooks/pre-commit"
+	chmod 755 "$S/f/.git/hooks/pre-commit"
+	printf '#!/bin/sh\ntrue\n' >"$S/f/.git/hooks/post-checkout"
+	chmod 755 "$S/f/.git/hooks/post-checkout"
+	mkdir "$S/f/work"
 }
 host_setup host-setup setup
 
@@ -108,13 +116,37 @@ check "e: the hook is as the person wrote it" cmp -s "$T/e-hook" "$S/e/.git/hook
 rm -f "$S/e/work/x"
 is "$(creat_open "$M/e/work/y" keep "$T/pay")" OK "e: O_CREAT of a new name still works"
 
+# f: the hook had one name when the repository was read: it is known by
+# its inode all the same, so the name the person gives it later is refused
+# (nothing looks the hook's own name up through the mount first: the entry
+# the kernel holds for it would carry its class to the other name)
+cp "$S/f/.git/hooks/pre-commit" "$T/f-hook"
+ln "$S/f/.git/hooks/pre-commit" "$S/f/work/run.sh"
+is "$(shell_result sh -c "printf x >>'$M/f/work/run.sh'")" EROFS \
+	"f: a second name the host gives it later: appending through it refused (HL)"
+is "$(shell_result cp "$T/pay" "$M/f/work/run.sh")" EROFS "f: ... writing it over refused"
+check "f: the hook is as the person wrote it" cmp -s "$T/f-hook" "$S/f/.git/hooks/pre-commit"
+# ... but a hook's number is only its other names' business: the person
+# removes another hook, and a new file of the bot's with one name that gets
+# its number stays writable
+is "$(try stat "$M/f/work")" OK "f: the work folder is looked up (the repository is read)"
+f_ino=$(stat -c %i "$S/f/.git/hooks/post-checkout")
+rm "$S/f/.git/hooks/post-checkout"
+if [ "$(reuse_ino "$S/f/work" "$f_ino" mine)" = yes ]; then
+	is "$(shell_result sh -c "printf x >>'$M/f/work/mine'")" OK \
+		"f: a removed hook's number, now a new file's: writing it works"
+else
+	skip "this file system gave the freed inode number to no new file"
+fi
+
 fs_umount "$M" || not_ok "umount $M"
 
-for r in a b c d e; do
+for r in a b c d e f; do
 	host_commit "$r" "$S/$r"
 done
 check "host: the person's hook ran in b" test -e "$RAN-b"
 check "host: the person's hook ran in e" test -e "$RAN-e"
+check "host: the person's hook ran in f" test -e "$RAN-f"
 no_marker "host: nothing the bot wrote ran"
 
 done_testing
