@@ -261,6 +261,16 @@ int scan_hook_links(struct cfgscan *s, int fromfd, const char *sub, uint8_t link
 	int rc = 0;
 	DIR *d;
 
+	/*
+	 * Watched: a symbolic link the person adds on the host while the bot
+	 * works (ln -s ../../scripts/pre-commit.sh .git/hooks/pre-commit)
+	 * changes the folder, and the repository is read again, before the
+	 * bot's next decision, so the script it leads to is a hook from then on.
+	 */
+	if (fstatat(fromfd, sub, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		rc = scan_watch(s, fromfd, sub, &st);
+	if (rc)
+		return rc;
 	d = gg_opendirat(fromfd, sub);
 	if (!d)
 		return 0; /* missing, or not a folder */

@@ -228,7 +228,7 @@ static void stale_rescan(struct guard *g, struct stale *ch, size_t n)
 	for (i = 0; i < n; i++) {
 		if (ch[i].moved)
 			guard_logf(g,
-				   "gitguard: the config of git folder (dev %llu, ino %llu) "
+				   "gitguard: what git folder (dev %llu, ino %llu) reads (config, hooks) "
 				   "changed: rescanned",
 				   (unsigned long long)ch[i].dev, (unsigned long long)ch[i].ino);
 		guard_repo_rescan(g, ch[i].dev, ch[i].ino, ch[i].fd);

@@ -54,6 +54,13 @@ setup()
 	printf '#!/bin/sh\ntrue\n' >"$S/f/.git/hooks/post-checkout"
 	chmod 755 "$S/f/.git/hooks/post-checkout"
 	mkdir "$S/f/work"
+	# g: a tracked script the person turns into a hook later, the usual way
+	git init -q "$S/g"
+	mkdir "$S/g/scripts"
+	printf '#!/bin/sh\ntouch %s\n' "$RAN-g" >"$S/g/scripts/check.sh"
+	chmod 755 "$S/g/scripts/check.sh"
+	git -C "$S/g" add scripts
+	git -C "$S/g" commit -qm scripts
 }
 host_setup host-setup setup
 
@@ -139,14 +146,33 @@ else
 	skip "this file system gave the freed inode number to no new file"
 fi
 
+# g: the bot has worked in the repository; then the person links a hook to a
+# tracked script on the host (the hooks folder changes: the repository is
+# read again before the bot's next decision)
+is "$(shell_result append_text "$M/g/scripts/check.sh" "# the bot's note")" OK \
+	"g: the script is a plain file while no hook leads to it"
+cp "$S/g/scripts/check.sh" "$T/g-script"
+ln -s ../../scripts/check.sh "$S/g/.git/hooks/pre-commit"
+sleep 0.1 # the guard looks at the repository's files at most every 50 ms
+is "$(shell_result cp "$T/pay" "$M/g/scripts/check.sh")" EROFS \
+	"g: a hook symlink the person adds on the host: the script it leads to is refused"
+is "$(shell_result append_text "$M/g/scripts/check.sh" more)" EROFS "g: ... appending too"
+check "g: the script is as it was when the hook was made" cmp -s "$T/g-script" "$S/g/scripts/check.sh"
+# ... and in a core.hooksPath folder (b's): the file beside the hook script
+ln -s ../scripts/notes.txt "$S/b/.githooks/post-commit"
+sleep 0.1
+is "$(shell_result append_text "$M/b/scripts/notes.txt" again)" EROFS \
+	"b: a second hook symlink the person adds to the hooksPath folder: its file is refused"
+
 fs_umount "$M" || not_ok "umount $M"
 
-for r in a b c d e f; do
+for r in a b c d e f g; do
 	host_commit "$r" "$S/$r"
 done
 check "host: the person's hook ran in b" test -e "$RAN-b"
 check "host: the person's hook ran in e" test -e "$RAN-e"
 check "host: the person's hook ran in f" test -e "$RAN-f"
+check "host: the person's hook ran in g" test -e "$RAN-g"
 no_marker "host: nothing the bot wrote ran"
 
 done_testing
