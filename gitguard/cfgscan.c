@@ -46,6 +46,9 @@ void strs_free(struct strs *l)
 	l->v = NULL;
 }
 
+#define HOOK_LINKS_MAX 4096 /* entries of a hooks folder looked at */
+#define HOOK_TREE_MAX 10000 /* entries of a hooks folder's tree recorded by inode (HL) */
+
 void scan_x3(struct cfgscan *s, const char *why)
 {
 	if (!s->r->rule) {
@@ -101,8 +104,15 @@ int scan_watch(struct cfgscan *s, int dirfd, const char *name, const struct stat
 	struct stat a, b;
 	int fd = -1;
 
-	if (!w || w->n >= GUARD_WATCH_FILES)
+	if (!w)
 		return 0;
+	if (w->n >= GUARD_WATCH_FILES) {
+		/* a change to it would go unseen: the git folder is read-only as a whole */
+		scan_x3(s, "more configuration files and hooks folders than agentfs watches (1024)");
+		return 0;
+	}
+	if (gg_grow(&w->f, &w->alloc, w->n + 1, sizeof(*w->f), 8))
+		return -ENOMEM;
 	if (dirfd == AT_FDCWD) {
 		fd = AT_FDCWD; /* the person's files outside the root: NAME is a full path */
 	} else if (w->gfd >= 0 && !fstat(dirfd, &a) && !fstat(w->gfd, &b) && a.st_dev == b.st_dev &&
@@ -212,9 +222,20 @@ int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
 	case RES_INSIDE:
 		rc = recs_add(&s->r->recs, res.st.st_dev, res.st.st_ino, NULL,
 			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), rule);
-		/* a hooks folder: where its symbolic links lead are hooks too */
-		if (!rc && rule == GUARD_RULE_W2 && S_ISDIR(res.st.st_mode))
+		/*
+		 * A hooks folder: where its symbolic links lead are hooks too,
+		 * and every file in it is known by its inode (HL), down to the
+		 * files its hooks source (husky's .husky/_/husky.sh): a second
+		 * name the bot gave one before the folder became a hooks folder
+		 * is refused as the file is.
+		 */
+		if (!rc && rule == GUARD_RULE_W2 && S_ISDIR(res.st.st_mode)) {
+			unsigned budget = HOOK_TREE_MAX;
+
 			rc = scan_hook_links(s, res.fd, ".", GUARD_RULE_W2);
+			if (!rc)
+				rc = scan_hl_tree(s->r, res.fd, ".", GUARD_RULE_W2, &budget, 0);
+		}
 		break;
 	case RES_MISSING:
 		/*
@@ -242,7 +263,6 @@ int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
 	return rc;
 }
 
-#define HOOK_LINKS_MAX 4096 /* entries of a hooks folder looked at */
 
 /*
  * A symbolic link in a hooks folder (SUB of FROMFD) is a hook that git runs
@@ -251,7 +271,7 @@ int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
  * read-only (D3), and cannot be made if missing, like the hook itself.  A
  * hook with other names (a hard link made before the folder became a
  * hooks folder) is read-only by its inode, whatever name reaches it, by
- * LINKED_RULE (0: not looked at here; hooks/ has its own pass, hl_tree).
+ * LINKED_RULE (0: not looked at here; hooks/ has its own pass, scan_hl_tree).
  */
 int scan_hook_links(struct cfgscan *s, int fromfd, const char *sub, uint8_t linked_rule)
 {

@@ -65,7 +65,7 @@ struct guard_top {
 };
 
 #define GUARD_REVAL_MS 50    /* a host change to a config file is seen by decisions this late */
-#define GUARD_WATCH_FILES 24 /* config files, includes, config.worktree watched per repository */
+#define GUARD_WATCH_FILES 1024 /* config files, includes, hooks folders watched per repository */
 
 /* A config file a repository scan read, or found missing, with its stamp */
 struct guard_wfile {
@@ -82,8 +82,8 @@ struct guard_wfile {
  */
 struct guard_watch {
 	int gfd; /* O_PATH of the git folder */
-	size_t n;
-	struct guard_wfile f[GUARD_WATCH_FILES];
+	size_t n, alloc;
+	struct guard_wfile *f; /* up to GUARD_WATCH_FILES */
 };
 
 /* What gitguard learnt from one git folder's config and layout. */
@@ -338,6 +338,8 @@ void scan_x3(struct cfgscan *s, const char *why);
 int scan_pin(void *arg, const struct stat *st, bool is_link);
 int scan_watch(struct cfgscan *s, int dirfd, const char *name, const struct stat *st);
 int scan_config(struct cfgscan *s, int dirfd, const char *name);
+int scan_hl_tree(struct guard_repo *r, int dfd, const char *name, uint8_t rule, unsigned *budget,
+		 unsigned depth);
 int scan_hook_links(struct cfgscan *s, int fromfd, const char *sub, uint8_t linked_rule);
 int scan_hookspath(struct cfgscan *s, const char *value);
 int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,

@@ -698,6 +698,7 @@ void guard_repo_free(struct guard_repo *r)
 		}
 		if (r->watch->gfd >= 0)
 			close(r->watch->gfd);
+		free(r->watch->f);
 		free(r->watch);
 	}
 	recs_clear(&r->recs);

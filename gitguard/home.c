@@ -165,7 +165,9 @@ static void wfiles_free(struct guard_wfile *w, size_t n)
 static void hscan_free(struct hscan *h)
 {
 	recs_clear(&h->r.recs);
-	free(h->r.watch); /* emptied by scan_file */
+	if (h->r.watch != NULL) /* emptied by scan_file */
+		free(h->r.watch->f);
+	free(h->r.watch);
 	h->r.watch = NULL;
 	wfiles_free(h->w, h->nw);
 	h->w = NULL;

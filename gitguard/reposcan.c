@@ -40,8 +40,8 @@ static int hl_file(struct guard_repo *r, int dirfd, const char *name, uint8_t ru
  * only a level or two down, so deeper folders are not looked at and the
  * recursion stays shallow.
  */
-static int hl_tree(struct guard_repo *r, int dfd, const char *name, uint8_t rule, unsigned *budget,
-		   unsigned depth)
+int scan_hl_tree(struct guard_repo *r, int dfd, const char *name, uint8_t rule, unsigned *budget,
+		 unsigned depth)
 {
 	struct dirent *de;
 	DIR *d;
@@ -60,7 +60,7 @@ static int hl_tree(struct guard_repo *r, int dfd, const char *name, uint8_t rule
 			continue;
 		(*budget)--;
 		if (de->d_type == DT_DIR && depth < HL_DEPTH)
-			rc = hl_tree(r, dirfd(d), de->d_name, rule, budget, depth + 1);
+			rc = scan_hl_tree(r, dirfd(d), de->d_name, rule, budget, depth + 1);
 		else if (de->d_type == DT_DIR)
 			continue;
 		else if (de->d_type != DT_LNK)
@@ -104,9 +104,9 @@ static int scan_hardlinks(struct guard_repo *r, int dfd)
 	rc = rc ? rc : hl_file(r, dfd, "config", GUARD_RULE_D1);
 	rc = rc ? rc : hl_file(r, dfd, "config.worktree", GUARD_RULE_D2);
 	rc = rc ? rc : hl_file(r, dfd, "commondir", GUARD_RULE_D4);
-	rc = rc ? rc : hl_tree(r, dfd, "hooks", GUARD_RULE_D3, &budget, 0);
-	rc = rc ? rc : hl_tree(r, dfd, "remotes", GUARD_RULE_D8, &budget, 0);
-	rc = rc ? rc : hl_tree(r, dfd, "branches", GUARD_RULE_D8, &budget, 0);
+	rc = rc ? rc : scan_hl_tree(r, dfd, "hooks", GUARD_RULE_D3, &budget, 0);
+	rc = rc ? rc : scan_hl_tree(r, dfd, "remotes", GUARD_RULE_D8, &budget, 0);
+	rc = rc ? rc : scan_hl_tree(r, dfd, "branches", GUARD_RULE_D8, &budget, 0);
 	rc = rc ? rc : hl_worktrees(r, dfd);
 	if (!rc) {
 		fd = openat(dfd, "objects/info", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

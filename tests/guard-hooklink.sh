@@ -61,6 +61,23 @@ setup()
 	chmod 755 "$S/g/scripts/check.sh"
 	git -C "$S/g" add scripts
 	git -C "$S/g" commit -qm scripts
+	# h: husky's layout: the tracked hook sources .husky/_/husky.sh, which
+	# is ignored and made by husky install, in place over what is there
+	git init -q "$S/h"
+	mkdir "$S/h/.husky"
+	printf '#!/bin/sh\n. "$(dirname -- "$0")/_/husky.sh"\ntouch %s\n' "$RAN-h" >"$S/h/.husky/pre-commit"
+	chmod 755 "$S/h/.husky/pre-commit"
+	printf 'node_modules/\n' >"$S/h/.gitignore"
+	git -C "$S/h" add -A
+	git -C "$S/h" commit -qm husky
+	# i: more include files than the watch had room for (24)
+	git init -q "$S/i"
+	mkdir "$S/i/scripts"
+	printf '#!/bin/sh\ntouch %s\n' "$RAN-i" >"$S/i/scripts/check.sh"
+	chmod 755 "$S/i/scripts/check.sh"
+	git -C "$S/i" add scripts
+	git -C "$S/i" commit -qm scripts
+	for k in $(seq 30); do git -C "$S/i" config --add include.path "../conf.d/c$k.inc"; done
 }
 host_setup host-setup setup
 
@@ -164,15 +181,41 @@ sleep 0.1
 is "$(shell_result append_text "$M/b/scripts/notes.txt" again)" EROFS \
 	"b: a second hook symlink the person adds to the hooksPath folder: its file is refused"
 
+# h: before hooks are on, the bot makes husky.sh and gives it a second name
+# where git does not look; husky install writes the real one over it in
+# place and turns hooks on: every file of the hooks folder's tree is known
+# by its inode, so the other name is refused too
+mkdir -p "$M/h/.husky/_" "$M/h/node_modules/.cache"
+printf '*\n' >"$M/h/.husky/_/.gitignore"
+printf '# placeholder\n' >"$M/h/.husky/_/husky.sh"
+check "h: the bot links husky.sh where git does not look" ln "$M/h/.husky/_/husky.sh" "$M/h/node_modules/.cache/h"
+printf '#!/bin/sh\n# husky.sh, as husky install writes it\n' >"$S/h/.husky/_/husky.sh"
+cp "$S/h/.husky/_/husky.sh" "$T/h-husky"
+git -C "$S/h" config core.hooksPath .husky
+sleep 0.1
+is "$(shell_result sh -c "cat '$T/pay' >>'$M/h/node_modules/.cache/h'")" EROFS \
+	"h: a file the hooks source, nested in the hooksPath folder: its other name refused (HL)"
+is "$(shell_result append_text "$M/h/.husky/_/husky.sh" more)" EROFS "h: ... and its own name"
+check "h: husky.sh is as husky wrote it" cmp -s "$T/h-husky" "$S/h/.husky/_/husky.sh"
+
+# i: a configuration with 30 includes: the hooks folder is still watched
+is "$(try stat "$M/i/scripts/check.sh")" OK "i: the repository with 30 includes is read"
+ln -s ../../scripts/check.sh "$S/i/.git/hooks/pre-commit"
+sleep 0.1
+is "$(shell_result cp "$T/pay" "$M/i/scripts/check.sh")" EROFS \
+	"i: a hook symlink added on the host: its target refused despite the includes"
+
 fs_umount "$M" || not_ok "umount $M"
 
-for r in a b c d e f g; do
+for r in a b c d e f g h i; do
 	host_commit "$r" "$S/$r"
 done
 check "host: the person's hook ran in b" test -e "$RAN-b"
 check "host: the person's hook ran in e" test -e "$RAN-e"
 check "host: the person's hook ran in f" test -e "$RAN-f"
 check "host: the person's hook ran in g" test -e "$RAN-g"
+check "host: the person's hook ran in h" test -e "$RAN-h"
+check "host: the person's hook ran in i" test -e "$RAN-i"
 no_marker "host: nothing the bot wrote ran"
 
 done_testing
