@@ -348,9 +348,10 @@ static void on_winch(int sig)
 
 /*
  * The command bwrap runs: the first child of the process bwrap reported on
- * its status fd (bwrap's init in the new pid namespace). Signals go to it,
- * so its own handlers run (git removes its index.lock); bwrap itself would
- * just die and take the sandbox with it.
+ * its status fd (bwrap's init in the new pid namespace), or -1 while there
+ * is none yet. Signals go to it, so its own handlers run (git removes its
+ * index.lock); bwrap itself would just die and take the sandbox with it,
+ * and its init, pid 1 of the namespace, ignores what it has no handler for.
  */
 static pid_t command_pid(pid_t init)
 {
@@ -360,9 +361,27 @@ static pid_t command_pid(pid_t init)
 		return -1;
 	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)init, (int)init);
 	if (read_text(AT_FDCWD, path, buf, sizeof buf) <= 0)
-		return init;
-	return atoi(buf) > 0 ? (pid_t)atoi(buf) : init;
+		return -1;
+	return atoi(buf) > 0 ? (pid_t)atoi(buf) : -1;
 }
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * A signal that came before the command is there to take it (bwrap has not
+ * reported its init yet, or the init has not started the command) waits
+ * for it, polled with the rest, at most this long: then it goes to bwrap,
+ * which ends the sandbox (a setup that hangs can still be interrupted).
+ * Under load the command can run before this process has read bwrap's
+ * report: sent to bwrap then, a SIGHUP was lost (CI, exec-status.sh).
+ */
+#define SIG_WAIT_MS 2000
 
 /* Is PID still running (not gone, not a zombie waiting for bwrap)? */
 static bool process_alive(pid_t pid)
@@ -508,6 +527,7 @@ static int supervise(pid_t pid, int status_fd, int master, struct bwrap_err *err
 	char status_buf[4096], buf[8192];
 	size_t status_len = 0;
 	pid_t init = -1, target;
+	int64_t sig_since = 0;
 	bool registered = false;
 	struct winsize ws;
 	int status = 0, sig;
@@ -518,9 +538,16 @@ static int supervise(pid_t pid, int status_fd, int master, struct bwrap_err *err
 	fcntl(err->fd, F_SETFL, O_NONBLOCK);
 	for (;;) {
 		if ((sig = pending_sig) != 0) {
-			pending_sig = 0;
 			target = command_pid(init);
-			kill(target > 0 ? target : pid, sig);
+			if (sig_since == 0)
+				sig_since = mono_ms();
+			if (target <= 0 && !exited && mono_ms() - sig_since < SIG_WAIT_MS) {
+				/* not yet: looked at again after the poll below (at most 50 ms) */
+			} else {
+				pending_sig = 0;
+				sig_since = 0;
+				kill(target > 0 ? target : pid, sig);
+			}
 		}
 		if (winch && master >= 0) {
 			winch = 0;
