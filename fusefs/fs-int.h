@@ -114,6 +114,7 @@ struct inode_table {
 	struct inode_slot *slots;
 	size_t nslots;	    /* a power of 2 */
 	size_t count, used; /* inodes; inodes and tombstones */
+	uint64_t seed;	    /* keys the hash (inode.c) */
 };
 
 /*
