@@ -234,7 +234,7 @@ int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
 
 			rc = scan_hook_links(s, res.fd, ".", GUARD_RULE_W2);
 			if (!rc)
-				rc = scan_hl_tree(s->r, res.fd, ".", GUARD_RULE_W2, &budget, 0);
+				rc = scan_hl_tree(s->r, s, res.fd, ".", GUARD_RULE_W2, &budget, 0);
 		}
 		break;
 	case RES_MISSING:

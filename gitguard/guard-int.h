@@ -338,8 +338,9 @@ void scan_x3(struct cfgscan *s, const char *why);
 int scan_pin(void *arg, const struct stat *st, bool is_link);
 int scan_watch(struct cfgscan *s, int dirfd, const char *name, const struct stat *st);
 int scan_config(struct cfgscan *s, int dirfd, const char *name);
-int scan_hl_tree(struct guard_repo *r, int dfd, const char *name, uint8_t rule, unsigned *budget,
-		 unsigned depth);
+struct cfgscan;
+int scan_hl_tree(struct guard_repo *r, struct cfgscan *s, int dfd, const char *name, uint8_t rule,
+		 unsigned *budget, unsigned depth);
 int scan_hook_links(struct cfgscan *s, int fromfd, const char *sub, uint8_t linked_rule);
 int scan_hookspath(struct cfgscan *s, const char *value);
 int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,

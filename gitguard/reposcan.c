@@ -36,35 +36,55 @@ static int hl_file(struct guard_repo *r, int dirfd, const char *name, uint8_t ru
 }
 
 /*
- * HL for a tree git reads files from (hooks/, remotes/, branches/): git reads
- * only a level or two down, so deeper folders are not looked at and the
- * recursion stays shallow.
+ * HL for a tree git reads files from. remotes/ and branches/ (S NULL): git
+ * reads only a level or two down, so deeper folders are not looked at.
+ * A hooks folder (S given: .git/hooks, a core.hooksPath folder): its hooks
+ * may source any file in it, at any depth, so all of it is recorded, and
+ * every folder in it is watched too (a file the person moves in on the
+ * host, which the bot gave a second name before, reads the repository
+ * again); a tree deeper than HOOK_DEPTH or larger than the budget makes
+ * the git folder X3, as it cannot be covered.
  */
-int scan_hl_tree(struct guard_repo *r, int dfd, const char *name, uint8_t rule, unsigned *budget,
-		 unsigned depth)
+#define HOOK_DEPTH 64
+
+int scan_hl_tree(struct guard_repo *r, struct cfgscan *s, int dfd, const char *name, uint8_t rule,
+		 unsigned *budget, unsigned depth)
 {
 	struct dirent *de;
+	struct stat st;
 	DIR *d;
 	int fd, rc = 0;
 
 	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return hl_file(r, dfd, name, rule);
+	/* the top is the hooks folder, watched by scan_hook_links */
+	if (s != NULL && depth > 0 && fstat(fd, &st) == 0 && (rc = scan_watch(s, dfd, name, &st))) {
+		close(fd);
+		return rc;
+	}
 	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
 		return 0;
 	}
-	while (!rc && (de = readdir(d)) && *budget) {
+	while (!rc && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		if (*budget == 0) {
+			if (s != NULL)
+				scan_x3(s, "a hooks folder with more entries than agentfs records (10000)");
+			break;
+		}
 		(*budget)--;
-		if (de->d_type == DT_DIR && depth < HL_DEPTH)
-			rc = scan_hl_tree(r, dirfd(d), de->d_name, rule, budget, depth + 1);
-		else if (de->d_type == DT_DIR)
-			continue;
-		else if (de->d_type != DT_LNK)
+		if (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) {
+			if (depth + 1 < (s != NULL ? HOOK_DEPTH : HL_DEPTH))
+				rc = scan_hl_tree(r, s, dirfd(d), de->d_name, rule, budget, depth + 1);
+			else if (s != NULL)
+				scan_x3(s, "a hooks folder deeper than agentfs records (64 levels)");
+		} else if (de->d_type != DT_LNK) {
 			rc = hl_file(r, dirfd(d), de->d_name, rule);
+		}
 	}
 	closedir(d);
 	return rc;
@@ -104,9 +124,8 @@ static int scan_hardlinks(struct guard_repo *r, int dfd)
 	rc = rc ? rc : hl_file(r, dfd, "config", GUARD_RULE_D1);
 	rc = rc ? rc : hl_file(r, dfd, "config.worktree", GUARD_RULE_D2);
 	rc = rc ? rc : hl_file(r, dfd, "commondir", GUARD_RULE_D4);
-	rc = rc ? rc : scan_hl_tree(r, dfd, "hooks", GUARD_RULE_D3, &budget, 0);
-	rc = rc ? rc : scan_hl_tree(r, dfd, "remotes", GUARD_RULE_D8, &budget, 0);
-	rc = rc ? rc : scan_hl_tree(r, dfd, "branches", GUARD_RULE_D8, &budget, 0);
+	rc = rc ? rc : scan_hl_tree(r, NULL, dfd, "remotes", GUARD_RULE_D8, &budget, 0);
+	rc = rc ? rc : scan_hl_tree(r, NULL, dfd, "branches", GUARD_RULE_D8, &budget, 0);
 	rc = rc ? rc : hl_worktrees(r, dfd);
 	if (!rc) {
 		fd = openat(dfd, "objects/info", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -407,8 +426,13 @@ struct guard_repo *guard_repo_scan(struct guard *g, int dfd, const struct stat *
 	if (!r->stamped)
 		memset(&r->stamp, 0, sizeof(r->stamp));
 	rc = scan_lg2(&s, dfd, cfgdir);
-	if (!rc && cfgdir >= 0)
+	if (!rc && cfgdir >= 0) {
+		unsigned budget = 10000;
+
 		rc = scan_hook_links(&s, cfgdir, "hooks", 0);
+		if (!rc)
+			rc = scan_hl_tree(r, &s, cfgdir, "hooks", GUARD_RULE_D3, &budget, 0);
+	}
 	resolved_close(&res);
 	rc = rc ? rc : scan_global(&s);
 	rc = rc ? rc : scan_tops(&s, dfd);

@@ -78,6 +78,19 @@ setup()
 	git -C "$S/i" add scripts
 	git -C "$S/i" commit -qm scripts
 	for k in $(seq 30); do git -C "$S/i" config --add include.path "../conf.d/c$k.inc"; done
+	# j: hooks on; the hook sources what is in .githooks/lib
+	git init -q "$S/j"
+	mkdir -p "$S/j/.githooks/lib" "$S/j/scripts"
+	printf '#!/bin/sh\nfor f in "$(dirname -- "$0")"/lib/*.sh; do . "$f"; done\ntouch %s\n' "$RAN-j" \
+		>"$S/j/.githooks/pre-commit"
+	chmod 755 "$S/j/.githooks/pre-commit"
+	printf 'true\n' >"$S/j/.githooks/lib/keep.sh"
+	printf 'true\n' >"$S/j/scripts/fmt.sh"
+	git -C "$S/j" add -A
+	git -C "$S/j" commit -qm j
+	git -C "$S/j" config core.hooksPath .githooks
+	# k: a hooks folder the bot fills before hooks are on, nine levels deep
+	git init -q "$S/k"
 }
 host_setup host-setup setup
 
@@ -205,9 +218,31 @@ sleep 0.1
 is "$(shell_result cp "$T/pay" "$M/i/scripts/check.sh")" EROFS \
 	"i: a hook symlink added on the host: its target refused despite the includes"
 
+# j: the bot gives a tracked script a second name; the person reviews it and
+# moves it into a folder inside the hooks folder on the host: that folder is
+# watched too, and the file is known by its inode before the bot's next write
+check "j: the bot gives scripts/fmt.sh a second name" \
+	sh -c "mkdir -p '$M/j/.cache' && ln '$M/j/scripts/fmt.sh' '$M/j/.cache/fmt.sh'"
+git -C "$S/j" mv scripts/fmt.sh .githooks/lib/fmt.sh
+sleep 0.1
+is "$(shell_result sh -c "cat '$T/pay' >>'$M/j/.cache/fmt.sh'")" EROFS \
+	"j: a file the person moves into a folder of the hooks folder: its other name refused (HL)"
+
+# k: nine folders deep in the hooks folder, linked before hooks are on
+kd=.githooks/a/b/c/d/e/f/g/h/i
+mkdir -p "$M/k/$kd" "$M/k/.cache"
+printf '#!/bin/sh\n. "$(dirname -- "$0")/a/b/c/d/e/f/g/h/i/x.sh"\ntouch %s\n' "$RAN-k" >"$M/k/.githooks/pre-commit"
+chmod 755 "$M/k/.githooks/pre-commit"
+printf 'true\n' >"$M/k/$kd/x.sh"
+check "k: the bot links a file nine folders down in a future hooks folder" ln "$M/k/$kd/x.sh" "$M/k/.cache/x.sh"
+git -C "$S/k" config core.hooksPath .githooks
+sleep 0.1
+is "$(shell_result sh -c "cat '$T/pay' >>'$M/k/.cache/x.sh'")" EROFS \
+	"k: once hooks are on, its other name is refused (HL, at any depth)"
+
 fs_umount "$M" || not_ok "umount $M"
 
-for r in a b c d e f g h i; do
+for r in a b c d e f g h i j k; do
 	host_commit "$r" "$S/$r"
 done
 check "host: the person's hook ran in b" test -e "$RAN-b"
@@ -216,6 +251,8 @@ check "host: the person's hook ran in f" test -e "$RAN-f"
 check "host: the person's hook ran in g" test -e "$RAN-g"
 check "host: the person's hook ran in h" test -e "$RAN-h"
 check "host: the person's hook ran in i" test -e "$RAN-i"
+check "host: the person's hook ran in j" test -e "$RAN-j"
+check "host: the person's hook ran in k" test -e "$RAN-k"
 no_marker "host: nothing the bot wrote ran"
 
 done_testing
