@@ -87,9 +87,11 @@ is "$out" "got:typed" "stdin from a here-string reaches the command"
 sig_to_command()
 {
 	local sig="$1" cpid rc
-	# env puts SIGINT back to default: a background job of a non-interactive
-	# shell starts with it ignored, and bwrap would inherit that.
-	env --default-signal=INT,QUIT PATH="${SIG_PATH:-$PATH}" "$AGENTFS" --socket "$D_SOCK" exec w1 -- \
+	# env puts every signal back to default: a background job of a
+	# non-interactive shell starts with SIGINT and SIGQUIT ignored, nohup
+	# ignores SIGHUP, and bwrap and the command would inherit that (a shell
+	# cannot trap a signal ignored when it started).
+	env --default-signal PATH="${SIG_PATH:-$PATH}" "$AGENTFS" --socket "$D_SOCK" exec w1 -- \
 		sh -c 'trap "echo $1 >trapped.$1; exit 3" "$1"; echo >ready.$1; sleep 30 & wait' sh "$sig" \
 		</dev/null >/dev/null 2>>"$T/sig.err" &
 	cpid=$!
