@@ -47,7 +47,6 @@ void strs_free(struct strs *l)
 }
 
 #define HOOK_LINKS_MAX 4096 /* entries of a hooks folder looked at */
-#define HOOK_TREE_MAX 10000 /* entries of a hooks folder's tree recorded by inode (HL) */
 
 void scan_x3(struct cfgscan *s, const char *why)
 {
@@ -215,26 +214,33 @@ int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
 {
 	struct resolved res;
 	struct stat st;
+	bool dir, walked;
 	int rc = 0;
 
 	s->pin_rule = rule;
 	switch (guard_resolve(s->g, fromfd, path, true, scan_pin, s, &res)) {
 	case RES_INSIDE:
+		dir = S_ISDIR(res.st.st_mode);
+		/* walked already (a link to a folder seen before, a loop of links) */
+		walked = dir && recs_has(&s->r->recs, res.st.st_dev, res.st.st_ino, GUARD_TREE);
 		rc = recs_add(&s->r->recs, res.st.st_dev, res.st.st_ino, NULL,
-			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), rule);
+			      GUARD_RO | (dir ? GUARD_TREE : 0), rule);
 		/*
-		 * A hooks folder: where its symbolic links lead are hooks too,
-		 * and every file in it is known by its inode (HL), down to the
-		 * files its hooks source (husky's .husky/_/husky.sh): a second
-		 * name the bot gave one before the folder became a hooks folder
-		 * is refused as the file is.
+		 * A folder: every file in it is known by its inode (HL), down to
+		 * the files hooks source (husky's .husky/_/husky.sh), and every
+		 * folder in it is watched: a second name the bot gave one before
+		 * the folder became protected is refused as the file is, since a
+		 * file with two names takes the class of the last one looked up.
+		 * Symbolic links in it are followed the same way (scan_hl_tree).
+		 * A hooks folder: where its symbolic links lead are hooks too.
 		 */
-		if (!rc && rule == GUARD_RULE_W2 && S_ISDIR(res.st.st_mode)) {
-			unsigned budget = HOOK_TREE_MAX;
+		if (!rc && dir && !walked) {
+			unsigned budget = 0; /* scan_hl_tree counts in s->hl_used */
 
-			rc = scan_hook_links(s, res.fd, ".", GUARD_RULE_W2);
+			if (rule == GUARD_RULE_W2)
+				rc = scan_hook_links(s, res.fd, ".", GUARD_RULE_W2);
 			if (!rc)
-				rc = scan_hl_tree(s->r, s, res.fd, ".", GUARD_RULE_W2, &budget, 0);
+				rc = scan_hl_tree(s->r, s, res.fd, ".", rule, &budget, 0);
 		}
 		break;
 	case RES_MISSING:

@@ -250,6 +250,7 @@ struct guard {
 
 /* guard.c */
 void guard_logf(struct guard *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool recs_has(const struct guard_recs *r, uint64_t dev, uint64_t ino, uint8_t flags);
 int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name, uint8_t flags,
 	     uint8_t rule);
 void recs_clear(struct guard_recs *r);
@@ -330,6 +331,7 @@ struct cfgscan {
 	struct strs wt;	     /* core.worktree values */
 	bool unread;	     /* an include was not read (outside the root): libgit2 is not asked */
 	const char *by_path; /* the next config read is the person's, outside: watch this path */
+	unsigned hl_used;    /* entries of protected trees walked (scan_hl_tree), all of them */
 };
 
 int strs_add(struct strs *l, const char *str);

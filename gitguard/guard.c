@@ -142,6 +142,18 @@ int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name,
 	return 0;
 }
 
+/* Whether (dev, ino) is recorded, without a name, with one of FLAGS */
+bool recs_has(const struct guard_recs *r, uint64_t dev, uint64_t ino, uint8_t flags)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++)
+		if (r->v[i].dev == dev && r->v[i].ino == ino && !r->v[i].name &&
+		    (r->v[i].flags & flags))
+			return true;
+	return false;
+}
+
 void recs_clear(struct guard_recs *r)
 {
 	size_t i;

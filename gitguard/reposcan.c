@@ -42,10 +42,14 @@ static int hl_file(struct guard_repo *r, int dirfd, const char *name, uint8_t ru
  * may source any file in it, at any depth, so all of it is recorded, and
  * every folder in it is watched too (a file the person moves in on the
  * host, which the bot gave a second name before, reads the repository
- * again); a tree deeper than HOOK_DEPTH or larger than the budget makes
- * the git folder X3, as it cannot be covered.
+ * again), and a symbolic link in it is followed as a hook's is
+ * (scan_protect: what it leads to is read-only, a folder walked the same
+ * way, once). A tree deeper than HOOK_DEPTH, or more than HOOK_TREE_MAX
+ * entries walked in one scan, makes the git folder X3: it cannot be
+ * covered.
  */
 #define HOOK_DEPTH 64
+#define HOOK_TREE_MAX 10000
 
 int scan_hl_tree(struct guard_repo *r, struct cfgscan *s, int dfd, const char *name, uint8_t rule,
 		 unsigned *budget, unsigned depth)
@@ -71,12 +75,16 @@ int scan_hl_tree(struct guard_repo *r, struct cfgscan *s, int dfd, const char *n
 	while (!rc && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (*budget == 0) {
+		/* hooks trees share one budget per scan: links can lead from one to another */
+		if (s != NULL ? s->hl_used >= HOOK_TREE_MAX : *budget == 0) {
 			if (s != NULL)
-				scan_x3(s, "a hooks folder with more entries than agentfs records (10000)");
+				scan_x3(s, "hooks folders with more entries than agentfs records (10000)");
 			break;
 		}
-		(*budget)--;
+		if (s != NULL)
+			s->hl_used++;
+		else
+			(*budget)--;
 		if (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) {
 			if (depth + 1 < (s != NULL ? HOOK_DEPTH : HL_DEPTH))
 				rc = scan_hl_tree(r, s, dirfd(d), de->d_name, rule, budget, depth + 1);
@@ -84,6 +92,9 @@ int scan_hl_tree(struct guard_repo *r, struct cfgscan *s, int dfd, const char *n
 				scan_x3(s, "a hooks folder deeper than agentfs records (64 levels)");
 		} else if (de->d_type != DT_LNK) {
 			rc = hl_file(r, dirfd(d), de->d_name, rule);
+		} else if (s != NULL) {
+			/* what a hook sources through a link is a hook too, wherever it is */
+			rc = scan_protect(s, dirfd(d), de->d_name, rule, NULL);
 		}
 	}
 	closedir(d);

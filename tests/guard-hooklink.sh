@@ -91,6 +91,9 @@ setup()
 	git -C "$S/j" config core.hooksPath .githooks
 	# k: a hooks folder the bot fills before hooks are on, nine levels deep
 	git init -q "$S/k"
+	# l, m: symbolic links below the top of a future hooks folder
+	git init -q "$S/l"
+	git init -q "$S/m"
 }
 host_setup host-setup setup
 
@@ -240,9 +243,33 @@ sleep 0.1
 is "$(shell_result sh -c "cat '$T/pay' >>'$M/k/.cache/x.sh'")" EROFS \
 	"k: once hooks are on, its other name is refused (HL, at any depth)"
 
+# l: the hook sources lib/x.sh, a symbolic link to a script of the work tree
+mkdir -p "$M/l/.githooks/lib" "$M/l/scripts"
+printf '#!/bin/sh\n. "$(dirname -- "$0")/lib/x.sh"\ntouch %s\n' "$RAN-l" >"$M/l/.githooks/pre-commit"
+chmod 755 "$M/l/.githooks/pre-commit"
+printf 'true\n' >"$M/l/scripts/x.sh"
+ln -s ../../scripts/x.sh "$M/l/.githooks/lib/x.sh"
+git -C "$S/l" config core.hooksPath .githooks
+sleep 0.1
+is "$(shell_result sh -c "cat '$T/pay' >>'$M/l/scripts/x.sh'")" EROFS \
+	"l: where a link below the top of the hooks folder leads: refused (D3)"
+
+# m: lib is a link to a folder of the work tree, a file in it has a second name
+mkdir -p "$M/m/.githooks" "$M/m/tools/lib" "$M/m/.cache"
+printf '#!/bin/sh\n. "$(dirname -- "$0")/lib/x.sh"\ntouch %s\n' "$RAN-m" >"$M/m/.githooks/pre-commit"
+chmod 755 "$M/m/.githooks/pre-commit"
+printf 'true\n' >"$M/m/tools/lib/x.sh"
+ln -s ../tools/lib "$M/m/.githooks/lib"
+ln "$M/m/tools/lib/x.sh" "$M/m/.cache/x.sh"
+git -C "$S/m" config core.hooksPath .githooks
+sleep 0.1
+is "$(shell_result sh -c "cat '$T/pay' >>'$M/m/.cache/x.sh'")" EROFS \
+	"m: a file in the folder a hook link leads to: its other name refused (HL)"
+is "$(shell_result append_text "$M/m/tools/lib/x.sh" more)" EROFS "m: ... and its own"
+
 fs_umount "$M" || not_ok "umount $M"
 
-for r in a b c d e f g h i j k; do
+for r in a b c d e f g h i j k l m; do
 	host_commit "$r" "$S/$r"
 done
 check "host: the person's hook ran in b" test -e "$RAN-b"
@@ -253,6 +280,8 @@ check "host: the person's hook ran in h" test -e "$RAN-h"
 check "host: the person's hook ran in i" test -e "$RAN-i"
 check "host: the person's hook ran in j" test -e "$RAN-j"
 check "host: the person's hook ran in k" test -e "$RAN-k"
+check "host: the person's hook ran in l" test -e "$RAN-l"
+check "host: the person's hook ran in m" test -e "$RAN-m"
 no_marker "host: nothing the bot wrote ran"
 
 done_testing
