@@ -191,8 +191,12 @@ for a in "\$@"; do
 	args+=("\$a")
 	prev=\$a
 done
-exec 200> >(sleep 1; exec cat >&\$st)
-exec "$real_bwrap" "\${args[@]}"
+# the report goes on late; the exit status bwrap writes after it, before
+# bwrap itself exits, as bwrap does
+"$real_bwrap" "\${args[@]}" 200> >(sleep 1; exec cat >&\$st)
+rc=\$?
+wait \$!
+exit \$rc
 EOF
 chmod 755 "$T/latebin/bwrap"
 SIG_PATH="$T/latebin:$PATH" sig_to_command QUIT
