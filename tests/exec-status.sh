@@ -191,12 +191,10 @@ for a in "\$@"; do
 	args+=("\$a")
 	prev=\$a
 done
-# the report goes on late; the exit status bwrap writes after it, before
-# bwrap itself exits, as bwrap does
-"$real_bwrap" "\${args[@]}" 200> >(sleep 1; exec cat >&\$st)
-rc=\$?
-wait \$!
-exit \$rc
+# the report goes on a second late, and this stand-in exits only once all
+# of it is passed on (bwrap writes its exit status before it exits)
+{ "$real_bwrap" "\${args[@]}" 200>&1 1>&3 3>&-; } 3>&1 | { sleep 1; cat >&\$st; }
+exit \${PIPESTATUS[0]}
 EOF
 chmod 755 "$T/latebin/bwrap"
 SIG_PATH="$T/latebin:$PATH" sig_to_command QUIT
