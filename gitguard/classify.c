@@ -398,7 +398,8 @@ tables:
 		uint8_t rule = 0, f;
 
 		f = guard_rec_inode(g, st->st_dev, st->st_ino, &rule);
-		if ((f & REC_LINKS) && st->st_nlink < 2)
+		/* a folder's link count is no hard link: a reused number is no one's */
+		if ((f & REC_LINKS) && (S_ISDIR(st->st_mode) || st->st_nlink < 2))
 			f = 0;
 		f &= GUARD_RO | GUARD_TREE | GUARD_PIN;
 		if (f & GUARD_TREE)
