@@ -302,12 +302,19 @@ if [ -z "$bindfs_mode" ]; then
 
 	# auto_unmount: a server killed with SIGKILL leaves no dead mount behind
 	if fs_mount -o auto_unmount "$T/src" "$T/m"; then
-		# the watcher is the server's child
-		srv=
-		for p in $(lib_our_servers); do
-			[ "$(cat "/proc/$p/comm" 2>/dev/null)" = agentfs-unmount ] &&
-				srv="$srv $(awk '/^PPid:/ { print $2 }' "/proc/$p/status")"
-		done
+		# the watcher is the server's child; it names itself once it runs,
+		# which on a busy machine can be after the mount is there
+		find_watcher()
+		{
+			local p
+			srv=
+			for p in $(lib_our_servers); do
+				[ "$(cat "/proc/$p/comm" 2>/dev/null)" = agentfs-unmount ] &&
+					srv="$srv $(awk '/^PPid:/ { print $2 }' "/proc/$p/status")"
+			done
+			[ -n "$srv" ]
+		}
+		wait_until 5 find_watcher
 		is "$(echo $srv | wc -w)" 1 "-o auto_unmount: a watcher runs beside the server"
 		# shellcheck disable=SC2086
 		kill -KILL $srv
