@@ -237,8 +237,11 @@ int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
 		if (!rc && dir && !walked) {
 			unsigned budget = 0; /* scan_hl_tree counts in s->hl_used */
 
+			/* watched (scan_hook_links does it for a hooks folder) */
 			if (rule == GUARD_RULE_W2)
 				rc = scan_hook_links(s, res.fd, ".", GUARD_RULE_W2);
+			else
+				rc = scan_watch(s, res.fd, ".", &res.st);
 			if (!rc)
 				rc = scan_hl_tree(s->r, s, res.fd, ".", rule, &budget, 0);
 		}

@@ -86,7 +86,7 @@ int scan_hl_tree(struct guard_repo *r, struct cfgscan *s, int dfd, const char *n
 		else
 			(*budget)--;
 		if (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) {
-			if (depth + 1 < (s != NULL ? HOOK_DEPTH : HL_DEPTH))
+			if (depth < (s != NULL ? HOOK_DEPTH : HL_DEPTH))
 				rc = scan_hl_tree(r, s, dirfd(d), de->d_name, rule, budget, depth + 1);
 			else if (s != NULL)
 				scan_x3(s, "a hooks folder deeper than agentfs records (64 levels)");

@@ -266,6 +266,12 @@ sleep 0.1
 is "$(shell_result sh -c "cat '$T/pay' >>'$M/m/.cache/x.sh'")" EROFS \
 	"m: a file in the folder a hook link leads to: its other name refused (HL)"
 is "$(shell_result append_text "$M/m/tools/lib/x.sh" more)" EROFS "m: ... and its own"
+printf 'true\n' >"$M/m/y.sh"
+ln "$M/m/y.sh" "$M/m/.cache/y.sh"
+mv "$S/m/y.sh" "$S/m/tools/lib/y.sh"
+sleep 0.1
+is "$(shell_result sh -c "cat '$T/pay' >>'$M/m/.cache/y.sh'")" EROFS \
+	"m: a file the host moves into that folder later: its other name refused (HL)"
 
 fs_umount "$M" || not_ok "umount $M"
 
