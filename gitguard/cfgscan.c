@@ -131,6 +131,7 @@ int scan_watch(struct cfgscan *s, int dirfd, const char *name, const struct stat
 	}
 	f->dirfd = fd;
 	f->missing = !st;
+	f->racy = st && guard_stamp_racy(st);
 	if (st)
 		f->st = *st;
 	w->n++;
@@ -561,24 +562,55 @@ bool guard_stat_same(const struct stat *a, const struct stat *b)
 	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-static bool wfile_changed(const struct guard_wfile *f)
-{
-	struct stat st;
+/*
+ * A file's ctime has the granularity of the clock the kernel stamps it with:
+ * a jiffy (4 ms at HZ=250) without multigrain timestamps (Linux before
+ * 6.13), a second on ext4 with 128-byte inodes.  Two changes within one
+ * tick leave the same stamp, so a stamp taken within a second of the
+ * file's last change proves nothing about a change made after it was read:
+ * such a file counts as changed at each look, and is read again, until a
+ * stamp is taken a second after its change.  ctime because only the kernel
+ * sets it; a clock stepped far back only costs the file its racy state.
+ */
+#define STAMP_TICK_NS 1000000000LL
 
-	if (fstatat(f->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return !f->missing;
-	return f->missing || !guard_stat_same(&f->st, &st);
+bool guard_stamp_racy(const struct stat *st)
+{
+	struct timespec now;
+	long long d;
+
+	if (clock_gettime(CLOCK_REALTIME, &now))
+		return true;
+	d = ((long long)now.tv_sec - st->st_ctim.tv_sec) * 1000000000LL +
+	    (now.tv_nsec - st->st_ctim.tv_nsec);
+	return d > -STAMP_TICK_NS && d < STAMP_TICK_NS;
 }
 
-/* Has any file the scan read changed since? */
-bool guard_watch_changed(const struct guard_watch *w)
+/* F against ST, the file as it is now (NULL: missing now) */
+int guard_wfile_state(const struct guard_wfile *f, const struct stat *st)
 {
-	size_t i;
+	if (!st)
+		return f->missing ? WF_SAME : WF_CHANGED;
+	if (f->missing || !guard_stat_same(&f->st, st))
+		return WF_CHANGED;
+	return f->racy ? WF_RACY : WF_SAME;
+}
 
-	for (i = 0; w && i < w->n; i++)
-		if (wfile_changed(&w->f[i]))
-			return true;
-	return false;
+/* Has any file the scan read changed since (WF_CHANGED), or may it have (WF_RACY)? */
+int guard_watch_state(const struct guard_watch *w)
+{
+	struct stat st;
+	size_t i;
+	int state = WF_SAME, s;
+
+	for (i = 0; w && i < w->n && state != WF_CHANGED; i++) {
+		const struct guard_wfile *f = &w->f[i];
+
+		s = guard_wfile_state(f, fstatat(f->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) ? NULL : &st);
+		if (s > state)
+			state = s;
+	}
+	return state;
 }
 
 /*

@@ -72,6 +72,7 @@ struct guard_wfile {
 	int dirfd; /* O_PATH of its folder, the git folder's gfd, or AT_FDCWD (name is a path) */
 	char *name;
 	bool missing;
+	bool racy; /* stamped within a timestamp tick of its last change: look again */
 	struct stat st;
 };
 
@@ -348,8 +349,11 @@ int scan_hookspath(struct cfgscan *s, const char *value);
 int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
 		 const char *unresolved);
 int scan_global(struct cfgscan *s);
-bool guard_watch_changed(const struct guard_watch *w);
+enum { WF_SAME, WF_RACY, WF_CHANGED };
+int guard_watch_state(const struct guard_watch *w);
 bool guard_stat_same(const struct stat *a, const struct stat *b);
+bool guard_stamp_racy(const struct stat *st);
+int guard_wfile_state(const struct guard_wfile *f, const struct stat *st);
 int guard_scan_config_file(struct guard *g, struct guard_repo *r, int dirfd, const char *name,
 			   uid_t owner);
 

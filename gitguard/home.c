@@ -213,20 +213,19 @@ static int watch_add(struct hscan *h, int dirfd, const char *name, const struct 
 		return -ENOMEM;
 	f->dirfd = -1;
 	f->missing = !st;
+	f->racy = st && guard_stamp_racy(st);
 	if (st)
 		f->st = *st;
 	h->nw++;
 	return 0;
 }
 
-/* Has the file F changed since it was read (stat, following links)? */
-static bool wfile_moved(const struct guard_wfile *f)
+/* Has the file F changed since it was read (stat, following links)?  WF_* */
+static int wfile_moved(const struct guard_wfile *f)
 {
 	struct stat st;
 
-	if (stat(f->name, &st) < 0)
-		return !f->missing;
-	return f->missing || !guard_stat_same(&f->st, &st);
+	return guard_wfile_state(f, stat(f->name, &st) < 0 ? NULL : &st);
 }
 
 /* Watches PATH from DIRFD as it is now */
@@ -737,16 +736,18 @@ void guard_homes_revalidate(struct guard *g)
 static void homes_look(struct guard *g)
 {
 	struct hscan h = {0};
-	bool changed = false;
+	int state = WF_SAME, s;
 	size_t i;
 
 	pthread_rwlock_rdlock(&g->lock);
-	for (i = 0; i < g->nhwatch && !changed; i++)
-		changed = wfile_moved(&g->hwatch[i]);
+	for (i = 0; i < g->nhwatch && state != WF_CHANGED; i++)
+		if ((s = wfile_moved(&g->hwatch[i])) > state)
+			state = s;
 	pthread_rwlock_unlock(&g->lock);
-	if (!changed)
+	if (state == WF_SAME)
 		return;
-	guard_logf(g, "gitguard: a person's git configuration changed: read again");
+	if (state == WF_CHANGED)
+		guard_logf(g, "gitguard: a person's git configuration changed: read again");
 	if (homes_scan(g, &h)) {
 		hscan_free(&h);
 		atomic_store(&g->home_reval_ms, -1); /* try again at the next decision */

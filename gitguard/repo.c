@@ -185,7 +185,7 @@ struct stale {
 	uint64_t dev;
 	uint64_t ino;
 	int fd;
-	bool moved; /* a watched file changed (else: a root joined since its scan) */
+	bool moved; /* a watched file changed (else: stamped too soon, or a root joined since) */
 };
 
 /*
@@ -199,22 +199,22 @@ static size_t stale_collect(struct guard *g, bool watched, struct stale *ch)
 	uint64_t rg = atomic_load(&v->roots_gen);
 	struct guard_repo *r;
 	size_t i, n = 0;
-	bool moved;
+	int state;
 
 	pthread_rwlock_rdlock(&v->lock);
 	for (i = 0; i < v->nrepos && n < RESCAN_BATCH; i++) {
 		r = v->repos[i];
 		if (!r->watch || r->watch->gfd < 0)
 			continue;
-		moved = watched && guard_watch_changed(r->watch);
-		if (!moved && r->roots_gen == rg)
+		state = watched ? guard_watch_state(r->watch) : WF_SAME;
+		if (state == WF_SAME && r->roots_gen == rg)
 			continue;
 		ch[n].fd = fcntl(r->watch->gfd, F_DUPFD_CLOEXEC, 3);
 		if (ch[n].fd < 0)
 			continue;
 		ch[n].dev = r->dev;
 		ch[n].ino = r->ino;
-		ch[n].moved = moved;
+		ch[n].moved = state == WF_CHANGED;
 		n++;
 	}
 	pthread_rwlock_unlock(&v->lock);

@@ -348,7 +348,7 @@ static int scan_lg2(struct cfgscan *s, int dfd, int cfgdir)
 
 	if (s->r->rule || s->unread || cfgdir < 0 || guard_lg2_view(dfd, &v))
 		return 0;
-	if (guard_watch_changed(s->r->watch)) {
+	if (guard_watch_state(s->r->watch) == WF_CHANGED) {
 		/* changed while libgit2 read it: the revalidation reads it again */
 		guard_lg2_free(&v);
 		return 0;

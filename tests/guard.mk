@@ -20,6 +20,7 @@ GUARD_TESTS = \
 	tests/guard-index-hooks.sh \
 	tests/guard-host-init.sh \
 	tests/guard-audit.sh \
-	tests/guard-home.sh
+	tests/guard-home.sh \
+	tests/guard-stamp.sh
 TESTS += $(GUARD_TESTS)
 EXTRA_DIST += $(GUARD_TESTS) tests/guard-lib.sh tests/guard-forge.py
