@@ -177,6 +177,14 @@ static void index_files(struct audit *a, int dfd, const char *name, const char *
 	/* git commit applies it, merge or no merge (D11 keeps the bot from making it) */
 	else if (!strcmp(name, "MERGE_AUTOSTASH"))
 		found(a, path, "state", "a stash the next git commit applies");
+	/*
+	 * A bisect in progress: git bisect reset, and the next git bisect
+	 * start, run git checkout on what it names (a branch, or a commit).
+	 */
+	else if (!strcmp(name, "BISECT_START"))
+		found(a, path, "state",
+		      "a bisect in progress: git bisect reset checks out what this names; review "
+		      "it (git log -1 $(cat FILE)) first");
 }
 
 /* git's strategies: try_merge_command runs git-merge-NAME for any other */

@@ -117,6 +117,22 @@ git -C "$R" rev-parse HEAD >"$R/.git/MERGE_AUTOSTASH"
 audit_is "MERGE_AUTOSTASH: a stash the next commit applies" 1 \
 	"repo/.git/MERGE_AUTOSTASH: state: a stash the next git commit applies" "$T/as"
 
+# a bisect the bot left (or planted): git bisect reset checks out what
+# BISECT_START names, here a commit no branch has, in the main work tree
+# and in a linked one
+R=$(fresh bi)
+git -C "$R" rev-parse t >"$R/.git/BISECT_START"
+git -C "$R" rev-parse t >"$R/.git/worktrees/wt/BISECT_START"
+out=$("$AGENTFS" audit "$T/bi" 2>&1)
+like "$out" "repo/.git/BISECT_START: state: a bisect in progress: git bisect reset checks out" \
+	"BISECT_START: what git bisect reset checks out"
+like "$out" "worktrees/wt/BISECT_START: state: a bisect in progress" "... of a linked worktree too"
+rm "$R/.git/BISECT_START" "$R/.git/worktrees/wt/BISECT_START"
+audit_is "... and nothing once the bisect is over" 0 "" "$T/bi"
+R=$(fresh bs)
+(cd "$R" && git bisect start t main) >/dev/null 2>&1
+audit_is "a bisect git itself started" 1 "repo/.git/BISECT_START: state" "$T/bs"
+
 R=$(fresh cp)
 (cd "$R" && git cherry-pick --strategy=ort main..t) >/dev/null 2>&1
 printf '[options]\n\tstrategy = a/b\n' >"$R/.git/sequencer/opts"
