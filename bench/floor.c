@@ -16,7 +16,8 @@
  * everything that would write gets EROFS.  Node ids are indexes into one
  * array and are never freed, so FORGET has nothing to do.  Folders are not
  * opened (ENOSYS: the kernel then reads them with no OPENDIR round trip, as
- * agentfs has it).  Timeouts are 1 s; a missing name gets a plain ENOENT,
+ * agentfs has it), and READDIRPLUS gives attributes only for names whose
+ * node the kernel does not hold (as agentfs does).  Timeouts are 1 s; a missing name gets a plain ENOENT,
  * as bindfs answers it.  Without -f it daemonises once mounted.
  */
 #define FUSE_USE_VERSION 34
@@ -40,10 +41,11 @@ struct node {
 	struct stat st;
 	uint32_t parent;
 	uint32_t nkids, akids;
-	uint32_t *kids; /* in the host's readdir order */
-	char *name;	/* "" for the root */
-	char *path;	/* the host path */
-	char *link;	/* a symbolic link's target */
+	uint64_t nlookup; /* the kernel's references, as agentfs counts them */
+	uint32_t *kids;	  /* in the host's readdir order */
+	char *name;	  /* "" for the root */
+	char *path;	  /* the host path */
+	char *link;	  /* a symbolic link's target */
 };
 
 static struct node *nodes; /* nodes[i] is node id i; 1 is the root, 0 unused */
@@ -206,6 +208,7 @@ static struct node *get(fuse_ino_t ino)
 static void fill_entry(struct fuse_entry_param *e, uint32_t id)
 {
 	memset(e, 0, sizeof(*e));
+	nodes[id].nlookup++;
 	e->ino = id;
 	e->attr = nodes[id].st;
 	e->attr_timeout = TIMEOUT;
@@ -244,17 +247,26 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_entry(req, &e);
 }
 
+static void forget(fuse_ino_t ino, uint64_t nlookup)
+{
+	struct node *n = get(ino);
+
+	if (n)
+		n->nlookup -= nlookup < n->nlookup ? nlookup : n->nlookup;
+}
+
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	(void)ino;
-	(void)nlookup;
+	forget(ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
-	(void)count;
-	(void)forgets;
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		forget(forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -362,7 +374,14 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 		} else {
 			id = d->kids[i - 2];
 			name = nodes[id].name;
-			fill_entry(&e, id);
+			if (plus && !nodes[id].nlookup) {
+				fill_entry(&e, id);
+			} else {
+				/* the kernel holds it: no attributes (nodeid 0), as agentfs answers */
+				memset(&e, 0, sizeof(e));
+				e.attr.st_ino = nodes[id].st.st_ino;
+				e.attr.st_mode = nodes[id].st.st_mode;
+			}
 		}
 		if (plus)
 			need = fuse_add_direntry_plus(req, buf + used, size - used, name, &e,
@@ -370,8 +389,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 		else
 			need = fuse_add_direntry(req, buf + used, size - used, name, &e.attr,
 						 (off_t)(i + 1));
-		if (need > size - used)
+		if (need > size - used) {
+			if (e.ino)
+				nodes[e.ino].nlookup--; /* not sent */
 			break;
+		}
 		used += need;
 	}
 	fuse_reply_buf(req, buf, used);
