@@ -98,7 +98,8 @@ int guard_index_folder(struct guard *g, int dfd, const char *name, const char *b
 {
 	const char *ibuf = NULL, *sbuf = NULL;
 	char hex[2 * 32 + 1], sname[sizeof("sharedindex.") + sizeof(hex)], *other = NULL;
-	size_t ilen = 0, slen = 0;
+	char *old = NULL;
+	size_t ilen = 0, slen = 0, oldlen = 0;
 	int rc = 0;
 
 	if (!strncmp(name, "sharedindex.", 12)) {
@@ -119,8 +120,14 @@ int guard_index_folder(struct guard *g, int dfd, const char *name, const char *b
 	if (ibuf && (guard_index_replaced(ibuf, ilen, sbuf, slen, hashsz, NULL, NULL, why) < 0 ||
 		     guard_index_split_tree(ibuf, ilen, sbuf, slen, hashsz, why) < 0))
 		rc = -EROFS;
+	/* a guard's check of an index replacing another: that one (audit reads what is) */
+	if (!rc && g && !strcmp(name, "index") &&
+	    guard_read_file(dfd, "index", GUARD_INDEX_MAX, &old, &oldlen, NULL))
+		old = NULL;
 	if (!rc)
-		rc = guard_index_worktree(g, dfd, buf, len, hashsz, ibuf, ilen, sbuf, slen, why);
+		rc = guard_index_worktree(g, dfd, buf, len, hashsz, ibuf, ilen, sbuf, slen, old,
+					  oldlen, why);
+	free(old);
 	free(other);
 	return rc;
 }
@@ -158,22 +165,51 @@ size_t guard_hash_size(struct guard *g, int dfd)
 	return hs;
 }
 
-#define WT_PROTECTED_MAX 16
+/* A path a work tree's index is checked at */
+struct wt_path {
+	char *path;
+	bool dir; /* a hooks folder: everything beneath */
+	bool top; /* raw: relative to the top, else to the git folder */
+};
 
 /* Paths inside a work tree that git runs or reads as config, from its top */
 struct wt_check {
 	int topfd;
 	bool linked; /* a linked worktree: includes are the main work tree's */
+	bool full;   /* out of memory: what is known is incomplete, refuse */
 	size_t hashsz;
-	char *paths[WT_PROTECTED_MAX];
-	bool dir[WT_PROTECTED_MAX]; /* a hooks folder: everything beneath */
-	size_t n;
+	struct wt_path *p;
+	size_t n, alloc;
 	/* values not plainly inside the top (absolute, or climbing out and back) */
-	char *raw[WT_PROTECTED_MAX];
-	bool raw_dir[WT_PROTECTED_MAX];
-	bool raw_top[WT_PROTECTED_MAX]; /* relative to the top, else to the git folder */
-	size_t nraw;
+	struct wt_path *raw;
+	size_t nraw, araw;
+	unsigned walked; /* entries of hooks folders read for links (WT_HOOK_WALK_MAX) */
+	/* the replaced index's entries at those paths: kept as they are, they pass */
+	struct wt_old *old;
+	size_t nold, aold;
 };
+
+struct wt_old {
+	char *path;
+	uint32_t mode;
+	unsigned char oid[32];
+};
+
+/* Adds PATH to the N-long list V; false (and W full) when out of memory */
+static bool wt_push(struct wt_check *w, struct wt_path **v, size_t *n, size_t *alloc,
+		    const char *path, bool dir, bool top)
+{
+	char *d;
+
+	if (gg_grow(v, alloc, *n + 1, sizeof(**v), 8) || !(d = strdup(path))) {
+		w->full = true;
+		return false;
+	}
+	(*v)[*n].path = d;
+	(*v)[*n].dir = dir;
+	(*v)[(*n)++].top = top;
+	return true;
+}
 
 /* Note a relative core.hooksPath (from the top) or include (from the git folder). */
 static int wt_key(void *arg, enum guard_cfg_key key, const char *value)
@@ -183,14 +219,11 @@ static int wt_key(void *arg, enum guard_cfg_key key, const char *value)
 
 	if (!value[0] || value[0] == '~')
 		return 0;
-	if (w->nraw < WT_PROTECTED_MAX &&
-	    (key == GUARD_CFG_HOOKSPATH || key == GUARD_CFG_INCLUDE) &&
-	    (w->raw[w->nraw] = strdup(value))) {
-		/* resolved as git will, then mapped into the top (wt_real_dirs) */
-		w->raw_dir[w->nraw] = key == GUARD_CFG_HOOKSPATH;
-		w->raw_top[w->nraw++] = key == GUARD_CFG_HOOKSPATH;
-	}
-	if (w->n >= WT_PROTECTED_MAX || value[0] == '/')
+	/* resolved as git will, then mapped into the top (wt_real_dirs) */
+	if (key == GUARD_CFG_HOOKSPATH || key == GUARD_CFG_INCLUDE)
+		wt_push(w, &w->raw, &w->nraw, &w->araw, value, key == GUARD_CFG_HOOKSPATH,
+			key == GUARD_CFG_HOOKSPATH);
+	if (value[0] == '/')
 		return 0;
 	if (key == GUARD_CFG_HOOKSPATH) {
 		snprintf(buf, sizeof(buf), "%s", value);
@@ -204,9 +237,7 @@ static int wt_key(void *arg, enum guard_cfg_key key, const char *value)
 	}
 	if (!gg_path_rel(buf) || !buf[0])
 		return 0;
-	w->paths[w->n] = strdup(buf);
-	if (w->paths[w->n])
-		w->dir[w->n++] = key == GUARD_CFG_HOOKSPATH;
+	wt_push(w, &w->p, &w->n, &w->alloc, buf, key == GUARD_CFG_HOOKSPATH, false);
 	return 0;
 }
 
@@ -216,11 +247,9 @@ static void wt_add(struct wt_check *w, const char *path, bool dir)
 	size_t i;
 
 	for (i = 0; i < w->n; i++)
-		if (w->dir[i] == dir && !strcmp(w->paths[i], path))
+		if (w->p[i].dir == dir && !strcmp(w->p[i].path, path))
 			return;
-	if (w->n >= WT_PROTECTED_MAX || !(w->paths[w->n] = strdup(path)))
-		return;
-	w->dir[w->n++] = dir;
+	wt_push(w, &w->p, &w->n, &w->alloc, path, dir, false);
 }
 
 static void wt_add_dir(struct wt_check *w, const char *path)
@@ -235,10 +264,7 @@ static void wt_repo_hooks(void *arg, const char *rel)
 	char buf[PATH_MAX];
 
 	/* one that climbs out and back (../app/.githooks): resolved in wt_real_dirs */
-	if (w->nraw < WT_PROTECTED_MAX && (w->raw[w->nraw] = strdup(rel))) {
-		w->raw_dir[w->nraw] = true;
-		w->raw_top[w->nraw++] = true;
-	}
+	wt_push(w, &w->raw, &w->nraw, &w->araw, rel, true, true);
 
 	snprintf(buf, sizeof(buf), "%s", rel);
 	if (gg_path_rel(buf) && buf[0])
@@ -275,10 +301,58 @@ static void wt_map(struct wt_check *w, int fromfd, const char *path, bool dir, b
 		wt_add(w, real + tl + 1, dir);
 }
 
+#define WT_HOOK_DEPTH 64	   /* as the scan reads hooks trees (reposcan.c) */
+#define WT_HOOK_WALK_MAX 10000 /* entries of hooks folders read per check */
+
+/*
+ * The files that links in the hooks folder NAME of DFD lead to, at any depth
+ * of it (ln -s ../../scripts/pre-commit.sh .git/hooks/pre-commit: git runs
+ * the script), mapped into the top: the scan keeps them read-only (D3, W2),
+ * and `git restore .` must not write them either.  A tree deeper or larger
+ * than the scan reads makes W full: the scan made that git folder X3.
+ */
+static void wt_hook_links(struct wt_check *w, int dfd, const char *name, unsigned depth,
+			  const char *top, size_t tl)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd;
+
+	if (depth > WT_HOOK_DEPTH) {
+		w->full = true;
+		return;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while (!w->full && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (++w->walked > WT_HOOK_WALK_MAX) {
+			w->full = true;
+			break;
+		}
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (S_ISDIR(st.st_mode))
+			wt_hook_links(w, fd, de->d_name, depth + 1, top, tl);
+		else if (S_ISLNK(st.st_mode) && !fstatat(fd, de->d_name, &st, 0))
+			wt_map(w, fd, de->d_name, S_ISDIR(st.st_mode), false, top, tl);
+	}
+	closedir(d);
+}
+
 static void wt_real_dirs(struct wt_check *w, int gitfd)
 {
 	char top[PATH_MAX], proc[64];
 	size_t i, n = w->n, tl;
+	struct wt_path *r;
 	ssize_t l;
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->topfd);
@@ -288,16 +362,27 @@ static void wt_real_dirs(struct wt_check *w, int gitfd)
 	top[l] = '\0';
 	tl = (size_t)l;
 	for (i = 0; i < n; i++)
-		if (w->dir[i])
-			wt_map(w, w->topfd, w->paths[i], true, true, top, tl);
+		if (w->p[i].dir)
+			wt_map(w, w->topfd, w->p[i].path, true, true, top, tl);
 	for (i = 0; i < w->nraw; i++) {
-		if (w->raw[i][0] == '/')
-			wt_map(w, AT_FDCWD, w->raw[i], w->raw_dir[i], false, top, tl);
-		else if (w->raw_top[i])
-			wt_map(w, w->topfd, w->raw[i], w->raw_dir[i], false, top, tl);
+		r = &w->raw[i];
+		if (r->path[0] == '/')
+			wt_map(w, AT_FDCWD, r->path, r->dir, false, top, tl);
+		else if (r->top)
+			wt_map(w, w->topfd, r->path, r->dir, false, top, tl);
 		else if (gitfd >= 0)
-			wt_map(w, gitfd, w->raw[i], w->raw_dir[i], false, top, tl);
+			wt_map(w, gitfd, r->path, r->dir, false, top, tl);
 	}
+	/* where the links of every hooks folder lead (the list grows meanwhile) */
+	if (gitfd >= 0)
+		wt_hook_links(w, gitfd, "hooks", 0, top, tl);
+	for (i = 0, n = w->n; i < n; i++)
+		if (w->p[i].dir)
+			wt_hook_links(w, w->topfd, w->p[i].path, 0, top, tl);
+	for (i = 0; i < w->nraw; i++)
+		if (w->raw[i].dir && (w->raw[i].path[0] == '/' || w->raw[i].top))
+			wt_hook_links(w, w->raw[i].path[0] == '/' ? AT_FDCWD : w->topfd,
+				      w->raw[i].path, 0, top, tl);
 }
 
 /* The work-tree entry PATH (from topfd) has the content of blob OID? */
@@ -347,6 +432,53 @@ static bool wt_same(struct wt_check *w, const char *path, uint32_t mode, const u
 	return same;
 }
 
+/* The protected path PATH is under (or is), or NULL */
+static const struct wt_path *wt_under(const struct wt_check *w, const char *path)
+{
+	size_t i, l;
+
+	for (i = 0; i < w->n; i++) {
+		l = strlen(w->p[i].path);
+		if (!strncmp(path, w->p[i].path, l) && (!path[l] || (w->p[i].dir && path[l] == '/')))
+			return &w->p[i];
+	}
+	return NULL;
+}
+
+/* An entry of the index being replaced: kept if at a protected path */
+static int wt_old_entry(void *arg, const char *path, uint32_t mode, const unsigned char *oid,
+			const char **why)
+{
+	struct wt_check *w = arg;
+	struct wt_old *o;
+
+	(void)why;
+	if (!wt_under(w, path))
+		return 0;
+	if (gg_grow(&w->old, &w->aold, w->nold + 1, sizeof(*w->old), 8))
+		return -ENOMEM;
+	o = &w->old[w->nold];
+	if (!(o->path = strdup(path)))
+		return -ENOMEM;
+	o->mode = mode;
+	memcpy(o->oid, oid, w->hashsz);
+	w->nold++;
+	return 0;
+}
+
+/* The replaced index has the same entry: the bot's index keeps it, it does not bring it */
+static bool wt_kept(const struct wt_check *w, const char *path, uint32_t mode,
+		    const unsigned char *oid)
+{
+	size_t i;
+
+	for (i = 0; i < w->nold; i++)
+		if (w->old[i].mode == mode && !memcmp(w->old[i].oid, oid, w->hashsz) &&
+		    !strcmp(w->old[i].path, path))
+			return true;
+	return false;
+}
+
 static int wt_entry(void *arg, const char *path, uint32_t mode, const unsigned char *oid,
 		    const char **why)
 {
@@ -354,24 +486,24 @@ static int wt_entry(void *arg, const char *path, uint32_t mode, const unsigned c
 	size_t i, l;
 
 	for (i = 0; i < w->n; i++) {
+		const char *p = w->p[i].path;
+
 		l = strlen(path);
 		/* a sparse folder entry "dir/" stands for all of dir */
 		if (mode == 0040000 && l && path[l - 1] == '/')
 			l--;
 		/* an entry standing for a folder on the way to it, or for it: never the same */
-		if (!strncmp(w->paths[i], path, l) &&
-		    (w->paths[i][l] == '/' || (mode == 0040000 && !w->paths[i][l]))) {
+		if (!strncmp(p, path, l) && (p[l] == '/' || (mode == 0040000 && !p[l]))) {
 			*why = "an entry over a folder that holds a hook or config file";
 			return 1;
 		}
-		l = strlen(w->paths[i]);
-		if (strncmp(path, w->paths[i], l) || (path[l] && !(w->dir[i] && path[l] == '/')))
+		l = strlen(p);
+		if (strncmp(path, p, l) || (path[l] && !(w->p[i].dir && path[l] == '/')))
 			continue;
-		if (wt_same(w, path, mode, oid))
+		if (wt_same(w, path, mode, oid) || wt_kept(w, path, mode, oid))
 			return 0;
-		*why = w->dir[i]
-			       ? "an entry under core.hooksPath with content the hook does not have"
-			       : "an entry for a config include target with other content";
+		*why = w->p[i].dir ? "an entry under a hooks folder with content the hook does not have"
+				   : "an entry for a hook or config include target with other content";
 		return 1;
 	}
 	return 0;
@@ -475,16 +607,18 @@ static int wt_outside(struct guard *g, int dfd, int *topfd, int *cfgfd)
  * X2 beyond paths: the index of a work tree whose git folder is DFD (a .git
  * folder: its top is its parent; a linked worktree's admin folder: the top
  * its gitdir names, with G) may not name a file the person's config
- * runs or reads (under a relative core.hooksPath, a relative include target
- * in the work tree) with content other than the file's: `git restore .`
- * would write it.  0, or -EROFS with *WHY.
+ * runs or reads (under a hooks folder, where a link in one leads, a relative
+ * include target in the work tree) with content other than the file's:
+ * `git restore .` would write it.  An entry OLD (the index it replaces, or
+ * NULL) has as it is passes.  0, or -EROFS with *WHY.
  */
 int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, size_t hashsz,
 			 const char *split, size_t splitlen, const char *shared, size_t sharedlen,
-			 const char **why)
+			 const char *old, size_t oldlen, const char **why)
 {
 	struct wt_check w = {.topfd = -1, .hashsz = hashsz};
 	struct guard_cfg cfg = {.fn = wt_key, .arg = &w};
+	const char *owhy = NULL;
 	struct stat gst, st;
 	int rc = 0, cfgfd;
 	char *cbuf;
@@ -523,6 +657,19 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 	rc = 0;
 	wt_real_dirs(&w, cfgfd);
 	close(cfgfd);
+	if (w.full) {
+		*why = "too many hooks or config files to check the index against";
+		rc = -EROFS;
+		goto out;
+	}
+	/*
+	 * What the index being replaced says of those paths may stay: the
+	 * person's unstaged edit of a hook script must not stop every git add.
+	 * Its own entries only (a split index's shared ones are not kept); what
+	 * was read before a malformed entry or a lack of memory stands.
+	 */
+	if (old && w.n)
+		guard_index_entries(old, oldlen, hashsz, wt_old_entry, &w, &owhy);
 	if (w.n && guard_index_entries(buf, len, hashsz, wt_entry, &w, why) < 0)
 		rc = -EROFS;
 	/* `git checkout -m` writes what resolve-undo records say */
@@ -534,9 +681,14 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 		rc = -EROFS;
 out:
 	for (i = 0; i < w.n; i++)
-		free(w.paths[i]);
+		free(w.p[i].path);
+	free(w.p);
 	for (i = 0; i < w.nraw; i++)
-		free(w.raw[i]);
+		free(w.raw[i].path);
+	free(w.raw);
+	for (i = 0; i < w.nold; i++)
+		free(w.old[i].path);
+	free(w.old);
 	if (w.topfd >= 0)
 		close(w.topfd);
 	return rc;

@@ -273,8 +273,33 @@ sleep 0.1
 is "$(shell_result sh -c "cat '$T/pay' >>'$M/m/.cache/y.sh'")" EROFS \
 	"m: a file the host moves into that folder later: its other name refused (HL)"
 
+# n: the index may not give the file a hook link leads to other content:
+# the person's `git restore .` (what git status suggests) would write it
+# (red team round 10, finding 01)
+for r in a b; do
+	blob=$(git -C "$M/$r" hash-object -w "$T/pay")
+	before=$(git -C "$M/$r" ls-files -s scripts/pre-commit.sh)
+	is "$(git -C "$M/$r" update-index --cacheinfo "100755,$blob,scripts/pre-commit.sh" \
+		>/dev/null 2>&1 && echo staged || echo refused)" refused \
+		"n/$r: staging the bot's blob for the script a hook links to: refused"
+	is "$(git -C "$M/$r" ls-files -s scripts/pre-commit.sh)" "$before" "n/$r: ... the index is as it was"
+	is "$(git -C "$M/$r" update-index --add --cacheinfo "100644,$blob,scripts/other.txt" >/dev/null 2>&1 &&
+		echo staged || echo refused)" staged "n/$r: staging another file in that folder works"
+	git -C "$M/$r" rm -q --cached scripts/other.txt
+done
+# ... while the person's own unstaged edit of that script stops no git add
+printf '# the person is editing\n' >>"$S/a/scripts/pre-commit.sh"
+is "$(git -C "$M/a" update-index --add --cacheinfo "100644,$blob,scripts/other.txt" >/dev/null 2>&1 &&
+	echo staged || echo refused)" staged "n/a: the person edits the script: the bot's git add still works"
+git -C "$M/a" rm -q --cached scripts/other.txt
+is "$(git -C "$M/a" update-index --cacheinfo "100755,$blob,scripts/pre-commit.sh" >/dev/null 2>&1 &&
+	echo staged || echo refused)" refused "n/a: ... and the script's own entry still may not change"
+
 fs_umount "$M" || not_ok "umount $M"
 
+for r in a b; do
+	check "host n/$r: git restore . after the bot" git -C "$S/$r" restore .
+done
 for r in a b c d e f g h i j k l m; do
 	host_commit "$r" "$S/$r"
 done

@@ -52,6 +52,16 @@ setup()
 	# and one whose folder the person removed (git keeps its admin folder until prune)
 	git -C "$S/g" worktree add -q "$T/out/gone" -b gone
 	rm -rf "$T/out/gone"
+	# twenty tracked include targets in the work tree (the check once kept 16)
+	git init -q "$S/n"
+	cd "$S/n"
+	mkdir inc
+	for i in $(seq 1 20); do
+		printf '[user]\n\tname = n%s\n' "$i" >"inc/$i.cfg"
+		git config --add include.path "../inc/$i.cfg"
+	done
+	git add -A
+	git commit -qm n
 }
 host_setup host-setup setup
 
@@ -104,9 +114,20 @@ rm -f "$M/g/.git/worktrees/feat/index.lock"
 check "git add and commit through the mount still work" sh -c \
 	"cd '$M/g' && echo b >b && git add b && git commit -qm b"
 
+# n: the twentieth include target, staged with the bot's content (a config
+# git reads: core.fsmonitor runs at the person's next git status)
+payload "$T/nidx-payload" nidx
+fsmonitor_cfg "$T/nidx-payload" >"$B/inc20"
+nblob=$(cd "$M/n" && git hash-object -w "$B/inc20")
+is "$(cd "$M/n" && git update-index --cacheinfo "100644,$nblob,inc/20.cfg" >/dev/null 2>&1 &&
+	echo staged || echo refused)" refused "n: the 20th include target with the bot's content: refused"
+is "$(cd "$M/n" && git update-index --cacheinfo "100644,$nblob,inc/1.cfg" >/dev/null 2>&1 &&
+	echo staged || echo refused)" refused "n: ... and the first"
+check "n: git add of another file works" sh -c "cd '$M/n' && echo b >b && git add b"
+
 fs_umount "$M" || not_ok "umount $M"
 
-for r in g s p u; do
+for r in g s p u n; do
 	(cd "$S/$r" && git restore . && git commit -q --allow-empty -m host) >"$T/host-$r.log" 2>&1
 	is "$?" 0 "host $r: git restore and commit succeed"
 done
