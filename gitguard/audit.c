@@ -538,6 +538,35 @@ static int config_program(void *arg, const char *var, const char *value)
 }
 
 /* A git folder FD at PATH; TOPFD/TOP its work tree's top, or -1 for a bare one */
+/*
+ * A stash: refs are the bot's to write, and git stash pop applies the
+ * newest stash's work tree whatever it holds (a hook under a tracked
+ * hooks folder, a script a hook link leads to). The person takes it for
+ * theirs, so it is listed; packed (refs/stash in packed-refs) too.
+ */
+static void stash(struct audit *a, int fd, const char *path)
+{
+	struct stat st;
+	char *buf, *p;
+	size_t len;
+	bool packed;
+
+	if (fstatat(fd, "refs/stash", &st, AT_SYMLINK_NOFOLLOW)) {
+		if (guard_read_file(fd, "packed-refs", GUARD_INDEX_MAX, &buf, &len, NULL))
+			return;
+		packed = memmem(buf, len, " refs/stash\n", 12) != NULL;
+		free(buf);
+		if (!packed)
+			return;
+	}
+	p = join(path, "refs/stash");
+	if (p)
+		found(a, p, "state",
+		      "a stash: git stash pop writes what it holds into the work tree; review it "
+		      "(git stash show -p --include-untracked) first");
+	free(p);
+}
+
 static void gitdir(struct audit *a, int fd, const char *path, int topfd, const char *top)
 {
 	struct guard_cfg cfg = {0};
@@ -564,6 +593,7 @@ static void gitdir(struct audit *a, int fd, const char *path, int topfd, const c
 	free(p);
 	hooks_path(a, fd, topfd, top, path);
 	gitdir_state(a, fd, path);
+	stash(a, fd, path);
 	p = join(path, "worktrees");
 	if (p)
 		each_entry(a, fd, "worktrees", p, worktree_admin);

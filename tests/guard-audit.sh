@@ -133,6 +133,19 @@ R=$(fresh bs)
 (cd "$R" && git bisect start t main) >/dev/null 2>&1
 audit_is "a bisect git itself started" 1 "repo/.git/BISECT_START: state" "$T/bs"
 
+# a stash: git stash pop applies whatever the newest one holds, and refs
+# are the bot's to write; loose and packed
+R=$(fresh sh)
+echo stashed >"$R/f"
+git -C "$R" stash -q
+audit_is "a stash: what git stash pop writes" 1 \
+	"repo/.git/refs/stash: state: a stash: git stash pop writes" "$T/sh"
+git -C "$R" pack-refs --all
+[ ! -e "$R/.git/refs/stash" ] || bail_out "pack-refs left refs/stash loose"
+audit_is "... packed into packed-refs too" 1 "repo/.git/refs/stash: state" "$T/sh"
+git -C "$R" stash drop -q
+audit_is "... and nothing once it is dropped" 0 "" "$T/sh"
+
 R=$(fresh cp)
 (cd "$R" && git cherry-pick --strategy=ort main..t) >/dev/null 2>&1
 printf '[options]\n\tstrategy = a/b\n' >"$R/.git/sequencer/opts"
