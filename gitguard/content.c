@@ -98,8 +98,7 @@ int guard_index_folder(struct guard *g, int dfd, const char *name, const char *b
 {
 	const char *ibuf = NULL, *sbuf = NULL;
 	char hex[2 * 32 + 1], sname[sizeof("sharedindex.") + sizeof(hex)], *other = NULL;
-	char *old = NULL;
-	size_t ilen = 0, slen = 0, oldlen = 0;
+	size_t ilen = 0, slen = 0;
 	int rc = 0;
 
 	if (!strncmp(name, "sharedindex.", 12)) {
@@ -120,14 +119,10 @@ int guard_index_folder(struct guard *g, int dfd, const char *name, const char *b
 	if (ibuf && (guard_index_replaced(ibuf, ilen, sbuf, slen, hashsz, NULL, NULL, why) < 0 ||
 		     guard_index_split_tree(ibuf, ilen, sbuf, slen, hashsz, why) < 0))
 		rc = -EROFS;
-	/* a guard's check of an index replacing another: that one (audit reads what is) */
-	if (!rc && g && !strcmp(name, "index") &&
-	    guard_read_file(dfd, "index", GUARD_INDEX_MAX, &old, &oldlen, NULL))
-		old = NULL;
+	/* a guard's check of an index replacing another (audit reads what is) */
 	if (!rc)
-		rc = guard_index_worktree(g, dfd, buf, len, hashsz, ibuf, ilen, sbuf, slen, old,
-					  oldlen, why);
-	free(old);
+		rc = guard_index_worktree(g, dfd, buf, len, hashsz, ibuf, ilen, sbuf, slen,
+					  g && !strcmp(name, "index"), why);
 	free(other);
 	return rc;
 }
@@ -609,20 +604,21 @@ static int wt_outside(struct guard *g, int dfd, int *topfd, int *cfgfd)
  * its gitdir names, with G) may not name a file the person's config
  * runs or reads (under a hooks folder, where a link in one leads, a relative
  * include target in the work tree) with content other than the file's:
- * `git restore .` would write it.  An entry OLD (the index it replaces, or
- * NULL) has as it is passes.  0, or -EROFS with *WHY.
+ * `git restore .` would write it.  REPLACING: BUF is to become DFD's
+ * `index`, and an entry the one it replaces has, unchanged, passes.
+ * 0, or -EROFS with *WHY.
  */
 int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, size_t hashsz,
 			 const char *split, size_t splitlen, const char *shared, size_t sharedlen,
-			 const char *old, size_t oldlen, const char **why)
+			 bool replacing, const char **why)
 {
 	struct wt_check w = {.topfd = -1, .hashsz = hashsz};
 	struct guard_cfg cfg = {.fn = wt_key, .arg = &w};
 	const char *owhy = NULL;
 	struct stat gst, st;
 	int rc = 0, cfgfd;
-	char *cbuf;
-	size_t clen, i;
+	char *cbuf, *old;
+	size_t clen, i, oldlen;
 
 	w.topfd = openat(dfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (w.topfd >= 0 && !fstat(dfd, &gst) &&
@@ -668,8 +664,10 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 	 * Its own entries only (a split index's shared ones are not kept); what
 	 * was read before a malformed entry or a lack of memory stands.
 	 */
-	if (old && w.n)
+	if (replacing && w.n && !guard_read_file(dfd, "index", GUARD_INDEX_MAX, &old, &oldlen, NULL)) {
 		guard_index_entries(old, oldlen, hashsz, wt_old_entry, &w, &owhy);
+		free(old);
+	}
 	if (w.n && guard_index_entries(buf, len, hashsz, wt_entry, &w, why) < 0)
 		rc = -EROFS;
 	/* `git checkout -m` writes what resolve-undo records say */

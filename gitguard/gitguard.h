@@ -293,7 +293,7 @@ int guard_index_folder(struct guard *g, int gitdir_fd, const char *name, const c
 		       size_t len, size_t hashsz, const char **why);
 int guard_index_worktree(struct guard *g, int gitdir_fd, const char *buf, size_t len, size_t hashsz,
 			 const char *split, size_t splitlen, const char *shared, size_t sharedlen,
-			 const char *old, size_t oldlen, const char **why);
+			 bool replacing, const char **why);
 
 /* sha1.c: git's blob object name (SHA-1) of a buffer */
 void guard_blob_sha1(const char *buf, size_t len, unsigned char out[20]);
