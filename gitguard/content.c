@@ -318,14 +318,10 @@ static void wt_hook_links(struct wt_check *w, int dfd, const char *name, unsigne
 		w->full = true;
 		return;
 	}
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	d = gg_opendirat(dfd, name);
+	if (!d)
 		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
+	fd = dirfd(d);
 	while (!w->full && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;

@@ -22,21 +22,9 @@ M="$T/mnt"
 
 enospc_cleanup()
 {
-	local rc=$? dev i
+	local rc=$?
 	set +e
-	if is_mounted "$M"; then
-		"$AGENTFS" umount "$M" 2>/dev/null || "$AGENTFS" umount -z "$M" 2>/dev/null
-	fi
-	for i in 1 2 3 4 5 6 7 8 9 10; do
-		is_mounted "$SMALL" || break
-		umount "$SMALL" 2>/dev/null || { [ "$i" -ge 5 ] && umount -l "$SMALL" 2>/dev/null; }
-		sleep 0.2
-	done
-	if [ -e "$IMG" ]; then
-		for dev in $(losetup -j "$IMG" | cut -d: -f1); do
-			losetup -d "$dev" 2>/dev/null
-		done
-	fi
+	loop_unmount "$M" "$SMALL" "$IMG"
 	(exit "$rc")
 	lib_cleanup
 }

@@ -430,6 +430,27 @@ need_agentfs()
 	return 0
 }
 
+# loop_unmount MNT LOOPDIR IMG: for a test that serves a loop-mounted image:
+# the agentfs mount MNT over it, then LOOPDIR, then IMG's loop devices.
+loop_unmount()
+{
+	local m="$1" l="$2" img="$3" dev i
+	if is_mounted "$m"; then
+		"$AGENTFS" umount "$m" 2>/dev/null || "$AGENTFS" umount -z "$m" 2>/dev/null
+	fi
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		is_mounted "$l" || break
+		umount "$l" 2>/dev/null || { [ "$i" -ge 5 ] && umount -l "$l" 2>/dev/null; }
+		sleep 0.2
+	done
+	if [ -e "$img" ]; then
+		for dev in $(losetup -j "$img" | cut -d: -f1); do
+			losetup -d "$dev" 2>/dev/null
+		done
+	fi
+	return 0
+}
+
 lib_cleanup()
 {
 	local rc=$? m p i
