@@ -296,6 +296,44 @@ static void wt_map(struct wt_check *w, int fromfd, const char *path, bool dir, b
 		wt_add(w, real + tl + 1, dir);
 }
 
+/*
+ * The path git writes for TARGET (a link's, or a configured path), taken
+ * lexically from the real folder BASE: where `git restore .` puts a file
+ * when a folder on its way is a symbolic link in the work tree but a folder
+ * in the index (tools -> lib: git replaces the link with a folder, and the
+ * hook link through tools/ then leads to what it wrote).  Added if in the top.
+ */
+static void wt_lex(struct wt_check *w, const char *base, const char *target, bool dir,
+		   const char *top, size_t tl)
+{
+	char buf[PATH_MAX];
+	int len;
+
+	len = target[0] == '/' ? snprintf(buf, sizeof(buf), "%s", target)
+			       : snprintf(buf, sizeof(buf), "%s/%s", base, target);
+	if (len < 0 || (size_t)len >= sizeof(buf) || !gg_path_rel(buf))
+		return;
+	/* BUF is from / now, without its slash; so is TOP past its first byte */
+	if (tl == 1 && buf[0])
+		wt_add(w, buf, dir);
+	else if (tl > 1 && !strncmp(buf, top + 1, tl - 1) && buf[tl - 1] == '/' && buf[tl])
+		wt_add(w, buf + tl, dir);
+}
+
+/* The real path of FD into BUF (PATH_MAX), or false */
+static bool fd_real(int fd, char *buf)
+{
+	char proc[64];
+	ssize_t l;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	l = readlink(proc, buf, PATH_MAX - 1);
+	if (l <= 0)
+		return false;
+	buf[l] = '\0';
+	return true;
+}
+
 #define WT_HOOK_DEPTH 64	   /* as the scan reads hooks trees (reposcan.c) */
 #define WT_HOOK_WALK_MAX 10000 /* entries of hooks folders read per check */
 
@@ -309,8 +347,10 @@ static void wt_map(struct wt_check *w, int fromfd, const char *path, bool dir, b
 static void wt_hook_links(struct wt_check *w, int dfd, const char *name, unsigned depth,
 			  const char *top, size_t tl)
 {
+	char here[PATH_MAX], target[PATH_MAX];
 	struct dirent *de;
 	struct stat st;
+	ssize_t l;
 	DIR *d;
 	int fd;
 
@@ -322,6 +362,8 @@ static void wt_hook_links(struct wt_check *w, int dfd, const char *name, unsigne
 	if (!d)
 		return;
 	fd = dirfd(d);
+	if (!fd_real(fd, here))
+		here[0] = '\0';
 	while (!w->full && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -331,38 +373,54 @@ static void wt_hook_links(struct wt_check *w, int dfd, const char *name, unsigne
 		}
 		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue;
-		if (S_ISDIR(st.st_mode))
+		if (S_ISDIR(st.st_mode)) {
 			wt_hook_links(w, fd, de->d_name, depth + 1, top, tl);
-		else if (S_ISLNK(st.st_mode) && !fstatat(fd, de->d_name, &st, 0))
+			continue;
+		}
+		if (!S_ISLNK(st.st_mode))
+			continue;
+		/* where it leads now, and where git would write what leads there */
+		l = readlinkat(fd, de->d_name, target, sizeof(target) - 1);
+		if (fstatat(fd, de->d_name, &st, 0))
+			st.st_mode = S_IFREG; /* a link to nothing yet: the file git would make */
+		else
 			wt_map(w, fd, de->d_name, S_ISDIR(st.st_mode), false, top, tl);
+		if (l > 0 && here[0]) {
+			target[l] = '\0';
+			wt_lex(w, here, target, S_ISDIR(st.st_mode), top, tl);
+		}
 	}
 	closedir(d);
 }
 
 static void wt_real_dirs(struct wt_check *w, int gitfd)
 {
-	char top[PATH_MAX], proc[64];
+	char top[PATH_MAX], git[PATH_MAX];
 	size_t i, n = w->n, tl;
 	struct wt_path *r;
-	ssize_t l;
 
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->topfd);
-	l = readlink(proc, top, sizeof(top) - 1);
-	if (l <= 0)
+	if (!fd_real(w->topfd, top))
 		return;
-	top[l] = '\0';
-	tl = (size_t)l;
+	tl = strlen(top);
+	if (gitfd < 0 || !fd_real(gitfd, git))
+		git[0] = '\0';
 	for (i = 0; i < n; i++)
 		if (w->p[i].dir)
 			wt_map(w, w->topfd, w->p[i].path, true, true, top, tl);
+	/* each where it resolves to, and where git writes what is tracked there */
 	for (i = 0; i < w->nraw; i++) {
 		r = &w->raw[i];
-		if (r->path[0] == '/')
+		if (r->path[0] == '/') {
 			wt_map(w, AT_FDCWD, r->path, r->dir, false, top, tl);
-		else if (r->top)
+			wt_lex(w, "/", r->path, r->dir, top, tl);
+		} else if (r->top) {
 			wt_map(w, w->topfd, r->path, r->dir, false, top, tl);
-		else if (gitfd >= 0)
+			wt_lex(w, top, r->path, r->dir, top, tl);
+		} else if (gitfd >= 0) {
 			wt_map(w, gitfd, r->path, r->dir, false, top, tl);
+			if (git[0])
+				wt_lex(w, git, r->path, r->dir, top, tl);
+		}
 	}
 	/* where the links of every hooks folder lead (the list grows meanwhile) */
 	if (gitfd >= 0)
@@ -436,7 +494,22 @@ static const struct wt_path *wt_under(const struct wt_check *w, const char *path
 	return NULL;
 }
 
-/* An entry of the index being replaced: kept if at a protected path */
+/* An entry standing for a folder on the way to a protected path, or for it */
+static bool wt_on_way(const struct wt_check *w, const char *path, uint32_t mode)
+{
+	size_t i, l = strlen(path);
+
+	/* a sparse folder entry "dir/" stands for all of dir */
+	if (mode == 0040000 && l && path[l - 1] == '/')
+		l--;
+	for (i = 0; i < w->n; i++)
+		if (!strncmp(w->p[i].path, path, l) &&
+		    (w->p[i].path[l] == '/' || (mode == 0040000 && !w->p[i].path[l])))
+			return true;
+	return false;
+}
+
+/* An entry of the index being replaced: kept if at or on the way to a protected path */
 static int wt_old_entry(void *arg, const char *path, uint32_t mode, const unsigned char *oid,
 			const char **why)
 {
@@ -444,7 +517,7 @@ static int wt_old_entry(void *arg, const char *path, uint32_t mode, const unsign
 	struct wt_old *o;
 
 	(void)why;
-	if (!wt_under(w, path))
+	if (!wt_under(w, path) && !wt_on_way(w, path, mode))
 		return 0;
 	if (gg_grow(&w->old, &w->aold, w->nold + 1, sizeof(*w->old), 8))
 		return -ENOMEM;
@@ -476,18 +549,20 @@ static int wt_entry(void *arg, const char *path, uint32_t mode, const unsigned c
 	struct wt_check *w = arg;
 	size_t i, l;
 
+	/*
+	 * An entry standing for a folder on the way to one, or for it (a
+	 * symbolic link, a submodule, a sparse folder): only as the work tree
+	 * has it, or as the replaced index had it.
+	 */
+	if (wt_on_way(w, path, mode)) {
+		if (wt_same(w, path, mode, oid) || wt_kept(w, path, mode, oid))
+			return 0;
+		*why = "an entry over a folder that holds a hook or config file";
+		return 1;
+	}
 	for (i = 0; i < w->n; i++) {
 		const char *p = w->p[i].path;
 
-		l = strlen(path);
-		/* a sparse folder entry "dir/" stands for all of dir */
-		if (mode == 0040000 && l && path[l - 1] == '/')
-			l--;
-		/* an entry standing for a folder on the way to it, or for it: never the same */
-		if (!strncmp(p, path, l) && (p[l] == '/' || (mode == 0040000 && !p[l]))) {
-			*why = "an entry over a folder that holds a hook or config file";
-			return 1;
-		}
 		l = strlen(p);
 		if (strncmp(path, p, l) || (path[l] && !(w->p[i].dir && path[l] == '/')))
 			continue;

@@ -94,6 +94,35 @@ setup()
 	# l, m: symbolic links below the top of a future hooks folder
 	git init -q "$S/l"
 	git init -q "$S/m"
+	# o: the hook link's path goes through a tracked symbolic link (tools -> lib)
+	git init -q "$S/o"
+	mkdir "$S/o/lib"
+	printf '#!/bin/sh\ntouch %s\n' "$RAN-o" >"$S/o/lib/x.sh"
+	chmod 755 "$S/o/lib/x.sh"
+	ln -s lib "$S/o/tools"
+	echo o >"$S/o/README"
+	git -C "$S/o" add -A
+	git -C "$S/o" commit -qm o
+	ln -s ../../tools/x.sh "$S/o/.git/hooks/pre-commit"
+	# p: an absolute core.hooksPath through a tracked link (.githooks -> tools/hooks)
+	git init -q "$S/p"
+	mkdir -p "$S/p/tools/hooks"
+	printf '#!/bin/sh\ntouch %s\n' "$RAN-p" >"$S/p/tools/hooks/pre-commit"
+	chmod 755 "$S/p/tools/hooks/pre-commit"
+	ln -s tools/hooks "$S/p/.githooks"
+	git -C "$S/p" add -A
+	git -C "$S/p" commit -qm p
+	git -C "$S/p" config core.hooksPath "$S/p/.githooks"
+	# q: a hook link into a submodule that keeps its own git folder
+	git init -q "$S/q"
+	git init -q "$S/q/tools"
+	printf '#!/bin/sh\ntouch %s\n' "$RAN-q" >"$S/q/tools/lint.sh"
+	chmod 755 "$S/q/tools/lint.sh"
+	git -C "$S/q/tools" add -A
+	git -C "$S/q/tools" commit -qm tools
+	git -C "$S/q" submodule add -q ./tools tools
+	git -C "$S/q" commit -qm q
+	ln -s ../../tools/lint.sh "$S/q/.git/hooks/pre-commit"
 }
 host_setup host-setup setup
 
@@ -295,12 +324,32 @@ git -C "$M/a" rm -q --cached scripts/other.txt
 is "$(git -C "$M/a" update-index --cacheinfo "100755,$blob,scripts/pre-commit.sh" >/dev/null 2>&1 &&
 	echo staged || echo refused)" refused "n/a: ... and the script's own entry still may not change"
 
+# o: the index may not make the folder on the hook link's way a folder with
+# the bot's file in it (git restore . replaces the link tools -> lib with it)
+# (red team round 11, finding 02)
+blob=$(git -C "$M/o" hash-object -w "$T/pay")
+is "$(git -C "$M/o" update-index --force-remove tools --add --cacheinfo "100755,$blob,tools/x.sh" \
+	>/dev/null 2>&1 && echo staged || echo refused)" refused \
+	"o: the bot's file where the hook link's path crosses a tracked link: refused"
+is "$(git -C "$M/o" ls-files -s tools | cut -c1-6)" 120000 "o: ... the link's entry is as it was"
+check "o: git add of another file works (the link's own entry, kept, passes)" \
+	sh -c "cd '$M/o' && echo more >>README && git add README"
+# p: the same for an absolute core.hooksPath (round 11, finding 02b)
+blob=$(git -C "$M/p" hash-object -w "$T/pay")
+is "$(git -C "$M/p" update-index --force-remove .githooks \
+	--add --cacheinfo "100755,$blob,.githooks/pre-commit" >/dev/null 2>&1 &&
+	echo staged || echo refused)" refused \
+	"p: the bot's hook under an absolute core.hooksPath, by the link's path: refused"
+# q: the submodule entry on the hook link's way stops no git add (finding 05)
+check "q: git add in the repository whose hook leads into its submodule works" \
+	sh -c "cd '$M/q' && echo q >q.txt && git add q.txt"
+
 fs_umount "$M" || not_ok "umount $M"
 
-for r in a b; do
-	check "host n/$r: git restore . after the bot" git -C "$S/$r" restore .
+for r in a b o p; do
+	check "host $r: git restore . after the bot" git -C "$S/$r" restore .
 done
-for r in a b c d e f g h i j k l m; do
+for r in a b c d e f g h i j k l m o p q; do
 	host_commit "$r" "$S/$r"
 done
 check "host: the person's hook ran in b" test -e "$RAN-b"
@@ -313,6 +362,9 @@ check "host: the person's hook ran in j" test -e "$RAN-j"
 check "host: the person's hook ran in k" test -e "$RAN-k"
 check "host: the person's hook ran in l" test -e "$RAN-l"
 check "host: the person's hook ran in m" test -e "$RAN-m"
+check "host: the person's hook ran in o" test -e "$RAN-o"
+check "host: the person's hook ran in p" test -e "$RAN-p"
+check "host: the person's hook ran in q" test -e "$RAN-q"
 no_marker "host: nothing the bot wrote ran"
 
 done_testing
