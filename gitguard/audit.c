@@ -330,6 +330,12 @@ static void state_file(struct audit *a, int dfd, const char *name, const char *p
 		      "names; review it (git log -1 $(cat FILE)) first");
 	else if (!strcmp(name, "autostash"))
 		found(a, path, "state", "a stash git applies when this operation ends");
+	/* git am: --abort resets to ORIG_HEAD, which any reset or merge rewrites */
+	else if (!strcmp(name, "applying"))
+		found(a, path, "state",
+		      "an am session in progress: git am --abort resets the branch to the commit "
+		      "ORIG_HEAD names, --continue and --skip apply the patches beside this; "
+		      "review both first");
 }
 
 static void gitdir_state(struct audit *a, int dfd, const char *path);

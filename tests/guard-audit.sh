@@ -133,6 +133,18 @@ R=$(fresh bs)
 (cd "$R" && git bisect start t main) >/dev/null 2>&1
 audit_is "a bisect git itself started" 1 "repo/.git/BISECT_START: state" "$T/bs"
 
+# an am session the bot left or planted: git am --abort resets the branch
+# to ORIG_HEAD (red team round 11, finding 03)
+R=$(fresh am)
+mkdir "$R/.git/rebase-apply"
+touch "$R/.git/rebase-apply/applying"
+echo 1 >"$R/.git/rebase-apply/next"
+echo 1 >"$R/.git/rebase-apply/last"
+git -C "$R" rev-parse t >"$R/.git/ORIG_HEAD"
+like "$(git -C "$R" status 2>&1)" "am session" "git status of the planted state says: an am session"
+audit_is "an am session: what git am --abort resets to" 1 \
+	"rebase-apply/applying: state: an am session in progress: git am --abort resets" "$T/am"
+
 # a stash: git stash pop applies whatever the newest one holds, and refs
 # are the bot's to write; loose and packed
 R=$(fresh sh)
