@@ -393,6 +393,80 @@ static void wt_hook_links(struct wt_check *w, int dfd, const char *name, unsigne
 	closedir(d);
 }
 
+#define WT_ENCLOSING_DEPTH 64 /* folders above a top looked at for a .git */
+
+/* The hooks paths of an enclosing repository's config */
+struct wt_anc {
+	struct wt_check *w;
+	char *v[8];
+	size_t n;
+};
+
+static int anc_key(void *arg, enum guard_cfg_key key, const char *value)
+{
+	struct wt_anc *a = arg;
+
+	if (key != GUARD_CFG_HOOKSPATH || !value[0] || value[0] == '~')
+		return 0;
+	if (a->n == sizeof(a->v) / sizeof(a->v[0]) || !(a->v[a->n] = strdup(value)))
+		a->w->full = true;
+	else
+		a->n++;
+	return 0;
+}
+
+/*
+ * The repositories that hold this work tree (a submodule that keeps its
+ * own git folder, a clone inside another): a link in their hooks folder,
+ * or their core.hooksPath, may lead into it (.git/hooks/pre-commit ->
+ * ../../tools/lint.sh), and this index would write there.  Up from the
+ * top while the filesystem stays the same.
+ */
+static void wt_enclosing(struct wt_check *w, const char *top, size_t tl)
+{
+	char real[PATH_MAX], *buf;
+	struct wt_anc a = {.w = w};
+	struct guard_cfg cfg = {.fn = anc_key, .arg = &a};
+	struct stat tst, st, ust;
+	unsigned depth;
+	int fd, up, gfd;
+	size_t len, i;
+
+	if (fstat(w->topfd, &tst))
+		return;
+	fd = openat(w->topfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (depth = 0; fd >= 0 && depth < WT_ENCLOSING_DEPTH && !w->full; depth++) {
+		if (fstat(fd, &st) || st.st_dev != tst.st_dev)
+			break;
+		gfd = openat(fd, ".git", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (gfd >= 0) {
+			wt_hook_links(w, gfd, "hooks", 0, top, tl);
+			if (!guard_read_file(gfd, "config", GUARD_CONFIG_MAX, &buf, &len, NULL)) {
+				guard_config_scan(buf, len, &cfg);
+				free(buf);
+			}
+			for (i = 0; i < a.n; i++) {
+				wt_map(w, fd, a.v[i], true, false, top, tl);
+				if (fd_real(fd, real))
+					wt_lex(w, real, a.v[i], true, top, tl);
+				wt_hook_links(w, fd, a.v[i], 0, top, tl);
+				free(a.v[i]);
+			}
+			a.n = 0;
+			close(gfd);
+		}
+		up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (up >= 0 && !fstat(up, &ust) && ust.st_dev == st.st_dev && ust.st_ino == st.st_ino) {
+			close(up); /* / */
+			up = -1;
+		}
+		close(fd);
+		fd = up;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 static void wt_real_dirs(struct wt_check *w, int gitfd)
 {
 	char top[PATH_MAX], git[PATH_MAX];
@@ -432,6 +506,7 @@ static void wt_real_dirs(struct wt_check *w, int gitfd)
 		if (w->raw[i].dir && (w->raw[i].path[0] == '/' || w->raw[i].top))
 			wt_hook_links(w, w->raw[i].path[0] == '/' ? AT_FDCWD : w->topfd,
 				      w->raw[i].path, 0, top, tl);
+	wt_enclosing(w, top, tl);
 }
 
 /* The work-tree entry PATH (from topfd) has the content of blob OID? */

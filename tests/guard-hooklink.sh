@@ -123,6 +123,19 @@ setup()
 	git -C "$S/q" submodule add -q ./tools tools
 	git -C "$S/q" commit -qm q
 	ln -s ../../tools/lint.sh "$S/q/.git/hooks/pre-commit"
+	# r: core.hooksPath into a clone inside the repository (tools/hooks)
+	git init -q "$S/r"
+	git init -q "$S/r/tools"
+	mkdir "$S/r/tools/hooks"
+	printf '#!/bin/sh\ntouch %s\n' "$RAN-r" >"$S/r/tools/hooks/pre-commit"
+	chmod 755 "$S/r/tools/hooks/pre-commit"
+	git -C "$S/r/tools" add -A
+	git -C "$S/r/tools" commit -qm tools
+	git -C "$S/r" config core.hooksPath tools/hooks
+	echo tools/ >"$S/r/.gitignore"
+	git -C "$S/r" add .gitignore
+	git -C "$S/r" commit -qm r
+	rm -f "$RAN-r" # that commit ran the hook
 }
 host_setup host-setup setup
 
@@ -343,13 +356,25 @@ is "$(git -C "$M/p" update-index --force-remove .githooks \
 # q: the submodule entry on the hook link's way stops no git add (finding 05)
 check "q: git add in the repository whose hook leads into its submodule works" \
 	sh -c "cd '$M/q' && echo q >q.txt && git add q.txt"
+# ... and the submodule's own index may not give that script the bot's blob
+# (finding 04); nor a clone's, where the outer core.hooksPath leads (r)
+blob=$(git -C "$M/q/tools" hash-object -w "$T/pay")
+is "$(git -C "$M/q/tools" update-index --cacheinfo "100755,$blob,lint.sh" >/dev/null 2>&1 &&
+	echo staged || echo refused)" refused \
+	"q: the submodule's index with the bot's blob for the outer hook's script: refused"
+blob=$(git -C "$M/r/tools" hash-object -w "$T/pay")
+is "$(git -C "$M/r/tools" update-index --cacheinfo "100755,$blob,hooks/pre-commit" >/dev/null 2>&1 &&
+	echo staged || echo refused)" refused \
+	"r: an inner clone's index with the bot's hook for the outer core.hooksPath: refused"
+check "r: git add of another file in the inner clone works" \
+	sh -c "cd '$M/r/tools' && echo r >r.txt && git add r.txt"
 
 fs_umount "$M" || not_ok "umount $M"
 
-for r in a b o p; do
+for r in a b o p q/tools r/tools; do
 	check "host $r: git restore . after the bot" git -C "$S/$r" restore .
 done
-for r in a b c d e f g h i j k l m o p q; do
+for r in a b c d e f g h i j k l m o p q r; do
 	host_commit "$r" "$S/$r"
 done
 check "host: the person's hook ran in b" test -e "$RAN-b"
@@ -365,6 +390,7 @@ check "host: the person's hook ran in m" test -e "$RAN-m"
 check "host: the person's hook ran in o" test -e "$RAN-o"
 check "host: the person's hook ran in p" test -e "$RAN-p"
 check "host: the person's hook ran in q" test -e "$RAN-q"
+check "host: the person's hook ran in r" test -e "$RAN-r"
 no_marker "host: nothing the bot wrote ran"
 
 done_testing
