@@ -379,8 +379,13 @@ void guard_revalidate(struct guard *g)
 		break;
 	}
 	n = stale_collect(g, true, ch);
+	/*
+	 * More may wait: look again at the next decision.  Not 0, which a
+	 * second full batch would store again: the homes' and roots' looks
+	 * run when this clock moves, and would never run while batches fill.
+	 */
 	if (n == RESCAN_BATCH)
-		atomic_store(&v->reval_ms, 0); /* more may wait: look again next time */
+		atomic_store(&v->reval_ms, now - GUARD_REVAL_MS);
 	stale_rescan(g, ch, n);
 }
 
