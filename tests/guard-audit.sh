@@ -133,6 +133,18 @@ R=$(fresh bs)
 (cd "$R" && git bisect start t main) >/dev/null 2>&1
 audit_is "a bisect git itself started" 1 "repo/.git/BISECT_START: state" "$T/bs"
 
+# an entry staged for a script before the person linked a hook to it
+# (red team round 11, finding 01): git restore . would write it
+R=$(fresh hl)
+printf '#!/bin/sh\ntrue\n' >"$R/check.sh"
+git -C "$R" add check.sh
+git -C "$R" commit -qm check
+printf '#!/bin/sh\necho planted\n' >"$T/planted.sh"
+git -C "$R" update-index --cacheinfo "100755,$(git -C "$R" hash-object -w "$T/planted.sh"),check.sh"
+ln -s ../../check.sh "$R/.git/hooks/pre-commit"
+audit_is "an entry for the script a hook link leads to, staged before the link" 1 \
+	"repo/.git/index: index: git restore would write" "$T/hl"
+
 # an am session the bot left or planted: git am --abort resets the branch
 # to ORIG_HEAD (red team round 11, finding 03)
 R=$(fresh am)
