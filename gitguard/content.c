@@ -171,7 +171,7 @@ struct wt_path {
 struct wt_check {
 	int topfd;
 	bool linked; /* a linked worktree: includes are the main work tree's */
-	bool full;   /* out of memory: what is known is incomplete, refuse */
+	bool full;   /* out of memory, or past the walk's bounds: incomplete, refuse */
 	size_t hashsz;
 	struct wt_path *p;
 	size_t n, alloc;
@@ -179,6 +179,8 @@ struct wt_check {
 	struct wt_path *raw;
 	size_t nraw, araw;
 	unsigned walked; /* entries of hooks folders read for links (WT_HOOK_WALK_MAX) */
+	/* wt_hook_links' buffers: one set, not one per level of its recursion */
+	char here[PATH_MAX], target[PATH_MAX];
 	/* the replaced index's entries at those paths: kept as they are, they pass */
 	struct wt_old *old;
 	size_t nold, aold;
@@ -266,6 +268,20 @@ static void wt_repo_hooks(void *arg, const char *rel)
 		wt_add_dir(arg, buf);
 }
 
+/* The real path of FD into BUF (PATH_MAX), or false */
+static bool fd_real(int fd, char *buf)
+{
+	char proc[64];
+	ssize_t l;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	l = readlink(proc, buf, PATH_MAX - 1);
+	if (l <= 0)
+		return false;
+	buf[l] = '\0';
+	return true;
+}
+
 /*
  * Where git finds a hooks folder or an include target, mapped into the work
  * tree: through a symbolic link in it (.githooks -> tools/hooks: git tracks
@@ -279,20 +295,16 @@ static void wt_map(struct wt_check *w, int fromfd, const char *path, bool dir, b
 {
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC | (dir ? O_DIRECTORY : 0),
 			       .resolve = RESOLVE_NO_MAGICLINKS | (beneath ? RESOLVE_BENEATH : 0)};
-	char real[PATH_MAX], proc[64];
-	ssize_t l;
+	char real[PATH_MAX];
+	bool ok;
 	int fd;
 
 	fd = (int)syscall(SYS_openat2, fromfd, path, &how, sizeof(how));
 	if (fd < 0)
 		return;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	l = readlink(proc, real, sizeof(real) - 1);
+	ok = fd_real(fd, real);
 	close(fd);
-	if (l <= 0)
-		return;
-	real[l] = '\0';
-	if ((size_t)l > tl + 1 && !strncmp(real, top, tl) && real[tl] == '/')
+	if (ok && strlen(real) > tl + 1 && !strncmp(real, top, tl) && real[tl] == '/')
 		wt_add(w, real + tl + 1, dir);
 }
 
@@ -320,20 +332,6 @@ static void wt_lex(struct wt_check *w, const char *base, const char *target, boo
 		wt_add(w, buf + tl, dir);
 }
 
-/* The real path of FD into BUF (PATH_MAX), or false */
-static bool fd_real(int fd, char *buf)
-{
-	char proc[64];
-	ssize_t l;
-
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	l = readlink(proc, buf, PATH_MAX - 1);
-	if (l <= 0)
-		return false;
-	buf[l] = '\0';
-	return true;
-}
-
 #define WT_HOOK_DEPTH 64	   /* as the scan reads hooks trees (reposcan.c) */
 #define WT_HOOK_WALK_MAX 10000 /* entries of hooks folders read per check */
 
@@ -347,7 +345,6 @@ static bool fd_real(int fd, char *buf)
 static void wt_hook_links(struct wt_check *w, int dfd, const char *name, unsigned depth,
 			  const char *top, size_t tl)
 {
-	char here[PATH_MAX], target[PATH_MAX];
 	struct dirent *de;
 	struct stat st;
 	ssize_t l;
@@ -362,8 +359,6 @@ static void wt_hook_links(struct wt_check *w, int dfd, const char *name, unsigne
 	if (!d)
 		return;
 	fd = dirfd(d);
-	if (!fd_real(fd, here))
-		here[0] = '\0';
 	while (!w->full && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -380,14 +375,14 @@ static void wt_hook_links(struct wt_check *w, int dfd, const char *name, unsigne
 		if (!S_ISLNK(st.st_mode))
 			continue;
 		/* where it leads now, and where git would write what leads there */
-		l = readlinkat(fd, de->d_name, target, sizeof(target) - 1);
+		l = readlinkat(fd, de->d_name, w->target, sizeof(w->target) - 1);
 		if (fstatat(fd, de->d_name, &st, 0))
 			st.st_mode = S_IFREG; /* a link to nothing yet: the file git would make */
 		else
 			wt_map(w, fd, de->d_name, S_ISDIR(st.st_mode), false, top, tl);
-		if (l > 0 && here[0]) {
-			target[l] = '\0';
-			wt_lex(w, here, target, S_ISDIR(st.st_mode), top, tl);
+		if (l > 0 && fd_real(fd, w->here)) {
+			w->target[l] = '\0';
+			wt_lex(w, w->here, w->target, S_ISDIR(st.st_mode), top, tl);
 		}
 	}
 	closedir(d);
