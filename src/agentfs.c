@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gitguard/ggutil.h"
+
 static const char usage[] =
 	"usage: agentfs [--socket PATH] [--json] COMMAND [ARGS...]\n"
 	"       agentfs --version | --help\n"
@@ -32,28 +34,68 @@ static const char usage[] =
 	"\n"
 	"agentfs COMMAND --help shows a command's options; see agentfs(1).\n";
 
+/*
+ * S made safe to print for a person (gg_escape: control characters, C1
+ * controls, backslashes and bytes that are not UTF-8 as \n, \t, \\ or \xHH),
+ * whole: a path, name, command or message a bot chose cannot forge a line or
+ * drive the operator's terminal. Every string the CLI prints in text goes
+ * through it; --json output stays exact. The result lives in one of eight
+ * buffers used in turn, so one printf may take up to eight; the CLI has one
+ * thread. NULL gives "".
+ */
+const char *cli_escape(const char *s)
+{
+	static char *ring[8];
+	static unsigned next;
+	size_t need;
+	char **slot;
+
+	if (s == NULL)
+		return "";
+	need = 4 * strlen(s) + 1; /* \xHH, the longest escape, for each byte */
+	slot = &ring[next++ % 8];
+	free(*slot);
+	*slot = malloc(need);
+	if (*slot == NULL) {
+		fputs("agentfs: out of memory\n", stderr);
+		exit(EXIT_AGENTFS);
+	}
+	gg_escape(s, *slot, need);
+	return *slot;
+}
+
+static void vsay(const char *prefix, const char *suffix, const char *fmt, va_list ap)
+{
+	char *msg = NULL;
+
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	fprintf(stderr, "%s%s%s\n", prefix, msg != NULL ? cli_escape(msg) : "out of memory",
+		suffix);
+	free(msg);
+}
+
 void die(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("agentfs: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay("agentfs: ", "", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
+	exit(EXIT_AGENTFS);
 }
 
 void die_usage(const char *cmd, const char *fmt, ...)
 {
+	char prefix[64], suffix[64];
 	va_list ap;
 
-	fprintf(stderr, "agentfs %s: ", cmd);
+	snprintf(prefix, sizeof prefix, "agentfs %s: ", cmd);
+	snprintf(suffix, sizeof suffix, " (see agentfs %s --help)", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay(prefix, suffix, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see agentfs %s --help)\n", cmd);
-	exit(2);
+	exit(EXIT_AGENTFS);
 }
 
 void usage_error(const char *cmd, const char *arg, int opt)
@@ -148,13 +190,13 @@ int main(int argc, char **argv)
 			a++;
 		} else {
 			fprintf(stderr, "agentfs: unknown option %s (see agentfs --help)\n",
-				argv[a]);
-			return 2;
+				cli_escape(argv[a]));
+			return EXIT_AGENTFS;
 		}
 	}
 	if (a >= argc) {
 		fputs(usage, stderr);
-		return 2;
+		return EXIT_AGENTFS;
 	}
 	if (strcmp(argv[a], "help") == 0) {
 		fputs(usage, stdout);
@@ -178,6 +220,6 @@ int main(int argc, char **argv)
 			return cmd_exec(socket_path, argc - a, argv + a);
 		return cmd_client(socket_path, json, argc - a, argv + a);
 	}
-	fprintf(stderr, "agentfs: unknown command '%s' (see agentfs --help)\n", argv[a]);
-	return 2;
+	fprintf(stderr, "agentfs: unknown command '%s' (see agentfs --help)\n", cli_escape(argv[a]));
+	return EXIT_AGENTFS;
 }

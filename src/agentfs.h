@@ -129,12 +129,24 @@ struct config {
 	bool group_found; /* the group exists: the control socket is 0660 to it */
 };
 
+/*
+ * agentfs's exit statuses, as podman's and docker's: 125 when agentfs itself
+ * refuses or fails (a usage error, the daemon's refusal or error, a daemon
+ * out of reach), so a script never takes it for what a command exited with;
+ * exec's 126 (found, could not be run) and 127 (not found) are the shells'.
+ */
+#define EXIT_AGENTFS 125
+#define EXIT_CANNOT_RUN 126
+#define EXIT_NOT_FOUND 127
+
 /* agentfs.c */
+/* Print "agentfs: MESSAGE" (escaped, cli_escape) on stderr and exit EXIT_AGENTFS. */
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void die_usage(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 void usage_error(const char *cmd, const char *arg, int opt) __attribute__((noreturn));
 char *default_socket_path(void);
+const char *cli_escape(const char *s);
 
 /* cmd-exec.c */
 int cmd_exec(const char *socket_path, int argc, char **argv);
@@ -150,6 +162,7 @@ int cmd_audit(int argc, char **argv);
 int cmd_client(const char *socket_path, bool json, int argc, char **argv);
 cJSON *client_request(const char *socket_path, cJSON *req);
 int client_connect(const char *path);
+int client_error(const cJSON *rep, const char *raw);
 
 /* cmd-log.c */
 int cmd_events(const char *socket_path, bool json, int argc, char **argv);

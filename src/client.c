@@ -72,6 +72,25 @@ int client_connect(const char *path)
 }
 
 /*
+ * A reply that is not ok: its code and message on stderr, escaped, or with
+ * --json the reply as it came (RAW, one line) on stdout. Answers the status
+ * agentfs exits with when it refuses or fails, EXIT_AGENTFS.
+ */
+int client_error(const cJSON *rep, const char *raw)
+{
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(rep, "error");
+	const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "code"));
+	const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
+
+	if (raw != NULL)
+		printf("%s\n", raw);
+	else
+		fprintf(stderr, "agentfs: %s: %s\n", code != NULL ? cli_escape(code) : "error",
+			msg != NULL ? cli_escape(msg) : "agentfsd gave no reason");
+	return EXIT_AGENTFS;
+}
+
+/*
  * A progress line sent before a reply (the request asked, "progress": true):
  * shown on a terminal's one line, overwritten by the next.
  */
@@ -442,9 +461,8 @@ int cmd_client(const char *socket_path, bool json, int argc, char **argv)
 	cleanup_free char *text = NULL;
 	char *reply = NULL, *pos[2] = {NULL, NULL}, idbuf[40];
 	const char *cmd = argv[0], *op = cmd;
-	const cJSON *err;
 	unsigned char rnd[8];
-	int i;
+	int i, rc = 0;
 
 	if (strcmp(cmd, "log") == 0 || strcmp(cmd, "changes") == 0)
 		return cmd_events(socket_path, json, argc, argv);
@@ -507,7 +525,7 @@ int cmd_client(const char *socket_path, bool json, int argc, char **argv)
 			cJSON_AddNumberToObject(req, "protocol", PROTOCOL_VERSION);
 	} else {
 		fputs(client_usage, stderr);
-		return 2;
+		return EXIT_AGENTFS;
 	}
 	/* Mounting scans the roots: on a terminal, show how far it got. */
 	if ((strcmp(op, "create") == 0 || strcmp(op, "fork") == 0 ||
@@ -528,16 +546,12 @@ int cmd_client(const char *socket_path, bool json, int argc, char **argv)
 	rep = cJSON_Parse(reply);
 	if (rep == NULL)
 		die("agentfsd sent a reply that is not JSON");
-	if (json)
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")))
+		rc = client_error(rep, json ? reply : NULL);
+	else if (json)
 		printf("%s\n", reply);
-	free(reply);
-	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
-		err = cJSON_GetObjectItemCaseSensitive(rep, "error");
-		if (!json)
-			fprintf(stderr, "agentfs: %s: %s\n", str(err, "code"), str(err, "message"));
-		return 1;
-	}
-	if (!json)
+	else
 		print_reply(op, rep);
-	return 0;
+	free(reply);
+	return rc;
 }

@@ -25,7 +25,7 @@ static const char audit_usage[] =
 	"core.hooksPath files, exec lines of a rebase in progress, strategies git\n"
 	"would run as programs, indexes gitguard refuses, and planted repository\n"
 	"shapes. Run it before continuing a bot's work with git on the host.\n"
-	"Exit status: 0 nothing found, 1 something found, 2 an error.\n"
+	"Exit status: 0 nothing found, 1 something found, 125 an error.\n"
 	"\n"
 	"  --json         one JSON array of {path, kind, why}\n"
 	"  --bot BOT      also every writable root of the bot BOT, read on the host\n"
@@ -44,12 +44,8 @@ static void print_finding(void *arg, const char *path, const char *kind, const c
 	cJSON *f;
 
 	if (!o->json) {
-		char p[3 * PATH_MAX], w[2048];
-
 		/* names are the tree's, chosen by whoever wrote it: escaped */
-		gg_escape(path, p, sizeof p);
-		gg_escape(why, w, sizeof w);
-		printf("%s: %s: %s\n", p, kind, w);
+		printf("%s: %s: %s\n", cli_escape(path), kind, cli_escape(why));
 		return;
 	}
 	f = cJSON_CreateObject();
@@ -74,13 +70,14 @@ static long audit_one(struct out *o, const char *path, bool nofollow)
 	fd = nofollow ? gg_open_nofollow(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, false)
 		      : open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
-		fprintf(stderr, "agentfs audit: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "agentfs audit: %s: %s\n", cli_escape(path), strerror(errno));
 		return -1;
 	}
 	n = guard_audit(fd, path, print_finding, o, &err);
 	close(fd);
 	if (n < 0)
-		fprintf(stderr, "agentfs audit: %s (part of the tree was not read)\n", err.msg);
+		fprintf(stderr, "agentfs audit: %s (part of the tree was not read)\n",
+			cli_escape(err.msg));
 	return n;
 }
 
@@ -102,8 +99,8 @@ static long audit_bot(struct out *o, const char *socket_path, const char *bot)
 		cJSON *e = cJSON_GetObjectItemCaseSensitive(rep, "error");
 		cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
 
-		fprintf(stderr, "agentfs audit: bot %s: %s\n", bot,
-			cJSON_IsString(msg) ? msg->valuestring : "agentfsd sent no roots");
+		fprintf(stderr, "agentfs audit: bot %s: %s\n", cli_escape(bot),
+			cli_escape(cJSON_IsString(msg) ? msg->valuestring : "agentfsd sent no roots"));
 		cJSON_Delete(rep);
 		return -1;
 	}
@@ -168,7 +165,7 @@ int cmd_audit(int argc, char **argv)
 		n = i < nbots ? audit_bot(&o, socket_path, bots[i])
 			      : audit_one(&o, argv[optind + i - nbots], false);
 		if (n < 0)
-			rc = 2;
+			rc = EXIT_AGENTFS;
 		else
 			found += n;
 	}

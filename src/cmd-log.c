@@ -90,20 +90,6 @@ static void print_event(const cJSON *o)
 	printf("%s\n", line);
 }
 
-/* A failed reply: its message on stderr (or the JSON), exit 1. */
-static int failed(const cJSON *rep, const char *text, bool json)
-{
-	const cJSON *err = cJSON_GetObjectItemCaseSensitive(rep, "error");
-
-	if (json)
-		printf("%s\n", text);
-	else
-		fprintf(stderr, "agentfs: %s: %s\n",
-			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "code")),
-			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message")));
-	return 1;
-}
-
 static int cmd_log(const char *socket_path, bool json, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -161,7 +147,7 @@ static int cmd_log(const char *socket_path, bool json, int argc, char **argv)
 			die("agentfsd sent a line that is not JSON");
 		if (first && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ok"))) {
 			close(fd);
-			return failed(o, line, json);
+			return client_error(o, json ? line : NULL);
 		}
 		if (json) {
 			printf("%s\n", line);
@@ -260,12 +246,12 @@ static int cmd_changes(const char *socket_path, bool json, int argc, char **argv
 	cJSON_AddStringToObject(req, "op", mark ? "mark" : "changes");
 	cJSON_AddStringToObject(req, "name", argv[optind]);
 	rep = client_request(socket_path, req);
-	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")) || json) {
+	if (json || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
 		text = cJSON_PrintUnformatted(rep);
 		if (text == NULL)
 			die("out of memory");
 		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")))
-			return failed(rep, text, json);
+			return client_error(rep, json ? text : NULL);
 		printf("%s\n", text);
 		return 0;
 	}

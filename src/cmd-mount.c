@@ -110,7 +110,7 @@ static void fail_report(const char *msg)
 		close(ready_fd);
 		ready_fd = -1;
 	} else {
-		fprintf(stderr, "agentfs: %s\n", msg);
+		fprintf(stderr, "agentfs: %s\n", cli_escape(msg));
 	}
 }
 
@@ -251,7 +251,7 @@ static int serve(struct fs_mount_params *mp, bool foreground)
 		detach_stdio();
 	if (has_option(mp->options, "auto_unmount") && (watch = watcher_start()) < 0) {
 		fail_report("auto_unmount: cannot start the watcher process");
-		return 1;
+		return EXIT_AGENTFS;
 	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
@@ -268,13 +268,13 @@ static int serve(struct fs_mount_params *mp, bool foreground)
 	fs = fs_new(&p, &err);
 	if (fs == NULL) {
 		fail_report(err.msg);
-		return 1;
+		return EXIT_AGENTFS;
 	}
 	mp->ready = cli_ready;
 	if (fs_mount(fs, mp, &m, &err) != 0) {
 		fail_report(err.msg);
 		fs_free(fs);
-		return 1;
+		return EXIT_AGENTFS;
 	}
 	/* Relative paths were resolved by fs_mount: leave the folder free now. */
 	if (!foreground && chdir("/") != 0)
@@ -428,12 +428,12 @@ int cmd_mount(int argc, char **argv)
 		return 0;
 	if (n > 1 && buf[0] == 'E') {
 		buf[n] = '\0';
-		fprintf(stderr, "agentfs: %s\n", buf + 1);
+		fprintf(stderr, "agentfs: %s\n", cli_escape(buf + 1));
 	} else {
 		fprintf(stderr, "agentfs: the server ended before the mount was ready\n");
 	}
 	waitpid(pid, &status, 0);
-	return 1;
+	return EXIT_AGENTFS;
 }
 
 static const char umount_usage[] = "usage: agentfs umount [-z] MOUNTPOINT\n"

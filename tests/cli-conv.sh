@@ -55,6 +55,18 @@ is "$("$AGENTFS" exec --socket "$D_SOCK" ex -- echo ran 2>&1)" ran \
 	"exec --socket PATH BOT: a global option before the bot"
 expect_ok "rm ex" "$(afs --json rm ex)"
 
+# --- agentfs's own failures exit 125, as podman's and docker's do ----------------------------
+status_of() { "$@" >/dev/null 2>&1; echo $?; }
+is "$(status_of afs show nosuch)" 125 "an error the daemon answers (show of no such bot): exit 125"
+is "$(status_of afs --json show nosuch)" 125 "... also with --json"
+is "$(status_of afs show)" 125 "a usage error (show without a name): exit 125"
+is "$(status_of afs --bogus ls)" 125 "an unknown global option: exit 125"
+is "$(status_of afs nosuchcommand)" 125 "an unknown command: exit 125"
+is "$(status_of "$AGENTFS" --socket "$T/none.sock" ls)" 125 "a daemon out of reach: exit 125"
+is "$(status_of afs log nosuch)" 125 "log of no such bot: exit 125"
+is "$(status_of afs changes nosuch)" 125 "changes of no such bot: exit 125"
+is "$(status_of "$AGENTFS" umount "$T/work")" 125 "umount of what is not an agentfs mount: exit 125"
+
 # --- configure refuses a folder that does not exist, as create does -------------------------
 expect_error "create with a missing folder" bad_path "$(afs --json create c2 "$T/nosuch")"
 expect_error "configure --writable with a missing folder" bad_path \
@@ -76,7 +88,7 @@ if command -v setpriv >/dev/null && setpriv --reuid=4242 --regid=4242 --clear-gr
 	out=$(as_user status 2>&1)
 	rc=$?
 	case "$rc:$out" in
-	1:*"permission denied"*"root only"*) ok "a user on the 0600 control socket is told it is root only" ;;
+	125:*"permission denied"*"root only"*) ok "a user on the 0600 control socket is told it is root only" ;;
 	*) not_ok "a user on the 0600 control socket is told it is root only"; diag "$rc: $out" ;;
 	esac
 	# the daemon's own check, behind a socket mode opened by mistake

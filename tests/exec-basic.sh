@@ -206,7 +206,7 @@ out=$( (exec 7<"$T/srv/leak" && ex w1 -- sh -c 'if [ -e /proc/self/fd/7 ]; then 
 is "$out" closed "a folder descriptor the caller left open is not in the sandbox"
 check "... and nothing was written through it on the host" test ! -e "$T/srv/leak/planted"
 err=$(ex w1 -- true <"$T/srv/leak" 2>&1)
-is "$?" 1 "a folder as standard input: exec refuses"
+is "$?" 125 "a folder as standard input: exec refuses (125)"
 like "$err" "standard input is a folder" "... and says why"
 
 # --- no capabilities: none of the above can be undone from inside ---------

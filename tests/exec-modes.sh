@@ -36,7 +36,7 @@ is "$?" 5 "danger-full-access: the exit status passes through"
 err=$(env PATH=/nonexistent "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker1" \
 	</dev/null 2>&1 >/dev/null)
 rc=$?
-is "$rc" 1 "without bwrap in PATH, exec exits 1"
+is "$rc" 125 "without bwrap in PATH, exec exits 125"
 like "$err" "bwrap" "without bwrap in PATH, the error names bwrap"
 [ -e "$W/marker1" ] && not_ok "without bwrap in PATH, the command did not run" ||
 	ok "without bwrap in PATH, the command did not run"
@@ -68,21 +68,21 @@ chown -R 65534 "$T/botbin"
 chmod 0777 "$T/wwbin"
 ln -s "$T/botbin/bwrap" "$T/linkbin/bwrap"
 err=$(env PATH="$T/botbin:$PATH" "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/true </dev/null 2>&1 >/dev/null)
-is "$?" 1 "a bwrap owned by another user in PATH: exec exits 1"
+is "$?" 125 "a bwrap owned by another user in PATH: exec exits 125"
 like "$err" "botbin/bwrap is not trusted" "... and says the bwrap found is not trusted"
 check "... and it did not run" test ! -e "$T/ran-botbin"
 err=$(env PATH="$T/wwbin:$PATH" "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/true </dev/null 2>&1 >/dev/null)
-is "$?" 1 "a bwrap in a folder anyone may write: exec exits 1"
+is "$?" 125 "a bwrap in a folder anyone may write: exec exits 125"
 like "$err" "mode 0777" "... and names the folder's mode"
 check "... and it did not run" test ! -e "$T/ran-wwbin"
 err=$(env PATH="$T/linkbin:$PATH" "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/true </dev/null 2>&1 >/dev/null)
-is "$?" 1 "a trusted folder's symlink to an untrusted bwrap: exec exits 1"
+is "$?" 125 "a trusted folder's symlink to an untrusted bwrap: exec exits 125"
 check "... and it did not run" test ! -e "$T/ran-botbin"
 
 # agentfs itself runs as root inside (exec --as): not a copy the bot may change
 cp "$AGENTFS" "$W/agentfs-copy"
 err=$("$W/agentfs-copy" --socket "$D_SOCK" exec w1 -- /bin/true </dev/null 2>&1)
-is "$?" 1 "an agentfs inside the bot's writable root: exec exits 1"
+is "$?" 125 "an agentfs inside the bot's writable root: exec exits 125"
 like "$err" "is inside the bot's writable root" "... and says why"
 rm -f "$W/agentfs-copy"
 
@@ -116,7 +116,7 @@ fi
 # --- errors from the daemon: nothing runs -------------------------------------
 err=$(ex nosuchbot -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker3" </dev/null 2>&1 >/dev/null)
 rc=$?
-is "$rc" 1 "exec of a bot that does not exist exits 1"
+is "$rc" 125 "exec of a bot that does not exist exits 125"
 like "$err" "not_found" "and says not_found"
 [ -e "$W/marker3" ] && not_ok "and runs nothing" || ok "and runs nothing"
 

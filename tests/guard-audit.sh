@@ -239,8 +239,8 @@ for i in range(300):
     os.close(fd)
     fd = nfd
 "
-audit_is "a 300-deep chain: exit 2, too deep" 2 "too deep" "$T/deep"
-audit_is "a missing path: exit 2" 2 "No such file" "$T/missing"
+audit_is "a 300-deep chain: exit 125, too deep" 125 "too deep" "$T/deep"
+audit_is "a missing path: exit 125" 125 "No such file" "$T/missing"
 is "$(python3 -c "import json,sys; print(len(json.load(sys.stdin)))" \
 	< <("$AGENTFS" audit --json "$T/hook" "$T/shape"))" 2 "--json: one object per finding"
 
@@ -256,10 +256,10 @@ if [ "$(id -u)" = 0 ] && [ -c /dev/fuse ]; then
 		--socket "$T/d.sock" --bot planted
 	audit_is "--bot: a bot with a clean writable root (its read-only root is not its work)" 0 "" \
 		--socket "$T/d.sock" --bot tidy
-	audit_is "--bot: a bot that does not exist: exit 2" 2 "no bot" --socket "$T/d.sock" --bot nosuch
+	audit_is "--bot: a bot that does not exist: exit 125" 125 "no bot" --socket "$T/d.sock" --bot nosuch
 	# the root's path now leads, through a symlink, to a clean tree: not audited as the root
 	mv "$T/hook" "$T/hook-moved" && ln -s "$T/clean" "$T/hook"
-	audit_is "--bot: a root whose path became a symlink is an error, never clean" 2 "" \
+	audit_is "--bot: a root whose path became a symlink is an error, never clean" 125 "" \
 		--socket "$T/d.sock" --bot planted
 	rm "$T/hook" && mv "$T/hook-moved" "$T/hook"
 	"$AGENTFS" --socket "$T/d.sock" shutdown >/dev/null
