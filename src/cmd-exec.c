@@ -69,68 +69,6 @@ static int by_depth(const void *a, const void *b)
 	return (int)strlen(jstr(x, "path")) - (int)strlen(jstr(y, "path"));
 }
 
-/*
- * Run CMD as shells do: 127 if it is not found, 126 if it cannot be run,
- * with the reason on stderr.
- */
-static void __attribute__((noreturn)) run_command(char **cmd)
-{
-	int e;
-
-	execvp(cmd[0], cmd);
-	e = errno;
-	/* execvp says EACCES for a PATH folder it may not search: found nowhere is 127. */
-	if (e == EACCES && strchr(cmd[0], '/') == NULL && !exec_in_path(cmd[0]))
-		e = ENOENT;
-	if (e == ENOENT && strchr(cmd[0], '/') == NULL)
-		fprintf(stderr, "agentfs: %s: command not found\n", cmd[0]);
-	else
-		fprintf(stderr, "agentfs: cannot run %s: %s\n", cmd[0], strerror(e));
-	exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
-}
-
-/*
- * Inside the sandbox, as its first program: bwrap (run as root, every
- * capability dropped but CAP_SETUID and CAP_SETGID) starts
- * `agentfs exec --as IDS -- CMD`, which becomes the bot's user and runs
- * CMD. The user keeps no capability: a uid change from root clears them.
- */
-static int exec_as(int argc, char **argv)
-{
-	struct ids id;
-	int cmd = 3, chan = -1, err_fd = -1;
-	bool optional = false, bad = argc < 4 || !exec_ids_parse(argv[2], &id) || id.uid == 0;
-	char *end;
-
-	/*
-	 * --unix=FD[,optional]: no network, the host-socket guard's channel
-	 * (exec-unix.c). --stderr=FD: the command's standard error; bwrap's own
-	 * is a pipe agentfs exec reads (run_bwrap).
-	 */
-	for (; !bad && cmd < argc && strcmp(argv[cmd], "--") != 0; cmd++) {
-		if (strncmp(argv[cmd], "--unix=", 7) == 0) {
-			chan = (int)strtol(argv[cmd] + 7, &end, 10);
-			optional = strcmp(end, ",optional") == 0;
-			bad = chan < 3 || (*end != '\0' && !optional);
-		} else if (strncmp(argv[cmd], "--stderr=", 9) == 0) {
-			err_fd = (int)strtol(argv[cmd] + 9, &end, 10);
-			bad = err_fd < 3 || *end != '\0';
-		} else {
-			bad = true;
-		}
-	}
-	if (bad || cmd + 1 >= argc)
-		die("exec --as: bad arguments (it is run by agentfs exec inside the sandbox)");
-	if (err_fd >= 0 && (dup2(err_fd, STDERR_FILENO) < 0 || close(err_fd) != 0))
-		die("exec --as: no standard error: %s", strerror(errno));
-	exec_become(&id);
-	exec_landlock_scope();
-	if (chan >= 0)
-		exec_unix_confine(chan, optional);
-	exec_loader_vars_restore();
-	run_command(argv + cmd + 1);
-}
-
 /* danger-full-access: no sandbox, but still the bot's user. */
 static void become_user(const char *bot, uid_t uid)
 {
@@ -879,7 +817,7 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 			setenv("AGENT_SOCKET", sock, 1);
 		if (chdir(norm) != 0)
 			die("cannot enter %s: %s", norm, strerror(errno));
-		run_command(argv + optind);
+		exec_run_command(argv + optind);
 	}
 	if (geteuid() != 0)
 		die("only root can run a confined bot (bwrap sets up the sandbox as root and "

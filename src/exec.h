@@ -1,5 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* Private to `agentfs exec`: src/cmd-exec.c, src/exec-env.c, src/exec-user.c, src/exec-unix.c. */
+/*
+ * Private to `agentfs exec`. Who does what, by privilege context:
+ *   cmd-exec.c   the outer agentfs exec: options, the plan dialogue with
+ *                agentfsd, bwrap's command line, supervising it
+ *   exec-guard.c the outer agentfs exec's connect guard (seccomp supervisor)
+ *   exec-as.c    agentfs exec --as, the sandbox's first program: becomes
+ *                the bot's user, installs the filter, runs the command
+ *   exec-user.c  who the bot's user is, and becoming it
+ *   exec-env.c   which bwrap is run, and the loader variables
+ */
 #ifndef AGENTFS_EXEC_H
 #define AGENTFS_EXEC_H
 
@@ -38,10 +47,14 @@ void exec_become(const struct ids *id);
 char *exec_ids_format(const struct ids *id);
 bool exec_ids_parse(const char *s, struct ids *id);
 
-/* exec-unix.c */
-void exec_hide_host_sockets(struct argv_buf *a, bool network);
+/* exec-as.c */
+int exec_as(int argc, char **argv);
+void exec_run_command(char **cmd) __attribute__((noreturn));
 void exec_landlock_scope(void);
 void exec_unix_confine(int chan, bool optional);
+
+/* exec-guard.c */
+void exec_hide_host_sockets(struct argv_buf *a, bool network);
 int exec_unix_guard_start(const char *agent_socket);
 int exec_unix_guard_fd(void);
 void exec_unix_guard_serve(short revents);
