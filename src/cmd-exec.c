@@ -128,6 +128,8 @@ static void check_live(const char *bot, const cJSON *bind)
 		    jstr(bind, "path"), bot, q.mountpoint, bot);
 }
 
+static const char *const proc_keys[] = {"/proc/keys", "/proc/key-users"};
+
 /* The bwrap command line for a plan: order matters, parents before nested roots. */
 static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan, const char *cwd,
 			const char *setsid_ctty, int status_fd, uid_t uid, const char *unix_opt,
@@ -153,6 +155,18 @@ static void build_bwrap(struct argv_buf *a, const char *bwrap, const cJSON *plan
 	exec_arg(a, "/dev/shm");
 	exec_arg(a, "--proc");
 	exec_arg(a, "/proc");
+	/*
+	 * /proc/keys lists every key the reader may view: those its user keeps
+	 * in the user keyring too (names only, the filter keeps the rest). An
+	 * empty file over it: /dev/null, which reads empty (a bind must keep
+	 * device access for that, and /dev/null is harmless).
+	 */
+	for (i = 0; i < sizeof proc_keys / sizeof proc_keys[0]; i++)
+		if (access(proc_keys[i], F_OK) == 0) {
+			exec_arg(a, "--dev-bind");
+			exec_arg(a, "/dev/null");
+			exec_arg(a, proc_keys[i]);
+		}
 	exec_arg(a, "--perms");
 	exec_arg(a, "01777");
 	exec_arg(a, "--tmpfs");
@@ -813,6 +827,7 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	if (full_access) {
 		exec_register(0);
 		become_user(bot, (uid_t)uid->valuedouble);
+		exec_session_keyring();
 		if (sock != NULL && *sock != '\0')
 			setenv("AGENT_SOCKET", sock, 1);
 		if (chdir(norm) != 0)

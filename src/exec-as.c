@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/keyctl.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -64,30 +65,48 @@ void exec_landlock_scope(void)
 	close(fd);
 }
 
-/* ---- inside the sandbox: the filter ---------------------------------------- */
+/* ---- the filter ------------------------------------------------------------ */
 
 #define X32_SYSCALL_BIT 0x40000000U
 #define ARG_LO(n) (offsetof(struct seccomp_data, args) + 8 * (n))
 #define RET_ERRNO(e) (SECCOMP_RET_ERRNO | ((e)&SECCOMP_RET_DATA))
 
 /*
- * connect -> the supervisor; socket and socketpair of AF_UNIX: stream and
- * seqpacket only (AF_UNIX's SOCK_RAW is a datagram socket too); AF_VSOCK
- * (not namespaced: the hypervisor's host) refused; io_uring absent. Another
- * architecture's or x32's syscalls kill the process: i386's socketcall
- * would connect unseen.
+ * Every confined command. Another architecture's or x32's syscalls kill
+ * the process (i386's socketcall would connect unseen, its keyctl would
+ * pass). The kernel's keyrings fail with EPERM, as in podman's and
+ * docker's default profiles: they are not namespaced, and the user keyring
+ * (@u, @us) is one per uid, the host user's and every bot's of that user,
+ * so a bot could read its user's keys, leave keys for another bot, or fill
+ * the user's key quota. (A user namespace would give each sandbox user
+ * keyrings of its own, but bwrap run as root makes none; the filter works
+ * for every sandbox alike.) io_uring is absent: its operations pass no
+ * filter (its connect would bypass the guard below).
  */
-static const struct sock_filter unix_filter[] = {
+static const struct sock_filter common_filter[] = {
 	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, 0, 1),
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 0, 1),
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_add_key, 2, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_keyctl, 1, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_request_key, 0, 1),
+	BPF_STMT(BPF_RET | BPF_K, RET_ERRNO(EPERM)),
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
 	BPF_STMT(BPF_RET | BPF_K, RET_ERRNO(ENOSYS)),
+};
+
+/*
+ * Without network, after common_filter (the syscall number still loaded):
+ * connect goes to the supervisor (exec-guard.c); socket and socketpair of
+ * AF_UNIX: stream and seqpacket only (AF_UNIX's SOCK_RAW is a datagram
+ * socket too); AF_VSOCK (not namespaced: the hypervisor's host) refused.
+ */
+static const struct sock_filter guard_filter[] = {
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 0, 1),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 1, 0),
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 0, 8),
 	/* socket / socketpair: the domain (an int: the low 32 bits) */
@@ -99,7 +118,6 @@ static const struct sock_filter unix_filter[] = {
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 2, 0),
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_SEQPACKET, 1, 0),
 	BPF_STMT(BPF_RET | BPF_K, RET_ERRNO(EACCES)),
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 };
 
 static int send_fd(int chan, int fd)
@@ -122,13 +140,30 @@ static int send_fd(int chan, int fd)
 	return sendmsg(chan, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
-static int filter_install(void)
+/*
+ * Install common_filter, then guard_filter if guard (its listener is
+ * returned), then allow. 0 or the listener, or -1 with errno.
+ */
+static int filter_install(bool guard)
 {
-	struct sock_fprog prog = {sizeof unix_filter / sizeof unix_filter[0],
-				  (struct sock_filter *)unix_filter};
+	struct sock_filter prog_buf[sizeof common_filter / sizeof common_filter[0] +
+				    sizeof guard_filter / sizeof guard_filter[0] + 1];
+	struct sock_fprog prog = {0, prog_buf};
 	int fd;
 
+	memcpy(prog_buf, common_filter, sizeof common_filter);
+	prog.len = sizeof common_filter / sizeof common_filter[0];
+	if (guard) {
+		memcpy(prog_buf + prog.len, guard_filter, sizeof guard_filter);
+		prog.len += sizeof guard_filter / sizeof guard_filter[0];
+	}
+	prog_buf[prog.len++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	if (!guard)
+		return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+	/* the supervisor needs pidfd_getfd (Linux 5.6): without it, no listener */
+	if (syscall(SYS_pidfd_getfd, -1, 0, 0) < 0 && errno == ENOSYS)
 		return -1;
 	/* Once the supervisor has the notification, only a fatal signal ends the wait. */
 	fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
@@ -141,38 +176,61 @@ static int filter_install(void)
 }
 
 /*
- * In exec --as, once the bot's user: install the filter and hand its
- * listener to the outer agentfs exec over chan. A kernel without seccomp
- * user notification (Linux 5.6 with pidfd_getfd) stops the command, unless optional
- * (--allow-host-sockets).
+ * In exec --as, once the bot's user: install the filter. With the guard's
+ * channel (no network), hand its listener to the outer agentfs exec over
+ * chan. A kernel without seccomp user notification and pidfd_getfd (Linux
+ * 5.6) stops the command, unless optional (--allow-host-sockets): then the
+ * filter goes in without the guard. A kernel that takes no filter at all
+ * stops it always: the keyrings would be open.
  */
-void exec_unix_confine(int chan, bool optional)
+void exec_filter(int chan, bool optional)
 {
-	int fd = -1;
+	int fd = filter_install(chan >= 0);
 
-	/* the supervisor needs pidfd_getfd (Linux 5.6): without it, no filter */
-	if (syscall(SYS_pidfd_getfd, -1, 0, 0) == 0 || errno != ENOSYS)
-		fd = filter_install();
-	if (fd < 0) {
-		if (!optional)
-			die("cannot keep host UNIX sockets out of reach: the kernel refused the "
-			    "seccomp filter (%s; it needs seccomp user notification and "
-			    "pidfd_getfd, Linux 5.6, "
-			    "CONFIG_SECCOMP_FILTER). Nothing was run; `agentfs exec "
-			    "--allow-host-sockets` runs it with the host's pathname sockets "
-			    "reachable",
-			    strerror(errno));
+	if (fd < 0 && chan >= 0 && optional) {
 		fprintf(stderr,
-			"agentfs: warning: the kernel refused the seccomp filter (%s): host "
-			"pathname sockets are reachable (--allow-host-sockets)\n",
+			"agentfs: warning: the kernel refused the seccomp filter's listener (%s): "
+			"host pathname sockets are reachable (--allow-host-sockets)\n",
 			strerror(errno));
 		close(chan);
-		return;
+		chan = -1;
+		fd = filter_install(false);
 	}
+	if (fd < 0 && chan >= 0)
+		die("cannot keep host UNIX sockets out of reach: the kernel refused the "
+		    "seccomp filter (%s; it needs seccomp user notification and "
+		    "pidfd_getfd, Linux 5.6, "
+		    "CONFIG_SECCOMP_FILTER). Nothing was run; `agentfs exec "
+		    "--allow-host-sockets` runs it with the host's pathname sockets "
+		    "reachable",
+		    strerror(errno));
+	if (fd < 0)
+		die("cannot keep the kernel's keyrings out of reach: the kernel refused the "
+		    "seccomp filter (%s; CONFIG_SECCOMP_FILTER). Nothing was run",
+		    strerror(errno));
+	if (chan < 0)
+		return;
 	if (send_fd(chan, fd) != 0)
 		die("cannot hand the seccomp listener to agentfs exec: %s", strerror(errno));
 	close(fd);
 	close(chan);
+}
+
+/*
+ * A session keyring of the command's own, made as the bot's user: the
+ * caller's (a login's, with root's user keyring linked in by pam_keyinit)
+ * must not come in. The filter refuses keyctl to the command, but the
+ * kernel itself still searches the session keyring for keys it needs
+ * (fscrypt v1 and ecryptfs keys, request_key upcalls). It costs one key of
+ * the user's quota (/proc/sys/kernel/keys/maxkeys) while the sandbox runs.
+ */
+void exec_session_keyring(void)
+{
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
+		die("cannot give the command a session keyring of its own: %s%s", strerror(errno),
+		    errno == EDQUOT ? " (the user's key quota, /proc/sys/kernel/keys/maxkeys, "
+				      "is used up)"
+				    : "");
 }
 
 /*
@@ -210,7 +268,7 @@ int exec_as(int argc, char **argv)
 
 	/*
 	 * --unix=FD[,optional]: no network, the host-socket guard's channel
-	 * (exec-unix.c). --stderr=FD: the command's standard error; bwrap's own
+	 * (exec-guard.c). --stderr=FD: the command's standard error; bwrap's own
 	 * is a pipe agentfs exec reads (run_bwrap).
 	 */
 	for (; !bad && cmd < argc && strcmp(argv[cmd], "--") != 0; cmd++) {
@@ -230,9 +288,9 @@ int exec_as(int argc, char **argv)
 	if (err_fd >= 0 && (dup2(err_fd, STDERR_FILENO) < 0 || close(err_fd) != 0))
 		die("exec --as: no standard error: %s", strerror(errno));
 	exec_become(&id);
+	exec_session_keyring();
 	exec_landlock_scope();
-	if (chan >= 0)
-		exec_unix_confine(chan, optional);
+	exec_filter(chan, optional);
 	exec_loader_vars_restore();
 	exec_run_command(argv + cmd + 1);
 }

@@ -51,7 +51,8 @@ bool exec_ids_parse(const char *s, struct ids *id);
 int exec_as(int argc, char **argv);
 void exec_run_command(char **cmd) __attribute__((noreturn));
 void exec_landlock_scope(void);
-void exec_unix_confine(int chan, bool optional);
+void exec_filter(int chan, bool optional);
+void exec_session_keyring(void);
 
 /* exec-guard.c */
 void exec_hide_host_sockets(struct argv_buf *a, bool network);

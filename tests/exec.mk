@@ -12,6 +12,11 @@ EXEC_TESTS = \
 	tests/exec-user.sh \
 	tests/exec-sockets.sh \
 	tests/exec-lost.sh \
-	tests/exec-force.sh
+	tests/exec-force.sh \
+	tests/exec-keys.sh
 TESTS += $(EXEC_TESTS)
 EXTRA_DIST += tests/exec-lib.sh $(EXEC_TESTS)
+
+# The kernel keyring calls of exec-keys.sh (keyutils is not a dependency).
+check_PROGRAMS += tests/keyring
+tests_keyring_SOURCES = tests/keyring.c
