@@ -126,8 +126,9 @@ const char *fs_mount_point(const struct fs_mount *m);
 uint64_t fs_mount_id(const struct fs_mount *m);
 unsigned fs_mount_count(struct fs *fs);
 
-/* ids.c: this thread's filesystem identity; 0 or -errno (deny then) */
+/* ids.c: this thread's filesystem identity, or a whole one for good; 0 or -errno (deny then) */
 int fs_set_ids(uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
+int fs_become(uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
 
 /* mount.c */
 int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **out,

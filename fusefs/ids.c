@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * This thread's filesystem identity: the one place that switches it, for
- * the workers serving a caller (fs_as_caller, fs_as_root) and for agentfsd's
- * access checks on behalf of an operator. setfsuid and setfsgid are per
- * thread; glibc's setgroups() changes every thread, so the raw syscall is
- * used, which changes only this one.
+ * Identity switches, the one place that makes them: this thread's
+ * filesystem identity for the workers serving a caller (fs_as_caller,
+ * fs_as_root) and for agentfsd's access checks on behalf of an operator
+ * (fs_set_ids), and a whole identity for good, for the processes of
+ * `agentfs exec` that run or act as a bot's user (fs_become). setfsuid and
+ * setfsgid are per thread; glibc's setgroups() and setres*id() change every
+ * thread, so the raw syscalls are used, which change only this one.
  */
 #include "fusefs/fusefs.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <unistd.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
@@ -30,4 +33,30 @@ int fs_set_ids(uid_t uid, gid_t gid, const gid_t *groups, int ngroups)
 	if ((gid_t)setfsgid((gid_t)-1) != gid || (uid_t)setfsuid((uid_t)-1) != uid)
 		return -EPERM;
 	return 0;
+}
+
+/*
+ * Become uid, gid and the ngroups groups for good, from root: real,
+ * effective, saved and filesystem ids. For a thread of its own or a process
+ * with one thread (the raw calls change only the calling thread). Fails
+ * closed: -errno, or -EPERM if an id did not take or root could be taken
+ * back; the caller must then end without running anything. A uid change
+ * from root clears every capability (no SECBIT_KEEP_CAPS is ever set here).
+ */
+int fs_become(uid_t uid, gid_t gid, const gid_t *groups, int ngroups)
+{
+	uid_t r, e, s;
+	gid_t rg, eg, sg;
+	bool ok;
+
+	if (syscall(SYS_setgroups, (size_t)ngroups, groups) != 0 ||
+	    syscall(SYS_setresgid, gid, gid, gid) != 0 || syscall(SYS_setresuid, uid, uid, uid) != 0)
+		return -errno;
+	ok = syscall(SYS_getresuid, &r, &e, &s) == 0 && r == uid && e == uid && s == uid &&
+	     syscall(SYS_getresgid, &rg, &eg, &sg) == 0 && rg == gid && eg == gid && sg == gid &&
+	     (uid_t)setfsuid((uid_t)-1) == uid && (gid_t)setfsgid((gid_t)-1) == gid;
+	/* the way back must be shut: a uid that can take root again did not drop it */
+	if (ok && uid != 0 && syscall(SYS_setresuid, 0, 0, 0) == 0)
+		ok = false;
+	return ok ? 0 : -EPERM;
 }

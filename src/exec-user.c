@@ -4,11 +4,13 @@
  * inside the sandbox (exec --as) or, for danger-full-access, outside.
  */
 #include "src/agentfs.h"
+#include "fusefs/fusefs.h"
 #include "src/exec.h"
 
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,25 +62,17 @@ static bool caps_left(void)
 }
 
 /*
- * Become id for good, from root. Any failure ends here: nothing runs as
- * the wrong user, and nothing can win root back (no_new_privs: a setuid
- * program it runs gains nothing).
+ * Become id for good, from root (fs_become, the one identity switch). Any
+ * failure ends here: nothing runs as the wrong user, and nothing can win
+ * root back (no_new_privs: a setuid program it runs gains nothing).
  */
 void exec_become(const struct ids *id)
 {
-	uid_t r, e, s;
-	gid_t rg, eg, sg;
+	int r = fs_become(id->uid, id->gid, id->groups, id->ngroups);
 
-	if (setgroups((size_t)id->ngroups, id->groups) != 0)
-		die("cannot set the groups of uid %u: %s", (unsigned)id->uid, strerror(errno));
-	if (setresgid(id->gid, id->gid, id->gid) != 0)
-		die("cannot become group %u: %s", (unsigned)id->gid, strerror(errno));
-	if (setresuid(id->uid, id->uid, id->uid) != 0)
-		die("cannot become uid %u: %s", (unsigned)id->uid, strerror(errno));
-	if (getresuid(&r, &e, &s) != 0 || r != id->uid || e != id->uid || s != id->uid ||
-	    getresgid(&rg, &eg, &sg) != 0 || rg != id->gid || eg != id->gid || sg != id->gid ||
-	    (id->uid != 0 && setuid(0) == 0))
-		die("could not drop root for uid %u: refusing to run", (unsigned)id->uid);
+	if (r != 0)
+		die("could not become uid %u (gid %u, %d groups): %s: refusing to run",
+		    (unsigned)id->uid, (unsigned)id->gid, id->ngroups, strerror(-r));
 	if (id->uid != 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		die("cannot set no_new_privs: %s", strerror(errno));
 	if (id->uid != 0 && caps_left())
@@ -103,26 +97,41 @@ char *exec_ids_format(const struct ids *id)
 	return s;
 }
 
-bool exec_ids_parse(const char *s, struct ids *id)
+/*
+ * One id: decimal digits only (strtoul would take a sign and spaces), and
+ * within an id_t without being -1, the kernel's "leave unchanged": a number
+ * that narrowed to another id would run as that one.
+ */
+static bool parse_id(const char *s, char **end, uint32_t *out)
 {
 	unsigned long v;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtoul(s, end, 10);
+	if (errno != 0 || v >= UINT32_MAX)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+bool exec_ids_parse(const char *s, struct ids *id)
+{
+	uint32_t v;
 	char *end;
 
-	v = strtoul(s, &end, 10);
-	if (end == s || *end != ':')
+	if (!parse_id(s, &end, &v) || *end != ':')
 		return false;
-	id->uid = (uid_t)v;
-	s = end + 1;
-	v = strtoul(s, &end, 10);
-	if (end == s || *end != ':')
+	id->uid = v;
+	if (!parse_id(end + 1, &end, &v) || *end != ':')
 		return false;
-	id->gid = (gid_t)v;
+	id->gid = v;
 	s = end + 1;
 	for (id->ngroups = 0; *s != '\0' && id->ngroups < MAX_GROUPS; s = end + (*end == ',')) {
-		v = strtoul(s, &end, 10);
-		if (end == s || (*end != ',' && *end != '\0'))
+		if (!parse_id(s, &end, &v) || (*end != ',' && *end != '\0'))
 			return false;
-		id->groups[id->ngroups++] = (gid_t)v;
+		id->groups[id->ngroups++] = v;
 	}
 	return *s == '\0';
 }

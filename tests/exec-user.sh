@@ -29,6 +29,14 @@ ex u1 -- su -c true root </dev/null >/dev/null 2>&1 && not_ok "su inside fails" 
 out=$(LD_LIBRARY_PATH="$W/lib" "$AGENTFS" --socket "$D_SOCK" exec u1 -- sh -c 'echo "$LD_LIBRARY_PATH"; env | grep -c AGENTFS_SAVED' </dev/null 2>&1 | tr '\n' ' ')
 is "$out" "$W/lib 0 " "LD_LIBRARY_PATH reaches the command (held back from exec --as)"
 
+# exec --as takes the ids from the outer exec; one that does not fit a uid_t is
+# refused, never narrowed to another user (2^32 + 1 would be uid 1)
+for ids in 4294967297:1:1 4294967295:1:1 -1:1:1 " 1:1:1" 1:4294967298:1 1:1:4294967297; do
+	out=$("$AGENTFS" exec --as "$ids" -- id -u </dev/null 2>&1)
+	rc=$?
+	like "$out" "exec --as: bad arguments" "exec --as refuses the ids '$ids' (status $rc)"
+done
+
 # --- what it makes is the user's -----------------------------------------------
 check "touch f and mkdir d inside" ex u1 -- sh -c 'touch f && mkdir d && echo x >d/g' </dev/null
 is "$(stat -c %u:%g "$W/f" "$W/d" "$W/d/g" 2>&1 | tr '\n' ' ')" \
