@@ -12,6 +12,8 @@
 
 [ -n "$PY" ] || skip_all "python3 is missing"
 [ -d /run ] || skip_all "the host has no /run"
+KEYS="$T/keyring"
+cp "$top_builddir/tests/keyring" "$KEYS" || bail_out "tests/keyring is not built"
 
 W="$T/ws" WN="$T/wn" RUN=/run/agentfs-test-$$
 mkdir -p "$W" "$WN" "$T/srv"
@@ -137,40 +139,60 @@ is "$out" EACCES "no network: --allow-host-sockets changes nothing where the ker
 is "$(accepts open)" "$open_seen" "no network: the 0666 host server saw no connection at all"
 
 # A kernel that refuses the filter: seccomp(2) made to fail with ENOSYS by
-# a filter of our own around agentfs exec. It must not run the command;
+# a filter of our own around agentfs exec (SECCOMP_SET_MODE_FILTER with
+# flags ANY: every filter; with NEW_LISTENER: only the guard's listener). It
+# must not run the command; where only the listener is missing,
 # --allow-host-sockets runs it, with a warning, and the host socket is then
-# reachable (what the option is for).
+# reachable (what the option is for) while the keyring calls stay refused.
+# Without any filter nothing runs, even so: the keyrings would be open.
 no_seccomp='
 import ctypes, os, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
 def insn(code, jt, jf, k):
     return struct.pack("HBBI", code, jt, jf, k)
-prog = (insn(0x20, 0, 0, 0) + insn(0x15, 0, 1, 317) +
-        insn(0x06, 0, 0, 0x00050000 | 38) + insn(0x06, 0, 0, 0x7fff0000))
+if sys.argv[1] == "all":
+    prog = (insn(0x20, 0, 0, 0) + insn(0x15, 0, 1, 317) +
+            insn(0x06, 0, 0, 0x00050000 | 38) + insn(0x06, 0, 0, 0x7fff0000))
+else:
+    prog = (insn(0x20, 0, 0, 0) + insn(0x15, 0, 3, 317) + insn(0x20, 0, 0, 24) +
+            insn(0x45, 0, 1, int(sys.argv[1], 0)) + insn(0x06, 0, 0, 0x00050000 | 38) +
+            insn(0x06, 0, 0, 0x7fff0000))
 buf = ctypes.create_string_buffer(prog, len(prog))
 class Fprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-fp = Fprog(4, ctypes.addressof(buf))
+fp = Fprog(len(prog) // 8, ctypes.addressof(buf))
 if libc.prctl(22, 2, ctypes.byref(fp), 0, 0) != 0:
     sys.exit("prctl: " + os.strerror(ctypes.get_errno()))
-os.execv(sys.argv[1], sys.argv[1:])
+os.execv(sys.argv[2], sys.argv[2:])
 '
-out=$("$PY" -c "$no_seccomp" "$AGENTFS" --socket "$D_SOCK" exec w1 -- \
+# "all": every seccomp(2) call fails; 8: those with the flag NEW_LISTENER
+no_filter=all no_listener=8
+for f in no_filter no_listener; do
+	out=$("$PY" -c "$no_seccomp" "${!f}" "$AGENTFS" --socket "$D_SOCK" exec w1 -- \
+		sh -c 'echo ran >"$1/ran"' sh "$W" </dev/null 2>&1)
+	rc=$?
+	like "$out" "cannot keep host UNIX sockets out of reach.*refused the seccomp filter.*--allow-host-sockets" \
+		"$f: exec without network says why it refuses"
+	if [ "$rc" -ne 0 ] && [ ! -e "$W/ran" ]; then
+		ok "$f: nothing was run (status $rc)"
+	else
+		not_ok "$f: nothing was run (status $rc)"
+	fi
+done
+out=$("$PY" -c "$no_seccomp" "$no_filter" "$AGENTFS" --socket "$D_SOCK" exec w1 --allow-host-sockets -- \
 	sh -c 'echo ran >"$1/ran"' sh "$W" </dev/null 2>&1)
 rc=$?
-like "$out" "cannot keep host UNIX sockets out of reach.*refused the seccomp filter.*--allow-host-sockets" \
-	"no seccomp: exec without network says why it refuses"
-if [ "$rc" -ne 0 ] && [ ! -e "$W/ran" ]; then
-	ok "no seccomp: nothing was run (status $rc)"
-else
-	not_ok "no seccomp: nothing was run (status $rc)"
-fi
+like "$out" "cannot keep the kernel's keyrings out of reach" \
+	"no filter at all, --allow-host-sockets: refused all the same, naming the keyrings"
+[ "$rc" -ne 0 ] && [ ! -e "$W/ran" ] && ok "no filter at all: nothing was run (status $rc)" ||
+	not_ok "no filter at all: nothing was run (status $rc)"
 seen=$(accepts open)
-out=$("$PY" -c "$no_seccomp" "$AGENTFS" --socket "$D_SOCK" exec w1 --allow-host-sockets -- \
-	"$PY" -c "$reach" "$T/srv/open.sock" </dev/null 2>&1)
-like "$out" "warning: .*refused the seccomp filter.*" "no seccomp, --allow-host-sockets: a warning"
-like "$out" "hello\$" "no seccomp, --allow-host-sockets: the command runs, the 0666 socket is reachable"
-is "$(accepts open)" "$((seen + 1))" "no seccomp, --allow-host-sockets: the host server saw that connection"
+out=$("$PY" -c "$no_seccomp" "$no_listener" "$AGENTFS" --socket "$D_SOCK" exec w1 --allow-host-sockets -- \
+	sh -c '"$1" -c "$2" "$3"; "$4" read @u' sh "$PY" "$reach" "$T/srv/open.sock" "$KEYS" </dev/null 2>&1)
+like "$out" "warning: .*refused the seccomp filter's listener.*" "no listener, --allow-host-sockets: a warning"
+like "$out" "^hello\$" "no listener, --allow-host-sockets: the command runs, the 0666 socket is reachable"
+is "$(accepts open)" "$((seen + 1))" "no listener, --allow-host-sockets: the host server saw that connection"
+like "$out" "^EPERM\$" "no listener, --allow-host-sockets: the keyring calls are still refused"
 out=$(env SSH_AUTH_SOCK=/x DBUS_SESSION_BUS_ADDRESS=unix:path=/x DBUS_SYSTEM_BUS_ADDRESS=unix:path=/y \
 	GPG_AGENT_INFO=/x XDG_RUNTIME_DIR=/run/user/0 WAYLAND_DISPLAY=w DISPLAY=:0 \
 	"$AGENTFS" --socket "$D_SOCK" exec w1 -- env </dev/null 2>&1 |
