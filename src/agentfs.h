@@ -86,6 +86,11 @@ struct bot {
 	char *folder;
 	struct paths writable, readable;
 	struct paths git_roots; /* a worktree's git folders, found when it was made */
+	/*
+	 * The Kubernetes pods that may have its roots (agentfs-csi), as
+	 * "NAMESPACE/SERVICEACCOUNT": set by the operator only, never copied.
+	 */
+	struct paths pods;
 	bool network;
 	bool allow_new_repos;
 	long ttl; /* seconds, 0: none */
@@ -177,6 +182,7 @@ void log_open(bool foreground);
 int path_normalise(const char *in, char **out);
 bool path_within(const char *inner, const char *outer);
 bool bot_name_ok(const char *s);
+bool pod_name_ok(const char *s);
 bool paths_contains(const struct paths *ps, const char *p);
 int paths_add(struct paths *ps, const char *p);
 void paths_free(struct paths *ps);
@@ -233,6 +239,8 @@ struct bot_spec {
 	long ttl;
 	bool has_user;
 	uid_t user;
+	bool has_pods;
+	struct paths pods;
 };
 /* bots.c */
 int bots_init(struct event_base *base, struct config *cfg, struct server *srv, char *err,
@@ -249,7 +257,7 @@ void bots_exec_register(struct request *r, const char *name, bool has_pid, doubl
 void bots_list(struct request *r);
 void bots_show(struct request *r, const char *name);
 void bots_status(struct request *r);
-void bots_exec_plan(struct request *r, const char *name);
+void bots_exec_plan(struct request *r, const char *name, const char *pod);
 void bots_shutdown(struct request *r);
 bool bots_log(struct request *r, const char *name, uint64_t since, bool follow);
 void bots_changes(struct request *r, const char *name, uint64_t since, bool mark);

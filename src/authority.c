@@ -48,6 +48,21 @@ bool auth_visible(const struct bots *all, const struct bot *caller, uid_t op, co
 }
 
 /*
+ * May the pod "NAMESPACE/SERVICEACCOUNT" have b's roots (agentfs-csi)?
+ * Only if the operator named it in b's pods: whole-string equality, so
+ * "ns/a" never matches "ns/ab" nor "ns-x/a".
+ */
+bool auth_pod_allowed(const struct bot *b, const char *pod)
+{
+	size_t i;
+
+	for (i = 0; i < b->pods.n; i++)
+		if (strcmp(b->pods.v[i], pod) == 0)
+			return true;
+	return false;
+}
+
+/*
  * Is p absolute and normalised: no empty, "." or ".." component and no
  * trailing slash? path_within compares strings, so "/a/b/../c" would pass
  * for inside "/a/b": such a path is refused here, not trusted.

@@ -105,6 +105,7 @@ bool auth_visible(const struct bots *all, const struct bot *caller, uid_t op, co
 bool auth_path_ok(const char *p);
 bool auth_may_write(const struct bot *b, const char *path);
 bool auth_may_read(const struct bot *b, const char *path);
+bool auth_pod_allowed(const struct bot *b, const char *pod);
 bool auth_within_ceiling(const struct bot *b, const struct bot *c, char *why, size_t len);
 const struct bot *auth_family_top(const struct bots *all, const struct bot *b);
 bool auth_family_room(const struct bots *all, unsigned nbots, unsigned max_bots,
@@ -119,6 +120,7 @@ struct bot *visible_bot(struct request *r, const char *name);
 void fail(struct request *r, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 bool ceiling_ok(struct request *r, const struct bot *b);
+bool pods_by_operator(struct request *r, const char *name, const struct bot_spec *s);
 void save_state(void);
 void bot_arm_ttl(struct bot *b);
 bool bot_activate(struct bot *b, char *err, size_t errlen);

@@ -269,6 +269,21 @@ static bool bot_user(struct request *r, struct bot *b, const struct bot_spec *s,
 	return true;
 }
 
+/*
+ * Only the operator names the pods that may have a bot's roots. A pod is
+ * outside everything agentfs confines (its network, its user, its
+ * neighbours): a bot that could grant one its view, or a narrower view
+ * through a bot it makes, would hand its roots to a workload the operator
+ * never chose. False after failing the request.
+ */
+bool pods_by_operator(struct request *r, const char *name, const struct bot_spec *s)
+{
+	if (!s->has_pods || caller_of(r) == NULL)
+		return true;
+	fail(r, "forbidden", "%s: only the operator names a bot's pods", name);
+	return false;
+}
+
 /* May the asker make a bot named name now? False after failing the request. */
 static bool may_make(struct request *r, const char *name, const struct bot *caller)
 {
@@ -336,6 +351,9 @@ static bool bot_settings(struct bot *b, const struct bot_spec *s, const struct b
 		b->allow_new_repos = s->allow_new_repos;
 	if (s->has_ttl)
 		b->ttl = s->ttl;
+	/* pods are never copied from a fork's source: each grant is the operator's */
+	if (s->has_pods && !spec_paths_dup(&b->pods, &s->pods))
+		return false;
 	return true;
 }
 
@@ -345,7 +363,7 @@ static struct bot *bot_new(struct request *r, const char *name, const struct bot
 {
 	struct bot *caller = caller_of(r), *b;
 
-	if (!may_make(r, name, caller))
+	if (!may_make(r, name, caller) || !pods_by_operator(r, name, s))
 		return NULL;
 	b = calloc(1, sizeof *b);
 	if (b == NULL)

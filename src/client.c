@@ -225,6 +225,10 @@ static const char bot_usage[] =
 	"  --ttl SECONDS       delete the bot after this long (0: never)\n"
 	"  --user USER         create: the user (name or uid) its commands run as\n"
 	"                      (default: the owner of FOLDER; a bot's bots: its own)\n"
+	"  --pod NS/SA         a Kubernetes pod (namespace/service account) that may\n"
+	"                      have its roots through agentfs-csi; repeatable\n"
+	"                      (replaces the list; operator only)\n"
+	"  --no-pods           no pods\n"
 	"  --id ID             request id; a resent create or fork with it is answered\n"
 	"                      from what the first made\n";
 
@@ -244,6 +248,8 @@ static void bot_options(const char *cmd, int argc, char **argv, cJSON *req, int 
 		{"ttl", required_argument, NULL, 't'},
 		{"id", required_argument, NULL, 'i'},
 		{"user", required_argument, NULL, 'u'},
+		{"pod", required_argument, NULL, 'p'},
+		{"no-pods", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -294,6 +300,16 @@ static void bot_options(const char *cmd, int argc, char **argv, cJSON *req, int 
 				die_usage(cmd, "--user is for create only");
 			cJSON_DeleteItemFromObject(req, "user");
 			cJSON_AddStringToObject(req, "user", optarg);
+			break;
+		case 'p':
+			if (cJSON_GetObjectItemCaseSensitive(req, "pods") == NULL)
+				cJSON_AddArrayToObject(req, "pods");
+			cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(req, "pods"),
+					     cJSON_CreateString(optarg));
+			break;
+		case 'P':
+			cJSON_DeleteItemFromObject(req, "pods");
+			cJSON_AddArrayToObject(req, "pods");
 			break;
 		case 'i':
 			cJSON_DeleteItemFromObject(req, "id");
@@ -381,6 +397,7 @@ static void print_bot(const cJSON *b)
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "network")) ? "yes" : "no");
 	printf("%-16s%s\n", "allow_new_repos",
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "allow_new_repos")) ? "yes" : "no");
+	print_paths("pods", cJSON_GetObjectItemCaseSensitive(b, "pods"));
 	print_time("created", b, "created");
 	print_time("expires", b, "expires");
 	printf("%-16s%s\n", "socket", str(b, "socket"));

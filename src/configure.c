@@ -177,6 +177,11 @@ static void configure_apply(struct bot *b, struct bot_spec *s, const struct bot 
 		b->readable = s->readable;
 		memset(&s->readable, 0, sizeof s->readable);
 	}
+	if (s->has_pods) {
+		paths_free(&b->pods);
+		b->pods = s->pods;
+		memset(&s->pods, 0, sizeof s->pods);
+	}
 	b->sandbox = next->sandbox;
 	b->network = next->network;
 	b->allow_new_repos = next->allow_new_repos;
@@ -204,7 +209,7 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 		fail(r, "busy", "bot %s is being changed; ask again", b->name);
 		return false;
 	}
-	if (!configure_check(r, b, s, &next))
+	if (!pods_by_operator(r, b->name, s) || !configure_check(r, b, s, &next))
 		return false;
 	/*
 	 * Everything that can fail comes first, before the bot changes: a

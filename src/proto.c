@@ -65,13 +65,16 @@ void bot_spec_free(struct bot_spec *s)
 	free(s->folder);
 	paths_free(&s->writable);
 	paths_free(&s->readable);
+	paths_free(&s->pods);
 }
 
 struct field {
 	const char *name;
-	int type; /* cJSON_String, cJSON_True (bool), cJSON_Number, cJSON_Array (of paths) */
+	/* cJSON_String, cJSON_True (bool), cJSON_Number, cJSON_Array (of paths), POD_ARRAY */
+	int type;
 	bool required;
 };
+#define POD_ARRAY (1 << 16) /* an array of pod names: a tag of ours, not a cJSON type */
 
 /*
  * One row of the command table: an op, its fields, and its handler, which
@@ -101,6 +104,7 @@ static const struct field f_create[] = {
 	{"ttl", cJSON_Number, false},
 	{"user", cJSON_String, false},
 	{"progress", cJSON_True, false},
+	{"pods", POD_ARRAY, false},
 	{NULL, 0, false},
 };
 static const struct field f_configure[] = {
@@ -108,7 +112,7 @@ static const struct field f_configure[] = {
 	{"writable", cJSON_Array, false}, {"readable", cJSON_Array, false},
 	{"network", cJSON_True, false},	  {"allow_new_repos", cJSON_True, false},
 	{"ttl", cJSON_Number, false},	  {"progress", cJSON_True, false},
-	{NULL, 0, false},
+	{"pods", POD_ARRAY, false},	  {NULL, 0, false},
 };
 static const struct field f_fork[] = {
 	{"name", cJSON_String, true},
@@ -120,8 +124,11 @@ static const struct field f_fork[] = {
 	{"allow_new_repos", cJSON_True, false},
 	{"ttl", cJSON_Number, false},
 	{"progress", cJSON_True, false},
+	{"pods", POD_ARRAY, false},
 	{NULL, 0, false},
 };
+static const struct field f_exec_plan[] = {
+	{"name", cJSON_String, true}, {"pod", cJSON_String, false}, {NULL, 0, false}};
 
 static const struct field f_log[] = {{"name", cJSON_String, false},
 				     {"since", cJSON_Number, false},
@@ -142,6 +149,8 @@ static const char *type_name(int type)
 		return "a number";
 	case cJSON_Array:
 		return "an array of absolute paths";
+	case POD_ARRAY:
+		return "an array of \"NAMESPACE/SERVICEACCOUNT\" strings";
 	}
 	return "?";
 }
@@ -156,6 +165,7 @@ static bool type_ok(const cJSON *v, int type)
 	case cJSON_Number:
 		return cJSON_IsNumber(v);
 	case cJSON_Array:
+	case POD_ARRAY:
 		return cJSON_IsArray(v);
 	}
 	return false;
@@ -230,6 +240,28 @@ static cJSON *parse_paths(const cJSON *arr, const char *field, struct paths *out
 	return NULL;
 }
 
+/* Pods a bot names (pod_name_ok), each once, at most 64. */
+static cJSON *parse_pods(const cJSON *arr, struct paths *out)
+{
+	const cJSON *v;
+
+	if (cJSON_GetArraySize(arr) > 64)
+		return proto_error("limit", "field \"pods\" has more than 64 pods");
+	cJSON_ArrayForEach(v, arr) {
+		if (!cJSON_IsString(v) || v->valuestring == NULL)
+			return proto_error("bad_type", "field \"pods\" must be %s",
+					   type_name(POD_ARRAY));
+		if (!pod_name_ok(v->valuestring))
+			return proto_error("bad_value",
+					   "pods: \"%.256s\" is not NAMESPACE/SERVICEACCOUNT "
+					   "(Kubernetes names: lowercase letters, digits, - and .)",
+					   v->valuestring);
+		if (!paths_contains(out, v->valuestring) && paths_add(out, v->valuestring) != 0)
+			return proto_error("internal", "out of memory");
+	}
+	return NULL;
+}
+
 static cJSON *parse_spec(const cJSON *req, struct bot_spec *s)
 {
 	const cJSON *v;
@@ -275,6 +307,12 @@ static cJSON *parse_spec(const cJSON *req, struct bot_spec *s)
 	if (v != NULL) {
 		s->has_readable = true;
 		if ((err = parse_paths(v, "readable", &s->readable)) != NULL)
+			return err;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "pods");
+	if (v != NULL) {
+		s->has_pods = true;
+		if ((err = parse_pods(v, &s->pods)) != NULL)
 			return err;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(req, "network");
@@ -463,7 +501,15 @@ static bool op_shutdown(struct request *r, const cJSON *req, struct bot_spec *s)
 
 static bool op_exec_plan(struct request *r, const cJSON *req, struct bot_spec *s)
 {
-	bots_exec_plan(r, name_of(req));
+	const cJSON *pod = cJSON_GetObjectItemCaseSensitive(req, "pod");
+
+	if (pod != NULL && !pod_name_ok(pod->valuestring)) {
+		request_fail(r, proto_error("bad_value",
+					    "pod: \"%.256s\" is not NAMESPACE/SERVICEACCOUNT",
+					    pod->valuestring));
+		return false;
+	}
+	bots_exec_plan(r, name_of(req), pod != NULL ? pod->valuestring : NULL);
 	return false;
 }
 
@@ -516,7 +562,7 @@ static const struct op ops[] = {
 	{"show", f_name, op_show},
 	{"status", f_none, op_status},
 	{"shutdown", f_none, op_shutdown},
-	{"exec_plan", f_name, op_exec_plan},
+	{"exec_plan", f_exec_plan, op_exec_plan},
 	{"log", f_log, op_log},
 	{"changes", f_changes, op_changes},
 	{"mark", f_name, op_mark},

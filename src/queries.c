@@ -143,7 +143,13 @@ static cJSON *plan_json(const struct bot *b)
  * and the path to bind it at, the bot's socket, and the daemon's own paths
  * to hide. The client runs bwrap; the daemon never starts processes.
  */
-void bots_exec_plan(struct request *r, const char *name)
+/*
+ * pod (agentfs-csi, publishing the bot's roots into a pod): the pod as
+ * kubelet named it, which must be one the operator listed in the bot's
+ * pods. Decided here, from the bot's record, never from what the pod's
+ * author wrote in its volume's attributes.
+ */
+void bots_exec_plan(struct request *r, const char *name, const char *pod)
 {
 	struct bot *b;
 	cJSON *body;
@@ -151,6 +157,15 @@ void bots_exec_plan(struct request *r, const char *name)
 
 	if ((b = visible_bot(r, name)) == NULL)
 		return;
+	if (pod != NULL && !auth_pod_allowed(b, pod)) {
+		if (b->pods.n == 0)
+			fail(r, "forbidden",
+			     "bot %s names no pods: `agentfs configure %s --pod NAMESPACE/SERVICEACCOUNT`",
+			     b->name, b->name);
+		else
+			fail(r, "forbidden", "pod %s is not one of bot %s's pods", pod, b->name);
+		return;
+	}
 	if (b->busy) {
 		fail(r, "busy", "bot %s is being changed; ask again", b->name);
 		return;

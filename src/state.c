@@ -62,6 +62,7 @@ cJSON *bot_to_json(const struct bot *b, bool full)
 	cJSON_AddItemToObject(o, "readable", paths_json(&b->readable));
 	cJSON_AddBoolToObject(o, "network", b->network);
 	cJSON_AddBoolToObject(o, "allow_new_repos", b->allow_new_repos);
+	cJSON_AddItemToObject(o, "pods", paths_json(&b->pods));
 	cJSON_AddNumberToObject(o, "ttl", (double)b->ttl);
 	cJSON_AddNumberToObject(o, "created", (double)b->created);
 	cJSON_AddNumberToObject(o, "expires", (double)b->expires);
@@ -131,6 +132,7 @@ void bot_free(struct bot *b)
 	paths_free(&b->writable);
 	paths_free(&b->readable);
 	paths_free(&b->git_roots);
+	paths_free(&b->pods);
 	events_ring_free(b->ring);
 	changes_free(b->changes);
 	free(b);
@@ -185,6 +187,24 @@ static int load_paths(const cJSON *o, const char *k, struct paths *out)
 	return 0;
 }
 
+/* A bot's pods, each checked again: the state file is not trusted blindly. */
+static int load_pods(const cJSON *o, struct paths *out)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "pods"), *v;
+
+	if (a == NULL)
+		return 0;
+	if (!cJSON_IsArray(a))
+		return -EINVAL;
+	cJSON_ArrayForEach(v, a) {
+		if (!cJSON_IsString(v) || !pod_name_ok(v->valuestring))
+			return -EINVAL;
+		if (paths_add(out, v->valuestring) != 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static struct bot *load_bot(const cJSON *o)
 {
 	struct bot *b = calloc(1, sizeof *b);
@@ -203,7 +223,7 @@ static struct bot *load_bot(const cJSON *o)
 	b->request_id = rid != NULL ? strdup(rid) : NULL;
 	if (load_paths(o, "writable", &b->writable) != 0 ||
 	    load_paths(o, "readable", &b->readable) != 0 ||
-	    load_paths(o, "git_roots", &b->git_roots) != 0)
+	    load_paths(o, "git_roots", &b->git_roots) != 0 || load_pods(o, &b->pods) != 0)
 		goto bad;
 	b->network = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "network"));
 	b->allow_new_repos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "allow_new_repos"));

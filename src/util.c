@@ -270,6 +270,47 @@ bool bot_name_ok(const char *s)
 	return s[0] != '-';
 }
 
+/*
+ * One DNS-1123 label: 1 to 63 lowercase letters, digits and '-', starting
+ * and ending with a letter or digit (a namespace, or a part of a name).
+ */
+static bool dns_label_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+		return false;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/*
+ * A pod a bot names, "NAMESPACE/SERVICEACCOUNT": Kubernetes's own rules
+ * (a namespace is a DNS-1123 label, a service account a DNS-1123
+ * subdomain of at most 253 characters), so an entry can only ever match
+ * what kubelet reports, and holds nothing a log line or path could trip on.
+ */
+bool pod_name_ok(const char *s)
+{
+	const char *slash = strchr(s, '/'), *sa, *dot;
+
+	if (slash == NULL || !dns_label_ok(s, (size_t)(slash - s)))
+		return false;
+	sa = slash + 1;
+	if (strlen(sa) > 253)
+		return false;
+	for (;;) {
+		dot = strchr(sa, '.');
+		if (!dns_label_ok(sa, dot != NULL ? (size_t)(dot - sa) : strlen(sa)))
+			return false;
+		if (dot == NULL)
+			return true;
+		sa = dot + 1;
+	}
+}
+
 static const char *const event_types[] = {
 	[FS_EV_REFUSED] = "refused", [FS_EV_CREATED] = "created", [FS_EV_MODIFIED] = "modified",
 	[FS_EV_DELETED] = "deleted", [FS_EV_RENAMED] = "renamed",

@@ -258,10 +258,11 @@ void bots_status(struct request *r)
 	request_reply(r, body);
 }
 
-void bots_exec_plan(struct request *r, const char *name)
+void bots_exec_plan(struct request *r, const char *name, const char *pod)
 {
 	FUZZ_CHECK(!line_has_nul);
 	FUZZ_CHECK(name != NULL && ref_name_ok(name));
+	FUZZ_CHECK(pod == NULL || pod_name_ok(pod));
 	answer(r, name, false);
 }
 
