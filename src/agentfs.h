@@ -179,6 +179,7 @@ cJSON *event_from_fs(const struct fs_event *ev, const char *root);
 void event_format(const cJSON *o, char *buf, size_t len);
 void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void log_open(bool foreground);
+void log_set_name(const char *name);
 int path_normalise(const char *in, char **out);
 bool path_within(const char *inner, const char *outer);
 bool bot_name_ok(const char *s);

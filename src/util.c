@@ -20,12 +20,19 @@
 #include "gitguard/ggutil.h"
 
 static bool log_stderr = true;
+static const char *log_name = "agentfsd"; /* set once, before the first message */
 
 void log_open(bool foreground)
 {
 	log_stderr = foreground;
 	if (!foreground)
-		openlog("agentfsd", LOG_PID, LOG_DAEMON);
+		openlog(log_name, LOG_PID, LOG_DAEMON);
+}
+
+/* Another program than agentfsd logging (agentfs-csi): call before log_open. */
+void log_set_name(const char *name)
+{
+	log_name = name;
 }
 
 void log_msg(int prio, const char *fmt, ...)
@@ -34,7 +41,7 @@ void log_msg(int prio, const char *fmt, ...)
 
 	va_start(ap, fmt);
 	if (log_stderr) {
-		fputs("agentfsd: ", stderr);
+		fprintf(stderr, "%s: ", log_name);
 		vfprintf(stderr, fmt, ap);
 		fputc('\n', stderr);
 	} else {

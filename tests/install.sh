@@ -50,7 +50,9 @@ want=$(printf '%s\n' \
 	"$docdir/agentfsd.json.example" \
 	"$bashcompletiondir/agentfs" \
 	"$bashcompletiondir/agentfsd" \
-	"$mounthelperdir/mount.fuse.agentfs" | sort)
+	"$mounthelperdir/mount.fuse.agentfs" \
+	$([ -x "$top_builddir/csi/agentfs-csi" ] && echo "$sbindir/agentfs-csi" "$mandir/man8/agentfs-csi.8") |
+	sort)
 got=$(cd "$D" && find . \( -type f -o -type l \) | sed 's|^\.||' | sort)
 is_text "$got" "$want" "the installed files are exactly the expected ones ($(echo "$want" | wc -l))"
 for f in "$bindir/agentfs" "$sbindir/agentfsd" "$mounthelperdir/mount.fuse.agentfs"; do
