@@ -4,6 +4,7 @@
 # plugin's tests skip (77) when it is not built or python3's grpc is missing.
 CSI_TESTS = \
 	tests/csi-pods.sh \
-	tests/csi-node.sh
+	tests/csi-node.sh \
+	tests/csi-deploy.sh
 TESTS += $(CSI_TESTS)
-EXTRA_DIST += $(CSI_TESTS) tests/csi-kubelet.py
+EXTRA_DIST += $(CSI_TESTS) tests/csi-kubelet.py deploy
