@@ -13,7 +13,7 @@
 . "$top_srcdir/tests/exec-lib.sh"
 
 CSI=$top_builddir/csi/agentfs-csi
-[ -x "$CSI" ] || skip_all "agentfs-csi is not built (configure found no gRPC for C++: apt-get install libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc)"
+[ -x "$CSI" ] || skip_all "agentfs-csi is not built (configure says why: it needs gRPC for C++, apt-get install libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc, and --enable-tsan leaves it out)"
 [ -n "$PY" ] && "$PY" -c 'import grpc, grpc_tools' 2>/dev/null ||
 	skip_all "python3's grpc is missing (apt-get install python3-grpcio python3-grpc-tools)"
 command -v unshare >/dev/null && command -v setpriv >/dev/null ||
