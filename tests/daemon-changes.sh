@@ -129,7 +129,7 @@ is "$(changes W)" "" "a new bot of the same name starts with nothing"
 # --- bounded: past max_changes, only counted ----------------------------------------------
 afs shutdown >/dev/null
 daemon_wait_gone 10 || bail_out "agentfsd did not stop"
-printf '{"max_changes": 20}\n' >"$T/cfg.json"
+printf '{"max_changes": 20, "group": ""}\n' >"$T/cfg.json"
 daemon_start --config "$T/cfg.json" || bail_out "agentfsd did not start with max_changes"
 mkdir -p "$T/many"
 expect_ok "create M (max_changes 20)" "$(afs --json create M "$T/many")"

@@ -25,7 +25,7 @@ git init -q "$T/a/repo" || bail_out "git init failed"
 if ldd "$AGENTFSD" 2>/dev/null | grep -q 'libasan'; then
 	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"
 fi
-"$AGENTFSD" -f --socket "$D_SOCK" --state "$D_STATE" 2>"$T/d.log" &
+"$AGENTFSD" -f --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE" 2>"$T/d.log" &
 wait_until 10 answers "$D_SOCK" || bail_out "agentfsd -f did not start"
 D_PID=$(daemon_pids "$D_SOCK" | head -n 1)
 

@@ -6,8 +6,14 @@
 # /dev/fuse) and adds:
 #   D_SOCK, D_STATE, D_MNT      the private control socket, state and mount
 #                               folders under $T (never the default paths)
-#   daemon_start [ARGS...]      start agentfsd on them (daemonised: returns
-#                               once it listens); D_PID is its pid
+#   D_CONFIG                    a configuration of our own, {"group": ""}:
+#                               never the host's file, and no operators'
+#                               group, whatever groups the host has (a test
+#                               of operators names its own group)
+#   daemon_start [ARGS...]      start agentfsd on them with D_CONFIG (a
+#                               --config in ARGS comes later and wins;
+#                               daemonised: returns once it listens); D_PID
+#                               is its pid
 #   daemon_pids [SOCKET]        pids of our agentfsd on SOCKET (default: all of ours)
 #   daemon_kill SIG             signal them, by pid
 #   daemon_wait_gone SECONDS    wait until none is left
@@ -44,6 +50,10 @@ D_SOCK="$T/d.sock"
 D_STATE="$T/state"
 D_MNT="$D_STATE/mnt"
 D_PID=
+# The host's /etc/agentfs/agentfsd.json and its group "agentfs", if they
+# exist, must change nothing: every daemon a test starts is given this file.
+D_CONFIG="$T/agentfsd-test.json"
+printf '{"group": ""}\n' >"$D_CONFIG"
 
 # daemon_pids [SOCKET]: pids of the agentfsd serving SOCKET, or of every
 # agentfsd started with a path under $T (our paths hold no glob characters)
@@ -120,7 +130,7 @@ daemon_kill9()
 
 daemon_start()
 {
-	"$AGENTFSD" --socket "$D_SOCK" --state "$D_STATE" "$@" || return $?
+	"$AGENTFSD" --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE" "$@" || return $?
 	D_PID=$(daemon_pids "$D_SOCK" | head -n 1)
 	[ -n "$D_PID" ]
 }

@@ -55,7 +55,7 @@ printf '{"group": "%s"}\n' "$grp" >"$T/conf"
 daemon_start --config "$T/conf" || bail_out "agentfsd does not start"
 is "$(stat -c '%a %U %G' "$D_SOCK")" "660 root $grp" "the control socket is 0660, owned by the group"
 
-expect_ok "root makes a bot over its folder" "$(afs --json create rootbot "$T/roots" --user nobody)"
+expect_ok "root makes a bot over its folder" "$(afs --json create rootbot "$T/roots" --user 65534)"
 is "$(as_user "$usr" --json status | jget ok)" true "a member of the group reaches the daemon"
 is "$(as_user "$usr" --json status | jget bots)" 0 "its status counts only its own bots"
 
@@ -81,7 +81,7 @@ case "$r" in
 *) not_ok "the error says the member may not reach it"; diag "$r" ;;
 esac
 expect_error "the member cannot name another user" forbidden \
-	"$(as_user "$usr" --json create ubot5 "$T/mine" --user nobody)"
+	"$(as_user "$usr" --json create ubot5 "$T/mine" --user 65534)"
 expect_error "nor root" forbidden "$(as_user "$usr" --json create ubot6 "$T/mine" --user root)"
 
 is "$(as_user "$usr" --json ls | jget 'bots.#')" 3 "the member lists only its own bots"

@@ -135,7 +135,7 @@ daemon_wait_gone 5
 is "$(mounts_in "$T" | wc -l)" 0 "nothing is left mounted"
 printf '{"version":1,"bots":[{"name":' >"$D_STATE/bots.json"
 sum=$(cksum <"$D_STATE/bots.json")
-err=$("$AGENTFSD" --socket "$D_SOCK" --state "$D_STATE" 2>&1)
+err=$("$AGENTFSD" --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE" 2>&1)
 rc=$?
 [ "$rc" -ne 0 ] && ok "agentfsd refuses a state file that does not parse" ||
 	not_ok "agentfsd refuses a state file that does not parse"

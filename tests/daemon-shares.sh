@@ -11,7 +11,7 @@
 FCLIENT="$top_builddir/tests/fault-client"
 [ -x "$FCLIENT" ] || bail_out "$FCLIENT is not built"
 
-printf '{"max_clients": 64, "max_bots": 12}\n' >"$T/cfg.json"
+printf '{"max_clients": 64, "max_bots": 12, "group": ""}\n' >"$T/cfg.json"
 mkdir -p "$T/lead" "$T/other" "$T/third" "$T/op"
 daemon_start --config "$T/cfg.json" || bail_out "agentfsd did not start"
 expect_ok "create lead" "$(afs --json create lead "$T/lead")"

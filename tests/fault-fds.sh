@@ -49,7 +49,7 @@ mkdir -p "$T/w0"
 echo zero >"$T/w0/f"
 
 # --- the daemon under a limit of 64 descriptors -----------------------------------------
-prlimit --nofile=$LIMIT:$LIMIT -- "$AGENTFSD" --socket "$D_SOCK" --state "$D_STATE" ||
+prlimit --nofile=$LIMIT:$LIMIT -- "$AGENTFSD" --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE" ||
 	bail_out "agentfsd did not start under prlimit"
 D_PID=$(daemon_pids "$D_SOCK" | head -n 1)
 [ -n "$D_PID" ] || bail_out "no agentfsd pid"

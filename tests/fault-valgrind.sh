@@ -49,7 +49,7 @@ sed -i 's/"expires":[[:space:]]*[1-9][0-9]*/"expires": 1/' "$D_STATE/bots.json"
 # background, and wait for its socket (slow under valgrind).
 valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
 	--track-fds=no --log-file="$VGLOG" \
-	"$AGENTFSD" -f --socket "$D_SOCK" --state "$D_STATE" 2>"$T/agentfsd.err" &
+	"$AGENTFSD" -f --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE" 2>"$T/agentfsd.err" &
 VG_PID=$!
 track_pid "$VG_PID"
 if wait_until 60 answers "$D_SOCK"; then

@@ -81,9 +81,9 @@ done
 is "${found:-}" "" "the unit sets up no mount namespace of its own (mounts stay visible on the host)"
 exec_line=$(sed -n 's/^ExecStart=//p' "$unit")
 is "$exec_line" "$sbindir/agentfsd" "ExecStart runs the installed agentfsd"
-# As written, with the DESTDIR prefix and our socket and state.
+# As written, with the DESTDIR prefix and our configuration, socket and state.
 # shellcheck disable=SC2086
-if $D$exec_line --socket "$D_SOCK" --state "$D_STATE"; then
+if $D$exec_line --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE"; then
 	ok "the unit's ExecStart line starts agentfsd and returns (Type=forking)"
 else
 	not_ok "the unit's ExecStart line starts agentfsd and returns (Type=forking)"
@@ -101,20 +101,20 @@ daemon_wait_gone 10 && ok "it stops on shutdown" || not_ok "it stops on shutdown
 # mounts a bot's root, and files are made through it as root and as a user.
 caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr 'A-Z ' 'a-z,' | sed 's/cap_/+/g')
 if command -v setpriv >/dev/null && [ -n "$caps" ] &&
-	setpriv --bounding-set "-all,$caps" --no-new-privs $D$exec_line --socket "$D_SOCK" \
-		--state "$D_STATE" 2>"$T/err"; then
+	setpriv --bounding-set "-all,$caps" --no-new-privs $D$exec_line --config "$D_CONFIG" \
+		--socket "$D_SOCK" --state "$D_STATE" 2>"$T/err"; then
 	ok "agentfsd starts with the unit's capabilities ($caps) and no_new_privs"
 	mkdir -p "$T/hard"
-	chown nobody "$T/hard"
+	chown 65534 "$T/hard"
 	afs create hard "$T/hard" >/dev/null
 	m="$D_MNT/hard/0"
 	pid=$(afs --json status | jget pid)
 	is "$(awk '/^NoNewPrivs/ { print $2 }' "/proc/$pid/status")" 1 "it runs with no_new_privs"
 	echo root >"$m/by-root" 2>/dev/null
-	chown nobody "$m/by-root" 2>/dev/null
+	chown 65534 "$m/by-root" 2>/dev/null
 	mkdir "$m/dir" 2>/dev/null
-	is "$(stat -c '%U %F' "$T/hard/by-root" "$T/hard/dir" 2>&1 | tr '\n' ' ')" \
-		"nobody regular file root directory " \
+	is "$(stat -c '%u %F' "$T/hard/by-root" "$T/hard/dir" 2>&1 | tr '\n' ' ')" \
+		"65534 regular file 0 directory " \
 		"files and folders are made and given away through its mount"
 	afs rm hard >/dev/null
 	afs shutdown >/dev/null
@@ -184,7 +184,7 @@ is "$(complete_line agentfs create x /tmp --sandbox w)" workspace-write "complet
 is "$(complete_line agentfs exec bot -- l)" command-at-4 "completion: exec completes the command after --"
 mkdir -p "$T/work"
 daemon_start || bail_out "agentfsd does not start"
-afs create alpha "$T/work" --user nobody >/dev/null && afs create beta "$T/work" --user nobody >/dev/null
+afs create alpha "$T/work" --user 65534 >/dev/null && afs create beta "$T/work" --user 65534 >/dev/null
 is "$(complete_line agentfs --socket "$D_SOCK" rm "")" "alpha beta" \
 	"completion: bot names from agentfs ls, on the --socket given"
 
