@@ -36,6 +36,14 @@
  * it refuses and the client's message on EACCES both say it, in these words.
  */
 #define CONTROL_SOCKET_DENIED "root only"
+/*
+ * Why a confined bot may not run as root, in the words create, fork,
+ * configure and exec all use: the bot's name, then where root came from.
+ */
+#define ROOT_BOT_REFUSED                                                                           \
+	"bot %s would run as root (%s): a bot runs as root only with sandbox "                     \
+	"danger-full-access. Make it again with --user USER, or give the folder to its user "      \
+	"(chown)"
 
 /* Automatic cleanup, as bubblewrap does it. */
 static inline void cleanup_freep(void *p)

@@ -149,6 +149,7 @@ void roots_stop(void);
 int bot_plan_roots(struct bot *b);
 const char *folder_error(int e);
 int open_folder(const char *path);
+int root_allowed(int fd, const char *path, char *why, size_t len);
 void bot_unmount_all(struct bot *b);
 void root_mount(struct job *j, struct bot *b, struct root *rt);
 void run_mount_bot(struct job *j);

@@ -380,6 +380,13 @@ static struct bot *bot_new(struct request *r, const char *name, const struct bot
 		bot_free(b);
 		return NULL;
 	}
+	/* Its folder's owner, when no user is named or inherited: run_mount_bot checks it. */
+	if (b->uid_set && b->uid == 0 && b->sandbox != SANDBOX_DANGER_FULL_ACCESS) {
+		fail(r, "forbidden", ROOT_BOT_REFUSED, b->name,
+		     s->has_user ? "--user names root" : "the user of the bot it comes from");
+		bot_free(b);
+		return NULL;
+	}
 	if (r->id != NULL && cJSON_IsString(r->id) &&
 	    (b->request_id = strdup(r->id->valuestring)) == NULL)
 		goto nomem;

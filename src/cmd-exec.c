@@ -801,11 +801,13 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	if (sandbox == NULL || folder == NULL || !cJSON_IsNumber(uid) || uid->valuedouble < 0)
 		die("agentfsd sent a bad exec plan");
 	full_access = strcmp(sandbox, "danger-full-access") == 0;
-	if (uid->valuedouble == 0 && !full_access)
-		die("bot %s would run as root (the owner of %s): a bot runs as root only with "
-		    "sandbox danger-full-access. Make it again with --user USER, or give the "
-		    "folder to its user (chown)",
-		    bot, folder);
+	if (uid->valuedouble == 0 && !full_access) {
+		/* create refuses such a bot; one from an older state file is refused here */
+		char owner[PATH_MAX + 16];
+
+		snprintf(owner, sizeof owner, "the owner of %s", folder);
+		die(ROOT_BOT_REFUSED, bot, owner);
+	}
 
 	if (cwd_opt != NULL) {
 		if (cwd_opt[0] != '/') {

@@ -58,21 +58,29 @@ static void done_configure(struct job *j)
 	job_finish(j);
 }
 
-/* Configure names only folders that exist, as create does (it fails at the mount). */
+/*
+ * Configure names only folders that exist and may be roots, as create
+ * does (it fails at the mount), before anything changes.
+ */
 static bool folders_exist(struct request *r, const struct paths *p)
 {
+	char why[PATH_MAX + 256];
 	size_t i;
 	int fd, e;
 
 	for (i = 0; i < p->n; i++) {
 		fd = open_folder(p->v[i]);
-		if (fd >= 0) {
-			close(fd);
-			continue;
+		if (fd < 0) {
+			e = errno;
+			fail(r, "bad_path", "%s: %s", p->v[i], folder_error(e));
+			return false;
 		}
-		e = errno;
-		fail(r, "bad_path", "%s: %s", p->v[i], folder_error(e));
-		return false;
+		e = root_allowed(fd, p->v[i], why, sizeof why);
+		close(fd);
+		if (e != 0) {
+			fail(r, "bad_path", "%s", why);
+			return false;
+		}
 	}
 	return true;
 }
@@ -148,6 +156,10 @@ static bool configure_check(struct request *r, struct bot *b, const struct bot_s
 		next->network = s->network;
 	if (s->has_allow_new_repos)
 		next->allow_new_repos = s->allow_new_repos;
+	if (next->sandbox != SANDBOX_DANGER_FULL_ACCESS && b->uid_set && b->uid == 0) {
+		fail(r, "forbidden", ROOT_BOT_REFUSED, b->name, "its user");
+		return false;
+	}
 	if (!ceiling_ok(r, next) || (s->has_writable && !folders_exist(r, &s->writable)) ||
 	    (s->has_readable && !folders_exist(r, &s->readable)))
 		return false;

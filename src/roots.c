@@ -18,6 +18,8 @@
 #include <syslog.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 
 #include <event2/event.h>
 
@@ -174,6 +176,177 @@ static bool on_agentfs(int fd)
 	return q.agentfs;
 }
 
+/*
+ * File systems that are kernel interfaces, not files: a bot given one as a
+ * root (/proc, /sys, a cgroup tree, ...) could never work in it, and what it
+ * could change there as its user (a cgroup's files, tracing, a sysfs knob)
+ * is not a workspace's. Decided by the opened root's statfs f_type, which a
+ * path cannot fake. devtmpfs reports tmpfs's magic: it is told by its mount's
+ * type instead (fstype_of).
+ */
+static const struct {
+	unsigned long magic;
+	const char *name;
+} pseudo_fs[] = {
+	{PROC_SUPER_MAGIC, "proc"},
+	{SYSFS_MAGIC, "sysfs"},
+	{CGROUP_SUPER_MAGIC, "cgroup"},
+	{CGROUP2_SUPER_MAGIC, "cgroup2"},
+	{DEBUGFS_MAGIC, "debugfs"},
+	{TRACEFS_MAGIC, "tracefs"},
+	{SECURITYFS_MAGIC, "securityfs"},
+	{BPF_FS_MAGIC, "bpf"},
+	{0x62656570, "configfs"}, /* fs/configfs/configfs_internal.h */
+	{PSTOREFS_MAGIC, "pstore"},
+	{EFIVARFS_MAGIC, "efivarfs"},
+	{DEVPTS_SUPER_MAGIC, "devpts"},
+	{0x19800202, "mqueue"}, /* ipc/mqueue.c */
+	{HUGETLBFS_MAGIC, "hugetlbfs"},
+	{0x65735543, "fusectl"}, /* fs/fuse/control.c */
+	{BINFMTFS_MAGIC, "binfmt_misc"},
+	{SELINUX_MAGIC, "selinuxfs"},
+	{SMACK_MAGIC, "smackfs"},
+	{NSFS_MAGIC, "nsfs"},
+	{AUTOFS_SUPER_MAGIC, "autofs"},
+};
+
+struct fstype_query {
+	uint64_t id;
+	char type[32];
+};
+
+static int fstype_match(void *arg, uint64_t id, const char *mp, const char *fstype)
+{
+	struct fstype_query *q = arg;
+
+	if (id != q->id)
+		return 0;
+	snprintf(q->type, sizeof q->type, "%s", fstype);
+	return 1;
+}
+
+/* The type of the mount the folder fd holds is on ("" if not found), by its mount id. */
+static void fstype_of(int fd, char *type, size_t len)
+{
+	struct fstype_query q = {0};
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) == 0 &&
+	    (stx.stx_mask & STATX_MNT_ID)) {
+		q.id = stx.stx_mnt_id;
+		fs_mountinfo_each(fstype_match, &q);
+	}
+	snprintf(type, len, "%s", q.type);
+}
+
+/* The pseudo file system the folder fd holds is on, or NULL for an ordinary one. */
+static const char *pseudo_fs_of(int fd)
+{
+	struct statfs sf;
+	char type[32];
+	size_t i;
+
+	if (fstatfs(fd, &sf) == 0)
+		for (i = 0; i < sizeof pseudo_fs / sizeof pseudo_fs[0]; i++)
+			if ((unsigned long)sf.f_type == pseudo_fs[i].magic)
+				return pseudo_fs[i].name;
+	fstype_of(fd, type, sizeof type);
+	return strcmp(type, "devtmpfs") == 0 ? "devtmpfs" : NULL;
+}
+
+/*
+ * agentfsd's own folders, by device and inode (roots_init): the state folder
+ * (bots, changes, every mount point) and the bots' socket folder, which no
+ * root may be or lie in; and the folder of the control socket, which no root
+ * may be. A bot with one of them as a root would be handed the daemon's own
+ * files, or mounts inside its own view.
+ */
+static struct {
+	dev_t dev;
+	ino_t ino;
+	bool set;
+	bool below; /* a root beneath it is refused too */
+	const char *what;
+} own[3];
+
+static void own_note(int k, const char *path, bool below, const char *what)
+{
+	struct stat st;
+	int fd = open_folder(path);
+
+	own[k].set = fd >= 0 && fstat(fd, &st) == 0;
+	if (own[k].set) {
+		own[k].dev = st.st_dev;
+		own[k].ino = st.st_ino;
+	}
+	own[k].below = below;
+	own[k].what = what;
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * Which of agentfsd's own folders (own[]) the folder fd holds is, or lies
+ * in, or -1: the walk goes up by "..", through descriptors, never by the
+ * path's string.
+ */
+static int own_folder_of(int fd)
+{
+	struct stat st, up;
+	int cur = fd, next, depth, k, hit = -1;
+
+	for (depth = 0; depth < PATH_MAX / 2 && hit < 0; depth++) {
+		if (fstat(cur, &st) != 0)
+			break;
+		for (k = 0; k < 3; k++)
+			if (own[k].set && own[k].dev == st.st_dev && own[k].ino == st.st_ino &&
+			    (depth == 0 || own[k].below))
+				hit = k;
+		next = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (next < 0)
+			break;
+		if (fstat(next, &up) != 0 || (up.st_dev == st.st_dev && up.st_ino == st.st_ino)) {
+			close(next); /* "/" */
+			break;
+		}
+		if (cur != fd)
+			close(cur);
+		cur = next;
+	}
+	if (cur != fd)
+		close(cur);
+	return hit;
+}
+
+/*
+ * May the folder at path, which fd holds, be a bot's root? 0, or -errno
+ * with why in words (for a bad_path error).
+ */
+int root_allowed(int fd, const char *path, char *why, size_t len)
+{
+	const char *what;
+	int k;
+
+	if (on_agentfs(fd)) {
+		snprintf(why, len, "%s is inside an agentfs mount (a bot's view); give the real folder",
+			 path);
+		return -EINVAL;
+	}
+	if ((what = pseudo_fs_of(fd)) != NULL) {
+		snprintf(why, len,
+			 "%s is on a %s file system, a kernel interface, not files: a bot's root "
+			 "must be an ordinary folder",
+			 path, what);
+		return -EINVAL;
+	}
+	if ((k = own_folder_of(fd)) >= 0) {
+		snprintf(why, len, "%s is%s agentfsd's own %s: give a folder of your own", path,
+			 own[k].below ? ", or lies in," : "", own[k].what);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* Job thread, while a root is scanned: note how far, for progress_send on the loop. */
 static void job_progress(void *arg, unsigned long entries, unsigned long repos)
 {
@@ -231,12 +404,9 @@ void root_mount(struct job *j, struct bot *b, struct root *rt)
 		rt->error = strdup(j->msg);
 		return;
 	}
-	if (on_agentfs(fd)) {
+	if ((r = root_allowed(fd, rt->path, dir, sizeof dir)) != 0) {
 		close(fd);
-		job_seterr(j, EINVAL, "bad_path",
-			   "%s is inside an agentfs mount (a bot's view); "
-			   "give the real folder",
-			   rt->path);
+		job_seterr(j, -r, "bad_path", "%s", dir);
 		rt->error = strdup(j->msg);
 		return;
 	}
@@ -428,12 +598,25 @@ static void root_user(struct job *j, struct bot *b)
 		close(fd);
 }
 
-/* Job thread: mount every root; on failure leave nothing mounted. */
+/*
+ * Job thread: mount every root; on failure leave nothing mounted. A
+ * confined bot that would run as its folder's owner, root, is refused
+ * first: exec would never run it (a named or inherited root is refused on
+ * the loop, bot_new).
+ */
 void run_mount_bot(struct job *j)
 {
+	struct bot *b = j->bot;
 	size_t i;
 
-	root_user(j, j->bot);
+	root_user(j, b);
+	if (j->error == 0 && b->uid == 0 && b->sandbox != SANDBOX_DANGER_FULL_ACCESS) {
+		char owner[PATH_MAX + 16];
+
+		snprintf(owner, sizeof owner, "the owner of %s", b->folder);
+		job_seterr(j, EPERM, "forbidden", ROOT_BOT_REFUSED, b->name, owner);
+		return;
+	}
 	add_git_roots(j, j->bot);
 	for (i = 0; i < j->bot->nroots && j->error == 0; i++)
 		root_mount(j, j->bot, &j->bot->roots[i]);
@@ -458,6 +641,19 @@ void run_restore_bot(struct job *j)
 
 int roots_init(char *err, size_t errlen)
 {
+	char *dir = strdup(ds.cfg->socket_path), *sd = NULL;
+
+	if (dir == NULL || strrchr(dir, '/') == NULL || asprintf(&sd, "%s.d", ds.cfg->socket_path) < 0) {
+		free(dir);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	*strrchr(dir, '/') = '\0';
+	own_note(0, ds.cfg->state_dir, true, "state folder");
+	own_note(1, sd, true, "folder of the bots' sockets");
+	own_note(2, dir[0] != '\0' ? dir : "/", false, "folder of the control socket");
+	free(dir);
+	free(sd);
 	ds.prog_ev = event_new(ds.base, -1, 0, progress_send, NULL);
 	if (ds.prog_ev == NULL) {
 		snprintf(err, errlen, "out of memory");

@@ -27,7 +27,7 @@ fi
 # --- global options after the command; list for ls -------------------------------------------
 mkdir -p "$T/work" "$T/extra"
 daemon_start || bail_out "agentfsd did not start"
-expect_ok "create c1" "$(afs --json create c1 "$T/work")"
+expect_ok "create c1" "$(afs --json create --user 65534 c1 "$T/work")"
 is "$("$AGENTFS" ls --socket "$D_SOCK" --json | jget 'bots.*.name')" c1 \
 	"ls --socket PATH --json: the global options after the command"
 is "$("$AGENTFS" ls --json --socket="$D_SOCK" | jget 'bots.*.name')" c1 \

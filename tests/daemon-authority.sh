@@ -21,8 +21,8 @@ ln -s "$T/other" "$T/a/escape"
 
 daemon_start || bail_out "agentfsd did not start"
 
-expect_ok "operator creates A in \$T/a" "$(afs --json create A "$T/a")"
-expect_ok "operator creates B in \$T/b" "$(afs --json create B "$T/b")"
+expect_ok "operator creates A in \$T/a" "$(afs --json create --user 65534 A "$T/a")"
+expect_ok "operator creates B in \$T/b" "$(afs --json create --user 65534 B "$T/b")"
 
 # --- a child inside the bot's folder ----------------------------------------
 r=$(as A create c1 "$T/a/sub")
@@ -100,9 +100,9 @@ is "$(afs --json ls | names)" "B " "only B is left"
 check "the state file is valid JSON" state_valid
 
 # --- resent create -------------------------------------------------------------
-r1=$(afs --json create R1 "$T/b/r" --id resend-1)
+r1=$(afs --json create --user 65534 R1 "$T/b/r" --id resend-1)
 expect_ok "create R1 with id resend-1" "$r1"
-r2=$(afs --json create R1 "$T/b/r" --id resend-1)
+r2=$(afs --json create --user 65534 R1 "$T/b/r" --id resend-1)
 expect_ok "the same create resent (same id, same caller) succeeds" "$r2"
 is "$(printf '%s' "$r2" | jget bot.name) $(printf '%s' "$r2" | jget bot.created)" \
 	"R1 $(printf '%s' "$r1" | jget bot.created)" "the resend returns the bot the first made"
@@ -110,10 +110,10 @@ is "$(printf '%s' "$r2" | jget id)" resend-1 "the resend's reply echoes its id"
 is "$(afs --json ls | names)" "B R1 " "there is one R1"
 expect_error "the same id from another caller (B)" exists \
 	"$(as B create R1 "$T/b/r" --id resend-1)"
-expect_error "a new id for an existing name" exists "$(afs --json create R1 "$T/b/r" --id resend-2)"
+expect_error "a new id for an existing name" exists "$(afs --json create --user 65534 R1 "$T/b/r" --id resend-2)"
 
 # --- resent fork after its source is gone ----------------------------------------
-expect_ok "create S" "$(afs --json create S "$T/s")"
+expect_ok "create S" "$(afs --json create --user 65534 S "$T/s")"
 r1=$(afs --json fork S Sf --id fork-1)
 expect_ok "fork S as Sf with id fork-1" "$r1"
 expect_ok "delete S" "$(afs --json rm S)"
@@ -140,7 +140,7 @@ is "$(mount_points B)" "$D_MNT/B/0 " "the removed root is detached"
 is "$(mounts_in "$D_MNT/B" | awk '{ print $1 }')" "$idB" "B's folder kept its mount"
 
 # --- configure applies to the live mount ---------------------------------------
-expect_ok "create RO read-only" "$(afs --json create RO "$T/ro" --sandbox read-only)"
+expect_ok "create RO read-only" "$(afs --json create --user 65534 RO "$T/ro" --sandbox read-only)"
 is "$(afs --json show RO | jget bot.mounts.0.access)" ro "RO's folder is mounted ro"
 kflags() { awk -v p="$D_MNT/RO/0" '$2 == p { split($4, o, ","); print o[1] }' /proc/self/mounts; }
 is "$(kflags)" ro "/proc/mounts shows RO's mount ro"

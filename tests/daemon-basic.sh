@@ -35,7 +35,7 @@ expect_error "version with protocol 99" unsupported_protocol "$r"
 is "$(printf '%s' "$r" | jget id)" 7 "the error echoes a numeric id"
 
 # --- create and show --------------------------------------------------------
-r=$(afs --json create b1 "$T/work" --id basic-1)
+r=$(afs --json create --user 65534 b1 "$T/work" --id basic-1)
 expect_ok "create b1" "$r"
 s=$(afs --json show b1)
 is "$(printf '%s' "$s" | jget bot.mounts.0.state)" mounted "show: b1's folder is mounted"
@@ -66,7 +66,7 @@ rm -rf "$T/work/modes.d" "$T/work/modes.f"
 is "$(cat "$D_MNT/b1/0/host.txt" 2>/dev/null)" fromhost "a host file reads through the mount"
 
 # --- ls and status ----------------------------------------------------------
-expect_ok "create b2" "$(afs --json create b2 "$T/work2")"
+expect_ok "create b2" "$(afs --json create --user 65534 b2 "$T/work2")"
 is "$(afs --json ls | jget 'bots.*.name' | sort | tr '\n' ' ')" "b1 b2 " "ls --json lists b1 and b2"
 out=$(afs ls)
 printf '%s\n' "$out" | grep -q "^b1 .*$T/work\$" && ok "ls (text) shows b1 and its folder" ||
@@ -167,7 +167,7 @@ if "$AGENTFSD" --socket "$cs" --state "$T/cfgstate" --config "$T/cfg.json"; then
 	r=$(cafs --json status)
 	is "$(printf '%s' "$r" | jget workers)" 2 "status reports the configured workers"
 	is "$(printf '%s' "$r" | jget poll_us)" 0 "status reports poll_us 0 (workers never poll)"
-	expect_ok "create a bot under that config" "$(cafs --json create cb "$T/cfgwork")"
+	expect_ok "create a bot under that config" "$(cafs --json create --user 65534 cb "$T/cfgwork")"
 	echo cfg >"$T/cfgstate/mnt/cb/0/f" 2>/dev/null
 	is "$(cat "$T/cfgwork/f" 2>&1)" cfg "its mount serves writes"
 	expect_ok "shutdown of the configured daemon" "$(cafs --json shutdown)"
@@ -182,8 +182,8 @@ mkdir -p "$T/busy" "$T/calm"
 echo calm >"$T/calm/f"
 if "$AGENTFSD" --socket "$cs" --state "$T/cfgstate" --config "$T/cfg.json"; then
 	is "$(cafs --json status | jget poll_us)" 10000 "status reports a configured poll_us 10000"
-	expect_ok "create a busy bot" "$(cafs --json create busy "$T/busy")"
-	expect_ok "create a calm bot" "$(cafs --json create calm "$T/calm")"
+	expect_ok "create a busy bot" "$(cafs --json create --user 65534 busy "$T/busy")"
+	expect_ok "create a calm bot" "$(cafs --json create --user 65534 calm "$T/calm")"
 	: >"$T/busy/x"
 	# open and close without pause: OPEN and RELEASE requests back to back
 	(end=$((SECONDS + 8)); while [ $SECONDS -lt $end ]; do

@@ -21,8 +21,8 @@ echo keep >"$T/w/dir/inner"
 echo keep >"$T/w/untouched"
 
 daemon_start || bail_out "agentfsd did not start"
-expect_ok "create W" "$(afs --json create W "$T/w")"
-expect_ok "create O" "$(afs --json create O "$T/o")"
+expect_ok "create W" "$(afs --json create --user 65534 W "$T/w")"
+expect_ok "create O" "$(afs --json create --user 65534 O "$T/o")"
 M="$D_MNT/W/0"
 
 is "$(changes W)" "" "a new bot changed nothing"
@@ -123,7 +123,7 @@ if wait_until 5 eval '[ ! -e "$D_STATE/changes/W.json" ]'; then
 else
 	not_ok "its saved changes are removed (by the saver thread, within a second)"
 fi
-expect_ok "create W again" "$(afs --json create W "$T/w")"
+expect_ok "create W again" "$(afs --json create --user 65534 W "$T/w")"
 is "$(changes W)" "" "a new bot of the same name starts with nothing"
 
 # --- bounded: past max_changes, only counted ----------------------------------------------
@@ -132,7 +132,7 @@ daemon_wait_gone 10 || bail_out "agentfsd did not stop"
 printf '{"max_changes": 20, "group": ""}\n' >"$T/cfg.json"
 daemon_start --config "$T/cfg.json" || bail_out "agentfsd did not start with max_changes"
 mkdir -p "$T/many"
-expect_ok "create M (max_changes 20)" "$(afs --json create M "$T/many")"
+expect_ok "create M (max_changes 20)" "$(afs --json create --user 65534 M "$T/many")"
 for i in $(seq 30); do : >"$D_MNT/M/0/f$i"; done
 r=$(afs --json changes M)
 is "$(printf '%s' "$r" | jget 'changes.#')" 20 "20 paths are kept"

@@ -29,8 +29,8 @@ fi
 wait_until 10 answers "$D_SOCK" || bail_out "agentfsd -f did not start"
 D_PID=$(daemon_pids "$D_SOCK" | head -n 1)
 
-expect_ok "create A" "$(afs --json create A "$T/a")"
-expect_ok "create B" "$(afs --json create B "$T/b")"
+expect_ok "create A" "$(afs --json create --user 65534 A "$T/a")"
+expect_ok "create B" "$(afs --json create --user 65534 B "$T/b")"
 expect_ok "A creates its child K" "$(as A create K "$T/a/kid")"
 MA="$D_MNT/A/0"
 

@@ -79,7 +79,7 @@ grep -q setgroups "$T/faults" 2>/dev/null && ok "the setgroups fault was hit" ||
 is "$(as "$usr" --json ls | jget 'bots.#')" 0 "no bot was made"
 is "$(mounts_in "$D_MNT" | wc -l)" 0 "nothing was mounted"
 expect_ok "root's requests take no identity and still work" \
-	"$(afs --json create B "$T/b" --writable "$T/bw")"
+	"$(afs --json create --user 65534 B "$T/b" --writable "$T/bw")"
 
 # consistent: B's mounts in show (state mounted) are the fuse.agentfs mounts
 # under its mount folder, no more, no fewer.
@@ -173,7 +173,7 @@ consistent && ok "at the end, show and the mount table agree" ||
 mkdir -p "$T/p/k"
 family()
 {
-	[ "$(afs --json create P "$T/p" | jget ok)" = true ] &&
+	[ "$(afs --json create --user 65534 P "$T/p" | jget ok)" = true ] &&
 		[ "$(AGENT_SOCKET="$D_SOCK.d/P.sock" "$AGENTFS_BIN" --json create K "$T/p/k" |
 			jget ok)" = true ]
 }

@@ -35,23 +35,23 @@ printf 'not a gitdir line\n' >"$T/junk/.git"
 
 daemon_start || bail_out "agentfsd does not start"
 
-expect_ok "create a bot over a linked worktree" "$(afs --json create wt "$T/wt")"
+expect_ok "create a bot over a linked worktree" "$(afs --json create --user 65534 wt "$T/wt")"
 is "$(roots wt)" "$(printf '%s\n' "$T/main/.git" "$T/wt" | sort)" \
 	"its roots: the worktree and the common folder (its own git folder is inside)"
-expect_ok "create a bot over a folder with a separate git folder" "$(afs --json create sep "$T/sep")"
+expect_ok "create a bot over a folder with a separate git folder" "$(afs --json create --user 65534 sep "$T/sep")"
 is "$(roots sep)" "$(printf '%s\n' "$T/sep" "$T/sepgit" | sort)" "its roots: the folder and the git folder"
-expect_ok "create a bot over a folder whose .git is a symlink" "$(afs --json create lnk "$T/lnk")"
+expect_ok "create a bot over a folder whose .git is a symlink" "$(afs --json create --user 65534 lnk "$T/lnk")"
 is "$(roots lnk)" "$(printf '%s\n' "$T/lnk" "$T/main/.git" | sort)" "its roots: the folder and the link's target"
 
 for f in fifo big junk; do
-	r=$(timeout 20 "$AGENTFS_BIN" --socket "$D_SOCK" --json create "$f" "$T/$f")
+	r=$(timeout 20 "$AGENTFS_BIN" --socket "$D_SOCK" --json create --user 65534 "$f" "$T/$f")
 	expect_ok "create a bot over a folder whose .git is $f" "$r"
 	is "$(roots "$f")" "$T/$f" "$f: no other root"
 done
 
 # A bot's bot gets only git folders within its maker's roots.
 mkdir -p "$T/lead"
-expect_ok "create lead over a folder that holds no git folder" "$(afs --json create lead "$T/lead")"
+expect_ok "create lead over a folder that holds no git folder" "$(afs --json create --user 65534 lead "$T/lead")"
 git -C "$T/main" worktree add -q "$T/lead/wt2" 2>/dev/null || bail_out "cannot add a worktree"
 r=$(AGENT_SOCKET="$D_SOCK.d/lead.sock" "$AGENTFS_BIN" --json create kid "$T/lead/wt2")
 expect_ok "lead makes a bot over a worktree in its folder" "$r"

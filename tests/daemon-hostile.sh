@@ -13,7 +13,7 @@ echo x >"$T/afile"
 # create_req NAME FOLDER [MORE-JSON-FIELDS]: a create request line
 create_req()
 {
-	printf '{"op":"create","name":"%s","folder":"%s"%s}' "$1" "$2" "${3:+,$3}"
+	printf '{"op":"create","name":"%s","folder":"%s","user":"65534"%s}' "$1" "$2" "${3:+,$3}"
 }
 
 bot_count()

@@ -16,7 +16,7 @@ done
 daemon_start || bail_out "agentfsd did not start"
 
 # the protocol: progress lines first, then the reply
-out=$(printf '%s\n' '{"op":"create","name":"P1","folder":"'"$T"'/big","progress":true,"id":"p1"}' |
+out=$(printf '%s\n' '{"op":"create","name":"P1","folder":"'"$T"'/big","user":"65534","progress":true,"id":"p1"}' |
 	"$DCLIENT" pipe "$D_SOCK" 2)
 first=$(printf '%s\n' "$out" | head -n 1)
 is "$(printf '%s' "$first" | jget progress.root)" "$T/big" "the first line is progress for the root"
@@ -28,10 +28,10 @@ else
 fi
 is "$(printf '%s' "$first" | jget progress.repos)" 3 "and the repositories found"
 expect_ok "without progress, the reply alone" \
-	"$(raw '{"op":"create","name":"P2","folder":"'"$T"'/big"}')"
+	"$(raw '{"op":"create","name":"P2","folder":"'"$T"'/big","user":"65534"}')"
 
 # the client: on a terminal only
-script -qec "'$AGENTFS' --socket '$D_SOCK' create P3 '$T/big'" /dev/null >"$T/tty.out" 2>&1
+script -qec "'$AGENTFS' --socket '$D_SOCK' create --user 65534 P3 '$T/big'" /dev/null >"$T/tty.out" 2>&1
 if grep -aqE "scanning $T/big: [0-9]+ entries, 3 repositories" "$T/tty.out"; then
 	ok "on a terminal, the client shows the scan's progress"
 else
@@ -44,7 +44,7 @@ if [ "${last:-0}" -gt 5000 ]; then
 else
 	not_ok "its last line has the whole tree (${last:-none})"
 fi
-"$AGENTFS" --socket "$D_SOCK" create P4 "$T/big" >"$T/plain.out" 2>"$T/plain.err"
+"$AGENTFS" --socket "$D_SOCK" create --user 65534 P4 "$T/big" >"$T/plain.out" 2>"$T/plain.err"
 is "$(cat "$T/plain.err")" "" "not on a terminal, nothing on stderr"
 is "$(sed -n 1p "$T/plain.out")" "name            P4" "and the reply as always"
 

@@ -21,8 +21,8 @@ for i in $(seq 0 $((ROUNDS - 1))); do
 done
 
 daemon_start || bail_out "agentfsd did not start"
-expect_ok "operator creates A over the folder" "$(afs --json create A "$S")"
-expect_ok "operator creates B over the same folder" "$(afs --json create B "$S")"
+expect_ok "operator creates A over the folder" "$(afs --json create --user 65534 A "$S")"
+expect_ok "operator creates B over the same folder" "$(afs --json create --user 65534 B "$S")"
 MA=$(mounts_in "$D_MNT/A" | awk 'NR == 1 { print $2 }')
 MB=$(mounts_in "$D_MNT/B" | awk 'NR == 1 { print $2 }')
 [ -d "$MA/q0" ] && [ -d "$MB/q0" ] || bail_out "the bots' roots are not mounted"

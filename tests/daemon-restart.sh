@@ -19,8 +19,8 @@ mkdir -p "$T/w1/x" "$T/w2" "$T/w3" "$T/w4" "$T/w5" "$T/w6/c" "$T/gone"
 echo content >"$T/w1/file"
 
 daemon_start || bail_out "agentfsd did not start"
-expect_ok "create k1" "$(afs --json create k1 "$T/w1")"
-expect_ok "create k2 with an extra writable root" "$(afs --json create k2 "$T/w2" --writable "$T/w3")"
+expect_ok "create k1" "$(afs --json create --user 65534 k1 "$T/w1")"
+expect_ok "create k2 with an extra writable root" "$(afs --json create --user 65534 k2 "$T/w2" --writable "$T/w3")"
 expect_ok "k1 creates kc" "$(as k1 create kc "$T/w1/x")"
 want_mounts=$(printf '%s\n' "$D_MNT/k1/0" "$D_MNT/k2/0" "$D_MNT/k2/1" "$D_MNT/kc/0" | sort)
 is "$(mount_points)" "$want_mounts" "four mounts: k1, k2 (two roots), kc"
@@ -68,7 +68,7 @@ is "$(mount_points)" "$want_mounts" "after a second crash and restart: still one
 is "$(timeout 5 cat "$D_MNT/k1/0/file" 2>&1)" content "and k1's mount answers"
 
 # --- ttl ------------------------------------------------------------------------
-r=$(afs --json create t1 "$T/w4" --ttl 2)
+r=$(afs --json create --user 65534 t1 "$T/w4" --ttl 2)
 expect_ok "create t1 with --ttl 2" "$r"
 is "$(printf '%s' "$r" | jget bot.ttl)" 2 "t1's ttl is 2"
 e=$(printf '%s' "$r" | jget bot.expires)
@@ -91,7 +91,7 @@ is "$(jget 'bots.*.name' <"$D_STATE/bots.json" | sort | tr '\n' ' ')" "k1 k2 kc 
 	"the state file no longer holds t1"
 
 # --- ttl across a crash ------------------------------------------------------------
-expect_ok "create t2 with --ttl 3" "$(afs --json create t2 "$T/w5" --ttl 3)"
+expect_ok "create t2 with --ttl 3" "$(afs --json create --user 65534 t2 "$T/w5" --ttl 3)"
 daemon_kill9
 daemon_start || not_ok "agentfsd starts after t2 was made"
 if wait_until 8 eval '[ "$(afs --json show t2 | jget error.code)" = not_found ]'; then
@@ -104,7 +104,7 @@ is "$(mounts_in "$D_MNT/t2" | wc -l)" 0 "t2's mount is gone"
 is "$(mount_points)" "$want_mounts" "the other mounts are all there, once each"
 
 # --- a ttl takes the bot's children with it ------------------------------------------
-expect_ok "create t3 with --ttl 2" "$(afs --json create t3 "$T/w6" --ttl 2)"
+expect_ok "create t3 with --ttl 2" "$(afs --json create --user 65534 t3 "$T/w6" --ttl 2)"
 expect_ok "t3 creates t3c (no ttl)" "$(as t3 create t3c "$T/w6/c")"
 if wait_until 6 eval '[ "$(afs --json show t3c | jget error.code)" = not_found ]'; then
 	ok "t3c goes when t3 expires"
@@ -116,7 +116,7 @@ is "$(mounts_in "$D_MNT/t3" | wc -l) $(mounts_in "$D_MNT/t3c" | wc -l)" "0 0" "b
 [ ! -e "$D_SOCK.d/t3c.sock" ] && ok "t3c's socket is gone" || not_ok "t3c's socket is gone"
 
 # --- a folder that vanished while the daemon was down ----------------------------------
-expect_ok "create g on a folder" "$(afs --json create g "$T/gone")"
+expect_ok "create g on a folder" "$(afs --json create --user 65534 g "$T/gone")"
 daemon_kill9
 rm -rf "$T/gone"
 if daemon_start; then ok "agentfsd starts when a bot's folder is gone"; else not_ok "agentfsd starts when a bot's folder is gone"; fi

@@ -14,8 +14,8 @@ FCLIENT="$top_builddir/tests/fault-client"
 printf '{"max_clients": 64, "max_bots": 12, "group": ""}\n' >"$T/cfg.json"
 mkdir -p "$T/lead" "$T/other" "$T/third" "$T/op"
 daemon_start --config "$T/cfg.json" || bail_out "agentfsd did not start"
-expect_ok "create lead" "$(afs --json create lead "$T/lead")"
-expect_ok "create other" "$(afs --json create other "$T/other")"
+expect_ok "create lead" "$(afs --json create --user 65534 lead "$T/lead")"
+expect_ok "create other" "$(afs --json create --user 65534 other "$T/other")"
 
 
 # --- bots: with max_bots 12, a family (an operator-made bot and what it made)
@@ -36,15 +36,15 @@ for c in o1 o2 o3; do
 	mkdir -p "$T/other/$c"
 	expect_ok "other makes $c (its own family)" "$(as other create "$c" "$T/other/$c")"
 done
-expect_ok "operator makes third" "$(afs --json create third "$T/third")"
+expect_ok "operator makes third" "$(afs --json create --user 65534 third "$T/third")"
 mkdir -p "$T/third/t1"
 r=$(as third create t1 "$T/third/t1")
 expect_error "third's first child is refused: the rest is the operator's" limit "$r"
 for c in p1 p2 p3; do
 	mkdir -p "$T/op/$c"
-	expect_ok "the operator still makes $c" "$(afs --json create "$c" "$T/op/$c")"
+	expect_ok "the operator still makes $c" "$(afs --json create --user 65534 "$c" "$T/op/$c")"
 done
-expect_error "the thirteenth bot is refused" limit "$(afs --json create p4 "$T/op")"
+expect_error "the thirteenth bot is refused" limit "$(afs --json create --user 65534 p4 "$T/op")"
 for c in l1 l2 l3 o1 o2 o3 third p1 p2 p3; do
 	afs rm "$c" >/dev/null
 done
@@ -88,7 +88,7 @@ expect_ok "shutdown" "$(afs --json shutdown)"
 daemon_wait_gone 10
 (ulimit -n 1024 && daemon_start --config "$T/cfg.json") || bail_out "agentfsd did not start again"
 D_PID=$(daemon_pids "$D_SOCK" | head -n 1)
-expect_ok "create hog" "$(mkdir -p "$T/hog"; afs --json create hog "$T/hog")"
+expect_ok "create hog" "$(mkdir -p "$T/hog"; afs --json create --user 65534 hog "$T/hog")"
 MH=$(mounts_in "$D_MNT/hog" | awk 'NR == 1 { print $2 }')
 MO=$(mounts_in "$D_MNT/other" | awk 'NR == 1 { print $2 }')
 for i in $(seq 200); do echo "$i" >"$T/hog/f$i"; done

@@ -24,8 +24,8 @@ WT="$T/a/b/c/d/wt"
 echo hi >"$WT/a.txt"
 
 daemon_start || bail_out "agentfsd does not start"
-expect_ok "create A over the linked worktree" "$(afs --json create A "$WT")"
-expect_ok "create B over the main repository" "$(afs --json create B "$T/main")"
+expect_ok "create A over the linked worktree" "$(afs --json create --user 65534 A "$WT")"
+expect_ok "create B over the main repository" "$(afs --json create --user 65534 B "$T/main")"
 
 # mount_with BOT FILE: the mount of BOT whose root holds FILE
 mount_with()

@@ -20,7 +20,8 @@ DAEMON_TESTS = \
 	tests/daemon-changes.sh \
 	tests/daemon-progress.sh \
 	tests/cli-conv.sh \
-	tests/daemon-operators.sh
+	tests/daemon-operators.sh \
+	tests/daemon-roots.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
 

@@ -48,12 +48,24 @@ is "$(ex u1 -- sh -c 'echo x >"$1"' sh "$R0/no" </dev/null 2>&1 | grep -c 'Read-
 	"a folder outside the roots stays unwritable"
 
 # --- root is refused -------------------------------------------------------------
-check "create r0 over a root-owned folder" afs create r0 "$R0" --sandbox workspace-write
-is "$(afs --json show r0 | jget bot.uid)" 0 "r0's user is root (the folder's owner)"
+out=$(afs create r0 "$R0" --sandbox workspace-write 2>&1)
+like "$out" "forbidden: bot r0 would run as root \\(the owner of $R0\\).*--user" \
+	"create r0 over a root-owned folder is refused, saying how to fix it"
+# A confined root bot can still come from a state file written before create
+# refused them: exec refuses it in the same words.
+check "create r0 over the root-owned folder, danger-full-access" \
+	afs create r0 "$R0" --sandbox danger-full-access
+expect_ok "shutdown" "$(afs --json shutdown)"
+daemon_wait_gone 10
+sed -i 's/"danger-full-access"/"workspace-write"/' "$D_STATE/bots.json"
+daemon_start || bail_out "agentfsd did not start again"
+is "$(afs --json show r0 | jget bot.sandbox):$(afs --json show r0 | jget bot.uid)" workspace-write:0 \
+	"r0 came back from the state file confined, as root"
 out=$(ex r0 -- sh -c 'touch "$1/ran"' sh "$R0" </dev/null 2>&1)
 rc=$?
-like "$out" "would run as root.*--user" "exec of a root bot is refused, saying how to fix it"
-[ "$rc" -ne 0 ] && [ ! -e "$R0/ran" ] && ok "nothing ran (status $rc)" || not_ok "nothing ran (status $rc)"
+like "$out" "bot r0 would run as root \\(the owner of $R0\\): a bot runs as root only with sandbox danger-full-access.*--user" \
+	"exec of a root bot is refused, saying how to fix it"
+[ "$rc" -eq 125 ] && [ ! -e "$R0/ran" ] && ok "nothing ran (status $rc)" || not_ok "nothing ran (status $rc)"
 check "create r1 over the root-owned folder --user $EX_USER" \
 	afs create r1 "$R0" --sandbox workspace-write --user "$EX_USER"
 is "$(ex r1 -- id -un </dev/null 2>&1)" "$EX_USER" "r1 runs as $EX_USER"

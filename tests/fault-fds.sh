@@ -55,7 +55,7 @@ D_PID=$(daemon_pids "$D_SOCK" | head -n 1)
 [ -n "$D_PID" ] || bail_out "no agentfsd pid"
 is "$(awk '/^Max open files/ { print $4 ":" $5 }' "/proc/$D_PID/limits")" "$LIMIT:$LIMIT" \
 	"agentfsd runs with a limit of $LIMIT open files"
-expect_ok "create a bot" "$(afs --json create b0 "$T/w0")"
+expect_ok "create a bot" "$(afs --json create --user 65534 b0 "$T/w0")"
 fds0=$(nfds)
 diag "the daemon holds $fds0 descriptors with one bot"
 

@@ -26,7 +26,7 @@ us_to_ms()
 
 daemon_start || bail_out "agentfsd did not start"
 pid0=$D_PID
-expect_ok "create a bot (so list replies have a body)" "$(afs --json create b "$T/w")"
+expect_ok "create a bot (so list replies have a body)" "$(afs --json create --user 65534 b "$T/w")"
 fds0=$(ls "/proc/$pid0/fd" | wc -l)
 
 # --- baseline ----------------------------------------------------------------------

@@ -44,7 +44,7 @@ state_names()
 
 daemon_start || bail_out "agentfsd did not start"
 for b in s1 s2 s3; do
-	expect_ok "create $b" "$(afs --json create "$b" "$T/w/$b")"
+	expect_ok "create $b" "$(afs --json create --user 65534 "$b" "$T/w/$b")"
 done
 
 # --- the workload ------------------------------------------------------------------
@@ -65,7 +65,7 @@ workload()
 		k=$((i % NCHURN + 1))
 		s=$((i % 3 + 1))
 		case $((i % 5)) in
-		0 | 1) timeout 5 "$AGENTFS" --socket "$D_SOCK" create "c$k" "$T/c/c$k" --id "r$i" ;;
+		0 | 1) timeout 5 "$AGENTFS" --socket "$D_SOCK" create --user 65534 "c$k" "$T/c/c$k" --id "r$i" ;;
 		2) timeout 5 "$AGENTFS" --socket "$D_SOCK" configure "c$k" --network --ttl 0 ;;
 		3) timeout 5 "$AGENTFS" --socket "$D_SOCK" fork "s$s" "c$k" ;;
 		4) timeout 5 "$AGENTFS" --socket "$D_SOCK" rm "c$k" ;;

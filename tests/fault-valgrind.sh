@@ -23,7 +23,7 @@ echo data >"$T/p/f"
 
 create_req()
 {
-	printf '{"op":"create","name":"%s","folder":"%s"%s}' "$1" "$2" "${3:+,$3}"
+	printf '{"op":"create","name":"%s","folder":"%s","user":"65534"%s}' "$1" "$2" "${3:+,$3}"
 }
 
 vanished_create_done()
@@ -36,10 +36,10 @@ vanished_create_done()
 # the daemon under valgrind loads them from the state file, so the bot code
 # runs under valgrind even where valgrind cannot make a mount.
 daemon_start || bail_out "agentfsd did not start"
-expect_ok "(plain daemon) create k1" "$(afs --json create k1 "$T/w")"
+expect_ok "(plain daemon) create k1" "$(afs --json create --user 65534 k1 "$T/w")"
 expect_ok "(plain daemon) k1 creates kc" \
 	"$("$DCLIENT" req "$D_SOCK.d/k1.sock" "$(create_req kc "$T/w/sub")")"
-expect_ok "(plain daemon) create t1 with a ttl" "$(afs --json create t1 "$T/v" --ttl 600)"
+expect_ok "(plain daemon) create t1 with a ttl" "$(afs --json create --user 65534 t1 "$T/v" --ttl 600)"
 expect_ok "(plain daemon) shutdown" "$(afs --json shutdown)"
 daemon_wait_gone 10
 # t1's time is up while no daemon runs: the next one expires it at once
