@@ -9,7 +9,7 @@
 mkdir -p "$T/a/sub" "$T/b"
 daemon_start || bail_out "agentfsd did not start"
 
-r=$(afs --json create A "$T/a" --pod team-1/agent --pod team-1/agent --pod ops/ci.bot)
+r=$(afs --json create --user 65534 A "$T/a" --pod team-1/agent --pod team-1/agent --pod ops/ci.bot)
 expect_ok "the operator creates A with two pods (one given twice)" "$r"
 is "$(printf '%s' "$r" | jget bot.pods.0)" \
 	team-1/agent "A's first pod"
@@ -62,7 +62,7 @@ r=$(raw '{"op":"exec_plan","name":"B0","pod":"team-1/agent"}')
 expect_error "exec_plan for an unknown bot" not_found "$r"
 expect_error "exec_plan with a malformed pod" bad_value \
 	"$(raw '{"op":"exec_plan","name":"A","pod":"team-1"}')"
-expect_ok "the operator creates B with no pods" "$(afs --json create B "$T/b")"
+expect_ok "the operator creates B with no pods" "$(afs --json create --user 65534 B "$T/b")"
 r=$(raw '{"op":"exec_plan","name":"B","pod":"team-1/agent"}')
 expect_error "exec_plan for a bot that names no pods" forbidden "$r"
 like "$(printf '%s' "$r" | jget error.message)" 'names no pods: .agentfs configure B --pod' \
