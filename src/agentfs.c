@@ -220,6 +220,7 @@ int main(int argc, char **argv)
 			return cmd_exec(socket_path, argc - a, argv + a);
 		return cmd_client(socket_path, json, argc - a, argv + a);
 	}
-	fprintf(stderr, "agentfs: unknown command '%s' (see agentfs --help)\n", cli_escape(argv[a]));
+	fprintf(stderr, "agentfs: unknown command '%s' (see agentfs --help)\n",
+		cli_escape(argv[a]));
 	return EXIT_AGENTFS;
 }

@@ -171,10 +171,17 @@ int cmd_umount(int argc, char **argv);
 /* cmd-audit.c */
 int cmd_audit(int argc, char **argv);
 
-/* client.c */
+/* cmd-bots.c */
 int cmd_client(const char *socket_path, bool json, int argc, char **argv);
+
+/* client.c */
+/* Where agentfs exec binds agentfs itself inside a sandbox (bwrap's own /dev). */
+#define EXEC_SELF "/dev/.agentfs-exec"
 cJSON *client_request(const char *socket_path, cJSON *req);
+char *client_exchange(const char *path, const char *text);
 int client_connect(const char *path);
+const char *client_daemon_fate(const char *path);
+void client_lost(const char *path) __attribute__((noreturn));
 int client_error(const cJSON *rep, const char *raw);
 
 /* cmd-log.c */

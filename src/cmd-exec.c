@@ -84,8 +84,6 @@ static void become_user(const char *bot, uid_t uid)
 	exec_become(&id);
 }
 
-/* Where agentfs is found inside a sandbox (bwrap's own /dev). */
-#define EXEC_SELF "/dev/.agentfs-exec"
 
 struct live_query {
 	uint64_t id;

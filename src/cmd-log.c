@@ -90,6 +90,36 @@ static void print_event(const cJSON *o)
 	printf("%s\n", line);
 }
 
+/*
+ * A --follow stream ended, which it never does while the daemon and the bot
+ * are there: say why. The bot deleted (its last event says so) ends it
+ * normally; a daemon that stopped or restarted, or that cut the stream
+ * (a reader too slow), is agentfs failing: EXIT_AGENTFS.
+ */
+static int follow_ended(const char *socket_path, const char *bot, bool own, const char *last_type)
+{
+	const char *fate;
+
+	if ((bot != NULL || own) && strcmp(last_type, "bot_deleted") == 0) {
+		if (bot != NULL)
+			fprintf(stderr, "agentfs: bot %s was deleted: its log ends here\n",
+				cli_escape(bot));
+		else
+			fprintf(stderr, "agentfs: this bot was deleted: its log ends here\n");
+		return 0;
+	}
+	fate = client_daemon_fate(socket_path);
+	if (fate != NULL)
+		fprintf(stderr, "agentfs: agentfsd %s: the log ends here%s\n", fate,
+			strcmp(fate, "restarted") == 0 ? " (agentfs log --follow again follows "
+							 "the new one)"
+						       : "");
+	else
+		fprintf(stderr, "agentfs: agentfsd ended the stream (a reader that falls too "
+				"far behind is cut): the log ends here\n");
+	return EXIT_AGENTFS;
+}
+
 static int cmd_log(const char *socket_path, bool json, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -100,9 +130,11 @@ static int cmd_log(const char *socket_path, bool json, int argc, char **argv)
 	};
 	cleanup_cjson cJSON *req = cJSON_CreateObject();
 	cleanup_free char *text = NULL, *buf = NULL;
+	const char *bot = NULL, *as = getenv("AGENT_SOCKET");
+	char last_type[32] = "";
 	size_t cap = 0, len = 0;
 	char *line = NULL;
-	bool follow = false, first = true;
+	bool follow = false, first = true, own;
 	int c, fd;
 
 	optind = 1;
@@ -128,7 +160,8 @@ static int cmd_log(const char *socket_path, bool json, int argc, char **argv)
 		die_usage("log", "log takes at most one bot name");
 	cJSON_AddStringToObject(req, "op", "log");
 	if (argc - optind == 1)
-		cJSON_AddStringToObject(req, "name", argv[optind]);
+		cJSON_AddStringToObject(req, "name", bot = argv[optind]);
+	own = as != NULL && strcmp(as, socket_path) == 0; /* a bot's own log, on its socket */
 	if (follow)
 		cJSON_AddBoolToObject(req, "follow", true);
 	text = cJSON_PrintUnformatted(req);
@@ -163,6 +196,15 @@ static int cmd_log(const char *socket_path, bool json, int argc, char **argv)
 		} else if ((v = cJSON_GetObjectItemCaseSensitive(o, "event")) != NULL) {
 			print_event(v);
 		}
+		v = cJSON_GetObjectItemCaseSensitive(o, "event");
+		if (v == NULL)
+			v = cJSON_GetArrayItem(
+				cJSON_GetObjectItemCaseSensitive(o, "events"),
+				cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "events")) -
+					1);
+		if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(v, "type")))
+			snprintf(last_type, sizeof last_type, "%s",
+				 cJSON_GetObjectItemCaseSensitive(v, "type")->valuestring);
 		fflush(stdout);
 		first = false;
 		if (!follow)
@@ -170,7 +212,9 @@ static int cmd_log(const char *socket_path, bool json, int argc, char **argv)
 	}
 	close(fd);
 	if (first)
-		die("agentfsd closed the connection without a reply");
+		client_lost(socket_path);
+	if (follow)
+		return follow_ended(socket_path, bot, own, last_type);
 	return 0;
 }
 

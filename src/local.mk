@@ -5,7 +5,7 @@ src_libagentfs_common_a_SOURCES = src/agentfs.h src/util.c
 src_libagentfs_common_a_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 
 bin_PROGRAMS += src/agentfs
-src_agentfs_SOURCES = src/agentfs.c src/cmd-mount.c src/client.c src/cmd-exec.c \
+src_agentfs_SOURCES = src/agentfs.c src/cmd-mount.c src/client.c src/cmd-bots.c src/cmd-exec.c \
 	src/exec.h src/exec-as.c src/exec-env.c src/exec-guard.c src/exec-user.c src/cmd-audit.c src/cmd-log.c
 src_agentfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS)
 src_agentfs_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitguard.a \

@@ -188,25 +188,16 @@ static const struct {
 	unsigned long magic;
 	const char *name;
 } pseudo_fs[] = {
-	{PROC_SUPER_MAGIC, "proc"},
-	{SYSFS_MAGIC, "sysfs"},
-	{CGROUP_SUPER_MAGIC, "cgroup"},
-	{CGROUP2_SUPER_MAGIC, "cgroup2"},
-	{DEBUGFS_MAGIC, "debugfs"},
-	{TRACEFS_MAGIC, "tracefs"},
-	{SECURITYFS_MAGIC, "securityfs"},
-	{BPF_FS_MAGIC, "bpf"},
+	{PROC_SUPER_MAGIC, "proc"},	  {SYSFS_MAGIC, "sysfs"},
+	{CGROUP_SUPER_MAGIC, "cgroup"},	  {CGROUP2_SUPER_MAGIC, "cgroup2"},
+	{DEBUGFS_MAGIC, "debugfs"},	  {TRACEFS_MAGIC, "tracefs"},
+	{SECURITYFS_MAGIC, "securityfs"}, {BPF_FS_MAGIC, "bpf"},
 	{0x62656570, "configfs"}, /* fs/configfs/configfs_internal.h */
-	{PSTOREFS_MAGIC, "pstore"},
-	{EFIVARFS_MAGIC, "efivarfs"},
-	{DEVPTS_SUPER_MAGIC, "devpts"},
-	{0x19800202, "mqueue"}, /* ipc/mqueue.c */
-	{HUGETLBFS_MAGIC, "hugetlbfs"},
-	{0x65735543, "fusectl"}, /* fs/fuse/control.c */
-	{BINFMTFS_MAGIC, "binfmt_misc"},
-	{SELINUX_MAGIC, "selinuxfs"},
-	{SMACK_MAGIC, "smackfs"},
-	{NSFS_MAGIC, "nsfs"},
+	{PSTOREFS_MAGIC, "pstore"},	  {EFIVARFS_MAGIC, "efivarfs"},
+	{DEVPTS_SUPER_MAGIC, "devpts"},	  {0x19800202, "mqueue"},  /* ipc/mqueue.c */
+	{HUGETLBFS_MAGIC, "hugetlbfs"},	  {0x65735543, "fusectl"}, /* fs/fuse/control.c */
+	{BINFMTFS_MAGIC, "binfmt_misc"},  {SELINUX_MAGIC, "selinuxfs"},
+	{SMACK_MAGIC, "smackfs"},	  {NSFS_MAGIC, "nsfs"},
 	{AUTOFS_SUPER_MAGIC, "autofs"},
 };
 
@@ -328,7 +319,8 @@ int root_allowed(int fd, const char *path, char *why, size_t len)
 	int k;
 
 	if (on_agentfs(fd)) {
-		snprintf(why, len, "%s is inside an agentfs mount (a bot's view); give the real folder",
+		snprintf(why, len,
+			 "%s is inside an agentfs mount (a bot's view); give the real folder",
 			 path);
 		return -EINVAL;
 	}
@@ -413,8 +405,8 @@ void root_mount(struct job *j, struct bot *b, struct root *rt)
 	if (j->uid != 0 && (r = uid_may(j->uid, rt->path, fd, rt->writable ? W_OK : R_OK)) != 0) {
 		close(fd);
 		if (r == -EACCES)
-			job_seterr(j, EACCES, "forbidden", "%s: uid %u may not reach or %s it", rt->path,
-				   (unsigned)j->uid, rt->writable ? "write" : "read");
+			job_seterr(j, EACCES, "forbidden", "%s: uid %u may not reach or %s it",
+				   rt->path, (unsigned)j->uid, rt->writable ? "write" : "read");
 		else
 			job_seterr(j, EACCES, "forbidden",
 				   "%s: refused: cannot check uid %u's right to %s it (%s%s)",
@@ -643,7 +635,8 @@ int roots_init(char *err, size_t errlen)
 {
 	char *dir = strdup(ds.cfg->socket_path), *sd = NULL;
 
-	if (dir == NULL || strrchr(dir, '/') == NULL || asprintf(&sd, "%s.d", ds.cfg->socket_path) < 0) {
+	if (dir == NULL || strrchr(dir, '/') == NULL ||
+	    asprintf(&sd, "%s.d", ds.cfg->socket_path) < 0) {
 		free(dir);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;

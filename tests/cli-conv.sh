@@ -67,6 +67,32 @@ is "$(status_of afs log nosuch)" 125 "log of no such bot: exit 125"
 is "$(status_of afs changes nosuch)" 125 "changes of no such bot: exit 125"
 is "$(status_of "$AGENTFS" umount "$T/work")" 125 "umount of what is not an agentfs mount: exit 125"
 
+# --- several names for rm and show; ls -q --------------------------------------------------
+mkdir -p "$T/m1" "$T/m2" "$T/m1/kid"
+expect_ok "create m1" "$(afs --json create --user 65534 m1 "$T/m1")"
+expect_ok "create m2" "$(afs --json create --user 65534 m2 "$T/m2")"
+expect_ok "m1 makes m1kid" "$(as m1 create m1kid "$T/m1/kid")"
+is "$(afs ls -q | tr '\n' ' ')" "c1 m1 m2 m1kid " "ls -q: the names only, one a line, in order made"
+is "$(afs ls --quiet --json | tr '\n' ' ')" "c1 m1 m2 m1kid " "ls --quiet wins over --json"
+out=$(afs show m1 m2)
+is "$(printf '%s\n' "$out" | grep -c '^name ')" 2 "show m1 m2: both bots"
+is "$(printf '%s\n' "$out" | grep -c '^$')" 1 "... a blank line between them"
+is "$(afs --json show m1 m2 | jget '#')" 2 "show --json m1 m2: a JSON array of two replies"
+is "$(afs --json show m1 m2 | jget '1.bot.name')" m2 "... in the order asked"
+is "$(afs --json show m1 | jget 'bot.name')" m1 "show --json of one name: the reply itself, as before"
+out=$(afs show m1 nosuch m2 2>"$T/err")
+rc=$?
+is "$rc:$(printf '%s\n' "$out" | grep -c '^name ')" "125:2" "show m1 nosuch m2: the two shown, exit 125"
+like "$(cat "$T/err")" "not_found: no bot named nosuch" "... the one missing named on stderr"
+is "$(afs --json show m1 nosuch | jget '1.error.code')" not_found "... and in the --json array"
+out=$(afs rm m1 m1kid nosuch m2 2>"$T/err")
+rc=$?
+is "$rc" 125 "rm m1 m1kid nosuch m2: exit 125 for nosuch"
+is "$(printf '%s\n' "$out" | tr '\n' ' ')" "deleted m1kid deleted m1 deleted m2 " \
+	"... m1kid, deleted with m1, is not asked for again; m2 is deleted after the failure"
+is "$(grep -c . "$T/err")" 1 "... one error: nosuch"
+is "$(afs ls -q | tr '\n' ' ')" "c1 " "only c1 is left"
+
 # --- configure refuses a folder that does not exist, as create does -------------------------
 expect_error "create with a missing folder" bad_path "$(afs --json create c2 "$T/nosuch")"
 expect_error "configure --writable with a missing folder" bad_path \

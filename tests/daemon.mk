@@ -21,7 +21,8 @@ DAEMON_TESTS = \
 	tests/daemon-progress.sh \
 	tests/cli-conv.sh \
 	tests/daemon-operators.sh \
-	tests/daemon-roots.sh
+	tests/daemon-roots.sh \
+	tests/cli-gone.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
 
