@@ -140,6 +140,7 @@ struct config {
 	char *group;	  /* operators besides root: its members (NULL: "agentfs", "": none) */
 	gid_t group_gid;  /* with group_found */
 	bool group_found; /* the group exists: the control socket is 0660 to it */
+	char *bwrap;	  /* the bwrap exec runs (NULL: the first in PATH; plan.c) */
 };
 
 /*
@@ -204,14 +205,18 @@ int paths_add(struct paths *ps, const char *p);
 void paths_free(struct paths *ps);
 int mkdir_p(const char *path, mode_t mode);
 int write_file_atomic(const char *dir, const char *name, const char *data, size_t len);
+int write_file_replace(const char *dir, const char *name, const char *data, size_t len,
+		       bool durable);
 const char *sandbox_name(enum sandbox s);
 int sandbox_parse(const char *s, enum sandbox *out);
 int user_parse(const char *s, uid_t *out);
 char *user_name(uid_t uid);
 ssize_t read_text(int dirfd, const char *name, char *buf, size_t cap);
 void raise_nofile(void);
-int proc_stat(pid_t pid, char *state, pid_t *ppid);
+int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start);
 long proc_real_uid(pid_t pid);
+char *prog_trusted(const char *path, char *why, size_t len);
+char *prog_find_trusted(const char *prog, const char *search, char *why, size_t len);
 
 /* server.c */
 struct server *server_create(struct event_base *base, struct config *cfg);
@@ -228,6 +233,7 @@ bool server_peer_alive(const struct peer *p);
 struct bot *server_peer_bot(const struct peer *p);
 uid_t server_peer_uid(const struct peer *p);
 pid_t server_peer_pid(const struct peer *p);
+int server_peer_pidfd(const struct peer *p);
 void server_shutdown(struct server *srv);
 void server_drain(struct server *srv, struct event_base *base);
 void server_free(struct server *srv);
@@ -268,15 +274,19 @@ bool bots_delete(struct request *r, const char *name, bool force);
 /* configure.c */
 bool bots_configure(struct request *r, struct bot_spec *s);
 /* sandbox.c */
-void bots_exec_register(struct request *r, const char *name, bool has_pid, double pid);
+void bots_exec_register(struct request *r, const char *name, const cJSON *req);
+void bots_ps(struct request *r);
 /* queries.c */
 void bots_list(struct request *r);
 void bots_show(struct request *r, const char *name);
 void bots_status(struct request *r);
-void bots_exec_plan(struct request *r, const char *name, const char *pod);
 void bots_shutdown(struct request *r);
 bool bots_log(struct request *r, const char *name, uint64_t since, bool follow);
 void bots_changes(struct request *r, const char *name, uint64_t since, bool mark);
+/* plan.c */
+void bots_exec_plan(struct request *r, const char *name, const char *pod);
+int plan_config(struct config *cfg, const cJSON *v, char *err, size_t len);
+int plan_dirs(const struct config *cfg, char *err, size_t len);
 /* proto.c */
 void request_reply(struct request *r, cJSON *body);
 void request_fail(struct request *r, cJSON *error);

@@ -187,6 +187,9 @@ static int config_read(struct config *cfg, const char *file, char *err, size_t l
 		} else if (strcmp(v->string, "max_changes") == 0) {
 			if (cfg_uint(v, "max_changes", 1, 10000000, &cfg->max_changes, err, len) != 0)
 				return -EINVAL;
+		} else if ((r = plan_config(cfg, v, err, len)) != 0) {
+			if (r < 0)
+				return (int)r;
 		} else {
 			snprintf(err, len, "config has an unknown field \"%.64s\"", v->string);
 			return -EINVAL;
@@ -375,6 +378,8 @@ int main(int argc, char **argv)
 	free(dir);
 	if (mkdir_p(cfg.state_dir, 0700) != 0 || mkdir_p(cfg.mount_dir, 0755) != 0)
 		startup_fail("cannot make %s: %s", cfg.mount_dir, strerror(errno));
+	if (plan_dirs(&cfg, err, sizeof err) != 0)
+		startup_fail("%s", err);
 	/* One daemon per state folder: a second would detach the first one's mounts. */
 	if (asprintf(&dir, "%s/lock", cfg.state_dir) < 0)
 		startup_fail("out of memory");
@@ -431,6 +436,7 @@ int main(int argc, char **argv)
 	free(cfg.socket_path);
 	free(cfg.state_dir);
 	free(cfg.mount_dir);
+	free(cfg.bwrap);
 	paths_free(&cfg.extra_writable);
 	free(cfg.group);
 	return 0;

@@ -7,13 +7,15 @@
  *   authority.c who may see, make and hold what: pure functions over bots,
  *               no libevent and no I/O (tests/unit-authority.c)
  *   configure.c configure: a bot's new limits, keeping the mounts that stay
- *   queries.c   the requests that change no bot: list, show, status, the
- *               exec plan, log, changes, shutdown
+ *   queries.c   the requests that change no bot: list, show, status, log,
+ *               changes, shutdown
+ *   plan.c      the exec plan: what agentfs exec may run for a bot, and how
+ *               (the bwrap, the checks), the state folder's modes for it
  *   roots.c     planning a bot's roots, checking and mounting them (on the
  *               job thread), progress of a scan
  *   jobs.c      the job thread: submit, run, finish back on the loop
  *   sandbox.c   `agentfs exec` runs of a bot: registration, pidfds,
- *               signals, rm --force
+ *               kept on disk for the next daemon, ps, signals, rm --force
  *   restart.c   what outlives a mount or the daemon: lost mounts, stale
  *               mounts and leftovers at start, restoring bots
  *
@@ -159,6 +161,8 @@ void run_restore_bot(struct job *j);
 #define FORCE_GRACE_S 3	  /* rm --force: SIGTERM, then SIGKILL after this long */
 #define FORCE_GIVE_UP_S 3 /* ... and delete anyway after this much longer */
 void sandboxes_free(struct bot *b);
+void sandboxes_stop(void);
+void sandboxes_restore(void);
 unsigned sandboxes_running(struct bot **v, size_t n);
 void running_msg(struct bot **v, size_t n, char *out, size_t len);
 bool force_delete(struct request *r, struct bot *b);

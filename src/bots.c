@@ -643,7 +643,10 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 	}
 	if ((r = jobs_start(err, errlen)) != 0)
 		return r;
-	return restart_start(err, errlen);
+	if ((r = restart_start(err, errlen)) != 0)
+		return r;
+	sandboxes_restore();
+	return 0;
 }
 
 /* Stop the job thread, then unmount everything and close every socket. */
@@ -653,6 +656,7 @@ void bots_stop(void)
 
 	jobs_stop();
 	save_state();
+	sandboxes_stop();
 	while ((b = TAILQ_FIRST(&ds.bots)) != NULL) {
 		bot_unmount_all(b);
 		bot_remove(b);

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agentfs exec --as: the sandbox's first program, inside bwrap's
- * namespaces, still root with CAP_SETUID and CAP_SETGID only. It becomes
- * the bot's user for good, confines what is left to confine from inside
- * (Landlock scopes, the seccomp filter whose listener goes to the outer
- * agentfs exec: exec-guard.c) and runs the command. Nothing here talks to
- * agentfsd or reads a file a bot chose: its arguments come from the outer
- * agentfs exec, on bwrap's command line.
+ * namespaces: root with CAP_SETUID and CAP_SETGID only (bwrap run by root),
+ * or already the operator (bwrap run by an operator who is not root, in a
+ * user namespace of its own). It becomes the bot's user for good, gives the
+ * command a session keyring of its own, confines what is left to confine
+ * from inside (Landlock scopes, the seccomp filter whose listener goes to
+ * the outer agentfs exec: exec-guard.c) and runs the command. Nothing here
+ * talks to agentfsd or reads a file a bot chose: its arguments come from
+ * the outer agentfs exec, on bwrap's command line.
  */
 #include "src/agentfs.h"
 #include "src/exec.h"
@@ -23,6 +25,7 @@
 #include <linux/filter.h>
 #include <linux/keyctl.h>
 #include <linux/seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -254,23 +257,28 @@ void exec_run_command(char **cmd)
 }
 
 /*
- * Inside the sandbox, as its first program: bwrap (run as root, every
- * capability dropped but CAP_SETUID and CAP_SETGID) starts
- * `agentfs exec --as IDS -- CMD`, which becomes the bot's user and runs
- * CMD. The user keeps no capability: a uid change from root clears them.
+ * Inside the sandbox, as its first program: bwrap starts
+ * `agentfs exec --as IDS [OPTIONS] -- CMD`, which becomes the bot's user
+ * for good and runs CMD. Run as root (bwrap run by root, every capability
+ * dropped but CAP_SETUID and CAP_SETGID), IDS is UID:GID:GROUPS and the
+ * switch from root clears every capability; in an operator's user
+ * namespace, IDS is =UID, the operator, which it already is.
+ *   --unix=FD[,optional]  no network: the guard's channel (exec-guard.c)
+ *   --stderr=FD           the command's standard error; bwrap's own is a
+ *                         pipe the outer agentfs exec reads
+ *   --ctty                standard input is our pty: take it as the
+ *                         controlling terminal, in a session of our own
+ *                         (bwrap's --new-session made one for its init,
+ *                         whose child this is, so this is no group leader)
  */
 int exec_as(int argc, char **argv)
 {
 	struct ids id;
 	int cmd = 3, chan = -1, err_fd = -1;
-	bool optional = false, bad = argc < 4 || !exec_ids_parse(argv[2], &id) || id.uid == 0;
+	bool optional = false, ctty = false;
+	bool bad = argc < 4 || !exec_ids_parse(argv[2], &id) || id.uid == 0;
 	char *end;
 
-	/*
-	 * --unix=FD[,optional]: no network, the host-socket guard's channel
-	 * (exec-guard.c). --stderr=FD: the command's standard error; bwrap's own
-	 * is a pipe agentfs exec reads (run_bwrap).
-	 */
 	for (; !bad && cmd < argc && strcmp(argv[cmd], "--") != 0; cmd++) {
 		if (strncmp(argv[cmd], "--unix=", 7) == 0) {
 			chan = (int)strtol(argv[cmd] + 7, &end, 10);
@@ -279,6 +287,8 @@ int exec_as(int argc, char **argv)
 		} else if (strncmp(argv[cmd], "--stderr=", 9) == 0) {
 			err_fd = (int)strtol(argv[cmd] + 9, &end, 10);
 			bad = err_fd < 3 || *end != '\0';
+		} else if (strcmp(argv[cmd], "--ctty") == 0) {
+			ctty = true;
 		} else {
 			bad = true;
 		}
@@ -287,8 +297,13 @@ int exec_as(int argc, char **argv)
 		die("exec --as: bad arguments (it is run by agentfs exec inside the sandbox)");
 	if (err_fd >= 0 && (dup2(err_fd, STDERR_FILENO) < 0 || close(err_fd) != 0))
 		die("exec --as: no standard error: %s", strerror(errno));
-	exec_become(&id);
+	if (id.ngroups < 0)
+		exec_stay(id.uid);
+	else
+		exec_become(&id);
 	exec_session_keyring();
+	if (ctty && (setsid() < 0 || ioctl(STDIN_FILENO, TIOCSCTTY, 0) != 0))
+		die("cannot take the terminal as the command's own: %s", strerror(errno));
 	exec_landlock_scope();
 	exec_filter(chan, optional);
 	exec_loader_vars_restore();

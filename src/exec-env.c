@@ -1,101 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agentfs exec: what it runs, and with which environment: bwrap and setsid
- * found in PATH only where no bot could have written them, and the loader
- * variables kept from bwrap and agentfs exec --as and given back to the
- * command.
+ * agentfs exec: the environment: the loader variables kept from bwrap and
+ * agentfs exec --as and given back to the command, and whether a command
+ * is in PATH at all (for 127 against 126). Which bwrap runs is agentfsd's
+ * decision (src/plan.c, prog_trusted).
  */
 #include "src/agentfs.h"
 #include "src/exec.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-
-#define FUSE_MAGIC 0x65735546 /* statfs f_type of every FUSE mount, a bot's roots among them */
-#define MSDOS_MAGIC 0x4d44
-#define EXFAT_MAGIC 0x2011BAB0
-#define NTFS3_MAGIC 0x7366746e
-#define NTFS_MAGIC 0x5346544e
-
-/*
- * bwrap runs as root outside the sandbox, and setsid as root inside it
- * before the switch to the bot's user: a copy a bot wrote (a PATH entry in a
- * root, `.` in PATH) would run its code as root. So the program agentfs
- * finds must be one no bot could have written: the file and every folder
- * above it (symbolic links resolved) belong to root or the caller and no
- * one else may write them (a sticky folder's owned children excepted), and
- * it is on no FUSE file system. The resolved path is what is run.
- */
-static char *trusted_prog(const char *found)
-{
-	char *real = realpath(found, NULL), *walk, *cut;
-	struct statfs sfs;
-	struct stat st;
-	bool child_ok = true;
-
-	if (real == NULL || (walk = strdup(real)) == NULL)
-		die("cannot resolve %s: %s", found, strerror(errno));
-	if (statfs(real, &sfs) != 0)
-		die("cannot check %s: %s", real, strerror(errno));
-	/* FUSE (a bot's root), and file systems whose owners are a mount option */
-	if (sfs.f_type == FUSE_MAGIC || sfs.f_type == MSDOS_MAGIC || sfs.f_type == EXFAT_MAGIC ||
-	    sfs.f_type == NTFS3_MAGIC || sfs.f_type == NTFS_MAGIC)
-		die("%s is on a file system whose owners prove nothing (FUSE, FAT, exFAT, NTFS): "
-		    "agentfs will not run it as root",
-		    real);
-	/* the file, then each folder above it: WALK is cut one name shorter each time */
-	for (;;) {
-		const char *at = *walk ? walk : "/";
-
-		if (stat(at, &st) != 0)
-			die("cannot check %s: %s", at, strerror(errno));
-		if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
-		    ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
-		     !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && child_ok)))
-			die("%s is not trusted: agentfs runs it as root, so it and every folder "
-			    "above it must belong to root and be writable by no one else "
-			    "(%s: owner uid %u, mode %04o)",
-			    found, at, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-		child_ok = st.st_uid == 0 || st.st_uid == geteuid();
-		if (!*walk)
-			break;
-		cut = strrchr(walk, '/');
-		*cut = '\0';
-	}
-	free(walk);
-	return real;
-}
-
-char *exec_find_in_path(const char *prog)
-{
-	const char *path = getenv("PATH");
-	char *copy, *dir, *save = NULL, *full;
-
-	if (path == NULL || *path == '\0')
-		path = "/usr/local/bin:/usr/bin:/bin";
-	copy = strdup(path);
-	if (copy == NULL)
-		die("out of memory");
-	for (dir = strtok_r(copy, ":", &save); dir != NULL; dir = strtok_r(NULL, ":", &save)) {
-		if (asprintf(&full, "%s/%s", dir, prog) < 0)
-			die("out of memory");
-		if (access(full, X_OK) == 0) {
-			char *real = trusted_prog(full);
-
-			free(full);
-			free(copy);
-			return real;
-		}
-		free(full);
-	}
-	free(copy);
-	return NULL;
-}
 
 /*
  * The loader's and glibc's variables may name libraries, modules or files
@@ -171,4 +90,87 @@ void exec_loader_vars_clear(void)
 
 	for (i = 0; i < sizeof loader_vars / sizeof loader_vars[0]; i++)
 		unsetenv(loader_vars[i]);
+}
+
+/*
+ * exec -e NAME=VALUE (or NAME: its value here, if set): set in our own
+ * environment, so it reaches the command as the caller's own variables do
+ * (a loader variable through exec_loader_vars_hold, never bwrap's or exec
+ * --as's). Refused, with why: a name that is not one (letters, digits, _,
+ * not starting with a digit); the sandbox's own variables (AGENT_SOCKET,
+ * which exec sets, and AGENTFS_*, agentfs's own); and those exec removes for
+ * every bot, which name the caller's agents and sessions (SSH_AUTH_SOCK...).
+ */
+void exec_env_set(const char *assignment)
+{
+	const char *eq = strchr(assignment, '='), *p;
+	size_t n = eq != NULL ? (size_t)(eq - assignment) : strlen(assignment);
+	char name[256];
+
+	for (p = assignment; p < assignment + n; p++)
+		if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		      (p > assignment && *p >= '0' && *p <= '9')))
+			break;
+	if (n == 0 || n >= sizeof name || p != assignment + n)
+		die_usage("exec", "-e %s: not NAME=VALUE (a name is letters, digits and _, not "
+				  "starting with a digit)",
+			  assignment);
+	memcpy(name, assignment, n);
+	name[n] = '\0';
+	if (strcmp(name, "AGENT_SOCKET") == 0 || strncmp(name, "AGENTFS_", 8) == 0)
+		die_usage("exec", "-e %s: the sandbox sets %s itself", name, name);
+	if (exec_socket_var(name))
+		die_usage("exec", "-e %s: exec keeps the caller's agents and sessions (%s) out of "
+				  "every sandbox",
+			  name, name);
+	if (eq != NULL && setenv(name, eq + 1, 1) != 0)
+		die("out of memory");
+}
+
+#define ENV_FILE_MAX (1024 * 1024)
+
+/*
+ * exec --env-file FILE: one NAME=VALUE (or NAME) a line, as -e takes it;
+ * blank lines and lines starting with # are skipped; the value is the rest
+ * of the line as it is (no quotes, no escapes, as docker reads it).
+ */
+void exec_env_file(const char *path)
+{
+	char *text = malloc(ENV_FILE_MAX + 2), *line, *next, *p;
+	size_t n = 0;
+	ssize_t r;
+	int fd;
+
+	if (text == NULL)
+		die("out of memory");
+	/* a pipe too (--env-file <(...)): read to the end */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("--env-file %s: %s", path, strerror(errno));
+	while (n <= ENV_FILE_MAX && (r = read(fd, text + n, ENV_FILE_MAX + 1 - n)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			die("--env-file %s: %s", path, strerror(errno));
+		n += (size_t)r;
+	}
+	close(fd);
+	if (n > ENV_FILE_MAX)
+		die("--env-file %s: larger than %d bytes", path, ENV_FILE_MAX);
+	text[n] = '\0';
+	if (memchr(text, '\0', n) != NULL)
+		die("--env-file %s: holds a NUL byte", path);
+	for (line = text; line != NULL && *line != '\0'; line = next) {
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		if ((p = strchr(line, '\r')) != NULL && p[1] == '\0')
+			*p = '\0';
+		while (*line == ' ' || *line == '\t')
+			line++;
+		if (*line == '\0' || *line == '#')
+			continue;
+		exec_env_set(line);
+	}
+	free(text);
 }

@@ -80,6 +80,22 @@ void exec_become(const struct ids *id)
 		    (unsigned)id->uid);
 }
 
+/*
+ * In a user namespace an operator's bwrap made, exec --as already is the
+ * bot's user (the operator): it checks so, and takes the rest of
+ * exec_become: no_new_privs, no capability.
+ */
+void exec_stay(uid_t uid)
+{
+	if (getuid() != uid || geteuid() != uid)
+		die("exec --as: running as uid %u, not %u: refusing to run", (unsigned)geteuid(),
+		    (unsigned)uid);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		die("cannot set no_new_privs: %s", strerror(errno));
+	if (caps_left())
+		die("capabilities survived in the sandbox of uid %u: refusing to run", (unsigned)uid);
+}
+
 /* "UID:GID:G1,G2,...", what the in-sandbox step (exec_as) is given. */
 char *exec_ids_format(const struct ids *id)
 {
@@ -116,11 +132,23 @@ static bool parse_id(const char *s, char **end, uint32_t *out)
 	return true;
 }
 
+/*
+ * "UID:GID:G1,G2,...": the ids to become; "=UID": the ids to stay (in an
+ * operator's user namespace), ngroups -1.
+ */
 bool exec_ids_parse(const char *s, struct ids *id)
 {
 	uint32_t v;
 	char *end;
 
+	if (*s == '=') {
+		if (!parse_id(s + 1, &end, &v) || *end != '\0')
+			return false;
+		id->uid = v;
+		id->gid = (gid_t)-1;
+		id->ngroups = -1;
+		return true;
+	}
 	if (!parse_id(s, &end, &v) || *end != ':')
 		return false;
 	id->uid = v;

@@ -1,19 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private to `agentfs exec`. Who does what, by privilege context:
- *   cmd-exec.c   the outer agentfs exec: options, the plan dialogue with
- *                agentfsd, bwrap's command line, supervising it
+ *   cmd-exec.c   the outer agentfs exec (the caller: root, or the operator
+ *                the bot runs as): options, the plan dialogue with
+ *                agentfsd, running bwrap and supervising it
+ *   exec-bwrap.c bwrap's command line from the plan (the argument table),
+ *                and what bwrap tells back (its status, its stderr)
  *   exec-guard.c the outer agentfs exec's connect guard (seccomp supervisor)
  *   exec-as.c    agentfs exec --as, the sandbox's first program: becomes
  *                the bot's user, installs the filter, runs the command
  *   exec-user.c  who the bot's user is, and becoming it
- *   exec-env.c   which bwrap is run, and the loader variables
+ *   exec-env.c   the command's environment: -e, --env-file, the loader
+ *                variables
  */
 #ifndef AGENTFS_EXEC_H
 #define AGENTFS_EXEC_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <sys/types.h>
+
+#include <cjson/cJSON.h>
 
 /* A NULL-terminated argv that grows. */
 struct argv_buf {
@@ -31,19 +38,65 @@ struct ids {
 	int ngroups;
 };
 
-/* cmd-exec.c */
+/* One sandbox, from the plan and the options: what bwrap's command line is made of. */
+struct sandbox_setup {
+	const cJSON *plan;
+	const char *bwrap; /* the plan's: the bwrap agentfsd trusts */
+	const char *cwd;
+	char **cmd;
+	uid_t uid;	   /* the bot's user */
+	bool network;	   /* the bot has network: no guard */
+	bool userns;	   /* the caller is not root: bwrap makes a user namespace */
+	bool tty;	   /* the command takes our pty as its controlling terminal */
+	bool host_sockets; /* --allow-host-sockets */
+	int status_w;	   /* bwrap's --json-status-fd */
+	int unix_chan;	   /* the guard's channel for exec --as; -1: none (network) */
+	int err_fd;	   /* the number the command's standard error has inside */
+};
+
+/* What bwrap said on its --json-status-fd (exec_bwrap_status_read). */
+struct bwrap_status {
+	char buf[4096];
+	size_t len, parsed;
+	pid_t init;   /* the sandbox's init, once reported; 0: not yet */
+	bool started; /* it reported an exit code: the setup was done, the command ran */
+};
+
+/*
+ * bwrap's own standard error. The command writes to the real one (exec --as
+ * --stderr), so this carries only what bwrap says: kept until bwrap is done
+ * (a setup that fails is tried again, quietly), passed on at once when it
+ * is more than a setup error would be.
+ */
+struct bwrap_err {
+	int fd;
+	bool passed; /* what was kept went out; the rest follows as it comes */
+	size_t len;
+	char buf[4096];
+};
+
+/* exec-bwrap.c */
 void exec_arg(struct argv_buf *a, const char *s);
+void exec_args_free(struct argv_buf *a);
+const char *exec_jstr(const cJSON *o, const char *k);
+void exec_bwrap_args(struct argv_buf *a, const struct sandbox_setup *sb);
+void exec_bwrap_status_read(int fd, struct bwrap_status *st);
+void exec_bwrap_err_read(struct bwrap_err *e);
+void exec_bwrap_err_flush(struct bwrap_err *e, bool done);
+int exec_keep_only_fds(const int *keep, size_t n);
 
 /* exec-env.c */
-char *exec_find_in_path(const char *prog);
 bool exec_in_path(const char *prog);
 void exec_loader_vars_hold(struct argv_buf *a);
 void exec_loader_vars_restore(void);
 void exec_loader_vars_clear(void);
+void exec_env_set(const char *assignment);
+void exec_env_file(const char *path);
 
 /* exec-user.c */
 void exec_user_ids(uid_t uid, struct ids *id);
 void exec_become(const struct ids *id);
+void exec_stay(uid_t uid);
 char *exec_ids_format(const struct ids *id);
 bool exec_ids_parse(const char *s, struct ids *id);
 
@@ -55,9 +108,11 @@ void exec_filter(int chan, bool optional);
 void exec_session_keyring(void);
 
 /* exec-guard.c */
+#define EXEC_GUARD_FDS 65 /* the most descriptors the guard has poll watch */
+bool exec_socket_var(const char *name);
 void exec_hide_host_sockets(struct argv_buf *a, bool network);
 int exec_unix_guard_start(const char *agent_socket);
-int exec_unix_guard_fd(void);
-void exec_unix_guard_serve(short revents);
+int exec_unix_guard_pollfds(struct pollfd *pf);
+void exec_unix_guard_serve(const struct pollfd *pf, int n);
 
 #endif

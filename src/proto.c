@@ -70,11 +70,13 @@ void bot_spec_free(struct bot_spec *s)
 
 struct field {
 	const char *name;
-	/* cJSON_String, cJSON_True (bool), cJSON_Number, cJSON_Array (of paths), POD_ARRAY */
+	/* cJSON_String, cJSON_True (bool), cJSON_Number, cJSON_Array (of paths), POD_ARRAY,
+	 * FIELD_STRINGS */
 	int type;
 	bool required;
 };
 #define POD_ARRAY (1 << 16) /* an array of pod names: a tag of ours, not a cJSON type */
+#define FIELD_STRINGS (1 << 17) /* an array of strings */
 
 /*
  * One row of the command table: an op, its fields, and its handler, which
@@ -92,7 +94,8 @@ static const struct field f_name[] = {{"name", cJSON_String, true}, {NULL, 0, fa
 static const struct field f_delete[] = {
 	{"name", cJSON_String, true}, {"force", cJSON_True, false}, {NULL, 0, false}};
 static const struct field f_exec_register[] = {
-	{"name", cJSON_String, true}, {"pid", cJSON_Number, false}, {NULL, 0, false}};
+	{"name", cJSON_String, true}, {"pid", cJSON_Number, false}, {"child", cJSON_Number, false},
+	{"argv", FIELD_STRINGS, false}, {NULL, 0, false}};
 static const struct field f_create[] = {
 	{"name", cJSON_String, true},
 	{"sandbox", cJSON_String, false},
@@ -151,6 +154,8 @@ static const char *type_name(int type)
 		return "an array of absolute paths";
 	case POD_ARRAY:
 		return "an array of \"NAMESPACE/SERVICEACCOUNT\" strings";
+	case FIELD_STRINGS:
+		return "an array of strings";
 	}
 	return "?";
 }
@@ -167,6 +172,13 @@ static bool type_ok(const cJSON *v, int type)
 	case cJSON_Array:
 	case POD_ARRAY:
 		return cJSON_IsArray(v);
+	case FIELD_STRINGS:
+		if (!cJSON_IsArray(v))
+			return false;
+		for (v = v->child; v != NULL; v = v->next)
+			if (!cJSON_IsString(v) || v->valuestring == NULL)
+				return false;
+		return true;
 	}
 	return false;
 }
@@ -515,9 +527,13 @@ static bool op_exec_plan(struct request *r, const cJSON *req, struct bot_spec *s
 
 static bool op_exec_register(struct request *r, const cJSON *req, struct bot_spec *s)
 {
-	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(req, "pid");
+	bots_exec_register(r, name_of(req), req);
+	return false;
+}
 
-	bots_exec_register(r, name_of(req), pid != NULL, cJSON_GetNumberValue(pid));
+static bool op_ps(struct request *r, const cJSON *req, struct bot_spec *s)
+{
+	bots_ps(r);
 	return false;
 }
 
@@ -567,6 +583,7 @@ static const struct op ops[] = {
 	{"changes", f_changes, op_changes},
 	{"mark", f_name, op_mark},
 	{"exec_register", f_exec_register, op_exec_register},
+	{"ps", f_none, op_ps},
 };
 
 /*

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Sandboxes: the `agentfs exec` runs of a bot, held by pidfd so a signal
- * reaches only the processes that registered, and rm --force, which ends
- * them (SIGTERM, then SIGKILL) before the bot is deleted.
+ * reaches only the processes that registered; kept on disk so a restarted
+ * daemon still knows them; listed by ps; ended by rm --force (SIGTERM, then
+ * SIGKILL) before the bot is deleted.
  */
 #include "src/bots-int.h"
 
@@ -18,22 +19,37 @@
 #include <event2/event.h>
 
 /*
- * A sandbox running a bot's commands: the `agentfs exec` that asked, and,
- * once bwrap reports it, the sandbox's init (whose death ends every process
- * in it). Both are held by pidfd, so a signal can only reach the processes
- * that registered, never a later one with the same pid. The record goes
- * when the exec ends (its pidfd becomes readable).
+ * A sandbox running a bot's commands: the `agentfs exec` that asked and the
+ * bwrap it started (whose death, by --die-with-parent, ends every process
+ * in the sandbox). Each is held by pidfd, so a signal can only reach the
+ * processes that registered, never a later one with the same pid; on disk
+ * each is named by its pid and start time, which a restarted daemon checks
+ * before it takes them back. The record goes when the exec ends (its pidfd
+ * becomes readable). Loop only, as the bots are.
  */
 struct sandbox_run {
 	struct bot *bot;
-	pid_t pid, init;   /* init: 0 until reported, and for an unconfined bot */
-	int pidfd, initfd; /* -1: none */
-	uid_t uid;	   /* who registered it */
+	pid_t pid;		 /* the agentfs exec (for danger-full-access, the command) */
+	int pidfd;		 /* always held */
+	unsigned long long pid_start;
+	pid_t child; /* its bwrap, once registered; 0: none */
+	int childfd; /* -1: none */
+	unsigned long long child_start;
+	pid_t init; /* the sandbox's init, from a client that reports it; 0: none */
+	int initfd;
+	uid_t uid;	/* the client's, who registered it */
+	uid_t run_uid;	/* the bot's user when it started */
+	time_t started; /* wall clock */
+	cJSON *argv;	/* the command, as the client gave it (capped) */
 	struct event *ev;
 	LIST_ENTRY(sandbox_run) entry;
 };
 
-#define SANDBOXES_MAX 256 /* per bot */
+#define SANDBOXES_MAX 256	  /* per bot */
+#define ARGV_MAX_BYTES 4096	  /* of a command kept for ps */
+#define ARGV_MAX_ITEMS 64	  /* of its arguments */
+#define SANDBOXES_FILE "sandboxes.json"
+#define SANDBOXES_FILE_MAX (SANDBOXES_MAX * 64 * 8 * 1024) /* far above what is written */
 
 static int pidfd_open_pid(pid_t pid)
 {
@@ -45,30 +61,256 @@ static int pidfd_signal(int fd, int sig)
 	return (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
 }
 
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
 static void sandbox_free(struct sandbox_run *sb)
 {
 	LIST_REMOVE(sb, entry);
 	sb->bot->nsandboxes--;
 	if (sb->ev != NULL)
 		event_free(sb->ev);
-	if (sb->pidfd >= 0)
-		close(sb->pidfd);
-	if (sb->initfd >= 0)
-		close(sb->initfd);
+	close_fd(&sb->pidfd);
+	close_fd(&sb->childfd);
+	close_fd(&sb->initfd);
+	cJSON_Delete(sb->argv);
 	free(sb);
 }
 
+/* ---- on disk ---------------------------------------------------------------- */
+
+static cJSON *sandbox_to_json(const struct sandbox_run *sb)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o == NULL || cJSON_AddStringToObject(o, "bot", sb->bot->name) == NULL ||
+	    cJSON_AddNumberToObject(o, "pid", sb->pid) == NULL ||
+	    cJSON_AddNumberToObject(o, "pid_start", (double)sb->pid_start) == NULL ||
+	    cJSON_AddNumberToObject(o, "child", sb->child) == NULL ||
+	    cJSON_AddNumberToObject(o, "child_start", (double)sb->child_start) == NULL ||
+	    cJSON_AddNumberToObject(o, "uid", sb->uid) == NULL ||
+	    cJSON_AddNumberToObject(o, "run_uid", sb->run_uid) == NULL ||
+	    cJSON_AddNumberToObject(o, "started", (double)sb->started) == NULL ||
+	    (sb->argv != NULL &&
+	     !cJSON_AddItemToObject(o, "argv", cJSON_Duplicate(sb->argv, true)))) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/*
+ * STATE/sandboxes.json, rewritten whole after each change. Not synced: it
+ * must outlive the daemon, not the machine (after a reboot no sandbox runs,
+ * and each record's start time no longer matches). A failure is logged:
+ * the sandboxes are still known until the daemon stops.
+ */
+static void sandboxes_save(void)
+{
+	cleanup_cjson cJSON *root = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(root, "sandboxes"), *o;
+	struct sandbox_run *sb;
+	struct bot *b;
+	char *text;
+	int r;
+
+	if (arr == NULL)
+		goto oom;
+	TAILQ_FOREACH(b, &ds.bots, entry)
+		LIST_FOREACH(sb, &b->sandboxes, entry) {
+			if ((o = sandbox_to_json(sb)) == NULL)
+				goto oom;
+			cJSON_AddItemToArray(arr, o);
+		}
+	text = cJSON_PrintUnformatted(root);
+	if (text == NULL)
+		goto oom;
+	r = write_file_replace(ds.cfg->state_dir, SANDBOXES_FILE, text, strlen(text), false);
+	free(text);
+	if (r != 0)
+		log_msg(LOG_ERR, "cannot save the running sandboxes in %s/%s: %s",
+			ds.cfg->state_dir, SANDBOXES_FILE, strerror(-r));
+	return;
+oom:
+	log_msg(LOG_ERR, "cannot save the running sandboxes: out of memory");
+}
+
+/* Set once the daemon stops: the file keeps what still runs, for the next daemon. */
+static bool stopping;
+
+void sandboxes_stop(void)
+{
+	stopping = true;
+}
+
+/* b is deleted: its sandboxes are no longer followed (they were ended, or rm --force gave up). */
 void sandboxes_free(struct bot *b)
 {
+	bool any = !LIST_EMPTY(&b->sandboxes);
+
 	while (!LIST_EMPTY(&b->sandboxes))
 		sandbox_free(LIST_FIRST(&b->sandboxes));
+	if (any && !stopping)
+		sandboxes_save();
 }
 
 /* The exec ended: it no longer holds the bot. */
 static void sandbox_gone(evutil_socket_t fd, short what, void *arg)
 {
 	sandbox_free(arg);
+	sandboxes_save();
 }
+
+/*
+ * Hold pid by pidfd, with its start time; the time is read once the pidfd
+ * is held, and the pidfd checked alive after, so both name one process.
+ * 0, or -1 if it is gone.
+ */
+static int hold(pid_t pid, int *fd, unsigned long long *start)
+{
+	char state;
+	pid_t ppid;
+
+	*fd = pidfd_open_pid(pid);
+	if (*fd < 0)
+		return -1;
+	if (proc_stat(pid, &state, &ppid, start) != 0 || pidfd_signal(*fd, 0) != 0) {
+		close_fd(fd);
+		return -1;
+	}
+	return 0;
+}
+
+/* Take pid back, if the process of that pid is still the one that started at start. */
+static int hold_again(pid_t pid, unsigned long long start, int *fd)
+{
+	unsigned long long now;
+
+	if (pid <= 1 || hold(pid, fd, &now) != 0)
+		return -1;
+	if (now != start) {
+		close_fd(fd);
+		return -1;
+	}
+	return 0;
+}
+
+static bool sandbox_watch(struct sandbox_run *sb)
+{
+	sb->ev = event_new(ds.base, sb->pidfd, EV_READ, sandbox_gone, sb);
+	return sb->ev != NULL && event_add(sb->ev, NULL) == 0;
+}
+
+static struct sandbox_run *sandbox_new(struct bot *b)
+{
+	struct sandbox_run *sb = calloc(1, sizeof *sb);
+
+	if (sb == NULL)
+		return NULL;
+	sb->bot = b;
+	sb->pidfd = sb->childfd = sb->initfd = -1;
+	return sb;
+}
+
+static void sandbox_insert(struct sandbox_run *sb)
+{
+	LIST_INSERT_HEAD(&sb->bot->sandboxes, sb, entry);
+	sb->bot->nsandboxes++;
+}
+
+static void sandbox_discard(struct sandbox_run *sb)
+{
+	if (sb->ev != NULL)
+		event_free(sb->ev);
+	close_fd(&sb->pidfd);
+	close_fd(&sb->childfd);
+	cJSON_Delete(sb->argv);
+	free(sb);
+}
+
+static double num(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* One record of the file: taken back if its bot and its exec still exist. */
+static bool sandbox_restore_one(const cJSON *o)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "bot");
+	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(o, "argv");
+	struct bot *b = cJSON_IsString(name) ? bot_find(name->valuestring) : NULL;
+	struct sandbox_run *sb;
+
+	if (b == NULL || b->deleting || num(o, "pid") < 2 || num(o, "uid") < 0 ||
+	    num(o, "run_uid") < 0 || b->nsandboxes >= SANDBOXES_MAX || (sb = sandbox_new(b)) == NULL)
+		return false;
+	sb->pid = (pid_t)num(o, "pid");
+	sb->uid = (uid_t)num(o, "uid");
+	sb->run_uid = (uid_t)num(o, "run_uid");
+	sb->started = (time_t)num(o, "started");
+	if (cJSON_IsArray(argv))
+		sb->argv = cJSON_Duplicate(argv, true);
+	if (hold_again(sb->pid, (unsigned long long)num(o, "pid_start"), &sb->pidfd) != 0) {
+		sandbox_discard(sb);
+		return false;
+	}
+	sb->pid_start = (unsigned long long)num(o, "pid_start");
+	/* a bwrap that ended already leaves its exec to be followed */
+	if (num(o, "child") > 1 &&
+	    hold_again((pid_t)num(o, "child"), (unsigned long long)num(o, "child_start"),
+		       &sb->childfd) == 0) {
+		sb->child = (pid_t)num(o, "child");
+		sb->child_start = (unsigned long long)num(o, "child_start");
+	}
+	if (!sandbox_watch(sb)) {
+		sandbox_discard(sb);
+		return false;
+	}
+	sandbox_insert(sb);
+	log_msg(LOG_INFO, "bot %s: a sandbox still runs (agentfs exec pid %d): taken back",
+		b->name, (int)sb->pid);
+	return true;
+}
+
+/*
+ * At start, once the bots are loaded: take back the sandboxes a previous
+ * daemon knew, so rm still refuses a bot whose sandbox runs and rm --force
+ * still ends it. A record whose process is gone, or whose pid now names
+ * another process (its start time differs), is dropped.
+ */
+void sandboxes_restore(void)
+{
+	char path[PATH_MAX];
+	cleanup_free char *text = malloc(SANDBOXES_FILE_MAX + 2);
+	cleanup_cjson cJSON *root = NULL;
+	const cJSON *o;
+	ssize_t n;
+
+	if (text == NULL)
+		return;
+	snprintf(path, sizeof path, "%s/%s", ds.cfg->state_dir, SANDBOXES_FILE);
+	n = read_text(AT_FDCWD, path, text, SANDBOXES_FILE_MAX + 2);
+	if (n < 0 && errno == ENOENT)
+		return;
+	root = n > 0 && n <= SANDBOXES_FILE_MAX ? cJSON_ParseWithLength(text, (size_t)n) : NULL;
+	if (root == NULL) {
+		log_msg(LOG_WARNING, "%s is unreadable or malformed: sandboxes that still run are "
+				     "not known (rm will not see them)",
+			path);
+		return;
+	}
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(root, "sandboxes"))
+		sandbox_restore_one(o);
+	sandboxes_save();
+}
+
+/* ---- registration ------------------------------------------------------------ */
 
 /* A process's parent, from /proc; -1 if it is gone. */
 static pid_t parent_of(pid_t pid)
@@ -76,7 +318,7 @@ static pid_t parent_of(pid_t pid)
 	pid_t ppid;
 	char state;
 
-	return proc_stat(pid, &state, &ppid) == 0 ? ppid : -1;
+	return proc_stat(pid, &state, &ppid, NULL) == 0 ? ppid : -1;
 }
 
 /* Is pid a descendant of anc, within a few generations (bwrap's two)? */
@@ -120,8 +362,11 @@ static bool may_signal(int pidfd, pid_t pid, uid_t uid)
 	return ok && pidfd_signal(pidfd, 0) == 0;
 }
 
+/* SIGKILL ends the whole sandbox: bwrap's death takes its init, and the pid namespace, along. */
 static void sandbox_signal(struct sandbox_run *sb, int sig)
 {
+	if (sig == SIGKILL && sb->childfd >= 0 && may_signal(sb->childfd, sb->child, sb->uid))
+		pidfd_signal(sb->childfd, SIGKILL);
 	if (sig == SIGKILL && sb->initfd >= 0 && may_signal(sb->initfd, sb->init, sb->uid))
 		pidfd_signal(sb->initfd, SIGKILL);
 	if (may_signal(sb->pidfd, sb->pid, sb->uid))
@@ -144,8 +389,52 @@ static struct sandbox_run *sandbox_of(struct bot *b, pid_t pid)
 	return NULL;
 }
 
+/*
+ * The client's process, held: by the pidfd the kernel gives for the
+ * connection (SO_PEERPIDFD, Linux 6.5), or else by the pid SO_PEERCRED
+ * gave, checked to be still that client's (same uid, alive once held).
+ */
+static int hold_peer(struct request *r, pid_t pid, int *fd, unsigned long long *start)
+{
+	char state;
+	pid_t ppid;
+
+	*fd = server_peer_pidfd(r->peer);
+	if (*fd >= 0) {
+		if (proc_stat(pid, &state, &ppid, start) != 0 || pidfd_signal(*fd, 0) != 0) {
+			close_fd(fd);
+			return -1;
+		}
+		return 0;
+	}
+	return hold(pid, fd, start);
+}
+
+/* The command, kept for ps: an array of strings, capped. NULL: none or not strings. */
+static cJSON *argv_copy(const cJSON *argv)
+{
+	cJSON *out = cJSON_CreateArray();
+	const cJSON *v;
+	size_t bytes = 0, n = 0;
+
+	if (out == NULL)
+		return NULL;
+	cJSON_ArrayForEach(v, argv) {
+		if (!cJSON_IsString(v) || v->valuestring == NULL)
+			break;
+		bytes += strlen(v->valuestring);
+		if (++n > ARGV_MAX_ITEMS || bytes > ARGV_MAX_BYTES) {
+			cJSON_AddItemToArray(out, cJSON_CreateString("..."));
+			break;
+		}
+		cJSON_AddItemToArray(out, cJSON_CreateString(v->valuestring));
+	}
+	return out;
+}
+
 /* A new record of the client pid running b; NULL after failing the request. */
-static struct sandbox_run *sandbox_add(struct request *r, struct bot *b, pid_t pid)
+static struct sandbox_run *sandbox_add(struct request *r, struct bot *b, pid_t pid,
+				       const cJSON *argv)
 {
 	struct sandbox_run *sb;
 
@@ -153,32 +442,50 @@ static struct sandbox_run *sandbox_add(struct request *r, struct bot *b, pid_t p
 		fail(r, "limit", "bot %s has %d sandboxes running", b->name, SANDBOXES_MAX);
 		return NULL;
 	}
-	sb = calloc(1, sizeof *sb);
+	sb = sandbox_new(b);
 	if (sb == NULL) {
 		fail(r, "internal", "out of memory");
 		return NULL;
 	}
-	sb->bot = b;
 	sb->pid = pid;
-	sb->initfd = -1;
 	sb->uid = server_peer_uid(r->peer);
-	sb->pidfd = pidfd_open_pid(pid);
-	sb->ev = sb->pidfd >= 0 ? event_new(ds.base, sb->pidfd, EV_READ, sandbox_gone, sb) : NULL;
-	if (sb->ev == NULL || event_add(sb->ev, NULL) != 0) {
-		if (sb->ev != NULL)
-			event_free(sb->ev);
-		if (sb->pidfd >= 0)
-			close(sb->pidfd);
-		free(sb);
+	sb->run_uid = b->uid;
+	sb->started = time(NULL);
+	sb->argv = argv != NULL ? argv_copy(argv) : NULL;
+	if (hold_peer(r, pid, &sb->pidfd, &sb->pid_start) != 0 || !sandbox_watch(sb)) {
+		sandbox_discard(sb);
 		fail(r, "internal", "cannot follow the client's process: %s", strerror(errno));
 		return NULL;
 	}
-	LIST_INSERT_HEAD(&b->sandboxes, sb, entry);
-	b->nsandboxes++;
+	sandbox_insert(sb);
 	return sb;
 }
 
-/* Hold init as sb's sandbox init; false after failing the request. */
+/*
+ * Hold child, a child of sb's client (its bwrap, not started yet: it waits
+ * for this answer), in place of any bwrap held before (a setup tried again).
+ * False after failing the request.
+ */
+static bool sandbox_set_child(struct request *r, struct sandbox_run *sb, pid_t child)
+{
+	unsigned long long start;
+	int fd;
+
+	/* Checked once held: the pidfd is of a process whose parent is the client. */
+	if (hold(child, &fd, &start) != 0 || parent_of(child) != sb->pid ||
+	    proc_real_uid(child) != (long)sb->uid || pidfd_signal(fd, 0) != 0) {
+		close_fd(&fd);
+		fail(r, "forbidden", "process %d is not a child this client started", (int)child);
+		return false;
+	}
+	close_fd(&sb->childfd);
+	sb->child = child;
+	sb->childfd = fd;
+	sb->child_start = start;
+	return true;
+}
+
+/* Hold init as sb's sandbox init (a client that reports it); false after failing the request. */
 static bool sandbox_set_init(struct request *r, struct sandbox_run *sb, pid_t init)
 {
 	int fd;
@@ -186,8 +493,7 @@ static bool sandbox_set_init(struct request *r, struct sandbox_run *sb, pid_t in
 	/* Checked again once held: the pidfd is of a process that descends from the client. */
 	fd = pidfd_open_pid(init);
 	if (fd < 0 || !descends_from(init, sb->pid) || pidfd_signal(fd, 0) != 0) {
-		if (fd >= 0)
-			close(fd);
+		close_fd(&fd);
 		fail(r, "forbidden", "process %d is not a sandbox this client started", (int)init);
 		return false;
 	}
@@ -196,35 +502,58 @@ static bool sandbox_set_init(struct request *r, struct sandbox_run *sb, pid_t in
 	return true;
 }
 
-/*
- * `agentfs exec` says it runs the bot's commands: first before it starts
- * them (no pid), then with its sandbox's init once bwrap reports it. The
- * client is the peer itself (SO_PEERCRED); the init must descend from it.
- */
-void bots_exec_register(struct request *r, const char *name, bool has_pid, double pidv)
+static bool pid_field(struct request *r, const cJSON *req, const char *k, pid_t *out)
 {
-	struct bot *b;
-	pid_t pid = r->peer != NULL ? server_peer_pid(r->peer) : 0;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, k);
+
+	*out = 0;
+	if (v == NULL)
+		return true;
+	if (!cJSON_IsNumber(v) || v->valuedouble < 2 || v->valuedouble > 4194304 ||
+	    v->valuedouble != (double)(pid_t)v->valuedouble) {
+		fail(r, "bad_value", "%s must be a process id", k);
+		return false;
+	}
+	*out = (pid_t)v->valuedouble;
+	return true;
+}
+
+/*
+ * `agentfs exec` says it runs the bot's commands, before it runs anything:
+ * the client is the peer itself (SO_PEERPIDFD, or SO_PEERCRED); "argv" is
+ * its command, for ps; "child" its bwrap, which waits for this answer
+ * before it starts (sent again for each try of a setup); "pid" a sandbox's
+ * init (an older client). A bot registers only for a danger-full-access
+ * bot, which it runs itself, unconfined, as its own user.
+ */
+void bots_exec_register(struct request *r, const char *name, const cJSON *req)
+{
+	pid_t pid = r->peer != NULL ? server_peer_pid(r->peer) : 0, child, init;
 	struct sandbox_run *sb;
+	struct bot *b;
+	bool added = false;
 
 	if ((b = visible_bot(r, name)) == NULL)
 		return;
+	if (!pid_field(r, req, "child", &child) || !pid_field(r, req, "pid", &init))
+		return;
 	if (b->busy) {
 		fail(r, "busy", "bot %s is being changed; ask again", b->name);
+		return;
+	}
+	if (caller_of(r) != NULL && b->sandbox != SANDBOX_DANGER_FULL_ACCESS) {
+		fail(r, "forbidden", "a bot runs only danger-full-access bots' commands itself; "
+				     "the operator runs the others");
 		return;
 	}
 	if (pid <= 0) {
 		fail(r, "bad_request", "the client's pid is unknown");
 		return;
 	}
-	if (has_pid && (pidv < 2 || pidv > 4194304 || pidv != (double)(pid_t)pidv)) {
-		fail(r, "bad_value", "pid must be a process id");
-		return;
-	}
 	/*
 	 * The peer's process must run as the peer's uid: a connect a sandbox's
-	 * guard made for a command (exec-unix.c) carries the bot's uid but the
-	 * root supervisor's pid, which no bot may have followed or kept busy.
+	 * guard made for a command (exec-guard.c) carries the bot's uid but the
+	 * pid of a process that is not the command's.
 	 */
 	if (proc_real_uid(pid) != (long)server_peer_uid(r->peer)) {
 		fail(r, "forbidden",
@@ -234,12 +563,23 @@ void bots_exec_register(struct request *r, const char *name, bool has_pid, doubl
 		return;
 	}
 	sb = sandbox_of(b, pid);
-	if (sb == NULL && (sb = sandbox_add(r, b, pid)) == NULL)
+	if (sb == NULL) {
+		if ((sb = sandbox_add(r, b, pid, cJSON_GetObjectItemCaseSensitive(req, "argv"))) ==
+		    NULL)
+			return;
+		added = true;
+	}
+	if ((child > 0 && !sandbox_set_child(r, sb, child)) ||
+	    (init > 0 && sb->initfd < 0 && !sandbox_set_init(r, sb, init))) {
+		if (added)
+			sandbox_free(sb);
 		return;
-	if (has_pid && sb->initfd < 0 && !sandbox_set_init(r, sb, (pid_t)pidv))
-		return;
+	}
+	sandboxes_save();
 	request_reply(r, NULL);
 }
+
+/* ---- rm --force ---------------------------------------------------------------- */
 
 /* rm --force waiting for a bot's sandboxes to end before it deletes the bot. */
 struct force {
@@ -352,7 +692,9 @@ bool force_delete(struct request *r, struct bot *b)
 	return true;
 }
 
-/* "bot lead has 2 running sandboxes (pids 123, 456)" for b and its bots. */
+/* ---- what runs --------------------------------------------------------------------- */
+
+/* "pids 123 456" for b and its bots. */
 void running_msg(struct bot **v, size_t n, char *out, size_t len)
 {
 	struct sandbox_run *sb;
@@ -365,17 +707,64 @@ void running_msg(struct bot **v, size_t n, char *out, size_t len)
 				off += (size_t)snprintf(out + off, len - off, " %d", (int)sb->pid);
 }
 
-/* The running `agentfs exec`s of b, in show: [{"pid": N, "init": M}] (init once known). */
+/* One sandbox as show and ps give it. */
+static cJSON *sandbox_json(const struct sandbox_run *sb, bool with_bot)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *u = user_name(sb->run_uid);
+	bool ok;
+
+	ok = o != NULL && (!with_bot || cJSON_AddStringToObject(o, "bot", sb->bot->name) != NULL) &&
+	     cJSON_AddNumberToObject(o, "pid", sb->pid) != NULL &&
+	     (sb->child <= 0 || cJSON_AddNumberToObject(o, "bwrap", sb->child) != NULL) &&
+	     (sb->init <= 0 || cJSON_AddNumberToObject(o, "init", sb->init) != NULL) &&
+	     cJSON_AddNumberToObject(o, "started", (double)sb->started) != NULL &&
+	     cJSON_AddNumberToObject(o, "uid", sb->run_uid) != NULL &&
+	     cJSON_AddStringToObject(o, "user", u != NULL ? u : "") != NULL &&
+	     cJSON_AddItemToObject(o, "command", sb->argv != NULL
+							 ? cJSON_Duplicate(sb->argv, true)
+							 : cJSON_CreateArray());
+	free(u);
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* The running `agentfs exec`s of b, in show: [{"pid": N, ...}]. */
 void sandboxes_json(const struct bot *b, cJSON *bot)
 {
-	cJSON *arr = cJSON_AddArrayToObject(bot, "sandboxes"), *o;
+	cJSON *arr = cJSON_AddArrayToObject(bot, "sandboxes");
 	struct sandbox_run *sb;
 
-	LIST_FOREACH(sb, &b->sandboxes, entry) {
-		o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "pid", sb->pid);
-		if (sb->init > 0)
-			cJSON_AddNumberToObject(o, "init", sb->init);
-		cJSON_AddItemToArray(arr, o);
+	LIST_FOREACH(sb, &b->sandboxes, entry)
+		cJSON_AddItemToArray(arr, sandbox_json(sb, false));
+}
+
+/* ps: every running sandbox of the bots the caller may see. */
+void bots_ps(struct request *r)
+{
+	cJSON *body = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(body, "sandboxes"), *o;
+	struct sandbox_run *sb;
+	struct bot *b;
+
+	if (arr == NULL) {
+		cJSON_Delete(body);
+		fail(r, "internal", "out of memory");
+		return;
 	}
+	TAILQ_FOREACH(b, &ds.bots, entry) {
+		if (b->deleting || !bot_visible(r, b))
+			continue;
+		LIST_FOREACH(sb, &b->sandboxes, entry) {
+			if ((o = sandbox_json(sb, true)) == NULL) {
+				cJSON_Delete(body);
+				fail(r, "internal", "out of memory");
+				return;
+			}
+			cJSON_AddItemToArray(arr, o);
+		}
+	}
+	request_reply(r, body);
 }

@@ -159,6 +159,26 @@ pid_t server_peer_pid(const struct peer *p)
 	return p->pid;
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+/*
+ * A pidfd of the process that connected, from the kernel (SO_PEERPIDFD,
+ * Linux 6.5): it names that process even after its pid is reused, where a
+ * pidfd_open of the pid from SO_PEERCRED could name a later one. -1 with
+ * errno (ENOPROTOOPT on an older kernel) when the kernel cannot say.
+ */
+int server_peer_pidfd(const struct peer *p)
+{
+	socklen_t len = sizeof(int);
+	int fd = -1;
+
+	if (getsockopt(bufferevent_getfd(p->bev), SOL_SOCKET, SO_PEERPIDFD, &fd, &len) != 0)
+		return -1;
+	return fd;
+}
+
 /* Close once the client has shut its side and everything it asked is answered. */
 static void peer_maybe_close(struct peer *p)
 {

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include "fusefs/fusefs.h"
 #include "gitguard/ggutil.h"
@@ -135,8 +136,13 @@ int mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
-/* Write dir/name atomically: a temp file, fsync, rename, fsync the folder. */
-int write_file_atomic(const char *dir, const char *name, const char *data, size_t len)
+/*
+ * Write dir/name atomically: a temp file, fsync (if durable), rename, fsync
+ * the folder (if durable). Without durable, a reader after a crash of the
+ * daemon (not of the machine) still sees the old file or the new one whole.
+ */
+int write_file_replace(const char *dir, const char *name, const char *data, size_t len,
+		       bool durable)
 {
 	char tmp[PATH_MAX], dst[PATH_MAX];
 	int fd, dfd, e;
@@ -159,7 +165,7 @@ int write_file_atomic(const char *dir, const char *name, const char *data, size_
 		}
 		off += (size_t)n;
 	}
-	if (fsync(fd) != 0) {
+	if (durable && fsync(fd) != 0) {
 		e = errno;
 		goto fail;
 	}
@@ -169,7 +175,7 @@ int write_file_atomic(const char *dir, const char *name, const char *data, size_
 		unlink(tmp);
 		return -e;
 	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = durable ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	if (dfd >= 0) {
 		fsync(dfd);
 		close(dfd);
@@ -179,6 +185,12 @@ fail:
 	close(fd);
 	unlink(tmp);
 	return -e;
+}
+
+/* Write dir/name atomically and durably: a temp file, fsync, rename, fsync the folder. */
+int write_file_atomic(const char *dir, const char *name, const char *data, size_t len)
+{
+	return write_file_replace(dir, name, data, len, true);
 }
 
 static const char *sandbox_names[] = {
@@ -435,22 +447,33 @@ ssize_t read_text(int dirfd, const char *name, char *buf, size_t cap)
 }
 
 /*
- * A process's state letter and parent from /proc/PID/stat ("pid (comm)
- * state ppid ...", where comm may hold spaces and parentheses): 0, or -1
- * if it is gone.
+ * A process's state letter, parent and, if start is not NULL, start time
+ * (clock ticks after boot: with the pid, it names one process for good)
+ * from /proc/PID/stat ("pid (comm) state ppid ...", where comm may hold
+ * spaces and parentheses): 0, or -1 if it is gone.
  */
-int proc_stat(pid_t pid, char *state, pid_t *ppid)
+int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
 {
-	char path[64], buf[512], *p;
+	char path[64], buf[1024], *p;
+	int i;
 
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
 	if (read_text(AT_FDCWD, path, buf, sizeof buf) <= 0)
 		return -1;
+	/* the name, in parentheses, may hold anything: the fields follow the last ')' */
 	p = strrchr(buf, ')');
 	if (p == NULL || p[1] != ' ' || p[2] == '\0' || p[3] != ' ')
 		return -1;
 	*state = p[2];
 	*ppid = (pid_t)atoi(p + 4);
+	if (start == NULL)
+		return 0;
+	/* field 22, starttime; state is field 3 */
+	for (p += 2, i = 3; i < 22 && p != NULL; i++)
+		if ((p = strchr(p, ' ')) != NULL)
+			p++;
+	if (p == NULL || sscanf(p, "%llu", start) != 1)
+		return -1;
 	return 0;
 }
 
@@ -480,4 +503,96 @@ void raise_nofile(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+#define FUSE_MAGIC 0x65735546 /* statfs f_type of every FUSE mount, a bot's roots among them */
+#define MSDOS_MAGIC 0x4d44
+#define EXFAT_MAGIC 0x2011BAB0
+#define NTFS3_MAGIC 0x7366746e
+#define NTFS_MAGIC 0x5346544e
+
+/*
+ * A program agentfs runs for a bot must be one no bot could have written
+ * (bwrap runs as root, or as the operator the bot runs as, outside the
+ * sandbox): the file and every folder above it (symbolic links resolved)
+ * belong to root or to this process's user and no one else may write them
+ * (a sticky folder's children owned by root or this user excepted), and it
+ * is on no FUSE file system (a bot's root) nor one whose owners are a mount
+ * option. The resolved path, which is what must be run, or NULL with why.
+ */
+char *prog_trusted(const char *path, char *why, size_t len)
+{
+	char *real = realpath(path, NULL), *walk = NULL, *cut;
+	struct statfs sfs;
+	struct stat st;
+	bool child_ok = true;
+
+	if (real == NULL || (walk = strdup(real)) == NULL) {
+		snprintf(why, len, "cannot resolve %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (statfs(real, &sfs) != 0) {
+		snprintf(why, len, "cannot check %s: %s", real, strerror(errno));
+		goto fail;
+	}
+	if (sfs.f_type == FUSE_MAGIC || sfs.f_type == MSDOS_MAGIC || sfs.f_type == EXFAT_MAGIC ||
+	    sfs.f_type == NTFS3_MAGIC || sfs.f_type == NTFS_MAGIC) {
+		snprintf(why, len,
+			 "%s is on a file system whose owners prove nothing (FUSE, FAT, exFAT, "
+			 "NTFS): agentfs will not run it for a bot",
+			 real);
+		goto fail;
+	}
+	/* the file, then each folder above it: WALK is cut one name shorter each time */
+	for (;;) {
+		const char *at = *walk ? walk : "/";
+
+		if (stat(at, &st) != 0) {
+			snprintf(why, len, "cannot check %s: %s", at, strerror(errno));
+			goto fail;
+		}
+		if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
+		    ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+		     !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && child_ok))) {
+			snprintf(why, len,
+				 "%s is not trusted: agentfs runs it for a bot, so it and every "
+				 "folder above it must belong to root and be writable by no one "
+				 "else (%s: owner uid %u, mode %04o)",
+				 path, at, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+			goto fail;
+		}
+		child_ok = st.st_uid == 0 || st.st_uid == geteuid();
+		if (!*walk)
+			break;
+		cut = strrchr(walk, '/');
+		*cut = '\0';
+	}
+	free(walk);
+	return real;
+fail:
+	free(walk);
+	free(real);
+	return NULL;
+}
+
+/* The first prog in the folders of search (as PATH), if trusted; NULL with why. */
+char *prog_find_trusted(const char *prog, const char *search, char *why, size_t len)
+{
+	char *copy = strdup(search != NULL && *search != '\0' ? search : "/usr/local/bin:/usr/bin:/bin");
+	char *dir, *save = NULL, *full, *real = NULL;
+
+	snprintf(why, len, "%s not found in %s", prog, search != NULL ? search : "PATH");
+	for (dir = copy != NULL ? strtok_r(copy, ":", &save) : NULL; dir != NULL;
+	     dir = strtok_r(NULL, ":", &save)) {
+		if (asprintf(&full, "%s/%s", dir, prog) < 0)
+			break;
+		if (access(full, X_OK) == 0) {
+			real = prog_trusted(full, why, len);
+			free(full);
+			break;
+		}
+		free(full);
+	}
+	free(copy);
+	return real;
 }

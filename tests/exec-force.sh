@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # exec-force: the daemon knows the sandboxes `agentfs exec` runs (each exec
-# registers itself, and its sandbox's init, and is forgotten when it ends):
+# registers itself, and its bwrap before it starts, and is forgotten when it
+# ends), also after it is restarted (kill -9 or a clean stop):
 # `agentfs rm` of a bot with one running, or whose bots have one, says so
 # and deletes nothing; `rm --force` ends them (SIGTERM to the exec, which
 # passes it to the command; SIGKILL to the whole sandbox 3 s later for a
@@ -36,7 +37,7 @@ sandboxes_of()
 # to the sandbox's init, which ignores it, and only the SIGKILL would end it)
 up()
 {
-	wait_until 10 eval '[ -n "$(afs --json show '"$1"' | jget bot.sandboxes.0.init)" ] &&
+	wait_until 10 eval '[ -n "$(afs --json show '"$1"' | jget bot.sandboxes.0.bwrap)" ] &&
 		[ "$(pgrep -fc "^sleep 9871")" -ge '"$2"' ]' || diag "the sandbox of $1 did not start"
 }
 
@@ -83,7 +84,7 @@ is "$(afs --json show lead | jget error.code)" not_found "lead is gone"
 check "create stubborn" afs create stubborn "$W" --no-network
 run stubborn -- sh -c 'trap "" TERM; sleep 9871 & trap "" TERM; wait; sleep 9871'
 holder=$!
-wait_until 10 eval '[ -n "$(afs --json show stubborn | jget bot.sandboxes.0.init)" ]'
+wait_until 10 eval '[ -n "$(afs --json show stubborn | jget bot.sandboxes.0.bwrap)" ]'
 sleep 0.5
 start=$(date +%s%N)
 r=$(afs --json rm --force stubborn)
@@ -95,6 +96,48 @@ wait_until 5 eval '! kill -0 '"$holder"' 2>/dev/null' && ok "the exec ended" || 
 pgrep -f "^sleep 9871" >/dev/null && not_ok "no process of the sandbox is left" ||
 	ok "no process of the sandbox is left"
 
+# --- a restarted daemon still knows them --------------------------------------------
+# The sandboxes are kept in STATE/sandboxes.json with each process's start
+# time: after kill -9 and a start, or a clean stop and a start, rm refuses
+# and rm --force ends them; one that ended meanwhile is forgotten.
+check "create keep" afs create keep "$W" --no-network
+run keep -- sleep 9871
+holder=$!
+up keep 1
+daemon_kill9 || bail_out "agentfsd did not die"
+daemon_start || bail_out "agentfsd did not start again"
+is "$(restored_state keep)" mounted "after kill -9 and a start, keep is back"
+like "$(afs --json show keep | jget bot.sandboxes.0.pid)" "^$holder\$" "show lists its sandbox again (exec pid $holder)"
+r=$(afs --json rm keep)
+expect_error "rm of keep after the restart is refused: its sandbox runs" running "$r"
+like "$(printf '%s' "$r" | jget error.message)" "pid $holder\b" "the message names the exec's pid"
+afs shutdown >/dev/null
+daemon_wait_gone 20 || bail_out "agentfsd did not stop"
+daemon_start || bail_out "agentfsd did not start again"
+is "$(restored_state keep)" mounted "after a clean stop and a start, keep is back"
+expect_error "rm of keep is still refused" running "$(afs --json rm keep)"
+expect_ok "rm --force of keep after two restarts" "$(afs --json rm --force keep)"
+if wait_until 8 eval '! kill -0 '"$holder"' 2>/dev/null'; then
+	ok "it ended the sandbox a previous daemon registered"
+else
+	not_ok "it ended the sandbox a previous daemon registered"
+	kill -KILL "$holder"
+fi
+wait "$holder" 2>/dev/null
+wait_until 5 eval '! pgrep -f "^sleep 9871" >/dev/null' && ok "no process of that sandbox is left" ||
+	not_ok "no process of that sandbox is left"
+check "create gone" afs create gone "$W" --no-network
+run gone -- sleep 9871
+holder=$!
+up gone 1
+daemon_kill9 || bail_out "agentfsd did not die"
+kill "$holder"
+wait "$holder" 2>/dev/null
+daemon_start || bail_out "agentfsd did not start again"
+is "$(restored_state gone)" mounted "gone is back"
+is "$(sandboxes_of gone)" "" "a sandbox that ended while no daemon ran is forgotten"
+expect_ok "rm of gone works at once" "$(afs --json rm gone)"
+
 # --- nothing else can be registered ---------------------------------------------------
 check "create b2" afs create b2 "$W" --no-network
 sleep 300 &
@@ -103,6 +146,9 @@ track_pid "$other"
 expect_error "a client cannot register a process it did not start" forbidden \
 	"$(raw "{\"op\":\"exec_register\",\"name\":\"b2\",\"pid\":$other}")"
 expect_error "nor pid 1" bad_value "$(raw '{"op":"exec_register","name":"b2","pid":1}')"
+expect_error "nor as its bwrap a process it did not start" forbidden \
+	"$(raw "{\"op\":\"exec_register\",\"name\":\"b2\",\"child\":$other}")"
+expect_error "nor child 1" bad_value "$(raw '{"op":"exec_register","name":"b2","child":1}')"
 expect_ok "the client itself may register (no pid)" \
 	"$(raw '{"op":"exec_register","name":"b2"}')"
 wait_until 5 eval '[ -z "$(sandboxes_of b2)" ]' &&

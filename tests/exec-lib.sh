@@ -6,8 +6,12 @@
 # $D_STATE, afs, jget, expect_ok/expect_error, like/unlike, and a trap that
 # stops the daemon by pid, unmounts and removes $T) and adds:
 #   ex ARGS...            `agentfs --socket $D_SOCK exec ARGS...`
-#   ex_start_w1           start agentfsd and make the bot w1 (workspace-write,
-#                         no network) over W=$T/ws, owned by EX_USER
+#   ex_start_w1 [ARGS...] start agentfsd (with ARGS) and make the bot w1
+#                         (workspace-write, no network) over W=$T/ws, owned by EX_USER
+#   ex_daemon_again [ARGS...]  stop our agentfsd and start it again with ARGS
+#                         (its bots come back); bwrap is agentfsd's choice, so
+#                         a test that runs its own gives it as the config's
+#                         "bwrap" (ex_bwrap_config FILE writes one)
 #   fuse_lines            how many fuse.agentfs mounts the host has under $T
 #                         (others' tests may mount elsewhere meanwhile)
 #   pty_run SECS CMD...   run CMD on a new pseudo-terminal (python3), print
@@ -110,8 +114,23 @@ ex_start_w1()
 	W="$T/ws"
 	mkdir -p "$W"
 	own "$W"
-	daemon_start || bail_out "agentfsd did not start"
+	daemon_start "$@" || bail_out "agentfsd did not start"
 	check "create w1" afs create w1 "$W" --sandbox workspace-write --no-network
+}
+
+ex_daemon_again()
+{
+	afs shutdown >/dev/null 2>&1
+	daemon_wait_gone 20 || bail_out "agentfsd did not stop"
+	daemon_start "$@" || bail_out "agentfsd did not start again"
+}
+
+# ex_bwrap_config BWRAP: the path of a config file naming BWRAP as the bwrap to run
+ex_bwrap_config()
+{
+	local f="$T/bwrap-config.$RANDOM.json"
+	printf '{"bwrap": "%s"}\n' "$1" >"$f"
+	printf '%s\n' "$f"
 }
 
 fuse_lines()

@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# exec-modes: danger-full-access runs unconfined; without bwrap, or with a
-# bwrap that cannot make its namespaces, nothing runs; a bwrap a bot could have
-# written is never run, nor does the caller's LD_PRELOAD reach it; --cwd before and after
-# the bot, and the default folder.
+# exec-modes: danger-full-access runs unconfined; --cwd before and after the
+# bot, and the default folder; the caller's LD_PRELOAD never reaches bwrap;
+# without bwrap, or with a bwrap that cannot make its namespaces, nothing
+# runs; a bwrap a bot could have written is never run (agentfsd chooses it).
 . "$top_srcdir/tests/exec-lib.sh"
 
 W="$T/ws"
@@ -31,53 +31,6 @@ out=$(env PATH=/nonexistent "$AGENTFS" --socket "$D_SOCK" exec d1 -- /bin/sh -c 
 is "$out" ran "danger-full-access needs no bwrap"
 ex d1 -- sh -c 'exit 5' </dev/null
 is "$?" 5 "danger-full-access: the exit status passes through"
-
-# --- no bwrap ----------------------------------------------------------------
-err=$(env PATH=/nonexistent "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker1" \
-	</dev/null 2>&1 >/dev/null)
-rc=$?
-is "$rc" 125 "without bwrap in PATH, exec exits 125"
-like "$err" "bwrap" "without bwrap in PATH, the error names bwrap"
-[ -e "$W/marker1" ] && not_ok "without bwrap in PATH, the command did not run" ||
-	ok "without bwrap in PATH, the command did not run"
-
-# --- a bwrap that cannot make its namespaces --------------------------------
-cat >"$T/fakebin/bwrap" <<'EOF'
-#!/bin/sh
-echo "bwrap: Creating new namespace failed: Operation not permitted" >&2
-exit 1
-EOF
-chmod +x "$T/fakebin/bwrap"
-err=$(env PATH="$T/fakebin:$PATH" "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker2" \
-	</dev/null 2>&1 >/dev/null)
-rc=$?
-is "$rc" 126 "a bwrap that fails before starting the command: exec exits 126"
-like "$err" "Nothing was run" "it says nothing was run"
-like "$err" "Creating new namespace failed" "bwrap's own message is shown"
-[ -e "$W/marker2" ] && not_ok "the command did not run" || ok "the command did not run"
-
-# --- a bwrap or setsid a bot could have written is never run as root ---------
-# bwrap runs as root outside the sandbox: a PATH entry a bot can write (a folder
-# in its root, `.`) must not decide what runs.
-mkdir -p "$T/botbin" "$T/wwbin" "$T/linkbin"
-for d in botbin wwbin; do
-	printf '#!/bin/sh\ntouch "%s/ran-%s"\nexit 0\n' "$T" "$d" >"$T/$d/bwrap"
-	chmod 755 "$T/$d/bwrap"
-done
-chown -R 65534 "$T/botbin"
-chmod 0777 "$T/wwbin"
-ln -s "$T/botbin/bwrap" "$T/linkbin/bwrap"
-err=$(env PATH="$T/botbin:$PATH" "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/true </dev/null 2>&1 >/dev/null)
-is "$?" 125 "a bwrap owned by another user in PATH: exec exits 125"
-like "$err" "botbin/bwrap is not trusted" "... and says the bwrap found is not trusted"
-check "... and it did not run" test ! -e "$T/ran-botbin"
-err=$(env PATH="$T/wwbin:$PATH" "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/true </dev/null 2>&1 >/dev/null)
-is "$?" 125 "a bwrap in a folder anyone may write: exec exits 125"
-like "$err" "mode 0777" "... and names the folder's mode"
-check "... and it did not run" test ! -e "$T/ran-wwbin"
-err=$(env PATH="$T/linkbin:$PATH" "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/true </dev/null 2>&1 >/dev/null)
-is "$?" 125 "a trusted folder's symlink to an untrusted bwrap: exec exits 125"
-check "... and it did not run" test ! -e "$T/ran-botbin"
 
 # agentfs itself runs as root inside (exec --as): not a copy the bot may change
 cp "$AGENTFS" "$W/agentfs-copy"
@@ -113,6 +66,39 @@ else
 	skip "no cc: the LD_PRELOAD check needs one"
 fi
 
+# --- -e and --env-file -----------------------------------------------------------
+is "$(ex -e FOO=bar w1 -- sh -c 'echo "$FOO"' </dev/null 2>&1)" bar "-e NAME=VALUE before the bot"
+is "$(ex w1 -e FOO=bar --env X=1 --env=Y=2 -- sh -c 'echo "$FOO$X$Y"' </dev/null 2>&1)" bar12 \
+	"-e, --env and --env= after the bot"
+is "$(FOO=fromhere ex -e FOO w1 -- sh -c 'echo "$FOO"' </dev/null 2>&1)" fromhere "-e NAME passes the caller's value"
+is "$(ex -e 'V=a=b c' w1 -- sh -c 'echo "$V"' </dev/null 2>&1)" "a=b c" "a value keeps '=' and spaces"
+is "$(ex -e FOO=bar d1 -- sh -c 'echo "$FOO"' </dev/null 2>&1)" bar "-e for a danger-full-access bot"
+printf '# a comment\n\n  A=1\nB=two words\r\nC=x=y\nD\n' >"$T/envfile"
+out=$(D=fromhere ex --env-file "$T/envfile" w1 -- sh -c 'echo "$A|$B|$C|$D"' </dev/null 2>&1)
+is "$out" "1|two words|x=y|fromhere" "--env-file: comments, blank lines, NAME alone, the rest of the line as it is"
+is "$(ex --env-file <(printf 'P=piped\n') w1 -- sh -c 'echo "$P"' </dev/null 2>&1)" piped "--env-file from a pipe"
+is "$(ex --env-file "$T/envfile" -e A=2 w1 -- sh -c 'echo "$A"' </dev/null 2>&1)" 2 "taken in order: -e after the file wins"
+for bad in AGENT_SOCKET=/x AGENTFS_SOCKET=/x AGENTFS_SAVED_LD_PRELOAD=/x SSH_AUTH_SOCK=/x 1BAD=x =x 'A B=x'; do
+	err=$(ex -e "$bad" w1 -- sh -c 'echo ran >"$1/ran.env"' sh "$W" </dev/null 2>&1)
+	rc=$?
+	if [ "$rc" = 125 ] && [ ! -e "$W/ran.env" ]; then
+		ok "-e $bad is refused (125) and nothing runs"
+	else
+		not_ok "-e $bad is refused (125) and nothing runs"
+		diag "status $rc: $err"
+	fi
+done
+like "$(ex -e AGENT_SOCKET=/x w1 -- true </dev/null 2>&1)" "the sandbox sets AGENT_SOCKET itself" \
+	"... saying the sandbox sets AGENT_SOCKET"
+like "$(ex -e SSH_AUTH_SOCK=/x w1 -- true </dev/null 2>&1)" "keeps the caller's agents" \
+	"... and that exec keeps the caller's agents out"
+printf 'OK=1\nAGENT_SOCKET=/x\n' >"$T/envbad"
+is "$(ex --env-file "$T/envbad" w1 -- true </dev/null >/dev/null 2>&1; echo $?)" 125 \
+	"--env-file with a refused name: 125"
+is "$(ex --env-file "$T/nosuch" w1 -- true </dev/null >/dev/null 2>&1; echo $?)" 125 "--env-file missing: 125"
+is "$(ex -e LD_LIBRARY_PATH=/nonexistent-$$ w1 -- sh -c 'echo "$LD_LIBRARY_PATH"' </dev/null 2>&1)" \
+	"/nonexistent-$$" "-e LD_LIBRARY_PATH reaches the command (held back from bwrap)"
+
 # --- errors from the daemon: nothing runs -------------------------------------
 err=$(ex nosuchbot -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker3" </dev/null 2>&1 >/dev/null)
 rc=$?
@@ -141,6 +127,64 @@ is "$(cd "$T/rd" && ex w1 -- pwd </dev/null 2>&1)" "$T/rd" "default cwd: the cur
 is "$(cd / && ex w1 -- pwd </dev/null 2>&1)" "$W" "default cwd from / (outside every root): the bot's folder"
 is "$(cd "$T" && ex w1 -- pwd </dev/null 2>&1)" "$W" "default cwd from the folder's parent: the bot's folder"
 is "$(cd "$T/ws2" && ex w1 -- pwd </dev/null 2>&1)" "$W" "default cwd from $T/ws2 (a prefix look-alike of ws): the bot's folder"
+# --- which bwrap: agentfsd's choice -------------------------------------------
+# bwrap runs as root (or as the operator the bot runs as) outside the sandbox:
+# agentfsd decides which (its config's "bwrap", else the first in its PATH),
+# one no bot could have written. Each case starts agentfsd again.
+ex_daemon_again --config "$(ex_bwrap_config "$T/nonexistent/bwrap")"
+err=$(ex w1 -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker1" </dev/null 2>&1 >/dev/null)
+is "$?" 125 "a configured bwrap that does not exist: exec exits 125"
+like "$err" "no_bwrap: cannot resolve $T/nonexistent/bwrap" "... naming it (no_bwrap)"
+check "... and the command did not run" test ! -e "$W/marker1"
+ex_daemon_again
+out=$(env PATH=/nonexistent "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/sh -c 'echo ran' </dev/null 2>&1)
+is "$out" ran "the caller's PATH does not decide which bwrap runs"
+afs shutdown >/dev/null 2>&1
+daemon_wait_gone 20 || bail_out "agentfsd did not stop"
+env PATH=/nonexistent "$AGENTFSD" --socket "$D_SOCK" --state "$D_STATE" || bail_out "agentfsd did not start"
+err=$(ex w1 -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker1" </dev/null 2>&1 >/dev/null)
+is "$?" 125 "no bwrap in agentfsd's PATH: exec exits 125"
+like "$err" "no_bwrap: bwrap not found in /nonexistent" "... and says so"
+check "... and the command did not run" test ! -e "$W/marker1"
+
+# a bwrap that cannot make its namespaces: every try fails, nothing runs
+cat >"$T/fakebin/bwrap" <<'EOF'
+#!/bin/sh
+echo "bwrap: Creating new namespace failed: Operation not permitted" >&2
+exit 1
+EOF
+chmod +x "$T/fakebin/bwrap"
+ex_daemon_again --config "$(ex_bwrap_config "$T/fakebin/bwrap")"
+err=$(ex w1 -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker2" </dev/null 2>&1 >/dev/null)
+rc=$?
+is "$rc" 125 "a bwrap that fails before starting the command: exec exits 125"
+like "$err" "Nothing was run" "it says nothing was run"
+like "$err" "Creating new namespace failed" "bwrap's own message is shown"
+check "the command did not run" test ! -e "$W/marker2"
+
+# a bwrap a bot could have written is never run
+mkdir -p "$T/botbin" "$T/wwbin" "$T/linkbin"
+for d in botbin wwbin; do
+	printf '#!/bin/sh\ntouch "%s/ran-%s"\nexit 0\n' "$T" "$d" >"$T/$d/bwrap"
+	chmod 755 "$T/$d/bwrap"
+done
+chown -R 65534 "$T/botbin"
+chmod 0777 "$T/wwbin"
+ln -s "$T/botbin/bwrap" "$T/linkbin/bwrap"
+ex_daemon_again --config "$(ex_bwrap_config "$T/botbin/bwrap")"
+err=$(ex w1 -- /bin/true </dev/null 2>&1 >/dev/null)
+is "$?" 125 "a bwrap owned by another user: exec exits 125"
+like "$err" "botbin/bwrap is not trusted" "... and says the bwrap is not trusted"
+check "... and it did not run" test ! -e "$T/ran-botbin"
+ex_daemon_again --config "$(ex_bwrap_config "$T/wwbin/bwrap")"
+err=$(ex w1 -- /bin/true </dev/null 2>&1 >/dev/null)
+is "$?" 125 "a bwrap in a folder anyone may write: exec exits 125"
+like "$err" "mode 0777" "... and names the folder's mode"
+check "... and it did not run" test ! -e "$T/ran-wwbin"
+ex_daemon_again --config "$(ex_bwrap_config "$T/linkbin/bwrap")"
+err=$(ex w1 -- /bin/true </dev/null 2>&1 >/dev/null)
+is "$?" 125 "a trusted folder's symlink to an untrusted bwrap: exec exits 125"
+check "... and it did not run" test ! -e "$T/ran-botbin"
 is "$(pgrep -fa "bwrap .*$T/")" "" "no sandbox is left running"
 
 done_testing

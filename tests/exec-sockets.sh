@@ -240,6 +240,28 @@ print("uid", seen[0])
 '
 out=$(ex w1 -- "$PY" -c "$own_server" /tmp/own.sock </dev/null 2>&1)
 is "$out" "hello uid $EX_UID" "no network: a server the command starts in /tmp answers; SO_PEERCRED is the bot's uid"
+# The guard walks a path with openat2 (no /proc magic link); where openat2
+# is missing (a container's seccomp profile says ENOSYS) it refuses, never
+# falling back to a plain open(): even the command's own server is refused.
+no_openat2='
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def insn(code, jt, jf, k):
+    return struct.pack("HBBI", code, jt, jf, k)
+prog = (insn(0x20, 0, 0, 0) + insn(0x15, 0, 1, 437) +
+        insn(0x06, 0, 0, 0x00050000 | 38) + insn(0x06, 0, 0, 0x7fff0000))
+buf = ctypes.create_string_buffer(prog, len(prog))
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fp = Fprog(len(prog) // 8, ctypes.addressof(buf))
+if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fp), 0, 0) != 0:
+    sys.exit("prctl: " + os.strerror(ctypes.get_errno()))
+os.execv(sys.argv[1], sys.argv[1:])
+'
+out=$("$PY" -c "$no_openat2" "$AGENTFS" --socket "$D_SOCK" exec w1 -- "$PY" -c "$own_server" /tmp/own.sock \
+	</dev/null 2>&1)
+like "$out" "Permission denied" "without openat2 the guard refuses even the command's own server (EACCES)"
+like "$out" "host-socket guard: .*openat2 is not available" "... and says why"
 out=$(ex w1 -- "$PY" -c "$own_server" "$W/own.sock" </dev/null 2>&1)
 is "$out" "hello uid $EX_UID" "no network: a server the command starts in the bot's root answers"
 if [ -n "${NS_TEST-}" ]; then

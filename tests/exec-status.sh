@@ -5,7 +5,51 @@
 # SIGTERM and SIGINT sent to the client on to the command.
 . "$top_srcdir/tests/exec-lib.sh"
 
-ex_start_w1
+# bwrap is agentfsd's to choose: it runs ours (the config's "bwrap"), which is
+# the real one unless $T/bw.mode says otherwise (the setup races below).
+real_bwrap=$BWRAP
+mkdir -p "$T/fakebin"
+cat >"$T/fakebin/bwrap" <<EOF
+#!/bin/bash
+n=\$(cat "$T/bw.count" 2>/dev/null || echo 0)
+echo \$((n + 1)) >"$T/bw.count"
+mode=\$(cat "$T/bw.mode" 2>/dev/null || echo real)
+if [ "\$mode" = real ] || { [ "\$mode" = once ] && [ "\$n" -ge 1 ]; }; then
+	exec "$real_bwrap" "\$@"
+fi
+if [ "\$mode" = late ]; then
+	# the report goes on a second late, and this stand-in exits only once all
+	# of it is passed on (bwrap writes its exit status before it exits)
+	args=() prev= st=
+	for a in "\$@"; do
+		if [ "\$prev" = --json-status-fd ]; then st=\$a; a=200; fi
+		args+=("\$a")
+		prev=\$a
+	done
+	{ "$real_bwrap" "\${args[@]}" 200>&1 1>&3 3>&-; } 3>&1 | { sleep 1; cat >&\$st; }
+	exit \${PIPESTATUS[0]}
+fi
+prev=
+for a in "\$@"; do
+	if [ "\$prev" = --json-status-fd ]; then
+		sh -c 'exit 1' &
+		eval "echo '{ \"child-pid\": '\$!' }' >&\$a"
+		wait
+	fi
+	prev=\$a
+done
+if [ "\$mode" = killed ]; then
+	kill -KILL \$\$
+fi
+if [ "\$mode" = other ]; then
+	echo "bwrap: Can't find source path /nope-$$: No such file or directory" >&2
+else
+	echo "bwrap: Can't bind mount /oldroot/ on /newroot/: Unable to apply mount flags: remount \"/newroot$T/gone\": Invalid argument" >&2
+fi
+exit 1
+EOF
+chmod 755 "$T/fakebin/bwrap"
+ex_start_w1 --config "$(ex_bwrap_config "$T/fakebin/bwrap")"
 
 # --- exit status ---------------------------------------------------------------
 ex w1 -- sh -c 'exit 7' </dev/null
@@ -91,7 +135,7 @@ sig_to_command()
 	# non-interactive shell starts with SIGINT and SIGQUIT ignored, nohup
 	# ignores SIGHUP, and bwrap and the command would inherit that (a shell
 	# cannot trap a signal ignored when it started).
-	env --default-signal PATH="${SIG_PATH:-$PATH}" "$AGENTFS" --socket "$D_SOCK" exec w1 -- \
+	env --default-signal "$AGENTFS" --socket "$D_SOCK" exec w1 -- \
 		sh -c 'trap "echo $1 >trapped.$1; exit 3" "$1"; echo >ready.$1; sleep 30 & wait' sh "$sig" \
 		</dev/null >/dev/null 2>>"$T/sig.err" &
 	cpid=$!
@@ -118,46 +162,20 @@ sig_to_command HUP
 # --- a setup that lost a race with the host's mount table ------------------
 # bwrap copies the mount table, then makes each mount read-only one by one; a
 # mount that goes in between (another bot's root ended, its folder removed)
-# fails the setup before anything runs. exec tries again, quietly; other
-# setup errors are shown at once. A bwrap of our own in PATH plays the race:
-# it reports a child (as bwrap does before setting up), fails as bwrap does,
-# and then hands over to the real one.
-real_bwrap=$(command -v bwrap)
-mkdir -p "$T/fakebin"
-cat >"$T/fakebin/bwrap" <<EOF
-#!/bin/sh
-n=\$(cat "$T/bw.count" 2>/dev/null || echo 0)
-echo \$((n + 1)) >"$T/bw.count"
-mode=\$(cat "$T/bw.mode")
-if [ "\$mode" = once ] && [ "\$n" -ge 1 ]; then
-	exec "$real_bwrap" "\$@"
-fi
-prev=
-for a in "\$@"; do
-	if [ "\$prev" = --json-status-fd ]; then
-		sh -c 'exit 1' &
-		eval "echo '{ \"child-pid\": '\$!' }' >&\$a"
-		wait
-	fi
-	prev=\$a
-done
-if [ "\$mode" = killed ]; then
-	kill -KILL \$\$
-fi
-if [ "\$mode" = other ]; then
-	echo "bwrap: Can't find source path /nope-$$: No such file or directory" >&2
-else
-	echo "bwrap: Can't bind mount /oldroot/ on /newroot/: Unable to apply mount flags: remount \"/newroot$T/gone\": Invalid argument" >&2
-fi
-exit 1
-EOF
-chmod 755 "$T/fakebin/bwrap"
+# fails the setup before anything runs. bwrap says which failure it was only
+# in words, and a failed setup ran nothing (it reported no exit code), so
+# exec tries every failed setup again, quietly, and shows the last words.
+# Our bwrap plays the race: it reports a child (as bwrap does before
+# setting up), fails as bwrap does, and then hands over to the real one.
 fake_ex()
 {
 	echo "$1" >"$T/bw.mode"
 	rm -f "$T/bw.count"
 	shift
-	PATH="$T/fakebin:$PATH" ex "$@"
+	ex "$@"
+	set -- $?
+	echo real >"$T/bw.mode"
+	return "$1"
 }
 out=$(fake_ex once w1 -- sh -c 'echo out; echo err >&2; exit 5' </dev/null 2>"$T/bw.err")
 rc=$?
@@ -166,38 +184,25 @@ is "$(cat "$T/bw.err")" "err" "and standard error has the command's words only, 
 is "$(cat "$T/bw.count")" 2 "bwrap ran twice"
 fake_ex always w1 -- sh -c 'echo ran >"$1/ran.race"' sh "$W" </dev/null 2>"$T/bw.err"
 rc=$?
-is "$rc" 126 "a mount race every time: exec exits 126"
+is "$rc" 125 "a mount race every time: exec exits 125 (agentfs could not make the sandbox)"
 is "$(cat "$T/bw.count")" 5 "after five tries"
 is "$(grep -c 'Unable to apply mount flags' "$T/bw.err")" 1 "bwrap's message is shown once"
 like "$(cat "$T/bw.err")" "bwrap could not set up the sandbox .*Nothing was run" "with what it means"
 is "$([ -e "$W/ran.race" ] && echo ran)" "" "and nothing ran"
 fake_ex other w1 -- true </dev/null 2>"$T/bw.err"
 rc=$?
-is "$rc:$(cat "$T/bw.count")" "126:1" "any other setup error: exit 126 at the first try"
-like "$(cat "$T/bw.err")" "Can't find source path /nope-$$" "with bwrap's message"
+is "$rc:$(cat "$T/bw.count")" "125:5" "any other setup error: tried again as well (bwrap names none but in words), 125"
+is "$(grep -c "Can't find source path /nope-$$" "$T/bw.err")" 1 "with bwrap's message, once"
 (fake_ex killed w1 -- true </dev/null 2>"$T/bw.err")
 rc=$?
-is "$rc:$(cat "$T/bw.count")" "137:1" "bwrap itself killed: exec dies by the same signal (137), not 126"
+is "$rc:$(cat "$T/bw.count")" "137:1" "bwrap itself killed: exec dies by the same signal (137), not 125"
 is "$(grep -c 'could not set up' "$T/bw.err")" 0 "and does not say the setup failed"
 # A signal that comes after the command started but before exec has read
-# bwrap's report of its init (a loaded machine): a bwrap of our own passes
-# the report on a second late. Sent to bwrap then, a SIGHUP was lost.
-mkdir -p "$T/latebin"
-cat >"$T/latebin/bwrap" <<EOF
-#!/bin/bash
-args=() prev= st=
-for a in "\$@"; do
-	if [ "\$prev" = --json-status-fd ]; then st=\$a; a=200; fi
-	args+=("\$a")
-	prev=\$a
-done
-# the report goes on a second late, and this stand-in exits only once all
-# of it is passed on (bwrap writes its exit status before it exits)
-{ "$real_bwrap" "\${args[@]}" 200>&1 1>&3 3>&-; } 3>&1 | { sleep 1; cat >&\$st; }
-exit \${PIPESTATUS[0]}
-EOF
-chmod 755 "$T/latebin/bwrap"
-SIG_PATH="$T/latebin:$PATH" sig_to_command QUIT
+# bwrap's report of its init (a loaded machine): our bwrap passes the report
+# on a second late. Sent to bwrap then, a SIGHUP was lost.
+echo late >"$T/bw.mode"
+sig_to_command QUIT
+echo real >"$T/bw.mode"
 wait_until 5 eval '[ -z "$(pgrep -fa "bwrap .*$T/")" ]'
 is "$(pgrep -fa "bwrap .*$T/")" "" "no sandbox is left running"
 

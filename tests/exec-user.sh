@@ -85,7 +85,7 @@ expect_error "inside, u1 cannot name root as c2's user" forbidden "$out"
 out=$(ex u1 -- "$AGENTFS" --json create c3 "$W/sub" --user "$EX_USER" </dev/null 2>/dev/null)
 expect_ok "inside, u1 may name its own user" "$out"
 out=$(ex u1 -- "$AGENTFS" exec c1 -- id -u </dev/null 2>&1)
-like "$out" "only root can run a confined bot" "inside, u1 cannot exec c1 (it is not root): a clear error"
+like "$out" "forbidden: a bot cannot run a confined bot's commands" "inside, u1 cannot exec c1: agentfsd's plan refuses a bot, saying why"
 
 # --- danger-full-access ------------------------------------------------------------
 check "create du (danger-full-access, folder of $EX_USER)" afs create du "$T/du" --sandbox danger-full-access

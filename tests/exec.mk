@@ -13,7 +13,8 @@ EXEC_TESTS = \
 	tests/exec-sockets.sh \
 	tests/exec-lost.sh \
 	tests/exec-force.sh \
-	tests/exec-keys.sh
+	tests/exec-keys.sh \
+	tests/exec-operator.sh
 TESTS += $(EXEC_TESTS)
 EXTRA_DIST += tests/exec-lib.sh $(EXEC_TESTS)
 

@@ -226,11 +226,20 @@ bool bots_delete(struct request *r, const char *name, bool force)
 	return answer(r, name, true);
 }
 
-void bots_exec_register(struct request *r, const char *name, bool has_pid, double pid)
+void bots_exec_register(struct request *r, const char *name, const cJSON *req)
 {
 	FUZZ_CHECK(!line_has_nul);
 	FUZZ_CHECK(name != NULL && ref_name_ok(name));
 	answer(r, name, false);
+}
+
+void bots_ps(struct request *r)
+{
+	cJSON *body = cJSON_CreateObject();
+
+	FUZZ_CHECK(!line_has_nul);
+	cJSON_AddArrayToObject(body, "sandboxes");
+	request_reply(r, body);
 }
 
 void bots_list(struct request *r)
