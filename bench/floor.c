@@ -9,9 +9,17 @@
  * passthrough must make (and the one a cold cache makes slow), and answers
  * with what it found.
  *
- *   floor [-f] [-s] SOURCE MOUNTPOINT
+ *   floor [-f] [-s] [-m] [-o OPTS] SOURCE MOUNTPOINT
  *
- * It is a measuring stick for bench/floor-run, not a filesystem: it never
+ * -o passes OPTS on to libfuse's session: built against libfuse 3.18 or
+ * later, `-o io_uring` carries requests over the kernel's per-CPU io_uring
+ * queues, served by one libfuse thread per CPU beside the main loop (so
+ * the handlers below are safe to run on several threads at once).  -m
+ * serves /dev/fuse with libfuse's multi-threaded loop instead of one
+ * thread: the control that tells what io_uring's transport gives from
+ * what its threads give.
+ *
+ * It is a measuring stick for bench/run --floor, not a filesystem: it never
  * sees a host change after its walk (run it over a tree nothing writes), and
  * everything that would write gets EROFS.  Node ids are indexes into one
  * array and are never freed, so FORGET has nothing to do.  Folders are not
@@ -41,7 +49,7 @@ struct node {
 	struct stat st;
 	uint32_t parent;
 	uint32_t nkids, akids;
-	uint64_t nlookup; /* the kernel's references, as agentfs counts them */
+	uint64_t nlookup; /* the kernel's references, as agentfs counts them (atomic) */
 	uint32_t *kids;	  /* in the host's readdir order */
 	char *name;	  /* "" for the root */
 	char *path;	  /* the host path */
@@ -53,9 +61,9 @@ static uint32_t nnodes = 1, anodes;
 static uint32_t *htab; /* (parent, name) -> node id, open addressing; 0 empty */
 static size_t hmask;
 static char *src_root;
-static int stat_each; /* -s */
-static char *rbuf;
-static size_t rcap;
+static int stat_each;	    /* -s */
+static __thread char *rbuf; /* per thread: io_uring serves on one thread per CPU */
+static __thread size_t rcap;
 
 static void *xrealloc(void *p, size_t n)
 {
@@ -208,7 +216,7 @@ static struct node *get(fuse_ino_t ino)
 static void fill_entry(struct fuse_entry_param *e, uint32_t id)
 {
 	memset(e, 0, sizeof(*e));
-	nodes[id].nlookup++;
+	__atomic_fetch_add(&nodes[id].nlookup, 1, __ATOMIC_RELAXED);
 	e->ino = id;
 	e->attr = nodes[id].st;
 	e->attr_timeout = TIMEOUT;
@@ -241,18 +249,25 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if (stat_each && !lstat(nodes[id].path, &st))
-		nodes[id].st = st;
 	fill_entry(&e, id);
+	/* answered with what lstat found, kept out of the shared node (threads) */
+	if (stat_each && !lstat(nodes[id].path, &st))
+		e.attr = st;
 	fuse_reply_entry(req, &e);
 }
 
 static void forget(fuse_ino_t ino, uint64_t nlookup)
 {
 	struct node *n = get(ino);
+	uint64_t cur, next;
 
-	if (n)
-		n->nlookup -= nlookup < n->nlookup ? nlookup : n->nlookup;
+	if (!n)
+		return;
+	cur = __atomic_load_n(&n->nlookup, __ATOMIC_RELAXED);
+	do
+		next = cur - (nlookup < cur ? nlookup : cur);
+	while (!__atomic_compare_exchange_n(&n->nlookup, &cur, next, 0, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED));
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -374,7 +389,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 		} else {
 			id = d->kids[i - 2];
 			name = nodes[id].name;
-			if (plus && !nodes[id].nlookup) {
+			if (plus && !__atomic_load_n(&nodes[id].nlookup, __ATOMIC_RELAXED)) {
 				fill_entry(&e, id);
 			} else {
 				/* the kernel holds it: no attributes (nodeid 0), as agentfs answers */
@@ -390,8 +405,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 			need = fuse_add_direntry(req, buf + used, size - used, name, &e.attr,
 						 (off_t)(i + 1));
 		if (need > size - used) {
-			if (e.ino)
-				nodes[e.ino].nlookup--; /* not sent */
+			if (e.ino) /* not sent */
+				__atomic_fetch_sub(&nodes[e.ino].nlookup, 1, __ATOMIC_RELAXED);
 			break;
 		}
 		used += need;
@@ -524,14 +539,16 @@ static const struct fuse_lowlevel_ops ops = {
 
 int main(int argc, char **argv)
 {
-	char *fargv[] = {argv[0], "-o", "fsname=floor,subtype=floor,ro", NULL};
+	char *fargv[] = {argv[0], "-o", "fsname=floor,subtype=floor,ro", NULL, NULL, NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
+	static const char usage[] = "usage: floor [-f] [-s] [-m] [-o OPTS] SOURCE MOUNTPOINT\n";
+	struct fuse_loop_config loop = {.clone_fd = 0, .max_idle_threads = 10};
 	struct fuse_session *se;
-	int foreground = 0, c, rfd, rc;
+	int foreground = 0, mt = 0, c, rfd, rc;
 	struct stat rst;
 	char *mnt;
 
-	while ((c = getopt(argc, argv, "fs")) != -1) {
+	while ((c = getopt(argc, argv, "fsmo:")) != -1) {
 		switch (c) {
 		case 'f':
 			foreground = 1;
@@ -539,13 +556,21 @@ int main(int argc, char **argv)
 		case 's':
 			stat_each = 1;
 			break;
+		case 'm':
+			mt = 1;
+			break;
+		case 'o':
+			fargv[3] = "-o";
+			fargv[4] = optarg;
+			args.argc = 5;
+			break;
 		default:
-			fprintf(stderr, "usage: floor [-f] [-s] SOURCE MOUNTPOINT\n");
+			fputs(usage, stderr);
 			return 2;
 		}
 	}
 	if (argc - optind != 2) {
-		fprintf(stderr, "usage: floor [-f] [-s] SOURCE MOUNTPOINT\n");
+		fputs(usage, stderr);
 		return 2;
 	}
 	src_root = realpath(argv[optind], NULL);
@@ -571,7 +596,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fuse_daemonize(foreground);
-	rc = fuse_session_loop(se);
+	rc = mt ? fuse_session_loop_mt(se, &loop) : fuse_session_loop(se);
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
