@@ -344,6 +344,7 @@ struct preq {
 int policy_check(struct fs_mount *m, const struct preq *r);
 unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct stat *st);
 void policy_refresh(struct fs_mount *m, struct inode *i);
+void policy_renamed(struct fs_mount *m, struct inode *i);
 void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, int parent_fd,
 		   const char *name, struct inode *ino);
 unsigned policy_content_rule(struct fs_mount *m, struct inode *parent, const char *name);
@@ -409,6 +410,7 @@ static inline bool fh_checked(const struct fuse_file_info *fi)
 }
 
 /* seal.c */
+unsigned seal_rule(const struct inode *i);
 int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked);
 void seal_write_end(struct fs_mount *m, struct inode *i);
 int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np, int npfd,

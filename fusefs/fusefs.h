@@ -94,6 +94,14 @@ struct fs_mount_params {
 	const char *const *ro_paths; /* subtrees (relative to source) made read-only */
 	size_t n_ro_paths;
 	bool allow_new_repos; /* reserved for gitguard: new .git folders allowed */
+	/*
+	 * The source is the common folder of a linked worktree, given to that
+	 * worktree's bot: the name of its admin folder in worktrees/ ("" when
+	 * none is known). gitguard then keeps the main worktree's own files
+	 * and the other worktrees' admin folders read-only (rule D13). NULL:
+	 * an ordinary source.
+	 */
+	const char *linked_worktree;
 	bool empty_mountpoint; /* refuse a non-empty mount point (not the source) */
 	/*
 	 * Comma-separated -o options: ro, suid/nosuid, dev/nodev, exec/noexec,

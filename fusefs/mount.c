@@ -189,8 +189,10 @@ static int guard_error(struct fs_error *err, const char *source, int r,
  */
 static int mount_guard(struct fs_mount *m, const struct fs_mount_params *p, struct fs_error *err)
 {
-	struct guard_opts go = {
-		.allow_new_repos = m->allow_new_repos, .log = guard_log, .log_arg = m};
+	struct guard_opts go = {.allow_new_repos = m->allow_new_repos,
+				.log = guard_log,
+				.log_arg = m,
+				.linked_worktree = p->linked_worktree};
 	struct guard_err gerr = {0};
 	char abs[PATH_MAX];
 	int r;

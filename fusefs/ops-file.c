@@ -271,19 +271,15 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		fuse_reply_buf(req, read_buf, (size_t)n);
 }
 
-/* A write to an X4 file: the content it would leave is checked first (seal.c). */
+/* A write to a content-checked file: the content it would leave is checked first (seal.c). */
 static void checked_write(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
 			  struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
-	size_t len = fuse_buf_size(in);
+	size_t len = fuse_buf_size(in); /* at most the mount's max_write */
 	struct fuse_bufvec mem = FUSE_BUFVEC_INIT(len);
 	ssize_t n;
 
-	if (len > GUARD_SEQ_MAX) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
 	mem.buf[0].mem = malloc(len ? len : 1);
 	if (mem.buf[0].mem == NULL) {
 		fuse_reply_err(req, ENOMEM);

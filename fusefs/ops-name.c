@@ -271,10 +271,14 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		} else {
 			policy_changed(m, FS_EV_RENAMED, p, name, np, newname, S_ISDIR(src.type));
 		}
-		if (rsrc != NULL)
+		if (rsrc != NULL) {
 			inode_moved(m, rsrc, np, newname);
-		if (op == GUARD_OP_EXCHANGE && rdst != NULL)
+			policy_renamed(m, rsrc);
+		}
+		if (op == GUARD_OP_EXCHANGE && rdst != NULL) {
 			inode_moved(m, rdst, p, name);
+			policy_renamed(m, rdst);
+		}
 		fs_invalidate(m, NULL, p, name);
 		fs_invalidate(m, NULL, np, newname);
 	}

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,6 +77,17 @@ static void refresh_one(struct fs_mount *m, struct inode *i, struct inode *p, co
 		i->gcls = c;
 		i->ggen = gen;
 	}
+	pthread_mutex_unlock(&m->fs->lock);
+}
+
+/*
+ * i was renamed: its class is of its old name (a lock file's), so the next
+ * decision computes it again from its new parent and name.
+ */
+void policy_renamed(struct fs_mount *m, struct inode *i)
+{
+	pthread_mutex_lock(&m->fs->lock);
+	i->ggen = 0;
 	pthread_mutex_unlock(&m->fs->lock);
 }
 
@@ -387,6 +399,7 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 	char why[320], *ppath = NULL, target[PATH_MAX];
 	struct stat st;
 	nlink_t nlink;
+	unsigned rule;
 	bool sealed;
 	int res, k;
 
@@ -402,9 +415,16 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 		return refuse(m, r, "read-only path", "read-only path");
 	if (m->guard == NULL)
 		return 0;
-	/* renamed onto an index or strategy file after a check: never written again */
-	if (sealed)
-		return refuse(m, r, "X2/X4", "rule X2/X4 (content checked when it was renamed in)");
+	/* renamed onto a content-checked file after a check: never written again */
+	if (sealed) {
+		gcls_of(m, r->ino); /* its rule now, not the one of the name it was renamed from */
+		pthread_mutex_lock(&m->fs->lock);
+		rule = seal_rule(r->ino);
+		pthread_mutex_unlock(&m->fs->lock);
+		snprintf(why, sizeof why, "rule %s (content checked when it was renamed in)",
+			 guard_rule_name(rule));
+		return refuse(m, r, guard_rule_name(rule), why);
+	}
 	/* a host change to a config first, so the classes below see it */
 	guard_revalidate(m->guard);
 	if (touches_foreign_lock(m, r))
@@ -449,6 +469,10 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 		g.parent_path = ppath != NULL ? ppath + 1 : NULL;
 		if (r->op != GUARD_OP_SYMLINK)
 			g.target = link_target(m, r, target);
+	} else if (r->parent != NULL && r->name != NULL && strcasecmp(r->name, ".git") == 0) {
+		/* G1 under allow_new_repos: the repositories around the folder (gitlinks) */
+		ppath = inode_path(m, r->parent, NULL, true);
+		g.parent_path = ppath != NULL ? ppath + 1 : NULL;
 	}
 	res = guard_check(m->guard, &g, &v);
 	free(ppath);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Content-checked files (gitguard rules X2 and X4): a git folder's index
- * and sharedindex.*, and the strategy files of a rebase, cherry-pick or
- * revert. gitguard says which names they are and whether a content is
- * safe; this file makes sure the content it judged is the content that
- * ends up under the name.
+ * Content-checked files (gitguard rules X2, X4, X5 and R1): a git folder's
+ * index and sharedindex.*, the strategy and option files of a rebase,
+ * cherry-pick, revert or am, and every file git reads as a ref (HEAD,
+ * ORIG_HEAD, refs/..., packed-refs, a rebase's update-refs). gitguard says
+ * which names they are and whether a content is safe; this file makes sure
+ * the content it judged is the content that ends up under the name.
  *
  * A rename onto such a name (git writes index.lock, then renames it):
  *   1. open the source for reading and take its identity (dev, ino): a
@@ -22,10 +23,11 @@
  *   5. on success every inode object of it, in every mount, stays sealed
  *	for its life: a class computed from its old name cannot reopen it.
  *
- * A write in place of an X4 file (git's write_file: create or O_TRUNC, one
- * write, close) reaches the server (no passthrough for such handles) and
- * is applied only if the content it leaves passes; chk_lock serialises
- * those writes so two of them cannot combine into an unchecked content.
+ * A write in place of such a file but an index (git's write_file: create
+ * or O_TRUNC, one write, close; FETCH_HEAD through stdio) reaches the server
+ * (no passthrough for such handles) and is applied only if the content it
+ * leaves passes; chk_lock serialises those writes so two of them cannot
+ * combine into an unchecked content.
  */
 #include "fusefs/fs-int.h"
 
@@ -63,6 +65,12 @@ static unsigned writers(struct fs *fs, dev_t dev, ino_t ino)
 	return n;
 }
 
+/* The rule a sealed inode was checked by, from its class (X2 if it has none now); fs->lock held */
+unsigned seal_rule(const struct inode *i)
+{
+	return (i->gcls.flags & GUARD_CHK) && i->gcls.rule ? i->gcls.rule : GUARD_RULE_X2;
+}
+
 /*
  * A handle that may write i is about to be handed out (or a truncate is
  * about to run): count it, unless i is sealed. 0 or -EROFS. *checked (if
@@ -71,6 +79,8 @@ static unsigned writers(struct fs *fs, dev_t dev, ino_t ino)
  */
 int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked)
 {
+	char why[128];
+	unsigned rule;
 	int r = 0;
 
 	pthread_mutex_lock(&m->fs->lock);
@@ -80,12 +90,15 @@ int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked)
 		i->write_opens++;
 	if (checked != NULL)
 		*checked = m->guard != NULL && S_ISREG(i->type) && i->gcls.kind != GUARD_BOTREPO &&
-			   (i->gcls.flags & GUARD_CHK) && i->gcls.rule == GUARD_RULE_X4;
+			   (i->gcls.flags & GUARD_CHK) && i->gcls.rule != GUARD_RULE_X2;
+	rule = seal_rule(i);
 	pthread_mutex_unlock(&m->fs->lock);
-	if (r != 0)
-		policy_refused(
-			m, NULL, "write", i, NULL, false, "X2/X4",
-			"rule X2/X4 (content checked when it was renamed in; no writes since)");
+	if (r != 0) {
+		snprintf(why, sizeof why,
+			 "rule %s (content checked when it was renamed in; no writes since)",
+			 guard_rule_name(rule));
+		policy_refused(m, NULL, "write", i, NULL, false, guard_rule_name(rule), why);
+	}
 	return r;
 }
 
@@ -160,9 +173,9 @@ static int refuse(struct fs_mount *m, const char *op, struct inode *where, const
 }
 
 /*
- * Rename name in p onto newname in np, whose content rule is RULE (X2 or
- * X4): the source must be a regular file with one name and no writer, and
- * pass gitguard's check. Returns 0 or -errno, like renameat2.
+ * Rename name in p onto newname in np, whose content rule is RULE (X2, X4,
+ * X5 or R1): the source must be a regular file with one name and no writer,
+ * and pass gitguard's check. Returns 0 or -errno, like renameat2.
  */
 int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np, int npfd,
 		const char *newname, unsigned flags, unsigned rule)
@@ -229,26 +242,35 @@ static int content_fd(struct fs_mount *m, struct inode *i)
 }
 
 /*
- * What an X4 file i would hold after writing len bytes of data at off (data
- * NULL: a truncate to off): 0 if gitguard accepts it. Called with chk_lock.
+ * What a content-checked file i would hold after writing len bytes of data
+ * at off (data NULL: a truncate to off): 0 if gitguard accepts it for the
+ * rule of its class now (none, once renamed where no rule applies). Called
+ * with chk_lock.
  */
 static int content_after(struct fs_mount *m, struct inode *i, const char *name, const char *data,
 			 size_t len, off_t off)
 {
-	size_t cap = GUARD_SEQ_MAX, have, size;
+	size_t cap, have, size;
 	const char *why = NULL;
 	char *buf, *nb;
+	unsigned rule;
 	int fd, r;
 
+	pthread_mutex_lock(&m->fs->lock);
+	rule = (i->gcls.flags & GUARD_CHK) && i->gcls.kind != GUARD_BOTREPO ? i->gcls.rule : 0;
+	pthread_mutex_unlock(&m->fs->lock);
+	if (rule == 0 || rule == GUARD_RULE_X2)
+		return rule == 0 ? 0 : -EROFS; /* an index is never written in place */
+	cap = guard_content_cap(rule);
 	if (off < 0 || (size_t)off > cap || len > cap - (size_t)off)
-		return refuse(m, "write", i, NULL, GUARD_RULE_X4, "larger than gitguard reads");
+		return refuse(m, "write", i, NULL, rule, "larger than gitguard reads");
 	fd = content_fd(m, i);
 	if (fd < 0)
 		return fd;
 	r = guard_read_fd(fd, cap, &buf, &have, NULL);
 	close(fd);
 	if (r != 0)
-		return refuse(m, "write", i, NULL, GUARD_RULE_X4, "cannot be read to check it");
+		return refuse(m, "write", i, NULL, rule, "cannot be read to check it");
 	size = data != NULL ? ((size_t)off + len > have ? (size_t)off + len : have) : (size_t)off;
 	if (size > have) {
 		/* a write past the end, or a truncate that extends: zeros between */
@@ -262,9 +284,9 @@ static int content_after(struct fs_mount *m, struct inode *i, const char *name, 
 	}
 	if (data != NULL)
 		memcpy(buf + off, data, len);
-	r = guard_content_check(GUARD_RULE_X4, name, buf, size, 20, &why);
+	r = guard_content_check(rule, name, buf, size, 20, &why);
 	free(buf);
-	return r != 0 ? refuse(m, "write", i, NULL, GUARD_RULE_X4, why) : 0;
+	return r != 0 ? refuse(m, "write", i, NULL, rule, why) : 0;
 }
 
 /* i's last name, for the check and the log; NULL if it has none. */
@@ -278,7 +300,7 @@ static char *name_of(struct fs_mount *m, struct inode *i)
 	return n;
 }
 
-/* A write to an X4 file through handle fh: checked, then applied. Bytes written or -errno. */
+/* A write to a checked file through handle fh: checked, then applied. Bytes written or -errno. */
 ssize_t seal_checked_write(struct fs_mount *m, struct inode *i, int fh, const char *data,
 			   size_t len, off_t off)
 {
@@ -298,7 +320,7 @@ ssize_t seal_checked_write(struct fs_mount *m, struct inode *i, int fh, const ch
 	return n;
 }
 
-/* Begin a truncate of an X4 file to size: returns with chk_lock held when 0. */
+/* Begin a truncate of a checked file to size: returns with chk_lock held when 0. */
 int seal_checked_truncate_begin(struct fs_mount *m, struct inode *i, off_t size)
 {
 	char *name = name_of(m, i);

@@ -18,25 +18,6 @@
 #include "gitguard/ggutil.h"
 #include "gitguard/guard-int.h"
 
-/* A refusal by RULE, with its usual reason */
-int guard_refuse(struct guard_verdict *v, unsigned rule)
-{
-	if (v) {
-		v->rule = guard_rule_name(rule);
-		v->reason = guard_rule_reason(rule);
-	}
-	return -EROFS;
-}
-
-int guard_refuse_why(struct guard_verdict *v, unsigned rule, const char *reason)
-{
-	if (v) {
-		v->rule = guard_rule_name(rule);
-		v->reason = reason;
-	}
-	return -EROFS;
-}
-
 /* write, truncate, chmod, chown of an existing entry */
 static int check_write(const struct guard_cls *c, struct guard_verdict *v)
 {
@@ -80,7 +61,8 @@ static bool shape_complete(int has)
 
 /* NC: may NAME of type MODE be made in PARENT (MOVE: by a rename)? */
 static int check_new(struct guard *g, const struct guard_cls *parent, int parent_fd,
-		     const char *name, mode_t mode, bool move, struct guard_verdict *v)
+		     const char *parent_path, const char *name, mode_t mode, bool move,
+		     struct guard_verdict *v)
 {
 	struct guard_cls c, now;
 	int bit, has;
@@ -94,11 +76,16 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 	/* nothing new in modules/ but inside a submodule's git folder (D6) */
 	if (parent->role == GUARD_R_MODULES && parent->kind != GUARD_GITDIR)
 		return guard_refuse(v, GUARD_RULE_D6);
+	/* D12: only names git itself makes there (names.c); the rules below say more of some */
+	if (!guard_git_name_ok(parent, name, mode))
+		return guard_refuse(v, GUARD_RULE_D12);
 	if (name_is_dotgit(name)) {
 		if (!g->allow_new)
 			return guard_refuse(v, GUARD_RULE_G1);
-		return S_ISLNK(mode) && guard_in_gitdir(parent) ? guard_refuse(v, GUARD_RULE_D9)
-								: 0;
+		if (S_ISLNK(mode) && guard_in_gitdir(parent))
+			return guard_refuse(v, GUARD_RULE_D9);
+		/* a folder a repository around it tracks as a gitlink (gitlink.c) */
+		return parent_fd >= 0 ? guard_gitlink_claimed(g, parent_fd, parent_path, v) : 0;
 	}
 	guard_name_stage(g, parent, name, mode, &c);
 	if (c.flags & (GUARD_RO | GUARD_TREE))
@@ -111,14 +98,17 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 	if (move && c.role == GUARD_R_HOMECFG)
 		return guard_refuse_why(v, GUARD_RULE_H1, "a folder moved in as a home's .config");
 	/*
-	 * X2/X4: a regular file, renamed in (the caller checks its content) or,
-	 * for X4 only, made empty and then written with each write checked.
+	 * X2, X4, X5, R1: a regular file, renamed in (the caller checks its
+	 * content) or, but for X2, made empty and then written with each write
+	 * checked (git writes FETCH_HEAD, MERGE_HEAD and its state files so).
 	 */
 	if ((c.flags & GUARD_CHK) && !S_ISREG(mode))
 		return guard_refuse_why(v, c.rule, "only a regular file may be put there");
 	if ((c.flags & GUARD_CHK) && !move && c.rule == GUARD_RULE_X2)
 		return guard_refuse_why(v, c.rule, "made only by renaming a checked file onto it");
-	/* X4: a symlink there would let git read strategy files from anywhere */
+	if ((c.flags & GUARD_CHK) && !move && c.rule == GUARD_RULE_R1 && !guard_ref_in_place(name))
+		return guard_refuse_why(v, c.rule, "a ref is made by renaming its lock onto it");
+	/* X4: a symlink there would let git read strategy files from anywhere (D9 first) */
 	if (c.role == GUARD_R_SEQ && !S_ISDIR(mode))
 		return guard_refuse_why(v, GUARD_RULE_X4, "rebase and sequencer state is a folder");
 	if (c.kind == GUARD_GITDIR) {
@@ -160,8 +150,9 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
  * it is to NAME in PARENT, replacing VICTIM if any.
  */
 static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode, int fd,
-		      const struct guard_cls *parent, int parent_fd, const char *name,
-		      const struct guard_cls *victim, bool moves, struct guard_verdict *v)
+		      const struct guard_cls *parent, int parent_fd, const char *parent_path,
+		      const char *name, const struct guard_cls *victim, bool moves,
+		      struct guard_verdict *v)
 {
 	unsigned budget = GUARD_WALK_BUDGET;
 	struct guard_cls dc;
@@ -172,7 +163,7 @@ static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode,
 	if (!rc && victim)
 		rc = check_remove(victim, v);
 	if (!rc)
-		rc = check_new(g, parent, parent_fd, name, mode, true, v);
+		rc = check_new(g, parent, parent_fd, parent_path, name, mode, true, v);
 	if (rc || !S_ISDIR(mode) || cls->kind == GUARD_BOTREPO)
 		return rc;
 	if (fd < 0)
@@ -306,28 +297,30 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 		return check_write(req->cls, v);
 	case GUARD_OP_CREATE:
 	case GUARD_OP_MKDIR:
-		return check_new(g, req->parent, req->parent_fd, req->name,
+		return check_new(g, req->parent, req->parent_fd, req->parent_path, req->name,
 				 req->op == GUARD_OP_MKDIR ? S_IFDIR : (req->mode & S_IFMT), false,
 				 v);
 	case GUARD_OP_SYMLINK:
 		/* HEAD under core.preferSymlinkRefs: judged as the file git writes otherwise */
 		mode = head_symlink(req) ? S_IFREG : S_IFLNK;
-		rc = check_new(g, req->parent, req->parent_fd, req->name, mode, false, v);
+		/* its content is its target, checked there: as for a ref renamed in (R1) */
+		rc = check_new(g, req->parent, req->parent_fd, req->parent_path, req->name, mode,
+			       S_ISREG(mode), v);
 		if (!rc && S_ISLNK(mode))
 			rc = guard_check_x1(g, req->parent_path, req->parent_fd, req->parent,
 					    req->target, v);
 		return rc;
 	case GUARD_OP_LINK:
-		if (req->cls->kind != GUARD_BOTREPO &&
-		    (req->cls->flags & (GUARD_RO | GUARD_TREE | GUARD_PIN | GUARD_CHK)))
-			return guard_refuse(v, req->cls->rule);
 		/* a new name for content nobody checked, still writable by its other name */
 		if (req->parent->kind != GUARD_BOTREPO &&
 		    (rc = (int)guard_content_rule(req->parent, req->name)))
 			return guard_refuse_why(v, (unsigned)rc,
 						"hard link onto a content-checked name");
-		rc = check_new(g, req->parent, req->parent_fd, req->name, req->mode & S_IFMT, false,
-			       v);
+		if (req->cls->kind != GUARD_BOTREPO &&
+		    (req->cls->flags & (GUARD_RO | GUARD_TREE | GUARD_PIN | GUARD_CHK)))
+			return guard_refuse(v, req->cls->rule);
+		rc = check_new(g, req->parent, req->parent_fd, req->parent_path, req->name,
+			       req->mode & S_IFMT, false, v);
 		return rc ? rc : check_moved_link(g, req, v);
 	case GUARD_OP_UNLINK:
 	case GUARD_OP_RMDIR:
@@ -335,7 +328,7 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 	case GUARD_OP_RENAME:
 		moved = !same_folder(req);
 		rc = check_move(g, req->cls, req->mode, req->fd, req->parent, req->parent_fd,
-				req->name, req->victim, moved, v);
+				req->parent_path, req->name, req->victim, moved, v);
 		/* renamed in its own folder, a symlink's target leads where it led: no X1 again */
 		return rc || !moved ? rc : check_moved_link(g, req, v);
 	case GUARD_OP_EXCHANGE:
@@ -354,10 +347,11 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 			rc = check_exchanged_links(g, req, v);
 		if (!rc)
 			rc = check_move(g, req->cls, req->mode, req->fd, req->parent,
-					req->parent_fd, req->name, NULL, !same_folder(req), v);
+					req->parent_fd, req->parent_path, req->name, NULL,
+					!same_folder(req), v);
 		if (!rc)
 			rc = check_move(g, req->victim, req->victim_mode, req->victim_fd,
-					req->src_parent, req->src_parent_fd, req->src_name, NULL,
+					req->src_parent, req->src_parent_fd, NULL, req->src_name, NULL,
 					!same_folder(req), v);
 		return rc;
 	}
@@ -407,6 +401,7 @@ int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *
 	b->path = p;
 	atomic_store(&g->has_bots, true);
 	pthread_rwlock_unlock(&g->lock);
+	guard_botmade_add(g, dev, ino);
 	guard_logf(g, "gitguard: new repository made by the bot: %s",
 		   path ? path : "(path unknown)");
 	return 0;
@@ -457,6 +452,7 @@ bool guard_notify(struct guard *g, const struct guard_event *ev)
 				      GUARD_RULE_W1))
 				guard_own_rebuild(g);
 			pthread_rwlock_unlock(&g->lock);
+			guard_botmade_add(g, ev->st->st_dev, ev->st->st_ino);
 			changed = true;
 		} else if (isdir && name_is_bare(ev->name) && p->kind != GUARD_GITDIR) {
 			changed = !guard_add_bot_repo(g, ev->st->st_dev, ev->st->st_ino, ev->path);

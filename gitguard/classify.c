@@ -79,6 +79,9 @@ int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char
 	}
 	if (guard_home_maybe(parent, name) && guard_home_stage(g, parent, name, mode, out))
 		return S_ISDIR(mode);
+	/* D13: a linked worktree's bot in its common folder; what it may write goes on below */
+	if ((parent->flags & GUARD_SHARED) && guard_shared_stage(g, parent, name, mode, out))
+		return 0;
 	if (parent->kind == GUARD_GITDIR) {
 		i = gitdir_child(name);
 		if (i >= 0) {
@@ -96,10 +99,23 @@ int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char
 				out->role = GUARD_R_WORKTREES;
 			else if (!strcasecmp(name, "modules"))
 				out->role = GUARD_R_MODULES;
+			/* D13: worktrees/ of a linked worktree's common folder */
+			if (out->role == GUARD_R_WORKTREES)
+				out->flags |= parent->flags & GUARD_SHARED;
 			return 0;
 		}
 		if (name_is(name, "objects")) {
 			out->role = GUARD_R_OBJECTS;
+			return 0;
+		}
+		if (name_is(name, "refs") || name_is(name, "logs")) {
+			/* refs/: files git reads as refs (R1); logs/: D13 only */
+			out->role = name_is(name, "refs") ? GUARD_R_REFS : GUARD_R_NONE;
+			if (parent->flags & GUARD_SHARED) {
+				out->flags |= GUARD_SHARED;
+				if (out->role == GUARD_R_NONE)
+					out->role = GUARD_R_LOGS;
+			}
 			return 0;
 		}
 		if (name_is(name, "rebase-merge") || name_is(name, "rebase-apply") ||
@@ -107,15 +123,29 @@ int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char
 			out->role = GUARD_R_SEQ;
 			return 0;
 		}
-		if (guard_content_rule(parent, name)) {
-			set(out, GUARD_CHK, GUARD_RULE_X2);
+		if ((i = (int)guard_content_rule(parent, name))) {
+			set(out, GUARD_CHK, (uint8_t)i);
 			return 0;
 		}
 	} else if (parent->kind == GUARD_INGIT) {
 		switch (parent->role) {
+		case GUARD_R_REFS:
+			/* every file under refs/ is a ref (R1), a lock aside */
+			if (S_ISDIR(mode))
+				out->role = GUARD_R_REFS;
+			else if ((i = (int)guard_content_rule(parent, name)))
+				set(out, GUARD_CHK, (uint8_t)i);
+			return 0;
+		case GUARD_R_LOGS:
+			/* logs/refs of a common folder (D13: its per-worktree folders) */
+			if (name_is(name, "refs") && S_ISDIR(mode)) {
+				out->role = GUARD_R_LOGS;
+				out->flags |= GUARD_SHARED;
+			}
+			return 0;
 		case GUARD_R_SEQ:
-			if (guard_content_rule(parent, name)) {
-				set(out, GUARD_CHK, GUARD_RULE_X4);
+			if ((i = (int)guard_content_rule(parent, name))) {
+				set(out, GUARD_CHK, (uint8_t)i);
 				return 0;
 			}
 			/* the stash a rebase applies when it ends (or --quit stores) */
@@ -425,4 +455,93 @@ bool guard_cls_protected(const struct guard_cls *cls)
 {
 	return cls->kind == GUARD_GITDIR ||
 	       (cls->flags & (GUARD_RO | GUARD_TREE | GUARD_PIN | GUARD_CHK));
+}
+
+/*
+ * The class of the root.  With a root path, the root is classified from "/"
+ * down, one component at a time, so that a root which is a git folder, or
+ * lies inside one, gets the rules it would have at any depth.
+ */
+int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err *err)
+{
+	struct guard_cls cls = {0}, c;
+	char comp[NAME_MAX + 1];
+	const char *p;
+	struct stat st;
+	uint64_t gen = guard_generation(g);
+	int cur, nfd, rc, n;
+
+	pthread_rwlock_rdlock(&g->lock);
+	if (g->root_known && g->root_gen == gen) {
+		*out = g->root_cls;
+		pthread_rwlock_unlock(&g->lock);
+		return 0;
+	}
+	pthread_rwlock_unlock(&g->lock);
+
+	if (!g->root_path) {
+		if (fstat(g->root_fd, &st) < 0)
+			return guard_err_set(err, -errno, "gitguard: root: %s", strerror(errno));
+		memset(&cls, 0, sizeof(cls));
+		cls.dev = st.st_dev;
+		cls.ino = st.st_ino;
+		if (guard_shape(g->root_fd, NULL)) {
+			struct guard_repo info;
+
+			rc = guard_repo_get(g, g->root_fd, &st, &info);
+			if (rc)
+				return guard_err_set(err, rc, "gitguard: root: %s", strerror(-rc));
+			cls.kind = info.bot ? GUARD_BOTREPO : GUARD_GITDIR;
+			if (info.rule) {
+				cls.flags = GUARD_RO | GUARD_TREE;
+				cls.rule = info.rule;
+			}
+		}
+		goto done;
+	}
+	cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0 || fstat(cur, &st) < 0)
+		return guard_err_set(err, -errno, "gitguard: /: %s", strerror(errno));
+	cls.dev = st.st_dev;
+	cls.ino = st.st_ino;
+	for (p = g->root_path; (n = gg_path_next(&p, comp, sizeof(comp))) != 0;) {
+		if (n < 0) {
+			close(cur);
+			return guard_err_set(err, -ENAMETOOLONG, "gitguard: %s: name too long",
+					     g->root_path);
+		}
+		nfd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+		if (nfd < 0 || fstat(nfd, &st) < 0) {
+			rc = -errno;
+			if (nfd >= 0)
+				close(nfd);
+			close(cur);
+			return guard_err_set(err, rc, "gitguard: %s: %s: %s", g->root_path, comp,
+					     strerror(-rc));
+		}
+		rc = guard_classify(g, &cls, cur, comp, &st, nfd, &c);
+		close(cur);
+		cur = nfd;
+		if (rc) {
+			close(cur);
+			return guard_err_set(err, rc, "gitguard: %s: %s", g->root_path,
+					     strerror(-rc));
+		}
+		cls = c;
+	}
+	close(cur);
+	if (cls.dev != g->root_dev || cls.ino != g->root_ino)
+		return guard_err_set(err, -ESTALE, "gitguard: %s is no longer the root folder",
+				     g->root_path);
+done:
+	/* D13: the common folder a linked worktree's bot is given */
+	if (g->linked_wt && cls.kind == GUARD_GITDIR)
+		cls.flags |= GUARD_SHARED;
+	pthread_rwlock_wrlock(&g->lock);
+	g->root_cls = cls;
+	g->root_known = true;
+	g->root_gen = gen;
+	pthread_rwlock_unlock(&g->lock);
+	*out = cls;
+	return 0;
 }

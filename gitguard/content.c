@@ -21,69 +21,6 @@
 #include "gitguard/guard-int.h"
 
 /*
- * Content-checked names (gitguard.h): GUARD_RULE_X2 for a git folder's
- * `index` and `sharedindex.*`, GUARD_RULE_X4 for the strategy files in
- * rebase-merge/, rebase-apply/ and sequencer/, else 0.
- */
-unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
-{
-	if (parent->kind == GUARD_GITDIR)
-		return name_is(name, "index") || !strncasecmp(name, "sharedindex.", 12)
-			       ? GUARD_RULE_X2
-			       : 0;
-	if (parent->kind == GUARD_INGIT && parent->role == GUARD_R_SEQ &&
-	    (name_is(name, "strategy") || name_is(name, "strategy_opts") || name_is(name, "opts")))
-		return GUARD_RULE_X4;
-	return 0;
-}
-
-/* 0 if BUF may become the file NAME of rule RULE, else -EROFS with *WHY */
-int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len, size_t hashsz,
-			const char **why)
-{
-	int rc = -EINVAL;
-
-	*why = "unknown content rule";
-	if (rule == GUARD_RULE_X2)
-		rc = guard_index_check_hash(buf, len, hashsz, why);
-	else if (rule == GUARD_RULE_X4)
-		rc = guard_seq_file_check(name, buf, len, why);
-	return rc ? -EROFS : 0;
-}
-
-/*
- * As guard_content_check, reading FD (open for reading): a regular file with
- * one name, no larger than the rule's cap.  For X2 with G, DIRFD is the git
- * folder it goes into: guard_index_worktree() too.
- */
-int guard_content_fd(struct guard *g, int dirfd, unsigned rule, const char *name, int fd,
-		     size_t hashsz, const char **why)
-{
-	size_t cap = rule == GUARD_RULE_X2 ? GUARD_INDEX_MAX : GUARD_SEQ_MAX, len;
-	struct stat st;
-	char *buf;
-	int rc;
-
-	rc = guard_read_fd(fd, cap, &buf, &len, &st);
-	if (rc) {
-		*why = rc == -EFBIG    ? "larger than gitguard reads"
-		       : rc == -EINVAL ? "not a regular file"
-				       : "unreadable";
-		return -EROFS;
-	}
-	if (st.st_nlink != 1) {
-		free(buf);
-		*why = "a file with more than one name";
-		return -EROFS;
-	}
-	rc = guard_content_check(rule, name, buf, len, hashsz, why);
-	if (!rc && rule == GUARD_RULE_X2 && dirfd >= 0)
-		rc = guard_index_folder(g, dirfd, name, buf, len, hashsz, why);
-	free(buf);
-	return rc;
-}
-
-/*
  * X2 with the folder at hand: BUF, to become NAME (`index` or a
  * `sharedindex.<hex>`) in the git folder DFD.  A split index is checked
  * with the shared index it takes entries from: an entry it replaces keeps
@@ -818,6 +755,9 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 	if (!rc && w.n && split &&
 	    guard_index_replaced(split, splitlen, shared, sharedlen, hashsz, wt_entry, &w, why) < 0)
 		rc = -EROFS;
+	/* a gitlink to a repository a bot made (gitlink.c) */
+	if (!rc)
+		rc = guard_gitlink_check(g, w.topfd, buf, len, hashsz, why);
 out:
 	for (i = 0; i < w.n; i++)
 		free(w.p[i].path);

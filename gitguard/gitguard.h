@@ -68,7 +68,10 @@ enum guard_role {
 	GUARD_R_WORKTREES, /* D/worktrees */
 	GUARD_R_CONFIG,	   /* D/config: a write to it is worth a guard_notify() */
 	GUARD_R_MODULES,   /* D/modules and the folders in it down to each submodule's git folder */
-	GUARD_R_SEQ,	   /* D/rebase-merge, D/rebase-apply, D/sequencer: X4 files inside */
+	GUARD_R_SEQ,	   /* D/rebase-merge, D/rebase-apply, D/sequencer: X4, X5, R1 files inside */
+	GUARD_R_REFS,	   /* D/refs and every folder beneath it: its files are refs (R1) */
+	GUARD_R_LOGS,	   /* D/logs and D/logs/refs of a common folder a linked worktree's bot
+			      reaches (D13: HEAD's log and per-worktree refs' logs are not its) */
 	GUARD_R_HOMECFG,   /* a home's .config folder: its git/ is H1's
 			      (the last role: tests/fuzz/fuzz-decide.c checks against it) */
 };
@@ -99,6 +102,11 @@ enum guard_rule {
 	GUARD_RULE_X4,
 	GUARD_RULE_HL, /* another name of a protected file (hard link) */
 	GUARD_RULE_H1, /* a person's git configuration: ~/.gitconfig, ~/.config/git */
+	GUARD_RULE_R1,	/* a file git reads as a ref or a list of refs: what it names */
+	GUARD_RULE_D12, /* a name git does not keep in a git folder */
+	GUARD_RULE_D13, /* another worktree's own files, in a common folder a linked worktree's
+			   bot reaches */
+	GUARD_RULE_X5,	/* a file git hands to another command as its options */
 	GUARD_RULE_MAX
 };
 
@@ -107,7 +115,13 @@ enum guard_rule {
 #define GUARD_TREE 0x02 /* RO and NC for the entry and everything beneath */
 #define GUARD_PIN 0x04	/* no rename, rmdir, unlink or exchange (G3, paths to W2/W3 targets) */
 #define GUARD_WT 0x08	/* a git folder that is a worktrees/<id> admin folder */
-#define GUARD_CHK 0x10	/* content-checked (X2 index, X4 strategy files): see guard_content_check */
+#define GUARD_CHK 0x10	/* content-checked (X2, X4, X5, R1): see guard_content_check */
+/*
+ * The common folder of a linked worktree, as the bot of that worktree reaches
+ * it (guard_opts.linked_worktree), and its refs/, logs/ and logs/refs/: names
+ * git keeps per worktree there are the main worktree's or another one's (D13)
+ */
+#define GUARD_SHARED 0x20
 
 /* The class of one inode: cache it, copy it, compare it; no pointers inside. */
 struct guard_cls {
@@ -115,7 +129,7 @@ struct guard_cls {
 	uint64_t ino;
 	uint8_t kind;  /* enum guard_kind */
 	uint8_t role;  /* enum guard_role */
-	uint8_t flags; /* GUARD_RO | GUARD_TREE | GUARD_PIN | GUARD_WT */
+	uint8_t flags; /* GUARD_RO | GUARD_TREE | GUARD_PIN | GUARD_WT | GUARD_CHK | GUARD_SHARED */
 	uint8_t rule;  /* enum guard_rule behind flags */
 };
 
@@ -164,6 +178,9 @@ enum guard_op {
  *	victim is a folder).
  *   LINK or RENAME of a symlink (mode S_IFLNK) also: target and parent_path,
  *	as for SYMLINK (X1 judges the target at its new place; NULL refuses).
+ *   A .git made by CREATE, MKDIR, SYMLINK, LINK or RENAME under
+ *	allow_new_repos also: parent_path (G1 looks for a gitlink naming the
+ *	folder in the repositories around it; NULL refuses).
  */
 struct guard_req {
 	enum guard_op op;
@@ -180,8 +197,8 @@ struct guard_req {
 	mode_t victim_mode;
 	int victim_fd;
 	const char *target;	 /* SYMLINK (and a symlink's LINK, RENAME): the link's text */
-	const char *parent_path; /* the same: parent's path from the root, "" or "." for the
-				    root; NULL (unknown) refuses */
+	const char *parent_path; /* the same, and for a .git made: parent's path from the root,
+				    "" or "." for the root; NULL (unknown) refuses */
 };
 
 /* A change that succeeded, for guard_notify(). */
@@ -210,6 +227,15 @@ struct guard_opts {
 	/* The view of the repositories to share (guard_view_new, guard_view_process):
 	   the guard takes a reference of its own.  NULL: a view of its own */
 	struct guard_view *view;
+	/*
+	 * The root is the common folder of a linked worktree, given to that
+	 * worktree's bot so its git can commit: the name of its admin folder in
+	 * worktrees/ ("" when none is known).  Then the root holds only what git
+	 * writes for every worktree (objects, shared refs, packed-refs...): the
+	 * main worktree's own files and the other worktrees' admin folders are
+	 * read-only (D13).  NULL: an ordinary root.
+	 */
+	const char *linked_worktree;
 };
 
 /*
@@ -267,23 +293,31 @@ void guard_revalidate(struct guard *g);
 
 /*
  * Content-checked files (flag GUARD_CHK): a git folder's `index` and
- * `sharedindex.*` (X2), and rebase-merge/ and rebase-apply/ `strategy`,
- * `strategy_opts` and sequencer/`opts` (X4).  guard_check() refuses to make
- * them by create, mknod, mkdir, symlink or link, and X2 files cannot be
- * written in place (git renames a lock file onto them).  What guard_check()
- * cannot see is the content: the caller must
+ * `sharedindex.*` (X2); rebase-merge/ and rebase-apply/ `strategy`,
+ * `strategy_opts` and sequencer/`opts` (X4); `apply-opt` and `gpg_sign_opt`
+ * there (X5); the refs at a git folder's top, every file under refs/ but a
+ * lock, `packed-refs`, and a rebase's `head-name`, `update-refs` and
+ * `refs-to-delete` (R1).  guard_check() refuses to make them by mknod,
+ * mkdir, symlink or link (names.c says which names they are), and X2 files
+ * and R1 files but those git writes in place (guard_ref_in_place) cannot be
+ * made by a create (git renames a lock file onto them); X2 files cannot be
+ * written in place at all.
+ * What guard_check() cannot see is the content: the caller must
  *   - on a rename (or exchange) of a regular file onto such a name, call
  *     guard_content_check() on the source, read through an fd it holds, and
  *     make sure no handle that may write the source stays open across the
  *     check and the rename;
- *   - for X4 files written in place, check the content each write would
- *     leave (guard_content_check on that buffer) before applying it.
+ *   - for the others written in place, check the content each write would
+ *     leave (guard_content_check on that buffer, at most guard_content_cap
+ *     bytes) before applying it.
  * guard_content_rule() says whether a name in a folder is one, and which.
- * content.c: 0, or -EROFS with *WHY (guard_hash_size: 20 or 32, 20 when unknown).
+ * names.c and content.c: 0, or -EROFS with *WHY (guard_hash_size: 20 or 32,
+ * 20 when unknown).
  */
 #define GUARD_INDEX_MAX (256u << 20) /* an index git writes for ~2M files */
 #define GUARD_SEQ_MAX (64u << 10)    /* strategy files and sequencer/opts */
 unsigned guard_content_rule(const struct guard_cls *parent, const char *name);
+size_t guard_content_cap(unsigned rule);
 int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len, size_t hashsz,
 			const char **why);
 int guard_content_fd(struct guard *g, int dirfd, unsigned rule, const char *name, int fd,
@@ -336,6 +370,21 @@ int guard_index_split_tree(const char *buf, size_t len, const char *shared, size
 bool guard_strategy_name_ok(const char *s);
 int guard_seq_opts_check(const char *buf, size_t len, const char **why);
 int guard_seq_file_check(const char *name, const char *buf, size_t len, const char **why);
+/* X5: apply-opt and gpg_sign_opt */
+int guard_optfile_check(const char *name, const char *buf, size_t len, const char **why);
+
+/*
+ * refs.c, R1: pure, for fuzzers.  guard_ref_check: 0 if BUF may be the file
+ * NAME git reads as a ref (a loose ref, HEAD, ORIG_HEAD...) or a list of refs
+ * (packed-refs, update-refs, refs-to-delete, head-name), else -EINVAL with
+ * *WHY.  guard_refname_ok: NAME (LEN bytes) is a ref under refs/ git's
+ * check_refname_format accepts.
+ */
+int guard_ref_check(const char *name, const char *buf, size_t len, const char **why);
+bool guard_refname_ok(const char *name, size_t len);
+/* A ref git writes in place (FETCH_HEAD, MERGE_HEAD, AUTO_MERGE, head-name, refs-to-delete): made there
+   and emptied first; every other is made only by a rename onto it */
+bool guard_ref_in_place(const char *name);
 
 /* audit.c: agentfs audit; kind is hook, exec, strategy, index or shape.  The number of
    findings, or the first error's -errno with ERR (findings are still reported) */

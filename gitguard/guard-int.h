@@ -146,12 +146,13 @@ struct guard_root {
  * stay until the view is freed (no record says which roots still need one).
  *
  * Locking (STYLE.md 7):
- *   lock (rwlock) protects repos/nrepos, misc, tops/ntops, tab/ntab and
- *   roots/nroots.  Readers (classification, decisions) take it shared for
+ *   lock (rwlock) protects repos/nrepos, misc, tops/ntops, tab/ntab,
+ *   roots/nroots and botmade.  Readers (classification, decisions) take it shared for
  *   table and repository lookups only, never across a syscall but the
  *   fstatat()s of guard_revalidate's watched files; a repository scan reads
  *   files with no lock held and takes it exclusive only to publish.
- *   refs, gen, ntab_hint, reval_ms and roots_gen are atomics read without it.
+ *   refs, gen, ntab_hint, reval_ms, roots_gen and nbotmade are atomics read
+ *   without it.
  * Lock order: fusefs's decision holds (decide_all, decide_stripe) are
  * taken before the gitguard calls of a decision, so gitguard's locks come
  * after them; gitguard takes none of fusefs's locks, and fusefs holds
@@ -182,6 +183,8 @@ struct guard_view {
 	struct guard_root *roots; /* every root that joined, once each */
 	size_t nroots;
 	size_t aroots;
+	struct guard_recs botmade; /* every .git and bare-shaped folder a bot made (gitlink.c) */
+	_Atomic size_t nbotmade;   /* botmade.n, for a lock-free "none" */
 	int fan_fd; /* fanotify of the roots' filesystems (-1: none); read in guard_revalidate */
 	int fan_mnt; /* a folder of the first root's filesystem, for open_by_handle_at (-1) */
 };
@@ -219,6 +222,7 @@ struct guard {
 	uint64_t root_ino;
 	char *root_path;       /* normalised, no trailing slash; NULL if unknown */
 	atomic_bool allow_new; /* guard_set_allow_new_repos() may change it at any time */
+	char *linked_wt;       /* guard_opts.linked_worktree (D13), or NULL */
 	guard_log_fn log;
 	void *log_arg;
 
@@ -251,6 +255,9 @@ struct guard {
 
 /* guard.c */
 void guard_logf(struct guard *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ERR (if not NULL) gets CODE and the message; returns CODE */
+int guard_err_set(struct guard_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 bool recs_has(const struct guard_recs *r, uint64_t dev, uint64_t ino, uint8_t flags);
 int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name, uint8_t flags,
 	     uint8_t rule);
@@ -408,6 +415,19 @@ int guard_check_x1(struct guard *g, const char *parent_path, int parent_fd,
 /* walk.c: G3, nothing protected beneath the folder DFD of class DCLS (0, or -EROFS and V) */
 int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget, bool links,
 	       struct guard_verdict *v);
+
+/* gitlink.c: gitlinks to a bot's repository (X2, and G1 under allow_new_repos) */
+void guard_botmade_add(struct guard *g, uint64_t dev, uint64_t ino);
+bool guard_botmade(struct guard *g, uint64_t dev, uint64_t ino);
+int guard_gitlink_check(struct guard *g, int topfd, const char *buf, size_t len, size_t hashsz,
+			const char **why);
+int guard_gitlink_claimed(struct guard *g, int parent_fd, const char *parent_path,
+			  struct guard_verdict *v);
+
+/* names.c: D12 (may NAME be made there) and D13 (a linked worktree's view of its common folder) */
+bool guard_git_name_ok(const struct guard_cls *parent, const char *name, mode_t mode);
+bool guard_shared_stage(struct guard *g, const struct guard_cls *parent, const char *name,
+			mode_t mode, struct guard_cls *out);
 
 /* classify.c */
 bool guard_shape(int fd, int *has);

@@ -13,46 +13,6 @@
 #include "gitguard/ggutil.h"
 #include "gitguard/guard-int.h"
 
-static const struct {
-	const char *name;
-	const char *reason;
-} rules[GUARD_RULE_MAX] = {
-	[GUARD_RULE_NONE] = {"-", "allowed"},
-	[GUARD_RULE_G1] = {"G1", "new .git"},
-	[GUARD_RULE_G2] = {"G2", "new bare-shaped folder"},
-	[GUARD_RULE_G3] = {"G3", "git folder or a folder above one"},
-	[GUARD_RULE_D1] = {"D1", "config"},
-	[GUARD_RULE_D2] = {"D2", "config.worktree"},
-	[GUARD_RULE_D3] = {"D3", "hooks"},
-	[GUARD_RULE_D4] = {"D4", "commondir"},
-	[GUARD_RULE_D5] = {"D5", "worktrees"},
-	[GUARD_RULE_D6] = {"D6", "modules"},
-	[GUARD_RULE_D7] = {"D7", "alternates"},
-	[GUARD_RULE_D8] = {"D8", "remotes/branches"},
-	[GUARD_RULE_D9] = {"D9", "symlink in a git folder"},
-	[GUARD_RULE_D10] = {"D10", "rr-cache"},
-	[GUARD_RULE_D11] = {"D11", "autostash"},
-	[GUARD_RULE_W1] = {"W1", ".git file"},
-	[GUARD_RULE_W2] = {"W2", "core.hooksPath or init.templateDir target"},
-	[GUARD_RULE_W3] = {"W3", "config include target"},
-	[GUARD_RULE_X1] = {"X1", "symlink into a git folder"},
-	[GUARD_RULE_X2] = {"X2", "index: made only by a checked rename"},
-	[GUARD_RULE_X3] = {"X3", "git folder with an unsafe config"},
-	[GUARD_RULE_X4] = {"X4", "rebase or sequencer strategy file"},
-	[GUARD_RULE_HL] = {"HL", "another name of a protected file"},
-	[GUARD_RULE_H1] = {"H1", "a person's git configuration"},
-};
-
-const char *guard_rule_name(unsigned rule)
-{
-	return rule < GUARD_RULE_MAX && rules[rule].name ? rules[rule].name : "?";
-}
-
-const char *guard_rule_reason(unsigned rule)
-{
-	return rule < GUARD_RULE_MAX && rules[rule].reason ? rules[rule].reason : "?";
-}
-
 void guard_logf(struct guard *g, const char *fmt, ...)
 {
 	char msg[512];
@@ -83,19 +43,6 @@ bool name_is_bare(const char *name)
 	size_t n = strlen(name);
 
 	return n > 4 && !strcasecmp(name + n - 4, ".git");
-}
-
-/* A HEAD symlink's target as git writes it: "refs/...", never climbing out */
-bool guard_head_target_ok(const char *t)
-{
-	if (!t || strncmp(t, "refs/", 5))
-		return false;
-	for (; *t; t = *t ? t + 1 : t) {
-		if (t[0] == '.' && t[1] == '.' && (t[2] == '/' || !t[2]))
-			return false;
-		t = strchrnul(t, '/');
-	}
-	return true;
 }
 
 /* Moves the view's generation: every guard sharing it recomputes its classes. */
@@ -438,10 +385,7 @@ static char *normalise_root(const char *path)
 	return out;
 }
 
-static int guard_err_set(struct guard_err *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int guard_err_set(struct guard_err *err, int code, const char *fmt, ...)
+int guard_err_set(struct guard_err *err, int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -496,6 +440,7 @@ static void view_free(struct guard_view *v)
 		guard_repo_free(v->repos[i]);
 	free(v->repos);
 	recs_clear(&v->misc);
+	recs_clear(&v->botmade);
 	for (i = 0; i < v->ntops; i++)
 		close(v->tops[i].fd);
 	free(v->tops);
@@ -607,6 +552,7 @@ static void view_leave(struct guard *g)
 static void guard_undo(struct guard *g)
 {
 	free(g->root_path);
+	free(g->linked_wt);
 	if (g->root_fd >= 0)
 		close(g->root_fd);
 	free(g);
@@ -661,6 +607,10 @@ int guard_open(int root_fd, const struct guard_opts *opts, struct guard **gp, st
 		g->allow_new = opts->allow_new_repos;
 		g->log = opts->log;
 		g->log_arg = opts->log_arg;
+	}
+	if (opts && opts->linked_worktree && !(g->linked_wt = strdup(opts->linked_worktree))) {
+		guard_undo(g);
+		return guard_err_set(err, -ENOMEM, "gitguard: out of memory");
 	}
 	rc = pthread_rwlock_init(&g->lock, NULL);
 	if (rc) {
@@ -733,6 +683,7 @@ void guard_free(struct guard *g)
 	guard_homes_free(g);
 	pthread_rwlock_destroy(&g->lock);
 	free(g->root_path);
+	free(g->linked_wt);
 	close(g->root_fd);
 	free(g);
 }
@@ -749,91 +700,6 @@ void guard_new_repos(struct guard *g,
 	pthread_rwlock_unlock(&g->lock);
 }
 
-/*
- * The class of the root.  With a root path, the root is classified from "/"
- * down, one component at a time, so that a root which is a git folder, or
- * lies inside one, gets the rules it would have at any depth.
- */
-int guard_classify_root(struct guard *g, struct guard_cls *out, struct guard_err *err)
-{
-	struct guard_cls cls = {0}, c;
-	char comp[NAME_MAX + 1];
-	const char *p;
-	struct stat st;
-	uint64_t gen = guard_generation(g);
-	int cur, nfd, rc, n;
-
-	pthread_rwlock_rdlock(&g->lock);
-	if (g->root_known && g->root_gen == gen) {
-		*out = g->root_cls;
-		pthread_rwlock_unlock(&g->lock);
-		return 0;
-	}
-	pthread_rwlock_unlock(&g->lock);
-
-	if (!g->root_path) {
-		if (fstat(g->root_fd, &st) < 0)
-			return guard_err_set(err, -errno, "gitguard: root: %s", strerror(errno));
-		memset(&cls, 0, sizeof(cls));
-		cls.dev = st.st_dev;
-		cls.ino = st.st_ino;
-		if (guard_shape(g->root_fd, NULL)) {
-			struct guard_repo info;
-
-			rc = guard_repo_get(g, g->root_fd, &st, &info);
-			if (rc)
-				return guard_err_set(err, rc, "gitguard: root: %s", strerror(-rc));
-			cls.kind = info.bot ? GUARD_BOTREPO : GUARD_GITDIR;
-			if (info.rule) {
-				cls.flags = GUARD_RO | GUARD_TREE;
-				cls.rule = info.rule;
-			}
-		}
-		goto done;
-	}
-	cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (cur < 0 || fstat(cur, &st) < 0)
-		return guard_err_set(err, -errno, "gitguard: /: %s", strerror(errno));
-	cls.dev = st.st_dev;
-	cls.ino = st.st_ino;
-	for (p = g->root_path; (n = gg_path_next(&p, comp, sizeof(comp))) != 0;) {
-		if (n < 0) {
-			close(cur);
-			return guard_err_set(err, -ENAMETOOLONG, "gitguard: %s: name too long",
-					     g->root_path);
-		}
-		nfd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-		if (nfd < 0 || fstat(nfd, &st) < 0) {
-			rc = -errno;
-			if (nfd >= 0)
-				close(nfd);
-			close(cur);
-			return guard_err_set(err, rc, "gitguard: %s: %s: %s", g->root_path, comp,
-					     strerror(-rc));
-		}
-		rc = guard_classify(g, &cls, cur, comp, &st, nfd, &c);
-		close(cur);
-		cur = nfd;
-		if (rc) {
-			close(cur);
-			return guard_err_set(err, rc, "gitguard: %s: %s", g->root_path,
-					     strerror(-rc));
-		}
-		cls = c;
-	}
-	close(cur);
-	if (cls.dev != g->root_dev || cls.ino != g->root_ino)
-		return guard_err_set(err, -ESTALE, "gitguard: %s is no longer the root folder",
-				     g->root_path);
-done:
-	pthread_rwlock_wrlock(&g->lock);
-	g->root_cls = cls;
-	g->root_known = true;
-	g->root_gen = gen;
-	pthread_rwlock_unlock(&g->lock);
-	*out = cls;
-	return 0;
-}
 
 /* Turn allow_new_repos on or off for the next operations (a bot's configure). */
 void guard_set_allow_new_repos(struct guard *g, bool allow)

@@ -66,8 +66,14 @@ bool guard_is_home(struct guard *g, uint64_t dev, uint64_t ino)
  * (less: `git log`, `git diff` on a terminal) and the editor (`git commit`,
  * `rebase -i`: vi, nano, emacs, whatever ~/.selected_editor says).  Their
  * start-up files run commands (lesskey's #env LESSOPEN, a vimrc's autocmd).
- * And husky's, sourced before every hook of every husky repository
- * (~/.huskyrc for husky 4 to 8, ~/.config/husky/init.sh for husky 9).
+ * less reads a source lesskey (~/.lesskey, ~/.config/lesskey) and, as less
+ * 590 still does, a binary one compiled by lesskey(1) (~/.less,
+ * ~/.config/less), whose env section sets LESSOPEN too.  And husky's,
+ * sourced before every hook of every husky repository (~/.huskyrc for husky
+ * 4 to 8, ~/.config/husky/init.sh for husky 9); and the credential helpers'
+ * files (git credential-store's ~/.git-credentials, credential-cache's
+ * socket folder ~/.git-credential-cache), which say whose credentials the
+ * person's git sends where.  ssh's and gpg's are .ssh and .gnupg (below).
  * TREE: a folder, read-only with everything in it.
  */
 struct startup_file {
@@ -76,14 +82,15 @@ struct startup_file {
 };
 
 static const struct startup_file run_by_git_home[] = {
-	{".lesskey", false},	     {".lessfilter", false}, {".vimrc", false},
-	{".exrc", false},	     {".vim", true},	     {".nanorc", false},
-	{".emacs", false},	     {".emacs.el", false},   {".emacs.d", true},
-	{".selected_editor", false}, {".huskyrc", false},
+	{".lesskey", false},	     {".less", false},	     {".lessfilter", false},
+	{".vimrc", false},	     {".exrc", false},	     {".vim", true},
+	{".nanorc", false},	     {".emacs", false},	     {".emacs.el", false},
+	{".emacs.d", true},	     {".selected_editor", false}, {".huskyrc", false},
+	{".git-credentials", false}, {".git-credential-cache", true},
 };
 
 static const struct startup_file run_by_git_config[] = {
-	{"lesskey", false}, {"nvim", true}, {"vim", true},
+	{"lesskey", false}, {"less", false},  {"nvim", true},  {"vim", true},
 	{"nano", true},	    {"emacs", true}, {"husky", true},
 };
 

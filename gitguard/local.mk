@@ -23,6 +23,10 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/index-tree.c \
 	gitguard/index-int.h \
 	gitguard/seq.c \
+	gitguard/refs.c \
+	gitguard/names.c \
+	gitguard/rules.c \
+	gitguard/gitlink.c \
 	gitguard/lg2.c \
 	gitguard/sha1.c \
 	gitguard/audit.c \
@@ -60,3 +64,8 @@ tests_guard_idx_SOURCES = tests/guard-idx.c
 tests_guard_idx_LDADD = gitguard/libgitguard.a
 # The layout questions of a caller that mounts tree roots (agentfsd).
 gitguard_libgitguard_a_SOURCES += gitguard/layout.c
+# R1, X5 and D12: refs, option files and the names git makes (pure checks).
+check_PROGRAMS += tests/unit-guard-refs
+TESTS += tests/unit-guard-refs
+tests_unit_guard_refs_SOURCES = tests/unit-guard-refs.c tests/guard-tap.h
+tests_unit_guard_refs_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)

@@ -17,6 +17,25 @@
  *   sequencer/opts                                       a config file
  * Strategy options are never executed: they reach the strategy as "--OPT"
  * arguments, so they only need to be one line of printable characters.
+ *
+ * X5: files git hands to another command as its options (builtin/am.c
+ * am_load, builtin/rebase.c read_basic_state, sequencer.c
+ * read_populate_opts):
+ *   rebase-apply/apply-opt     sq-quoted options for git apply's parser: one
+ *                              of them, --build-fake-ancestor=PATH, makes the
+ *                              person's `git am --continue` write an index
+ *                              file at PATH (.git/commondir, anywhere)
+ *   rebase-merge/, rebase-apply/ gpg_sign_opt
+ *                              "-S<key>": the apply backend hands it to git
+ *                              am's parser whole, the merge backend takes the
+ *                              key; a key with a '/' is a key file's path
+ *   sequencer/opts             options.gpg-sign, the same key
+ * Only options that name neither a path git writes or reads nor a program
+ * pass: git am's own pass-through forms (--whitespace=ACTION, -C<n>, -p<n>,
+ * --ignore-space-change, --ignore-whitespace, --reject, --directory=ROOT,
+ * --exclude=GLOB, --include=GLOB; a --directory prefix only moves where the
+ * patch's own paths land, and git apply checks the result as it checks
+ * them), and a signing key that is no path.
  */
 #include <errno.h>
 #include <string.h>
@@ -78,11 +97,38 @@ static int on_opt(void *arg, enum guard_cfg_key key, const char *value)
 	return 0;
 }
 
+/* A signing key git hands to gpg or ssh-keygen: no path ("key::" literals aside) */
+static bool sign_key_ok(const char *k, size_t n)
+{
+	size_t i;
+
+	if (n >= 5 && !strncmp(k, "key::", 5))
+		return true;
+	if (n && (k[0] == '~' || k[0] == '.' || k[0] == '-'))
+		return false;
+	for (i = 0; i < n; i++)
+		if (k[i] == '/' || (unsigned char)k[i] < 0x20 || k[i] == 0x7f)
+			return false;
+	return true;
+}
+
+static int on_any_opt(void *arg, const char *var, const char *value)
+{
+	struct seqck *c = arg;
+
+	if (!strcmp(var, "options.gpg-sign") && value && !sign_key_ok(value, strlen(value))) {
+		c->why = "options.gpg-sign names a key file (a path)";
+		return 1;
+	}
+	return 0;
+}
+
 /* sequencer/opts: a config file git reads with git_config_from_file (no includes). */
 int guard_seq_opts_check(const char *buf, size_t len, const char **why)
 {
 	struct seqck c = {NULL};
-	struct guard_cfg cfg = {.fn = on_opt, .arg = &c, .seq = true};
+	struct guard_cfg cfg = {
+		.fn = on_opt, .arg = &c, .seq = true, .any = on_any_opt, .any_arg = &c};
 	int rc;
 
 	if (len > GUARD_SEQ_MAX) {
@@ -125,4 +171,119 @@ int guard_seq_file_check(const char *name, const char *buf, size_t len, const ch
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* gpg_sign_opt: empty, or "-S" and a key that is no path (sequencer.c writes "-S%s") */
+static int sign_opt_check(const char *buf, size_t len, const char **why)
+{
+	if (!one_line(buf, &len)) {
+		*why = "gpg_sign_opt with more than one line or a control character";
+		return -EINVAL;
+	}
+	if (!len || (len >= 2 && !strncmp(buf, "-S", 2) && sign_key_ok(buf + 2, len - 2)))
+		return 0;
+	*why = "gpg_sign_opt is not -S with a key (git hands it to git am as an option)";
+	return -EINVAL;
+}
+
+/* One of git am's pass-through options to git apply, as am writes it (one word each) */
+static bool apply_opt_ok(const char *o)
+{
+	static const char *const plain[] = {"--ignore-space-change", "--ignore-whitespace",
+					    "--reject"};
+	static const char *const ws[] = {"nowarn", "warn", "fix", "error", "error-all", "strip"};
+	static const char *const valued[] = {"--directory=", "--exclude=", "--include="};
+	size_t i;
+
+	for (i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+		if (!strcmp(o, plain[i]))
+			return true;
+	if (!strncmp(o, "--whitespace=", 13)) {
+		for (i = 0; i < sizeof(ws) / sizeof(ws[0]); i++)
+			if (!strcmp(o + 13, ws[i]))
+				return true;
+		return false;
+	}
+	if ((o[0] == '-' && (o[1] == 'C' || o[1] == 'p')) && o[2]) {
+		for (i = 2; o[i]; i++)
+			if (o[i] < '0' || o[i] > '9')
+				return false;
+		return true;
+	}
+	for (i = 0; i < sizeof(valued) / sizeof(valued[0]); i++)
+		if (!strncmp(o, valued[i], strlen(valued[i])))
+			return opt_ok(o);
+	return false;
+}
+
+/*
+ * rebase-apply/apply-opt: what quote.c sq_dequote_to_strvec reads (after
+ * read_state_file's trim): 'word' 'word'..., a quote inside as '\'' and a
+ * '!' as '\!'.  Each word must pass apply_opt_ok.
+ */
+static int apply_opts_check(const char *buf, size_t len, const char **why)
+{
+	char word[4096];
+	size_t i = 0, w;
+
+	while (len && (buf[len - 1] == ' ' || buf[len - 1] == '\t' || buf[len - 1] == '\n' ||
+		       buf[len - 1] == '\r'))
+		len--;
+	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
+		i++;
+	while (i < len) {
+		if (buf[i++] != '\'')
+			goto bad;
+		for (w = 0;;) {
+			if (i >= len)
+				goto bad;
+			if (buf[i] != '\'') {
+				if (w + 1 >= sizeof(word) || !buf[i])
+					goto bad;
+				word[w++] = buf[i++];
+				continue;
+			}
+			/* out of the quotes: '\'' or '\!' resumes them, else the word ends */
+			if (i + 3 < len && buf[i + 1] == '\\' &&
+			    (buf[i + 2] == '\'' || buf[i + 2] == '!') && buf[i + 3] == '\'') {
+				if (w + 1 >= sizeof(word))
+					goto bad;
+				word[w++] = buf[i + 2];
+				i += 4;
+				continue;
+			}
+			i++;
+			break;
+		}
+		word[w] = '\0';
+		if (!apply_opt_ok(word)) {
+			*why = "apply-opt holds an option for git apply that is not one git am "
+			       "passes (one naming a path or program: --build-fake-ancestor...)";
+			return -EINVAL;
+		}
+		if (i < len && buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\n' && buf[i] != '\r')
+			goto bad;
+		while (i < len &&
+		       (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
+			i++;
+	}
+	return 0;
+bad:
+	*why = "apply-opt that git cannot read as quoted options";
+	return -EINVAL;
+}
+
+/* X5: the content NAME (apply-opt or gpg_sign_opt) would have: 0 if git may read it */
+int guard_optfile_check(const char *name, const char *buf, size_t len, const char **why)
+{
+	if (len > GUARD_SEQ_MAX) {
+		*why = "option file larger than gitguard reads";
+		return -EINVAL;
+	}
+	if (!strcasecmp(name, "apply-opt"))
+		return apply_opts_check(buf, len, why);
+	if (!strcasecmp(name, "gpg_sign_opt"))
+		return sign_opt_check(buf, len, why);
+	*why = "not an option file";
+	return -EINVAL;
 }

@@ -379,11 +379,13 @@ static void progress_send(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Job thread: check one root and mount it. */
+static bool linked_worktree_of(const struct bot *b, const struct root *rt, char *id, size_t len);
+
 void root_mount(struct job *j, struct bot *b, struct root *rt)
 {
 	struct fs_mount_params mp = {0};
 	struct fs_error err = {0};
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], wt[NAME_MAX + 1];
 	int fd, r;
 
 	free(rt->error);
@@ -429,6 +431,8 @@ void root_mount(struct job *j, struct bot *b, struct root *rt)
 	mp.mountpoint = rt->mountpoint;
 	mp.readonly = !rt->writable;
 	mp.allow_new_repos = b->allow_new_repos;
+	if (linked_worktree_of(b, rt, wt, sizeof wt))
+		mp.linked_worktree = wt;
 	mp.tag = b;
 	if (j->req.progress && j->req.peer != NULL) {
 		j->scanning = rt->path;
@@ -502,6 +506,44 @@ static void find_git_folders(const struct bot *b, char **gd, char **common)
 	if (guard_layout_commondir(fd, rel, sizeof rel) == 0)
 		*common = join_norm(*gd, rel);
 	close(fd);
+}
+
+/*
+ * Rule D13: is rt a common folder b was given for its linked worktree (a
+ * git root other than the worktree's own git folder)? Then its git may
+ * write there only what git writes for every worktree; *id (LEN bytes) is
+ * the name of b's admin folder in its worktrees/, or "" when b's .git no
+ * longer leads there (then none of them is b's).
+ */
+static bool linked_worktree_of(const struct bot *b, const struct root *rt, char *id, size_t len)
+{
+	char *gd, *common, prefix[PATH_MAX];
+	const char *rest;
+	bool git_root = false;
+	size_t k;
+
+	for (k = 0; k < b->git_roots.n; k++)
+		if (strcmp(b->git_roots.v[k], rt->path) == 0)
+			git_root = true;
+	if (!git_root)
+		return false;
+	find_git_folders(b, &gd, &common);
+	if (gd != NULL && strcmp(gd, rt->path) == 0) {
+		free(gd);
+		free(common);
+		return false;
+	}
+	id[0] = '\0';
+	snprintf(prefix, sizeof prefix, "%s/worktrees/", rt->path);
+	if (gd != NULL && common != NULL && strcmp(common, rt->path) == 0 &&
+	    strncmp(gd, prefix, strlen(prefix)) == 0) {
+		rest = gd + strlen(prefix);
+		if (rest[0] != '\0' && strchr(rest, '/') == NULL)
+			snprintf(id, len, "%s", rest);
+	}
+	free(gd);
+	free(common);
+	return true;
 }
 
 /*

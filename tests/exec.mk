@@ -14,7 +14,8 @@ EXEC_TESTS = \
 	tests/exec-lost.sh \
 	tests/exec-force.sh \
 	tests/exec-keys.sh \
-	tests/exec-operator.sh
+	tests/exec-operator.sh \
+	tests/exec-linkedwt.sh
 TESTS += $(EXEC_TESTS)
 EXTRA_DIST += tests/exec-lib.sh $(EXEC_TESTS)
 

@@ -11,7 +11,7 @@
 # stays writable.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/guard-lib.sh"
-guard_needs useradd runuser
+guard_needs useradd runuser python3
 
 S="$T/src"   # SOURCE: holds the user's home, home/u
 M="$T/m"
@@ -154,7 +154,38 @@ ln -s "$S/dots2/ssh.d" "$UH2/.ssh/ssh.d"
 chown -R "$U2" "$UH2/.ssh" "$S/dots2"
 chmod 700 "$UH2/.ssh"
 
-mount_or_stop "writable mount of a folder that holds a home" fs_mount "$S" "$M"
+# less's binary lesskey (lesskey -o): its env section's LESSOPEN runs on a paged git log
+LESSKEY_BIN=$(command -v lesskey)
+# lesskey_bin LABEL OUT: a binary lesskey file whose LESSOPEN leaves PWNED-LABEL
+lesskey_bin()
+{
+	printf '#env\nLESSOPEN=|-touch %s/PWNED-%s; cat %%s\n' "$MARKS" "$1" >"$2.src" &&
+		"$LESSKEY_BIN" -o "$2" "$2.src" 2>/dev/null
+}
+# paged_log HOME: the user's git log on a terminal, paged as git pages it (less)
+paged_log()
+{
+	runuser -u "$U" -- env -i HOME="$1" PATH="$PATH" TERM=xterm LANG=C \
+		script -qc "git -C '$T/repo' log" /dev/null >/dev/null 2>&1
+}
+if [ -n "$LESSKEY_BIN" ] && command -v script >/dev/null; then
+	mkdir -p "$T/ctl-less"
+	lesskey_bin less-control "$T/ctl-less/.less"
+	chown -R "$U" "$T/ctl-less"
+	paged_log "$T/ctl-less"
+	if [ -e "$MARKS/PWNED-less-control" ]; then
+		ok "control: a planted binary ~/.less runs the bot's program on a paged git log"
+	else
+		skip "control: less does not read a binary ~/.less here (the attack below proves less)"
+	fi
+	lesskey_bin bot-less "$PAY/bot.less"
+else
+	skip "control: lesskey or script is missing"
+	printf 'x' >"$PAY/bot.less"
+fi
+
+GUARD_LOG="$T/mount.log"
+mount_or_stop "writable mount of a folder that holds a home" fs_mount --log "$GUARD_LOG" "$S" "$M"
 H="$M/home/u"
 
 # plant FILE [PAYLOAD]: append PAYLOAD (the bot's git config) to FILE; prints OK, EROFS or the error
@@ -294,6 +325,15 @@ is "$(try mkdir "$H/.vim")" EROFS "~/.vim: making it refused"
 is "$(try mkdir "$H/.config/nvim")" EROFS "~/.config/nvim: making it refused"
 is "$(plant "$H/.config/lesskey")" EROFS "~/.config/lesskey: making it refused"
 is "$(plant "$H/.huskyrc")" EROFS "~/.huskyrc (sourced before every husky hook): making it refused"
+refused_by "~/.less (less's binary lesskey, whose LESSOPEN runs on a paged git log)" H1 \
+	python3 "$FORGE" plant-new "$H/.less" "$PAY/bot.less"
+refused_by "~/.config/less (the same, where less looks under XDG)" H1 \
+	python3 "$FORGE" plant-new "$H/.config/less" "$PAY/bot.less"
+cp "$PAY/bot.less" "$M/other/bot.less" 2>/dev/null || { mkdir -p "$M/other" && cp "$PAY/bot.less" "$M/other/bot.less"; }
+refused_by "~/.less renamed in from elsewhere in the root" H1 try rename "$M/other/bot.less" "$H/.less"
+refused_by "~/.git-credentials (git credential-store's file)" H1 \
+	shell_result write_text "$H/.git-credentials" "https://bot:pw@example.invalid"
+refused_by "~/.git-credential-cache (credential-cache's socket folder)" H1 try mkdir "$H/.git-credential-cache"
 is "$(try mkdir "$H/.config/husky")" EROFS "~/.config/husky (husky 9's init.sh): making it refused"
 is "$(plant "$H/.bashrc")" OK "~/.bashrc is not git's: writable (a home in a root is guarded for git)"
 rm -f "$H/.bashrc"
@@ -340,6 +380,7 @@ as_user2 git -C "$T/repo2" commit -q --allow-empty -m x >>"$T/host.log" 2>&1
 is "$?" 0 "host: the second person's git commit runs"
 as_user2 git clone -q "$T/repo2" "$UH2/clone" >>"$T/host.log" 2>&1
 is "$?" 0 "host: the second person's git clone (with their templates) runs"
-no_marker "host: nothing the bot planted ran" bot
+[ -n "$LESSKEY_BIN" ] && paged_log "$UH"
+no_marker "host: nothing the bot planted ran (a paged git log too)" bot
 
 done_testing

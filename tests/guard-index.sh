@@ -195,7 +195,7 @@ cp -a "$H" "$SC"
 	bail_out "git could not make a split index in $SC"
 SHARED=$(cd "$SC/.git" && ls sharedindex.*)
 forge_is "split index: its shared index (the person's entries) may be renamed in" ok \
-	plant-rename "$H/.git/shared.tmp" "$H/.git/$SHARED" "$SC/.git/$SHARED"
+	plant-rename "$H/.git/sharedindex_forged" "$H/.git/$SHARED" "$SC/.git/$SHARED"
 forge_is "split index: a replacement giving the hook the bot's content refused" EROFS \
 	plant-rename "$H/.git/index.lock" "$H/.git/index" "$SC/.git/index"
 rm -f "$H/.git/index.lock"
@@ -208,7 +208,7 @@ cp -a "$H" "$SC2"
 	bail_out "git could not make a split index in $SC2"
 SHARED2=$(cd "$SC2/.git" && ls sharedindex.*)
 forge_is "split index: its shared index renamed in" ok \
-	plant-rename "$H/.git/shared.tmp" "$H/.git/$SHARED2" "$SC2/.git/$SHARED2"
+	plant-rename "$H/.git/sharedindex_forged" "$H/.git/$SHARED2" "$SC2/.git/$SHARED2"
 forge_is "split index: a replacement of a plain file may be renamed in" ok \
 	plant-rename "$H/.git/index.lock" "$H/.git/index" "$SC2/.git/index"
 pos=$(cd "$SC2" && git ls-files | grep -nx a | cut -d: -f1)
@@ -221,8 +221,8 @@ python3 "$FORGE" index "$B/shared-evil" 2 "${pre[@]}" "${ents[@]}" &&
 	python3 -c 'import sys; p=sys.argv[1]; b=open(p,"rb").read(); open(p,"wb").write(b[:-20]+bytes.fromhex(sys.argv[2]))' \
 		"$B/shared-evil" "${SHARED2#sharedindex.}"
 forge_is "split index: another shared index renamed over the one the index names refused" EROFS \
-	plant-rename "$H/.git/shared.tmp" "$H/.git/$SHARED2" "$B/shared-evil"
-rm -f "$H/.git/shared.tmp"
+	plant-rename "$H/.git/sharedindex_forged" "$H/.git/$SHARED2" "$B/shared-evil"
+rm -f "$H/.git/sharedindex_forged"
 check "split index: git status through the mount reads it" sh -c "cd '$H' && git status --short >/dev/null"
 
 check "SHA-256 repository: git add and commit through the mount" sh -c \

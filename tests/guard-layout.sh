@@ -156,12 +156,12 @@ if fs_mount "$S2" "$M2"; then
 	G="$M2/.git"
 	allow "bot folder plain/botinfo" try mkdir "$M2/plain/botinfo"
 	allow "a symlink in a plain folder" try symlink ../../.. "$M2/plain/up"
-	allow "move objects/info aside" try rename "$G/objects/info" "$G/objects/info-old"
+	allow "move objects/info aside" try rename "$G/objects/info" "$M2/plain/info-old"
 	refuse "symlink objects/info -> a bot folder" \
 		try symlink ../../plain/botinfo "$G/objects/info"
 	refuse "rename a symlink onto objects/info" try rename "$M2/plain/up" "$G/objects/info"
 	refuse "hard link a symlink in as objects/info" try link "$M2/plain/up" "$G/objects/info"
-	allow "move objects/info back" try rename "$G/objects/info-old" "$G/objects/info"
+	allow "move objects/info back" try rename "$M2/plain/info-old" "$G/objects/info"
 	made=0
 	for x in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do
 		for y in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do

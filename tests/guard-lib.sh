@@ -23,6 +23,11 @@
 #                                system" on stderr) or what it said
 #   write_text FILE TEXT         the shell writes TEXT (and a newline) to FILE,
 #   append_text FILE TEXT        or appends it, as a bot's `echo >>` would
+#   refused_by DESC RULE CMD...  CMD (try, gtry, python3 "$FORGE", shell_result)
+#                                must answer EROFS, and the mount's log
+#                                ($GUARD_LOG, its --log FILE) must name RULE for
+#                                the refusal: "rule RULE (" in a new line
+#   allowed DESC CMD...          CMD must answer OK (or ok) and log no refusal
 # payloads and markers:
 #   $MARKS                       where a payload that ran leaves PWNED-LABEL ($T
 #                                unless the test sets it)
@@ -128,6 +133,39 @@ shell_result()
 	*"Read-only file system"*) echo EROFS ;;
 	*) printf '%s\n' "$out" ;;
 	esac
+}
+
+# GUARD_LOG: the --log FILE of the mount refused_by reads (the test sets it)
+GUARD_LOG=${GUARD_LOG:-"$T/guard.log"}
+
+refused_by()
+{
+	local desc="$1" rule="$2" got before new
+	shift 2
+	before=$(wc -l 2>/dev/null <"$GUARD_LOG" || echo 0)
+	got=$("$@" 2>&1)
+	new=$(tail -n +"$((before + 1))" "$GUARD_LOG" 2>/dev/null)
+	if [ "$got" = EROFS ] && printf '%s\n' "$new" | grep -q "rule $rule ("; then
+		ok "$desc: EROFS by rule $rule"
+	else
+		not_ok "$desc: EROFS by rule $rule"
+		diag "answer: $got" "logged: ${new:-nothing}"
+	fi
+}
+
+allowed()
+{
+	local desc="$1" got before new
+	shift
+	before=$(wc -l 2>/dev/null <"$GUARD_LOG" || echo 0)
+	got=$("$@" 2>&1)
+	new=$(tail -n +"$((before + 1))" "$GUARD_LOG" 2>/dev/null | grep refused)
+	if { [ "$got" = OK ] || [ "$got" = ok ]; } && [ -z "$new" ]; then
+		ok "$desc: allowed"
+	else
+		not_ok "$desc: allowed"
+		diag "answer: $got" "logged: ${new:-nothing}"
+	fi
 }
 
 write_text() { printf '%s\n' "$2" >"$1"; }

@@ -49,12 +49,12 @@ for _i in $(seq 100); do [ -s "$S/app/.git/index.lock" ] && break; sleep 0.05; d
 
 is "$(try open-trunc "$G/index.lock")" EROFS "the person's index.lock: opening it to write refused"
 is "$(shell_result sh -c "cat '$B/forged' >>'$G/index.lock'")" EROFS "... appending to it refused"
-cp "$B/forged" "$G/forged.tmp"
-is "$(try rename "$G/forged.tmp" "$G/index.lock")" EROFS "... renaming a file onto it refused"
+cp "$B/forged" "$M/app/forged.tmp"
+is "$(try rename "$M/app/forged.tmp" "$G/index.lock")" EROFS "... renaming a file onto it refused"
 is "$(try unlink "$G/index.lock")" EROFS "... removing it (to make another) refused"
 is "$(try rename "$G/index.lock" "$G/moved")" EROFS "... renaming it away refused"
 is "$(try link "$G/index.lock" "$G/alias")" EROFS "... a second name for it refused"
-rm -f "$G/forged.tmp"
+rm -f "$M/app/forged.tmp"
 wait "$person"
 is "$?" 0 "the person's commit -a ends well"
 [ -s "$T/person.log" ] && diag "$(cat "$T/person.log")"
@@ -70,10 +70,10 @@ rm -f "$S/app/.git/sharedindex_Ab12Cd"
 
 # a lock the bot made, removed on the host, and its inode given to the next file
 set -C
-: >"$G/mine.lock" || not_ok "a lock made through the mount"
+: >"$G/MERGE_RR.lock" || not_ok "a lock made through the mount"
 set +C
-old_ino=$(stat -c %i "$S/app/.git/mine.lock")
-rm -f "$S/app/.git/mine.lock"
+old_ino=$(stat -c %i "$S/app/.git/MERGE_RR.lock")
+rm -f "$S/app/.git/MERGE_RR.lock"
 # the mount's own reference to it goes when the kernel forgets the name
 reused=$(reuse_ino "$S/app/.git" "$old_ino" host.lock)
 if [ "$reused" = yes ]; then

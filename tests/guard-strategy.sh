@@ -131,17 +131,15 @@ forge_is "sequencer/opts: config-style rename onto it refused" EROFS \
 rm -f "$P/.git/sequencer/opts.lock"
 forge_is "sequencer/opts: write in place refused" EROFS \
 	plant-write "$P/.git/sequencer/opts" "$B/evil-opts"
-mkdir -p "$P/.git/seqx"
-cp "$B/evil-opts" "$P/.git/seqx/opts"
+mkdir -p "$P/seqx"
+cp "$B/evil-opts" "$P/seqx/opts"
 is "$(python3 -c "
 import os
 try:
-    os.rename('$P/.git/sequencer', '$P/.git/sequencer.old')
-    os.rename('$P/.git/seqx', '$P/.git/sequencer'); print('ok')
+    os.rename('$P/seqx', '$P/.git/sequencer'); print('ok')
 except OSError as e:
     print(e.errno == 30 and 'EROFS' or e)")" EROFS "sequencer/: a folder with a bad opts renamed in refused"
-[ -d "$P/.git/sequencer.old" ] && mv "$P/.git/sequencer.old" "$P/.git/sequencer" 2>/dev/null
-rm -rf "$P/.git/seqx"
+rm -rf "$P/seqx"
 
 mkdir -p "$M/botdir"
 printf '%s\n' "$EVIL" >"$M/botdir/strategy"
@@ -152,16 +150,16 @@ forge_is "sequencer: a symlink to a folder of the bot's refused" EROFS \
 forge_is "rebase-apply: a symlink renamed in refused" EROFS \
 	symlink-rename ../../botdir "$R/.git/ra.tmp" "$R/.git/rebase-apply"
 rm -f "$R/.git/ra.tmp"
-mkdir -p "$R/.git/rm.tmp"
-cp "$B/evil" "$R/.git/rm.tmp/strategy"
+mkdir -p "$R/rm.tmp"
+cp "$B/evil" "$R/rm.tmp/strategy"
 is "$(python3 -c "
 import os
 try:
-    os.rename('$P/.git/../../rb/.git/rm.tmp', '$P/.git/rebase-merge'); print('ok')
+    os.rename('$P/../rb/rm.tmp', '$P/.git/rebase-merge'); print('ok')
 except OSError as e:
     print(e.errno == 30 and 'EROFS' or e.errno == 18 and 'EXDEV' or e)")" EROFS \
 	"rebase-merge: a folder holding a bad strategy renamed in refused"
-rm -rf "$R/.git/rm.tmp"
+rm -rf "$R/rm.tmp"
 
 fs_umount "$M" || not_ok "umount $M"
 

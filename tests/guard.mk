@@ -21,6 +21,10 @@ GUARD_TESTS = \
 	tests/guard-host-init.sh \
 	tests/guard-audit.sh \
 	tests/guard-home.sh \
-	tests/guard-stamp.sh
+	tests/guard-stamp.sh \
+	tests/guard-refs.sh \
+	tests/guard-optfile.sh \
+	tests/guard-names.sh \
+	tests/guard-gitlink.sh
 TESTS += $(GUARD_TESTS)
-EXTRA_DIST += $(GUARD_TESTS) tests/guard-lib.sh tests/guard-forge.py
+EXTRA_DIST += $(GUARD_TESTS) tests/guard-lib.sh tests/guard-forge.py tests/guard-workflows.sh

@@ -72,7 +72,9 @@ static void test_plain_and_git(void)
 	IS(try_rename("repo/.git/index", "repo/.git/index2"), "", "rename of index allowed");
 	IS(try_write("repo/.git/packed-refs"), "", "packed-refs writable");
 	IS(try_create("repo/.git/COMMIT_EDITMSG"), "", "COMMIT_EDITMSG creatable");
-	IS(try_create("repo/.git/refs/heads/x"), "", "new branch ref");
+	IS(try_create("repo/.git/refs/heads/x"), "R1",
+	   "a new branch ref made in place (git renames its lock onto it: R1)");
+	IS(try_create("repo/.git/refs/heads/x.lock"), "", "a new branch ref's lock creatable");
 	IS(try_mkdir("repo/.git/refs/heads/topic"), "", "new ref folder");
 	IS(try_create("repo/.git/logs/HEAD"), "", "logs writable");
 	IS(try_mkdir("repo/.git/objects/ab"), "", "new object folder");
@@ -139,9 +141,12 @@ static void test_plain_and_git(void)
 	sh("rm -rf repo/.git/objects/info && mkdir -p evil && echo /x >evil/alternates");
 	IS(try_rename("evil", "repo/.git/objects/info"), "D7",
 	   "rename a folder holding alternates onto objects/info");
-	sh("mkdir -p evil2/pre-commit.d && mkdir -p repo/.git/empty");
+	sh("mkdir -p evil2/pre-commit.d && mkdir -p repo/.git/empty repo/.git/lost-found");
 	IS(try_rename("evil2", "repo/.git/hooks"), "D3", "rename a folder onto hooks");
-	IS(try_rename("evil2", "repo/.git/empty"), "", "rename a plain folder into a git folder");
+	IS(try_rename("evil2", "repo/.git/lost-found"), "",
+	   "rename a plain folder into a git folder, as a name git keeps there");
+	IS(try_rename("evil2", "repo/.git/empty"), "D12",
+	   "rename a plain folder into a git folder as a name git never makes there (D12)");
 	sh("mkdir -p nest/deep && git init -q nest/deep/inner");
 	IS(try_rename("nest", "nest2"), "G3", "rename a folder with a repository deep inside");
 }

@@ -1,0 +1,104 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# guard-gitlink: a gitlink to a repository a bot made (allow_new_repos).  A
+# repository the bot makes is the bot's, its config included
+# (core.fsmonitor); staged as a gitlink in the person's index, with its .git
+# in place, the person's git status starts git in it, which runs what that
+# config names.  Through a mount with --allow-new-repos: the bot's own
+# repositories work, but an index holding a gitlink to one of them is
+# refused (X2), and so is a .git made in a folder the index already tracks
+# as a gitlink (G1: the entry first, the repository after).  Then the
+# person's git status on the host runs nothing.  A control shows git 2.39
+# runs a nested repository's fsmonitor for a gitlink.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/guard-lib.sh"
+
+S="$T/src"
+M="$T/m"
+B="$T/bot"
+C="$T/control"
+GUARD_LOG="$T/mount.log"
+mkdir -p "$S" "$M" "$B" "$C"
+
+setup()
+{
+	git init -q "$S/app"
+	git -C "$S/app" commit -q --allow-empty -m one
+	git init -q "$C/app"
+	git -C "$C/app" commit -q --allow-empty -m one
+}
+host_setup "host setup" setup
+
+# nested DIR LABEL: a repository at DIR whose core.fsmonitor leaves PWNED-LABEL
+nested()
+{
+	git init -q "$1" && git -C "$1" commit -q --allow-empty -m nested &&
+		payload "$B/$2" "$2" && git -C "$1" config core.fsmonitor "$B/$2"
+}
+
+# ---- control: on the host, a gitlink makes git status run the nested fsmonitor
+(
+	cd "$C/app"
+	nested "$C/app/nest" gitlink-control
+	git add nest
+	git status
+) >"$T/control.log" 2>&1
+if [ -e "$T/PWNED-gitlink-control" ]; then
+	ok "control: git status runs the fsmonitor of a repository staged as a gitlink"
+else
+	skip "control: this git does not run a gitlinked repository's fsmonitor (the attacks below prove less)"
+	diag "$(cat "$T/control.log")"
+fi
+
+mount_or_stop "writable mount, new repositories allowed" \
+	fs_mount --allow-new-repos --log "$GUARD_LOG" "$S" "$M"
+
+# git_refused DESC RULE DIR CMD...: CMD (git) in DIR fails, and the mount logged RULE
+git_refused()
+{
+	local desc="$1" rule="$2" d="$3" before new
+	shift 3
+	before=$(wc -l <"$GUARD_LOG")
+	if (cd "$d" && "$@") >"$T/git.out" 2>&1; then
+		not_ok "$desc: refused by rule $rule"
+		diag "it succeeded"
+		return
+	fi
+	new=$(tail -n +"$((before + 1))" "$GUARD_LOG")
+	if printf '%s\n' "$new" | grep -q "rule $rule ("; then
+		ok "$desc: refused by rule $rule"
+	else
+		not_ok "$desc: refused by rule $rule"
+		diag "git: $(cat "$T/git.out")" "logged: ${new:-nothing}"
+	fi
+}
+
+check "the bot makes its own repository, with an fsmonitor in its config" nested "$M/app/nest" gitlink-bot
+check "the bot commits in it" sh -c "cd '$M/app/nest' && echo n >n && git add n && git commit -qm n"
+git_refused "git add of the bot's repository as a gitlink" X2 "$M/app" git add nest
+oid=$(git -C "$M/app/nest" rev-parse HEAD)
+git_refused "a gitlink to it by update-index" X2 "$M/app" \
+	git update-index --add --cacheinfo "160000,$oid,nest"
+check "a gitlink for a folder with no repository yet is staged" sh -c \
+	"cd '$M/app' && git update-index --add --cacheinfo '160000,$oid,later'"
+mkdir -p "$M/app/later"
+git_refused "then a repository made there" G1 "$M/app" git init -q later
+refused_by "... or a .git file made there" G1 shell_result write_text "$M/app/later/.git" "gitdir: ../nest/.git"
+mkdir -p "$M/app/later/deeper"
+allowed "a repository in a folder below it (no gitlink names that)" try mkdir "$M/app/later/deeper/.git"
+check "a repository of the bot's elsewhere still works" sh -c "cd '$M' && git init -q other && test -d other/.git"
+
+fs_umount "$M" || not_ok "umount $M"
+# the bot's own git in its repository ran its fsmonitor (the bot's business): from here
+# on a marker would be the person's git running it
+rm -f "$MARKS/PWNED-gitlink-bot"
+
+# ---- the person's plain git on the host ------------------------------------------
+check "host: git status" git -C "$S/app" status
+check "host: git diff" git -C "$S/app" diff
+check "host: no repository in the gitlinked folder" test ! -e "$S/app/later/.git"
+is "$(git -C "$S/app" ls-files -s | awk '$1 == 160000 { print $4 }')" later \
+	"host: the only gitlink is the one with no repository"
+no_marker "host: nothing the bot planted ran" gitlink-bot
+
+done_testing
