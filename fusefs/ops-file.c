@@ -153,6 +153,45 @@ static int create_existing(struct fs_mount *m, fuse_req_t req, struct inode *i, 
 	return r;
 }
 
+/*
+ * The open of a CREATE, which never waits on another process. The kernel
+ * sends CREATE for a name it last saw missing; since then another mount of
+ * this server (another bot over the same folder) or the host can have made
+ * it a FIFO, and a plain open(O_CREAT) of a FIFO waits until someone opens
+ * its other end, here with the decision hold and ns_lock held: every other
+ * mount's creates, index renames and then whole mounts would wait with it.
+ * So an existing name that is not a regular file is not opened, and the
+ * open is O_NONBLOCK with its result checked by fstat (a swap between the
+ * two): anything but a regular file is ENXIO, as a non-blocking open of a
+ * FIFO without a reader is natively. O_NOCTTY always: the server is a
+ * session leader and must not take a terminal the host put there.
+ */
+static int create_open(int pfd, const char *name, int flags, mode_t mode, bool excl)
+{
+	struct stat st;
+	int fd, fl;
+
+	if (!excl && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : S_ISLNK(st.st_mode) ? -ELOOP : -ENXIO;
+	fd = openat(pfd, name,
+		    (flags & ~(excl ? 0 : O_TRUNC)) | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+			    O_CLOEXEC,
+		    mode);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ENXIO;
+	}
+	if (!(flags & O_NONBLOCK) && ((fl = fcntl(fd, F_GETFL)) < 0 ||
+				       fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)) {
+		fl = -errno;
+		close(fd);
+		return fl;
+	}
+	return fd;
+}
+
 void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	       struct fuse_file_info *fi)
 {
@@ -182,12 +221,9 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		r = fs_as_caller(req, true);
 	if (r == 0) {
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
-		fd = openat(pfd, name,
-			    (fi->flags & ~(O_NOCTTY | (excl ? 0 : O_TRUNC))) | O_CREAT | O_NOFOLLOW |
-				    O_CLOEXEC,
-			    mode);
+		fd = create_open(pfd, name, fi->flags, mode, excl);
 		if (fd < 0)
-			r = -errno;
+			r = fd;
 		pthread_rwlock_unlock(&m->fs->ns_lock);
 		fs_as_root(m->fs);
 		if (r == 0)

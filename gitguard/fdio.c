@@ -141,8 +141,18 @@ int guard_read_fd(int fd, size_t cap, char **bufp, size_t *lenp, struct stat *st
 int guard_read_file(int dirfd, const char *name, size_t cap, char **bufp, size_t *lenp,
 		    struct stat *stp)
 {
+	struct stat st;
 	int fd, rc;
 
+	/*
+	 * Nothing but a regular file is opened: a FIFO would have a writer's
+	 * open return, a device its driver run; O_NONBLOCK and the fstat in
+	 * guard_read_fd catch one swapped in between
+	 */
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return errno == ELOOP ? -EINVAL : -errno;

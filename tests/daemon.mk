@@ -15,6 +15,7 @@ DAEMON_TESTS = \
 	tests/daemon-restart.sh \
 	tests/daemon-hostile.sh \
 	tests/daemon-race.sh \
+	tests/daemon-fifo.sh \
 	tests/daemon-shares.sh \
 	tests/daemon-events.sh \
 	tests/daemon-changes.sh \
