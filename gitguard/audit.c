@@ -26,26 +26,12 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "gitguard/guard-int.h"
+#include "gitguard/audit-int.h"
 
 #define AUDIT_DEPTH 256	       /* folders deep, one descriptor each */
 #define AUDIT_ENTRIES 10000000 /* entries looked at in all */
 
-struct audit {
-	guard_audit_fn fn;
-	void *arg;
-	unsigned long entries;
-	unsigned long findings;
-	size_t hashsz; /* of the git folder being read: 20, or 32 for SHA-256 */
-	int errors;
-	int code; /* the first error's negative errno */
-	struct guard_err *err;
-};
-
-static void found(struct audit *a, const char *path, const char *kind, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void found(struct audit *a, const char *path, const char *kind, const char *fmt, ...)
+void audit_found(struct audit *a, const char *path, const char *kind, const char *fmt, ...)
 {
 	char why[512];
 	va_list ap;
@@ -57,7 +43,7 @@ static void found(struct audit *a, const char *path, const char *kind, const cha
 	a->fn(a->arg, path, kind, why);
 }
 
-static void failed(struct audit *a, const char *path, const char *what, int e)
+void audit_failed(struct audit *a, const char *path, const char *what, int e)
 {
 	a->errors++;
 	if (!a->code)
@@ -68,7 +54,7 @@ static void failed(struct audit *a, const char *path, const char *what, int e)
 	}
 }
 
-static char *join(const char *a, const char *b)
+char *audit_join(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b);
 	char *p = malloc(la + lb + 2);
@@ -81,21 +67,21 @@ static char *join(const char *a, const char *b)
 	return p;
 }
 
-static int open_dir(int dfd, const char *name)
+int audit_open_dir(int dfd, const char *name)
 {
 	return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
 /* Every entry of the folder NAME in DFD but "." and "..", as fn(dfd of it, entry name). */
-static void each_entry(struct audit *a, int dfd, const char *name, const char *path,
-		       void (*fn)(struct audit *, int, const char *, const char *))
+void audit_each_entry(struct audit *a, int dfd, const char *name, const char *path,
+		      void (*fn)(struct audit *, int, const char *, const char *))
 {
 	struct dirent *de;
 	char *p;
 	DIR *d;
 	int fd;
 
-	fd = open_dir(dfd, name);
+	fd = audit_open_dir(dfd, name);
 	if (fd < 0)
 		return;
 	d = fdopendir(fd);
@@ -106,7 +92,7 @@ static void each_entry(struct audit *a, int dfd, const char *name, const char *p
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		p = join(path, de->d_name);
+		p = audit_join(path, de->d_name);
 		if (p)
 			fn(a, dirfd(d), de->d_name, p);
 		free(p);
@@ -123,8 +109,8 @@ static void hook_file(struct audit *a, int dfd, const char *name, const char *pa
 		return;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
 		return;
-	found(a, path, "hook", "%s that git may run as a hook",
-	      S_ISLNK(st.st_mode) ? "a symlink" : "a file");
+	audit_found(a, path, "hook", "%s that git may run as a hook",
+		    S_ISLNK(st.st_mode) ? "a symlink" : "a file");
 }
 
 struct hidden_names {
@@ -154,19 +140,19 @@ static void check_index(struct audit *a, int dfd, const char *name, const char *
 	if (rc == -ENOENT)
 		return;
 	if (rc) {
-		found(a, path, "index", "cannot be checked: %s", strerror(-rc));
+		audit_found(a, path, "index", "cannot be checked: %s", strerror(-rc));
 		return;
 	}
 	if (guard_index_check_hash(buf, len, a->hashsz, &why) < 0)
-		found(a, path, "index", "git would write what it names: %s", why);
+		audit_found(a, path, "index", "git would write what it names: %s", why);
 	else if (guard_index_folder(NULL, dfd, name, buf, len, a->hashsz, &why) < 0)
-		found(a, path, "index", "git restore would write: %s", why);
+		audit_found(a, path, "index", "git restore would write: %s", why);
 	else if (!strcmp(name, "index") &&
 		 (n = guard_index_hidden(buf, len, a->hashsz, hidden_name, &h)) > 0)
-		found(a, path, "index",
-		      "%ld entries git status and git diff do not look at: %s%s; a change to "
-		      "them is not shown (skip-worktree is normal in a sparse checkout)",
-		      n, h.list, n > 3 ? ", ..." : "");
+		audit_found(a, path, "index",
+			    "%ld entries git status and git diff do not look at: %s%s; a change to "
+			    "them is not shown (skip-worktree is normal in a sparse checkout)",
+			    n, h.list, n > 3 ? ", ..." : "");
 	free(buf);
 }
 
@@ -176,15 +162,16 @@ static void index_files(struct audit *a, int dfd, const char *name, const char *
 		check_index(a, dfd, name, path);
 	/* git commit applies it, merge or no merge (D11 keeps the bot from making it) */
 	else if (!strcmp(name, "MERGE_AUTOSTASH"))
-		found(a, path, "state", "a stash the next git commit applies");
+		audit_found(a, path, "state", "a stash the next git commit applies");
 	/*
 	 * A bisect in progress: git bisect reset, and the next git bisect
 	 * start, run git checkout on what it names (a branch, or a commit).
 	 */
 	else if (!strcmp(name, "BISECT_START"))
-		found(a, path, "state",
-		      "a bisect in progress: git bisect reset checks out what this names; review "
-		      "it (git log -1 $(cat FILE)) first");
+		audit_found(
+			a, path, "state",
+			"a bisect in progress: git bisect reset checks out what this names; review "
+			"it (git log -1 $(cat FILE)) first");
 }
 
 /* git's strategies: try_merge_command runs git-merge-NAME for any other */
@@ -222,12 +209,13 @@ static void check_strategy(struct audit *a, int dfd, const char *name, const cha
 	if (rc == -ENOENT)
 		return;
 	if (rc) {
-		found(a, path, "strategy", "cannot be checked (%s): git may run what it names",
-		      rc == -EFBIG ? "larger than 64 KiB" : strerror(-rc));
+		audit_found(a, path, "strategy",
+			    "cannot be checked (%s): git may run what it names",
+			    rc == -EFBIG ? "larger than 64 KiB" : strerror(-rc));
 		return;
 	}
 	if (guard_seq_file_check(name, buf, len, &why) < 0) {
-		found(a, path, "strategy", "%s", why);
+		audit_found(a, path, "strategy", "%s", why);
 	} else if (!strcmp(name, "strategy")) {
 		n = len;
 		while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
@@ -239,8 +227,8 @@ static void check_strategy(struct audit *a, int dfd, const char *name, const cha
 		guard_config_scan(buf, len, &cfg);
 	}
 	if (strat[0] && !builtin_strategy(strat))
-		found(a, path, "strategy", "strategy '%s': git runs the program git-merge-%s",
-		      strat, strat);
+		audit_found(a, path, "strategy", "strategy '%s': git runs the program git-merge-%s",
+			    strat, strat);
 	free(buf);
 }
 
@@ -251,9 +239,11 @@ static void check_strategy(struct audit *a, int dfd, const char *name, const cha
 static void todo_line(struct audit *a, const char *path, const char *p)
 {
 	if (!strncmp(p, "exec", 4) && (p[4] == ' ' || p[4] == '\t'))
-		found(a, path, "exec", "git runs: %s", p + 5);
+		audit_found(a, path, "exec", "git runs: %s", p + 5);
 	else if (p[0] == 'x' && (p[1] == ' ' || p[1] == '\t'))
-		found(a, path, "exec", "git runs: %s", p + 2);
+		audit_found(a, path, "exec", "git runs: %s", p + 2);
+	else
+		audit_update_ref_line(a, path, p);
 }
 
 /*
@@ -274,8 +264,9 @@ static void check_todo(struct audit *a, int dfd, const char *name, const char *p
 	if (fd < 0 && errno == ENOENT)
 		return;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		found(a, path, "exec", "cannot be read as a file (%s): git may run what it holds",
-		      fd < 0 ? strerror(errno) : "not a regular file");
+		audit_found(a, path, "exec",
+			    "cannot be read as a file (%s): git may run what it holds",
+			    fd < 0 ? strerror(errno) : "not a regular file");
 		if (fd >= 0)
 			close(fd);
 		return;
@@ -285,9 +276,9 @@ static void check_todo(struct audit *a, int dfd, const char *name, const char *p
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			found(a, path, "exec",
-			      "cannot be read whole (%s): git may run what it holds",
-			      strerror(errno));
+			audit_found(a, path, "exec",
+				    "cannot be read whole (%s): git may run what it holds",
+				    strerror(errno));
 			break;
 		}
 		for (i = 0; i < n; i++) {
@@ -325,24 +316,28 @@ static void state_file(struct audit *a, int dfd, const char *name, const char *p
 	 * the bot left (or planted) puts its commit in the work tree.
 	 */
 	else if (!strcmp(name, "orig-head") || !strcmp(name, "head"))
-		found(a, path, "state",
-		      "an operation in progress: --abort resets the branch to the commit this "
-		      "names; review it (git log -1 $(cat FILE)) first");
+		audit_found(
+			a, path, "state",
+			"an operation in progress: --abort resets the branch to the commit this "
+			"names; review it (git log -1 $(cat FILE)) first");
 	else if (!strcmp(name, "autostash"))
-		found(a, path, "state", "a stash git applies when this operation ends");
+		audit_found(a, path, "state", "a stash git applies when this operation ends");
 	/* git am: --abort resets to ORIG_HEAD, which any reset or merge rewrites */
 	else if (!strcmp(name, "applying"))
-		found(a, path, "state",
-		      "an am session in progress: git am --abort resets the branch to the commit "
-		      "ORIG_HEAD names, --continue and --skip apply the patches beside this; "
-		      "review both first");
+		audit_found(
+			a, path, "state",
+			"an am session in progress: git am --abort resets the branch to the commit "
+			"ORIG_HEAD names, --continue and --skip apply the patches beside this; "
+			"review both first");
+	else
+		audit_state_refs(a, dfd, name, path); /* R1, X5 */
 }
 
 static void gitdir_state(struct audit *a, int dfd, const char *path);
 
 static void worktree_admin(struct audit *a, int dfd, const char *name, const char *path)
 {
-	int fd = open_dir(dfd, name);
+	int fd = audit_open_dir(dfd, name);
 
 	if (fd < 0)
 		return;
@@ -357,11 +352,13 @@ static void gitdir_state(struct audit *a, int dfd, const char *path)
 	char *p;
 	size_t i;
 
-	each_entry(a, dfd, ".", path, index_files);
+	audit_each_entry(a, dfd, ".", path, index_files);
+	audit_refs(a, dfd, path);
+	audit_names(a, dfd, path);
 	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-		p = join(path, dirs[i]);
+		p = audit_join(path, dirs[i]);
 		if (p)
-			each_entry(a, dfd, dirs[i], p, state_file);
+			audit_each_entry(a, dfd, dirs[i], p, state_file);
 		free(p);
 	}
 }
@@ -399,21 +396,21 @@ static void hooks_path(struct audit *a, int dfd, int topfd, const char *top, con
 	copy = strdup(hp);
 	for (comp = copy ? strtok_r(copy, "/", &save) : NULL; comp && fd >= 0;
 	     comp = strtok_r(NULL, "/", &save)) {
-		nfd = open_dir(fd, comp);
+		nfd = audit_open_dir(fd, comp);
 		close(fd);
 		fd = nfd;
 	}
 	free(copy);
 	if (fd < 0) {
-		found(a, path, "hook",
-		      "core.hooksPath '%s' cannot be listed without following a "
-		      "symlink",
-		      hp);
+		audit_found(a, path, "hook",
+			    "core.hooksPath '%s' cannot be listed without following a "
+			    "symlink",
+			    hp);
 		return;
 	}
-	shown = hp[0] == '/' ? strdup(hp) : join(topfd >= 0 ? top : path, hp);
+	shown = hp[0] == '/' ? strdup(hp) : audit_join(topfd >= 0 ? top : path, hp);
 	if (shown)
-		each_entry(a, fd, ".", shown, hook_file);
+		audit_each_entry(a, fd, ".", shown, hook_file);
 	free(shown);
 	close(fd);
 }
@@ -440,8 +437,8 @@ static void modules(struct audit *a, int dfd, const char *path, int depth)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode))
 			continue;
-		cfd = open_dir(dirfd(d), de->d_name);
-		p = cfd >= 0 ? join(path, de->d_name) : NULL;
+		cfd = audit_open_dir(dirfd(d), de->d_name);
+		p = cfd >= 0 ? audit_join(path, de->d_name) : NULL;
 		if (p && guard_shape(cfd, NULL))
 			gitdir(a, cfd, p, -1, NULL);
 		else if (p && depth < 8)
@@ -527,17 +524,17 @@ static int config_program(void *arg, const char *var, const char *value)
 	if (!strcmp(var, "core.fsmonitor") && guard_parse_bool(value) >= 0)
 		return 0; /* true or false: git's own daemon, or none */
 	if ((!strncmp(var, "alias.", 6) || !strncmp(var, "submodule.", 10)) && value[0] == '!') {
-		found(c->a, c->path, "config", "%s = %s: git runs it", var, value);
+		audit_found(c->a, c->path, "config", "%s = %s: git runs it", var, value);
 		return 0;
 	}
 	if (!strncmp(var, "pager.", 6) && guard_parse_bool(value) < 0) {
-		found(c->a, c->path, "config", "%s = %s: git runs it", var, value);
+		audit_found(c->a, c->path, "config", "%s = %s: git runs it", var, value);
 		return 0;
 	}
 	for (i = 0; i < sizeof program_keys / sizeof program_keys[0]; i++)
 		if (key_is(var, program_keys[i])) {
-			found(c->a, c->path, "config", "%s = %s: git runs it or reads it as config",
-			      var, value);
+			audit_found(c->a, c->path, "config",
+				    "%s = %s: git runs it or reads it as config", var, value);
 			break;
 		}
 	return 0;
@@ -565,11 +562,12 @@ static void stash(struct audit *a, int fd, const char *path)
 		if (!packed)
 			return;
 	}
-	p = join(path, "refs/stash");
+	p = audit_join(path, "refs/stash");
 	if (p)
-		found(a, p, "state",
-		      "a stash: git stash pop writes what it holds into the work tree; review it "
-		      "(git stash show -p --include-untracked) first");
+		audit_found(
+			a, p, "state",
+			"a stash: git stash pop writes what it holds into the work tree; review it "
+			"(git stash show -p --include-untracked) first");
 	free(p);
 }
 
@@ -585,7 +583,7 @@ static void gitdir(struct audit *a, int fd, const char *path, int topfd, const c
 	if (!guard_read_file(fd, "config", GUARD_CONFIG_MAX, &p, &len, NULL)) {
 		struct cfg_audit ca = {.a = a};
 
-		ca.path = cp = join(path, "config");
+		ca.path = cp = audit_join(path, "config");
 		cfg.any = cp ? config_program : NULL;
 		cfg.any_arg = &ca;
 		if (!guard_config_scan(p, len, &cfg) && cfg.sha256)
@@ -593,19 +591,20 @@ static void gitdir(struct audit *a, int fd, const char *path, int topfd, const c
 		free(cp);
 		free(p);
 	}
-	p = join(path, "hooks");
+	p = audit_join(path, "hooks");
 	if (p)
-		each_entry(a, fd, "hooks", p, hook_file);
+		audit_each_entry(a, fd, "hooks", p, hook_file);
 	free(p);
 	hooks_path(a, fd, topfd, top, path);
 	gitdir_state(a, fd, path);
+	audit_gitlinks(a, fd, topfd, top);
 	stash(a, fd, path);
-	p = join(path, "worktrees");
+	p = audit_join(path, "worktrees");
 	if (p)
-		each_entry(a, fd, "worktrees", p, worktree_admin);
+		audit_each_entry(a, fd, "worktrees", p, worktree_admin);
 	free(p);
-	mfd = open_dir(fd, "modules");
-	p = mfd >= 0 ? join(path, "modules") : NULL;
+	mfd = audit_open_dir(fd, "modules");
+	p = mfd >= 0 ? audit_join(path, "modules") : NULL;
 	if (p)
 		modules(a, mfd, p, 0);
 	free(p);
@@ -630,7 +629,8 @@ static void dotgit_entry(struct audit *a, int dfd, const struct stat *st, const 
 	if (S_ISLNK(st->st_mode)) {
 		n = readlinkat(dfd, ".git", target, sizeof target - 1);
 		target[n > 0 ? n : 0] = '\0';
-		found(a, path, "shape", "a .git symlink to '%s': git uses that folder", target);
+		audit_found(a, path, "shape", "a .git symlink to '%s': git uses that folder",
+			    target);
 		return;
 	}
 	if (!S_ISREG(st->st_mode))
@@ -638,12 +638,12 @@ static void dotgit_entry(struct audit *a, int dfd, const struct stat *st, const 
 	if (guard_read_file(dfd, ".git", GUARD_GITFILE_MAX, &buf, &len, NULL))
 		return;
 	if (guard_parse_gitfile(buf, len, target, sizeof target))
-		found(a, path, "shape", "a .git file git cannot read");
+		audit_found(a, path, "shape", "a .git file git cannot read");
 	else if (!usual_pointer(target))
-		found(a, path, "shape",
-		      "a .git file pointing to '%s', not a worktree or submodule "
-		      "git folder",
-		      target);
+		audit_found(a, path, "shape",
+			    "a .git file pointing to '%s', not a worktree or submodule "
+			    "git folder",
+			    target);
 	free(buf);
 }
 
@@ -663,9 +663,10 @@ static int visit(struct audit *a, struct frame *f, const char *name, const char 
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -1;
+	audit_home_file(a, dfd, name, path);
 	if (name_is_dotgit(name)) {
 		if (S_ISDIR(st.st_mode)) {
-			fd = open_dir(dfd, name);
+			fd = audit_open_dir(dfd, name);
 			if (fd >= 0) {
 				gitdir(a, fd, path, dfd, f->path);
 				close(fd);
@@ -677,17 +678,17 @@ static int visit(struct audit *a, struct frame *f, const char *name, const char 
 	}
 	if (!S_ISDIR(st.st_mode))
 		return -1;
-	fd = open_dir(dfd, name);
+	fd = audit_open_dir(dfd, name);
 	if (fd < 0) {
-		failed(a, path, "cannot open", errno);
+		audit_failed(a, path, "cannot open", errno);
 		return -1;
 	}
 	shape = guard_shape(fd, NULL);
 	if (shape) {
 		if (f->gitdepth > 0)
-			found(a, path, "shape",
-			      "a bare-shaped git folder inside a work tree: git "
-			      "run in it uses its config");
+			audit_found(a, path, "shape",
+				    "a bare-shaped git folder inside a work tree: git "
+				    "run in it uses its config");
 		gitdir(a, fd, path, -1, NULL);
 		close(fd);
 		return -1;
@@ -716,7 +717,7 @@ long guard_audit(int rootfd, const char *path, guard_audit_fn fn, void *arg, str
 	fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
 	st[0].d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!st[0].d) {
-		failed(&a, path, "cannot read", errno);
+		audit_failed(&a, path, "cannot read", errno);
 		if (fd >= 0)
 			close(fd);
 		return a.code;
@@ -738,12 +739,12 @@ long guard_audit(int rootfd, const char *path, guard_audit_fn fn, void *arg, str
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (++a.entries > AUDIT_ENTRIES) {
-			failed(&a, f->path, "more entries than audit reads", E2BIG);
+			audit_failed(&a, f->path, "more entries than audit reads", E2BIG);
 			break;
 		}
-		p = join(f->path, de->d_name);
+		p = audit_join(f->path, de->d_name);
 		if (!p) {
-			failed(&a, f->path, "out of memory", ENOMEM);
+			audit_failed(&a, f->path, "out of memory", ENOMEM);
 			break;
 		}
 		in_tree = false;
@@ -753,7 +754,7 @@ long guard_audit(int rootfd, const char *path, guard_audit_fn fn, void *arg, str
 			continue;
 		}
 		if (depth + 1 >= AUDIT_DEPTH || !(st[depth + 1].d = fdopendir(fd))) {
-			failed(&a, p, "too deep to audit", ELOOP);
+			audit_failed(&a, p, "too deep to audit", ELOOP);
 			close(fd);
 			free(p);
 			continue;

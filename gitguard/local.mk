@@ -29,7 +29,7 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/gitlink.c \
 	gitguard/lg2.c \
 	gitguard/sha1.c \
-	gitguard/audit.c \
+	gitguard/audit.c gitguard/audit-git.c gitguard/audit-int.h \
 	gitguard/home.c gitguard/home-ssh.c gitguard/home-int.h \
 	gitguard/scan.c
 gitguard_libgitguard_a_CFLAGS = $(AM_CFLAGS) $(GIT2_CFLAGS)

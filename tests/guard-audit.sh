@@ -268,4 +268,48 @@ else
 	skip "--bot: needs root and /dev/fuse for agentfsd"
 fi
 
+# R1, X5, D12, gitlinks, lesskey (red team round three): what makes the person's
+# git write a file that is no ref, hand a path to a command, take a bot's folder
+# for a git folder, start git in a bot's repository, or have less run a command
+R=$(fresh r1)
+echo "ref: commondir" >"$R/.git/ORIG_HEAD"
+audit_is "ORIG_HEAD, a symbolic ref to commondir" 1 "repo/.git/ORIG_HEAD: ref: a symbolic ref" "$T/r1"
+R=$(fresh r1b)
+echo "ref: objects/info/alternates" >"$R/.git/refs/heads/x"
+audit_is "a loose ref to objects/info/alternates" 1 "refs/heads/x: ref: a symbolic ref" "$T/r1b"
+R=$(fresh r1c)
+printf '%s commondir\n' "$(git -C "$R" rev-parse HEAD)" >>"$R/.git/packed-refs"
+audit_is "a packed-refs line naming commondir" 1 "repo/.git/packed-refs: ref:" "$T/r1c"
+R=$(fresh r1d)
+echo "ref: commondir" >"$R/.git/worktrees/wt/ORIG_HEAD"
+audit_is "a linked worktree's ORIG_HEAD to commondir" 1 "worktrees/wt/ORIG_HEAD: ref:" "$T/r1d"
+R=$(fresh r1e)
+(cd "$R" && git checkout -q t && git branch -f side HEAD~1 &&
+	GIT_SEQUENCE_EDITOR="sed -i '1i break'" git rebase -q -i --update-refs main) >/dev/null 2>&1
+printf 'commondir\n%s\n%s\n' "$(git -C "$R" rev-parse HEAD)" "$(git -C "$R" rev-parse HEAD)" \
+	>"$R/.git/rebase-merge/update-refs"
+echo "update-ref config" >>"$R/.git/rebase-merge/git-rebase-todo"
+out=$("$AGENTFS" audit "$T/r1e" 2>&1)
+like "$out" "rebase-merge/update-refs: ref: a list of refs naming" "update-refs naming commondir"
+like "$out" "git-rebase-todo: ref: update-ref config" "an update-ref line naming config"
+R=$(fresh x5)
+(cd "$R" && git format-patch -q -1 -o "$T/x5p" t && git am -q "$T/x5p"/*.patch) >/dev/null 2>&1
+test -d "$R/.git/rebase-apply" || mkdir "$R/.git/rebase-apply"
+printf "'--build-fake-ancestor=.git/commondir'" >"$R/.git/rebase-apply/apply-opt"
+audit_is "apply-opt with --build-fake-ancestor" 1 "rebase-apply/apply-opt: options:" "$T/x5"
+R=$(fresh d12)
+mkdir -p "$R/.git/evil/objects" "$R/.git/objects/zz"
+audit_is "a folder git does not make in a git folder" 1 "repo/.git/evil: name:" "$T/d12"
+audit_is "... and in its objects/" 1 "repo/.git/objects/zz: name:" "$T/d12"
+R=$(fresh gl)
+git init -q "$R/nest" && git -C "$R/nest" commit -q --allow-empty -m n
+git -C "$R" add nest 2>/dev/null
+audit_is "a gitlink to a repository whose git folder is in the work tree" 1 "repo/nest: gitlink:" "$T/gl"
+R=$(fresh lk)
+mkdir -p "$T/lk/home/u/.config"
+printf 'x' >"$T/lk/home/u/.less"
+printf 'x' >"$T/lk/home/u/.config/less"
+audit_is "a binary lesskey file" 1 "home/u/.less: home: a lesskey file" "$T/lk"
+audit_is "... and under .config" 1 "home/u/.config/less: home: a lesskey file" "$T/lk"
+
 done_testing
