@@ -252,7 +252,7 @@ int main(int argc, char **argv)
 	int sig = 0;
 
 	log_set_name("agentfs-csi");
-	log_open(true);
+	log_open(nullptr, true, nullptr, nullptr, 0); // the foreground: standard error
 	parse_options(argc, argv, endpoint);
 	// Signals are taken by one thread (sigwait), never by gRPC's.
 	sigemptyset(&sigs);

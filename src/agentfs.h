@@ -141,6 +141,7 @@ struct config {
 	gid_t group_gid;  /* with group_found */
 	bool group_found; /* the group exists: the control socket is 0660 to it */
 	char *bwrap;	  /* the bwrap exec runs (NULL: the first in PATH; plan.c) */
+	char *log_target; /* NULL: chosen at start (log.c) */
 };
 
 /*
@@ -193,9 +194,6 @@ struct fs_event;
 double event_now(void);
 cJSON *event_from_fs(const struct fs_event *ev, const char *root);
 void event_format(const cJSON *o, char *buf, size_t len);
-void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void log_open(bool foreground);
-void log_set_name(const char *name);
 int path_normalise(const char *in, char **out);
 bool path_within(const char *inner, const char *outer);
 bool bot_name_ok(const char *s);
@@ -217,6 +215,15 @@ int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start);
 long proc_real_uid(pid_t pid);
 char *prog_trusted(const char *path, char *why, size_t len);
 char *prog_find_trusted(const char *prog, const char *search, char *why, size_t len);
+
+/* log.c */
+void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_text(int prio, const char *msg);
+int log_open(const char *spec, bool foreground, const char *state_dir, char *err, size_t len);
+bool log_target_ok(const char *spec);
+const char *log_where(void);
+bool log_uses_stderr(void);
+void log_set_name(const char *name);
 
 /* server.c */
 struct server *server_create(struct event_base *base, struct config *cfg);

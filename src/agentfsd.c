@@ -23,6 +23,8 @@
 
 static const char usage[] =
 	"usage: agentfsd [-f] [--socket PATH] [--state DIR] [--config FILE]\n"
+	"                [--log-target TARGET]\n"
+	"       agentfsd --check [--config FILE]\n"
 	"\n"
 	"  -f, --foreground  stay in the foreground and log to standard error\n"
 	"  --socket PATH     the control socket (default: $AGENTFS_SOCKET, else\n"
@@ -31,8 +33,12 @@ static const char usage[] =
 	"  --config FILE     JSON defaults: default_sandbox, default_network,\n"
 	"                    writable, workers, poll_us, max_bots, max_clients,\n"
 	"                    max_changes,\n"
-	"                    group; default: " AGENTFSD_CONFIG ",\n"
+	"                    group, log_target; default: " AGENTFSD_CONFIG ",\n"
 	"                    if it exists\n"
+	"  --log-target T    journal, syslog, stderr or file:PATH (default: stderr\n"
+	"                    with -f, else the journal under systemd, else syslog,\n"
+	"                    else the file agentfsd.log in the state folder)\n"
+	"  --check           check the configuration (and the options), say so, exit\n"
 	"  -h, --help        show this help\n"
 	"  -V, --version     show the version\n";
 
@@ -184,6 +190,17 @@ static int config_read(struct config *cfg, const char *file, char *err, size_t l
 		} else if (strcmp(v->string, "max_clients") == 0) {
 			if (cfg_uint(v, "max_clients", 1, 100000, &cfg->max_clients, err, len) != 0)
 				return -EINVAL;
+		} else if (strcmp(v->string, "log_target") == 0) {
+			if (!cJSON_IsString(v) || !log_target_ok(v->valuestring)) {
+				snprintf(err, len,
+					 "config field \"log_target\" must be \"journal\", "
+					 "\"syslog\", \"stderr\" or \"file:/ABSOLUTE/PATH\"");
+				return -EINVAL;
+			}
+			free(cfg->log_target);
+			cfg->log_target = strdup(v->valuestring);
+			if (cfg->log_target == NULL)
+				return -ENOMEM;
 		} else if (strcmp(v->string, "max_changes") == 0) {
 			if (cfg_uint(v, "max_changes", 1, 10000000, &cfg->max_changes, err, len) != 0)
 				return -EINVAL;
@@ -247,8 +264,13 @@ static void daemonise(void)
 		do {
 			n = read(pfd[0], buf, sizeof buf - 1);
 		} while (n < 0 && errno == EINTR);
-		if (n > 0 && buf[0] == 'K')
+		if (n > 0 && buf[0] == 'K') {
+			if (n > 1) {
+				buf[n] = '\0';
+				fprintf(stderr, "agentfsd: %s\n", buf + 1);
+			}
 			exit(0);
+		}
 		if (n > 1 && buf[0] == 'E') {
 			buf[n] = '\0';
 			fprintf(stderr, "agentfsd: %s\n", buf + 1);
@@ -263,6 +285,18 @@ static void daemonise(void)
 	setsid();
 }
 
+/* --check: the configuration and options were read whole; say which file, and exit. */
+static int check_said(const char *config_file)
+{
+	if (config_file != NULL)
+		printf("agentfsd: %s is valid\n", config_file);
+	else
+		printf("agentfsd: no configuration file (%s does not exist): the built-in defaults "
+		       "apply\n",
+		       AGENTFSD_CONFIG);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -270,6 +304,8 @@ int main(int argc, char **argv)
 		{"socket", required_argument, NULL, 's'},
 		{"state", required_argument, NULL, 'S'},
 		{"config", required_argument, NULL, 'c'},
+		{"log-target", required_argument, NULL, 'L'},
+		{"check", no_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -281,11 +317,11 @@ int main(int argc, char **argv)
 		.max_clients = 4096,
 		.max_changes = 100000,
 	};
-	const char *config_file = NULL;
+	const char *config_file = NULL, *log_target = NULL;
 	struct event *sigs[3];
 	struct event_base *base;
 	struct server *srv;
-	bool foreground = false;
+	bool foreground = false, check = false;
 	char err[1024], *dir;
 	int c, i, fd;
 
@@ -308,6 +344,19 @@ int main(int argc, char **argv)
 		case 'c':
 			config_file = optarg;
 			break;
+		case 'L':
+			log_target = optarg;
+			if (!log_target_ok(log_target)) {
+				fprintf(stderr,
+					"agentfsd: --log-target takes journal, syslog, stderr or "
+					"file:/ABSOLUTE/PATH, not %s\n",
+					log_target);
+				return 2;
+			}
+			break;
+		case 'C':
+			check = true;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -329,11 +378,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "agentfsd: unexpected argument %s (see agentfsd --help)\n",
 			argv[optind]);
 		return 2;
-	}
-	if (geteuid() != 0) {
-		fprintf(stderr, "agentfsd: must run as root: it mounts FUSE filesystems and serves "
-				"every caller with default_permissions\n");
-		return 1;
 	}
 	if (cfg.socket_path == NULL)
 		cfg.socket_path = default_socket_path();
@@ -359,9 +403,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "agentfsd: %s\n", err);
 		return 1;
 	}
+	if (check)
+		return check_said(config_file);
+	if (geteuid() != 0) {
+		fprintf(stderr, "agentfsd: must run as root: it mounts FUSE filesystems and serves "
+				"every caller with default_permissions\n");
+		return 1;
+	}
+	if (log_target != NULL) {
+		free(cfg.log_target);
+		cfg.log_target = strdup(log_target);
+	}
 	if (!foreground)
 		daemonise();
-	log_open(foreground);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	raise_nofile();
@@ -379,6 +433,8 @@ int main(int argc, char **argv)
 	if (mkdir_p(cfg.state_dir, 0700) != 0 || mkdir_p(cfg.mount_dir, 0755) != 0)
 		startup_fail("cannot make %s: %s", cfg.mount_dir, strerror(errno));
 	if (plan_dirs(&cfg, err, sizeof err) != 0)
+		startup_fail("%s", err);
+	if (log_open(cfg.log_target, foreground, cfg.state_dir, err, sizeof err) != 0)
 		startup_fail("%s", err);
 	/* One daemon per state folder: a second would detach the first one's mounts. */
 	if (asprintf(&dir, "%s/lock", cfg.state_dir) < 0)
@@ -410,7 +466,10 @@ int main(int argc, char **argv)
 			event_add(sigs[i], NULL);
 	log_msg(LOG_INFO, "agentfsd %s listening on %s", PACKAGE_VERSION, cfg.socket_path);
 	if (ready_fd >= 0) {
-		if (write(ready_fd, "K", 1) != 1)
+		/* A log no one asked for, in a file: the starting terminal is told where. */
+		if (cfg.log_target == NULL && !log_uses_stderr() && log_where()[0] == '/')
+			dprintf(ready_fd, "Kno journal or syslog here: agentfsd logs to %s", log_where());
+		else if (write(ready_fd, "K", 1) != 1)
 			log_msg(LOG_WARNING, "cannot report readiness");
 		close(ready_fd);
 		ready_fd = -1;
@@ -418,7 +477,8 @@ int main(int argc, char **argv)
 		if (fd >= 0) {
 			dup2(fd, STDIN_FILENO);
 			dup2(fd, STDOUT_FILENO);
-			dup2(fd, STDERR_FILENO);
+			if (!log_uses_stderr()) /* --log-target stderr keeps it */
+				dup2(fd, STDERR_FILENO);
 			close(fd);
 		}
 	}
@@ -439,5 +499,6 @@ int main(int argc, char **argv)
 	free(cfg.bwrap);
 	paths_free(&cfg.extra_writable);
 	free(cfg.group);
+	free(cfg.log_target);
 	return 0;
 }

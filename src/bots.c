@@ -91,7 +91,7 @@ static void fs_log_cb(void *arg, enum fs_log_level level, const char *msg)
 {
 	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
 
-	log_msg(prio[level], "%s", msg);
+	log_text(prio[level], msg); /* fusefs escaped it */
 }
 
 /* A mount's refusal or change (any worker): the mount's tag is its bot. */

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # src: agentfs (the CLI) and agentfsd (the daemon).
 noinst_LIBRARIES += src/libagentfs-common.a
-src_libagentfs_common_a_SOURCES = src/agentfs.h src/util.c
+src_libagentfs_common_a_SOURCES = src/agentfs.h src/util.c src/log.c
 src_libagentfs_common_a_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 
 bin_PROGRAMS += src/agentfs

@@ -20,37 +20,6 @@
 #include "fusefs/fusefs.h"
 #include "gitguard/ggutil.h"
 
-static bool log_stderr = true;
-static const char *log_name = "agentfsd"; /* set once, before the first message */
-
-void log_open(bool foreground)
-{
-	log_stderr = foreground;
-	if (!foreground)
-		openlog(log_name, LOG_PID, LOG_DAEMON);
-}
-
-/* Another program than agentfsd logging (agentfs-csi): call before log_open. */
-void log_set_name(const char *name)
-{
-	log_name = name;
-}
-
-void log_msg(int prio, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (log_stderr) {
-		fprintf(stderr, "%s: ", log_name);
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-	} else {
-		vsyslog(prio, fmt, ap);
-	}
-	va_end(ap);
-}
-
 /* gg_path_abs (".." at "/" stays there) into a fresh string; paths of PATH_MAX or more refused */
 int path_normalise(const char *in, char **out)
 {

@@ -18,14 +18,14 @@ rss_kb()
 mkdir -p "$T/a/repo" "$T/b" "$T/a/kid"
 git init -q "$T/a/repo" || bail_out "git init failed"
 
-# In the foreground, the daemon's log (syslog otherwise) is its stderr.
+# The daemon's log on its stderr (D_CONFIG names a file: the option comes first).
 # Under AddressSanitizer freed memory waits in its quarantine (up to 256 MB),
 # so the daemon's RSS would grow with every refusal whatever the ring keeps:
 # no quarantine for this daemon, whose memory bound is measured below.
 if ldd "$AGENTFSD" 2>/dev/null | grep -q 'libasan'; then
 	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0"
 fi
-"$AGENTFSD" -f --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE" 2>"$T/d.log" &
+"$AGENTFSD" -f --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE" --log-target stderr 2>"$T/d.log" &
 wait_until 10 answers "$D_SOCK" || bail_out "agentfsd -f did not start"
 D_PID=$(daemon_pids "$D_SOCK" | head -n 1)
 

@@ -6,10 +6,13 @@
 # /dev/fuse) and adds:
 #   D_SOCK, D_STATE, D_MNT      the private control socket, state and mount
 #                               folders under $T (never the default paths)
-#   D_CONFIG                    a configuration of our own, {"group": ""}:
-#                               never the host's file, and no operators'
-#                               group, whatever groups the host has (a test
-#                               of operators names its own group)
+#   D_CONFIG                    a configuration of our own, {"group": "",
+#                               "log_target": "file:$D_LOG"}: never the
+#                               host's file, no operators' group whatever
+#                               groups the host has (a test of operators
+#                               names its own group), and a log that is
+#                               neither the host's syslog nor its journal
+#   D_LOG                       that log file
 #   daemon_start [ARGS...]      start agentfsd on them with D_CONFIG (a
 #                               --config in ARGS comes later and wins;
 #                               daemonised: returns once it listens); D_PID
@@ -53,7 +56,8 @@ D_PID=
 # The host's /etc/agentfs/agentfsd.json and its group "agentfs", if they
 # exist, must change nothing: every daemon a test starts is given this file.
 D_CONFIG="$T/agentfsd-test.json"
-printf '{"group": ""}\n' >"$D_CONFIG"
+D_LOG="$T/agentfsd.log"
+printf '{"group": "", "log_target": "file:%s"}\n' "$D_LOG" >"$D_CONFIG"
 
 # daemon_pids [SOCKET]: pids of the agentfsd serving SOCKET, or of every
 # agentfsd started with a path under $T (our paths hold no glob characters)

@@ -23,7 +23,8 @@ DAEMON_TESTS = \
 	tests/cli-conv.sh \
 	tests/daemon-operators.sh \
 	tests/daemon-roots.sh \
-	tests/cli-gone.sh
+	tests/cli-gone.sh \
+	tests/daemon-log.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
 
