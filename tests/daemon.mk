@@ -32,6 +32,10 @@ EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
 TESTS += tests/install.sh
 EXTRA_DIST += tests/install.sh
 
+# The README's quick start: .ci/demo end to end on a private daemon.
+TESTS += tests/demo.sh
+EXTRA_DIST += tests/demo.sh
+
 # Fail-closed checks under fault injection: tests/fault-inject.so (an
 # LD_PRELOAD library) fails setgroups or one allocation of agentfsd's own.
 # Built without the sanitizers: it is preloaded before them.
