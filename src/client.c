@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <poll.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -146,17 +147,26 @@ int client_connect(const char *path)
 const char *client_daemon_fate(const char *path)
 {
 	struct stat st;
+	bool alive;
+	char c = 0;
 	int fd;
 
 	if (stat(path, &st) != 0)
 		return "stopped";
 	if (reached.set && (st.st_dev != reached.dev || st.st_ino != reached.ino))
 		return "restarted";
+	/*
+	 * A daemon killed a moment ago may still hold its listening socket:
+	 * a connect succeeds, but no one answers. Only an answer counts.
+	 */
 	fd = connect_once(path);
 	if (fd < 0)
 		return "stopped";
+	alive = send(fd, "{\"op\":\"status\"}\n", 16, MSG_NOSIGNAL) == 16 &&
+		poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 3000) == 1 &&
+		read(fd, &c, 1) == 1 && c == '{';
 	close(fd);
-	return NULL;
+	return alive ? NULL : "stopped";
 }
 
 /* The connection to path ended with no reply to a request: say why, and die. */

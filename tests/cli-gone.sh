@@ -62,6 +62,13 @@ if mode == "restarted":
 c.close()
 if mode == "stopped":
     s.close()
+if mode == "alive":
+    # still there: the client's look afterwards is answered
+    while True:
+        c, _ = s.accept()
+        c.recv(65536)
+        c.sendall(b'{"ok":true}\n')
+        c.close()
 time.sleep(10)
 EOF
 	for mode in stopped restarted alive; do
@@ -70,10 +77,16 @@ EOF
 		fpid=$!
 		wait_until 10 grep -q ready "$T/fake.out" || bail_out "the stand-in daemon did not start"
 		case $mode in
-		alive) want="agentfsd closed the connection without a reply" ;;
-		*) want="agentfsd $mode before it answered \\(at $T/fake.sock\\); the request may or may not have been done" ;;
+		alive)
+			want="agentfsd closed the connection without a reply"
+			desc="a daemon that closed the connection but still answers: said so"
+			;;
+		*)
+			want="agentfsd $mode before it answered \\(at $T/fake.sock\\); the request may or may not have been done"
+			desc="a daemon that $mode before answering is named as such"
+			;;
 		esac
-		fails "a daemon that $mode before answering is named as such" "$want" \
+		fails "$desc" "$want" \
 			"$AGENTFS" --socket "$T/fake.sock" status
 		kill "$fpid" 2>/dev/null
 		wait "$fpid" 2>/dev/null
