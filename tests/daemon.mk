@@ -32,6 +32,11 @@ EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
 TESTS += tests/install.sh
 EXTRA_DIST += tests/install.sh
 
+# The unit's hardening: its systemd-analyze score, and agentfsd's system calls
+# against its filter.
+TESTS += tests/service.sh
+EXTRA_DIST += tests/service.sh
+
 # The README's quick start: .ci/demo end to end on a private daemon.
 TESTS += tests/demo.sh
 EXTRA_DIST += tests/demo.sh

@@ -76,7 +76,7 @@ is "$(grep -c '^Type=forking$' "$unit")" 1 "the unit's Type= is forking: agentfs
 for bad in PrivateTmp ProtectSystem ProtectHome PrivateDevices PrivateMounts ProtectKernelTunables \
 	ProtectKernelModules ProtectKernelLogs ProtectControlGroups ReadOnlyPaths ReadWritePaths \
 	InaccessiblePaths TemporaryFileSystem BindPaths MountFlags RootDirectory ProtectProc; do
-	grep -q "^$bad=" "$unit" && found="${found:-}$bad= "
+	grep "^$bad=" "$unit" | grep -qv "^$bad=no$" && found="${found:-}$bad= "
 done
 is "${found:-}" "" "the unit sets up no mount namespace of its own (mounts stay visible on the host)"
 exec_line=$(sed -n 's/^ExecStart=//p' "$unit")
