@@ -11,8 +11,6 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
-#include "gitguard/ggutil.h"
-
 static const char log_usage[] =
 	"usage: agentfs log [BOT] [--follow] [--since SEQ] [--json]\n"
 	"\n"
@@ -218,28 +216,23 @@ static int cmd_log(const char *socket_path, bool json, int argc, char **argv)
 	return 0;
 }
 
-/* A string field of O, escaped for a person's terminal (gg_escape) into BUF */
-static const char *shown(const cJSON *o, const char *k, char *buf, size_t len)
+/* A string field of O for a person (cli_escape: a bot chose it), or "" */
+static const char *shown(const cJSON *o, const char *k)
 {
-	const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
-
-	gg_escape(s != NULL ? s : "", buf, len);
-	return buf;
+	return cli_escape(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k)));
 }
 
 static void print_changes(const cJSON *rep)
 {
 	const cJSON *v, *nk = cJSON_GetObjectItemCaseSensitive(rep, "not_kept");
-	char tb[64], pb[3 * PATH_MAX], fb[3 * PATH_MAX];
 
 	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(rep, "changes")) {
-		const char *type = shown(v, "type", tb, sizeof tb);
-		const char *path = shown(v, "path", pb, sizeof pb);
+		const char *type = shown(v, "type"), *path = shown(v, "path");
 		bool dir = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "dir"));
 
 		if (strcmp(type, "renamed") == 0)
-			printf("renamed  %s%s -> %s%s%s\n", shown(v, "from", fb, sizeof fb),
-			       dir ? "/" : "", path, dir ? "/" : "",
+			printf("renamed  %s%s -> %s%s%s\n", shown(v, "from"), dir ? "/" : "", path,
+			       dir ? "/" : "",
 			       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "modified"))
 				       ? " (and modified)"
 				       : "");

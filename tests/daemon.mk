@@ -24,6 +24,7 @@ DAEMON_TESTS = \
 	tests/daemon-operators.sh \
 	tests/daemon-roots.sh \
 	tests/cli-gone.sh \
+	tests/cli-escape.sh \
 	tests/daemon-log.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)

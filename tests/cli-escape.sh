@@ -1,0 +1,68 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# cli-escape: nothing a bot chose reaches the operator's terminal raw. A
+# sub-bot's folder, a file's name and a refused path holding a newline (a
+# forged line), terminal escapes (OSC title, clear screen), a C1 control
+# (CSI) and bytes that are not UTF-8 are printed escaped by show, ls,
+# changes, log and the client's error messages; --json keeps them exact.
+. "$top_srcdir/tests/daemon-lib.sh"
+command -v python3 >/dev/null || skip_all "python3 is missing"
+
+# clean DESC TEXT...: TEXT holds no control character but newlines between
+# lines, no DEL, no C1 control and only valid UTF-8, and no line of it begins
+# with "forged"
+cat >"$T/clean.py" <<'PY'
+import sys
+data = sys.stdin.buffer.read()
+bad = []
+try:
+    text = data.decode("utf-8")
+except UnicodeDecodeError as e:
+    bad.append("not UTF-8 at byte %d" % e.start)
+    text = data.decode("utf-8", "replace")
+for i, ch in enumerate(text):
+    o = ord(ch)
+    if (o < 0x20 and ch != "\n") or o == 0x7f or 0x80 <= o <= 0x9f:
+        bad.append("U+%04X at %d" % (o, i))
+for line in text.split("\n"):
+    if line.startswith("forged"):
+        bad.append("a forged line: " + line[:40])
+print("; ".join(bad[:5]))
+PY
+clean()
+{
+	local desc="$1" out
+	shift
+	out=$(printf '%s' "$*" | python3 "$T/clean.py")
+	is "$out" "" "$desc"
+}
+
+EVIL=$'e\nforged line\e]0;pwned\a\e[2J\xc2\x9b31m\xff\xfe'
+mkdir -p "$T/w/$EVIL" "$T/w/.git/hooks"
+chown -R 65534 "$T/w"
+daemon_start || bail_out "agentfsd did not start"
+expect_ok "create lead" "$(afs --json create --user 65534 lead "$T/w")"
+expect_ok "lead makes kid over a folder whose name it chose" "$(as lead create kid "$T/w/$EVIL")"
+
+out=$(afs show kid 2>&1)
+clean "show: the folder and mounts escaped" "$out"
+like "$out" 'folder +.*/w/e\\nforged line\\x1b\]0;pwned\\x07\\x1b\[2J\\xc2\\x9b31m\\xff\\xfe$' \
+	"... as \\n, \\xHH"
+clean "ls: the folder escaped" "$(afs ls 2>&1)"
+is "$(afs --json show kid | jget bot.folder)" "$T/w/$EVIL" "show --json keeps the folder exact"
+clean "show of two bots escaped" "$(afs show lead kid 2>&1)"
+
+M="$D_MNT/lead/0"
+echo x >"$M/$EVIL.txt"
+echo y >"$M/.git/hooks/$EVIL" 2>/dev/null
+clean "changes: a file's name escaped" "$(afs changes lead 2>&1)"
+like "$(afs changes lead)" 'created +/.*/w/e\\nforged line' "... and listed"
+clean "log: a refused name escaped" "$(afs log lead 2>&1)"
+like "$(afs log lead)" 'refused create of .*hooks/e\\nforged line' "... and listed"
+clean "the error of a bot name with escapes is escaped" "$(afs show "kid$EVIL" 2>&1)"
+clean "the client's own error is escaped" "$("$AGENTFS" mount "$T/no$EVIL" "$T/m" 2>&1)"
+clean "exec's refusal is escaped" "$(afs exec "x$EVIL" -- true 2>&1)"
+clean "a usage error naming what was given is escaped" "$(afs show "--x$EVIL" 2>&1)"
+expect_ok "rm lead" "$(afs --json rm lead)"
+
+done_testing
