@@ -491,6 +491,28 @@ static bool bot_request(const char *cmd, int argc, char **argv, cJSON *req)
 	return true;
 }
 
+/*
+ * A root refused for a symbolic link on its way: the daemon never follows
+ * one, and says so; the client, as the caller, can say where it leads.
+ */
+static void hint_real_path(const cJSON *rep)
+{
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(rep, "error");
+	const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
+	const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "code"));
+	cleanup_free char *path = NULL, *real = NULL;
+	const char *end;
+
+	if (code == NULL || msg == NULL || strcmp(code, "bad_path") != 0 ||
+	    (end = strstr(msg, ": a component is a symbolic link")) == NULL ||
+	    (path = strndup(msg, (size_t)(end - msg))) == NULL)
+		return;
+	real = realpath(path, NULL);
+	if (real != NULL && strcmp(real, path) != 0)
+		fprintf(stderr, "agentfs: %s leads to %s: give that\n", cli_escape(path),
+			cli_escape(real));
+}
+
 int cmd_client(const char *socket_path, bool json, int argc, char **argv)
 {
 	cleanup_cjson cJSON *req = cJSON_CreateObject(), *rep = NULL;
@@ -526,9 +548,11 @@ int cmd_client(const char *socket_path, bool json, int argc, char **argv)
 	}
 	cJSON_AddStringToObject(req, "op", op);
 	reply = ask(socket_path, req, &rep);
-	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")))
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
 		rc = client_error(rep, json ? reply : NULL);
-	else if (json)
+		if (!json)
+			hint_real_path(rep);
+	} else if (json)
 		printf("%s\n", reply);
 	else
 		print_reply(op, rep);

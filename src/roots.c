@@ -133,7 +133,8 @@ static int uid_may(uid_t uid, const char *path, int fd, int mode)
 /* Why open_folder failed, in words for the client. */
 const char *folder_error(int e)
 {
-	return e == ELOOP     ? "a component is a symbolic link (give the real path)"
+	return e == ELOOP     ? "a component is a symbolic link, which agentfs never follows "
+				"(give the real path)"
 	       : e == ENOTDIR ? "not a folder"
 	       : e == ENOENT  ? "no such folder"
 			      : strerror(e);
@@ -623,7 +624,9 @@ static void root_user(struct job *j, struct bot *b)
 		return;
 	fd = open_folder(b->folder);
 	if (fd < 0 || fstat(fd, &st) != 0) {
-		job_seterr(j, errno, "bad_path", "%s: %s", b->folder, strerror(errno));
+		int e = errno;
+
+		job_seterr(j, e, "bad_path", "%s: %s", b->folder, folder_error(e));
 	} else {
 		b->uid = st.st_uid;
 		b->uid_set = true;

@@ -93,6 +93,16 @@ is "$(printf '%s\n' "$out" | tr '\n' ' ')" "deleted m1kid deleted m1 deleted m2 
 is "$(grep -c . "$T/err")" 1 "... one error: nosuch"
 is "$(afs ls -q | tr '\n' ' ')" "c1 " "only c1 is left"
 
+# --- a folder given through a symbolic link: what is wrong, and the path to give ---------------
+mkdir -p "$T/realdir"
+ln -s "$T/realdir" "$T/linkdir"
+out=$(afs create --user 65534 sl "$T/linkdir/" 2>&1)
+rc=$?
+like "$rc:$out" "^125:agentfs: bad_path: $T/linkdir: a component is a symbolic link, which agentfs never follows \\(give the real path\\)" \
+	"create over a symlinked folder says a component is a symbolic link, never followed"
+like "$out" "agentfs: $T/linkdir leads to $T/realdir: give that" "... and where it leads"
+unlike "$out" "Too many levels" "... never the raw errno"
+
 # --- configure refuses a folder that does not exist, as create does -------------------------
 expect_error "create with a missing folder" bad_path "$(afs --json create c2 "$T/nosuch")"
 expect_error "configure --writable with a missing folder" bad_path \
