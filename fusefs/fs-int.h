@@ -350,6 +350,8 @@ void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, i
 unsigned policy_content_rule(struct fs_mount *m, struct inode *parent, const char *name);
 int policy_refused(struct fs_mount *m, fuse_req_t req, const char *op, struct inode *where,
 		   const char *name, bool dir, const char *rule, const char *why);
+void policy_rename_changed(struct fs_mount *m, struct inode *p, const char *name, struct inode *np,
+			   const char *newname, bool dir, bool replaced);
 void policy_changed(struct fs_mount *m, enum fs_event_kind kind, struct inode *p, const char *name,
 		    struct inode *p2, const char *name2, bool dir);
 

@@ -54,6 +54,7 @@ struct fs_event {
 	const char *path;  /* from the mount's root, "/a/b" */
 	const char *path2; /* FS_EV_RENAMED: the new name */
 	bool dir;	   /* path is a folder */
+	bool replaced;	   /* FS_EV_RENAMED: something had the new name, and the rename replaced it */
 	/* FS_EV_REFUSED only: */
 	const char *op;	    /* "write", "create", "rename", ... */
 	const char *rule;   /* gitguard's ("G1", ...), "read-only mount" or "read-only path" */

@@ -269,7 +269,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 			policy_changed(m, FS_EV_MODIFIED, np, newname, NULL, NULL,
 				       S_ISDIR(dst.type));
 		} else {
-			policy_changed(m, FS_EV_RENAMED, p, name, np, newname, S_ISDIR(src.type));
+			policy_rename_changed(m, p, name, np, newname, S_ISDIR(src.type), have_dst);
 		}
 		if (rsrc != NULL) {
 			inode_moved(m, rsrc, np, newname);

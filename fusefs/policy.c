@@ -272,11 +272,31 @@ static int refuse(struct fs_mount *m, const struct preq *r, const char *rule, co
 			      S_ISDIR(r->mode), rule, why);
 }
 
+static void changed(struct fs_mount *m, struct fs_event ev, struct inode *p, const char *name,
+		    struct inode *p2, const char *name2);
+
 /* Tell the event callback that a change succeeded: name in p (and name2 in p2 for a rename). */
 void policy_changed(struct fs_mount *m, enum fs_event_kind kind, struct inode *p, const char *name,
 		    struct inode *p2, const char *name2, bool dir)
 {
-	struct fs_event ev = {.kind = kind, .dir = dir};
+	changed(m, (struct fs_event){.kind = kind, .dir = dir}, p, name, p2, name2);
+}
+
+/*
+ * A rename that succeeded, and whether it replaced what had the new name: a
+ * file git writes as a lock and renames over the old one (.git/index, a ref)
+ * was modified, not created.
+ */
+void policy_rename_changed(struct fs_mount *m, struct inode *p, const char *name, struct inode *np,
+			   const char *newname, bool dir, bool replaced)
+{
+	changed(m, (struct fs_event){.kind = FS_EV_RENAMED, .dir = dir, .replaced = replaced}, p,
+		name, np, newname);
+}
+
+static void changed(struct fs_mount *m, struct fs_event ev, struct inode *p, const char *name,
+		    struct inode *p2, const char *name2)
+{
 	char *path, *path2 = NULL;
 
 	if (m->fs->p.event == NULL)

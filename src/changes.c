@@ -253,12 +253,20 @@ static void move_beneath(struct ctable *t, const char *a, const char *b)
 	free(v);
 }
 
-static void on_renamed(struct ctable *t, const char *a, const char *b, bool dir)
+/*
+ * a renamed to b. REPLACED: something had the name b and the rename
+ * replaced it; if that was a file the bot found there (or one that stood at
+ * b when it was made), b was modified, not created: git writes .git/index
+ * and refs as a lock file renamed over the old one.
+ */
+static void on_renamed(struct ctable *t, const char *a, const char *b, bool dir, bool replaced)
 {
 	struct change *c = get(t, b), *n;
 	enum ckind kind = C_RENAMED;
 	char *from = NULL;
 	bool modified = false;
+	bool original_at_b = (c == NULL && replaced) ||
+			     (c != NULL && (c->kind == C_MODIFIED || c->kind == C_DELETED));
 
 	/* what b was is replaced */
 	if (c != NULL && c->kind == C_RENAMED && c->from != NULL) {
@@ -299,6 +307,8 @@ static void on_renamed(struct ctable *t, const char *a, const char *b, bool dir)
 	}
 	if ((c = get(t, b)) != NULL && c->kind == C_DELETED)
 		drop(t, b); /* an original there was replaced: the rename says so */
+	if (kind == C_CREATED && original_at_b)
+		kind = C_MODIFIED; /* a new file took an original's place */
 	n = put(t, b, kind, dir);
 	if (n != NULL) {
 		n->from = from;
@@ -309,7 +319,7 @@ static void on_renamed(struct ctable *t, const char *a, const char *b, bool dir)
 }
 
 static void apply(struct ctable *t, enum fs_event_kind kind, const char *p, const char *p2,
-		  bool dir)
+		  bool dir, bool replaced)
 {
 	switch (kind) {
 	case FS_EV_CREATED:
@@ -322,7 +332,7 @@ static void apply(struct ctable *t, enum fs_event_kind kind, const char *p, cons
 		on_deleted(t, p, dir);
 		break;
 	case FS_EV_RENAMED:
-		on_renamed(t, p, p2, dir);
+		on_renamed(t, p, p2, dir, replaced);
 		break;
 	case FS_EV_REFUSED:
 		break;
@@ -351,8 +361,8 @@ void changes_record(struct changes *cs, struct fs_mount *m, const struct fs_even
 		free(p2);
 		return;
 	}
-	apply(&cs->all, ev->kind, p, p2, ev->dir);
-	apply(&cs->recent, ev->kind, p, p2, ev->dir);
+	apply(&cs->all, ev->kind, p, p2, ev->dir, ev->replaced);
+	apply(&cs->recent, ev->kind, p, p2, ev->dir, ev->replaced);
 	cs->dirty = true;
 	pthread_cond_signal(&chg.cond);
 	pthread_mutex_unlock(&chg.lock);

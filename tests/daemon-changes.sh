@@ -150,6 +150,36 @@ chmod 755 "$M/tool.sh"
 check "chmod +x of a file the bot did not otherwise touch is listed as modified" \
 	grep -qFx "modified $T/w/tool.sh" <<<"$(changes W)"
 
+# --- a new file renamed over one that was there replaced it: modified ---------------------
+echo keep >"$T/w/over"
+echo new >"$M/over.tmp" && mv "$M/over.tmp" "$M/over"
+echo new >"$M/fresh.tmp" && mv "$M/fresh.tmp" "$M/fresh"
+got=$(changes W)
+check "a file renamed over one the bot found is listed as modified" grep -qFx "modified $T/w/over" <<<"$got"
+check "... and one renamed to a free name as created" grep -qFx "created  $T/w/fresh" <<<"$got"
+if command -v git >/dev/null; then
+	mkdir -p "$T/g"
+	git init -q -b main "$T/g" && git -C "$T/g" -c user.name=t -c user.email=t@e commit -q --allow-empty -m one
+	chown -R 65534 "$T/g"
+	expect_ok "create G over a repository" "$(afs --json create --user 65534 G "$T/g")"
+	MG="$D_MNT/G/0"
+	echo a >"$MG/a"
+	git -c safe.directory='*' -C "$MG" add a &&
+		git -c safe.directory='*' -C "$MG" -c user.name=t -c user.email=t@e commit -qm two
+	got=$(changes G)
+	check "git commit: .git/index (a lock renamed over it) is modified" \
+		grep -qFx "modified $T/g/.git/index" <<<"$got"
+	check "... and so is refs/heads/main" grep -qFx "modified $T/g/.git/refs/heads/main" <<<"$got"
+	if printf '%s\n' "$got" | grep -q "^created .*/\.git/\(index\|refs/heads/main\)$"; then
+		not_ok "... neither is listed as created"
+		diag "$got"
+	else
+		ok "... neither is listed as created"
+	fi
+else
+	skip "git is missing"; skip "git is missing"; skip "git is missing"; skip "git is missing"
+fi
+
 # --- names chosen by the bot reach a person's terminal escaped ------------------------
 echo x >"$M/n1"$'\n''deleted  evil.c'
 echo x >"$M/zz"$'\e[1A\e[2K'
