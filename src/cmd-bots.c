@@ -47,9 +47,6 @@ static void add_path(cJSON *req, const char *key, const char *p)
 }
 
 static const char bot_usage[] =
-	"usage: agentfs create NAME FOLDER [OPTIONS]\n"
-	"       agentfs fork NAME NEWNAME [OPTIONS]\n"
-	"       agentfs configure NAME [OPTIONS]\n"
 	"\n"
 	"  --sandbox S         read-only, workspace-write or danger-full-access\n"
 	"  --writable DIR      an extra writable root; repeatable (replaces the list)\n"
@@ -152,6 +149,18 @@ static void bot_options(const char *cmd, int argc, char **argv, cJSON *req, int 
 			cJSON_AddStringToObject(req, "id", optarg);
 			break;
 		case 'h':
+			if (strcmp(cmd, "create") == 0)
+				fputs("usage: agentfs create NAME FOLDER [OPTIONS]\n\nMake the bot NAME "
+				      "over FOLDER, its working root.\n",
+				      stdout);
+			else if (strcmp(cmd, "fork") == 0)
+				fputs("usage: agentfs fork NAME NEWNAME [OPTIONS]\n\nMake the bot NEWNAME "
+				      "like NAME, with the OPTIONS given instead.\n",
+				      stdout);
+			else
+				fputs("usage: agentfs configure NAME [OPTIONS]\n\nChange the bot NAME: "
+				      "the OPTIONS given replace its own; its mounts follow.\n",
+				      stdout);
 			fputs(bot_usage, stdout);
 			exit(0);
 		case ':':
@@ -535,7 +544,14 @@ int cmd_client(const char *socket_path, bool json, int argc, char **argv)
 	} else if (strcmp(cmd, "status") == 0 || strcmp(cmd, "shutdown") == 0 ||
 		   strcmp(cmd, "version") == 0) {
 		if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-			printf("usage: agentfs %s\n", cmd);
+			printf("usage: agentfs %s\n\n%s\n", cmd,
+			       strcmp(cmd, "status") == 0
+				       ? "Show the daemon's version, pid, uptime, bots, mounts and clients\n"
+					 "(on a bot's socket: the bot it acts as)."
+			       : strcmp(cmd, "shutdown") == 0
+				       ? "Stop the daemon: every bot's mounts are unmounted; the bots stay\n"
+					 "in its state and come back when it starts."
+				       : "Show the client's and the daemon's versions and protocol.");
 			return 0;
 		}
 		if (argc != 1)

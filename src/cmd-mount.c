@@ -32,10 +32,11 @@ static const char mount_usage[] =
 	"      --allow-new-repos  let new git repositories be made inside\n"
 	"      --log FILE       append every refused write to FILE, one line each\n"
 	"      --log-json FILE  the same as JSON objects, one a line\n"
-	"  -o OPT[,OPT...]      mount options: ro, suid, dev, exec, noexec, noatime,\n"
-	"                       relatime, nodiratime, nonempty, auto_unmount,\n"
-	"                       debug (with -f), fsname=NAME, nopassthrough,\n"
-	"                       poll=USEC, timeout=SECONDS (attribute and entry cache)\n"
+	"  -o OPT[,OPT...]      mount options: ro, rw, suid, nosuid, dev, nodev, exec,\n"
+	"                       noexec, noatime, relatime, nodiratime, nonempty,\n"
+	"                       auto_unmount, noguard, nopassthrough, debug (with -f),\n"
+	"                       fsname=NAME, poll=USEC, timeout=SECONDS (attribute and\n"
+	"                       entry cache), allow_other, default_permissions\n"
 	"  -h, --help           show this help\n";
 
 static bool log_to_stderr = true;

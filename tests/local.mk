@@ -27,6 +27,11 @@ FS_TESTS = \
 TESTS += $(FS_TESTS)
 EXTRA_DIST += tests/lib.sh tests/README.md $(FS_TESTS)
 
+# The manual against every --help, the mount -o options and the completion;
+# README's Installing section (make check-readme-install only: a whole build).
+TESTS += tests/cli-docs.sh
+EXTRA_DIST += tests/cli-docs.sh tests/readme-install.sh
+
 # The differential tester: a short run in make check, a long one by hand.
 check_PROGRAMS += tests/fs-diff
 tests_fs_diff_SOURCES = tests/fs-diff.c
