@@ -331,8 +331,9 @@ int scan_hookspath(struct cfgscan *s, const char *value)
 		return 0;
 	}
 	if (path[0] == '/')
-		return scan_protect(s, s->dfd, path, GUARD_RULE_W2,
-				    "a core.hooksPath that cannot be resolved");
+		return strs_add(&s->abs, path) ? -ENOMEM
+					       : scan_protect(s, s->dfd, path, GUARD_RULE_W2,
+							      "a core.hooksPath that cannot be resolved");
 	/* relative to where hooks run: every worktree top, applied by scan_tops() */
 	return strs_add(&s->rel, path);
 }
@@ -628,6 +629,7 @@ int guard_scan_config_file(struct guard *g, struct guard_repo *r, int dirfd, con
 
 	rc = scan_config(&s, dirfd, name);
 	strs_free(&s.rel);
+	strs_free(&s.abs);
 	strs_free(&s.wt);
 	return rc;
 }

@@ -125,7 +125,7 @@ static bool index_tracks(struct guard *g, int gfd, const char *want)
 }
 
 /* The git folder of the work tree top TOPFD (a .git folder, or where a .git file leads), or -1 */
-static int top_gitdir(struct guard *g, int topfd)
+int guard_top_gitdir(struct guard *g, int topfd)
 {
 	struct resolved res = {.fd = -1, .dirfd = -1};
 	char path[GUARD_GITFILE_MAX], *buf;
@@ -190,7 +190,7 @@ int guard_gitlink_claimed(struct guard *g, int parent_fd, const char *parent_pat
 			break;
 		}
 		/* FULL + START: the new .git's folder, seen from CUR */
-		gfd = top_gitdir(g, cur);
+		gfd = guard_top_gitdir(g, cur);
 		if (gfd >= 0 && index_tracks(g, gfd, full + start))
 			rc = guard_refuse_why(v, GUARD_RULE_G1,
 					      "a repository here would be a gitlink of the one "

@@ -101,6 +101,8 @@ struct guard_repo {
 	struct guard_watch *watch; /* NULL for the bot's repositories */
 	char **hooks_rel;	   /* every relative core.hooksPath its configs give (X2) */
 	size_t nhooks_rel;
+	char **hooks_abs; /* and every absolute one (X2 of a work tree it leads into) */
+	size_t nhooks_abs;
 };
 
 /* A home folder of the host (home.c) */
@@ -311,6 +313,7 @@ int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guar
 bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd);
 int guard_note_pointer(struct guard *g, int startfd, const char *path);
 bool guard_repo_known(struct guard *g, uint64_t dev, uint64_t ino, bool *bot);
+/* FN for each core.hooksPath the scan of (dev, ino) read: relative ones, then absolute ones */
 void guard_repo_hooks(struct guard *g, uint64_t dev, uint64_t ino,
 		      void (*fn)(void *arg, const char *rel), void *arg);
 void guard_view_refresh(struct guard *g);
@@ -336,6 +339,7 @@ struct cfgscan {
 	unsigned depth;	     /* include depth */
 	uint8_t pin_rule;    /* rule for pins of the current resolution */
 	struct strs rel;     /* relative core.hooksPath values: taken at every worktree top */
+	struct strs abs;     /* absolute core.hooksPath values, as expanded (X2) */
 	struct strs wt;	     /* core.worktree values */
 	bool unread;	     /* an include was not read (outside the root): libgit2 is not asked */
 	const char *by_path; /* the next config read is the person's, outside: watch this path */
@@ -423,6 +427,9 @@ int guard_gitlink_check(struct guard *g, int topfd, const char *buf, size_t len,
 			const char **why);
 int guard_gitlink_claimed(struct guard *g, int parent_fd, const char *parent_path,
 			  struct guard_verdict *v);
+/* The git folder of the work tree top TOPFD: its .git folder, or where its .git file leads
+   inside the view's roots; an O_PATH fd, or -1 */
+int guard_top_gitdir(struct guard *g, int topfd);
 
 /* names.c: D12 (may NAME be made there) and D13 (a linked worktree's view of its common folder) */
 bool guard_git_name_ok(const struct guard_cls *parent, const char *name, mode_t mode);

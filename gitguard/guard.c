@@ -651,6 +651,9 @@ void guard_repo_free(struct guard_repo *r)
 	for (i = 0; i < r->nhooks_rel; i++)
 		free(r->hooks_rel[i]);
 	free(r->hooks_rel);
+	for (i = 0; i < r->nhooks_abs; i++)
+		free(r->hooks_abs[i]);
+	free(r->hooks_abs);
 	if (r->watch) {
 		for (i = 0; i < r->watch->n; i++) {
 			/* shared: the git folder's, or none for a full path */

@@ -12,7 +12,7 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/classify.c \
 	gitguard/check.c gitguard/x1.c \
 	gitguard/walk.c \
-	gitguard/content.c \
+	gitguard/content.c gitguard/wt.c gitguard/wt-int.h \
 	gitguard/repo.c \
 	gitguard/reposcan.c \
 	gitguard/cfgscan.c \

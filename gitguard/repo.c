@@ -47,6 +47,8 @@ void guard_repo_hooks(struct guard *g, uint64_t dev, uint64_t ino,
 	r = repo_find(v, dev, ino);
 	for (i = 0; r && i < (*r)->nhooks_rel; i++)
 		fn(arg, (*r)->hooks_rel[i]);
+	for (i = 0; r && i < (*r)->nhooks_abs; i++)
+		fn(arg, (*r)->hooks_abs[i]);
 	pthread_rwlock_unlock(&v->lock);
 }
 

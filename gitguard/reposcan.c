@@ -451,6 +451,9 @@ struct guard_repo *guard_repo_scan(struct guard *g, int dfd, const struct stat *
 	r->hooks_rel = s.rel.v;
 	r->nhooks_rel = s.rel.n;
 	s.rel = (struct strs){0};
+	r->hooks_abs = s.abs.v;
+	r->nhooks_abs = s.abs.n;
+	s.abs = (struct strs){0};
 	strs_free(&s.wt);
 	if (rc == -ENOMEM || scan_links(&s, dfd) == -ENOMEM || scan_hardlinks(r, dfd) == -ENOMEM)
 		goto nomem;
@@ -463,6 +466,7 @@ struct guard_repo *guard_repo_scan(struct guard *g, int dfd, const struct stat *
 nomem:
 	resolved_close(&res);
 	strs_free(&s.rel);
+	strs_free(&s.abs);
 	strs_free(&s.wt);
 	guard_repo_free(r);
 	return NULL;

@@ -53,26 +53,6 @@ fi
 mount_or_stop "writable mount, new repositories allowed" \
 	fs_mount --allow-new-repos --log "$GUARD_LOG" "$S" "$M"
 
-# git_refused DESC RULE DIR CMD...: CMD (git) in DIR fails, and the mount logged RULE
-git_refused()
-{
-	local desc="$1" rule="$2" d="$3" before new
-	shift 3
-	before=$(wc -l <"$GUARD_LOG")
-	if (cd "$d" && "$@") >"$T/git.out" 2>&1; then
-		not_ok "$desc: refused by rule $rule"
-		diag "it succeeded"
-		return
-	fi
-	new=$(tail -n +"$((before + 1))" "$GUARD_LOG")
-	if printf '%s\n' "$new" | grep -q "rule $rule ("; then
-		ok "$desc: refused by rule $rule"
-	else
-		not_ok "$desc: refused by rule $rule"
-		diag "git: $(cat "$T/git.out")" "logged: ${new:-nothing}"
-	fi
-}
-
 check "the bot makes its own repository, with an fsmonitor in its config" nested "$M/app/nest" gitlink-bot
 check "the bot commits in it" sh -c "cd '$M/app/nest' && echo n >n && git add n && git commit -qm n"
 git_refused "git add of the bot's repository as a gitlink" X2 "$M/app" git add nest

@@ -28,6 +28,8 @@
 #                                ($GUARD_LOG, its --log FILE) must name RULE for
 #                                the refusal: "rule RULE (" in a new line
 #   allowed DESC CMD...          CMD must answer OK (or ok) and log no refusal
+#   git_refused DESC RULE DIR CMD...  CMD (git) run in DIR must fail, and the
+#                                mount's log must name RULE for it
 # payloads and markers:
 #   $MARKS                       where a payload that ran leaves PWNED-LABEL ($T
 #                                unless the test sets it)
@@ -165,6 +167,25 @@ allowed()
 	else
 		not_ok "$desc: allowed"
 		diag "answer: $got" "logged: ${new:-nothing}"
+	fi
+}
+
+git_refused()
+{
+	local desc="$1" rule="$2" d="$3" before new
+	shift 3
+	before=$(wc -l <"$GUARD_LOG")
+	if (cd "$d" && "$@") >"$T/git.out" 2>&1; then
+		not_ok "$desc: refused by rule $rule"
+		diag "it succeeded"
+		return
+	fi
+	new=$(tail -n +"$((before + 1))" "$GUARD_LOG")
+	if printf '%s\n' "$new" | grep -q "rule $rule ("; then
+		ok "$desc: refused by rule $rule"
+	else
+		not_ok "$desc: refused by rule $rule"
+		diag "git: $(cat "$T/git.out")" "logged: ${new:-nothing}"
 	fi
 }
 
