@@ -112,43 +112,20 @@ else
 fi
 
 # --- the completion ----------------------------------------------------------------------------
-# complete WORD...: what the completion offers for the last WORD (bash-completion's
-# helpers reduced to what the script calls)
-complete_line()
-{
-	(
-		_init_completion()
-		{
-			cur=${COMP_WORDS[COMP_CWORD]}
-			prev=${COMP_WORDS[COMP_CWORD - 1]}
-			words=("${COMP_WORDS[@]}")
-			cword=$COMP_CWORD
-		}
-		_filedir() { :; }
-		_command_offset() { :; }
-		compopt() { :; }
-		complete() { :; }
-		. "$COMPLETION"
-		COMP_WORDS=("$@")
-		COMP_CWORD=$(($# - 1))
-		COMPREPLY=()
-		_agentfs "$AGENTFS" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
-		printf '%s\n' "${COMPREPLY[@]}"
-	)
-}
-offered=$(complete_line agentfs "")
+. "$top_srcdir/tests/complete-lib.sh"
+offered=$(complete_line "$COMPLETION" agentfs "")
 left=()
 for c in $commands list; do printf '%s\n' "$offered" | grep -qx "$c" || left+=("$c"); done
 missing "the completion offers every command" "${left[@]}"
-offered=$(complete_line agentfs mount -o "")
+offered=$(complete_line "$COMPLETION" agentfs mount -o "")
 left=()
 for o in $man_o; do printf '%s\n' "$offered" | grep -qx -- "$o" || left+=("$o"); done
 missing "the completion offers every mount -o option" "${left[@]}"
-offered=$(complete_line agentfs mount -o ro,nod)
+offered=$(complete_line "$COMPLETION" agentfs mount -o ro,nod)
 is_o=$(printf '%s\n' "$offered" | tr '\n' ' ')
 [ "$is_o" = "ro,nodev ro,nodiratime " ] && ok "the completion completes the last of comma-separated -o options" ||
 	{ not_ok "the completion completes the last of comma-separated -o options"; diag "got: $is_o"; }
-offered=$(complete_line agentfs audit --)
+offered=$(complete_line "$COMPLETION" agentfs audit --)
 printf '%s\n' "$offered" | grep -qx -- --bot && ok "the completion offers audit's options" ||
 	{ not_ok "the completion offers audit's options"; diag "got: $offered"; }
 

@@ -155,37 +155,17 @@ else
 fi
 
 # --- bash completion ----------------------------------------------------------
-# complete_line WORD...: what the installed completion offers for the last WORD of
-# the command line WORD... (in a subshell, with bash-completion's helpers
-# reduced to what the script calls)
-complete_line()
-{
-	(
-		_init_completion()
-		{
-			cur=${COMP_WORDS[COMP_CWORD]}
-			prev=${COMP_WORDS[COMP_CWORD - 1]}
-			words=("${COMP_WORDS[@]}")
-			cword=$COMP_CWORD
-		}
-		_filedir() { :; }
-		_command_offset() { COMPREPLY=(command-at-$1); }
-		. "$D$bashcompletiondir/agentfs"
-		COMP_WORDS=("$@")
-		COMP_CWORD=$(($# - 1))
-		COMPREPLY=()
-		_agentfs "$AGENTFS" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
-		echo "${COMPREPLY[*]}"
-	)
-}
-is "$(complete_line agentfs cr)" create "completion: commands"
-is "$(complete_line agentfs create x /tmp --sa)" --sandbox "completion: a command's options, from its --help"
-is "$(complete_line agentfs create x /tmp --sandbox w)" workspace-write "completion: --sandbox values"
-is "$(complete_line agentfs exec bot -- l)" command-at-4 "completion: exec completes the command after --"
+. "$top_srcdir/tests/complete-lib.sh"
+# completes WORD...: what the installed completion offers for the last WORD, on one line
+completes() { complete_line "$D$bashcompletiondir/agentfs" "$@" | paste -sd ' '; }
+is "$(completes agentfs cr)" create "completion: commands"
+is "$(completes agentfs create x /tmp --sa)" --sandbox "completion: a command's options, from its --help"
+is "$(completes agentfs create x /tmp --sandbox w)" workspace-write "completion: --sandbox values"
+is "$(completes agentfs exec bot -- l)" command-at-4 "completion: exec completes the command after --"
 mkdir -p "$T/work"
 daemon_start || bail_out "agentfsd does not start"
 afs create alpha "$T/work" --user 65534 >/dev/null && afs create beta "$T/work" --user 65534 >/dev/null
-is "$(complete_line agentfs --socket "$D_SOCK" rm "")" "alpha beta" \
+is "$(completes agentfs --socket "$D_SOCK" rm "")" "alpha beta" \
 	"completion: bot names from agentfs ls, on the --socket given"
 
 # --- reinstall and uninstall ----------------------------------------------------
