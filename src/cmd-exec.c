@@ -404,13 +404,13 @@ static void __attribute__((noreturn)) child_fail(int err_fd, const char *what)
  * only the descriptors bwrap is told about stay open. It waits for go: the
  * outer agentfs exec has registered it with agentfsd first.
  */
-static void __attribute__((noreturn)) bwrap_child(const struct argv_buf *a,
-						  const struct sandbox_setup *sb, int slave,
-						  int err_w, int go_r)
+static void __attribute__((noreturn))
+bwrap_child(const struct argv_buf *a, const struct sandbox_setup *sb, int slave, int err_w,
+	    const int go[2])
 {
 	int keep[3] = {sb->status_w, sb->unix_chan, sb->err_fd};
 	bool out_tty = isatty(STDOUT_FILENO), err_tty = isatty(STDERR_FILENO);
-	char go;
+	char c;
 
 	if (slave >= 0) {
 		if (setsid() < 0 || dup2(slave, STDIN_FILENO) < 0 ||
@@ -425,7 +425,8 @@ static void __attribute__((noreturn)) bwrap_child(const struct argv_buf *a,
 	exec_loader_vars_clear();
 	if (exec_keep_only_fds(keep, 3) != 0)
 		child_fail(sb->err_fd, "cannot close the descriptors the sandbox must not get");
-	if (read(go_r, &go, 1) != 1)
+	/* our copy of the write end goes first: only the outer exec's says go, or EOF */
+	if (close(go[1]) != 0 || read(go[0], &c, 1) != 1)
 		_exit(EXIT_AGENTFS); /* the outer agentfs exec gave up: it said why */
 	execv(a->v[0], a->v);
 	child_fail(sb->err_fd, a->v[0]);
@@ -460,7 +461,7 @@ static int bwrap_try(const struct argv_buf *a, const struct sandbox_setup *sb, i
 	if (r.pid < 0)
 		die("fork: %s", strerror(errno));
 	if (r.pid == 0)
-		bwrap_child(a, sb, slave, errp[1], gop[0]);
+		bwrap_child(a, sb, slave, errp[1], gop);
 	close(errp[1]);
 	close(gop[0]);
 	err->fd = errp[0];
@@ -544,8 +545,8 @@ static int run_bwrap(const struct argv_buf *a, const struct sandbox_setup *sb, i
 /* ---- running a bot ------------------------------------------------------------------ */
 
 /* danger-full-access: no sandbox, but still the bot's user, with a session keyring of its own. */
-static void __attribute__((noreturn)) run_unconfined(const cJSON *plan, const char *bot,
-						     const char *cwd, char **cmd)
+static void __attribute__((noreturn))
+run_unconfined(const cJSON *plan, const char *bot, const char *cwd, char **cmd)
 {
 	uid_t uid = (uid_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(plan, "uid"));
 	const char *sock = exec_jstr(plan, "socket");

@@ -66,8 +66,8 @@ static int by_depth(const void *a, const void *b)
  * matters: each later bind lands on what the earlier ones made.
  */
 static const char *const base_args[] = {
-	"--ro-bind", "/",	"/",	   "--dev",	"/dev", "--perms", "01777", "--tmpfs",
-	"/dev/shm",  "--proc", "/proc", "--perms", "01777", "--tmpfs", "/tmp",  NULL};
+	"--ro-bind", "/",      "/",	"--dev",   "/dev",  "--perms", "01777", "--tmpfs",
+	"/dev/shm",  "--proc", "/proc", "--perms", "01777", "--tmpfs", "/tmp",	NULL};
 
 /*
  * /proc/keys lists every key the reader may view: those its user keeps in
@@ -86,7 +86,7 @@ static const char *const ns_args[] = {"--unshare-ipc", "--unshare-pid", "--unsha
  * remount /): all dropped but CAP_SETUID and CAP_SETGID, which exec --as
  * gives up with root.
  */
-static const char *const root_caps[] = {"--cap-drop", "ALL",	     "--cap-add", "CAP_SETUID",
+static const char *const root_caps[] = {"--cap-drop", "ALL",	    "--cap-add", "CAP_SETUID",
 					"--cap-add",  "CAP_SETGID", NULL};
 
 /*

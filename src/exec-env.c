@@ -24,7 +24,7 @@
  * user.
  */
 static const char *const loader_vars[] = {
-	"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",	   "LD_PROFILE",     "LD_DEBUG_OUTPUT",
+	"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",	   "LD_PROFILE",   "LD_DEBUG_OUTPUT",
 	"GCONV_PATH", "LOCPATH",	 "GLIBC_TUNABLES", "MALLOC_TRACE",
 };
 #define SAVED_PREFIX "AGENTFS_SAVED_"
@@ -112,16 +112,18 @@ void exec_env_set(const char *assignment)
 		      (p > assignment && *p >= '0' && *p <= '9')))
 			break;
 	if (n == 0 || n >= sizeof name || p != assignment + n)
-		die_usage("exec", "-e %s: not NAME=VALUE (a name is letters, digits and _, not "
-				  "starting with a digit)",
+		die_usage("exec",
+			  "-e %s: not NAME=VALUE (a name is letters, digits and _, not "
+			  "starting with a digit)",
 			  assignment);
 	memcpy(name, assignment, n);
 	name[n] = '\0';
 	if (strcmp(name, "AGENT_SOCKET") == 0 || strncmp(name, "AGENTFS_", 8) == 0)
 		die_usage("exec", "-e %s: the sandbox sets %s itself", name, name);
 	if (exec_socket_var(name))
-		die_usage("exec", "-e %s: exec keeps the caller's agents and sessions (%s) out of "
-				  "every sandbox",
+		die_usage("exec",
+			  "-e %s: exec keeps the caller's agents and sessions (%s) out of "
+			  "every sandbox",
 			  name, name);
 	if (eq != NULL && setenv(name, eq + 1, 1) != 0)
 		die("out of memory");

@@ -144,8 +144,8 @@ static int recv_fd(int chan)
 
 /* A connect being served: the notification and the walker serving it. */
 struct walk {
-	uint64_t id; /* the notification's */
-	uint32_t pid;	 /* the command's thread that asked (for the log) */
+	uint64_t id;  /* the notification's */
+	uint32_t pid; /* the command's thread that asked (for the log) */
 	pid_t walker;
 	int pidfd; /* the walker's; -1: a free slot */
 };
@@ -178,8 +178,8 @@ static void answer(uint64_t id, int err)
 /* The walker's answer when it failed itself (it said why on stderr). */
 #define WALK_FAILED 255
 
-static void __attribute__((noreturn, format(printf, 2, 3))) walk_fail(uint32_t pid, const char *fmt,
-								       ...)
+static void __attribute__((noreturn, format(printf, 2, 3)))
+walk_fail(uint32_t pid, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -211,8 +211,10 @@ static int target_ids(struct target *t)
 	if (read_text(t->proc, "status", buf, sizeof buf) <= 0)
 		return -1;
 	/* "Uid:\treal\teffective\tsaved\tfs": the fs ids decide file access. */
-	if ((p = strstr(buf, "\nUid:")) == NULL || sscanf(p, "\nUid: %*u %*u %*u %u", &t->uid) != 1 ||
-	    (p = strstr(buf, "\nGid:")) == NULL || sscanf(p, "\nGid: %*u %*u %*u %u", &t->gid) != 1 ||
+	if ((p = strstr(buf, "\nUid:")) == NULL ||
+	    sscanf(p, "\nUid: %*u %*u %*u %u", &t->uid) != 1 ||
+	    (p = strstr(buf, "\nGid:")) == NULL ||
+	    sscanf(p, "\nGid: %*u %*u %*u %u", &t->gid) != 1 ||
 	    (p = strstr(buf, "\nGroups:")) == NULL) {
 		errno = EPROTO;
 		return -1;
@@ -360,8 +362,8 @@ static int pathname_allowed(int fd, int nl, int host_nl)
  * with the errno to answer, 0 for connected, WALK_FAILED for a failure of
  * its own.
  */
-static void __attribute__((noreturn)) walker(const struct target *t, uint32_t pid, int sock,
-					     struct sockaddr_storage *addr, socklen_t len)
+static void __attribute__((noreturn))
+walker(const struct target *t, uint32_t pid, int sock, struct sockaddr_storage *addr, socklen_t len)
 {
 	struct sockaddr_un *un = (struct sockaddr_un *)addr;
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};

@@ -93,7 +93,8 @@ void exec_stay(uid_t uid)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		die("cannot set no_new_privs: %s", strerror(errno));
 	if (caps_left())
-		die("capabilities survived in the sandbox of uid %u: refusing to run", (unsigned)uid);
+		die("capabilities survived in the sandbox of uid %u: refusing to run",
+		    (unsigned)uid);
 }
 
 /* "UID:GID:G1,G2,...", what the in-sandbox step (exec_as) is given. */
