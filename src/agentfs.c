@@ -32,6 +32,7 @@ static const char usage[] =
 	"  log [BOT] [--follow]           why writes were refused, mounts, bots made\n"
 	"  changes BOT [--since MARK | --mark]  what the bot changed\n"
 	"  exec [OPTIONS] BOT [--] CMD...  run CMD confined to the bot's mounts (bubblewrap)\n"
+	"  ps [-q]                        the running sandboxes (agentfs exec)\n"
 	"\n"
 	"  --json   print the daemon's raw JSON reply\n"
 	"  (--json and --socket may also follow the command)\n"
@@ -120,14 +121,15 @@ static const struct {
 
 static const char *client_commands[] = {
 	"create", "configure", "fork",	   "rm",      "ls",   "list",
-	"show",	  "status",    "shutdown", "version", "exec", "log", "changes",
+	"show",	  "status",    "shutdown", "version", "exec", "log", "changes", "ps",
 };
 
 /* Options of the client commands that take a value: it is never a global option. */
 static bool takes_value(const char *arg)
 {
-	static const char *const opts[] = {"--sandbox", "--writable", "--readable",
-					   "--ttl",	"--id",	      "--cwd"};
+	static const char *const opts[] = {"--sandbox", "--writable", "--readable", "--ttl",
+					   "--id",	"--cwd",      "-e",	    "--env",
+					   "--env-file", "--memory",  "--pids"};
 	size_t i;
 
 	for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
@@ -222,6 +224,8 @@ int main(int argc, char **argv)
 			die("out of memory");
 		if (strcmp(argv[a], "exec") == 0)
 			return cmd_exec(socket_path, argc - a, argv + a);
+		if (strcmp(argv[a], "ps") == 0)
+			return cmd_ps(socket_path, json, argc - a, argv + a);
 		return cmd_client(socket_path, json, argc - a, argv + a);
 	}
 	fprintf(stderr, "agentfs: unknown command '%s' (see agentfs --help)\n",

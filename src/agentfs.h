@@ -29,6 +29,11 @@
 #include <cjson/cJSON.h>
 
 #define PROTOCOL_VERSION 1
+/* A sandbox's limits (memory_max in bytes, pids_max): the bounds a bot's may take. */
+#define MEMORY_MIN (16ULL << 20)
+#define MEMORY_MAX (1ULL << 50)
+#define PIDS_MIN 16
+#define PIDS_MAX 4194304
 #define LINE_MAX_BYTES (1024 * 1024)
 #define BOT_NAME_MAX 64
 /*
@@ -110,6 +115,8 @@ struct bot {
 	struct root *roots;
 	size_t nroots;
 	unsigned mount_seq; /* the next mount point number: never reused */
+	uint64_t memory_max; /* each sandbox's memory, bytes; 0: the config's default (sandbox.c) */
+	uint64_t pids_max;   /* each sandbox's processes; 0: the config's default */
 	struct listener *sock;
 	struct event *ttl_ev;
 	bool deleting;
@@ -142,6 +149,9 @@ struct config {
 	bool group_found; /* the group exists: the control socket is 0660 to it */
 	char *bwrap;	  /* the bwrap exec runs (NULL: the first in PATH; plan.c) */
 	char *log_target; /* NULL: chosen at start (log.c) */
+	char *cgroup;	  /* where sandboxes' cgroups go (NULL: /agentfs; "": none; cgroup.c) */
+	uint64_t default_memory_max; /* a sandbox's memory, bytes (0: half the host's) */
+	uint64_t default_pids_max;   /* a sandbox's processes (0: 4096) */
 };
 
 /*
@@ -165,6 +175,9 @@ const char *cli_escape(const char *s);
 
 /* cmd-exec.c */
 int cmd_exec(const char *socket_path, int argc, char **argv);
+
+/* cmd-ps.c */
+int cmd_ps(const char *socket_path, bool json, int argc, char **argv);
 
 /* cmd-mount.c */
 int cmd_mount(int argc, char **argv);
@@ -270,6 +283,8 @@ struct bot_spec {
 	uid_t user;
 	bool has_pods;
 	struct paths pods;
+	bool has_memory_max, has_pids_max;
+	uint64_t memory_max, pids_max; /* 0: the default */
 };
 /* bots.c */
 int bots_init(struct event_base *base, struct config *cfg, struct server *srv, char *err,
@@ -283,6 +298,9 @@ bool bots_configure(struct request *r, struct bot_spec *s);
 /* sandbox.c */
 void bots_exec_register(struct request *r, const char *name, const cJSON *req);
 void bots_ps(struct request *r);
+uint64_t bot_memory_max(const struct bot *b);
+uint64_t bot_pids_max(const struct bot *b);
+bool limits_within(const struct bot *b, const struct bot *c, char *why, size_t len);
 /* queries.c */
 void bots_list(struct request *r);
 void bots_show(struct request *r, const char *name);

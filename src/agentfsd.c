@@ -23,7 +23,7 @@
 
 static const char usage[] =
 	"usage: agentfsd [-f] [--socket PATH] [--state DIR] [--config FILE]\n"
-	"                [--log-target TARGET]\n"
+	"                [--log-target TARGET] [--cgroup PATH]\n"
 	"       agentfsd --check [--config FILE]\n"
 	"\n"
 	"  -f, --foreground  stay in the foreground and log to standard error\n"
@@ -39,6 +39,8 @@ static const char usage[] =
 	"                    with -f, else the journal under systemd, else syslog,\n"
 	"                    else the file agentfsd.log in the state folder)\n"
 	"  --check           check the configuration (and the options), say so, exit\n"
+	"  --cgroup PATH     where the sandboxes' cgroups go (as the config's\n"
+	"                    \"cgroup\", which it overrides; \"\": none)\n"
 	"  -h, --help        show this help\n"
 	"  -V, --version     show the version\n";
 
@@ -306,6 +308,7 @@ int main(int argc, char **argv)
 		{"config", required_argument, NULL, 'c'},
 		{"log-target", required_argument, NULL, 'L'},
 		{"check", no_argument, NULL, 'C'},
+		{"cgroup", required_argument, NULL, 'g'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -317,7 +320,7 @@ int main(int argc, char **argv)
 		.max_clients = 4096,
 		.max_changes = 100000,
 	};
-	const char *config_file = NULL, *log_target = NULL;
+	const char *config_file = NULL, *log_target = NULL, *cgroup_opt = NULL;
 	struct event *sigs[3];
 	struct event_base *base;
 	struct server *srv;
@@ -356,6 +359,9 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			check = true;
+			break;
+		case 'g':
+			cgroup_opt = optarg;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -398,6 +404,14 @@ int main(int argc, char **argv)
 	if (config_file != NULL && config_read(&cfg, config_file, err, sizeof err) != 0) {
 		fprintf(stderr, "agentfsd: %s\n", err);
 		return 1;
+	}
+	if (cgroup_opt != NULL) {
+		free(cfg.cgroup);
+		cfg.cgroup = strdup(cgroup_opt);
+		if (cfg.cgroup == NULL || strstr(cfg.cgroup, "..") != NULL) {
+			fprintf(stderr, "agentfsd: --cgroup takes a cgroup path without \"..\"\n");
+			return 2;
+		}
 	}
 	if (operators_group(&cfg, err, sizeof err) != 0) {
 		fprintf(stderr, "agentfsd: %s\n", err);
@@ -497,6 +511,7 @@ int main(int argc, char **argv)
 	free(cfg.state_dir);
 	free(cfg.mount_dir);
 	free(cfg.bwrap);
+	free(cfg.cgroup);
 	paths_free(&cfg.extra_writable);
 	free(cfg.group);
 	free(cfg.log_target);

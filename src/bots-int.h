@@ -167,6 +167,8 @@ unsigned sandboxes_running(struct bot **v, size_t n);
 void running_msg(struct bot **v, size_t n, char *out, size_t len);
 bool force_delete(struct request *r, struct bot *b);
 void sandboxes_json(const struct bot *b, cJSON *bot);
+void limits_json(const struct bot *b, cJSON *bot);
+void cgroups_json(cJSON *body);
 
 /* restart.c */
 void check_lost(struct bot *only);

@@ -7,6 +7,7 @@
  * thread (jobs.c); the event loop never does.
  */
 #include "src/bots-int.h"
+#include "src/cgroup.h"
 #include "fusefs/fusefs.h"
 
 #include <errno.h>
@@ -71,7 +72,8 @@ bool ceiling_ok(struct request *r, const struct bot *b)
 	struct bot *c = b->creator != NULL ? bot_find(b->creator) : NULL;
 	char why[512];
 
-	if (c != NULL && !auth_within_ceiling(b, c, why, sizeof why)) {
+	if (c != NULL && (!auth_within_ceiling(b, c, why, sizeof why) ||
+			  !limits_within(b, c, why, sizeof why))) {
 		fail(r, "forbidden", "%s: %s", b->name, why);
 		return false;
 	}
@@ -326,9 +328,14 @@ static bool bot_settings(struct bot *b, const struct bot_spec *s, const struct b
 		b->network = from->network;
 		b->allow_new_repos = from->allow_new_repos;
 		b->ttl = from->ttl;
+		b->memory_max = from->memory_max;
+		b->pids_max = from->pids_max;
 	} else {
 		b->sandbox = caller != NULL ? caller->sandbox : ds.cfg->default_sandbox;
 		b->network = caller != NULL ? caller->network : ds.cfg->default_network;
+		/* a bot's bot: its maker's limits, which are its ceiling */
+		b->memory_max = caller != NULL ? bot_memory_max(caller) : 0;
+		b->pids_max = caller != NULL ? bot_pids_max(caller) : 0;
 		b->folder = strdup(s->folder);
 		if (b->folder == NULL)
 			return false;
@@ -351,6 +358,10 @@ static bool bot_settings(struct bot *b, const struct bot_spec *s, const struct b
 		b->allow_new_repos = s->allow_new_repos;
 	if (s->has_ttl)
 		b->ttl = s->ttl;
+	if (s->has_memory_max)
+		b->memory_max = s->memory_max;
+	if (s->has_pids_max)
+		b->pids_max = s->pids_max;
 	/* pods are never copied from a fork's source: each grant is the operator's */
 	if (s->has_pods && !spec_paths_dup(&b->pods, &s->pods))
 		return false;
@@ -643,6 +654,11 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 	}
 	if ((r = jobs_start(err, errlen)) != 0)
 		return r;
+	cgroup_init(cfg->cgroup);
+	if (cgroup_mode() == CG_BROKEN)
+		log_msg(LOG_WARNING, "no cgroups for the sandboxes: %s; agentfs exec refuses every "
+				     "bot until that is fixed, or the config's \"cgroup\" is \"\"",
+			cgroup_why());
 	if ((r = restart_start(err, errlen)) != 0)
 		return r;
 	sandboxes_restore();
@@ -667,6 +683,7 @@ void bots_stop(void)
 	jobs_free();
 	roots_stop();
 	restart_stop();
+	cgroup_stop();
 	fs_free(ds.fs);
 	ds.fs = NULL;
 }

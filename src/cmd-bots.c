@@ -56,6 +56,10 @@ static const char bot_usage[] =
 	"  --network, --no-network\n"
 	"  --allow-new-repos, --no-allow-new-repos\n"
 	"  --ttl SECONDS       delete the bot after this long (0: never)\n"
+	"  --memory SIZE       each sandbox's memory (bytes, or with K, M, G, T;\n"
+	"                      default: agentfsd's default_memory_max)\n"
+	"  --pids N            each sandbox's processes (default: agentfsd's\n"
+	"                      default_pids_max)\n"
 	"  --user USER         create: the user (name or uid) its commands run as\n"
 	"                      (default: the owner of FOLDER; a bot's bots: its own)\n"
 	"  --pod NS/SA         a Kubernetes pod (namespace/service account) that may\n"
@@ -64,6 +68,31 @@ static const char bot_usage[] =
 	"  --no-pods           no pods\n"
 	"  --id ID             request id; a resent create or fork with it is answered\n"
 	"                      from what the first made\n";
+
+/*
+ * --memory SIZE (bytes, or with a K, M, G or T of 1024s) or --pids N;
+ * "default" (or 0) takes agentfsd's default back. agentfsd checks the range.
+ */
+static unsigned long long limit_arg(const char *cmd, bool memory, const char *arg)
+{
+	static const char units[] = "KMGT";
+	unsigned long long v;
+	const char *u;
+	char *end;
+
+	if (strcmp(arg, "default") == 0)
+		return 0;
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (memory && *end != '\0' && end[1] == '\0' && (u = strchr(units, end[0] & ~0x20)) != NULL) {
+		v <<= 10 * (u - units + 1);
+		end++;
+	}
+	if (errno != 0 || end == arg || *end != '\0' || arg[0] == '-' || v > (1ULL << 50))
+		die_usage(cmd, "--%s takes %s, or default, not %s", memory ? "memory" : "pids",
+			  memory ? "a size (bytes, or with K, M, G or T)" : "a whole number", arg);
+	return v;
+}
 
 /* Parse the options shared by create, fork and configure into req. */
 static void bot_options(const char *cmd, int argc, char **argv, cJSON *req, int npos, char **pos)
@@ -79,6 +108,8 @@ static void bot_options(const char *cmd, int argc, char **argv, cJSON *req, int 
 		{"allow-new-repos", no_argument, NULL, 'a'},
 		{"no-allow-new-repos", no_argument, NULL, 'A'},
 		{"ttl", required_argument, NULL, 't'},
+		{"memory", required_argument, NULL, 'm'},
+		{"pids", required_argument, NULL, 'x'},
 		{"id", required_argument, NULL, 'i'},
 		{"user", required_argument, NULL, 'u'},
 		{"pod", required_argument, NULL, 'p'},
@@ -127,6 +158,12 @@ static void bot_options(const char *cmd, int argc, char **argv, cJSON *req, int 
 			if (errno != 0 || *end != '\0' || ttl < 0)
 				die_usage(cmd, "--ttl takes whole seconds, not %s", optarg);
 			cJSON_AddNumberToObject(req, "ttl", (double)ttl);
+			break;
+		case 'm':
+		case 'x':
+			cJSON_DeleteItemFromObject(req, c == 'm' ? "memory_max" : "pids_max");
+			cJSON_AddNumberToObject(req, c == 'm' ? "memory_max" : "pids_max",
+						(double)limit_arg(cmd, c == 'm', optarg));
 			break;
 		case 'u':
 			if (strcmp(cmd, "create") != 0)
@@ -226,6 +263,35 @@ static void print_sandboxes(const cJSON *arr)
 	printf("\n");
 }
 
+/* A size in bytes, as a person reads it. */
+static void size_text(double bytes, char *out, size_t len)
+{
+	static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	int u = 0;
+
+	while (bytes >= 1024 && u < 5) {
+		bytes /= 1024;
+		u++;
+	}
+	snprintf(out, len, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+}
+
+/* show's limits: what each sandbox of the bot gets. */
+static void print_limits(const cJSON *l)
+{
+	char mem[32];
+
+	if (l == NULL)
+		return;
+	size_text(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(l, "memory_max")), mem,
+		  sizeof mem);
+	printf("%-16s%s memory, %.0f processes, each sandbox%s\n", "limits", mem,
+	       cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(l, "pids_max")),
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "applied"))
+		       ? ""
+		       : " (not applied: agentfsd makes no cgroups)");
+}
+
 static void print_bot(const cJSON *b)
 {
 	const cJSON *m, *mounts = cJSON_GetObjectItemCaseSensitive(b, "mounts");
@@ -244,6 +310,7 @@ static void print_bot(const cJSON *b)
 	printf("%-16s%s\n", "allow_new_repos",
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "allow_new_repos")) ? "yes" : "no");
 	print_paths("pods", cJSON_GetObjectItemCaseSensitive(b, "pods"));
+	print_limits(cJSON_GetObjectItemCaseSensitive(b, "limits"));
 	print_time("created", b, "created");
 	print_time("expires", b, "expires");
 	printf("%-16s%s\n", "socket", str(b, "socket"));

@@ -156,6 +156,10 @@ static bool configure_check(struct request *r, struct bot *b, const struct bot_s
 		next->network = s->network;
 	if (s->has_allow_new_repos)
 		next->allow_new_repos = s->allow_new_repos;
+	if (s->has_memory_max)
+		next->memory_max = s->memory_max;
+	if (s->has_pids_max)
+		next->pids_max = s->pids_max;
 	if (next->sandbox != SANDBOX_DANGER_FULL_ACCESS && b->uid_set && b->uid == 0) {
 		fail(r, "forbidden", ROOT_BOT_REFUSED, b->name, "its user");
 		return false;
@@ -165,7 +169,8 @@ static bool configure_check(struct request *r, struct bot *b, const struct bot_s
 		return false;
 	TAILQ_FOREACH(c, &ds.bots, entry) {
 		if (c->creator != NULL && strcmp(c->creator, b->name) == 0 && !c->deleting &&
-		    !auth_within_ceiling(c, next, why, sizeof why)) {
+		    (!auth_within_ceiling(c, next, why, sizeof why) ||
+		     !limits_within(c, next, why, sizeof why))) {
 			fail(r, "forbidden",
 			     "%s would be above its maker's new limits (%s): "
 			     "configure or delete it first",
@@ -197,6 +202,8 @@ static void configure_apply(struct bot *b, struct bot_spec *s, const struct bot 
 	b->sandbox = next->sandbox;
 	b->network = next->network;
 	b->allow_new_repos = next->allow_new_repos;
+	b->memory_max = next->memory_max;
+	b->pids_max = next->pids_max;
 	if (s->has_ttl) {
 		b->ttl = s->ttl;
 		b->expires = s->ttl > 0 ? time(NULL) + s->ttl : 0;

@@ -7,7 +7,7 @@ src_libagentfs_common_a_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 bin_PROGRAMS += src/agentfs
 src_agentfs_SOURCES = src/agentfs.c src/cmd-mount.c src/client.c src/cmd-bots.c src/cmd-exec.c \
 	src/exec.h src/exec-as.c src/exec-bwrap.c src/exec-env.c src/exec-guard.c \
-	src/exec-user.c src/cmd-audit.c src/cmd-log.c
+	src/exec-user.c src/cmd-ps.c src/cmd-audit.c src/cmd-log.c
 src_agentfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS)
 src_agentfs_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitguard.a \
 	$(FUSE_LIBS) $(CJSON_LIBS) $(GIT2_LIBS) -lutil -lpthread
@@ -15,6 +15,7 @@ src_agentfs_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitgu
 sbin_PROGRAMS += src/agentfsd
 src_agentfsd_SOURCES = src/agentfsd.c src/server.c src/proto.c src/bots-int.h src/bots.c \
 	src/authority.c src/configure.c src/queries.c src/plan.c src/roots.c src/jobs.c src/sandbox.c \
+	src/cgroup.c src/cgroup.h \
 	src/restart.c src/state.c \
 	src/events.c src/changes.c
 src_agentfsd_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) $(EVENT_CFLAGS)

@@ -26,6 +26,44 @@
  */
 int plan_config(struct config *cfg, const cJSON *v, char *err, size_t len)
 {
+	if (strcmp(v->string, "cgroup") == 0) {
+		if (!cJSON_IsString(v) || strlen(v->valuestring) >= PATH_MAX / 2 ||
+		    strstr(v->valuestring, "..") != NULL) {
+			snprintf(
+				err, len,
+				"config field \"cgroup\" must be a cgroup path (absolute: from the "
+				"top of each hierarchy; relative: from agentfsd's own), or \"\"");
+			return -EINVAL;
+		}
+		free(cfg->cgroup);
+		cfg->cgroup = strdup(v->valuestring);
+		return cfg->cgroup != NULL ? 1 : -ENOMEM;
+	}
+	if (strcmp(v->string, "default_memory_max") == 0) {
+		if (!cJSON_IsNumber(v) || v->valuedouble < MEMORY_MIN ||
+		    v->valuedouble > MEMORY_MAX ||
+		    v->valuedouble != (double)(uint64_t)v->valuedouble) {
+			snprintf(err, len,
+				 "config field \"default_memory_max\" must be whole bytes from "
+				 "%llu (16 MiB) to 2^50",
+				 (unsigned long long)MEMORY_MIN);
+			return -EINVAL;
+		}
+		cfg->default_memory_max = (uint64_t)v->valuedouble;
+		return 1;
+	}
+	if (strcmp(v->string, "default_pids_max") == 0) {
+		if (!cJSON_IsNumber(v) || v->valuedouble < PIDS_MIN || v->valuedouble > PIDS_MAX ||
+		    v->valuedouble != (double)(uint64_t)v->valuedouble) {
+			snprintf(err, len,
+				 "config field \"default_pids_max\" must be a whole number from %d "
+				 "to %d",
+				 PIDS_MIN, PIDS_MAX);
+			return -EINVAL;
+		}
+		cfg->default_pids_max = (uint64_t)v->valuedouble;
+		return 1;
+	}
 	if (strcmp(v->string, "bwrap") == 0) {
 		if (!cJSON_IsString(v) || v->valuestring[0] != '/' ||
 		    strlen(v->valuestring) >= PATH_MAX) {
@@ -247,7 +285,8 @@ void bots_exec_plan(struct request *r, const char *name, const char *pod)
 	if (pod != NULL && !auth_pod_allowed(b, pod)) {
 		if (b->pods.n == 0)
 			fail(r, "forbidden",
-			     "bot %s names no pods: `agentfs configure %s --pod NAMESPACE/SERVICEACCOUNT`",
+			     "bot %s names no pods: `agentfs configure %s --pod "
+			     "NAMESPACE/SERVICEACCOUNT`",
 			     b->name, b->name);
 		else
 			fail(r, "forbidden", "pod %s is not one of bot %s's pods", pod, b->name);

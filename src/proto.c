@@ -108,6 +108,8 @@ static const struct field f_create[] = {
 	{"user", cJSON_String, false},
 	{"progress", cJSON_True, false},
 	{"pods", POD_ARRAY, false},
+	{"memory_max", cJSON_Number, false},
+	{"pids_max", cJSON_Number, false},
 	{NULL, 0, false},
 };
 static const struct field f_configure[] = {
@@ -115,7 +117,8 @@ static const struct field f_configure[] = {
 	{"writable", cJSON_Array, false}, {"readable", cJSON_Array, false},
 	{"network", cJSON_True, false},	  {"allow_new_repos", cJSON_True, false},
 	{"ttl", cJSON_Number, false},	  {"progress", cJSON_True, false},
-	{"pods", POD_ARRAY, false},	  {NULL, 0, false},
+	{"pods", POD_ARRAY, false},	  {"memory_max", cJSON_Number, false},
+	{"pids_max", cJSON_Number, false}, {NULL, 0, false},
 };
 static const struct field f_fork[] = {
 	{"name", cJSON_String, true},
@@ -128,6 +131,8 @@ static const struct field f_fork[] = {
 	{"ttl", cJSON_Number, false},
 	{"progress", cJSON_True, false},
 	{"pods", POD_ARRAY, false},
+	{"memory_max", cJSON_Number, false},
+	{"pids_max", cJSON_Number, false},
 	{NULL, 0, false},
 };
 static const struct field f_exec_plan[] = {
@@ -346,6 +351,29 @@ static cJSON *parse_spec(const cJSON *req, struct bot_spec *s)
 					   "one year");
 		s->has_ttl = true;
 		s->ttl = (long)v->valuedouble;
+	}
+	/* each sandbox's limits: 0 takes the config's default back */
+	v = cJSON_GetObjectItemCaseSensitive(req, "memory_max");
+	if (v != NULL) {
+		if ((v->valuedouble != 0 &&
+		     (v->valuedouble < MEMORY_MIN || v->valuedouble > MEMORY_MAX)) ||
+		    v->valuedouble != (double)(uint64_t)v->valuedouble)
+			return proto_error("bad_value",
+					   "memory_max must be whole bytes from 16 MiB to 2^50, or 0 "
+					   "(the default)");
+		s->has_memory_max = true;
+		s->memory_max = (uint64_t)v->valuedouble;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "pids_max");
+	if (v != NULL) {
+		if ((v->valuedouble != 0 && (v->valuedouble < PIDS_MIN || v->valuedouble > PIDS_MAX)) ||
+		    v->valuedouble != (double)(uint64_t)v->valuedouble)
+			return proto_error("bad_value",
+					   "pids_max must be a whole number from %d to %d, or 0 (the "
+					   "default)",
+					   PIDS_MIN, PIDS_MAX);
+		s->has_pids_max = true;
+		s->pids_max = (uint64_t)v->valuedouble;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(req, "user");
 	if (v != NULL) {

@@ -4,6 +4,7 @@
  * and shutdown, which ends the loop. (The exec plan: plan.c.)
  */
 #include "src/bots-int.h"
+#include "src/cgroup.h"
 #include "fusefs/fusefs.h"
 
 #include <stdio.h>
@@ -36,6 +37,7 @@ void bots_show(struct request *r, const char *name)
 	bot = bot_to_json(b, true);
 	cJSON_AddItemToObject(body, "bot", bot);
 	sandboxes_json(b, bot);
+	limits_json(b, bot);
 	request_reply(r, body);
 }
 
@@ -73,6 +75,7 @@ void bots_status(struct request *r)
 					ds.cfg->poll_set ? ds.cfg->poll_us : FS_POLL_US_DEFAULT);
 		cJSON_AddStringToObject(body, "socket", ds.cfg->socket_path);
 		cJSON_AddStringToObject(body, "state", ds.cfg->state_dir);
+		cgroups_json(body);
 	}
 	request_reply(r, body);
 }

@@ -6,6 +6,7 @@
  * SIGKILL) before the bot is deleted.
  */
 #include "src/bots-int.h"
+#include "src/cgroup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 
 #include <event2/event.h>
@@ -29,25 +31,27 @@
  */
 struct sandbox_run {
 	struct bot *bot;
-	pid_t pid;		 /* the agentfs exec (for danger-full-access, the command) */
-	int pidfd;		 /* always held */
+	pid_t pid; /* the agentfs exec (for danger-full-access, the command) */
+	int pidfd; /* always held */
 	unsigned long long pid_start;
 	pid_t child; /* its bwrap, once registered; 0: none */
 	int childfd; /* -1: none */
 	unsigned long long child_start;
 	pid_t init; /* the sandbox's init, from a client that reports it; 0: none */
 	int initfd;
-	uid_t uid;	/* the client's, who registered it */
-	uid_t run_uid;	/* the bot's user when it started */
-	time_t started; /* wall clock */
-	cJSON *argv;	/* the command, as the client gave it (capped) */
+	uid_t uid;		       /* the client's, who registered it */
+	uid_t run_uid;		       /* the bot's user when it started */
+	time_t started;		       /* wall clock */
+	cJSON *argv;		       /* the command, as the client gave it (capped) */
+	char cg[BOT_NAME_MAX + 24];    /* its cgroup's name (cgroup.c), "" without */
+	uint64_t memory_max, pids_max; /* the limits it was started with */
 	struct event *ev;
 	LIST_ENTRY(sandbox_run) entry;
 };
 
-#define SANDBOXES_MAX 256	  /* per bot */
-#define ARGV_MAX_BYTES 4096	  /* of a command kept for ps */
-#define ARGV_MAX_ITEMS 64	  /* of its arguments */
+#define SANDBOXES_MAX 256   /* per bot */
+#define ARGV_MAX_BYTES 4096 /* of a command kept for ps */
+#define ARGV_MAX_ITEMS 64   /* of its arguments */
 #define SANDBOXES_FILE "sandboxes.json"
 #define SANDBOXES_FILE_MAX (SANDBOXES_MAX * 64 * 8 * 1024) /* far above what is written */
 
@@ -68,6 +72,103 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* A sandbox's limits for bot b: its own, else the config's defaults. */
+uint64_t bot_memory_max(const struct bot *b)
+{
+	if (b->memory_max > 0)
+		return b->memory_max;
+	return ds.cfg->default_memory_max > 0 ? ds.cfg->default_memory_max
+					      : cgroup_default_memory();
+}
+
+uint64_t bot_pids_max(const struct bot *b)
+{
+	if (b->pids_max > 0)
+		return b->pids_max;
+	return ds.cfg->default_pids_max > 0 ? ds.cfg->default_pids_max : 4096;
+}
+
+/* A bot's bot b may take no more than its maker c: its limits are under c's. */
+bool limits_within(const struct bot *b, const struct bot *c, char *why, size_t len)
+{
+	if (bot_memory_max(b) > bot_memory_max(c)) {
+		snprintf(why, len, "memory_max %llu is above %s's %llu",
+			 (unsigned long long)bot_memory_max(b), c->name,
+			 (unsigned long long)bot_memory_max(c));
+		return false;
+	}
+	if (bot_pids_max(b) > bot_pids_max(c)) {
+		snprintf(why, len, "pids_max %llu is above %s's %llu",
+			 (unsigned long long)bot_pids_max(b), c->name,
+			 (unsigned long long)bot_pids_max(c));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Cgroups of ended sandboxes still holding a process (a zombie being
+ * reaped): removed again every 100 ms, for up to 10 s. Loop only.
+ */
+#define CG_PENDING 64
+static struct {
+	char name[BOT_NAME_MAX + 24];
+	int tries;
+} cg_pending[CG_PENDING];
+static struct event *cg_timer;
+
+static void cg_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct timeval tv = {0, 100 * 1000};
+	bool more = false;
+	size_t i;
+
+	for (i = 0; i < CG_PENDING; i++) {
+		if (cg_pending[i].name[0] == '\0')
+			continue;
+		cgroup_sandbox_kill(cg_pending[i].name);
+		if (cgroup_sandbox_remove(cg_pending[i].name) == 0 ||
+		    ++cg_pending[i].tries >= 100) {
+			if (cg_pending[i].tries >= 100)
+				log_msg(LOG_WARNING,
+					"the cgroup %s of an ended sandbox is still busy: "
+					"left in place",
+					cg_pending[i].name);
+			cg_pending[i].name[0] = '\0';
+		} else {
+			more = true;
+		}
+	}
+	if (more && cg_timer != NULL)
+		evtimer_add(cg_timer, &tv);
+}
+
+/* The sandbox ended: nothing of it may run on, and its cgroup goes. */
+static void cg_end(const char *name)
+{
+	struct timeval tv = {0, 100 * 1000};
+	size_t i;
+
+	if (name[0] == '\0')
+		return;
+	cgroup_sandbox_kill(name);
+	if (cgroup_sandbox_remove(name) == 0)
+		return;
+	for (i = 0; i < CG_PENDING && cg_pending[i].name[0] != '\0'; i++)
+		;
+	if (i == CG_PENDING) {
+		log_msg(LOG_WARNING,
+			"the cgroup %s of an ended sandbox is still busy: left in place", name);
+		return;
+	}
+	snprintf(cg_pending[i].name, sizeof cg_pending[i].name, "%s", name);
+	cg_pending[i].tries = 0;
+	if (cg_timer == NULL)
+		cg_timer = evtimer_new(ds.base, cg_retry, NULL);
+	if (cg_timer != NULL)
+		evtimer_add(cg_timer, &tv);
+}
+
 static void sandbox_free(struct sandbox_run *sb)
 {
 	LIST_REMOVE(sb, entry);
@@ -79,6 +180,13 @@ static void sandbox_free(struct sandbox_run *sb)
 	close_fd(&sb->initfd);
 	cJSON_Delete(sb->argv);
 	free(sb);
+}
+
+/* The exec ended, or rm --force gave up: its sandbox's cgroup goes, and the record. */
+static void sandbox_end(struct sandbox_run *sb)
+{
+	cg_end(sb->cg);
+	sandbox_free(sb);
 }
 
 /* ---- on disk ---------------------------------------------------------------- */
@@ -95,6 +203,9 @@ static cJSON *sandbox_to_json(const struct sandbox_run *sb)
 	    cJSON_AddNumberToObject(o, "uid", sb->uid) == NULL ||
 	    cJSON_AddNumberToObject(o, "run_uid", sb->run_uid) == NULL ||
 	    cJSON_AddNumberToObject(o, "started", (double)sb->started) == NULL ||
+	    cJSON_AddStringToObject(o, "cgroup", sb->cg) == NULL ||
+	    cJSON_AddNumberToObject(o, "memory_max", (double)sb->memory_max) == NULL ||
+	    cJSON_AddNumberToObject(o, "pids_max", (double)sb->pids_max) == NULL ||
 	    (sb->argv != NULL &&
 	     !cJSON_AddItemToObject(o, "argv", cJSON_Duplicate(sb->argv, true)))) {
 		cJSON_Delete(o);
@@ -145,6 +256,9 @@ static bool stopping;
 void sandboxes_stop(void)
 {
 	stopping = true;
+	if (cg_timer != NULL)
+		event_free(cg_timer);
+	cg_timer = NULL;
 }
 
 /* b is deleted: its sandboxes are no longer followed (they were ended, or rm --force gave up). */
@@ -152,8 +266,13 @@ void sandboxes_free(struct bot *b)
 {
 	bool any = !LIST_EMPTY(&b->sandboxes);
 
-	while (!LIST_EMPTY(&b->sandboxes))
-		sandbox_free(LIST_FIRST(&b->sandboxes));
+	while (!LIST_EMPTY(&b->sandboxes)) {
+		if (stopping)
+			sandbox_free(
+				LIST_FIRST(&b->sandboxes)); /* it runs on, for the next daemon */
+		else
+			sandbox_end(LIST_FIRST(&b->sandboxes));
+	}
 	if (any && !stopping)
 		sandboxes_save();
 }
@@ -161,7 +280,7 @@ void sandboxes_free(struct bot *b)
 /* The exec ended: it no longer holds the bot. */
 static void sandbox_gone(evutil_socket_t fd, short what, void *arg)
 {
-	sandbox_free(arg);
+	sandbox_end(arg);
 	sandboxes_save();
 }
 
@@ -248,7 +367,8 @@ static bool sandbox_restore_one(const cJSON *o)
 	struct sandbox_run *sb;
 
 	if (b == NULL || b->deleting || num(o, "pid") < 2 || num(o, "uid") < 0 ||
-	    num(o, "run_uid") < 0 || b->nsandboxes >= SANDBOXES_MAX || (sb = sandbox_new(b)) == NULL)
+	    num(o, "run_uid") < 0 || b->nsandboxes >= SANDBOXES_MAX ||
+	    (sb = sandbox_new(b)) == NULL)
 		return false;
 	sb->pid = (pid_t)num(o, "pid");
 	sb->uid = (uid_t)num(o, "uid");
@@ -256,7 +376,14 @@ static bool sandbox_restore_one(const cJSON *o)
 	sb->started = (time_t)num(o, "started");
 	if (cJSON_IsArray(argv))
 		sb->argv = cJSON_Duplicate(argv, true);
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "cgroup")))
+		snprintf(sb->cg, sizeof sb->cg, "%s",
+			 cJSON_GetObjectItemCaseSensitive(o, "cgroup")->valuestring);
+	sb->memory_max = num(o, "memory_max") > 0 ? (uint64_t)num(o, "memory_max") : 0;
+	sb->pids_max = num(o, "pids_max") > 0 ? (uint64_t)num(o, "pids_max") : 0;
 	if (hold_again(sb->pid, (unsigned long long)num(o, "pid_start"), &sb->pidfd) != 0) {
+		/* it ended while no daemon ran: what may be left of it goes */
+		cg_end(sb->cg);
 		sandbox_discard(sb);
 		return false;
 	}
@@ -273,8 +400,8 @@ static bool sandbox_restore_one(const cJSON *o)
 		return false;
 	}
 	sandbox_insert(sb);
-	log_msg(LOG_INFO, "bot %s: a sandbox still runs (agentfs exec pid %d): taken back",
-		b->name, (int)sb->pid);
+	log_msg(LOG_INFO, "bot %s: a sandbox still runs (agentfs exec pid %d): taken back", b->name,
+		(int)sb->pid);
 	return true;
 }
 
@@ -300,8 +427,9 @@ void sandboxes_restore(void)
 		return;
 	root = n > 0 && n <= SANDBOXES_FILE_MAX ? cJSON_ParseWithLength(text, (size_t)n) : NULL;
 	if (root == NULL) {
-		log_msg(LOG_WARNING, "%s is unreadable or malformed: sandboxes that still run are "
-				     "not known (rm will not see them)",
+		log_msg(LOG_WARNING,
+			"%s is unreadable or malformed: sandboxes that still run are "
+			"not known (rm will not see them)",
 			path);
 		return;
 	}
@@ -369,6 +497,8 @@ static void sandbox_signal(struct sandbox_run *sb, int sig)
 		pidfd_signal(sb->childfd, SIGKILL);
 	if (sig == SIGKILL && sb->initfd >= 0 && may_signal(sb->initfd, sb->init, sb->uid))
 		pidfd_signal(sb->initfd, SIGKILL);
+	if (sig == SIGKILL && sb->cg[0] != '\0')
+		cgroup_sandbox_kill(sb->cg);
 	if (may_signal(sb->pidfd, sb->pid, sb->uid))
 		pidfd_signal(sb->pidfd, sig);
 }
@@ -383,7 +513,7 @@ static struct sandbox_run *sandbox_of(struct bot *b, pid_t pid)
 			continue;
 		if (pidfd_signal(sb->pidfd, 0) == 0)
 			return sb;
-		sandbox_free(sb);
+		sandbox_end(sb);
 		return NULL;
 	}
 	return NULL;
@@ -432,6 +562,49 @@ static cJSON *argv_copy(const cJSON *argv)
 	return out;
 }
 
+/*
+ * A cgroup of its own for a new sandbox, with its bot's limits, named
+ * BOT.RANDOM (unique across daemons that share the base, and restarts).
+ * Without one that the configuration asks for, nothing runs: false after
+ * failing the request, saying why and what to do.
+ */
+static bool sandbox_cgroup(struct request *r, struct sandbox_run *sb)
+{
+	char why[PATH_MAX + 256];
+	uint64_t id;
+
+	sb->memory_max = bot_memory_max(sb->bot);
+	sb->pids_max = bot_pids_max(sb->bot);
+	if (cgroup_mode() == CG_OFF)
+		return true;
+	if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id) {
+		fail(r, "internal", "no random name for the sandbox's cgroup: %s", strerror(errno));
+		return false;
+	}
+	snprintf(sb->cg, sizeof sb->cg, "%s.%016llx", sb->bot->name, (unsigned long long)id);
+	if (cgroup_sandbox_make(sb->cg, sb->memory_max, sb->pids_max, why, sizeof why) != 0) {
+		sb->cg[0] = '\0';
+		fail(r, "no_cgroup",
+		     "%s: nothing was run. agentfsd puts each sandbox in a cgroup of its own "
+		     "with its bot's memory and pids limits; the config's \"cgroup\" names where "
+		     "(\"\": none, and no limits)",
+		     why);
+		return false;
+	}
+	return true;
+}
+
+/* Put pid, held and not yet running the command, in sb's cgroup; false after failing. */
+static bool sandbox_enter(struct request *r, struct sandbox_run *sb, pid_t pid)
+{
+	char why[PATH_MAX + 256];
+
+	if (sb->cg[0] == '\0' || cgroup_sandbox_enter(sb->cg, pid, why, sizeof why) == 0)
+		return true;
+	fail(r, "no_cgroup", "%s: nothing was run", why);
+	return false;
+}
+
 /* A new record of the client pid running b; NULL after failing the request. */
 static struct sandbox_run *sandbox_add(struct request *r, struct bot *b, pid_t pid,
 				       const cJSON *argv)
@@ -455,6 +628,10 @@ static struct sandbox_run *sandbox_add(struct request *r, struct bot *b, pid_t p
 	if (hold_peer(r, pid, &sb->pidfd, &sb->pid_start) != 0 || !sandbox_watch(sb)) {
 		sandbox_discard(sb);
 		fail(r, "internal", "cannot follow the client's process: %s", strerror(errno));
+		return NULL;
+	}
+	if (!sandbox_cgroup(r, sb)) {
+		sandbox_discard(sb);
 		return NULL;
 	}
 	sandbox_insert(sb);
@@ -542,8 +719,9 @@ void bots_exec_register(struct request *r, const char *name, const cJSON *req)
 		return;
 	}
 	if (caller_of(r) != NULL && b->sandbox != SANDBOX_DANGER_FULL_ACCESS) {
-		fail(r, "forbidden", "a bot runs only danger-full-access bots' commands itself; "
-				     "the operator runs the others");
+		fail(r, "forbidden",
+		     "a bot runs only danger-full-access bots' commands itself; "
+		     "the operator runs the others");
 		return;
 	}
 	if (pid <= 0) {
@@ -569,10 +747,17 @@ void bots_exec_register(struct request *r, const char *name, const cJSON *req)
 			return;
 		added = true;
 	}
-	if ((child > 0 && !sandbox_set_child(r, sb, child)) ||
-	    (init > 0 && sb->initfd < 0 && !sandbox_set_init(r, sb, init))) {
+	/*
+	 * The bwrap goes into the sandbox's cgroup before it starts, so all it
+	 * starts is there; a client that runs the command itself (an unconfined
+	 * bot's) goes in itself. Either is held by pidfd first: the pid written
+	 * is that process's.
+	 */
+	if ((child > 0 && (!sandbox_set_child(r, sb, child) || !sandbox_enter(r, sb, child))) ||
+	    (init > 0 && sb->initfd < 0 && !sandbox_set_init(r, sb, init)) ||
+	    (added && child <= 0 && init <= 0 && !sandbox_enter(r, sb, pid))) {
 		if (added)
-			sandbox_free(sb);
+			sandbox_end(sb);
 		return;
 	}
 	sandboxes_save();
@@ -707,6 +892,16 @@ void running_msg(struct bot **v, size_t n, char *out, size_t len)
 				off += (size_t)snprintf(out + off, len - off, " %d", (int)sb->pid);
 }
 
+/* What a sandbox's cgroup says it uses now: "memory" and "pids", where known. */
+static bool sandbox_usage(cJSON *o, const char *cg)
+{
+	long long mem, pids;
+
+	cgroup_sandbox_usage(cg, &mem, &pids);
+	return (mem < 0 || cJSON_AddNumberToObject(o, "memory", (double)mem) != NULL) &&
+	       (pids < 0 || cJSON_AddNumberToObject(o, "pids", (double)pids) != NULL);
+}
+
 /* One sandbox as show and ps give it. */
 static cJSON *sandbox_json(const struct sandbox_run *sb, bool with_bot)
 {
@@ -721,9 +916,12 @@ static cJSON *sandbox_json(const struct sandbox_run *sb, bool with_bot)
 	     cJSON_AddNumberToObject(o, "started", (double)sb->started) != NULL &&
 	     cJSON_AddNumberToObject(o, "uid", sb->run_uid) != NULL &&
 	     cJSON_AddStringToObject(o, "user", u != NULL ? u : "") != NULL &&
-	     cJSON_AddItemToObject(o, "command", sb->argv != NULL
-							 ? cJSON_Duplicate(sb->argv, true)
-							 : cJSON_CreateArray());
+	     cJSON_AddNumberToObject(o, "memory_max", (double)sb->memory_max) != NULL &&
+	     cJSON_AddNumberToObject(o, "pids_max", (double)sb->pids_max) != NULL &&
+	     (sb->cg[0] == '\0' || sandbox_usage(o, sb->cg)) &&
+	     cJSON_AddItemToObject(o, "command",
+				   sb->argv != NULL ? cJSON_Duplicate(sb->argv, true)
+						    : cJSON_CreateArray());
 	free(u);
 	if (!ok) {
 		cJSON_Delete(o);
@@ -740,6 +938,28 @@ void sandboxes_json(const struct bot *b, cJSON *bot)
 
 	LIST_FOREACH(sb, &b->sandboxes, entry)
 		cJSON_AddItemToArray(arr, sandbox_json(sb, false));
+}
+
+/* In show: what each of b's sandboxes gets, its own limits or the defaults. */
+void limits_json(const struct bot *b, cJSON *bot)
+{
+	cJSON *o = cJSON_AddObjectToObject(bot, "limits");
+
+	cJSON_AddNumberToObject(o, "memory_max", (double)bot_memory_max(b));
+	cJSON_AddNumberToObject(o, "pids_max", (double)bot_pids_max(b));
+	cJSON_AddBoolToObject(o, "applied", cgroup_mode() == CG_V1 || cgroup_mode() == CG_V2);
+}
+
+/* In status: which cgroups hold the sandboxes, and where; why none, where none can. */
+void cgroups_json(cJSON *body)
+{
+	static const char *const names[] = {"off", "v1", "v2", "unusable"};
+
+	cJSON_AddStringToObject(body, "cgroups", names[cgroup_mode()]);
+	if (cgroup_mode() == CG_V1 || cgroup_mode() == CG_V2)
+		cJSON_AddStringToObject(body, "cgroup", cgroup_where());
+	else if (cgroup_mode() == CG_BROKEN)
+		cJSON_AddStringToObject(body, "cgroup", cgroup_why());
 }
 
 /* ps: every running sandbox of the bots the caller may see. */

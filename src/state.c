@@ -64,6 +64,8 @@ cJSON *bot_to_json(const struct bot *b, bool full)
 	cJSON_AddBoolToObject(o, "allow_new_repos", b->allow_new_repos);
 	cJSON_AddItemToObject(o, "pods", paths_json(&b->pods));
 	cJSON_AddNumberToObject(o, "ttl", (double)b->ttl);
+	cJSON_AddNumberToObject(o, "memory_max", (double)b->memory_max);
+	cJSON_AddNumberToObject(o, "pids_max", (double)b->pids_max);
 	cJSON_AddNumberToObject(o, "created", (double)b->created);
 	cJSON_AddNumberToObject(o, "expires", (double)b->expires);
 	if (b->uid_set) {
@@ -229,6 +231,13 @@ static struct bot *load_bot(const cJSON *o)
 	b->allow_new_repos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "allow_new_repos"));
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "ttl")) != NULL && cJSON_IsNumber(v))
 		b->ttl = (long)v->valuedouble;
+	/* a state from before limits, or one out of range: the default */
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "memory_max")) != NULL && cJSON_IsNumber(v) &&
+	    v->valuedouble >= MEMORY_MIN && v->valuedouble <= MEMORY_MAX)
+		b->memory_max = (uint64_t)v->valuedouble;
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "pids_max")) != NULL && cJSON_IsNumber(v) &&
+	    v->valuedouble >= PIDS_MIN && v->valuedouble <= PIDS_MAX)
+		b->pids_max = (uint64_t)v->valuedouble;
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "created")) != NULL && cJSON_IsNumber(v))
 		b->created = (time_t)v->valuedouble;
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "expires")) != NULL && cJSON_IsNumber(v))

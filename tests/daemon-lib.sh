@@ -17,6 +17,11 @@
 #                               --config in ARGS comes later and wins;
 #                               daemonised: returns once it listens); D_PID
 #                               is its pid
+#   D_CGROUP                    where its sandboxes' cgroups go (--cgroup): a
+#                               base of this test's own, /agentfs-test.PID,
+#                               where the host's cgroups can be written, else
+#                               "" (none); "config" leaves it to the config.
+#                               The trap ends what is left in it and removes it
 #   daemon_pids [SOCKET]        pids of our agentfsd on SOCKET (default: all of ours)
 #   daemon_kill SIG             signal them, by pid
 #   daemon_wait_gone SECONDS    wait until none is left
@@ -132,9 +137,42 @@ daemon_kill9()
 	daemon_wait_gone 5
 }
 
+# The sandboxes' cgroups: v2 with memory and pids, or v1's two hierarchies.
+D_CGROUP=
+if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null &&
+	grep -qw pids /sys/fs/cgroup/cgroup.controllers && [ -w /sys/fs/cgroup ]; then
+	D_CGROUP=/agentfs-test.$$
+	D_CGROUP_DIRS="/sys/fs/cgroup$D_CGROUP"
+elif [ -w /sys/fs/cgroup/memory ] && [ -w /sys/fs/cgroup/pids ] &&
+	[ "$(stat -f -c %T /sys/fs/cgroup/memory 2>/dev/null)" = cgroupfs ]; then
+	D_CGROUP=/agentfs-test.$$
+	D_CGROUP_DIRS="/sys/fs/cgroup/memory$D_CGROUP /sys/fs/cgroup/pids$D_CGROUP"
+fi
+
+# daemon_cgroups_gone: nothing of ours left in the sandboxes' cgroups (killed by
+# pid, read from our own base), and the base removed
+daemon_cgroups_gone()
+{
+	local d p i
+	[ -n "$D_CGROUP" ] && [ "$D_CGROUP" != config ] || return 0
+	for i in 1 2 3; do
+		for d in $D_CGROUP_DIRS; do
+			[ -d "$d" ] || continue
+			for p in $(cat "$d"/*/cgroup.procs 2>/dev/null); do
+				kill -KILL "$p" 2>/dev/null
+			done
+			find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+		done
+		sleep 0.1
+	done
+}
+
 daemon_start()
 {
-	"$AGENTFSD" --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE" "$@" || return $?
+	local cg=()
+	[ "$D_CGROUP" = config ] || cg=(--cgroup "$D_CGROUP")
+	"$AGENTFSD" --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE" "${cg[@]}" "$@" ||
+		return $?
 	D_PID=$(daemon_pids "$D_SOCK" | head -n 1)
 	[ -n "$D_PID" ]
 }
@@ -249,6 +287,7 @@ daemon_cleanup()
 			[ "$(mounts_under "$T")" -eq 0 ] && break
 			sleep 0.2
 		done
+		daemon_cgroups_gone
 	fi
 	(exit "$rc")
 	lib_cleanup

@@ -141,7 +141,8 @@ out=$(env PATH=/nonexistent "$AGENTFS" --socket "$D_SOCK" exec w1 -- /bin/sh -c 
 is "$out" ran "the caller's PATH does not decide which bwrap runs"
 afs shutdown >/dev/null 2>&1
 daemon_wait_gone 20 || bail_out "agentfsd did not stop"
-env PATH=/nonexistent "$AGENTFSD" --socket "$D_SOCK" --state "$D_STATE" || bail_out "agentfsd did not start"
+env PATH=/nonexistent "$AGENTFSD" --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE" \
+	--cgroup "$D_CGROUP" || bail_out "agentfsd did not start"
 err=$(ex w1 -- /bin/sh -c '/usr/bin/touch "$1"' sh "$W/marker1" </dev/null 2>&1 >/dev/null)
 is "$?" 125 "no bwrap in agentfsd's PATH: exec exits 125"
 like "$err" "no_bwrap: bwrap not found in /nonexistent" "... and says so"

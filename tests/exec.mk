@@ -15,7 +15,8 @@ EXEC_TESTS = \
 	tests/exec-force.sh \
 	tests/exec-keys.sh \
 	tests/exec-operator.sh \
-	tests/exec-linkedwt.sh
+	tests/exec-linkedwt.sh \
+	tests/exec-cgroup.sh
 TESTS += $(EXEC_TESTS)
 EXTRA_DIST += tests/exec-lib.sh $(EXEC_TESTS)
 
