@@ -160,7 +160,7 @@ is "$(mounts_in "$T" | wc -l)" 0 "nothing is left mounted"
 # --- a config file: workers and poll_us ---------------------------------------
 cs="$T/cfg.sock"
 cafs() { "$top_builddir/src/agentfs" --socket "$cs" "$@"; }
-printf '{"workers": 2, "poll_us": 0, "group": ""}\n' >"$T/cfg.json"
+printf '{"workers": 2, "poll_us": 0, "group": "", "cgroup": ""}\n' >"$T/cfg.json"
 mkdir -p "$T/cfgwork"
 if "$AGENTFSD" --socket "$cs" --state "$T/cfgstate" --config "$T/cfg.json"; then
 	ok "agentfsd starts with --config (workers 2, poll_us 0)"
@@ -177,7 +177,7 @@ else
 fi
 # The longest poll and two workers (so one poller at most): a mount kept
 # busy without pause must not keep another mount of the daemon waiting.
-printf '{"workers": 2, "poll_us": 10000, "group": ""}\n' >"$T/cfg.json"
+printf '{"workers": 2, "poll_us": 10000, "group": "", "cgroup": ""}\n' >"$T/cfg.json"
 mkdir -p "$T/busy" "$T/calm"
 echo calm >"$T/calm/f"
 if "$AGENTFSD" --socket "$cs" --state "$T/cfgstate" --config "$T/cfg.json"; then

@@ -62,7 +62,6 @@ D_PID=
 # exist, must change nothing: every daemon a test starts is given this file.
 D_CONFIG="$T/agentfsd-test.json"
 D_LOG="$T/agentfsd.log"
-printf '{"group": "", "log_target": "file:%s"}\n' "$D_LOG" >"$D_CONFIG"
 
 # daemon_pids [SOCKET]: pids of the agentfsd serving SOCKET, or of every
 # agentfsd started with a path under $T (our paths hold no glob characters)
@@ -148,6 +147,9 @@ elif [ -w /sys/fs/cgroup/memory ] && [ -w /sys/fs/cgroup/pids ] &&
 	D_CGROUP=/agentfs-test.$$
 	D_CGROUP_DIRS="/sys/fs/cgroup/memory$D_CGROUP /sys/fs/cgroup/pids$D_CGROUP"
 fi
+# D_CONFIG names it too, so a daemon started without daemon_start makes no
+# cgroup outside ours either (the built-in default, /agentfs, would stay)
+printf '{"group": "", "log_target": "file:%s", "cgroup": "%s"}\n' "$D_LOG" "$D_CGROUP" >"$D_CONFIG"
 
 # daemon_cgroups_gone: nothing of ours left in the sandboxes' cgroups (killed by
 # pid, read from our own base), and the base removed

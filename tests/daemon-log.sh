@@ -116,7 +116,7 @@ listen "$T/journal.sock" "$T/journal.got"
 listen "$T/syslog.sock" "$T/syslog.got"
 
 # D_CONFIG names a file: these daemons are given none
-printf '{"group": ""}\n' >"$T/plain.json"
+printf '{"group": "", "cgroup": ""}\n' >"$T/plain.json"
 # neither: STATE/agentfsd.log, and the start says so
 if out=$(in_host - - env -u INVOCATION_ID "$AGENTFSD" --config "$T/plain.json" --socket "$D_SOCK" --state "$D_STATE" 2>&1); then
 	is "$out" "agentfsd: no journal or syslog here: agentfsd logs to $D_STATE/agentfsd.log" \

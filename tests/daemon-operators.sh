@@ -115,7 +115,7 @@ afs shutdown >/dev/null
 daemon_wait_gone 10
 
 # A group the configuration names must exist; "" is root only.
-printf '{"group": "afs-no-such-group"}\n' >"$T/conf2"
+printf '{"group": "afs-no-such-group", "cgroup": ""}\n' >"$T/conf2"
 out=$("$AGENTFSD" --config "$T/conf2" --socket "$D_SOCK" --state "$D_STATE" 2>&1)
 case "$out" in
 *'no group named afs-no-such-group'*) ok "a configured group that does not exist stops the start" ;;

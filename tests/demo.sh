@@ -37,7 +37,7 @@ demo_cleanup()
 trap demo_cleanup EXIT
 groupadd "$grp" || bail_out "cannot add a group"
 useradd -M -U -G "$grp" -s /usr/sbin/nologin "$member" || bail_out "cannot add a user"
-printf '{"group": "%s", "log_target": "file:%s"}\n' "$grp" "$D_LOG" >"$T/demo.json"
+printf '{"group": "%s", "log_target": "file:%s", "cgroup": "%s"}\n' "$grp" "$D_LOG" "$D_CGROUP" >"$T/demo.json"
 
 bash "$DEMO" --socket "$D_SOCK" --state "$D_STATE" --config "$T/demo.json" --build "$top_builddir" \
 	--user "$user" --folder "$T/demo" >"$T/demo.out" 2>&1

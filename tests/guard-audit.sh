@@ -246,7 +246,7 @@ is "$(python3 -c "import json,sys; print(len(json.load(sys.stdin)))" \
 
 # --bot BOT: the bot's writable roots, as agentfsd reports them, read on the host
 if [ "$(id -u)" = 0 ] && [ -c /dev/fuse ]; then
-	"$top_builddir/src/agentfsd" --socket "$T/d.sock" --state "$T/dstate" ||
+	"$top_builddir/src/agentfsd" --socket "$T/d.sock" --state "$T/dstate" --cgroup "" ||
 		bail_out "agentfsd did not start"
 	"$AGENTFS" --socket "$T/d.sock" create planted "$T/hook" --sandbox danger-full-access \
 		>/dev/null || bail_out "create planted"
