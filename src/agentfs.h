@@ -198,6 +198,7 @@ int client_connect(const char *path);
 const char *client_daemon_fate(const char *path);
 void client_lost(const char *path) __attribute__((noreturn));
 int client_error(const cJSON *rep, const char *raw);
+void client_fail(cJSON *rep) __attribute__((noreturn));
 
 /* cmd-log.c */
 int cmd_events(const char *socket_path, bool json, int argc, char **argv);

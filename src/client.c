@@ -204,6 +204,19 @@ int client_error(const cJSON *rep, const char *raw)
 }
 
 /*
+ * The same, then exit: REP is freed first, so a refusal leaves nothing
+ * allocated behind it (LeakSanitizer builds count an exit with memory
+ * still held as a failure, and the refusal's own status would be lost).
+ */
+void client_fail(cJSON *rep)
+{
+	int rc = client_error(rep, NULL);
+
+	cJSON_Delete(rep);
+	exit(rc);
+}
+
+/*
  * A progress line sent before a reply (the request asked, "progress": true):
  * shown on a terminal's one line, overwritten by the next.
  */

@@ -153,7 +153,7 @@ static void exec_register(pid_t child)
 		usleep(100 * 1000);
 	}
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")))
-		exit(client_error(rep, NULL));
+		client_fail(rep);
 	reg.sent = true;
 }
 
@@ -180,7 +180,7 @@ static cJSON *plan_get(const char *socket_path, const char *bot)
 		usleep(100 * 1000);
 	}
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")))
-		exit(client_error(rep, NULL));
+		client_fail(rep);
 	uid = cJSON_GetObjectItemCaseSensitive(rep, "uid");
 	if (exec_jstr(rep, "sandbox") == NULL || exec_jstr(rep, "folder") == NULL ||
 	    !cJSON_IsNumber(uid) || uid->valuedouble < 0 || uid->valuedouble >= UINT32_MAX ||
