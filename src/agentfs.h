@@ -124,6 +124,9 @@ struct bot {
 	/* Set before its first mount, freed by bot_free after its last: workers read them. */
 	struct evring *ring;	 /* its events (events.c) */
 	struct changes *changes; /* what its mounts changed (changes.c) */
+	/* Set with ring and changes, put by bot_free: what it holds is charged to them. */
+	struct account *fam; /* its family's: the bot the operator made at its top */
+	struct account *op;  /* its operator's (owner_uid) */
 	LIST_HEAD(, sandbox_run) sandboxes; /* `agentfs exec` runs of it, while they live */
 	unsigned nsandboxes;
 	TAILQ_ENTRY(bot) entry;
@@ -144,6 +147,7 @@ struct config {
 	unsigned max_bots;
 	unsigned max_clients;
 	unsigned max_changes; /* paths kept per list of a bot's changes */
+	unsigned changes_memory; /* MiB for every bot's change records together */
 	char *group;	  /* operators besides root: its members (NULL: "agentfs", "": none) */
 	gid_t group_gid;  /* with group_found */
 	bool group_found; /* the group exists: the control socket is 0660 to it */
@@ -308,7 +312,8 @@ void bots_show(struct request *r, const char *name);
 void bots_status(struct request *r);
 void bots_shutdown(struct request *r);
 bool bots_log(struct request *r, const char *name, uint64_t since, bool follow);
-void bots_changes(struct request *r, const char *name, uint64_t since, bool mark);
+void bots_changes(struct request *r, const char *name, uint64_t since, const char *after,
+		  bool mark);
 /* plan.c */
 void bots_exec_plan(struct request *r, const char *name, const char *pod);
 int plan_config(struct config *cfg, const cJSON *v, char *err, size_t len);
@@ -330,16 +335,35 @@ void events_bot(struct bot *b, const char *type, const char *path, const char *f
 	__attribute__((format(printf, 4, 5)));
 bool events_log(struct request *r, struct bot *b, uint64_t since, bool follow);
 
+/* accounts.c: who holds how much of what the daemon shares (agentfsd(8), LIMITS) */
+enum acct_res { AR_OUTPUT, AR_STREAMS, AR_CHANGES, AR_N };
+#define ACCT_OUTPUT_MAX (256ull << 20) /* bytes of replies waiting for their clients */
+#define ACCT_STREAMS_MAX 256	       /* log --follow streams */
+struct account;
+void accounts_init(const struct config *cfg);
+unsigned long long acct_share(unsigned long long cap, unsigned long long min);
+unsigned long long acct_cap(enum acct_res r);
+struct account *acct_family(const char *top);
+struct account *acct_operator(uid_t uid);
+struct account *acct_hold(struct account *a);
+void acct_put(struct account *a);
+bool acct_take(struct account *fam, struct account *op, enum acct_res r, unsigned long long n,
+	       char *why, size_t len);
+void acct_give(struct account *fam, struct account *op, enum acct_res r, unsigned long long n);
+unsigned long long acct_used(const struct account *a, enum acct_res r);
+
 /* changes.c */
 struct changes;
-int changes_init(const char *state_dir, unsigned max);
+int changes_init(const struct config *cfg);
 void changes_stop(void);
-struct changes *changes_new(const char *bot, bool restore);
+struct changes *changes_new(const char *bot, bool restore, struct account *fam, struct account *op,
+			    uid_t owner);
 void changes_forget(struct changes *cs);
 void changes_free(struct changes *cs);
 void changes_record(struct changes *cs, struct fs_mount *m, const struct fs_event *ev);
-void changes_list(struct request *r, struct changes *cs, uint64_t since);
-void changes_mark(struct request *r, struct changes *cs);
+void changes_list(struct request *r, struct changes *cs, const char *asker, uint64_t since,
+		  const char *after);
+void changes_mark(struct request *r, struct changes *cs, const char *asker);
 
 /* state.c */
 int state_save(const struct config *cfg, struct bots *bots);

@@ -32,7 +32,7 @@ static const char usage[] =
 	"  --state DIR       where bots are kept (default: /var/lib/agentfs)\n"
 	"  --config FILE     JSON defaults: default_sandbox, default_network,\n"
 	"                    writable, workers, poll_us, max_bots, max_clients,\n"
-	"                    max_changes,\n"
+	"                    max_changes, changes_memory,\n"
 	"                    group, log_target; default: " AGENTFSD_CONFIG ",\n"
 	"                    if it exists\n"
 	"  --log-target T    journal, syslog, stderr or file:PATH (default: stderr\n"
@@ -206,6 +206,10 @@ static int config_read(struct config *cfg, const char *file, char *err, size_t l
 		} else if (strcmp(v->string, "max_changes") == 0) {
 			if (cfg_uint(v, "max_changes", 1, 10000000, &cfg->max_changes, err, len) != 0)
 				return -EINVAL;
+		} else if (strcmp(v->string, "changes_memory") == 0) {
+			if (cfg_uint(v, "changes_memory", 16, 65536, &cfg->changes_memory, err,
+				     len) != 0)
+				return -EINVAL;
 		} else if ((r = plan_config(cfg, v, err, len)) != 0) {
 			if (r < 0)
 				return (int)r;
@@ -319,6 +323,7 @@ int main(int argc, char **argv)
 		.max_bots = 200,
 		.max_clients = 4096,
 		.max_changes = 100000,
+		.changes_memory = 256,
 	};
 	const char *config_file = NULL, *log_target = NULL, *cgroup_opt = NULL;
 	struct event *sigs[3];

@@ -427,8 +427,11 @@ static bool bot_start(struct request *r, struct bot *b)
 		return false;
 	}
 	b->busy = true;
+	c = b->creator != NULL ? bot_find(b->creator) : NULL;
+	b->fam = c != NULL ? acct_hold(c->fam) : acct_family(b->name);
+	b->op = acct_operator(b->owner_uid);
 	b->ring = events_ring_new(b->name);
-	b->changes = changes_new(b->name, false);
+	b->changes = changes_new(b->name, false, b->fam, b->op, b->owner_uid);
 	TAILQ_INSERT_TAIL(&ds.bots, b, entry);
 	ds.nbots++;
 	j->bot = b;
@@ -647,8 +650,8 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 	TAILQ_INIT(&ds.bots);
 	if ((r = roots_init(err, errlen)) != 0)
 		return r;
-	if (events_init(base, &ds.bots) != 0 ||
-	    changes_init(cfg->state_dir, cfg->max_changes) != 0) {
+	accounts_init(cfg);
+	if (events_init(base, &ds.bots) != 0 || changes_init(cfg) != 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}

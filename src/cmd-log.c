@@ -244,6 +244,45 @@ static void print_changes(const cJSON *rep)
 		       cJSON_GetNumberValue(nk));
 }
 
+/*
+ * The changes op, every page: the daemon answers about a megabyte at a
+ * time, with "more" and the path to ask after next. One reply, its pages'
+ * changes together; a failed page is the answer.
+ */
+static cJSON *changes_pages(const char *socket_path, cJSON *req)
+{
+	static const char *const last[] = {"more", "next", "too_many", "not_kept", "mark"};
+	cJSON *rep = client_request(socket_path, req), *page, *v;
+	const char *next;
+	size_t k;
+
+	while (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")) &&
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "more")) &&
+	       (next = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rep, "next"))) !=
+		       NULL) {
+		cJSON_DeleteItemFromObjectCaseSensitive(req, "after");
+		if (cJSON_AddStringToObject(req, "after", next) == NULL)
+			die("out of memory");
+		page = client_request(socket_path, req);
+		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(page, "ok"))) {
+			cJSON_Delete(rep);
+			return page;
+		}
+		/* the page's entries join the first reply's; its counts and cursor replace them */
+		while ((v = cJSON_DetachItemFromArray(
+				cJSON_GetObjectItemCaseSensitive(page, "changes"), 0)) != NULL)
+			cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(rep, "changes"), v);
+		for (k = 0; k < sizeof last / sizeof last[0]; k++) {
+			cJSON_DeleteItemFromObjectCaseSensitive(rep, last[k]);
+			if ((v = cJSON_DetachItemFromObjectCaseSensitive(page, last[k])) != NULL)
+				cJSON_AddItemToObject(rep, last[k], v);
+		}
+		cJSON_Delete(page);
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(rep, "next");
+	return rep;
+}
+
 static int cmd_changes(const char *socket_path, bool json, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -282,7 +321,7 @@ static int cmd_changes(const char *socket_path, bool json, int argc, char **argv
 		die_usage("changes", "--mark and --since do not go together");
 	cJSON_AddStringToObject(req, "op", mark ? "mark" : "changes");
 	cJSON_AddStringToObject(req, "name", argv[optind]);
-	rep = client_request(socket_path, req);
+	rep = mark ? client_request(socket_path, req) : changes_pages(socket_path, req);
 	if (json || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
 		text = cJSON_PrintUnformatted(rep);
 		if (text == NULL)

@@ -143,8 +143,10 @@ static const struct field f_log[] = {{"name", cJSON_String, false},
 				     {"follow", cJSON_True, false},
 				     {NULL, 0, false}};
 
-static const struct field f_changes[] = {
-	{"name", cJSON_String, true}, {"since", cJSON_Number, false}, {NULL, 0, false}};
+static const struct field f_changes[] = {{"name", cJSON_String, true},
+					 {"since", cJSON_Number, false},
+					 {"after", cJSON_String, false},
+					 {NULL, 0, false}};
 
 static const char *type_name(int type)
 {
@@ -579,15 +581,22 @@ static bool op_log(struct request *r, const cJSON *req, struct bot_spec *s)
 static bool op_changes(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	double since = seq_field(r, req, "since");
+	const cJSON *after = cJSON_GetObjectItemCaseSensitive(req, "after");
 
+	if (after != NULL && (after->valuestring[0] != '/' || strlen(after->valuestring) > 4095)) {
+		request_fail(r, proto_error("bad_value",
+					    "after must be the path a page of changes ended at"));
+		return false;
+	}
 	if (since >= 0)
-		bots_changes(r, name_of(req), (uint64_t)since, false);
+		bots_changes(r, name_of(req), (uint64_t)since,
+			     after != NULL ? after->valuestring : NULL, false);
 	return false;
 }
 
 static bool op_mark(struct request *r, const cJSON *req, struct bot_spec *s)
 {
-	bots_changes(r, name_of(req), 0, true);
+	bots_changes(r, name_of(req), 0, NULL, true);
 	return false;
 }
 

@@ -113,15 +113,23 @@ bool bots_log(struct request *r, const char *name, uint64_t since, bool follow)
 	return events_log(r, b, since, follow);
 }
 
-/* changes and mark: of a bot the caller may see (itself included). */
-void bots_changes(struct request *r, const char *name, uint64_t since, bool mark)
+/*
+ * changes and mark: of a bot the caller may see (itself included). Each
+ * asker has its own mark, so a bot that moves its mark moves only its own:
+ * a bot asks as its name, an operator as its uid.
+ */
+void bots_changes(struct request *r, const char *name, uint64_t since, const char *after,
+		  bool mark)
 {
-	struct bot *b;
+	struct bot *b, *caller = caller_of(r);
+	char asker[32];
 
 	if ((b = visible_bot(r, name)) == NULL)
 		return;
+	if (caller == NULL)
+		snprintf(asker, sizeof asker, "uid %u", (unsigned)operator_uid(r));
 	if (mark)
-		changes_mark(r, b->changes);
+		changes_mark(r, b->changes, caller != NULL ? caller->name : asker);
 	else
-		changes_list(r, b->changes, since);
+		changes_list(r, b->changes, caller != NULL ? caller->name : asker, since, after);
 }

@@ -257,8 +257,10 @@ static int restore_bots(char *err, size_t errlen)
 			return -ENOMEM;
 		}
 		b->busy = true;
+		b->fam = acct_family(auth_family_top(&ds.bots, b)->name);
+		b->op = acct_operator(b->owner_uid);
 		b->ring = events_ring_new(b->name);
-		b->changes = changes_new(b->name, true);
+		b->changes = changes_new(b->name, true, b->fam, b->op, b->owner_uid);
 		j->bot = b;
 		j->run = run_restore_bot;
 		j->done = done_restore;

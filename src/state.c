@@ -137,6 +137,8 @@ void bot_free(struct bot *b)
 	paths_free(&b->pods);
 	events_ring_free(b->ring);
 	changes_free(b->changes);
+	acct_put(b->fam);
+	acct_put(b->op);
 	free(b);
 }
 

@@ -96,7 +96,7 @@ expect_error "the child cannot read its maker's" not_found "$(as C changes W)"
 
 # --- kept across kill -9 -------------------------------------------------------------------
 # the saver thread writes the list within a fraction of a second
-wait_until 5 grep -qF "$T/w/aftermark" "$D_STATE/changes/W.json" ||
+wait_until 5 grep -qF "aftermark" "$D_STATE/changes/W.json" ||
 	diag "after 5 s W's saved changes do not hold its last change"
 before=$(changes W)
 p=$(daemon_pids)
@@ -193,5 +193,95 @@ check "no escape character reaches the terminal" sh -c '! grep -q "$(printf "\03
 r=$(afs --json changes W)
 is "$(printf '%s' "$r" | "$DCLIENT" get 'changes.*.path' | grep -c evil)" 1 \
 	"--json keeps the name as it is (JSON escapes it)"
+
+# --- marks are each asker's own: a bot cannot move its operator's -------------------
+rm -f "$M"/n1* "$M"/zz* "$M/tool.sh"
+op_mark=$(afs --json changes W --mark | jget mark)
+echo a >"$M/after-op-mark"
+is "$(as W changes W --mark | jget mark)" 1 "the bot sets a mark of its own (its first)"
+echo b >"$M/after-bot-mark"
+is "$(as W changes W --mark | jget mark)" 2 "and moves it again"
+is "$(changes W --since "$op_mark" | sort)" \
+	"$(printf '%s\n' "created  $T/w/after-bot-mark" "created  $T/w/after-op-mark")" \
+	"the operator's mark is where the operator set it, though the bot moved its own"
+is "$(as W changes W --since 2 | jget 'changes.#')" 0 "the bot's lists what followed its own"
+r=$(as W changes W --since "$op_mark")
+expect_error "the bot cannot list since a mark it did not set" bad_value "$r"
+like "$(printf '%s' "$r" | jget error.message)" "only your latest, 2, is kept" "the error says whose mark it is"
+
+# --- bounded: memory and the saved file, whatever the bot does ----------------------
+# A chain of 1,062 folders with 255-byte names (each path whole would cost
+# ~256*D^2 bytes: a gigabyte, and a file the daemon no longer reads back);
+# 3,000 files listed in pages of about 256 KiB; a family that uses up its
+# share of changes_memory (a quarter of 16 MiB) stops being recorded, while
+# other families' changes still are.
+afs shutdown >/dev/null
+daemon_wait_gone 10 || bail_out "agentfsd did not stop"
+printf '{"changes_memory": 16}\n' >"$T/cfg.json"
+daemon_start --config "$T/cfg.json" || bail_out "agentfsd did not start with changes_memory"
+mkdir -p "$T/deep" "$T/pages" "$T/hog/kid" "$T/other"
+for b in deep pages hog other; do
+	expect_ok "create $b" "$(afs --json create "$b" "$T/$b")"
+done
+hwm() { awk '/^VmHWM:/ { print $2 }' "/proc/$D_PID/status"; }
+before=$(hwm)
+python3 - "$D_MNT/deep/0" <<'PY' || diag "the deep chain could not be made"
+import os, sys
+os.chdir(sys.argv[1])
+for i in range(1062):
+    os.mkdir("a" * 255)
+    os.chdir("a" * 255)
+PY
+grown=$(($(hwm) - before))
+check "the daemon's peak memory grew by less than 32 MiB for 1,062 nested folders ($grown KiB)" \
+	test "$grown" -lt 32768
+r=$(afs --json changes deep)
+is "$(printf '%s' "$r" | jget 'changes.#') $(printf '%s' "$r" | jget not_kept)" "15 1047" \
+	"paths up to 4,095 bytes are kept (15 levels), the deeper 1,047 counted"
+is "$(afs changes deep | tail -n 1)" "too many changes: 1047 more were counted but not kept" \
+	"and the client says so"
+wait_until 5 eval '[ -s "$D_STATE/changes/deep.json" ]'
+size=$(stat -c %s "$D_STATE/changes/deep.json")
+check "its saved file is small ($size bytes)" test "$size" -lt 65536
+
+python3 - "$D_MNT/pages/0" <<'PY'
+import os, sys
+for i in range(3000):
+    open(os.path.join(sys.argv[1], "%04d" % i + "p" * 200), "w").close()
+PY
+r=$(raw '{"op":"changes","name":"pages"}')
+is "$(printf '%s' "$r" | jget more)" true "a long list comes in pages: the first says there is more"
+check "a page is about 256 KiB (${#r} bytes)" test "${#r}" -lt 524288
+next=$(printf '%s' "$r" | jget next)
+r2=$(raw "{\"op\":\"changes\",\"name\":\"pages\",\"after\":\"$next\"}")
+is "$(printf '%s' "$r2" | jget changes.0.path)" "$T/pages/$(printf '%04d' "$(($(printf '%s' "$r" | jget 'changes.#')))")$(printf 'p%.0s' $(seq 200))" \
+	"the next page starts after the last path of the one before"
+is "$(afs --json changes pages | jget 'changes.#')" 3000 "agentfs changes asks for every page: 3,000"
+is "$(afs changes pages | wc -l)" 3000 "and prints them all"
+
+as hog create kid "$T/hog/kid" >/dev/null
+before=$(hwm)
+python3 - "$D_MNT/hog/0" <<'PY'
+import os, sys
+# names of control bytes: each costs six times its length, as the saved file escapes it
+for i in range(4000):
+    open(os.path.join(sys.argv[1], "%05d" % i + "\x01" * 240), "w").close()
+PY
+grown=$(($(hwm) - before))
+r=$(afs --json changes hog)
+is "$(printf '%s' "$r" | jget too_many)" true "a family past its share of changes_memory is only counted"
+check "the daemon's peak memory grew by less than 16 MiB ($grown KiB)" test "$grown" -lt 16384
+echo x >"$D_MNT/kid/0/kid$(printf '\001%.0s' $(seq 240))"
+is "$(afs --json changes kid | jget 'changes.#')" 0 "a bot of the same family: counted, not kept"
+is "$(afs --json changes kid | jget too_many)" true "... and says so"
+echo x >"$D_MNT/other/0/other-file"
+is "$(afs changes other)" "created  $T/other/other-file" "another family's changes are still kept"
+wait_until 5 eval '[ -s "$D_STATE/changes/hog.json" ]'
+size=$(stat -c %s "$D_STATE/changes/hog.json")
+check "the hog's saved file stays under its share, 4 MiB ($size bytes)" test "$size" -lt 4194304
+daemon_kill9 || bail_out "agentfsd did not die"
+daemon_start --config "$T/cfg.json" || bail_out "agentfsd did not start again"
+is "$(afs --json changes hog | jget too_many)" true "after a restart the hog's list is read back"
+is "$(afs --json changes deep | jget 'changes.#')" 15 "so is the deep chain's"
 
 done_testing

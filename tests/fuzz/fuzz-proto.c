@@ -284,11 +284,13 @@ bool bots_log(struct request *r, const char *name, uint64_t since, bool follow)
 	return answer(r, name != NULL ? name : "log", false);
 }
 
-void bots_changes(struct request *r, const char *name, uint64_t since, bool mark)
+void bots_changes(struct request *r, const char *name, uint64_t since, const char *after,
+		  bool mark)
 {
 	FUZZ_CHECK(!line_has_nul);
 	FUZZ_CHECK(name != NULL && ref_name_ok(name));
-	FUZZ_CHECK(!mark || since == 0);
+	FUZZ_CHECK(!mark || (since == 0 && after == NULL));
+	FUZZ_CHECK(after == NULL || (after[0] == '/' && strlen(after) <= 4095));
 	answer(r, name, false);
 }
 
