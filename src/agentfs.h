@@ -70,6 +70,7 @@ struct server;
 struct listener;
 struct event;
 struct sandbox_run;
+struct account;
 
 enum sandbox { SANDBOX_READ_ONLY, SANDBOX_WORKSPACE_WRITE, SANDBOX_DANGER_FULL_ACCESS };
 
@@ -259,6 +260,7 @@ struct bot *server_peer_bot(const struct peer *p);
 uid_t server_peer_uid(const struct peer *p);
 pid_t server_peer_pid(const struct peer *p);
 int server_peer_pidfd(const struct peer *p);
+void server_peer_accounts(const struct peer *p, struct account **fam, struct account **op);
 void server_shutdown(struct server *srv);
 void server_drain(struct server *srv, struct event_base *base);
 void server_free(struct server *srv);
@@ -339,7 +341,6 @@ bool events_log(struct request *r, struct bot *b, uint64_t since, bool follow);
 enum acct_res { AR_OUTPUT, AR_STREAMS, AR_CHANGES, AR_N };
 #define ACCT_OUTPUT_MAX (256ull << 20) /* bytes of replies waiting for their clients */
 #define ACCT_STREAMS_MAX 256	       /* log --follow streams */
-struct account;
 void accounts_init(const struct config *cfg);
 unsigned long long acct_share(unsigned long long cap, unsigned long long min);
 unsigned long long acct_cap(enum acct_res r);

@@ -245,7 +245,7 @@ static void print_changes(const cJSON *rep)
 }
 
 /*
- * The changes op, every page: the daemon answers about a megabyte at a
+ * The changes op, every page: the daemon answers about 256 KiB at a
  * time, with "more" and the path to ask after next. One reply, its pages'
  * changes together; a failed page is the answer.
  */

@@ -6,6 +6,12 @@
  * once or as a stream (follow). Refusals come from mount workers; the rest
  * from the loop. Nothing here blocks: a follower that does not read is cut
  * off by the transport (server_reply's output limit).
+ *
+ * Bounded (agentfsd(8), LIMITS): a ring holds at most RING_MAX events and
+ * RING_BYTES of them (the daemon's, DAEMON_RING_BYTES), the oldest going
+ * first; a string of an event keeps at most EVENT_STR_MAX bytes (a path
+ * 1,000 folders deep keeps its end); a family and an operator hold at most
+ * their share of ACCT_STREAMS_MAX streams.
  */
 #include "src/agentfs.h"
 #include "fusefs/fusefs.h"
@@ -20,6 +26,9 @@
 #include <event2/event.h>
 
 #define RING_MAX 1000
+#define RING_BYTES (512 * 1024)
+#define DAEMON_RING_BYTES (2 * 1024 * 1024)
+#define EVENT_STR_MAX 4096
 
 /* One event: its sequence number and its object as one line of JSON. */
 struct entry {
@@ -36,17 +45,22 @@ struct evring {
 	char *bot; /* NULL: the daemon's ring, which gets every event */
 	struct entry v[RING_MAX];
 	size_t head, n;	     /* oldest at v[head] */
+	size_t bytes;	     /* of their texts */
 	uint64_t dropped;    /* pushed out by newer ones */
 	uint64_t total;	     /* ever added */
 	struct follower *fw; /* streams reading it (loop only) */
 };
 
-/* A `log --follow` stream: holds a peer reference until it ends. Loop only. */
+/*
+ * A `log --follow` stream: holds a peer reference, and a stream of its
+ * peer's accounts, until it ends. Loop only.
+ */
 struct follower {
 	struct follower *next;
 	struct peer *peer;
 	struct evring *ring;
 	uint64_t next_seq;
+	struct account *fam, *op;
 };
 
 /*
@@ -64,9 +78,10 @@ static struct {
 
 static void ring_push(struct evring *r, uint64_t seq, char *json)
 {
-	size_t at;
+	size_t at, len = strlen(json), max = r->bot != NULL ? RING_BYTES : DAEMON_RING_BYTES;
 
-	if (r->n == RING_MAX) {
+	while (r->n > 0 && (r->n == RING_MAX || r->bytes + len > max)) {
+		r->bytes -= strlen(r->v[r->head].json);
 		free(r->v[r->head].json);
 		r->head = (r->head + 1) % RING_MAX;
 		r->n--;
@@ -75,8 +90,24 @@ static void ring_push(struct evring *r, uint64_t seq, char *json)
 	at = (r->head + r->n) % RING_MAX;
 	r->v[at].seq = seq;
 	r->v[at].json = json;
+	r->bytes += len;
 	r->n++;
 	r->total++;
+}
+
+/* A string field longer than EVENT_STR_MAX keeps its end, after "...". */
+static void cut_field(cJSON *o, const char *k)
+{
+	const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+	char *cut;
+	size_t n;
+
+	if (s == NULL || (n = strlen(s)) <= EVENT_STR_MAX)
+		return;
+	if (asprintf(&cut, "...%s", s + n - (EVENT_STR_MAX - 3)) < 0)
+		return;
+	cJSON_ReplaceItemInObjectCaseSensitive(o, k, cJSON_CreateString(cut));
+	free(cut);
 }
 
 /* Add o (taken) for bot's ring (NULL: the daemon's only). Any thread. */
@@ -120,6 +151,9 @@ void events_refused(struct bot *b, struct fs_mount *m, const struct fs_event *fe
 	if (b->ring == NULL)
 		return;
 	o = event_from_fs(fe, fs_mount_source(m));
+	cut_field(o, "path");
+	cut_field(o, "to");
+	cut_field(o, "reason");
 	cJSON_AddStringToObject(o, "bot", b->name);
 	add(b->ring, o);
 }
@@ -171,6 +205,16 @@ static cJSON *ring_since(struct evring *r, uint64_t since, uint64_t *last)
 	return arr;
 }
 
+/* Its peer reference and its stream go back. */
+static void follower_free(struct follower *f)
+{
+	server_peer_unref(f->peer);
+	acct_give(f->fam, f->op, AR_STREAMS, 1);
+	acct_put(f->fam);
+	acct_put(f->op);
+	free(f);
+}
+
 static void follower_drop(struct follower *f)
 {
 	struct follower **pp;
@@ -181,8 +225,7 @@ static void follower_drop(struct follower *f)
 			break;
 		}
 	}
-	server_peer_unref(f->peer);
-	free(f);
+	follower_free(f);
 }
 
 /* The client of a stream went away (transport callback). */
@@ -256,8 +299,7 @@ void events_ring_free(struct evring *r)
 	while ((f = r->fw) != NULL) {
 		r->fw = f->next;
 		server_peer_end(f->peer);
-		server_peer_unref(f->peer);
-		free(f);
+		follower_free(f);
 	}
 	pthread_mutex_lock(&ev.lock);
 	for (i = 0; i < r->n; i++)
@@ -275,13 +317,22 @@ void events_ring_free(struct evring *r)
 bool events_log(struct request *r, struct bot *b, uint64_t since, bool follow)
 {
 	struct evring *ring = b != NULL ? b->ring : &ev.all;
+	struct account *fam = NULL, *op = NULL;
 	struct follower *f;
 	uint64_t last = 0, dropped, total;
+	char why[256];
 	cJSON *body;
 
 	if (ring == NULL) {
 		request_fail(r, proto_error("internal", "no events are kept for bot %s", b->name));
 		return false;
+	}
+	if (follow && r->peer != NULL) {
+		server_peer_accounts(r->peer, &fam, &op);
+		if (!acct_take(fam, op, AR_STREAMS, 1, why, sizeof why)) {
+			request_fail(r, proto_error("limit", "no more log streams: %s", why));
+			return false;
+		}
 	}
 	body = cJSON_CreateObject();
 	cJSON_AddItemToObject(body, "events", ring_since(ring, since, &last));
@@ -300,15 +351,21 @@ bool events_log(struct request *r, struct bot *b, uint64_t since, bool follow)
 	}
 	f = calloc(1, sizeof *f);
 	if (f == NULL) {
+		acct_give(fam, op, AR_STREAMS, 1);
 		cJSON_Delete(body);
 		request_fail(r, proto_error("internal", "out of memory"));
 		return false;
 	}
+	f->fam = acct_hold(fam);
+	f->op = acct_hold(op);
 	cJSON_AddBoolToObject(body, "follow", true);
 	request_reply(r, body);
 	cJSON_Delete(r->id); /* a stream's lines carry no id */
 	r->id = NULL;
 	if (!server_peer_alive(r->peer)) {
+		acct_give(fam, op, AR_STREAMS, 1);
+		acct_put(f->fam);
+		acct_put(f->op);
 		free(f);
 		return false;
 	}
@@ -343,8 +400,7 @@ void events_stop(void)
 	while ((f = ev.all.fw) != NULL) {
 		ev.all.fw = f->next;
 		server_peer_end(f->peer);
-		server_peer_unref(f->peer);
-		free(f);
+		follower_free(f);
 	}
 	ev.ready = false;
 	if (ev.wake != NULL)
@@ -353,5 +409,6 @@ void events_stop(void)
 	for (i = 0; i < ev.all.n; i++)
 		free(ev.all.v[(ev.all.head + i) % RING_MAX].json);
 	ev.all.n = 0;
+	ev.all.bytes = 0;
 	all_bots = NULL;
 }

@@ -70,6 +70,7 @@ void bots_status(struct request *r)
 		cJSON_AddNumberToObject(body, "bots", bots_seen(r));
 		cJSON_AddNumberToObject(body, "mounts", fs_mount_count(ds.fs));
 		cJSON_AddNumberToObject(body, "clients", server_clients(ds.srv));
+		cJSON_AddNumberToObject(body, "reply_memory", (double)acct_used(NULL, AR_OUTPUT));
 		cJSON_AddNumberToObject(body, "workers", ds.cfg->workers);
 		cJSON_AddNumberToObject(body, "poll_us",
 					ds.cfg->poll_set ? ds.cfg->poll_us : FS_POLL_US_DEFAULT);

@@ -23,23 +23,39 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/listener.h>
 
+/*
+ * A client that lets this much wait unread is closed: it does not read its
+ * replies. Every byte waiting is charged to the client's accounts too
+ * (accounts.c, reply memory), so many connections cannot add up past a
+ * share.
+ */
 #define OUTPUT_MAX (16 * 1024 * 1024)
 #define PARTIAL_LINE_TIMEOUT 30
 /*
- * libevent accepts until the backlog is empty, and the backlog is the
- * kernel's (thousands): after this many accepts a socket waits one turn of
- * the loop, so the clients accepted are served and closed before more come.
+ * The backlog is the kernel's (thousands): after this many accepts a socket
+ * waits one turn of the loop, so the clients accepted are served and closed
+ * before more come.
  */
 #define ACCEPT_BURST 64
+/*
+ * A bot's client has at most this many of its lines answered per turn of
+ * the loop: a client that sends thousands at once waits its turn again,
+ * between the other clients. The operator's clients and the control socket
+ * run at a higher priority than every bot's (PRIO_OPERATOR): a bot's flood
+ * of requests never stands between the operator and its answer.
+ */
+#define BOT_LINES_PER_TURN 4
+#define PRIO_OPERATOR 0
+#define PRIO_DEFAULT 1
+#define NPRIO 2
 
 struct listener {
 	struct server *srv;
-	struct evconnlistener *l;
-	struct event *retry;
+	int fd;
+	struct event *ev;    /* readable: clients wait (listener_ready) */
+	struct event *retry; /* out of descriptors: accept again after a pause */
 	char *path;
-	unsigned burst;	 /* accepted since the loop last turned (listener_accept) */
 	struct bot *bot; /* NULL: the control socket */
 	uid_t owner;	 /* besides root, the uid allowed to connect */
 	LIST_ENTRY(listener) entry;
@@ -52,14 +68,18 @@ struct peer {
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
-	bool dead;     /* lost: no more reading or replies */
-	bool busy;     /* a request is being answered; later lines wait */
-	bool skipping; /* dropping the rest of an over-long line */
-	bool eof;      /* the client shut its side; close once answered */
+	bool dead;	     /* lost: no more reading or replies */
+	bool busy;	     /* a request is being answered; later lines wait */
+	bool skipping;	     /* dropping the rest of an over-long line */
+	bool eof;	     /* the client shut its side; close once answered */
+	struct event *again; /* a bot's client with lines left after its turn */
 	/* a stream (log --follow): told once when the peer goes; its input is ignored */
 	void (*closed)(void *arg);
 	void *closed_arg;
 	unsigned refs;
+	/* what it holds is charged to (held): its bot's family, and its operator */
+	struct account *fam, *op;
+	unsigned long long charged; /* reply bytes charged and not yet given back */
 	TAILQ_ENTRY(peer) entry;
 };
 
@@ -80,6 +100,11 @@ struct server *server_create(struct event_base *base, struct config *cfg)
 
 	if (srv == NULL)
 		return NULL;
+	/* before any event exists: new events take PRIO_DEFAULT (NPRIO / 2) */
+	if (event_base_priority_init(base, NPRIO) != 0) {
+		free(srv);
+		return NULL;
+	}
 	srv->base = base;
 	srv->cfg = cfg;
 	LIST_INIT(&srv->listeners);
@@ -94,11 +119,56 @@ unsigned server_clients(const struct server *srv)
 
 static void peer_free(struct peer *p)
 {
+	if (p->again != NULL)
+		event_free(p->again);
 	TAILQ_REMOVE(&p->srv->peers, p, entry);
 	p->srv->npeers--;
 	if (p->bot == NULL)
 		p->srv->nctl--;
+	acct_give(p->fam, p->op, AR_OUTPUT, p->charged);
+	acct_put(p->fam);
+	acct_put(p->op);
 	free(p);
+}
+
+/* Give back what left the output buffer since it was charged. */
+static void peer_settle(struct peer *p)
+{
+	size_t left = p->bev != NULL ? evbuffer_get_length(bufferevent_get_output(p->bev)) : 0;
+
+	if (p->charged > left) {
+		acct_give(p->fam, p->op, AR_OUTPUT, p->charged - left);
+		p->charged = left;
+	}
+}
+
+void server_peer_accounts(const struct peer *p, struct account **fam, struct account **op)
+{
+	*fam = p->fam;
+	*op = p->op;
+}
+
+/*
+ * Free the peer's bufferevent, and what its buffers hold at once: libevent
+ * frees a bufferevent only once the loop turns, and one turn serves every
+ * client that sent something, so many closed clients' unread replies would
+ * add up. A bufferevent keeps its output's front (and input's end) frozen
+ * for itself; it is ours to thaw now that it goes.
+ */
+static void peer_free_bev(struct peer *p)
+{
+	struct evbuffer *out, *in;
+
+	if (p->bev == NULL)
+		return;
+	out = bufferevent_get_output(p->bev);
+	in = bufferevent_get_input(p->bev);
+	evbuffer_unfreeze(out, 1);
+	evbuffer_drain(out, evbuffer_get_length(out));
+	evbuffer_unfreeze(in, 0);
+	evbuffer_drain(in, evbuffer_get_length(in));
+	bufferevent_free(p->bev);
+	p->bev = NULL;
 }
 
 /* A stream's owner hears that it ended, once, before the peer is marked dead. */
@@ -120,10 +190,10 @@ static void peer_lost(struct peer *p)
 	peer_closed(p);
 	p->refs--;
 	p->dead = true;
-	if (p->bev != NULL) {
-		bufferevent_free(p->bev);
-		p->bev = NULL;
-	}
+	peer_free_bev(p);
+	if (p->again != NULL)
+		event_del(p->again);
+	peer_settle(p); /* what it was owed is gone with its buffer */
 	if (p->refs == 0)
 		peer_free(p);
 }
@@ -187,32 +257,105 @@ static void peer_maybe_close(struct peer *p)
 		peer_lost(p);
 }
 
+/*
+ * The error a client gets instead of a reply its share cannot hold, with
+ * the reply's id; a line of at most a few hundred bytes, sent uncharged.
+ */
+static char *too_large(const cJSON *reply, size_t n, const char *why)
+{
+	cJSON *e = proto_error("limit", "the reply (%zu bytes) was not sent: %s; ask for less", n,
+			       why);
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(reply, "id");
+	char *text;
+
+	if (id != NULL)
+		cJSON_AddItemToObject(e, "id", cJSON_Duplicate(id, true));
+	text = cJSON_PrintUnformatted(e);
+	cJSON_Delete(e);
+	return text;
+}
+
+static void free_text(const void *data, size_t len, void *arg)
+{
+	free((void *)data);
+}
+
+/*
+ * Queue text (taken) and a newline for p. A long one is held as it is (no
+ * copy, freed once it is sent): libevent would copy it into a buffer of
+ * twice its size. A short one is copied, into the buffer's last chunk if
+ * it has room: held by reference, each would cost a chunk of 1 KiB.
+ */
+#define LINE_BY_REFERENCE (64 * 1024)
+
+static void queue_line(struct peer *p, char *text)
+{
+	size_t len = strlen(text);
+	char *line = len >= LINE_BY_REFERENCE ? realloc(text, len + 2) : NULL;
+
+	if (line == NULL) {
+		bufferevent_write(p->bev, text, len);
+		bufferevent_write(p->bev, "\n", 1);
+		free(text);
+		return;
+	}
+	line[len] = '\n';
+	line[len + 1] = '\0';
+	if (evbuffer_add_reference(bufferevent_get_output(p->bev), line, len + 1, free_text,
+				   NULL) != 0) {
+		bufferevent_write(p->bev, line, len + 1);
+		free(line);
+	}
+}
+
 void server_reply(struct peer *p, cJSON *reply)
 {
-	char *text;
+	char *text, why[256];
+	size_t n, queued;
 
 	if (p->dead) {
 		cJSON_Delete(reply);
 		return;
 	}
 	text = cJSON_PrintUnformatted(reply);
-	cJSON_Delete(reply);
 	if (text == NULL) {
+		cJSON_Delete(reply);
 		log_msg(LOG_ERR, "out of memory formatting a reply");
 		peer_lost(p);
 		return;
 	}
-	if (evbuffer_get_length(bufferevent_get_output(p->bev)) > OUTPUT_MAX) {
+	n = strlen(text) + 1;
+	peer_settle(p);
+	queued = evbuffer_get_length(bufferevent_get_output(p->bev));
+	if (queued > 0 && queued + n > OUTPUT_MAX) {
 		/* It does not read its replies: it may not hold the daemon's memory. */
 		log_msg(LOG_WARNING, "client pid %ld does not read its replies; closing it",
 			(long)p->pid);
-		free(text);
-		peer_lost(p);
-		return;
+		goto lost;
 	}
-	bufferevent_write(p->bev, text, strlen(text));
-	bufferevent_write(p->bev, "\n", 1);
+	if (!acct_take(p->fam, p->op, AR_OUTPUT, n, why, sizeof why)) {
+		/* a stream, or a client that has not read what it has: closed, as above */
+		if (queued > 0 || p->closed != NULL) {
+			log_msg(LOG_WARNING,
+				"client pid %ld: closed, its reply memory is used up: %s",
+				(long)p->pid, why);
+			goto lost;
+		}
+		free(text);
+		text = too_large(reply, n, why);
+		n = 0; /* not charged */
+		if (text == NULL)
+			goto lost;
+	} else {
+		p->charged += n;
+	}
+	cJSON_Delete(reply);
+	queue_line(p, text);
+	return;
+lost:
+	cJSON_Delete(reply);
 	free(text);
+	peer_lost(p);
 }
 
 /*
@@ -253,12 +396,22 @@ void server_peer_resume(struct peer *p)
 	peer_read(p->bev, p);
 }
 
+/* A bot's client whose turn ended with lines left: its next turn. */
+static void peer_again(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+
+	if (!p->dead && !p->busy && p->bev != NULL)
+		peer_read(p->bev, p);
+}
+
 static void peer_read(struct bufferevent *bev, void *arg)
 {
 	struct peer *p = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct evbuffer_ptr eol;
 	struct timeval tv = {PARTIAL_LINE_TIMEOUT, 0};
+	unsigned turn = 0;
 	size_t len;
 	char *line;
 
@@ -267,6 +420,15 @@ static void peer_read(struct bufferevent *bev, void *arg)
 	if (p->closed != NULL) /* a stream: what the client sends means nothing */
 		evbuffer_drain(in, evbuffer_get_length(in));
 	while (!p->dead && !p->busy) {
+		if (p->bot != NULL && turn++ == BOT_LINES_PER_TURN) {
+			static const struct timeval now = {0, 0};
+
+			/* its turn is over: the rest after every other client's */
+			if (p->again == NULL)
+				p->again = evtimer_new(p->srv->base, peer_again, p);
+			if (p->again != NULL && event_add(p->again, &now) == 0)
+				break;
+		}
 		eol = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
 		if (eol.pos < 0) {
 			len = evbuffer_get_length(in);
@@ -318,6 +480,7 @@ static void peer_read(struct bufferevent *bev, void *arg)
 
 static void peer_write(struct bufferevent *bev, void *arg)
 {
+	peer_settle(arg);
 	peer_maybe_close(arg);
 }
 
@@ -405,7 +568,8 @@ static const char *admit(const struct server *srv, const struct listener *ls, pi
 	if (srv->npeers >= srv->cfg->max_clients)
 		return "too many clients";
 	if (ls->bot != NULL && srv->npeers - srv->nctl + share >= srv->cfg->max_clients)
-		return "too many clients on bots' sockets (the rest is kept for the control socket)";
+		return "too many clients on bots' sockets (the rest is kept for the control "
+		       "socket)";
 	if (srv->npeers < share)
 		return NULL; /* no one can be over a share yet: skip the count */
 	TAILQ_FOREACH(p, &srv->peers, entry) {
@@ -451,27 +615,15 @@ static bool peer_allowed(int fd, const struct ucred *cred, const struct listener
 	return peer_in_group(fd, cred, ls->srv->cfg);
 }
 
-static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
-			    int salen, void *arg)
+/* A client accepted on ls: checked, admitted and served, or told why not. */
+static void listener_accept(struct listener *ls, int fd)
 {
-	struct listener *ls = arg;
 	struct server *srv = ls->srv;
 	struct ucred cred;
 	socklen_t clen = sizeof cred;
 	const char *why;
 	struct peer *p;
 
-	/*
-	 * libevent accepts until the backlog is empty: a client reconnecting
-	 * as fast as it is served kept the loop here and every other client
-	 * waiting. After a burst, let the loop turn before accepting more.
-	 */
-	if (++ls->burst == ACCEPT_BURST) {
-		static const struct timeval now = {0, 0};
-
-		evconnlistener_disable(l);
-		event_add(ls->retry, &now);
-	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0) {
 		close(fd);
 		return;
@@ -484,9 +636,9 @@ static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct
 	}
 	if ((why = admit(srv, ls, cred.pid)) != NULL) {
 		char busy[200];
-		int n = snprintf(busy, sizeof busy,
-				 "{\"ok\":false,\"error\":{\"code\":\"limit\",\"message\":\"%s\"}}\n",
-				 why);
+		int n = snprintf(
+			busy, sizeof busy,
+			"{\"ok\":false,\"error\":{\"code\":\"limit\",\"message\":\"%s\"}}\n", why);
 
 		if (write(fd, busy, (size_t)n) < 0)
 			log_msg(LOG_DEBUG, "write: %s", strerror(errno));
@@ -503,42 +655,69 @@ static void listener_accept(struct evconnlistener *l, evutil_socket_t fd, struct
 	p->uid = cred.uid;
 	p->gid = cred.gid;
 	p->pid = cred.pid;
+	/* a bot's client is its family's and its operator's; the control socket's, its uid's */
+	p->fam = ls->bot != NULL ? acct_hold(ls->bot->fam) : NULL;
+	p->op = ls->bot != NULL ? acct_hold(ls->bot->op) : acct_operator(cred.uid);
 	p->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (p->bev == NULL) {
-		close(fd);
+	if (p->bev == NULL || (ls->bot == NULL && p->op == NULL)) {
+		if (p->bev != NULL)
+			bufferevent_free(p->bev);
+		else
+			close(fd);
+		acct_put(p->fam);
+		acct_put(p->op);
 		free(p);
 		return;
 	}
 	TAILQ_INSERT_TAIL(&srv->peers, p, entry);
 	srv->npeers++;
-	if (p->bot == NULL)
+	if (p->bot == NULL) {
 		srv->nctl++;
+		bufferevent_priority_set(p->bev, PRIO_OPERATOR);
+	}
 	bufferevent_setcb(p->bev, peer_read, peer_write, peer_event, p);
 	bufferevent_enable(p->bev, EV_READ | EV_WRITE);
+}
+
+/*
+ * Clients wait on ls: accept a burst of them. A client reconnecting as
+ * fast as it is served would otherwise keep the loop here and every other
+ * client waiting; the event fires again once the loop has turned. Out of
+ * descriptors, stop accepting for a moment instead of spinning.
+ */
+static void listener_ready(evutil_socket_t lfd, short what, void *arg)
+{
+	struct listener *ls = arg;
+	struct timeval pause = {0, 200 * 1000};
+	int i, fd, e;
+
+	for (i = 0; i < ACCEPT_BURST; i++) {
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd >= 0) {
+			listener_accept(ls, fd);
+			continue;
+		}
+		e = errno;
+		if (e == EINTR || e == ECONNABORTED)
+			continue;
+		if (e == EAGAIN || e == EWOULDBLOCK)
+			return;
+		if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+			log_msg(LOG_WARNING, "accept on %s: %s; pausing", ls->path, strerror(e));
+			event_del(ls->ev);
+			event_add(ls->retry, &pause);
+			return;
+		}
+		log_msg(LOG_ERR, "accept on %s: %s", ls->path, strerror(e));
+		return;
+	}
 }
 
 static void listener_retry(evutil_socket_t fd, short what, void *arg)
 {
 	struct listener *ls = arg;
 
-	ls->burst = 0;
-	evconnlistener_enable(ls->l);
-}
-
-/* Out of descriptors: stop accepting for a moment instead of spinning. */
-static void listener_error(struct evconnlistener *l, void *arg)
-{
-	struct listener *ls = arg;
-	struct timeval tv = {0, 200 * 1000};
-	int e = EVUTIL_SOCKET_ERROR();
-
-	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-		log_msg(LOG_WARNING, "accept on %s: %s; pausing", ls->path, strerror(e));
-		evconnlistener_disable(l);
-		event_add(ls->retry, &tv);
-		return;
-	}
-	log_msg(LOG_ERR, "accept on %s: %s", ls->path, strerror(e));
+	event_add(ls->ev, NULL);
 }
 
 /*
@@ -652,24 +831,25 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 	ls->srv = srv;
 	ls->bot = bot;
 	ls->owner = bot != NULL ? bot_socket_uid(bot) : geteuid();
-	ls->l = evconnlistener_new(srv->base, listener_accept, ls,
-				   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, listen_backlog(),
-				   fd);
+	ls->fd = fd;
+	ls->ev = event_new(srv->base, fd, EV_READ | EV_PERSIST, listener_ready, ls);
 	ls->retry = evtimer_new(srv->base, listener_retry, ls);
-	if (ls->l == NULL || ls->retry == NULL) {
-		if (ls->l != NULL)
-			evconnlistener_free(ls->l);
-		else
-			close(fd);
+	if (ls->ev == NULL || ls->retry == NULL || listen(fd, listen_backlog()) != 0 ||
+	    (bot == NULL && event_priority_set(ls->ev, PRIO_OPERATOR) != 0) ||
+	    event_add(ls->ev, NULL) != 0) {
+		e = errno;
+		if (ls->ev != NULL)
+			event_free(ls->ev);
 		if (ls->retry != NULL)
 			event_free(ls->retry);
+		close(fd);
 		unlink(path);
 		free(ls->path);
 		free(ls);
-		snprintf(err, errlen, "cannot listen on %s", path);
+		snprintf(err, errlen, "cannot listen on %s: %s", path,
+			 strerror(e != 0 ? e : ENOMEM));
 		return -ENOMEM;
 	}
-	evconnlistener_set_error_cb(ls->l, listener_error);
 	LIST_INSERT_HEAD(&srv->listeners, ls, entry);
 	if (bot != NULL)
 		bot->sock = ls;
@@ -684,7 +864,8 @@ const char *server_listener_path(const struct listener *ls)
 static void listener_free(struct listener *ls)
 {
 	LIST_REMOVE(ls, entry);
-	evconnlistener_free(ls->l);
+	event_free(ls->ev);
+	close(ls->fd);
 	event_free(ls->retry);
 	unlink(ls->path);
 	free(ls->path);
@@ -716,8 +897,7 @@ void server_unlisten(struct server *srv, struct bot *bot)
 				peer_lost(p);
 			} else {
 				p->dead = true;
-				bufferevent_free(p->bev);
-				p->bev = NULL;
+				peer_free_bev(p);
 			}
 		}
 	}

@@ -217,11 +217,11 @@ like "$(printf '%s' "$r" | jget error.message)" "only your latest, 2, is kept" "
 # other families' changes still are.
 afs shutdown >/dev/null
 daemon_wait_gone 10 || bail_out "agentfsd did not stop"
-printf '{"changes_memory": 16}\n' >"$T/cfg.json"
+printf '{"changes_memory": 16, "group": ""}\n' >"$T/cfg.json"
 daemon_start --config "$T/cfg.json" || bail_out "agentfsd did not start with changes_memory"
 mkdir -p "$T/deep" "$T/pages" "$T/hog/kid" "$T/other"
 for b in deep pages hog other; do
-	expect_ok "create $b" "$(afs --json create "$b" "$T/$b")"
+	expect_ok "create $b" "$(afs --json create --user 65534 "$b" "$T/$b")"
 done
 hwm() { awk '/^VmHWM:/ { print $2 }' "/proc/$D_PID/status"; }
 before=$(hwm)

@@ -17,6 +17,7 @@ DAEMON_TESTS = \
 	tests/daemon-race.sh \
 	tests/daemon-fifo.sh \
 	tests/daemon-shares.sh \
+	tests/daemon-floods.sh \
 	tests/daemon-events.sh \
 	tests/daemon-changes.sh \
 	tests/daemon-progress.sh \

@@ -27,6 +27,11 @@
  *       failure, e.g. a full backlog), keep them for SECONDS (or until
  *       SIGTERM), print "opened N" once they are open (stdout flushed) and
  *       "done" when they are closed
+ *   fault-client hoard SOCKET N K LINE SECONDS
+ *       open up to N connections; on each, send LINE (a request) K times
+ *       and never read a reply; keep them for SECONDS (or until SIGTERM);
+ *       print "opened N sent M" once they are sent (stdout flushed), then
+ *       "open N" (those the daemon has not closed) when done
  *   fault-client write FILE BYTES
  *       open FILE for writing (create, truncate) and write BYTES zero bytes
  *       with write(2); print "ok BYTES" or "ERRNO_NAME written" (e.g.
@@ -38,6 +43,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,6 +248,51 @@ static int cmd_hold(const char *sock, int n, int seconds)
 	return 0;
 }
 
+/* Has the daemon closed fd (an end of file, or an error, with nothing read)? */
+static bool closed_by_peer(int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN | POLLRDHUP};
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+static int cmd_hoard(const char *sock, int n, int k, const char *line, int seconds)
+{
+	int *fds = calloc((size_t)n, sizeof *fds), i, j, opened = 0, open_now = 0;
+	size_t len = strlen(line);
+	char *req = malloc(len + 2);
+	long sent = 0;
+
+	if (fds == NULL || req == NULL)
+		return 2;
+	memcpy(req, line, len);
+	req[len++] = '\n';
+	for (i = 0; i < n; i++) {
+		fds[i] = sc_dial(sock, 0);
+		if (fds[i] < 0)
+			break;
+		opened++;
+		/* a line the socket does not take at once: the rest are not sent */
+		for (j = 0; j < k && send(fds[i], req, len, MSG_DONTWAIT | MSG_NOSIGNAL) ==
+					     (ssize_t)len;
+		     j++)
+			sent++;
+	}
+	printf("opened %d sent %ld\n", opened, sent);
+	fflush(stdout);
+	signal(SIGTERM, on_term);
+	for (i = 0; i < seconds * 10 && !stop; i++)
+		usleep(100000);
+	for (i = 0; i < opened; i++) {
+		open_now += !closed_by_peer(fds[i]);
+		close(fds[i]);
+	}
+	printf("open %d\n", open_now);
+	free(fds);
+	free(req);
+	return 0;
+}
+
 static const char *errno_name(int e)
 {
 	switch (e) {
@@ -313,6 +364,9 @@ int main(int argc, char **argv)
 		return cmd_hold(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 4 && strcmp(argv[1], "write") == 0)
 		return cmd_write(argv[2], argv[3]);
-	fprintf(stderr, "usage: fault-client latency|blast|storm|stall|midreply|hold|write ...\n");
+	if (argc == 7 && strcmp(argv[1], "hoard") == 0)
+		return cmd_hoard(argv[2], atoi(argv[3]), atoi(argv[4]), argv[5], atoi(argv[6]));
+	fprintf(stderr,
+		"usage: fault-client latency|blast|storm|stall|midreply|hold|hoard|write ...\n");
 	return 2;
 }
