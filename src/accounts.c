@@ -38,6 +38,7 @@ static const char *const res_names[AR_N] = {
 	[AR_OUTPUT] = "reply memory",
 	[AR_STREAMS] = "log streams",
 	[AR_CHANGES] = "change records",
+	[AR_STATE] = "the state file",
 };
 
 static struct {
@@ -53,6 +54,7 @@ void accounts_init(const struct config *cfg)
 	acc.cap[AR_OUTPUT] = ACCT_OUTPUT_MAX;
 	acc.cap[AR_STREAMS] = ACCT_STREAMS_MAX;
 	acc.cap[AR_CHANGES] = (unsigned long long)cfg->changes_memory << 20;
+	acc.cap[AR_STATE] = STATE_MAX - 4096; /* the rest for the file's head */
 }
 
 /* A quarter of cap, at least min (and at most cap). */
@@ -204,6 +206,18 @@ void acct_give(struct account *fam, struct account *op, enum acct_res r, unsigne
 	}
 	if (op != NULL)
 		sub(&op->used[r], n);
+}
+
+/* Charge what was there before the limits (a state read back at start): no check. */
+void acct_force(struct account *fam, struct account *op, enum acct_res r, unsigned long long n)
+{
+	atomic_fetch_add(&acc.total[r], n);
+	if (fam != NULL) {
+		atomic_fetch_add(&acc.bots[r], n);
+		atomic_fetch_add(&fam->used[r], n);
+	}
+	if (op != NULL)
+		atomic_fetch_add(&op->used[r], n);
 }
 
 unsigned long long acct_used(const struct account *a, enum acct_res r)

@@ -128,6 +128,7 @@ struct bot {
 	/* Set with ring and changes, put by bot_free: what it holds is charged to them. */
 	struct account *fam; /* its family's: the bot the operator made at its top */
 	struct account *op;  /* its operator's (owner_uid) */
+	size_t state_bytes;  /* charged to them for its entry in the state file */
 	LIST_HEAD(, sandbox_run) sandboxes; /* `agentfs exec` runs of it, while they live */
 	unsigned nsandboxes;
 	TAILQ_ENTRY(bot) entry;
@@ -338,7 +339,7 @@ void events_bot(struct bot *b, const char *type, const char *path, const char *f
 bool events_log(struct request *r, struct bot *b, uint64_t since, bool follow);
 
 /* accounts.c: who holds how much of what the daemon shares (agentfsd(8), LIMITS) */
-enum acct_res { AR_OUTPUT, AR_STREAMS, AR_CHANGES, AR_N };
+enum acct_res { AR_OUTPUT, AR_STREAMS, AR_CHANGES, AR_STATE, AR_N };
 #define ACCT_OUTPUT_MAX (256ull << 20) /* bytes of replies waiting for their clients */
 #define ACCT_STREAMS_MAX 256	       /* log --follow streams */
 void accounts_init(const struct config *cfg);
@@ -351,6 +352,7 @@ void acct_put(struct account *a);
 bool acct_take(struct account *fam, struct account *op, enum acct_res r, unsigned long long n,
 	       char *why, size_t len);
 void acct_give(struct account *fam, struct account *op, enum acct_res r, unsigned long long n);
+void acct_force(struct account *fam, struct account *op, enum acct_res r, unsigned long long n);
 unsigned long long acct_used(const struct account *a, enum acct_res r);
 
 /* changes.c */
@@ -367,6 +369,9 @@ void changes_list(struct request *r, struct changes *cs, const char *asker, uint
 void changes_mark(struct request *r, struct changes *cs, const char *asker);
 
 /* state.c */
+#define STATE_MAX (64 * 1024 * 1024) /* bots.json: the most start reads, and so writes */
+#define STATE_GIT_ROOTS_ROOM (2 * (6 * 4096 + 4)) /* a create's git folders, found later */
+size_t state_entry_size(const struct bot *b);
 int state_save(const struct config *cfg, struct bots *bots);
 int state_load(const struct config *cfg, struct bots *bots, char *err, size_t errlen);
 cJSON *bot_to_json(const struct bot *b, bool full);

@@ -162,6 +162,31 @@ const struct bot *auth_family_top(const struct bots *all, const struct bot *b)
 }
 
 /*
+ * May the operator uid (not root) have one more bot? An operator in the
+ * group, with every bot it and its bots made, holds at most a quarter of
+ * max_bots (at least 4), as a family does: one operator cannot keep root
+ * or the others from making bots.
+ */
+bool auth_operator_room(const struct bots *all, unsigned max_bots, uid_t uid, char *why, size_t len)
+{
+	unsigned share = max_bots / 4, n = 0;
+	const struct bot *b;
+
+	if (uid == 0)
+		return true;
+	if (share < 4)
+		share = max_bots < 4 ? max_bots : 4;
+	TAILQ_FOREACH(b, all, entry)
+		n += b->owner_uid == uid;
+	if (n >= share) {
+		snprintf(why, len, "uid %u and its bots number %u, its share of max_bots (%u)",
+			 (unsigned)uid, n, max_bots);
+		return false;
+	}
+	return true;
+}
+
+/*
  * May caller (a bot) make one more bot, with nbots of max_bots made? Bots
  * made by bots get shares of max_bots (agentfsd(8), LIMITS): one
  * operator-made bot and everything it made hold at most a quarter, and all

@@ -112,6 +112,8 @@ bool auth_within_ceiling(const struct bot *b, const struct bot *c, char *why, si
 const struct bot *auth_family_top(const struct bots *all, const struct bot *b);
 bool auth_family_room(const struct bots *all, unsigned nbots, unsigned max_bots,
 		      const struct bot *caller, char *why, size_t len);
+bool auth_operator_room(const struct bots *all, unsigned max_bots, uid_t uid, char *why,
+			size_t len);
 
 /* bots.c */
 struct bot *bot_find(const char *name);

@@ -167,6 +167,7 @@ static void done_create(struct job *j)
 	struct bot *b = j->bot;
 	char err[512];
 	cJSON *body;
+	size_t size;
 
 	b->busy = false;
 	if (j->error != 0) {
@@ -176,6 +177,12 @@ static void done_create(struct job *j)
 		bot_free(b);
 		job_finish(j);
 		return;
+	}
+	/* what was kept for the git folders it did not need goes back */
+	size = state_entry_size(b);
+	if (size != 0 && size < b->state_bytes) {
+		acct_give(b->fam, b->op, AR_STATE, b->state_bytes - size);
+		b->state_bytes = size;
 	}
 	/* Saved before its socket exists: a crash between leaves no orphan socket. */
 	save_state();
@@ -289,6 +296,7 @@ bool pods_by_operator(struct request *r, const char *name, const struct bot_spec
 /* May the asker make a bot named name now? False after failing the request. */
 static bool may_make(struct request *r, const char *name, const struct bot *caller)
 {
+	uid_t op = caller != NULL ? caller->owner_uid : operator_uid(r);
 	char why[512];
 
 	if (ds.shutdown_requested) {
@@ -303,11 +311,35 @@ static bool may_make(struct request *r, const char *name, const struct bot *call
 		fail(r, "limit", "at most %u bots", ds.cfg->max_bots);
 		return false;
 	}
-	if (caller != NULL &&
-	    !auth_family_room(&ds.bots, ds.nbots, ds.cfg->max_bots, caller, why, sizeof why)) {
+	if ((caller != NULL &&
+	     !auth_family_room(&ds.bots, ds.nbots, ds.cfg->max_bots, caller, why, sizeof why)) ||
+	    !auth_operator_room(&ds.bots, ds.cfg->max_bots, op, why, sizeof why)) {
 		fail(r, "limit", "%s", why);
 		return false;
 	}
+	return true;
+}
+
+/*
+ * Charge b's entry in the state file to its family and operator (before
+ * anything is made), so no bot can grow the file past what start reads;
+ * false after failing the request. bot_free gives it back.
+ */
+static bool state_room(struct request *r, struct bot *b)
+{
+	size_t size = state_entry_size(b);
+	char why[512];
+
+	if (size == 0) {
+		fail(r, "internal", "out of memory");
+		return false;
+	}
+	if (!acct_take(b->fam, b->op, AR_STATE, size, why, sizeof why)) {
+		fail(r, "limit", "%s: its entry in the state file (%zu bytes) is refused: %s",
+		     b->name, size, why);
+		return false;
+	}
+	b->state_bytes = size;
 	return true;
 }
 
@@ -372,7 +404,7 @@ static bool bot_settings(struct bot *b, const struct bot_spec *s, const struct b
 static struct bot *bot_new(struct request *r, const char *name, const struct bot_spec *s,
 			   const struct bot *from)
 {
-	struct bot *caller = caller_of(r), *b;
+	struct bot *caller = caller_of(r), *b, *c;
 
 	if (!may_make(r, name, caller) || !pods_by_operator(r, name, s))
 		return NULL;
@@ -405,6 +437,15 @@ static struct bot *bot_new(struct request *r, const char *name, const struct bot
 		bot_free(b);
 		return NULL;
 	}
+	c = b->creator != NULL ? bot_find(b->creator) : NULL;
+	b->fam = c != NULL ? acct_hold(c->fam) : acct_family(b->name);
+	b->op = acct_operator(b->owner_uid);
+	if (b->fam == NULL || b->op == NULL)
+		goto nomem;
+	if (!state_room(r, b)) {
+		bot_free(b);
+		return NULL;
+	}
 	if (bot_plan_roots(b) != 0)
 		goto nomem;
 	return b;
@@ -427,9 +468,6 @@ static bool bot_start(struct request *r, struct bot *b)
 		return false;
 	}
 	b->busy = true;
-	c = b->creator != NULL ? bot_find(b->creator) : NULL;
-	b->fam = c != NULL ? acct_hold(c->fam) : acct_family(b->name);
-	b->op = acct_operator(b->owner_uid);
 	b->ring = events_ring_new(b->name);
 	b->changes = changes_new(b->name, false, b->fam, b->op, b->owner_uid);
 	TAILQ_INSERT_TAIL(&ds.bots, b, entry);

@@ -141,6 +141,43 @@ static void keep_roots(struct bot *b, struct bot *next, struct job *j)
  * its maker's ceiling first (a bot learns nothing of folders beyond it),
  * then its new folders, then the bots it made against it. Fills next.
  */
+/*
+ * b's entry in the state file as next would have it: what it grows by is
+ * charged to its family and operator (a bot's bots are charged when they
+ * are made) before anything changes; next->state_bytes is its new size.
+ * False after failing the request.
+ */
+static bool state_grows(struct request *r, struct bot *b, const struct bot_spec *s,
+			struct bot *next)
+{
+	struct bot tmp = *next;
+	char why[512];
+	size_t size;
+
+	if (s->has_pods)
+		tmp.pods = s->pods;
+	size = state_entry_size(&tmp);
+	if (size == 0) {
+		fail(r, "internal", "out of memory");
+		return false;
+	}
+	if (size > b->state_bytes &&
+	    !acct_take(b->fam, b->op, AR_STATE, size - b->state_bytes, why, sizeof why)) {
+		fail(r, "limit", "%s: its entry in the state file would grow to %zu bytes: %s",
+		     b->name, size, why);
+		return false;
+	}
+	next->state_bytes = size;
+	return true;
+}
+
+/* Undo state_grows: the configure did not happen. */
+static void state_ungrow(struct bot *b, const struct bot *next)
+{
+	if (next->state_bytes > b->state_bytes)
+		acct_give(b->fam, b->op, AR_STATE, next->state_bytes - b->state_bytes);
+}
+
 static bool configure_check(struct request *r, struct bot *b, const struct bot_spec *s,
 			    struct bot *next)
 {
@@ -178,7 +215,7 @@ static bool configure_check(struct request *r, struct bot *b, const struct bot_s
 			return false;
 		}
 	}
-	return true;
+	return state_grows(r, b, s, next);
 }
 
 /* b takes s's settings (its paths move out of s) and next's; cannot fail. */
@@ -236,6 +273,7 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 	 */
 	j = job_new(r);
 	if (j == NULL) {
+		state_ungrow(b, &next);
 		fail(r, "internal", "out of memory");
 		return false;
 	}
@@ -243,10 +281,14 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 	next.roots = NULL;
 	next.nroots = 0;
 	if (j->unmount == NULL || bot_plan_roots(&next) != 0) {
+		state_ungrow(b, &next);
 		fail(r, "internal", "out of memory");
 		job_abort(j);
 		return false;
 	}
+	if (next.state_bytes < b->state_bytes)
+		acct_give(b->fam, b->op, AR_STATE, b->state_bytes - next.state_bytes);
+	b->state_bytes = next.state_bytes;
 	configure_apply(b, s, &next);
 	keep_roots(b, &next, j);
 	b->busy = true;

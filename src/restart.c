@@ -259,6 +259,9 @@ static int restore_bots(char *err, size_t errlen)
 		b->busy = true;
 		b->fam = acct_family(auth_family_top(&ds.bots, b)->name);
 		b->op = acct_operator(b->owner_uid);
+		/* written within the shares, or before them: charged as it is */
+		b->state_bytes = state_entry_size(b);
+		acct_force(b->fam, b->op, AR_STATE, b->state_bytes);
 		b->ring = events_ring_new(b->name);
 		b->changes = changes_new(b->name, true, b->fam, b->op, b->owner_uid);
 		j->bot = b;

@@ -379,6 +379,70 @@ static void progress_send(evutil_socket_t fd, short what, void *arg)
 	server_reply(peer, line);
 }
 
+/*
+ * Job thread: may path be a root of j's bot (writable or read)? It must be
+ * a folder reached without links, allowed (root_allowed) and, for an
+ * operator other than root, one it may write or read. 0, or the job's error.
+ */
+static int root_check(struct job *j, const char *path, bool writable)
+{
+	char why[PATH_MAX + 256];
+	int fd, r;
+
+	fd = open_folder(path);
+	if (fd < 0) {
+		r = errno;
+		/* a long path keeps its end: the message (1 KiB) must still say why */
+		job_seterr(j, r, "bad_path", "%s%s: %s", strlen(path) > 512 ? "..." : "",
+			   path + (strlen(path) > 512 ? strlen(path) - 509 : 0), folder_error(r));
+		return -r;
+	}
+	if ((r = root_allowed(fd, path, why, sizeof why)) != 0) {
+		close(fd);
+		job_seterr(j, -r, "bad_path", "%s", why);
+		return r;
+	}
+	if (j->uid != 0 && (r = uid_may(j->uid, path, fd, writable ? W_OK : R_OK)) != 0) {
+		close(fd);
+		if (r == -EACCES)
+			job_seterr(j, EACCES, "forbidden", "%s: uid %u may not reach or %s it",
+				   path, (unsigned)j->uid, writable ? "write" : "read");
+		else
+			job_seterr(j, EACCES, "forbidden",
+				   "%s: refused: cannot check uid %u's right to %s it (%s%s)", path,
+				   (unsigned)j->uid, writable ? "write" : "read",
+				   r == -E2BIG ? "it is in more groups than agentfsd can set"
+					       : "taking its identity failed: ",
+				   r == -E2BIG ? "" : strerror(-r));
+		return -EACCES;
+	}
+	close(fd);
+	return 0;
+}
+
+/*
+ * Job thread: the paths b was given that no mount of its own serves (a
+ * root inside another root needs no mount) are checked as if they had one:
+ * a path never checked to exist and be allowed would otherwise be kept in
+ * the state file for good, and 64 + 64 bytes of a bot's choosing each.
+ */
+static void check_covered(struct job *j, const struct bot *b)
+{
+	const struct paths *lists[2] = {&b->writable, &b->readable};
+	size_t i, k, l;
+	bool mounted;
+
+	for (l = 0; l < 2 && j->error == 0; l++) {
+		for (i = 0; i < lists[l]->n && j->error == 0; i++) {
+			for (k = 0, mounted = false; k < b->nroots && !mounted; k++)
+				mounted = strcmp(b->roots[k].path, lists[l]->v[i]) == 0;
+			if (!mounted)
+				root_check(j, lists[l]->v[i],
+					   l == 0 && b->sandbox != SANDBOX_READ_ONLY);
+		}
+	}
+}
+
 /* Job thread: check one root and mount it. */
 static bool linked_worktree_of(const struct bot *b, const struct root *rt, char *id, size_t len);
 
@@ -387,40 +451,13 @@ void root_mount(struct job *j, struct bot *b, struct root *rt)
 	struct fs_mount_params mp = {0};
 	struct fs_error err = {0};
 	char dir[PATH_MAX], wt[NAME_MAX + 1];
-	int fd, r;
 
 	free(rt->error);
 	rt->error = NULL;
-	fd = open_folder(rt->path);
-	if (fd < 0) {
-		int e = errno;
-
-		job_seterr(j, e, "bad_path", "%s: %s", rt->path, folder_error(e));
+	if (root_check(j, rt->path, rt->writable) != 0) {
 		rt->error = strdup(j->msg);
 		return;
 	}
-	if ((r = root_allowed(fd, rt->path, dir, sizeof dir)) != 0) {
-		close(fd);
-		job_seterr(j, -r, "bad_path", "%s", dir);
-		rt->error = strdup(j->msg);
-		return;
-	}
-	if (j->uid != 0 && (r = uid_may(j->uid, rt->path, fd, rt->writable ? W_OK : R_OK)) != 0) {
-		close(fd);
-		if (r == -EACCES)
-			job_seterr(j, EACCES, "forbidden", "%s: uid %u may not reach or %s it",
-				   rt->path, (unsigned)j->uid, rt->writable ? "write" : "read");
-		else
-			job_seterr(j, EACCES, "forbidden",
-				   "%s: refused: cannot check uid %u's right to %s it (%s%s)",
-				   rt->path, (unsigned)j->uid, rt->writable ? "write" : "read",
-				   r == -E2BIG ? "it is in more groups than agentfsd can set"
-					       : "taking its identity failed: ",
-				   r == -E2BIG ? "" : strerror(-r));
-		rt->error = strdup(j->msg);
-		return;
-	}
-	close(fd);
 	snprintf(dir, sizeof dir, "%s/%s", ds.cfg->mount_dir, b->name);
 	if (mkdir_p(dir, 0755) != 0 || (mkdir(rt->mountpoint, 0755) != 0 && errno != EEXIST)) {
 		job_seterr(j, errno, "mount_failed", "cannot make %s: %s", rt->mountpoint,
@@ -654,6 +691,7 @@ void run_mount_bot(struct job *j)
 		job_seterr(j, EPERM, "forbidden", ROOT_BOT_REFUSED, b->name, owner);
 		return;
 	}
+	check_covered(j, b);
 	add_git_roots(j, j->bot);
 	for (i = 0; i < j->bot->nroots && j->error == 0; i++)
 		root_mount(j, j->bot, &j->bot->roots[i]);

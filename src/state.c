@@ -3,6 +3,13 @@
  * Bots on disk: STATE/bots.json, rewritten atomically (temp file, fsync,
  * rename, fsync the folder) on every change, so a daemon killed at any
  * moment leaves either the old file or the new one.
+ *
+ * Bounded at write time by what start reads (STATE_MAX): each bot's entry
+ * is charged to its family and operator (accounts.c, state file) before
+ * the request that makes or grows it is accepted, so no bot can write a
+ * file the next start would refuse. An entry that does not load is set
+ * aside, named in the log, and the file as it was kept beside it; the
+ * others load.
  */
 #include "src/agentfs.h"
 
@@ -11,13 +18,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
 #include "fusefs/fusefs.h"
+#include "src/bots-int.h"
 
 #define STATE_FILE "bots.json"
-#define STATE_MAX (64 * 1024 * 1024)
 
 static cJSON *paths_json(const struct paths *ps)
 {
@@ -97,10 +106,10 @@ cJSON *bot_to_json(const struct bot *b, bool full)
 		 * and errors are the job's: not read here until it is done.
 		 */
 		cJSON_AddStringToObject(m, "state",
-					rt->lost	  ? "lost"
-					: b->busy	  ? "mounting"
+					rt->lost	? "lost"
+					: b->busy	? "mounting"
 					: rt->m != NULL ? "mounted"
-							  : "unmounted");
+							: "unmounted");
 		if (!b->busy && rt->error != NULL)
 			cJSON_AddStringToObject(m, "error", rt->error);
 		cJSON_AddItemToArray(mounts, m);
@@ -137,33 +146,58 @@ void bot_free(struct bot *b)
 	paths_free(&b->pods);
 	events_ring_free(b->ring);
 	changes_free(b->changes);
+	acct_give(b->fam, b->op, AR_STATE, b->state_bytes);
 	acct_put(b->fam);
 	acct_put(b->op);
 	free(b);
+}
+
+/* b's entry in the state file */
+static cJSON *state_entry(const struct bot *b)
+{
+	cJSON *o = bot_to_json(b, false);
+
+	if (b->request_id != NULL)
+		cJSON_AddStringToObject(o, "request_id", b->request_id);
+	cJSON_AddItemToObject(o, "git_roots", paths_json(&b->git_roots));
+	cJSON_AddNumberToObject(o, "owner_uid", b->owner_uid);
+	return o;
+}
+
+/*
+ * The bytes b's entry takes in the state file, with room for the git
+ * folders a create may find later (two paths); 0 when out of memory.
+ */
+size_t state_entry_size(const struct bot *b)
+{
+	cleanup_cjson cJSON *o = state_entry(b);
+	cleanup_free char *text = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
+
+	return text != NULL ? strlen(text) + 1 + (b->git_roots.n == 0 ? STATE_GIT_ROOTS_ROOM : 0)
+			    : 0;
 }
 
 int state_save(const struct config *cfg, struct bots *bots)
 {
 	cleanup_cjson cJSON *doc = cJSON_CreateObject();
 	cleanup_free char *text = NULL;
-	cJSON *arr, *o;
+	char *line;
+	cJSON *arr;
 	struct bot *b;
 
 	cJSON_AddNumberToObject(doc, "version", 1);
 	arr = cJSON_AddArrayToObject(doc, "bots");
-	TAILQ_FOREACH(b, bots, entry) {
-		if (b->deleting)
-			continue;
-		o = bot_to_json(b, false);
-		if (b->request_id != NULL)
-			cJSON_AddStringToObject(o, "request_id", b->request_id);
-		cJSON_AddItemToObject(o, "git_roots", paths_json(&b->git_roots));
-		cJSON_AddNumberToObject(o, "owner_uid", b->owner_uid);
-		cJSON_AddItemToArray(arr, o);
-	}
-	text = cJSON_Print(doc);
-	if (text == NULL)
+	TAILQ_FOREACH(b, bots, entry)
+		if (!b->deleting)
+			cJSON_AddItemToArray(arr, state_entry(b));
+	text = cJSON_PrintUnformatted(doc);
+	if (text == NULL || (line = realloc(text, strlen(text) + 2)) == NULL)
 		return -ENOMEM;
+	text = line;
+	strcat(text, "\n"); /* a text file: one line */
+	/* cannot happen while the charges hold: never write what start would refuse */
+	if (strlen(text) > STATE_MAX)
+		return -EFBIG;
 	return write_file_atomic(cfg->state_dir, STATE_FILE, text, strlen(text));
 }
 
@@ -209,46 +243,75 @@ static int load_pods(const cJSON *o, struct paths *out)
 	return 0;
 }
 
-static struct bot *load_bot(const cJSON *o)
+/*
+ * A whole number in o's field k from lo to hi, tested before its cast (a
+ * NaN or 1e300 would not fit). Absent: 0, *out untouched; -EINVAL.
+ */
+static int num_field(const cJSON *o, const char *k, double lo, double hi, double *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (v == NULL)
+		return 0;
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
+	    v->valuedouble != (double)(long long)v->valuedouble)
+		return -EINVAL;
+	*out = v->valuedouble;
+	return 1;
+}
+
+/* One bot's entry, or NULL with why it cannot be read. */
+static struct bot *load_bot(const cJSON *o, const char **why)
 {
 	struct bot *b = calloc(1, sizeof *b);
 	const char *name = str_field(o, "name"), *folder = str_field(o, "folder");
 	const char *sandbox = str_field(o, "sandbox"), *creator = str_field(o, "creator");
 	const char *rid = str_field(o, "request_id");
-	const cJSON *v;
+	double ttl = 0, created = 0, expires = 0, owner = 0, uid = 0, mem = 0, pids = 0;
+	int has_uid = 0;
 
-	if (b == NULL || name == NULL || !bot_name_ok(name) ||
-	    (creator != NULL && !bot_name_ok(creator)) || folder == NULL || folder[0] != '/' ||
-	    sandbox == NULL || sandbox_parse(sandbox, &b->sandbox) != 0)
+	*why = "out of memory";
+	if (b == NULL)
+		return NULL;
+	*why = "no valid name, creator, folder or sandbox";
+	if (name == NULL || !bot_name_ok(name) || (creator != NULL && !bot_name_ok(creator)) ||
+	    folder == NULL || folder[0] != '/' || sandbox == NULL ||
+	    sandbox_parse(sandbox, &b->sandbox) != 0)
 		goto bad;
+	*why = "a number out of range (ttl, created, expires, owner_uid or uid)";
+	if (num_field(o, "ttl", 0, 365.0 * 86400, &ttl) < 0 ||
+	    num_field(o, "created", 0, 1e11, &created) < 0 ||
+	    num_field(o, "expires", 0, 1e11, &expires) < 0 ||
+	    num_field(o, "owner_uid", 0, (uid_t)-2, &owner) < 0 ||
+	    (has_uid = num_field(o, "uid", 0, (uid_t)-2, &uid)) < 0)
+		goto bad;
+	*why = "out of memory";
 	b->name = strdup(name);
 	b->folder = strdup(folder);
 	b->creator = creator != NULL ? strdup(creator) : NULL;
 	b->request_id = rid != NULL ? strdup(rid) : NULL;
+	if (b->name == NULL || b->folder == NULL || (creator != NULL && b->creator == NULL) ||
+	    (rid != NULL && b->request_id == NULL))
+		goto bad;
+	*why = "a list of paths or pods that is not one";
 	if (load_paths(o, "writable", &b->writable) != 0 ||
 	    load_paths(o, "readable", &b->readable) != 0 ||
 	    load_paths(o, "git_roots", &b->git_roots) != 0 || load_pods(o, &b->pods) != 0)
 		goto bad;
 	b->network = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "network"));
 	b->allow_new_repos = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "allow_new_repos"));
-	if ((v = cJSON_GetObjectItemCaseSensitive(o, "ttl")) != NULL && cJSON_IsNumber(v))
-		b->ttl = (long)v->valuedouble;
+	b->ttl = (long)ttl;
+	b->created = (time_t)created;
+	b->expires = (time_t)expires;
+	b->owner_uid = (uid_t)owner;
 	/* a state from before limits, or one out of range: the default */
-	if ((v = cJSON_GetObjectItemCaseSensitive(o, "memory_max")) != NULL && cJSON_IsNumber(v) &&
-	    v->valuedouble >= MEMORY_MIN && v->valuedouble <= MEMORY_MAX)
-		b->memory_max = (uint64_t)v->valuedouble;
-	if ((v = cJSON_GetObjectItemCaseSensitive(o, "pids_max")) != NULL && cJSON_IsNumber(v) &&
-	    v->valuedouble >= PIDS_MIN && v->valuedouble <= PIDS_MAX)
-		b->pids_max = (uint64_t)v->valuedouble;
-	if ((v = cJSON_GetObjectItemCaseSensitive(o, "created")) != NULL && cJSON_IsNumber(v))
-		b->created = (time_t)v->valuedouble;
-	if ((v = cJSON_GetObjectItemCaseSensitive(o, "expires")) != NULL && cJSON_IsNumber(v))
-		b->expires = (time_t)v->valuedouble;
-	if ((v = cJSON_GetObjectItemCaseSensitive(o, "owner_uid")) != NULL && cJSON_IsNumber(v))
-		b->owner_uid = (uid_t)v->valuedouble;
+	if (num_field(o, "memory_max", MEMORY_MIN, MEMORY_MAX, &mem) > 0)
+		b->memory_max = (uint64_t)mem;
+	if (num_field(o, "pids_max", PIDS_MIN, PIDS_MAX, &pids) > 0)
+		b->pids_max = (uint64_t)pids;
 	/* A state from before users: the folder's owner, found at mount. */
-	if ((v = cJSON_GetObjectItemCaseSensitive(o, "uid")) != NULL && cJSON_IsNumber(v)) {
-		b->uid = (uid_t)v->valuedouble;
+	if (has_uid > 0) {
+		b->uid = (uid_t)uid;
 		b->uid_set = true;
 	}
 	return b;
@@ -257,15 +320,41 @@ bad:
 	return NULL;
 }
 
-/* A state file that does not parse is an error: never overwrite what we cannot read. */
+/*
+ * Entries that do not load go aside: each is named in the log, and the
+ * file as it was is kept as bots.json.aside-TIME, so nothing is lost while
+ * the others load (and the next save writes them alone).
+ */
+static void set_aside(const struct config *cfg, const char *text, size_t len, unsigned n)
+{
+	char name[64];
+	int r;
+
+	snprintf(name, sizeof name, "%s.aside-%lld", STATE_FILE, (long long)time(NULL));
+	r = write_file_atomic(cfg->state_dir, name, text, len);
+	if (r != 0)
+		log_msg(LOG_ERR, "cannot keep %s/%s (%u entries set aside): %s", cfg->state_dir,
+			name, n, strerror(-r));
+	else
+		log_msg(LOG_WARNING, "%u entries of %s were set aside; the file as it was is %s/%s",
+			n, STATE_FILE, cfg->state_dir, name);
+}
+
+/*
+ * A state file that does not parse is an error: never overwrite what we
+ * cannot read (no bot can make one: it is written whole, and bounded). An
+ * entry that does not load is set aside and the others load.
+ */
 int state_load(const struct config *cfg, struct bots *bots, char *err, size_t errlen)
 {
 	cleanup_cjson cJSON *doc = NULL;
 	cleanup_free char *text = NULL;
 	char path[4096];
 	const cJSON *arr, *o;
+	const char *why;
 	struct bot *b;
 	struct stat st;
+	unsigned k = 0, aside = 0;
 	ssize_t n;
 	size_t off = 0;
 	int fd;
@@ -301,15 +390,25 @@ int state_load(const struct config *cfg, struct bots *bots, char *err, size_t er
 		return -EINVAL;
 	}
 	cJSON_ArrayForEach(o, arr) {
-		b = load_bot(o);
+		const char *name = str_field(o, "name");
+
+		k++;
+		b = load_bot(o, &why);
+		if (b != NULL && auth_find(bots, b->name) != NULL) {
+			why = "a bot of that name is already loaded";
+			bot_free(b);
+			b = NULL;
+		}
 		if (b == NULL) {
-			snprintf(err, errlen,
-				 "%s: a bot entry is malformed; move the file aside to "
-				 "start afresh",
-				 path);
-			return -EINVAL;
+			log_msg(LOG_ERR, "%s: entry %u (bot %.64s) set aside: %s", path, k,
+				name != NULL && bot_name_ok(name) ? name : "with no valid name",
+				why);
+			aside++;
+			continue;
 		}
 		TAILQ_INSERT_TAIL(bots, b, entry);
 	}
+	if (aside > 0)
+		set_aside(cfg, text, off, aside);
 	return 0;
 }

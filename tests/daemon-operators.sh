@@ -129,5 +129,28 @@ case "$out" in
 *"permission denied"*) ok "and the member is refused" ;;
 *) not_ok "and the member is refused"; diag "$out" ;;
 esac
+afs shutdown >/dev/null
+daemon_wait_gone 10
+
+# --- a member's share of max_bots: a quarter (at least 4), its bots' bots included -----
+rm -rf "$D_STATE" # no bot from before: the count starts at 0
+printf '{"group": "%s", "max_bots": 8}\n' "$grp" >"$T/conf4"
+daemon_start --config "$T/conf4" || bail_out "agentfsd does not start with max_bots 8"
+for n in 1 2 3; do
+	mkdir -p "$T/mine/m$n"
+	chown "$uid" "$T/mine/m$n"
+	expect_ok "the member makes m$n" "$(as_user "$usr" --json create "m$n" "$T/mine/m$n")"
+done
+mkdir -p "$T/mine/m1/k"
+chown "$uid" "$T/mine/m1/k"
+expect_ok "its bot m1 makes a bot: its fourth" \
+	"$(AGENT_SOCKET="$D_SOCK.d/m1.sock" "$AGENTFS" --json create k "$T/mine/m1/k")"
+mkdir -p "$T/mine/m5"
+chown "$uid" "$T/mine/m5"
+r=$(as_user "$usr" --json create m5 "$T/mine/m5")
+expect_error "its fifth is refused: 4 is its share of max_bots 8" limit "$r"
+like "$(printf '%s' "$r" | jget error.message)" "uid $uid and its bots number 4, its share of max_bots \\(8\\)" \
+	"the error says whose share"
+expect_ok "root still makes bots" "$(afs --json create --user 65534 r1 "$T/roots")"
 
 done_testing

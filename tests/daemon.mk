@@ -18,6 +18,7 @@ DAEMON_TESTS = \
 	tests/daemon-fifo.sh \
 	tests/daemon-shares.sh \
 	tests/daemon-floods.sh \
+	tests/daemon-state.sh \
 	tests/daemon-events.sh \
 	tests/daemon-changes.sh \
 	tests/daemon-progress.sh \
