@@ -4,8 +4,10 @@
  * Errors inside fusefs are -errno, as at its API (fusefs.h).
  *
  * Which file owns what:
- *   fs.c           the worker pool (epoll, polling), shares of open files and
- *                  lock waiters, fs_new/fs_free, attaching and ending a mount
+ *   fs.c           the worker pool (epoll, polling), fs_new/fs_free,
+ *                  attaching and ending a mount
+ *   share.c        shares of open files, lock waiters and mounts: a mount's,
+ *                  or its share groups'
  *   reader.c       a mount's own reader thread, when the pool serves it too,
  *                  the session's /dev/fuse I/O hooks
  *   lock.c         blocking locks: the lock thread and its queue
@@ -204,9 +206,10 @@ struct fs_mount {
 	pthread_mutex_t arm_lock;
 	unsigned pool_want; /* [arm_lock] reasons the pool serves it too; 0: disarmed */
 	bool in_pool;	    /* [arm_lock] in the pool's epoll set */
-	atomic_uint nhandles;	 /* open file handles (fs_handle_take) */
-	atomic_uint nwaiters;	 /* blocking lock requests waiting (fs_waiter_take) */
+	atomic_uint nhandles;	 /* open file handles (fs_handle_take), without groups */
+	atomic_uint nwaiters;	 /* blocking lock requests waiting (fs_waiter_take), same */
 	atomic_bool over_logged; /* a share refusal was logged (once per mount) */
+	struct fs_group *groups[FS_GROUPS]; /* [const] held; their mounts counted (share.c) */
 	void (*ready)(void *, struct fs_mount *);
 	void *ready_arg;
 	void *tag; /* fs_mount_params.tag (immutable) */
@@ -443,6 +446,9 @@ void fs_log(struct fs *fs, enum fs_log_level level, const char *fmt, ...)
 bool fs_handle_take(struct fs_mount *m);
 void fs_handle_put(struct fs_mount *m);
 bool fs_waiter_take(struct fs_mount *m);
+void fs_waiter_put(struct fs_mount *m);
+int fs_group_mount_take(struct fs *fs, struct fs_group *const *groups, struct fs_error *err);
+void fs_group_mount_put(struct fs_group *const *groups);
 int fs_as_caller(fuse_req_t req, bool with_groups);
 void fs_as_root(struct fs *fs);
 int fs_attach(struct fs *fs, struct fs_mount *m, struct fs_error *err);

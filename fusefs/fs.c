@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The server: one bounded pool of workers serving the mounts' /dev/fuse
- * fds from one epoll set, the mounts' shares of open files and lock
- * waiters, and the lifecycle of the server and of a mount in it. Each
+ * fds from one epoll set, and the lifecycle of the server and of a mount
+ * in it (the mounts' shares of open files and lock waiters are share.c's). Each
  * mount's own reader (reader.c) serves it, and puts it in the pool's set
  * only while it serves a slow request; a mount without a reader is in the
  * set for good. The lock thread is lock.c's, the notifier notify.c's.
@@ -324,57 +324,6 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/*
- * Shares (agentfs(1), LIMITS): with more than one mount, no mount holds more
- * than a quarter of the process's open handles or lock waiters, so one bot
- * holding thousands of opens cannot make every other bot's opens fail.
- */
-static unsigned share_of(const struct fs *fs, unsigned total)
-{
-	unsigned s = total / 4;
-
-	if (atomic_load_explicit(&fs->nmounts, memory_order_relaxed) < 2)
-		return total;
-	return s < 64 ? (total < 64 ? total : 64) : s;
-}
-
-static bool take(struct fs_mount *m, atomic_uint *mine, atomic_uint *all, unsigned total,
-		 const char *what)
-{
-	if (atomic_fetch_add(mine, 1) >= share_of(m->fs, total)) {
-		atomic_fetch_sub(mine, 1);
-		if (!atomic_exchange(&m->over_logged, true))
-			fs_log(m->fs, FS_LOG_WARN,
-			       "%s: at its share of %s (%u of %u): refusing more (ENFILE, ENOLCK)",
-			       m->mountpoint, what, share_of(m->fs, total), total);
-		return false;
-	}
-	if (atomic_fetch_add(all, 1) >= total) {
-		atomic_fetch_sub(all, 1);
-		atomic_fetch_sub(mine, 1);
-		return false;
-	}
-	return true;
-}
-
-/* An open file handle for m, or false (answer ENFILE): release with fs_handle_put() */
-bool fs_handle_take(struct fs_mount *m)
-{
-	return take(m, &m->nhandles, &m->fs->nhandles, m->fs->max_handles, "open files");
-}
-
-void fs_handle_put(struct fs_mount *m)
-{
-	atomic_fetch_sub(&m->nhandles, 1);
-	atomic_fetch_sub(&m->fs->nhandles, 1);
-}
-
-/* A lock waiter for m, or false (answer ENOLCK); lock_reply() gives it back */
-bool fs_waiter_take(struct fs_mount *m)
-{
-	return take(m, &m->nwaiters, &m->fs->nwaiters, m->fs->max_waiters, "lock waiters");
-}
-
 struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = STOP_KEY};
@@ -621,6 +570,7 @@ void fs_mount_free(struct fs_mount *m)
 {
 	struct fs *fs;
 	struct fs_mount **pp, *o;
+	size_t i;
 
 	if (m == NULL)
 		return;
@@ -679,6 +629,9 @@ void fs_mount_free(struct fs_mount *m)
 	free(m->ro_links);
 	free(m->source);
 	free(m->mountpoint);
+	fs_group_mount_put(m->groups);
+	for (i = 0; i < FS_GROUPS; i++)
+		fs_group_put(m->groups[i]);
 	pthread_mutex_destroy(&m->arm_lock);
 	free(m);
 }

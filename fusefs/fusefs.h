@@ -28,6 +28,14 @@
 
 struct fs;
 struct fs_mount;
+/*
+ * A share group (share.c): the mounts given one hold a quarter of the
+ * server's open handles, lock waiters and mounts together, not a quarter
+ * each. Refcounted: each mount given it holds it.
+ */
+struct fs_group;
+#define FS_GROUPS 2 /* a mount's groups at most */
+enum fs_share { FS_SHARE_HANDLES, FS_SHARE_WAITERS, FS_SHARE_MOUNTS, FS_SHARE_N };
 
 /* An error a caller can print: errno plus a message that names the path. */
 struct fs_error {
@@ -116,6 +124,7 @@ struct fs_mount_params {
 	void (*ready)(void *arg, struct fs_mount *m);
 	void *ready_arg;
 	void *tag; /* the caller's, for fs_mount_tag() (events name their mount by it) */
+	struct fs_group *groups[FS_GROUPS]; /* its share groups, or NULL */
 	/* Called while the source is scanned, every few thousand entries, and at its end. */
 	void (*progress)(void *arg, unsigned long entries, unsigned long repos);
 	void *progress_arg;
@@ -134,6 +143,12 @@ void *fs_mount_tag(const struct fs_mount *m);
 const char *fs_mount_point(const struct fs_mount *m);
 uint64_t fs_mount_id(const struct fs_mount *m);
 unsigned fs_mount_count(struct fs *fs);
+
+/* share.c: share groups, named as the log says them ("bot lead's family") */
+struct fs_group *fs_group_new(const char *name);
+struct fs_group *fs_group_hold(struct fs_group *g);
+void fs_group_put(struct fs_group *g);
+unsigned fs_group_used(const struct fs_group *g, enum fs_share what);
 
 /* ids.c: this thread's filesystem identity, or a whole one for good; 0 or -errno (deny then) */
 int fs_set_ids(uid_t uid, gid_t gid, const gid_t *groups, int ngroups);

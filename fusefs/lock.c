@@ -16,10 +16,8 @@ static void lock_reply(struct lock_wait *w, int err)
 	/* Unregister first: this waits for a running interrupt callback. */
 	fuse_req_interrupt_func(w->req, NULL, NULL);
 	fuse_reply_err(w->req, err);
-	if (w->m != NULL) {
-		atomic_fetch_sub(&w->m->nwaiters, 1);
-		atomic_fetch_sub(&w->m->fs->nwaiters, 1);
-	}
+	if (w->m != NULL)
+		fs_waiter_put(w->m);
 	free(w);
 }
 

@@ -243,6 +243,7 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	struct fs_mount *m = NULL;
 	int rootfd = -1, mpfd = -1, r;
 	struct stat st;
+	size_t i;
 
 	*out = NULL;
 	if ((r = mount_parse_options(p->options, &o, err)) != 0)
@@ -288,6 +289,14 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	m = calloc(1, sizeof *m);
 	if (m == NULL)
 		goto nomem;
+	/* a group at its share of mounts is refused before the tree is scanned */
+	if ((r = fs_group_mount_take(fs, p->groups, err)) != 0) {
+		free(m);
+		m = NULL;
+		goto fail;
+	}
+	for (i = 0; i < FS_GROUPS; i++)
+		m->groups[i] = fs_group_hold(p->groups[i]);
 	m->fs = fs;
 	m->fuse_fd = -1;
 	m->dev_fd = -1;

@@ -34,8 +34,7 @@ static void lock_wait(fuse_req_t req, int fd, bool posix, int op, const struct f
 	}
 	w = calloc(1, sizeof *w);
 	if (w == NULL) {
-		atomic_fetch_sub(&m->nwaiters, 1);
-		atomic_fetch_sub(&m->fs->nwaiters, 1);
+		fs_waiter_put(m);
 		fuse_reply_err(req, ENOLCK);
 		return;
 	}

@@ -12,12 +12,16 @@
  * into bots, cannot take what another family, another operator or root
  * needs.
  *
+ * The mounts' share (open files, lock waiters, mounts) is kept by fusefs,
+ * in each account's fs_group (share.c), by the same rule.
+ *
  * Counters are atomics: mount workers and the changes saver charge and
  * give back from their threads. The list of accounts is under lock;
  * accounts are made on the loop and freed by whichever thread lets go of
  * the last reference.
  */
 #include "src/agentfs.h"
+#include "fusefs/fusefs.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -32,6 +36,7 @@ struct account {
 	uid_t uid;	      /* an operator's */
 	atomic_uint refs;
 	atomic_ullong used[AR_N];
+	struct fs_group *fsg; /* its mounts' share in fusefs (immutable) */
 };
 
 static const char *const res_names[AR_N] = {
@@ -85,8 +90,17 @@ static struct account *find_or_make(const char *family, uid_t uid)
 		}
 	}
 	if (a == NULL && (a = calloc(1, sizeof *a)) != NULL) {
+		char name[BOT_NAME_MAX + 32];
+
+		if (family != NULL)
+			snprintf(name, sizeof name, "bot %s's family", family);
+		else
+			snprintf(name, sizeof name, "uid %u", (unsigned)uid);
 		a->family = family != NULL ? strdup(family) : NULL;
-		if (family != NULL && a->family == NULL) {
+		a->fsg = fs_group_new(name);
+		if ((family != NULL && a->family == NULL) || a->fsg == NULL) {
+			free(a->family);
+			fs_group_put(a->fsg);
 			free(a);
 			a = NULL;
 		} else {
@@ -135,8 +149,15 @@ void acct_put(struct account *a)
 		}
 	}
 	pthread_mutex_unlock(&acc.lock);
+	fs_group_put(a->fsg);
 	free(a->family);
 	free(a);
+}
+
+/* Its share of the mounts' open files, lock waiters and mounts; NULL for root's, unbounded. */
+struct fs_group *acct_fs_group(const struct account *a)
+{
+	return a != NULL && (a->family != NULL || a->uid != 0) ? a->fsg : NULL;
 }
 
 /* Add n to *c unless that passes lim; false (and *c unchanged) if it would. */

@@ -354,6 +354,8 @@ bool acct_take(struct account *fam, struct account *op, enum acct_res r, unsigne
 void acct_give(struct account *fam, struct account *op, enum acct_res r, unsigned long long n);
 void acct_force(struct account *fam, struct account *op, enum acct_res r, unsigned long long n);
 unsigned long long acct_used(const struct account *a, enum acct_res r);
+struct fs_group;
+struct fs_group *acct_fs_group(const struct account *a);
 
 /* changes.c */
 struct changes;

@@ -472,6 +472,9 @@ void root_mount(struct job *j, struct bot *b, struct root *rt)
 	if (linked_worktree_of(b, rt, wt, sizeof wt))
 		mp.linked_worktree = wt;
 	mp.tag = b;
+	/* its family's and operator's share of open files, lock waiters and mounts */
+	mp.groups[0] = acct_fs_group(b->fam);
+	mp.groups[1] = acct_fs_group(b->op);
 	if (j->req.progress && j->req.peer != NULL) {
 		j->scanning = rt->path;
 		mp.progress = job_progress;

@@ -560,9 +560,15 @@ static unsigned client_share(const struct server *srv)
 }
 
 /* NULL if a client of pid on ls may be served now, else why not */
-static const char *admit(const struct server *srv, const struct listener *ls, pid_t pid)
+/*
+ * NULL if a client of pid on ls, charged to fam and op (op_shared: not
+ * root's), may be served now, else why not: no one process, no one family's
+ * sockets and no one operator other than root holds more than a share.
+ */
+static const char *admit(const struct server *srv, const struct listener *ls, pid_t pid,
+			 const struct account *fam, const struct account *op, bool op_shared)
 {
-	unsigned share = client_share(srv), of_pid = 0, of_bot = 0;
+	unsigned share = client_share(srv), of_pid = 0, of_fam = 0, of_op = 0;
 	const struct peer *p;
 
 	if (srv->npeers >= srv->cfg->max_clients)
@@ -576,12 +582,15 @@ static const char *admit(const struct server *srv, const struct listener *ls, pi
 		if (p->dead)
 			continue;
 		of_pid += p->pid == pid;
-		of_bot += ls->bot != NULL && p->bot == ls->bot;
+		of_fam += fam != NULL && p->fam == fam;
+		of_op += op_shared && p->op == op;
 	}
 	if (of_pid >= share)
 		return "too many connections from one process";
-	if (of_bot >= share)
-		return "too many clients on this bot's socket";
+	if (of_fam >= share)
+		return "too many clients on this bot's socket and its family's";
+	if (of_op >= share)
+		return "too many clients of this operator and its bots";
 	return NULL;
 }
 
@@ -619,6 +628,7 @@ static bool peer_allowed(int fd, const struct ucred *cred, const struct listener
 static void listener_accept(struct listener *ls, int fd)
 {
 	struct server *srv = ls->srv;
+	struct account *fam, *op;
 	struct ucred cred;
 	socklen_t clen = sizeof cred;
 	const char *why;
@@ -634,7 +644,11 @@ static void listener_accept(struct listener *ls, int fd)
 		peer_refuse(fd, ls);
 		return;
 	}
-	if ((why = admit(srv, ls, cred.pid)) != NULL) {
+	/* a bot's client is its family's and its operator's; the control socket's, its uid's */
+	fam = ls->bot != NULL ? acct_hold(ls->bot->fam) : NULL;
+	op = ls->bot != NULL ? acct_hold(ls->bot->op) : acct_operator(cred.uid);
+	if ((why = admit(srv, ls, cred.pid, fam, op,
+			 (ls->bot != NULL ? ls->bot->owner_uid : cred.uid) != 0)) != NULL) {
 		char busy[200];
 		int n = snprintf(
 			busy, sizeof busy,
@@ -643,11 +657,15 @@ static void listener_accept(struct listener *ls, int fd)
 		if (write(fd, busy, (size_t)n) < 0)
 			log_msg(LOG_DEBUG, "write: %s", strerror(errno));
 		close(fd);
+		acct_put(fam);
+		acct_put(op);
 		return;
 	}
 	p = calloc(1, sizeof *p);
 	if (p == NULL) {
 		close(fd);
+		acct_put(fam);
+		acct_put(op);
 		return;
 	}
 	p->srv = srv;
@@ -655,11 +673,10 @@ static void listener_accept(struct listener *ls, int fd)
 	p->uid = cred.uid;
 	p->gid = cred.gid;
 	p->pid = cred.pid;
-	/* a bot's client is its family's and its operator's; the control socket's, its uid's */
-	p->fam = ls->bot != NULL ? acct_hold(ls->bot->fam) : NULL;
-	p->op = ls->bot != NULL ? acct_hold(ls->bot->op) : acct_operator(cred.uid);
+	p->fam = fam;
+	p->op = op;
 	p->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (p->bev == NULL || (ls->bot == NULL && p->op == NULL)) {
+	if (p->bev == NULL || op == NULL) {
 		if (p->bev != NULL)
 			bufferevent_free(p->bev);
 		else

@@ -50,6 +50,8 @@ for c in l1 l2 l3 o1 o2 o3 third p1 p2 p3; do
 done
 
 # lead's tools hold 100 connections on its socket
+mkdir -p "$T/lead/lk"
+expect_ok "lead makes lk, whose socket is its family's too" "$(as lead create lk "$T/lead/lk")"
 "$FCLIENT" hold "$D_SOCK.d/lead.sock" 100 30 >"$T/hold-lead.out" 2>&1 &
 p_lead=$!
 track_pid "$p_lead"
@@ -62,6 +64,12 @@ r=$(as lead status 2>&1)
 case "$r" in
 *"too many clients on this bot's socket"*) ok "lead's next client is told its socket is full" ;;
 *) not_ok "lead's next client is told its socket is full"; diag "$r" ;;
+esac
+r=$(as lk status 2>&1)
+case "$r" in
+*"too many clients on this bot's socket and its family's"*)
+	ok "so is the socket of the bot it made: the share is its family's" ;;
+*) not_ok "so is the socket of the bot it made: the share is its family's"; diag "$r" ;;
 esac
 is "$(as other status | jget bot)" other "another bot is still served on its own socket"
 expect_ok "the operator is still served: configure lead" "$(afs --json configure lead --ttl 0)"
@@ -193,5 +201,67 @@ rm -f "$T/hog.held"
 wait "$p_wait" 2>/dev/null
 is "$(tail -n 1 "$T/waiters.out")" "76 1024 -" "once hog's holder lets go, its 1024 waiters are granted"
 wait "$p_hold" "$p_ohold" 2>/dev/null
+
+# --- a bot's share is its own, not each of its mounts': hog with four roots holds
+# 64 open files in all, and another bot still opens its own ----------------------
+mkdir -p "$T/hog2" "$T/hog3" "$T/hog4"
+for d in hog2 hog3 hog4; do for i in $(seq 60); do echo "$i" >"$T/$d/f$i"; done; done
+expect_ok "hog gets three more roots" \
+	"$(afs --json configure hog --writable "$T/hog2" --writable "$T/hog3" --writable "$T/hog4")"
+python3 - $(mounts_in "$D_MNT/hog" | awk '{ print $2 }') >"$T/hog4.out" 2>&1 <<'PY' &
+import os, sys, time
+fds, err = [], "none"
+try:
+    for i in range(1, 61):
+        for m in sys.argv[1:]:
+            name = os.path.join(m, "f%d" % i)
+            if os.path.exists(name):
+                fds.append(os.open(name, os.O_RDONLY))
+except OSError as e:
+    err = os.strerror(e.errno)
+print(len(sys.argv) - 1, len(fds), err, flush=True)
+time.sleep(20)
+PY
+p_hog=$!
+track_pid "$p_hog"
+wait_until 10 eval '[ -s "$T/hog4.out" ]'
+is "$(cat "$T/hog4.out")" "4 64 Too many open files in system" \
+	"hog's four mounts hold its share of open files together (64 of 256), then ENFILE"
+r=$(python3 -c '
+import os, sys
+fds = [os.open(f"{sys.argv[1]}/f{i}", os.O_RDONLY) for i in range(1, 21)]
+print(len(fds))' "$MO" 2>&1)
+is "$r" 20 "another bot opens its files meanwhile"
+kill "$p_hog" 2>/dev/null
+wait "$p_hog" 2>/dev/null
+
+# --- mounts: a family holds at most a quarter of the 1,000 the daemon serves -------
+expect_ok "shutdown" "$(afs --json shutdown)"
+daemon_wait_gone 10
+rm -rf "$D_STATE"
+printf '{"group": ""}\n' >"$T/cfg-mounts.json"
+daemon_start --config "$T/cfg-mounts.json" || bail_out "agentfsd did not start again"
+mkdir -p "$T/ml" "$T/mo"
+expect_ok "create ml" "$(afs --json create --user 65534 ml "$T/ml")"
+made=0
+for k in 1 2 3 4; do
+	args=()
+	mkdir -p "$T/ml/k$k/w"
+	for i in $(seq 64); do
+		mkdir -p "$T/ml/k$k/r$i"
+		args+=(--readable "$T/ml/k$k/r$i")
+	done
+	r=$(as ml create "k$k" "$T/ml/k$k/w" "${args[@]}")
+	[ "$(printf '%s' "$r" | jget ok)" = true ] || break
+	made=$k
+done
+is "$made" 3 "ml makes three bots of 65 roots each (196 mounts in its family)"
+expect_error "its fourth would pass its family's share of mounts" limit "$r"
+like "$(printf '%s' "$r" | jget error.message)" "bot ml's family is at its share of mounts \\(250 of 1000\\)" \
+	"the error says whose share"
+is "$(mounts_in "$D_MNT/k4" | wc -l)" 0 "none of the fourth's roots stays mounted"
+expect_ok "the operator still makes a bot (another family)" \
+	"$(afs --json create --user 65534 mo "$T/mo")"
+is "$(mounts_in "$D_MNT/mo" | wc -l)" 1 "and it is mounted"
 
 done_testing
