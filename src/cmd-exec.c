@@ -433,6 +433,29 @@ bwrap_child(const struct argv_buf *a, const struct sandbox_setup *sb, int slave,
 }
 
 /*
+ * What the caller's terminal holds before it goes raw was read in lines:
+ * pass it on to the pty now. An end of input among it (^D, as script(1)
+ * and the like send when their own input ends) would turn into a NUL byte
+ * once raw, which the command's terminal would echo as ^@: it ends our
+ * input instead, as it meant. False when the input ended.
+ */
+static bool cooked_input(int master)
+{
+	struct pollfd p = {STDIN_FILENO, POLLIN, 0};
+	char buf[4096];
+	ssize_t n;
+
+	while (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
+		n = read(STDIN_FILENO, buf, sizeof buf);
+		if (n <= 0)
+			return false;
+		if (write(master, buf, (size_t)n) != n)
+			return false;
+	}
+	return true;
+}
+
+/*
  * One try: fork bwrap (it waits), register it, let it go, supervise it,
  * and say whether it started the command. The status pipe and the guard's
  * channel stay open across tries: their numbers are on bwrap's command line.
@@ -479,6 +502,7 @@ static int bwrap_try(const struct argv_buf *a, const struct sandbox_setup *sb, i
 		close(slave);
 		sa.sa_handler = on_winch;
 		sigaction(SIGWINCH, &sa, NULL);
+		r.in_open = cooked_input(r.master);
 		if (tcgetattr(STDIN_FILENO, &saved) == 0) {
 			have_saved = true;
 			raw = saved;
@@ -486,7 +510,6 @@ static int bwrap_try(const struct argv_buf *a, const struct sandbox_setup *sb, i
 			tcsetattr(STDIN_FILENO, TCSANOW, &raw);
 		}
 	}
-	r.in_open = r.master >= 0;
 	supervise(&r);
 	if (have_saved)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);

@@ -103,6 +103,15 @@ out=$(PY="$PY" TIOCSTI="$tiocsti" pty_run 15 bash -c '"$@" "$PY" -c "$TIOCSTI" 1
 	sh "${EX[@]}")
 like "$out" "tiocsti: (EIO|EPERM)" "stdin not a terminal: TIOCSTI into the caller's terminal (stdout) is refused ($(printf '%s' "$out" | grep tiocsti:))"
 like "$out" 'outer read:\[\]' "stdin not a terminal: TIOCSTI inside never reaches the caller's terminal as input"
+# A terminal whose own input ends at once (script(1) with stdin at its end
+# sends ^D): that end of input, pending when exec makes the terminal raw,
+# ends exec's input; it was a NUL byte the command's terminal echoed as ^@.
+if command -v script >/dev/null; then
+	out=$(script -qc "$(printf '%q ' "${EX[@]}") echo hello" /dev/null </dev/null 2>&1 | tr -d '\r')
+	is "$out" hello "under script(1) with no input: the output has no stray ^@"
+else
+	skip "script (util-linux) is missing"
+fi
 is "$(pgrep -fa "bwrap .*$T/")" "" "no sandbox is left running"
 
 done_testing
