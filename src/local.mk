@@ -15,7 +15,7 @@ src_agentfs_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitgu
 sbin_PROGRAMS += src/agentfsd
 src_agentfsd_SOURCES = src/agentfsd.c src/server.c src/proto.c src/bots-int.h src/bots.c \
 	src/authority.c src/configure.c src/queries.c src/plan.c src/roots.c src/jobs.c src/sandbox.c \
-	src/cgroup.c src/cgroup.h \
+	src/sandbox-int.h src/sandbox-ops.c src/cgroup.c src/cgroup.h \
 	src/restart.c src/state.c \
 	src/events.c src/changes.c src/changes-int.h src/ctree.c src/accounts.c
 src_agentfsd_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) $(EVENT_CFLAGS)
