@@ -17,7 +17,7 @@
 command -v python3 >/dev/null || skip_all "python3 is not installed"
 
 mkdir -p "$T/lead" "$T/op"
-printf '{"group": ""}\n' >"$T/cfg.json"
+printf '{"group": "", "cgroup": "%s"}\n' "$D_CGROUP" >"$T/cfg.json"
 daemon_start --config "$T/cfg.json" || bail_out "agentfsd did not start"
 expect_ok "create the lead" "$(afs --json create --user 65534 lead "$T/lead")"
 expect_ok "create another bot" "$(afs --json create --user 65534 other "$T/op")"
