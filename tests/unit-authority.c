@@ -204,7 +204,7 @@ static void test_family(void)
 /* an operator in the group: a quarter of max_bots (at least 4), its bots' bots included */
 static void test_operator(void)
 {
-	struct bots all = TAILQ_HEAD_INITIALIZER(all);
+	struct bots ops = TAILQ_HEAD_INITIALIZER(ops);
 	struct bot v[6] = {{0}};
 	uid_t owners[6] = {1000, 1000, 1000, 1000, 1001, 0};
 	char why[256];
@@ -213,17 +213,17 @@ static void test_operator(void)
 	for (i = 0; i < 6; i++) {
 		v[i].name = (char *)"x";
 		v[i].owner_uid = owners[i];
-		TAILQ_INSERT_TAIL(&all, &v[i], entry);
+		TAILQ_INSERT_TAIL(&ops, &v[i], entry);
 	}
-	tap_ok(!auth_operator_room(&all, 16, 1000, why, sizeof why) &&
+	tap_ok(!auth_operator_room(&ops, 16, 1000, why, sizeof why) &&
 		       strstr(why, "uid 1000 and its bots number 4") != NULL,
 	       "an operator with 4 of max_bots 16 makes no more (%s)", why);
-	tap_ok(auth_operator_room(&all, 16, 1001, why, sizeof why), "another operator still may");
-	tap_ok(auth_operator_room(&all, 16, 0, why, sizeof why), "root has no share: max_bots bounds it");
-	tap_ok(auth_operator_room(&all, 40, 1000, why, sizeof why), "with max_bots 40 the share is 10");
-	tap_ok(auth_operator_room(&all, 2, 1001, why, sizeof why),
+	tap_ok(auth_operator_room(&ops, 16, 1001, why, sizeof why), "another operator still may");
+	tap_ok(auth_operator_room(&ops, 16, 0, why, sizeof why), "root has no share: max_bots bounds it");
+	tap_ok(auth_operator_room(&ops, 40, 1000, why, sizeof why), "with max_bots 40 the share is 10");
+	tap_ok(auth_operator_room(&ops, 2, 1001, why, sizeof why),
 	       "with max_bots 2 the share is 2: one bot held, one more may");
-	tap_ok(!auth_operator_room(&all, 3, 1000, why, sizeof why),
+	tap_ok(!auth_operator_room(&ops, 3, 1000, why, sizeof why),
 	       "never more than max_bots (3 < 4 held)");
 }
 
