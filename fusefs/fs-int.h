@@ -27,6 +27,8 @@
  *   closer.c       the closer thread: last closes, off the request path
  *   wire.c         libfuse < 3.17 only: passthrough in INIT and open replies
  *   ops*.c         the FUSE handlers, by kind (ops.h says which file has which)
+ *   ids.c          identity switches, the one place that makes them
+ *   fusefs.h       the API for agentfsd and agentfs; this file, fusefs' own
  */
 #ifndef AGENTFS_FS_INT_H
 #define AGENTFS_FS_INT_H

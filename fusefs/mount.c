@@ -183,7 +183,7 @@ static int guard_error(struct fs_error *err, const char *source, int r,
 }
 
 /*
- * Every mount gets gitguard, the rule table of DESIGN.md at any depth, over
+ * Every mount gets gitguard, the rule table of agentfs(1) at any depth, over
  * the process's one view of the repositories: what one mount's guard learns
  * holds at every other mount's next decision.
  */

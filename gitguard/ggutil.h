@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Helpers that decide access, shared by gitguard, fusefs and src (STYLE.md
- * 15): one function per meaning, so two copies cannot differ on "..".
+ * Helpers that decide access, shared by gitguard, fusefs and src: one
+ * function per meaning, so two copies cannot differ on "..".
  * gitguard is the lowest layer, so they live here; fusefs and src include
  * this header and link libgitguard.a.
  *
@@ -79,7 +79,7 @@ int gg_open_nofollow(int dirfd, const char *path, int flags, bool beneath);
  * (it may not grow past CAP while being read).  0 with *BUF malloc'd and
  * NUL-terminated, *LEN its length and *ST (if not NULL) its fstat; -EINVAL
  * for a non-regular file, -EFBIG when larger than CAP, or another -errno.
- * The one reader of files a bot may have written (STYLE.md 15).
+ * The one reader of files a bot may have written.
  */
 int guard_read_fd(int fd, size_t cap, char **buf, size_t *len, struct stat *st);
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gitguard: which entries of a writable root git would trust, and whether a
- * write-ish operation on them is allowed (DESIGN.md "The rule table").
+ * write-ish operation on them is allowed (the rule table: agentfs(1), WHAT
+ * IS PROTECTED; gitguard/README says how the pieces fit).
  *
  * gitguard knows nothing of FUSE: the caller (fusefs) keeps one struct
  * guard_cls per inode, computed by guard_classify() from the parent's class
@@ -76,7 +77,7 @@ enum guard_role {
 			      (the last role: tests/fuzz/fuzz-decide.c checks against it) */
 };
 
-/* Rules, as named in DESIGN.md; guard_rule_name() gives the text. */
+/* Rules, as agentfs(1) WHAT IS PROTECTED names them; guard_rule_name() gives the text. */
 enum guard_rule {
 	GUARD_RULE_NONE = 0,
 	GUARD_RULE_G1,

@@ -147,7 +147,7 @@ struct guard_root {
  * the repositories, and the descriptors their watches and the tops hold,
  * stay until the view is freed (no record says which roots still need one).
  *
- * Locking (STYLE.md 7):
+ * Locking:
  *   lock (rwlock) protects repos/nrepos, misc, tops/ntops, tab/ntab,
  *   roots/nroots and botmade.  Readers (classification, decisions) take it shared for
  *   table and repository lookups only, never across a syscall but the
@@ -203,7 +203,7 @@ struct guard_bot {
  * it, its caller (a fusefs mount) holds it, guard_free() frees it and drops
  * its view reference.
  *
- * Locking (STYLE.md 7):
+ * Locking:
  *   view: set by guard_open, pinned by the guard's reference; its contents
  *   under view->lock (above).
  *   lock (rwlock) protects what is this root's own: bots, botrecs,

@@ -69,3 +69,6 @@ check_PROGRAMS += tests/unit-guard-refs
 TESTS += tests/unit-guard-refs
 tests_unit_guard_refs_SOURCES = tests/unit-guard-refs.c tests/guard-tap.h
 tests_unit_guard_refs_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)
+# The design ships: doc/DESIGN.md, the rule table in agentfs(1), the folders' maps.
+TESTS += tests/docs-map.sh
+EXTRA_DIST += tests/docs-map.sh doc/DESIGN.md

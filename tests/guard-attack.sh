@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # guard-attack: every way a bot could plant code that git runs later, tried
-# through a writable mount (DESIGN.md "The rule table", GIT-VECTORS.md).
+# through a writable mount (the rule table: agentfs(1), WHAT IS PROTECTED).
 # Each attempt must fail with EROFS.  Afterwards plain git runs on the SOURCE
 # outside the mount (status, diff, log, commit --allow-empty, submodule
 # status in every repository, worktree and submodule) and no PWNED-* marker

@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# guard-git: ordinary git keeps working through a writable mount (DESIGN.md,
-# "The rule table": "git add, git commit, git branch, git checkout, git stash,
+# guard-git: ordinary git keeps working through a writable mount (agentfs(1),
+# WHAT IS PROTECTED: git add, git commit, git branch, git checkout, git stash,
 # git rebase, git gc and git worktree list work inside a writable root; git
-# config writes are refused").  Covered: a repository with a submodule and a
+# config writes are refused).  Covered: a repository with a submodule and a
 # linked worktree (both made on the host), a commit-msg hook the person
 # installed (it must run), the worktree mounted on its own next to a mount of
 # the main repository, a .git symlink and a .git file pointing elsewhere in
