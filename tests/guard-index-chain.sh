@@ -46,6 +46,20 @@ inner()
 	git -C "$1" commit -qm inner
 }
 
+# outer NAME KEY VALUE FILE HOOKSPATH: a repository NAME whose config sets KEY
+# to VALUE and whose git folder's FILE gives core.hooksPath = HOOKSPATH, the
+# inner clone (ignored) at NAME/inner
+outer()
+{
+	git init -q "$S/$1"
+	git -C "$S/$1" config "$2" "$3"
+	printf '[core]\n\thooksPath = %s\n' "$5" >"$S/$1/.git/$4"
+	echo inner/ >"$S/$1/.gitignore"
+	git -C "$S/$1" add .gitignore
+	git -C "$S/$1" commit -qm "$1" --no-verify
+	inner "$S/$1/inner" "$1"
+}
+
 setup()
 {
 	# s: a hook link through a chain of two tracked links
@@ -66,30 +80,11 @@ setup()
 	git -C "$S/t" add -A
 	git -C "$S/t" commit -qm t
 	git -C "$S/t" config core.hooksPath tools
-	# u: the enclosing repository's hooksPath in an include
-	git init -q "$S/u"
-	printf '[core]\n\thooksPath = inner/hooks\n' >"$S/u/.git/hp.inc"
-	git -C "$S/u" config include.path hp.inc
-	echo inner/ >"$S/u/.gitignore"
-	git -C "$S/u" add .gitignore
-	git -C "$S/u" commit -qm u --no-verify
-	inner "$S/u/inner" u
-	# x: the same, the include giving an absolute path
-	git init -q "$S/x"
-	printf '[core]\n\thooksPath = %s\n' "$S/x/inner/hooks" >"$S/x/.git/hp.inc"
-	git -C "$S/x" config include.path hp.inc
-	echo inner/ >"$S/x/.gitignore"
-	git -C "$S/x" add .gitignore
-	git -C "$S/x" commit -qm x --no-verify
-	inner "$S/x/inner" x
+	# u, x: the enclosing repository's hooksPath in an include (relative, absolute)
+	outer u include.path hp.inc hp.inc inner/hooks
+	outer x include.path hp.inc hp.inc "$S/x/inner/hooks"
 	# v: the enclosing repository's hooksPath in config.worktree
-	git init -q "$S/v"
-	git -C "$S/v" config extensions.worktreeConfig true
-	printf '[core]\n\thooksPath = inner/hooks\n' >"$S/v/.git/config.worktree"
-	echo inner/ >"$S/v/.gitignore"
-	git -C "$S/v" add .gitignore
-	git -C "$S/v" commit -qm v --no-verify
-	inner "$S/v/inner" v
+	outer v extensions.worktreeConfig true config.worktree inner/hooks
 	# w: an enclosing linked worktree; its main repository's hooksPath
 	git init -q "$S/w"
 	echo inner/ >"$S/w/.gitignore"
