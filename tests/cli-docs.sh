@@ -13,17 +13,7 @@ AGENTFSD="$top_builddir/src/agentfsd"
 MAN1="$top_srcdir/man/agentfs.1"
 MAN8="$top_srcdir/man/agentfsd.8"
 COMPLETION="$top_srcdir/src/agentfs.bash-completion"
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $*"; }
-diag() { printf '# %s\n' "$@"; }
-# missing DESC WORDS...: ok when no WORD is left, else the ones that are
-missing()
-{
-	local desc="$1"
-	shift
-	if [ $# -eq 0 ]; then ok "$desc"; else not_ok "$desc"; diag "missing: $*"; fi
-}
+. "$top_srcdir/tests/docs-lib.sh"
 [ -x "$AGENTFS" ] && [ -x "$AGENTFSD" ] || { echo "Bail out! agentfs is not built"; exit 99; }
 
 commands=$("$AGENTFS" --help | awk '/^  [a-z]/ { print $1 }')

@@ -9,17 +9,7 @@
 # notes that do not ship with it.  Needs neither root nor a build.
 top_srcdir=${top_srcdir:-.}
 MAN1="$top_srcdir/man/agentfs.1"
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $*"; }
-diag() { printf '# %s\n' "$@"; }
-# missing DESC WORDS...: ok when no WORD is left, else the ones that are
-missing()
-{
-	local desc="$1"
-	shift
-	if [ $# -eq 0 ]; then ok "$desc"; else not_ok "$desc"; diag "missing: $*"; fi
-}
+. "$top_srcdir/tests/docs-lib.sh"
 for f in "$MAN1" "$top_srcdir/gitguard/rules.c" "$top_srcdir/gitguard/README" \
 	"$top_srcdir/fusefs/fs-int.h" "$top_srcdir/doc/DESIGN.md"; do
 	[ -r "$f" ] || { echo "Bail out! $f cannot be read"; exit 99; }

@@ -25,7 +25,7 @@ FS_TESTS = \
 	tests/fs-passthrough.sh \
 	tests/fs-mount-helper.sh
 TESTS += $(FS_TESTS)
-EXTRA_DIST += tests/lib.sh tests/complete-lib.sh tests/README.md $(FS_TESTS)
+EXTRA_DIST += tests/lib.sh tests/complete-lib.sh tests/docs-lib.sh tests/README.md $(FS_TESTS)
 
 # The manual against every --help, the mount -o options and the completion;
 # README's Installing section (make check-readme-install only: a whole build).
