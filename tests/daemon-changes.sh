@@ -233,8 +233,8 @@ for i in range(1062):
     os.chdir("a" * 255)
 PY
 grown=$(($(hwm) - before))
-check "the daemon's peak memory grew by less than 32 MiB for 1,062 nested folders ($grown KiB)" \
-	test "$grown" -lt 32768
+mem_below "the daemon's peak memory grew by less than 32 MiB for 1,062 nested folders ($grown KiB)" \
+	"$grown" 32768
 r=$(afs --json changes deep)
 is "$(printf '%s' "$r" | jget 'changes.#') $(printf '%s' "$r" | jget not_kept)" "15 1047" \
 	"paths up to 4,095 bytes are kept (15 levels), the deeper 1,047 counted"
@@ -270,7 +270,7 @@ PY
 grown=$(($(hwm) - before))
 r=$(afs --json changes hog)
 is "$(printf '%s' "$r" | jget too_many)" true "a family past its share of changes_memory is only counted"
-check "the daemon's peak memory grew by less than 16 MiB ($grown KiB)" test "$grown" -lt 16384
+mem_below "the daemon's peak memory grew by less than 16 MiB ($grown KiB)" "$grown" 16384
 echo x >"$D_MNT/kid/0/kid$(printf '\001%.0s' $(seq 240))"
 is "$(afs --json changes kid | jget 'changes.#')" 0 "a bot of the same family: counted, not kept"
 is "$(afs --json changes kid | jget too_many)" true "... and says so"
