@@ -21,7 +21,7 @@
 /* Lexically, does PATH name a git folder (a .git or NAME.git component)? */
 static bool names_gitdir(const char *path)
 {
-	char comp[NAME_MAX + 1];
+	char comp[PATH_MAX]; /* a target's component may be longer than NAME_MAX */
 	const char *p = path;
 	int n;
 
@@ -249,7 +249,14 @@ static int x1_step(struct x1walk *w, const char *comp)
  */
 static int x1_resolve(struct x1walk *w)
 {
-	char comp[NAME_MAX + 1];
+	/*
+	 * A target is a string, and its components may be longer than NAME_MAX
+	 * (the kernel refuses only the link's own name): such a component is
+	 * looked up like any other, and where its filesystem cannot hold it the
+	 * lookup fails and it is "not there".  No component of a link's text is
+	 * PATH_MAX long, so none is refused here for its length.
+	 */
+	char comp[PATH_MAX];
 	const char *p;
 	char *next;
 	int n, rc = 0;

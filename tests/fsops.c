@@ -511,7 +511,7 @@ static void t_rename(void)
 static void t_links(void)
 {
 	static char longtarget[1001];
-	char buf[2048];
+	char buf[2048], buf2[2048], longname[301] = "";
 	struct stat st;
 
 	put_file("h1", "one", 0644);
@@ -546,6 +546,20 @@ static void t_links(void)
 	memset(buf, 0, sizeof(buf));
 	T_EQ(readlink("s3", buf, sizeof(buf)), 1000, "readlink of a 1000-byte target");
 	ok(strcmp(buf, longtarget) == 0, "the 1000-byte target comes back verbatim");
+	/*
+	 * A target is only a string: a component of it longer than NAME_MAX is
+	 * made (it cannot resolve: ENAMETOOLONG when followed); only the link's
+	 * own name is held to NAME_MAX.
+	 */
+	memset(longname, 'N', sizeof(longname) - 1);
+	snprintf(buf, sizeof(buf), "%s/x", longname);
+	T_OK(symlink(buf, "s4"), "symlink whose target has a 300-byte component");
+	memset(buf2, 0, sizeof(buf2));
+	T_EQ(readlink("s4", buf2, sizeof(buf2)), (ssize_t)strlen(buf),
+	     "readlink of the target with a 300-byte component");
+	T_ERR(stat("s4", &st), ENAMETOOLONG, "stat through it: ENAMETOOLONG");
+	T_ERR(symlink("x", longname), ENAMETOOLONG, "a symlink's own 300-byte name: ENAMETOOLONG");
+	T_OK(unlink("s4"), "unlink that symlink");
 }
 
 static void t_dirs(void)
