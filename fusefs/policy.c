@@ -511,7 +511,7 @@ int policy_check(struct fs_mount *m, const struct preq *r)
 		return 0;
 	snprintf(why, sizeof why, "rule %s (%s)%s", v.rule != NULL ? v.rule : "?",
 		 v.reason != NULL ? v.reason : "protected",
-		 v.rule != NULL && (strcmp(v.rule, "G1") == 0 || strcmp(v.rule, "G2") == 0)
+		 v.code == GUARD_RULE_G1 || v.code == GUARD_RULE_G2
 			 ? "; new repositories are refused here: clone into /tmp, or allow them "
 			   "(agentfs mount --allow-new-repos, or a bot's allow_new_repos)"
 			 : "");

@@ -261,8 +261,10 @@ int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdi
 	bool moved;
 	int rc;
 
-	if (v)
+	if (v) {
 		v->rule = v->reason = NULL;
+		v->code = GUARD_RULE_NONE;
+	}
 	guard_revalidate(g);
 	guard_homes_revalidate(g);
 	guard_root_revalidate(g);

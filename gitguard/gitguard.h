@@ -134,10 +134,15 @@ struct guard_cls {
 	uint8_t rule;  /* enum guard_rule behind flags */
 };
 
-/* A refusal: rule "D3", reason "hooks"; static strings, never freed. */
+/*
+ * A refusal: rule "D3", reason "hooks"; static strings, never freed.  CODE is
+ * the same rule as a value (enum guard_rule), for callers that act on which
+ * rule refused: the text is for people and logs, never compared.
+ */
 struct guard_verdict {
 	const char *rule;
 	const char *reason;
+	unsigned code;
 };
 
 /* An error with a message naming the path. */

@@ -57,6 +57,7 @@ int guard_refuse(struct guard_verdict *v, unsigned rule)
 	if (v) {
 		v->rule = guard_rule_name(rule);
 		v->reason = guard_rule_reason(rule);
+		v->code = rule;
 	}
 	return -EROFS;
 }
@@ -66,6 +67,7 @@ int guard_refuse_why(struct guard_verdict *v, unsigned rule, const char *reason)
 	if (v) {
 		v->rule = guard_rule_name(rule);
 		v->reason = reason;
+		v->code = rule;
 	}
 	return -EROFS;
 }

@@ -68,6 +68,9 @@ case_of()
 
 case_of G1 "a new .git" try mkdir "$M/plain/d/.git" \
 	-- "a folder of another name" try mkdir "$M/plain/d/dotgit"
+# a refusal of a new repository, and only that, says how to allow them
+check "G1's refusal tells how to allow new repositories" \
+	grep -q "rule G1 (.*allow-new-repos" "$GUARD_LOG"
 check "G2: objects/ and refs/ in a plain folder" sh -c "mkdir '$M/plain/b' '$M/plain/b/objects' '$M/plain/b/refs'"
 case_of G2 "HEAD completing a bare-shaped folder" try create "$M/plain/b/HEAD" \
 	-- "HEAD in a folder with objects/ only" sh -c "mkdir '$M/plain/c' '$M/plain/c/objects' && '$TRYOP' create '$M/plain/c/HEAD'"
@@ -79,6 +82,8 @@ case_of D2 "config.worktree made" try create "$G/config.worktree" \
 	-- "SQUASH_MSG made" try create "$G/SQUASH_MSG"
 case_of D3 "a hook made" try create "$G/hooks/pre-commit" \
 	-- "a file named so in the work tree" sh -c "mkdir '$M/r/hooks' && '$TRYOP' create '$M/r/hooks/pre-commit'"
+check "D3's refusal does not talk of new repositories" \
+	eval '! grep "rule D3 (" "$GUARD_LOG" | grep -q allow-new-repos'
 case_of D4 "commondir made" try create "$G/commondir" \
 	-- "a commondir in the work tree" try create "$M/r/commondir"
 case_of D5 "a worktree's gitdir pointer written" try write "$G/worktrees/rwt/gitdir" \
