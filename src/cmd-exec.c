@@ -400,7 +400,7 @@ static void __attribute__((noreturn)) child_fail(int err_fd, const char *what)
  * byte), its own standard error becomes the pipe of bwrap's words (the
  * caller's stays the command's, as err_fd), the loader's variables go
  * (bwrap runs as root, or as the operator: a library named in a bot's root
- * must not load into it; the command gets them back through exec --as), and
+ * must not load into it; the command gets them back through agentfs-enter), and
  * only the descriptors bwrap is told about stay open. It waits for go: the
  * outer agentfs exec has registered it with agentfsd first.
  */
@@ -642,8 +642,9 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	struct sandbox_setup sb = {0};
 	int status_pipe[2], code;
 
+	/* the in-sandbox step as this binary did it before agentfs-enter */
 	if (argc > 1 && strcmp(argv[1], "--as") == 0)
-		return exec_as(argc, argv);
+		return exec_as(argc - 2, argv + 2);
 	parse_options(argc, argv, &o);
 	plan = plan_get(socket_path, o.bot);
 	cwd = choose_cwd(plan, o.cwd);
@@ -655,6 +656,7 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	std_fds_check();
 	sb.plan = plan;
 	sb.bwrap = exec_jstr(plan, "bwrap");
+	sb.enter = exec_jstr(plan, "enter");
 	sb.cwd = cwd;
 	sb.cmd = o.cmd;
 	sb.uid = (uid_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(plan, "uid"));

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agentfs exec --as: the sandbox's first program, inside bwrap's
+ * agentfs-enter (src/enter.c; `agentfs exec --as` for an older agentfsd):
+ * the sandbox's first program, inside bwrap's
  * namespaces: root with CAP_SETUID and CAP_SETGID only (bwrap run by root),
  * or already the operator (bwrap run by an operator who is not root, in a
  * user namespace of its own). It becomes the bot's user for good, gives the
@@ -179,7 +180,7 @@ static int filter_install(bool guard)
 }
 
 /*
- * In exec --as, once the bot's user: install the filter. With the guard's
+ * In agentfs-enter, once the bot's user: install the filter. With the guard's
  * channel (no network), hand its listener to the outer agentfs exec over
  * chan. A kernel without seccomp user notification and pidfd_getfd (Linux
  * 5.6) stops the command, unless optional (--allow-host-sockets): then the
@@ -257,8 +258,9 @@ void exec_run_command(char **cmd)
 }
 
 /*
- * Inside the sandbox, as its first program: bwrap starts
- * `agentfs exec --as IDS [OPTIONS] -- CMD`, which becomes the bot's user
+ * Inside the sandbox, as its first program: bwrap starts agentfs-enter (or,
+ * from an agentfsd that names none, `agentfs exec --as`) with
+ * `IDS [OPTIONS] -- CMD` (ARGV[0] is IDS), which becomes the bot's user
  * for good and runs CMD. Run as root (bwrap run by root, every capability
  * dropped but CAP_SETUID and CAP_SETGID), IDS is UID:GID:GROUPS and the
  * switch from root clears every capability; in an operator's user
@@ -274,9 +276,9 @@ void exec_run_command(char **cmd)
 int exec_as(int argc, char **argv)
 {
 	struct ids id;
-	int cmd = 3, chan = -1, err_fd = -1;
+	int cmd = 1, chan = -1, err_fd = -1;
 	bool optional = false, ctty = false;
-	bool bad = argc < 4 || !exec_ids_parse(argv[2], &id) || id.uid == 0;
+	bool bad = argc < 2 || !exec_ids_parse(argv[0], &id) || id.uid == 0;
 	char *end;
 
 	for (; !bad && cmd < argc && strcmp(argv[cmd], "--") != 0; cmd++) {
@@ -294,9 +296,10 @@ int exec_as(int argc, char **argv)
 		}
 	}
 	if (bad || cmd + 1 >= argc)
-		die("exec --as: bad arguments (it is run by agentfs exec inside the sandbox)");
+		die("bad arguments: this is the first program of an agentfs exec sandbox, and only "
+		    "agentfs exec runs it");
 	if (err_fd >= 0 && (dup2(err_fd, STDERR_FILENO) < 0 || close(err_fd) != 0))
-		die("exec --as: no standard error: %s", strerror(errno));
+		die("no standard error for the command: %s", strerror(errno));
 	if (id.ngroups < 0)
 		exec_stay(id.uid);
 	else

@@ -83,7 +83,7 @@ static const char *const ns_args[] = {"--unshare-ipc", "--unshare-pid", "--unsha
 
 /*
  * bwrap run as root keeps every capability unless told (a bot could
- * remount /): all dropped but CAP_SETUID and CAP_SETGID, which exec --as
+ * remount /): all dropped but CAP_SETUID and CAP_SETGID, which agentfs-enter
  * gives up with root.
  */
 static const char *const root_caps[] = {"--cap-drop", "ALL",	    "--cap-add", "CAP_SETUID",
@@ -160,15 +160,17 @@ static void agent_socket(struct argv_buf *a, const cJSON *plan)
 	exec_arg(a, sock);
 }
 
-/* The in-sandbox step: agentfs exec --as (exec-as.c) and the command. */
+/* The in-sandbox step: agentfs-enter (exec-as.c) and the command. */
 static void as_args(struct argv_buf *a, const struct sandbox_setup *sb)
 {
 	char num[48], *ids;
 	struct ids id;
 
 	exec_arg(a, EXEC_SELF);
-	exec_arg(a, "exec");
-	exec_arg(a, "--as");
+	if (sb->enter == NULL) {
+		exec_arg(a, "exec");
+		exec_arg(a, "--as");
+	}
 	if (sb->userns) {
 		/* already the bot's user (the operator itself): no switch, only checked */
 		snprintf(num, sizeof num, "=%u", (unsigned)sb->uid);
@@ -194,7 +196,8 @@ static void as_args(struct argv_buf *a, const struct sandbox_setup *sb)
 /* bwrap's whole command line for one sandbox. */
 void exec_bwrap_args(struct argv_buf *a, const struct sandbox_setup *sb)
 {
-	char num[32], *self = realpath("/proc/self/exe", NULL);
+	char num[32],
+		*self = sb->enter != NULL ? strdup(sb->enter) : realpath("/proc/self/exe", NULL);
 	char **c;
 	size_t i;
 
@@ -213,9 +216,10 @@ void exec_bwrap_args(struct argv_buf *a, const struct sandbox_setup *sb)
 	hide(a, sb->plan);
 	binds(a, sb->plan);
 	/*
-	 * agentfs itself, for exec --as, at a path of its own: it may live in a
-	 * hidden folder, or in a root, which it must not cover (agentfsd checked
-	 * it is in no writable root: plan.c).
+	 * agentfs-enter (or agentfs itself, for exec --as, from an older
+	 * agentfsd), at a path of its own: it may live in a hidden folder, or
+	 * in a root, which it must not cover (agentfsd checked it is in no
+	 * writable root: plan.c).
 	 */
 	exec_arg(a, "--ro-bind");
 	exec_arg(a, self);
@@ -325,7 +329,7 @@ void exec_bwrap_err_read(struct bwrap_err *e)
 
 /*
  * In the child that becomes bwrap: only stdin, stdout, stderr and the
- * descriptors bwrap and exec --as are told about go into the sandbox.
+ * descriptors bwrap and agentfs-enter are told about go into the sandbox.
  * Anything else the caller left open (a folder outside the roots:
  * openat(fd, "..") walks the host; a host socket) would reach past the
  * roots, whatever the mounts hide. -1 if it cannot be made sure.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agentfs exec: the environment: the loader variables kept from bwrap and
- * agentfs exec --as and given back to the command, and whether a command
+ * agentfs agentfs-enter and given back to the command, and whether a command
  * is in PATH at all (for 127 against 126). Which bwrap runs is agentfsd's
  * decision (src/plan.c, prog_trusted).
  */
@@ -19,8 +19,8 @@
 /*
  * The loader's and glibc's variables may name libraries, modules or files
  * inside a bot's roots (LD_PRELOAD, GCONV_PATH, LD_PROFILE's output...):
- * bwrap runs as root and exec --as with CAP_SETUID, so both start without
- * them, and exec --as gives them back to the command once it is the bot's
+ * bwrap runs as root and agentfs-enter with CAP_SETUID, so both start without
+ * them, and agentfs-enter gives them back to the command once it is the bot's
  * user.
  */
 static const char *const loader_vars[] = {

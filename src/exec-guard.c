@@ -562,7 +562,7 @@ static void notif_take(void)
 }
 
 /*
- * Before bwrap starts: the channel exec --as sends the listener on (its end
+ * Before bwrap starts: the channel agentfs-enter sends the listener on (its end
  * for the sandbox is returned: not close-on-exec, bwrap passes it on), and
  * the AGENT_SOCKET's inode, the one host socket the bot may reach.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agentfs exec: who the bot's user is, and becoming that user for good
- * inside the sandbox (exec --as) or, for danger-full-access, outside.
+ * inside the sandbox (agentfs-enter) or, for danger-full-access, outside.
  */
 #include "src/agentfs.h"
 #include "fusefs/fusefs.h"
@@ -81,14 +81,14 @@ void exec_become(const struct ids *id)
 }
 
 /*
- * In a user namespace an operator's bwrap made, exec --as already is the
+ * In a user namespace an operator's bwrap made, agentfs-enter already is the
  * bot's user (the operator): it checks so, and takes the rest of
  * exec_become: no_new_privs, no capability.
  */
 void exec_stay(uid_t uid)
 {
 	if (getuid() != uid || geteuid() != uid)
-		die("exec --as: running as uid %u, not %u: refusing to run", (unsigned)geteuid(),
+		die("running as uid %u, not %u: refusing to run", (unsigned)geteuid(),
 		    (unsigned)uid);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		die("cannot set no_new_privs: %s", strerror(errno));

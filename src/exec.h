@@ -7,8 +7,9 @@
  *   exec-bwrap.c bwrap's command line from the plan (the argument table),
  *                and what bwrap tells back (its status, its stderr)
  *   exec-guard.c the outer agentfs exec's connect guard (seccomp supervisor)
- *   exec-as.c    agentfs exec --as, the sandbox's first program: becomes
- *                the bot's user, installs the filter, runs the command
+ *   exec-as.c    the sandbox's first program (agentfs-enter, a program of its
+ *                own: enter.c; `agentfs exec --as` for an older agentfsd):
+ *                becomes the bot's user, installs the filter, runs the command
  *   exec-user.c  who the bot's user is, and becoming it
  *   exec-env.c   the command's environment: -e, --env-file, the loader
  *                variables
@@ -42,6 +43,7 @@ struct ids {
 struct sandbox_setup {
 	const cJSON *plan;
 	const char *bwrap; /* the plan's: the bwrap agentfsd trusts */
+	const char *enter; /* the plan's agentfs-enter; NULL: an older agentfsd, exec --as */
 	const char *cwd;
 	char **cmd;
 	uid_t uid;	   /* the bot's user */
@@ -50,7 +52,7 @@ struct sandbox_setup {
 	bool tty;	   /* the command takes our pty as its controlling terminal */
 	bool host_sockets; /* --allow-host-sockets */
 	int status_w;	   /* bwrap's --json-status-fd */
-	int unix_chan;	   /* the guard's channel for exec --as; -1: none (network) */
+	int unix_chan;	   /* the guard's channel for agentfs-enter; -1: none (network) */
 	int err_fd;	   /* the number the command's standard error has inside */
 };
 
@@ -63,7 +65,7 @@ struct bwrap_status {
 };
 
 /*
- * bwrap's own standard error. The command writes to the real one (exec --as
+ * bwrap's own standard error. The command writes to the real one (agentfs-enter
  * --stderr), so this carries only what bwrap says: kept until bwrap is done
  * (a setup that fails is tried again, quietly), passed on at once when it
  * is more than a setup error would be.

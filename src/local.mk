@@ -12,6 +12,16 @@ src_agentfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS)
 src_agentfs_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitguard.a \
 	$(FUSE_LIBS) $(CJSON_LIBS) $(GIT2_LIBS) -lutil -lpthread
 
+# The sandbox's first program (src/enter.c): the in-sandbox step of agentfs
+# exec, linked with the C library alone.  What it shares with agentfs is
+# compiled here a function to a section, and the linker keeps only what it
+# calls (the outer exec's functions in the same files are dropped).
+pkglibexec_PROGRAMS = src/agentfs-enter
+src_agentfs_enter_SOURCES = src/enter.c src/exec-as.c src/exec-user.c src/exec-env.c fusefs/ids.c
+src_agentfs_enter_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) -ffunction-sections \
+	-fdata-sections
+src_agentfs_enter_LDFLAGS = -Wl,--gc-sections
+
 sbin_PROGRAMS += src/agentfsd
 src_agentfsd_SOURCES = src/agentfsd.c src/server.c src/proto.c src/bots-int.h src/bots.c \
 	src/authority.c src/configure.c src/queries.c src/plan.c src/roots.c src/jobs.c src/sandbox.c \
@@ -21,7 +31,8 @@ src_agentfsd_SOURCES = src/agentfsd.c src/server.c src/proto.c src/bots-int.h sr
 src_agentfsd_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) $(EVENT_CFLAGS)
 src_agentfsd_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitguard.a \
 	$(FUSE_LIBS) $(CJSON_LIBS) $(EVENT_LIBS) $(GIT2_LIBS)
-src_agentfsd_CPPFLAGS = $(AM_CPPFLAGS) -DAGENTFSD_CONFIG='"$(agentfsconfdir)/agentfsd.json"'
+src_agentfsd_CPPFLAGS = $(AM_CPPFLAGS) -DAGENTFSD_CONFIG='"$(agentfsconfdir)/agentfsd.json"' \
+	-DAGENTFS_ENTER='"$(pkglibexecdir)/agentfs-enter"'
 
 # What a packager installs besides the programs: the systemd unit, the
 # tmpfiles.d entry for /run/agentfs, the example configuration (installed

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -105,10 +106,10 @@ static bool add_bind(cJSON *binds, const struct root *rt)
 
 /*
  * The exec plan of b, whole or not at all (NULL: out of memory): a plan
- * missing a bind or a folder to hide would confine the bot less. bwrap:
- * NULL for danger-full-access, which runs none.
+ * missing a bind or a folder to hide would confine the bot less. bwrap and
+ * enter: NULL for danger-full-access, which runs neither.
  */
-static cJSON *plan_json(const struct bot *b, const char *bwrap, bool userns)
+static cJSON *plan_json(const struct bot *b, const char *bwrap, const char *enter, bool userns)
 {
 	cJSON *body = cJSON_CreateObject(), *binds, *hide;
 	const char *sock = b->sock != NULL ? server_listener_path(b->sock) : "";
@@ -124,6 +125,7 @@ static cJSON *plan_json(const struct bot *b, const char *bwrap, bool userns)
 	     cJSON_AddStringToObject(body, "socket", sock) != NULL &&
 	     cJSON_AddStringToObject(body, "control_socket", ds.cfg->socket_path) != NULL &&
 	     (bwrap == NULL || cJSON_AddStringToObject(body, "bwrap", bwrap) != NULL) &&
+	     (enter == NULL || cJSON_AddStringToObject(body, "enter", enter) != NULL) &&
 	     cJSON_AddBoolToObject(body, "user_namespace", userns) != NULL;
 	binds = ok ? cJSON_AddArrayToObject(body, "binds") : NULL;
 	for (i = 0, ok = binds != NULL; ok && i < b->nroots; i++)
@@ -255,6 +257,49 @@ static char *plan_bwrap(struct request *r)
 }
 
 /*
+ * The sandbox's first program, agentfs-enter: the one beside agentfsd if
+ * there is one (a build tree, or both installed in one folder), else the
+ * one installed with it (AGENTFS_ENTER).  It runs inside the sandbox with
+ * CAP_SETUID until it becomes the bot's user, so it must be a program no
+ * bot could have written (prog_trusted) and in none of this bot's writable
+ * roots.  The resolved path, or NULL after failing the request.
+ */
+static char *plan_enter(struct request *r, const struct bot *b)
+{
+	char why[PATH_MAX + 256], self[PATH_MAX], *enter, *slash;
+	const char *path = AGENTFS_ENTER;
+	struct stat st;
+	ssize_t n;
+	size_t i;
+
+	n = readlink("/proc/self/exe", self, sizeof self - sizeof "/agentfs-enter");
+	if (n > 0 && (self[n] = '\0', slash = strrchr(self, '/')) != NULL) {
+		strcpy(slash + 1, "agentfs-enter");
+		if (lstat(self, &st) == 0)
+			path = self;
+	}
+	enter = prog_trusted(path, why, sizeof why);
+	if (enter == NULL) {
+		fail(r, "no_enter",
+		     "%s: agentfs exec starts every sandbox with agentfs-enter, installed with "
+		     "agentfsd (make install puts it in %s); nothing was run",
+		     why, AGENTFS_ENTER);
+		return NULL;
+	}
+	for (i = 0; i < b->nroots; i++)
+		if (b->roots[i].writable && path_within(enter, b->roots[i].path)) {
+			fail(r, "forbidden",
+			     "agentfs-enter (%s) is inside the bot's writable root %s: the bot "
+			     "could change it, and it runs in the sandbox before the bot's "
+			     "confinement is complete; nothing was run",
+			     enter, b->roots[i].path);
+			free(enter);
+			return NULL;
+		}
+	return enter;
+}
+
+/*
  * What `agentfs exec` needs to confine a bot with bwrap: each root's mount
  * and the path to bind it at, the bot's socket, the daemon's own paths to
  * hide, the bwrap to run, and whether the client, not being root, runs it
@@ -267,7 +312,7 @@ static char *plan_bwrap(struct request *r)
 void bots_exec_plan(struct request *r, const char *name, const char *pod)
 {
 	uid_t op = operator_uid(r);
-	cleanup_free char *bwrap = NULL;
+	cleanup_free char *bwrap = NULL, *enter = NULL;
 	char owner[PATH_MAX + 16];
 	bool confined;
 	struct bot *b;
@@ -317,9 +362,11 @@ void bots_exec_plan(struct request *r, const char *name, const char *pod)
 	}
 	if (!roots_live(r, b))
 		return;
-	if (confined && (!client_outside_roots(r, b) || (bwrap = plan_bwrap(r)) == NULL))
+	if (confined && (!client_outside_roots(r, b) || (bwrap = plan_bwrap(r)) == NULL ||
+			 (enter = plan_enter(r, b)) == NULL))
 		return;
-	body = plan_json(b, bwrap, confined && r->peer != NULL && server_peer_uid(r->peer) != 0);
+	body = plan_json(b, bwrap, enter,
+			 confined && r->peer != NULL && server_peer_uid(r->peer) != 0);
 	if (body == NULL) {
 		fail(r, "internal", "out of memory: no plan was made, nothing was run");
 		return;

@@ -186,6 +186,22 @@ ex_daemon_again --config "$(ex_bwrap_config "$T/linkbin/bwrap")"
 err=$(ex w1 -- /bin/true </dev/null 2>&1 >/dev/null)
 is "$?" 125 "a trusted folder's symlink to an untrusted bwrap: exec exits 125"
 check "... and it did not run" test ! -e "$T/ran-botbin"
+
+# agentfs-enter, the sandbox's first program (root with CAP_SETUID until it
+# becomes the bot's user), is agentfsd's choice and must be trusted like bwrap:
+# an agentfsd copied beside one anyone may write runs nothing
+mkdir -p "$T/enterbin"
+cp "$AGENTFSD" "$T/enterbin/agentfsd"
+cp "$top_builddir/src/agentfs-enter" "$T/enterbin/agentfs-enter"
+chmod 0757 "$T/enterbin/agentfs-enter"
+AGENTFSD=$T/enterbin/agentfsd ex_daemon_again
+err=$(ex w1 -- sh -c ': >"$0"' "$W/ran-enter" </dev/null 2>&1 >/dev/null)
+is "$?" 125 "an agentfs-enter anyone may write: exec exits 125"
+like "$err" "enterbin/agentfs-enter is not trusted.*mode 0757" "... and says it is not trusted, and why"
+check "... and nothing ran" test ! -e "$W/ran-enter"
+chmod 0755 "$T/enterbin/agentfs-enter"
+out=$(ex w1 -- sh -c 'cmp /dev/.agentfs-exec "$0" && echo same' "$T/enterbin/agentfs-enter" </dev/null 2>&1)
+is "$out" same "once it is root's alone, the one beside agentfsd enters the sandbox"
 is "$(pgrep -fa "bwrap .*$T/")" "" "no sandbox is left running"
 
 done_testing

@@ -29,12 +29,31 @@ ex u1 -- su -c true root </dev/null >/dev/null 2>&1 && not_ok "su inside fails" 
 out=$(LD_LIBRARY_PATH="$W/lib" "$AGENTFS" --socket "$D_SOCK" exec u1 -- sh -c 'echo "$LD_LIBRARY_PATH"; env | grep -c AGENTFS_SAVED' </dev/null 2>&1 | tr '\n' ' ')
 is "$out" "$W/lib 0 " "LD_LIBRARY_PATH reaches the command (held back from exec --as)"
 
-# exec --as takes the ids from the outer exec; one that does not fit a uid_t is
-# refused, never narrowed to another user (2^32 + 1 would be uid 1)
+# the sandbox's first program is agentfs-enter, which agentfsd named and which
+# loads the C library alone, not agentfs with libgit2's twenty libraries
+ENTER=$top_builddir/src/agentfs-enter
+out=$(ex u1 -- sh -c 'cat /dev/.agentfs-exec' </dev/null 2>/dev/null | cmp - "$ENTER" 2>&1)
+is "$out" "" "the sandbox was entered through agentfs-enter"
+is "$(raw '{"op":"exec_plan","name":"u1"}' | jget enter)" "$(realpath "$ENTER")" \
+	"the exec plan names the agentfs-enter beside agentfsd"
+if command -v ldd >/dev/null; then
+	is "$(ldd "$ENTER" | grep -cvE 'linux-vdso|ld-linux|libc\.so|lib(a|ub|t)san|libstdc|libgcc_s|libm\.so')" 0 \
+		"agentfs-enter links the C library alone (sanitizers' runtimes aside)"
+else
+	skip "ldd is missing"
+fi
+
+# agentfs-enter (and exec --as, for an older agentfsd) takes the ids from the
+# outer exec; one that does not fit a uid_t is refused, never narrowed to
+# another user (2^32 + 1 would be uid 1)
 for ids in 4294967297:1:1 4294967295:1:1 -1:1:1 " 1:1:1" 1:4294967298:1 1:1:4294967297; do
+	out=$("$ENTER" "$ids" -- id -u </dev/null 2>&1)
+	rc=$?
+	like "$out" "^agentfs exec: bad arguments: .*only agentfs exec runs it" \
+		"agentfs-enter refuses the ids '$ids' (status $rc)"
 	out=$("$AGENTFS" exec --as "$ids" -- id -u </dev/null 2>&1)
 	rc=$?
-	like "$out" "exec --as: bad arguments" "exec --as refuses the ids '$ids' (status $rc)"
+	like "$out" "bad arguments" "exec --as refuses the ids '$ids' (status $rc)"
 done
 
 # --- what it makes is the user's -----------------------------------------------

@@ -19,7 +19,7 @@ mkvar()
 }
 printf 'print-%%:\n\t@echo $($*)\n' >"$T/print.mk"
 
-for v in bindir sbindir mandir sysconfdir docdir systemdsystemunitdir tmpfilesdir \
+for v in bindir sbindir pkglibexecdir mandir sysconfdir docdir systemdsystemunitdir tmpfilesdir \
 	bashcompletiondir mounthelperdir; do
 	eval "$v=\$(mkvar $v)"
 done
@@ -39,6 +39,7 @@ fi
 want=$(printf '%s\n' \
 	"$bindir/agentfs" \
 	"$sbindir/agentfsd" \
+	"$pkglibexecdir/agentfs-enter" \
 	"$mandir/man1/agentfs.1" \
 	"$mandir/man7/agentfs-protocol.7" \
 	"$mandir/man8/agentfsd.8" \
@@ -55,7 +56,8 @@ want=$(printf '%s\n' \
 	sort)
 got=$(cd "$D" && find . \( -type f -o -type l \) | sed 's|^\.||' | sort)
 is_text "$got" "$want" "the installed files are exactly the expected ones ($(echo "$want" | wc -l))"
-for f in "$bindir/agentfs" "$sbindir/agentfsd" "$mounthelperdir/mount.fuse.agentfs"; do
+for f in "$bindir/agentfs" "$sbindir/agentfsd" "$pkglibexecdir/agentfs-enter" \
+	"$mounthelperdir/mount.fuse.agentfs"; do
 	[ -x "$D$f" ] && ok "$f is executable" || not_ok "$f is executable"
 done
 is "$(readlink "$D$bashcompletiondir/agentfsd")" agentfs "agentfsd's completion is agentfs's"
