@@ -135,15 +135,42 @@ static int host_enter(struct guard *g, struct walk *w, int fd)
 }
 
 /*
+ * The symlink NFD (taken over) met by the walk, here or outside the root:
+ * its target goes in front of what is left, from "/" if it is absolute.
+ * The one symlink step of both walks.  1: an empty target (nothing
+ * resolves), else 0 or -errno.
+ */
+static int walk_link(struct guard *g, struct walk *w, int nfd, int *links)
+{
+	char link[PATH_MAX];
+	ssize_t n;
+	int err;
+
+	n = readlinkat(nfd, "", link, sizeof(link) - 1);
+	close(nfd);
+	if (n <= 0)
+		return n < 0 ? -errno : 1;
+	link[n] = '\0';
+	if (++*links > GUARD_LINK_MAX)
+		return -ELOOP;
+	err = splice_link(w, link);
+	if (err)
+		return err;
+	if (link[0] == '/') {
+		nfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		return nfd < 0 ? -errno : host_enter(g, w, nfd);
+	}
+	return 0;
+}
+
+/*
  * A component outside the root, resolved by the kernel's rules: symlinks
  * there are the host's and are followed; returns 1 when the path cannot go on
  * (missing, or not a folder), as git's open would fail there.
  */
 static int host_step(struct guard *g, struct walk *w, const char *comp, int *links)
 {
-	char link[PATH_MAX];
 	struct stat st;
-	ssize_t n;
 	int nfd, err;
 
 	if (!strcmp(comp, "."))
@@ -156,28 +183,73 @@ static int host_step(struct guard *g, struct walk *w, const char *comp, int *lin
 		close(nfd);
 		return err;
 	}
-	if (S_ISLNK(st.st_mode)) {
-		n = readlinkat(nfd, "", link, sizeof(link) - 1);
-		close(nfd);
-		if (n <= 0)
-			return n < 0 ? -errno : 1;
-		link[n] = '\0';
-		if (++*links > GUARD_LINK_MAX)
-			return -ELOOP;
-		err = splice_link(w, link);
-		if (err)
-			return err;
-		if (link[0] == '/') {
-			nfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-			return nfd < 0 ? -errno : host_enter(g, w, nfd);
-		}
-		return 0;
-	}
+	if (S_ISLNK(st.st_mode))
+		return walk_link(g, w, nfd, links);
 	if (!S_ISDIR(st.st_mode)) {
 		close(nfd);
 		return 1;
 	}
 	return host_enter(g, w, nfd);
+}
+
+/* ".." from the current folder: physical, as the kernel takes it after the links before it */
+static int walk_up(struct guard *g, struct walk *w)
+{
+	struct stat st;
+	int nfd, err;
+
+	nfd = openat(w->cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (nfd >= 0 && (w->in_host || w->at_root)) {
+		bool from_root = !w->in_host;
+
+		err = host_enter(g, w, nfd);
+		if (!err && from_root && w->in_host && beneath_root(g, w->cur))
+			w->in_host = false;
+		return err;
+	}
+	if (nfd < 0 || fstat(nfd, &st) < 0) {
+		err = -errno;
+		if (nfd >= 0)
+			close(nfd);
+		return err;
+	}
+	close(w->cur);
+	w->cur = nfd;
+	w->at_root = st_is_root(g, &st);
+	return 0;
+}
+
+/* Where the walk starts: "/" for an absolute PATH, else a copy of STARTFD */
+static int walk_start(struct guard *g, struct walk *w, int startfd, const char *path)
+{
+	struct stat st;
+	int nfd;
+
+	strcpy(w->rest, path);
+	w->cur = -1;
+	if (path[0] == '/') {
+		nfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		return nfd < 0 ? -errno : host_enter(g, w, nfd);
+	}
+	w->cur = fcntl(startfd, F_DUPFD_CLOEXEC, 3);
+	if (w->cur < 0 || fstat(w->cur, &st) < 0)
+		return -errno;
+	w->at_root = st_is_root(g, &st);
+	return 0;
+}
+
+/* The path ended after its last component was walked (on ".", ".." or outside) */
+static int walk_end(struct walk *w, struct resolved *r)
+{
+	if (w->in_host || w->cur < 0) {
+		r->where = RES_OUTSIDE;
+		return 0;
+	}
+	/* the path ended on "." or "..": the current folder is the target */
+	r->where = RES_INSIDE;
+	r->fd = w->cur;
+	w->cur = -1;
+	return fstat(r->fd, &r->st) < 0 ? -errno : 0;
 }
 
 void resolved_close(struct resolved *r)
@@ -200,11 +272,10 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 		  void *arg, struct resolved *r)
 {
 	struct walk *w;
-	char comp[NAME_MAX + 1], link[PATH_MAX];
+	char comp[NAME_MAX + 1];
 	struct stat st;
 	int links = 0, err = 0, nfd, rc;
 	bool last;
-	ssize_t n;
 
 	memset(r, 0, sizeof(*r));
 	r->fd = r->dirfd = -1;
@@ -222,21 +293,9 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 		r->err = -ENOMEM;
 		return r->where;
 	}
-	strcpy(w->rest, path);
-	w->cur = -1;
-	if (path[0] == '/') {
-		nfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		err = nfd < 0 ? -errno : host_enter(g, w, nfd);
-		if (err)
-			goto out;
-	} else {
-		w->cur = fcntl(startfd, F_DUPFD_CLOEXEC, 3);
-		if (w->cur < 0 || fstat(w->cur, &st) < 0) {
-			err = -errno;
-			goto out;
-		}
-		w->at_root = st_is_root(g, &st);
-	}
+	err = walk_start(g, w, startfd, path);
+	if (err)
+		goto out;
 	while (next_comp(w, comp, sizeof(comp), &last, &err)) {
 		if (w->in_host && strcmp(comp, "..")) {
 			rc = host_step(g, w, comp, &links);
@@ -251,27 +310,9 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 		if (!strcmp(comp, "."))
 			continue;
 		if (!strcmp(comp, "..")) {
-			/* physical, as the kernel takes it after the links before it */
-			nfd = openat(w->cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-			if (nfd >= 0 && (w->in_host || w->at_root)) {
-				bool from_root = !w->in_host;
-
-				err = host_enter(g, w, nfd);
-				if (err)
-					goto out;
-				if (from_root && w->in_host && beneath_root(g, w->cur))
-					w->in_host = false;
-				continue;
-			}
-			if (nfd < 0 || fstat(nfd, &st) < 0) {
-				err = -errno;
-				if (nfd >= 0)
-					close(nfd);
+			err = walk_up(g, w);
+			if (err)
 				goto out;
-			}
-			close(w->cur);
-			w->cur = nfd;
-			w->at_root = st_is_root(g, &st);
 			continue;
 		}
 		nfd = openat(w->cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -301,25 +342,10 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 				close(nfd);
 				goto out;
 			}
-			n = readlinkat(nfd, "", link, sizeof(link) - 1);
-			close(nfd);
-			if (n < 0) {
-				err = -errno;
+			rc = walk_link(g, w, nfd, &links);
+			if (rc) {
+				err = rc > 0 ? -ENOENT : rc; /* an empty target resolves nothing */
 				goto out;
-			}
-			link[n] = '\0';
-			if (++links > GUARD_LINK_MAX || !n) {
-				err = n ? -ELOOP : -ENOENT;
-				goto out;
-			}
-			err = splice_link(w, link);
-			if (err)
-				goto out;
-			if (link[0] == '/') {
-				nfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-				err = nfd < 0 ? -errno : host_enter(g, w, nfd);
-				if (err)
-					goto out;
 			}
 			continue;
 		}
@@ -344,23 +370,10 @@ int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, r
 		w->cur = nfd;
 		w->at_root = st_is_root(g, &st);
 	}
-	if (err)
-		goto out;
-	if (w->in_host) {
-		r->where = RES_OUTSIDE;
-	} else if (w->cur >= 0) {
-		/* the path ended on "." or "..": the current folder is the target */
-		r->where = RES_INSIDE;
-		r->fd = w->cur;
-		w->cur = -1;
-		if (fstat(r->fd, &r->st) < 0) {
-			err = -errno;
-			goto out;
-		}
-	} else {
-		r->where = RES_OUTSIDE;
-	}
-	goto done;
+	if (!err)
+		err = walk_end(w, r);
+	if (!err)
+		goto done;
 out:
 	r->where = RES_ERROR;
 	r->err = err ? err : -EIO;
