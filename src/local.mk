@@ -40,7 +40,7 @@ src_agentfsd_CPPFLAGS = $(AM_CPPFLAGS) -DAGENTFSD_CONFIG='"$(agentfsconfdir)/age
 # and mount(8)'s helper for `mount -t fuse.agentfs`. Paths from configure.
 agentfsconfdir = $(sysconfdir)/agentfs
 dist_doc_DATA = README.md LICENSE src/agentfsd.json.example
-EXTRA_DIST += src/agentfsd.service.in src/agentfs.tmpfiles src/agentfs.bash-completion \
+EXTRA_DIST += src/README src/agentfsd.service.in src/agentfs.tmpfiles src/agentfs.bash-completion \
 	src/mount.fuse.agentfs.in
 CLEANFILES += src/agentfsd.service src/mount.fuse.agentfs
 

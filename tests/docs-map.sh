@@ -3,15 +3,16 @@
 # docs-map: the repository explains itself.  Every rule code the code can
 # refuse by (gitguard's rule table in gitguard/rules.c, and the codes fusefs
 # refuses by itself) has its entry in agentfs(1)'s WHAT IS PROTECTED and in
-# doc/DESIGN.md's table, and every entry there is a code the code uses; every source file of gitguard/
-# and fusefs/ is named in its folder's map (gitguard/README's Files,
-# fusefs/fs-int.h's "Which file owns what"); and no file points at design
+# doc/DESIGN.md's table, and every entry there is a code the code uses; every
+# source file of gitguard/, fusefs/ and src/ is named in its folder's map
+# (gitguard/README's Files, fusefs/fs-int.h's "Which file owns what",
+# src/README's Files); and no file points at design
 # notes that do not ship with it.  Needs neither root nor a build.
 top_srcdir=${top_srcdir:-.}
 MAN1="$top_srcdir/man/agentfs.1"
 . "$top_srcdir/tests/docs-lib.sh"
 for f in "$MAN1" "$top_srcdir/gitguard/rules.c" "$top_srcdir/gitguard/README" \
-	"$top_srcdir/fusefs/fs-int.h" "$top_srcdir/doc/DESIGN.md"; do
+	"$top_srcdir/fusefs/fs-int.h" "$top_srcdir/src/README" "$top_srcdir/doc/DESIGN.md"; do
 	[ -r "$f" ] || { echo "Bail out! $f cannot be read"; exit 99; }
 done
 
@@ -68,6 +69,8 @@ unmapped()
 }
 missing "gitguard/README's Files names every file of gitguard/" \
 	$(unmapped gitguard $(map_names "$top_srcdir/gitguard/README" '^Files$' '^Errors$'))
+missing "src/README's Files names every file of src/" \
+	$(unmapped src $(map_names "$top_srcdir/src/README" '^Files$' '^Besides the sources'))
 missing "fusefs/fs-int.h's map names every file of fusefs/" \
 	$(unmapped fusefs fs-int.h \
 		$(map_names "$top_srcdir/fusefs/fs-int.h" 'Which file owns what' '^ \*\/'))
