@@ -289,8 +289,25 @@ uint64_t cgroup_default_memory(void)
 }
 
 /*
- * Make the cgroup name of a sandbox, with its limits: memory in bytes and
- * pids (0: no limit). 0, or -errno with why.
+ * The memory limit bounds swap too: a cgroup at its memory.max (v1:
+ * memory.limit_in_bytes) is reclaimed by swapping its own pages out, so
+ * without this a sandbox's RAM is bounded and its use of the host's swap is
+ * not.  v2: memory.swap.max 0, the sandbox swaps nothing; v1:
+ * memory.memsw.limit_in_bytes, RAM and swap together, the same number
+ * (written after the RAM limit: the kernel keeps memsw >= it).  A kernel
+ * that accounts no swap has no such file: nothing to bound then (ENOENT).
+ */
+static int swap_bound(int fd, const char *num)
+{
+	int r = write_at(fd, cg.mode == CG_V2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes",
+			 cg.mode == CG_V2 ? (strcmp(num, "max") ? "0" : "max") : num);
+
+	return r == -ENOENT ? 0 : r;
+}
+
+/*
+ * Make the cgroup name of a sandbox, with its limits: memory in bytes (RAM
+ * and swap, swap_bound) and pids (0: no limit). 0, or -errno with why.
  */
 int cgroup_sandbox_make(const char *name, uint64_t memory, uint64_t pids, char *why, size_t len)
 {
@@ -321,6 +338,8 @@ int cgroup_sandbox_make(const char *name, uint64_t memory, uint64_t pids, char *
 				snprintf(num, sizeof num, cg.mode == CG_V2 ? "max" : "-1");
 			r = write_at(fd, cg.mode == CG_V2 ? "memory.max" : "memory.limit_in_bytes",
 				     num);
+			if (r == 0)
+				r = swap_bound(fd, num);
 		}
 		if (r == 0 && (cg.mode == CG_V2 || i == 1)) {
 			if (pids > 0)

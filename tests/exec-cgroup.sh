@@ -36,13 +36,21 @@ spid=$(pgrep -fx "sleep 9861" | head -n 1)
 if [ "$mode" = v2 ]; then
 	cg=$(sed -n 's/^0:://p' "/proc/$spid/cgroup")
 	mem_file=/sys/fs/cgroup$cg/memory.max pids_file=/sys/fs/cgroup$cg/pids.max
+	swap_file=/sys/fs/cgroup$cg/memory.swap.max swap_want=0
 else
 	cg=$(sed -n 's/^[0-9]*:memory://p' "/proc/$spid/cgroup")
 	mem_file=/sys/fs/cgroup/memory$cg/memory.limit_in_bytes
+	swap_file=/sys/fs/cgroup/memory$cg/memory.memsw.limit_in_bytes swap_want=67108864
 	pids_file=/sys/fs/cgroup/pids$(sed -n 's/^[0-9]*:pids://p' "/proc/$spid/cgroup")/pids.max
 fi
 like "$cg" "^$D_CGROUP/w1\.[0-9a-f]{16}\$" "the command runs in a cgroup of its own, $cg"
 is "$(cat "$mem_file" 2>&1)" 67108864 "its memory limit is the bot's"
+# the limit holds for swap too: at its limit a cgroup's pages go to swap
+if [ -e "$swap_file" ]; then
+	is "$(cat "$swap_file" 2>&1)" "$swap_want" "swap is bounded by the same limit (${swap_file##*/})"
+else
+	skip "this kernel accounts no swap (no ${swap_file##*/})"
+fi
 is "$(cat "$pids_file" 2>&1)" 32 "its pids limit is the bot's"
 ps_json=$(afs --json ps)
 is "$(printf '%s' "$ps_json" | jget sandboxes.0.bot)" w1 "ps lists it"
