@@ -196,17 +196,19 @@ static int watcher_start(void)
 		return -1;
 	}
 	if (pid == 0) {
-		/* Its own session, no terminal, no folder held, no descriptor but the pipe. */
-		setsid();
-		prctl(PR_SET_NAME, "agentfs-unmount");
-		if (chdir("/") != 0)
-			_exit(1);
+		/*
+		 * Its own session, no terminal, no folder held, no descriptor but
+		 * the pipe: one it kept could hold the caller's terminal or a
+		 * file open for as long as the mount lives.  Any step that fails
+		 * ends it: the server then logs that the watcher is gone.
+		 */
 		fd = fcntl(pfd[0], F_DUPFD_CLOEXEC, 3);
-		close_range(0, (unsigned)fd - 1, 0);
-		close_range((unsigned)fd + 1, ~0U, 0);
-		open("/dev/null", O_RDWR);
-		dup2(0, 1);
-		dup2(0, 2);
+		if (setsid() < 0 || chdir("/") != 0 || fd < 3 ||
+		    close_range(0, (unsigned)fd - 1, 0) != 0 ||
+		    close_range((unsigned)fd + 1, ~0U, 0) != 0 || open("/dev/null", O_RDWR) != 0 ||
+		    dup2(0, 1) != 1 || dup2(0, 2) != 2)
+			_exit(1);
+		prctl(PR_SET_NAME, "agentfs-unmount");
 		openlog("agentfs", LOG_PID, LOG_DAEMON);
 		_exit(watcher(fd));
 	}
