@@ -476,7 +476,8 @@ static double seq_field(struct request *r, const cJSON *req, const char *k)
 
 	if (v == NULL)
 		return 0;
-	if (v->valuedouble < 0 || v->valuedouble > 9007199254740992.0 ||
+	/* NaN fails the first test, so the cast sees only numbers that fit */
+	if (!(v->valuedouble >= 0 && v->valuedouble <= 9007199254740992.0) ||
 	    v->valuedouble != (double)(uint64_t)v->valuedouble) {
 		request_fail(r, proto_error("bad_value", "%s must be a whole number from 0", k));
 		return -1;
