@@ -203,6 +203,28 @@ static bool roots_live(struct request *r, struct bot *b)
 }
 
 /*
+ * A program run in the sandbox before the bot's confinement is complete
+ * (WHAT, at PATH) must lie in none of b's writable roots: the bot could
+ * change it. False after failing the request with HINT.
+ */
+static bool outside_writable_roots(struct request *r, const struct bot *b, const char *what,
+				   const char *path, const char *hint)
+{
+	size_t i;
+
+	for (i = 0; i < b->nroots; i++)
+		if (b->roots[i].writable && path_within(path, b->roots[i].path)) {
+			fail(r, "forbidden",
+			     "%s (%s) is inside the bot's writable root %s: the bot could change "
+			     "it, and it runs in the sandbox before the bot's confinement is "
+			     "complete; %s",
+			     what, path, b->roots[i].path, hint);
+			return false;
+		}
+	return true;
+}
+
+/*
  * The agentfs that asks is bound into the sandbox and runs there first, as
  * root until it becomes the bot's user: never a copy in a root the bot
  * writes. Read from the client's /proc/PID/exe. False after failing.
@@ -211,7 +233,6 @@ static bool client_outside_roots(struct request *r, struct bot *b)
 {
 	char path[64], exe[PATH_MAX];
 	ssize_t n;
-	size_t i;
 
 	if (r->peer == NULL)
 		return true;
@@ -223,16 +244,7 @@ static bool client_outside_roots(struct request *r, struct bot *b)
 		return false;
 	}
 	exe[n] = '\0';
-	for (i = 0; i < b->nroots; i++)
-		if (b->roots[i].writable && path_within(exe, b->roots[i].path)) {
-			fail(r, "forbidden",
-			     "agentfs itself (%s) is inside the bot's writable root %s: the bot "
-			     "could change it, and exec runs it in the sandbox before the bot's "
-			     "confinement is complete; run an installed agentfs",
-			     exe, b->roots[i].path);
-			return false;
-		}
-	return true;
+	return outside_writable_roots(r, b, "agentfs itself", exe, "run an installed agentfs");
 }
 
 /*
@@ -270,7 +282,6 @@ static char *plan_enter(struct request *r, const struct bot *b)
 	const char *path = AGENTFS_ENTER;
 	struct stat st;
 	ssize_t n;
-	size_t i;
 
 	n = readlink("/proc/self/exe", self, sizeof self - sizeof "/agentfs-enter");
 	if (n > 0 && (self[n] = '\0', slash = strrchr(self, '/')) != NULL) {
@@ -286,16 +297,10 @@ static char *plan_enter(struct request *r, const struct bot *b)
 		     why, AGENTFS_ENTER);
 		return NULL;
 	}
-	for (i = 0; i < b->nroots; i++)
-		if (b->roots[i].writable && path_within(enter, b->roots[i].path)) {
-			fail(r, "forbidden",
-			     "agentfs-enter (%s) is inside the bot's writable root %s: the bot "
-			     "could change it, and it runs in the sandbox before the bot's "
-			     "confinement is complete; nothing was run",
-			     enter, b->roots[i].path);
-			free(enter);
-			return NULL;
-		}
+	if (!outside_writable_roots(r, b, "agentfs-enter", enter, "nothing was run")) {
+		free(enter);
+		return NULL;
+	}
 	return enter;
 }
 
