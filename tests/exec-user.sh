@@ -31,7 +31,7 @@ is "$out" "$W/lib 0 " "LD_LIBRARY_PATH reaches the command (held back from exec 
 
 # the sandbox's first program is agentfs-enter, which agentfsd named and which
 # loads the C library alone, not agentfs with libgit2's twenty libraries
-ENTER=$top_builddir/src/agentfs-enter
+ENTER=$T/bin/agentfs-enter # exec-lib.sh's copy, beside its agentfsd
 out=$(ex u1 -- sh -c 'cat /dev/.agentfs-exec' </dev/null 2>/dev/null | cmp - "$ENTER" 2>&1)
 is "$out" "" "the sandbox was entered through agentfs-enter"
 is "$(raw '{"op":"exec_plan","name":"u1"}' | jget enter)" "$(realpath "$ENTER")" \
