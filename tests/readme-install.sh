@@ -32,7 +32,8 @@ while IFS= read -r line; do
 	is "$rc" 0 "in a fresh clone: $line"
 	[ "$rc" = 0 ] || { diag "$(printf '%s\n' "$out" | tail -n 20)"; bail_out "$line failed"; }
 done <<<"$block"
-for f in /usr/bin/agentfs /usr/sbin/agentfsd /etc/agentfs/agentfsd.json /usr/share/man/man1/agentfs.1; do
+for f in /usr/bin/agentfs /usr/sbin/agentfsd /usr/libexec/agentfs/agentfs-enter /etc/agentfs/agentfsd.json \
+	/usr/share/man/man1/agentfs.1; do
 	check "$f is installed" test -e "$D$f"
 done
 check "the unit is installed" sh -c 'ls "$1"/usr/lib/systemd/system/agentfsd.service "$1"/lib/systemd/system/agentfsd.service 2>/dev/null | grep -q .' _ "$D"
