@@ -120,8 +120,10 @@ bool backing_open_begin(struct fs_mount *m, fuse_req_t req, struct inode *i, boo
 		 * no fd here and is served plain too: consistent, only slower.
 		 */
 		id = fd < 0 ? -1 : backing_make(m, req, fd);
-		if (id > 0)
+		if (id > 0) {
 			i->backing_id = id;
+			node_rec(m, i)->backing_id = id; /* a new server closes it */
+		}
 	}
 	if (!plain && i->plain_opens == 0 && i->backing_id > 0) {
 		i->backing_users++;

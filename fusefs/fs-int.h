@@ -18,7 +18,9 @@
  *   mount-ro.c     read-only paths and the hard links beneath them
  *   mount-kernel.c the kernel mount: made, found in mountinfo, set read-only,
  *                  detached
- *   inode.c        inode tables, lookups, the O_PATH fd cache, file handles
+ *   inode.c        inodes: lookups, references, the O_PATH fd cache, file handles
+ *   table.c        the tables ids index: node ids, open handles, (dev, ino); their
+ *                  records in the mount's table memfd, which outlive the process
  *   policy.c       the one policy check, classes, refusals and change events
  *   decide.c       decision holds: a check and its name change as one step
  *   seal.c         content-checked renames and writes (X2, X4), ns_lock
@@ -74,6 +76,10 @@
  * its worker and needs no lock.
  */
 struct inode {
+	uint32_t idx;	      /* [const] its slot in the mount's node table (table.c) */
+	_Atomic uint32_t gen; /* [lock] the slot's generation; read unlocked by node_of */
+	bool used;	      /* [lock] in the table (not a free slot) */
+	uint32_t free_next;   /* [lock] next free slot, while free */
 	dev_t dev;			   /* [const] */
 	ino_t ino;			   /* [const] */
 	mode_t type;			   /* [const] S_IFMT bits, fixed for life */
@@ -122,6 +128,128 @@ struct inode_table {
 };
 
 /*
+ * The ids the kernel holds (table.c): a node id is a slot of the mount's
+ * node table and its generation, an open file's fh a slot of its handle
+ * table and its generation, so both can be found again by another process
+ * (restore.c). Each slot has a record in the mount's table memfd, a shared
+ * mapping that outlives the process while the keeper or systemd's fd store
+ * holds it: what a new server needs to serve the ids the kernel still uses.
+ * Records are written under fs->lock before the reply that gives the id out.
+ */
+#define NODE_SHIFT 12
+#define NODE_CHUNK (1u << NODE_SHIFT)
+#define NODE_CHUNKS 1024u /* 4M nodes a mount */
+#define FH_SHIFT 12
+#define FH_CHUNK (1u << FH_SHIFT)
+#define FH_CHUNKS 256u /* 1M open handles a mount */
+#define HANDLE_MAX 128
+#define TABLE_MOUNTS 32	 /* underlying mounts whose handles a record can name */
+#define JOURNAL_SLOTS 66 /* a mount's reader, 64 workers, the lock thread */
+
+/* node_rec.flags */
+#define NR_BYNAME 0x1u	 /* no handle yet: opened by parent and name, checked */
+#define NR_BIRTH 0x2u	 /* birth_* known */
+#define NR_SEALED 0x4u	 /* inode.sealed */
+#define NR_NAME_CUT 0x8u /* the name did not fit: not reopened by name */
+
+/* A node's durable record (512 bytes; restore.c rebuilds the inode from it). */
+struct node_rec {
+	uint32_t gen; /* 0: a free slot; written last when a node is made */
+	uint32_t flags;
+	uint64_t dev, ino;
+	uint64_t nlookup; /* the kernel's references */
+	uint64_t parent;  /* its folder's node id, 0: none */
+	int64_t birth_sec;
+	uint32_t birth_nsec;
+	uint32_t type; /* S_IFMT bits */
+	uint32_t cls;  /* CLS_* */
+	int32_t backing_id;
+	int32_t mount_idx; /* its handle's underlying mount (table_hdr.mount_ids), -1: none */
+	uint32_t handle_bytes;
+	int32_t handle_type;
+	uint32_t nlink;
+	unsigned char handle[HANDLE_MAX];
+	char name[256];
+	char pad[48];
+};
+
+/* fh_ent.flags and fh_rec.flags */
+#define FHF_PASSTHROUGH 0x1u /* backing_open_begin() said yes */
+#define FHF_CHECKED 0x2u     /* writes to an X4 file: each checked (seal.c) */
+#define FHF_KEPT 0x4u	     /* its fd is held by the fd store too (locks outlive us) */
+#define FHF_WRITES 0x8u	     /* opened to write: counted in write_opens */
+
+/* An open handle's durable record */
+struct fh_rec {
+	uint32_t gen; /* 0: free */
+	uint32_t flags;
+	uint64_t node; /* node id */
+	int32_t open_flags;
+	uint32_t pad[3];
+};
+
+/*
+ * The request a thread is serving, for one that comes again after a crash
+ * (FUSE_NOTIFY_RESEND): a name change or write done but not answered is
+ * answered from here, not done twice (restore.c, journal.c).
+ */
+struct journal_slot {
+	uint64_t unique; /* without FUSE_UNIQUE_RESEND; 0: none */
+	uint32_t opcode;
+	uint32_t state; /* JS_STARTED, JS_DONE */
+	int64_t result; /* 0 or -errno; a write's count */
+	uint64_t aux;	/* a create's or open's fh */
+};
+
+#define TABLE_MAGIC "agentfs\x01"
+#define TABLE_VERSION 1u
+
+/* The first 64 KiB of a mount's table memfd: what the mount is, and how it was set up */
+struct table_hdr {
+	char magic[8];
+	uint32_t version, hdr_size, node_rec_size, fh_rec_size;
+	uint64_t node_base, fh_base, size;
+	uint32_t node_hwm, fh_hwm; /* slots ever used */
+	uint64_t key;		   /* names its descriptors in the fd store (keep.c) */
+	uint64_t mnt_id;
+	uint32_t kattrs;
+	uint32_t flags; /* TH_* */
+	uint32_t restarts;
+	uint32_t nmount_ids;
+	int64_t mounted_at;
+	uint32_t init_in_len, init_out_len;
+	unsigned char init_in[128], init_out[128]; /* INIT's bytes, after the in header */
+	int32_t mount_ids[TABLE_MOUNTS];
+	struct journal_slot journal[JOURNAL_SLOTS];
+	char source[PATH_MAX], mountpoint[PATH_MAX];
+};
+#define TH_INIT 0x1u	    /* INIT answered, init_* hold it */
+#define TH_PASSTHROUGH 0x2u /* and passthrough was enabled */
+#define TH_HANDLES 0x4u	    /* the source has file handles */
+#define TH_RESEND 0x8u	    /* the kernel resends requests a dead server read (FUSE_HAS_RESEND) */
+#define TABLE_HDR_SIZE 65536u
+
+/* An open handle (table.c): fi->fh names it */
+struct fh_ent {
+	int fd;		      /* [const] while in use: the handle's own descriptor */
+	_Atomic uint32_t gen; /* written under fs->lock, read unlocked by fh_of */
+	struct inode *i;
+	uint32_t flags;
+	int open_flags;
+	uint32_t free_next; /* [fs->lock] while free */
+};
+
+struct mtable {
+	int memfd;		      /* the records' memfd, -1: anonymous (nothing outlives us) */
+	char *map;		      /* all of it, shared */
+	struct table_hdr *hdr;	      /* at map */
+	void *_Atomic *nodes;	      /* NODE_CHUNKS chunks of struct inode, each made once */
+	uint32_t node_hwm, node_free; /* [fs->lock] slots used; free list (0: none) */
+	void *_Atomic *fhs;	      /* FH_CHUNKS chunks of struct fh_ent */
+	uint32_t fh_hwm, fh_free;     /* [fs->lock] */
+};
+
+/*
  * A blocking flock or POSIX lock, retried from the lock thread. A worker
  * allocates it, registers the request's interrupt callback and then puts it
  * on fs->lk_head (under lk_lock); from then on only the lock thread (or
@@ -132,6 +260,7 @@ struct lock_wait {
 	struct lock_wait *next;
 	struct fs_mount *m; /* counted in m->nwaiters until lock_reply() */
 	fuse_req_t req;
+	uint64_t fh; /* the handle's, for keep_lock() */
 	int fd;
 	bool posix; /* F_OFD_SETLK with lk, else flock(op) */
 	int op;
@@ -180,7 +309,9 @@ struct fs_mount {
 	double timeout;
 	int poll_us; /* see fs_params; -o poll= */
 	struct inode root;
+	struct inode stale;	  /* what an id of no live node names: every use fails ESTALE */
 	struct inode_table table; /* under fs->lock */
+	struct mtable tab;	  /* node ids and open handles, and their records (table.c) */
 	struct guard *guard;	  /* NULL for read-only mounts */
 	bool handles;		  /* the source has file handles (its root's worked) */
 	int *mount_fds;		  /* one fd per underlying mount id, for handles */
@@ -195,6 +326,9 @@ struct fs_mount {
 	unsigned busy;		 /* workers processing a request of this mount */
 	bool ended;		 /* a worker saw the end of the session */
 	atomic_bool unmounting;	 /* fs_unmount() was called; read unlocked by pollers */
+	atomic_bool handing_over; /* fs_handover(): served no more, kept for a new server */
+	bool kept;		  /* [fs->lock] its descriptors are in the fd store (keep.c) */
+	bool adopted;		  /* taken over from a previous server (restore.c) */
 	bool initialised;	 /* INIT answered */
 	bool want_passthrough;	 /* not -o nopassthrough */
 	bool kernel_passthrough; /* and the kernel offered it at INIT */
@@ -303,9 +437,14 @@ struct fs {
 	unsigned nsealing;
 };
 
-/* inode.c */
+/* table.c: the (dev, ino) hash of a mount's inodes */
 void inode_table_init(struct inode_table *t);
 struct inode *inode_find(struct fs_mount *m, dev_t dev, ino_t ino);
+bool inode_table_room(struct inode_table *t);
+void inode_hash(struct inode_table *t, struct inode *i);
+void inode_unhash(struct fs_mount *m, struct inode *i);
+
+/* inode.c */
 int inode_lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		 struct fuse_entry_param *e);
 int inode_lookup_made(struct fs_mount *m, struct inode *parent, const char *name,
@@ -386,34 +525,81 @@ void backing_init(struct fs_mount *m, struct fuse_conn_info *conn);
 /* wire.c (libfuse before 3.17 only): passthrough patched into the raw bytes */
 int wire_attach(struct fs_mount *m);
 void wire_open_reply(int backing_id);
+void wire_init_in(struct fs_mount *m, const void *buf, size_t len);
 #endif
 
-/*
- * fi->fh of a regular file's handle: its fd in the low 32 bits, two flags
- * above. Read and written only through these.
- */
-#define FH_PASSTHROUGH (1ull << 40) /* backing_open_begin() said yes */
-#define FH_CHECKED (1ull << 41)	    /* writes to an X4 file: each checked (seal.c) */
+/* table.c: node ids and open handles (struct mtable) */
+int table_init(struct fs_mount *m, struct fs_error *err);
+int table_map(struct fs_mount *m, int memfd);
+void table_free(struct fs_mount *m);
+struct inode *node_new(struct fs_mount *m);
+void node_gone(struct fs_mount *m, struct inode *i);
+void table_mounted(struct fs_mount *m);
+void table_mount_seen(struct fs_mount *m, size_t idx, int mount_id);
+void table_init_in(struct fs_mount *m, const void *in, size_t len);
+struct iovec;
+void table_init_out(struct fs_mount *m, const struct iovec *iov, int count);
+struct node_rec *node_rec(struct fs_mount *m, const struct inode *i);
+struct fh_rec *fh_rec(struct fs_mount *m, uint32_t idx);
+struct inode *node_at(struct fs_mount *m, uint32_t idx);
+struct fh_ent *fh_at(struct fs_mount *m, uint32_t idx);
+void node_rec_fill(struct fs_mount *m, struct inode *i);
+void node_rec_place(struct fs_mount *m, struct inode *i);
+void node_rec_handle(struct fs_mount *m, struct inode *i);
+uint64_t fh_new(struct fs_mount *m, struct inode *i, int fd, uint32_t flags, int open_flags);
+void fh_gone(struct fs_mount *m, uint64_t fh);
+void fh_set_kept(struct fs_mount *m, uint64_t fh);
+extern struct fh_ent fh_none;
 
-static inline uint64_t fh_make(int fd, bool passthrough, bool checked)
+static inline struct inode *node_of(struct fs_mount *m, fuse_ino_t id)
 {
-	return (uint64_t)(uint32_t)fd | (passthrough ? FH_PASSTHROUGH : 0) |
-	       (checked ? FH_CHECKED : 0);
+	uint32_t idx = (uint32_t)id, gen = (uint32_t)(id >> 32);
+	struct inode *c;
+
+	if (id == FUSE_ROOT_ID)
+		return &m->root;
+	if (idx == 0 || idx >= NODE_CHUNKS * NODE_CHUNK ||
+	    (c = atomic_load_explicit(&m->tab.nodes[idx >> NODE_SHIFT], memory_order_acquire)) ==
+		    NULL)
+		return &m->stale; /* a stale id: every use fails with ESTALE */
+	c += idx & (NODE_CHUNK - 1);
+	return atomic_load_explicit(&c->gen, memory_order_relaxed) == gen ? c : &m->stale;
 }
 
-static inline int fh_fd(const struct fuse_file_info *fi)
+static inline fuse_ino_t node_id(struct fs_mount *m, struct inode *i)
 {
-	return (int)(uint32_t)fi->fh;
+	return i == &m->root
+		       ? FUSE_ROOT_ID
+		       : (fuse_ino_t)atomic_load_explicit(&i->gen, memory_order_relaxed) << 32 |
+				 i->idx;
 }
 
-static inline bool fh_passthrough(const struct fuse_file_info *fi)
+/* fi->fh names an entry of the mount's handle table: its fd and flags */
+static inline struct fh_ent *fh_of(struct fs_mount *m, const struct fuse_file_info *fi)
 {
-	return (fi->fh & FH_PASSTHROUGH) != 0;
+	uint32_t idx = (uint32_t)fi->fh, gen = (uint32_t)(fi->fh >> 32);
+	struct fh_ent *c;
+
+	if (idx == 0 || idx >= FH_CHUNKS * FH_CHUNK ||
+	    (c = atomic_load_explicit(&m->tab.fhs[idx >> FH_SHIFT], memory_order_acquire)) == NULL)
+		return &fh_none;
+	c += idx & (FH_CHUNK - 1);
+	return atomic_load_explicit(&c->gen, memory_order_relaxed) == gen ? c : &fh_none;
 }
 
-static inline bool fh_checked(const struct fuse_file_info *fi)
+static inline int fh_fd(struct fs_mount *m, const struct fuse_file_info *fi)
 {
-	return (fi->fh & FH_CHECKED) != 0;
+	return fh_of(m, fi)->fd;
+}
+
+static inline bool fh_passthrough(struct fs_mount *m, const struct fuse_file_info *fi)
+{
+	return (fh_of(m, fi)->flags & FHF_PASSTHROUGH) != 0;
+}
+
+static inline bool fh_checked(struct fs_mount *m, const struct fuse_file_info *fi)
+{
+	return (fh_of(m, fi)->flags & FHF_CHECKED) != 0;
 }
 
 /* seal.c */
@@ -432,6 +618,8 @@ bool gitlock_name(const char *name);
 void gitlock_made(int fd);
 bool gitlock_ours(int dirfd, const char *name);
 void gitlock_gone(dev_t dev, ino_t ino);
+int gitlock_to_keep(void);
+bool gitlock_adopt(int fd);
 
 /* ops.c: the handlers' table (each handler's file: ops.h) */
 extern const struct fuse_lowlevel_ops fs_ops;
@@ -447,6 +635,7 @@ void fs_log(struct fs *fs, enum fs_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 bool fs_handle_take(struct fs_mount *m);
 void fs_handle_put(struct fs_mount *m);
+void fs_handle_add(struct fs_mount *m);
 bool fs_waiter_take(struct fs_mount *m);
 void fs_waiter_put(struct fs_mount *m);
 int fs_group_mount_take(struct fs *fs, struct fs_group *const *groups, struct fs_error *err);
@@ -458,9 +647,23 @@ void fs_mount_arm(struct fs_mount *m, int op, uint32_t events);
 void fs_mount_ended(struct fs_mount *m);
 void fs_serve(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf);
 bool fs_request_may_block(const struct fuse_buf *buf);
+void fs_stop_threads(struct fs *fs);
 void fs_worker_init(struct fs *fs);
 
 /* reader.c: a mount's reader and the session's I/O on /dev/fuse */
+struct fs_cur {
+	uint64_t unique; /* the request this thread read last, 0: none */
+	uint32_t opcode;
+};
+extern __thread struct fs_cur fs_cur;
+struct fs_capture {
+	unsigned char buf[512]; /* a reply's bytes, its header first */
+	size_t len;
+};
+extern __thread struct fs_capture *fs_capture; /* set: replies are kept here, not written */
+void fs_dev_seen(struct fs_mount *m, const void *buf, ssize_t n);
+void fs_dev_replied(struct fs_mount *m, const struct iovec *iov, int count, ssize_t n);
+void reader_wake(struct fs_mount *m);
 void reader_init_signal(void);
 void reader_start(struct fs_mount *m);
 void reader_stop(struct fs_mount *m);
@@ -483,6 +686,7 @@ void *lock_thread(void *fs);
 void lock_queue(struct fs *fs, struct lock_wait *w);
 void lock_drop(struct fs *fs, int fd);
 void lock_drop_mount(struct fs *fs, struct fs_mount *m);
+void lock_abandon_mount(struct fs *fs, struct fs_mount *m, bool reply_eintr);
 
 /* notify.c: other mounts' kernel caches, told by the notifier thread */
 void *notify_thread(void *fs);
@@ -490,8 +694,28 @@ void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *paren
 		   const char *name);
 void notify_forget_mount(struct fs *fs, struct fs_mount *m);
 
+/* keep.c: descriptors in the fd store, and the handover to a new server */
+static inline bool mount_stopping(const struct fs_mount *m)
+{
+	return atomic_load_explicit(&m->unmounting, memory_order_relaxed) ||
+	       atomic_load_explicit(&m->handing_over, memory_order_relaxed);
+}
+void keep_name(const struct fs_mount *m, char *buf, size_t len, const char *role);
+void keep_mount(struct fs_mount *m);
+void keep_mount_fd(struct fs_mount *m, size_t idx);
+void keep_lock(struct fs_mount *m, uint64_t fh, int fd);
+void keep_release(struct fs_mount *m, uint64_t fh, int fd);
+void keep_unmount(struct fs_mount *m);
+
 /* mount.c */
 int mount_open_dir(const char *path, struct fs_error *err, const char *what);
+struct mount_opts;
+struct fs_mount *mount_new(struct fs *fs, const struct fs_mount_params *p,
+			   const struct mount_opts *o, dev_t source_dev);
+int mount_groups(struct fs_mount *m, const struct fs_mount_params *p, struct fs_error *err);
+int mount_prepare(struct fs_mount *m, int rootfd, const struct fs_mount_params *p,
+		  const struct mount_opts *o, struct fs_error *err);
+int mount_session_attach(struct fs_mount *m);
 
 /* mount-opts.c */
 struct mount_opts {
@@ -512,6 +736,8 @@ int mount_ro_paths(struct fs_mount *m, int rootfd, const struct fs_mount_params 
 /* mount-kernel.c */
 int mount_make(struct fs_mount *m, int mpfd, const struct mount_opts *o, struct fs_error *err);
 int mount_detach(struct fs_mount *m);
+void mount_end(struct fs *fs, uint64_t mnt_id);
+int mountinfo_path_of(uint64_t id, char *path, size_t len);
 int mount_set_kernel_ro(struct fs_mount *m, bool readonly);
 void fs_seterr(struct fs_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -523,7 +749,7 @@ static inline struct fs_mount *req_mount(fuse_req_t req)
 
 static inline struct inode *ino_of(struct fs_mount *m, fuse_ino_t ino)
 {
-	return ino == FUSE_ROOT_ID ? &m->root : (struct inode *)(uintptr_t)ino;
+	return node_of(m, ino);
 }
 
 #endif

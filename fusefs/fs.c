@@ -114,7 +114,7 @@ void fs_mount_ended(struct fs_mount *m)
 	bool lost;
 
 	pthread_mutex_lock(&fs->lock);
-	lost = !m->ended && !m->unmounting;
+	lost = !m->ended && !mount_stopping(m);
 	m->ended = true;
 	pthread_mutex_unlock(&fs->lock);
 	/* still busy: fs_mount_free() waits before it frees what is read here */
@@ -215,14 +215,14 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 	for (served = 0; served < POLL_BATCH; served++) {
 		deadline = now_ns() + (uint64_t)m->poll_us * 1000u;
 		do {
-			if (m->unmounting)
+			if (mount_stopping(m))
 				break;
 			res = fuse_session_receive_buf(m->se, buf);
 			if (res != -EAGAIN && res != -EINTR)
 				break;
 			sched_yield();
 		} while (now_ns() < deadline);
-		if (m->unmounting || res == -EAGAIN || res == -EINTR)
+		if (mount_stopping(m) || res == -EAGAIN || res == -EINTR)
 			break;
 		if (res <= 0 || fuse_session_exited(m->se)) {
 			alive = false;
@@ -297,7 +297,7 @@ static void *worker_main(void *arg)
 		gen = (uint32_t)(ev.data.u64 >> 32);
 		pthread_mutex_lock(&fs->lock);
 		m = slot < FS_MAX_MOUNTS ? fs->slots[slot] : NULL;
-		if (m == NULL || m->slot_gen != gen || m->ended) {
+		if (m == NULL || m->slot_gen != gen || m->ended || m->handing_over) {
 			pthread_mutex_unlock(&fs->lock);
 			continue;
 		}
@@ -454,7 +454,6 @@ fail:
 void fs_free(struct fs *fs)
 {
 	struct fs_mount *m;
-	unsigned i;
 
 	if (fs == NULL)
 		return;
@@ -462,10 +461,25 @@ void fs_free(struct fs *fs)
 		fs_unmount(m);
 		fs_mount_free(m);
 	}
+	fs_stop_threads(fs);
+	free(fs->workers);
+	if (fs->epfd >= 0)
+		close(fs->epfd);
+	if (fs->stopfd >= 0)
+		close(fs->stopfd);
+	free(fs);
+}
+
+/* Every thread of the server ends (fs_free, fs_handover); what the closer holds is closed. */
+void fs_stop_threads(struct fs *fs)
+{
+	unsigned i;
+
 	if (fs->stopfd >= 0 && eventfd_write(fs->stopfd, 1) != 0)
 		fs_log(fs, FS_LOG_ERR, "eventfd: %s", strerror(errno));
 	for (i = 0; i < fs->nworkers; i++)
 		pthread_join(fs->workers[i], NULL);
+	fs->nworkers = 0;
 	if (fs->helpers) {
 		pthread_mutex_lock(&fs->lk_lock);
 		pthread_mutex_lock(&fs->nt_lock);
@@ -476,6 +490,7 @@ void fs_free(struct fs *fs)
 		pthread_mutex_unlock(&fs->lk_lock);
 		pthread_join(fs->lk_thread, NULL);
 		pthread_join(fs->nt_thread, NULL);
+		fs->helpers = false;
 	}
 	if (fs->cl_items != NULL) {
 		/* every mount is gone: what waits is closed, then the closer ends */
@@ -485,13 +500,8 @@ void fs_free(struct fs *fs)
 		pthread_mutex_unlock(&fs->cl_lock);
 		pthread_join(fs->cl_thread, NULL);
 		free(fs->cl_items);
+		fs->cl_items = NULL;
 	}
-	free(fs->workers);
-	if (fs->epfd >= 0)
-		close(fs->epfd);
-	if (fs->stopfd >= 0)
-		close(fs->stopfd);
-	free(fs);
 }
 
 /* Register a mount with the pool; its fd is served from now on. */
@@ -551,7 +561,7 @@ int fs_unmount(struct fs_mount *m)
 	pthread_mutex_unlock(&fs->lock);
 
 	epoll_ctl(fs->epfd, EPOLL_CTL_DEL, m->fuse_fd, NULL);
-	res = mount_detach(m);
+	res = mount_detach(m); /* aborts the connection too if the fd store holds it (keep.c) */
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (nullfd >= 0) {
 		dup3(nullfd, m->fuse_fd, O_CLOEXEC);
@@ -563,6 +573,7 @@ int fs_unmount(struct fs_mount *m)
 		pthread_cond_wait(&fs->cond, &fs->lock);
 	m->ended = true;
 	pthread_mutex_unlock(&fs->lock);
+	keep_unmount(m);
 	return res;
 }
 
@@ -598,6 +609,7 @@ void fs_mount_free(struct fs_mount *m)
 		notify_forget_mount(fs, m);
 	}
 	lock_drop_mount(fs, m);
+	keep_unmount(m); /* ended from outside: the store lets go of it too */
 	/*
 	 * The reader's fd goes with the session's: the notifier and the lock
 	 * thread reply through it too, until the two calls above are done.
@@ -619,6 +631,7 @@ void fs_mount_free(struct fs_mount *m)
 	inode_table_clear(m);
 	pthread_mutex_unlock(&fs->lock);
 	inode_closes_flush();
+	table_free(m);
 	guard_free(m->guard);
 	while (m->nmount_fds > 0)
 		close(m->mount_fds[--m->nmount_fds]);

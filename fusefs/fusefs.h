@@ -94,6 +94,18 @@ struct fs_params {
 	 */
 	void (*event)(void *arg, struct fs_mount *m, const struct fs_event *ev);
 	void *event_arg;
+	/*
+	 * Where descriptors go that must outlive the process, so another
+	 * server can take its mounts over (fs_adopt): each mount's /dev/fuse
+	 * descriptors, table and source, and files holding locks. keep()
+	 * holds a duplicate of fd under name (fd stays the caller's), 0 or
+	 * -errno; unkeep() lets go of it. Called from any thread, also with
+	 * the server's lock held: quick, never waiting long. NULL: nothing
+	 * outlives the process.
+	 */
+	int (*keep)(void *arg, const char *name, int fd);
+	void (*unkeep)(void *arg, const char *name);
+	void *keep_arg;
 };
 
 struct fs_mount_params {
@@ -150,6 +162,33 @@ struct fs_group *fs_group_hold(struct fs_group *g);
 void fs_group_put(struct fs_group *g);
 unsigned fs_group_used(const struct fs_group *g, enum fs_share what);
 
+/*
+ * keep.c: a restart. Every mount stops being served with no request half
+ * done, its open files are kept (fs_params.keep), and the threads stop;
+ * nothing is unmounted. The process then exits without fs_free(). The
+ * number of mounts handed over, those that could not be were unmounted.
+ */
+int fs_handover(struct fs *fs);
+
+/*
+ * restore.c: taking over the mounts a previous server kept. Every
+ * descriptor it kept is given to fs_handover_add() (false: not a mount's,
+ * not taken); fs_adopt() then serves the one at p->mountpoint, the same
+ * kernel mount, node ids and open files (-ENOENT: none was handed over
+ * there; another error: it could not be taken over, with the reason, and it
+ * is ended). fs_handover_free() ends what no one adopted. A mount's
+ * restarts counts the servers it outlived.
+ */
+struct fs_handover;
+struct fs_handover *fs_handover_new(void);
+bool fs_handover_add(struct fs_handover *h, const char *name, int fd);
+bool fs_handover_has(const struct fs_handover *h, uint64_t mnt_id);
+int fs_adopt(struct fs *fs, struct fs_handover *h, const struct fs_mount_params *p,
+	     struct fs_mount **out, struct fs_error *err);
+void fs_handover_free(struct fs *fs, struct fs_handover *h);
+unsigned fs_mount_restarts(const struct fs_mount *m);
+bool fs_mount_adopted(const struct fs_mount *m);
+
 /* ids.c: this thread's filesystem identity, or a whole one for good; 0 or -errno (deny then) */
 int fs_set_ids(uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
 int fs_become(uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
@@ -157,7 +196,6 @@ int fs_become(uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
 /* mount.c */
 int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **out,
 	     struct fs_error *err);
-int fs_check_mountpoint(const char *path, struct fs_error *err);
 int fs_kernel_umount(const char *path, bool lazy, struct fs_error *err);
 
 /* mount-kernel.c */

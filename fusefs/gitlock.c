@@ -22,6 +22,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -36,8 +38,84 @@ struct gitlock {
 	time_t made;		      /* 0: a free slot */
 };
 
-static struct gitlock locks[GITLOCK_MAX];
+/*
+ * The table outlives the process: a git's index.lock made before a restart
+ * of the server is still this mount's after it, or the bot's git could not
+ * rename it into place. It lives in a memfd that the fd store keeps as
+ * "gitlocks" (keep.c), and that the next server maps (restore.c). Until
+ * the first mount is kept, and if no memfd can be made, it is in memory.
+ */
+#define GITLOCK_MAGIC "agfslk01"
+struct gitlock_table {
+	char magic[8];
+	uint32_t max, size; /* GITLOCK_MAX, sizeof(struct gitlock): checked when adopted */
+	struct gitlock v[GITLOCK_MAX];
+};
+
+static struct gitlock_table inmem = {
+	.magic = GITLOCK_MAGIC, .max = GITLOCK_MAX, .size = sizeof(struct gitlock)};
+static struct gitlock *locks = inmem.v; /* locks_mu; the pointer changes once at most */
+static int locks_fd = -1;		/* locks_mu */
+static bool locks_kept;			/* locks_mu: in the fd store (handed over, or kept) */
 static pthread_mutex_t locks_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * The table, moved into a memfd if it is not in one yet, for the fd store
+ * to keep: its fd the first time (the store is to keep it), else -1.
+ */
+int gitlock_to_keep(void)
+{
+	struct gitlock_table *t;
+	int fd;
+
+	pthread_mutex_lock(&locks_mu);
+	if (locks_kept) {
+		pthread_mutex_unlock(&locks_mu);
+		return -1;
+	}
+	if (locks_fd < 0 && (fd = memfd_create("agentfs-gitlocks", MFD_CLOEXEC)) >= 0) {
+		t = ftruncate(fd, sizeof *t) == 0
+			    ? mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+			    : MAP_FAILED;
+		if (t == MAP_FAILED) {
+			close(fd);
+		} else {
+			memcpy(t, &inmem, sizeof *t);
+			locks = t->v;
+			locks_fd = fd;
+		}
+	}
+	fd = locks_fd;
+	locks_kept = fd >= 0;
+	pthread_mutex_unlock(&locks_mu);
+	return fd;
+}
+
+/* The last server's table, handed over (restore.c): used from now on; false if not one */
+bool gitlock_adopt(int fd)
+{
+	struct gitlock_table *t;
+	struct stat st;
+
+	if (fstat(fd, &st) != 0 || st.st_size != (off_t)sizeof *t)
+		return false;
+	t = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (t == MAP_FAILED)
+		return false;
+	if (memcmp(t->magic, GITLOCK_MAGIC, sizeof t->magic) != 0 || t->max != GITLOCK_MAX ||
+	    t->size != sizeof(struct gitlock)) {
+		munmap(t, sizeof *t);
+		return false;
+	}
+	pthread_mutex_lock(&locks_mu);
+	if (locks_fd >= 0)
+		close(locks_fd); /* made before the handover was read: nothing in it yet */
+	locks = t->v;
+	locks_fd = fd;
+	locks_kept = true;
+	pthread_mutex_unlock(&locks_mu);
+	return true;
+}
 
 static time_t now_s(void)
 {

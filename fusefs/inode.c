@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The inode table of a mount and the server-wide cache of O_PATH fds.
- * Everything here runs under fs->lock unless it says otherwise.
+ * A mount's inodes (lookups, the kernel's references, where each was last
+ * seen, file handles) and the server-wide cache of O_PATH fds; table.c
+ * keeps the tables they live in. Everything here runs under fs->lock
+ * unless it says otherwise.
  */
 #include "fusefs/fs-int.h"
 
@@ -9,127 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-#include <sys/random.h>
 #include <sys/sysmacros.h>
-
-#define HANDLE_MAX 128
-
-/*
- * The table is open addressing with linear probing over slots that hold
- * the inode number beside the pointer: a lookup of a name the table does
- * not hold yet (every file of a first git status) reads one or two slots
- * in one cache line and no inode. Chained buckets cost two cache misses
- * there, the bucket and the inode, and inode_find was the largest
- * userland symbol of the server (2.6% of its time). Removal leaves a
- * tombstone; the table is rebuilt when live entries and tombstones fill
- * 3/4 of it, doubling if live entries alone fill half.
- */
-#define TOMB ((struct inode *)1)
-
-/*
- * Keyed with a random seed per table (splitmix64's finalizer): a bot that
- * makes and keeps files whose numbers land together cannot build a long
- * run of slots that every lookup under fs->lock then walks (red team,
- * round six: 197,000 creates gave a 49,152-slot cluster with the unkeyed
- * multiplicative hash).
- */
-static size_t hash(uint64_t seed, dev_t dev, ino_t ino)
-{
-	uint64_t x = ((uint64_t)ino ^ seed) + (uint64_t)dev * 0x9e3779b97f4a7c15ull;
-
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return (size_t)(x ^ (x >> 31));
-}
-
-void inode_table_init(struct inode_table *t)
-{
-	struct timespec ts;
-
-	t->nslots = 1024;
-	t->count = t->used = 0;
-	t->slots = calloc(t->nslots, sizeof *t->slots);
-	if (getrandom(&t->seed, sizeof t->seed, GRND_NONBLOCK) != sizeof t->seed) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		t->seed = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)t ^
-			  (uint64_t)getpid() << 32;
-	}
-}
-
-static void slot_put(struct inode_slot *slots, size_t n, uint64_t seed, struct inode *i)
-{
-	size_t h = hash(seed, i->dev, i->ino) & (n - 1);
-
-	while (slots[h].i != NULL && slots[h].i != TOMB)
-		h = (h + 1) & (n - 1);
-	slots[h].ino = i->ino;
-	slots[h].i = i;
-}
-
-/* Rebuild without tombstones, twice as large if half full; false: out of memory */
-static bool table_rebuild(struct inode_table *t)
-{
-	size_t n = t->count * 2 > t->nslots ? t->nslots * 2 : t->nslots, k;
-	struct inode_slot *s = calloc(n, sizeof *s);
-
-	if (s == NULL)
-		return false;
-	for (k = 0; k < t->nslots; k++)
-		if (t->slots[k].i != NULL && t->slots[k].i != TOMB)
-			slot_put(s, n, t->seed, t->slots[k].i);
-	free(t->slots);
-	t->slots = s;
-	t->nslots = n;
-	t->used = t->count;
-	return true;
-}
-
-/* Whether one more inode fits: the table is rebuilt first if it is 3/4 full */
-static bool table_room(struct inode_table *t)
-{
-	if ((t->used + 1) * 4 <= t->nslots * 3)
-		return true;
-	return table_rebuild(t) || t->used + 1 < t->nslots;
-}
-
-/* After table_room() */
-static void inode_hash(struct inode_table *t, struct inode *i)
-{
-	slot_put(t->slots, t->nslots, t->seed, i);
-	t->count++;
-	t->used++; /* an upper bound: a tombstone taken again counts twice until the rebuild */
-}
-
-struct inode *inode_find(struct fs_mount *m, dev_t dev, ino_t ino)
-{
-	const struct inode_table *t = &m->table;
-	size_t mask = t->nslots - 1, h = hash(t->seed, dev, ino) & mask;
-	struct inode *i;
-
-	if (m->root.dev == dev && m->root.ino == ino)
-		return &m->root;
-	for (; (i = t->slots[h].i) != NULL; h = (h + 1) & mask)
-		if (t->slots[h].ino == ino && i != TOMB && i->dev == dev)
-			return i;
-	return NULL;
-}
-
-/* Take i out of the table (it may be out already: retired by inode_match) */
-static void inode_unhash(struct fs_mount *m, struct inode *i)
-{
-	struct inode_table *t = &m->table;
-	size_t mask = t->nslots - 1, h = hash(t->seed, i->dev, i->ino) & mask;
-
-	for (; t->slots[h].i != NULL; h = (h + 1) & mask) {
-		if (t->slots[h].i == i) {
-			t->slots[h].i = TOMB;
-			t->count--;
-			return;
-		}
-	}
-}
 
 static void lru_unlink(struct inode *i)
 {
@@ -176,6 +59,7 @@ static bool handle_now(struct inode *i)
 	}
 	i->handle = h;
 	i->mount_fd_idx = idx;
+	node_rec_handle(i->owner, i);
 	return true;
 }
 
@@ -252,6 +136,8 @@ static int mount_fd_index(struct fs_mount *fs, int mount_id, int fd, mode_t type
 	}
 	fs->mount_ids[fs->nmount_fds] = mount_id;
 	fs->mount_fds[fs->nmount_fds] = dupfd;
+	table_mount_seen(fs, fs->nmount_fds, mount_id);
+	keep_mount_fd(fs, fs->nmount_fds);
 	return (int)fs->nmount_fds++;
 }
 
@@ -447,7 +333,9 @@ static void inode_free(struct fs_mount *m, struct inode *i)
 		p = i->parent;
 		free(i->handle);
 		free(i->name);
-		free(i);
+		i->handle = NULL;
+		i->name = NULL;
+		node_gone(m, i);
 		i = p != NULL && p != &m->root && --p->refs == 0 && p->nlookup == 0 ? p : NULL;
 	}
 }
@@ -469,6 +357,7 @@ static void inode_set_parent(struct fs_mount *m, struct inode *i, struct inode *
 	i->parent = parent;
 	free(i->name);
 	i->name = copy;
+	node_rec_place(m, i);
 }
 
 void inode_moved(struct fs_mount *m, struct inode *i, struct inode *parent, const char *name)
@@ -571,7 +460,7 @@ static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 			r = -ESTALE;
 		if (r == 0 && i != NULL && i != &m->root &&
 		    (i->fd >= 0 || i->handle != NULL || i->byname))
-			i->nlookup++;
+			node_rec(m, i)->nlookup = ++i->nlookup;
 		else
 			i = NULL;
 		pthread_mutex_unlock(&fs->lock);
@@ -610,7 +499,8 @@ static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	}
 	if (i != NULL && !known) {
 		/* made meanwhile by another worker, or known but with its fd evicted */
-		i->nlookup++;
+		if (i != &m->root)
+			node_rec(m, i)->nlookup = ++i->nlookup;
 		if (i->fd < 0 && fd >= 0) {
 			i->fd = fd;
 			fd = -1;
@@ -621,6 +511,7 @@ static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		i->nlink = st.st_nlink;
 		i->cls |= policy_classify(m, parent, &st); /* read-only follows the inode */
 		if (i != &m->root) {
+			node_rec(m, i)->cls = i->cls;
 			inode_set_parent(m, i, parent, name);
 			inode_set_gcls(m, i, &gc, gen);
 		}
@@ -634,10 +525,11 @@ static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		free(h);
 		h = NULL;
 	}
-	i = table_room(&m->table) ? calloc(1, sizeof *i) : NULL;
+	i = inode_table_room(&m->table) ? node_new(m) : NULL;
 	if (i == NULL || (i->name = strdup(name)) == NULL) {
+		if (i != NULL)
+			node_gone(m, i);
 		pthread_mutex_unlock(&fs->lock);
-		free(i);
 		free(h);
 		if (fd >= 0)
 			close(fd);
@@ -661,12 +553,14 @@ static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	i->gcls = gc;
 	i->ggen = gen;
 	i->fd = fd;
+	node_rec_fill(m, i);
 	if (fd >= 0)
 		fd_cache_add(fs, i);
 	inode_hash(&m->table, i);
 	pthread_mutex_unlock(&fs->lock);
 done:
-	e->ino = i == &m->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)i;
+	e->ino = node_id(m, i);
+	e->generation = (uint32_t)(e->ino >> 32);
 	e->attr = st;
 	e->attr_timeout = m->timeout;
 	e->entry_timeout = m->timeout;
@@ -720,33 +614,39 @@ void inode_unpin(struct fs_mount *m, struct inode *p)
 
 void inode_forget(struct fs_mount *m, struct inode *i, uint64_t n)
 {
-	if (i == &m->root)
+	if (i == &m->root || i == &m->stale)
 		return;
 	pthread_mutex_lock(&m->fs->lock);
 	i->nlookup = n >= i->nlookup ? 0 : i->nlookup - n;
+	node_rec(m, i)->nlookup = i->nlookup;
 	if (i->nlookup == 0 && i->refs == 0)
 		inode_free(m, i);
 	pthread_mutex_unlock(&m->fs->lock);
 	inode_closes_flush();
 }
 
-/* Free every inode of a mount that is gone. */
+/*
+ * Free what every inode of a mount that is gone holds, those out of the
+ * hash (retired by inode_match) too; table_free() frees the inodes.
+ */
 void inode_table_clear(struct fs_mount *m)
 {
-	struct inode *i;
-	size_t k;
+	struct inode *c;
+	uint32_t k;
 
+	for (k = 1; m->tab.nodes != NULL && k < m->tab.node_hwm; k++) {
+		c = atomic_load(&m->tab.nodes[k >> NODE_SHIFT]);
+		if (c == NULL || !c[k & (NODE_CHUNK - 1)].used)
+			continue;
+		c += k & (NODE_CHUNK - 1);
+		inode_fd_cache_drop(m->fs, c);
+		free(c->handle);
+		free(c->name);
+		c->handle = NULL;
+		c->name = NULL;
+	}
 	if (m->table.slots == NULL)
 		return;
-	for (k = 0; k < m->table.nslots; k++) {
-		i = m->table.slots[k].i;
-		if (i != NULL && i != TOMB) {
-			inode_fd_cache_drop(m->fs, i);
-			free(i->handle);
-			free(i->name);
-			free(i);
-		}
-	}
 	free(m->table.slots);
 	m->table.slots = NULL;
 	if (m->root.fd >= 0) {
@@ -779,6 +679,8 @@ int inode_root_init(struct fs_mount *m, int rootfd, struct fs_error *err)
 	if (h != NULL) {
 		pthread_mutex_lock(&m->fs->lock);
 		m->handles = mount_fd_index(m, mount_id, rootfd, S_IFDIR) >= 0;
+		if (m->handles)
+			m->tab.hdr->flags |= TH_HANDLES;
 		pthread_mutex_unlock(&m->fs->lock);
 		free(h);
 	}

@@ -66,6 +66,8 @@ void *lock_thread(void *arg)
 		pthread_mutex_unlock(&fs->lk_lock);
 		while ((w = done) != NULL) {
 			done = w->next;
+			if (w->op == 0) /* granted: its file is held by the store too first */
+				keep_lock(w->m, w->fh, w->fd);
 			lock_reply(w, w->op);
 		}
 		pthread_mutex_lock(&fs->lk_lock);
@@ -142,6 +144,39 @@ static void lock_drop_where(struct fs *fs, int fd, const struct fs_mount *m, int
 void lock_drop(struct fs *fs, int fd)
 {
 	lock_drop_where(fs, fd, NULL, EBADF);
+}
+
+/*
+ * A restart (fs_handover): m's waiters leave the queue unanswered, for the
+ * kernel to send again to the next server, or answered EINTR where the
+ * kernel cannot (REPLY_EINTR). Their requests stay with the process that
+ * is about to exit.
+ */
+void lock_abandon_mount(struct fs *fs, struct fs_mount *m, bool reply_eintr)
+{
+	struct lock_wait *w, **pp, *done = NULL;
+
+	pthread_mutex_lock(&fs->lk_lock);
+	for (pp = &fs->lk_head; (w = *pp) != NULL;) {
+		if (w->m != m) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		w->next = done;
+		done = w;
+	}
+	pthread_mutex_unlock(&fs->lk_lock);
+	while ((w = done) != NULL) {
+		done = w->next;
+		if (reply_eintr) {
+			lock_reply(w, EINTR);
+			continue;
+		}
+		fuse_req_interrupt_func(w->req, NULL, NULL);
+		fs_waiter_put(m);
+		free(w);
+	}
 }
 
 /* A mount is freed: waiters of a connection that ended without releasing its files. */

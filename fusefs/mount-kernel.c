@@ -84,7 +84,7 @@ static int match_id(void *arg, uint64_t id, const char *mp, const char *fstype)
 	return 1;
 }
 
-static int mountinfo_path_of(uint64_t id, char *path, size_t len)
+int mountinfo_path_of(uint64_t id, char *path, size_t len)
 {
 	struct find_path fp = {id, path, len};
 
@@ -231,6 +231,47 @@ fail:
 }
 
 /*
+ * End the FUSE connection of the mount at path, checked to be ours by its
+ * mount id. While the fd store holds the connection's descriptors too,
+ * closing ours does not end it; MNT_FORCE does: for FUSE it aborts the
+ * connection (fuse_umount_begin) before the umount itself, which fails
+ * with EBUSY here (we hold the mount open to check it), and that is fine.
+ */
+static void mount_abort(struct fs *fs, uint64_t mnt_id, const char *path)
+{
+	char self[64];
+	struct statx stx;
+	int fd;
+
+	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) == 0 &&
+	    (stx.stx_mask & STATX_MNT_ID) && stx.stx_mnt_id == mnt_id) {
+		snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+		if (umount2(self, MNT_FORCE) != 0 && errno != EBUSY)
+			fs_log(fs, FS_LOG_WARN, "%s: cannot abort its connection: %s", path,
+			       strerror(errno));
+	}
+	close(fd);
+}
+
+/*
+ * A mount handed over that no server takes (restore.c): its connection
+ * ends, and it is detached, by its mount id.
+ */
+void mount_end(struct fs *fs, uint64_t mnt_id)
+{
+	char path[PATH_MAX];
+
+	if (mnt_id == 0 || mountinfo_path_of(mnt_id, path, sizeof path) != 0)
+		return;
+	mount_abort(fs, mnt_id, path);
+	if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL)
+		fs_log(fs, FS_LOG_WARN, "%s: cannot detach it: %s", path, strerror(errno));
+}
+
+/*
  * Detach our mount by its mount id: whatever path it has now, the right one
  * ends. We keep no fd on the mount, since any would make umount(8) EBUSY.
  */
@@ -240,6 +281,8 @@ int mount_detach(struct fs_mount *m)
 
 	if (m->mnt_id == 0 || mountinfo_path_of(m->mnt_id, path, sizeof path) != 0)
 		return 0; /* not mounted (any more) */
+	if (m->kept)
+		mount_abort(m->fs, m->mnt_id, path);
 	if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL)
 		return 0;
 	return -errno;

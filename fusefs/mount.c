@@ -78,23 +78,6 @@ static int is_mount_root(int fd)
 	return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
 }
 
-/* Refuse a mount point that is already a mount: mounting over it stacks silently. */
-int fs_check_mountpoint(const char *path, struct fs_error *err)
-{
-	int fd, r;
-
-	fd = mount_open_dir(path, err, "mount point");
-	if (fd < 0)
-		return fd;
-	r = is_mount_root(fd);
-	close(fd);
-	if (r > 0) {
-		fs_seterr(err, EBUSY, "mount point %s: already a mount point", path);
-		return -EBUSY;
-	}
-	return 0;
-}
-
 /* Is `inner` strictly beneath `outer`? Walks up with "..", never by name. */
 static bool fd_beneath(int inner, int outer)
 {
@@ -225,7 +208,7 @@ static int mount_guard(struct fs_mount *m, const struct fs_mount_params *p, stru
  * wire.c's, which also put passthrough on the wire, later ones through
  * reader.c's own.
  */
-static int session_attach(struct fs_mount *m)
+int mount_session_attach(struct fs_mount *m)
 {
 #ifdef HAVE_FUSE_PASSTHROUGH
 	return fuse_session_custom_io(m->se, &fs_dev_io, m->fuse_fd);
@@ -234,16 +217,101 @@ static int session_attach(struct fs_mount *m)
 #endif
 }
 
+/* A mount being made (fs_mount) or taken over (fs_adopt), from p and o; NULL: no memory */
+struct fs_mount *mount_new(struct fs *fs, const struct fs_mount_params *p,
+			   const struct mount_opts *o, dev_t source_dev)
+{
+	struct fs_mount *m = calloc(1, sizeof *m);
+
+	if (m == NULL)
+		return NULL;
+	m->fs = fs;
+	m->fuse_fd = -1;
+	m->dev_fd = -1;
+	m->tab.memfd = -1;
+	pthread_mutex_init(&m->arm_lock, NULL);
+	m->source = strdup(p->source);
+	m->mountpoint = strdup(p->mountpoint);
+	m->source_dev = source_dev;
+	m->readonly = p->readonly || o->readonly;
+	m->kattrs = mount_attrs(o, m->readonly);
+	m->noatime = o->noatime;
+	m->nodiratime = o->nodiratime;
+	m->allow_new_repos = p->allow_new_repos;
+	m->timeout = o->timeout;
+	m->poll_us = o->poll_us;
+	/* Passthrough reads the source file in the kernel, which sets its atime. */
+	m->want_passthrough = !o->nopassthrough && !o->noatime;
+	m->ready = p->ready;
+	m->ready_arg = p->ready_arg;
+	m->tag = p->tag;
+	m->stale.fd = -1;
+	m->stale.refs = 1; /* never freed */
+	inode_table_init(&m->table);
+	if (m->source == NULL || m->mountpoint == NULL || m->table.slots == NULL) {
+		fs_mount_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/*
+ * m's share groups (share.c), made or taken over alike: a mount handed over
+ * counts in its bot's groups exactly as a fresh one does. 0, or -EMFILE
+ * with why when a group is at its share of mounts (m holds none then).
+ */
+int mount_groups(struct fs_mount *m, const struct fs_mount_params *p, struct fs_error *err)
+{
+	size_t i;
+	int r;
+
+	if ((r = fs_group_mount_take(m->fs, p->groups, err)) != 0)
+		return r;
+	for (i = 0; i < FS_GROUPS; i++)
+		m->groups[i] = fs_group_hold(p->groups[i]);
+	return 0;
+}
+
+/*
+ * What serving m needs, made or taken over alike: its read-only paths, its
+ * root (rootfd, taken), the guard over a scan of the source, the session.
+ */
+int mount_prepare(struct fs_mount *m, int rootfd, const struct fs_mount_params *p,
+		  const struct mount_opts *o, struct fs_error *err)
+{
+	char *argv[3] = {"agentfs", NULL, NULL};
+	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
+	int r;
+
+	if ((r = mount_ro_paths(m, rootfd, p, err)) != 0) {
+		close(rootfd);
+		return r;
+	}
+	if ((r = inode_root_init(m, rootfd, err)) != 0)
+		return r;
+	/* Read-only mounts get the guard too: configure may make them writable. */
+	if (!o->noguard && (r = mount_guard(m, p, err)) != 0)
+		return r;
+	if (o->debug)
+		argv[args.argc++] = "-odebug";
+	m->se = fuse_session_new(&args, &fs_ops, sizeof fs_ops, m);
+	fuse_opt_free_args(&args);
+	if (m->se == NULL) {
+		fs_seterr(err, EMFILE,
+			  "cannot create a FUSE session (libfuse allows about 1000 "
+			  "per process: thread-specific keys ran out)");
+		return -EMFILE;
+	}
+	return 0;
+}
+
 int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **out,
 	     struct fs_error *err)
 {
 	struct mount_opts o = {.timeout = fs->p.timeout, .poll_us = fs->p.poll_us};
-	char *argv[3] = {"agentfs", NULL, NULL};
-	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
 	struct fs_mount *m = NULL;
 	int rootfd = -1, mpfd = -1, r;
 	struct stat st;
-	size_t i;
 
 	*out = NULL;
 	if ((r = mount_parse_options(p->options, &o, err)) != 0)
@@ -286,64 +354,22 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 		fs_seterr(err, -r, "source %s: %s", p->source, strerror(-r));
 		goto fail;
 	}
-	m = calloc(1, sizeof *m);
+	m = mount_new(fs, p, &o, st.st_dev);
 	if (m == NULL)
 		goto nomem;
 	/* a group at its share of mounts is refused before the tree is scanned */
-	if ((r = fs_group_mount_take(fs, p->groups, err)) != 0) {
-		free(m);
-		m = NULL;
+	if ((r = mount_groups(m, p, err)) != 0)
 		goto fail;
-	}
-	for (i = 0; i < FS_GROUPS; i++)
-		m->groups[i] = fs_group_hold(p->groups[i]);
-	m->fs = fs;
-	m->fuse_fd = -1;
-	m->dev_fd = -1;
-	pthread_mutex_init(&m->arm_lock, NULL);
-	m->source = strdup(p->source);
-	m->mountpoint = strdup(p->mountpoint);
-	if (m->source == NULL || m->mountpoint == NULL)
-		goto nomem;
-	m->source_dev = st.st_dev;
-	m->readonly = p->readonly || o.readonly;
-	m->kattrs = mount_attrs(&o, m->readonly);
-	m->noatime = o.noatime;
-	m->nodiratime = o.nodiratime;
-	m->allow_new_repos = p->allow_new_repos;
-	m->timeout = o.timeout;
-	m->poll_us = o.poll_us;
-	m->ready = p->ready;
-	m->ready_arg = p->ready_arg;
-	m->tag = p->tag;
-	inode_table_init(&m->table);
-	if (m->table.slots == NULL)
-		goto nomem;
-	if ((r = mount_ro_paths(m, rootfd, p, err)) != 0)
+	if ((r = table_init(m, err)) != 0)
 		goto fail;
-	if ((r = inode_root_init(m, rootfd, err)) != 0)
+	r = mount_prepare(m, rootfd, p, &o, err);
+	rootfd = -1; /* taken */
+	if (r != 0)
 		goto fail;
-	rootfd = -1; /* owned by the root inode now */
-	/* Read-only mounts get the guard too: configure may make them writable. */
-	if (!o.noguard && (r = mount_guard(m, p, err)) != 0)
-		goto fail;
-
-	if (o.debug)
-		argv[args.argc++] = "-odebug";
-	m->se = fuse_session_new(&args, &fs_ops, sizeof fs_ops, m);
-	fuse_opt_free_args(&args);
-	if (m->se == NULL) {
-		r = -EINVAL;
-		fs_seterr(err, EMFILE,
-			  "cannot create a FUSE session (libfuse allows about 1000 "
-			  "per process: thread-specific keys ran out)");
-		goto fail;
-	}
 	if ((r = mount_make(m, mpfd, &o, err)) != 0)
 		goto fail;
-	/* Passthrough reads the source file in the kernel, which sets its atime. */
-	m->want_passthrough = !o.nopassthrough && !o.noatime;
-	if (session_attach(m) != 0) {
+	table_mounted(m);
+	if (mount_session_attach(m) != 0) {
 		r = -EIO;
 		fs_seterr(err, EIO, "cannot attach the FUSE session to /dev/fuse (fd %d)",
 			  m->fuse_fd);

@@ -10,7 +10,7 @@
 
 static fuse_ino_t nodeid(struct fs_mount *m, struct inode *ino)
 {
-	return ino == &m->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)ino;
+	return node_id(m, ino);
 }
 
 static void inval_queue(struct fs *fs, struct fs_mount *m, fuse_ino_t ino, fuse_ino_t parent,

@@ -19,6 +19,12 @@ static bool open_writes(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
+static uint32_t fh_flags(bool passthrough, bool checked, bool writes)
+{
+	return (passthrough ? FHF_PASSTHROUGH : 0) | (checked ? FHF_CHECKED : 0) |
+	       (writes ? FHF_WRITES : 0);
+}
+
 /* Keep the kernel's page cache only if the file did not change since we last saw it. */
 static void set_keep_cache(struct fs_mount *m, struct inode *i, int fd, struct fuse_file_info *fi)
 {
@@ -115,9 +121,12 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	set_keep_cache(m, i, nfd, fi);
 	fi->noflush = 1; /* see op_flush */
 	pt = backing_open_begin(m, req, i, checked, fi);
-	fi->fh = fh_make(nfd, pt, checked);
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		/* interrupted: no release will come */
+	fi->fh = fh_new(m, i, nfd, fh_flags(pt, checked, wr), fi->flags);
+	if (fi->fh == 0 || fuse_reply_open(req, fi) == -ENOENT) {
+		/* out of memory, or interrupted: no release will come */
+		if (fi->fh == 0)
+			fuse_reply_err(req, ENOMEM);
+		fh_gone(m, fi->fh);
 		backing_open_end(m, i, pt);
 		if (wr)
 			seal_write_end(m, i);
@@ -260,8 +269,11 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 	fi->noflush = 1; /* see op_flush */
 	pt = backing_open_begin(m, req, i, checked, fi);
-	fi->fh = fh_make(fd, pt, checked);
-	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+	fi->fh = fh_new(m, i, fd, fh_flags(pt, checked, wr), fi->flags);
+	if (fi->fh == 0 || fuse_reply_create(req, &e, fi) == -ENOENT) {
+		if (fi->fh == 0)
+			fuse_reply_err(req, ENOMEM);
+		fh_gone(m, fi->fh);
 		backing_open_end(m, i, pt);
 		if (wr)
 			seal_write_end(m, i);
@@ -288,6 +300,7 @@ void ops_thread_exit(void)
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
+	struct fs_mount *m = req_mount(req);
 	ssize_t n;
 	char *b;
 
@@ -300,7 +313,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		read_buf = b;
 		read_cap = size;
 	}
-	n = pread(fh_fd(fi), read_buf, size, off);
+	n = pread(fh_fd(m, fi), read_buf, size, off);
 	if (n < 0)
 		fuse_reply_err(req, errno);
 	else
@@ -323,7 +336,7 @@ static void checked_write(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in
 	}
 	n = fuse_buf_copy(&mem, in, 0);
 	if (n >= 0)
-		n = seal_checked_write(m, ino_of(m, ino), fh_fd(fi), mem.buf[0].mem, (size_t)n,
+		n = seal_checked_write(m, ino_of(m, ino), fh_fd(m, fi), mem.buf[0].mem, (size_t)n,
 				       off);
 	free(mem.buf[0].mem);
 	if (n < 0) {
@@ -341,12 +354,12 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
 	ssize_t n;
 
-	if (fh_checked(fi)) {
+	if (fh_checked(m, fi)) {
 		checked_write(req, ino, in, off, fi);
 		return;
 	}
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	out.buf[0].fd = fh_fd(fi);
+	out.buf[0].fd = fh_fd(m, fi);
 	out.buf[0].pos = off;
 	n = fuse_buf_copy(&out, in, 0);
 	if (n < 0) {
@@ -366,8 +379,9 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
  */
 void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct fs_mount *m = req_mount(req);
 	/* Reports errors a close() would (NFS-style delayed ones). */
-	int fd = dup(fh_fd(fi));
+	int fd = dup(fh_fd(m, fi));
 
 	fuse_reply_err(req, fd < 0 ? errno : close(fd) == 0 ? 0 : errno);
 }
@@ -390,14 +404,19 @@ void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	char *name;
 	int pfd;
 
-	lock_drop(m->fs, fh_fd(fi));
-	close(fh_fd(fi));
+	struct fh_ent *f = fh_of(m, fi);
+	bool pt = (f->flags & FHF_PASSTHROUGH) != 0;
+
+	lock_drop(m->fs, f->fd);
+	keep_release(m, fi->fh, f->fd);
+	close(f->fd);
+	fh_gone(m, fi->fh);
 	fs_handle_put(m);
-	backing_open_end(m, i, fh_passthrough(fi));
+	backing_open_end(m, i, pt);
 	if (open_writes(fi->flags))
 		seal_write_end(m, i);
 	/* Passthrough writes bypass op_write_buf: other mounts learn of them here. */
-	if (fh_passthrough(fi) && open_writes(fi->flags))
+	if (pt && open_writes(fi->flags))
 		fs_invalidate(m, i, NULL, NULL);
 	/* A git config written (in a repository the bot made): its rules may change. */
 	if (m->guard != NULL && open_writes(fi->flags) && role_of(m, i) == GUARD_R_CONFIG &&
@@ -415,7 +434,8 @@ void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	int r = datasync ? fdatasync(fh_fd(fi)) : fsync(fh_fd(fi));
+	struct fs_mount *m = req_mount(req);
+	int r = datasync ? fdatasync(fh_fd(m, fi)) : fsync(fh_fd(m, fi));
 
 	fuse_reply_err(req, r == 0 ? 0 : errno);
 }
@@ -424,12 +444,12 @@ void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
 		  struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = fh_checked(fi) ? -EROFS
-			       : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
-						       .ino = ino_of(m, ino),
-						       .mode = ino_of(m, ino)->type));
+	int r = fh_checked(m, fi) ? -EROFS
+				  : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
+							  .ino = ino_of(m, ino),
+							  .mode = ino_of(m, ino)->type));
 
-	if (r == 0 && fallocate(fh_fd(fi), mode, off, len) != 0)
+	if (r == 0 && fallocate(fh_fd(m, fi), mode, off, len) != 0)
 		r = -errno;
 	if (r == 0)
 		fs_invalidate(m, ino_of(m, ino), NULL, NULL);
@@ -441,17 +461,18 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct fs_mount *m = req_mount(req);
-	int r = fh_checked(fi_out) ? -EROFS
-				   : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
-							   .ino = ino_of(m, ino_out),
-							   .mode = ino_of(m, ino_out)->type));
+	int r = fh_checked(m, fi_out) ? -EROFS
+				      : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
+							      .ino = ino_of(m, ino_out),
+							      .mode = ino_of(m, ino_out)->type));
 	ssize_t n;
 
 	if (r != 0) {
 		fuse_reply_err(req, -r);
 		return;
 	}
-	n = copy_file_range(fh_fd(fi_in), &off_in, fh_fd(fi_out), &off_out, len, (unsigned)flags);
+	n = copy_file_range(fh_fd(m, fi_in), &off_in, fh_fd(m, fi_out), &off_out, len,
+			    (unsigned)flags);
 	if (n < 0) {
 		fuse_reply_err(req, errno);
 		return;
@@ -462,7 +483,8 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 
 void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
-	off_t r = lseek(fh_fd(fi), off, whence);
+	struct fs_mount *m = req_mount(req);
+	off_t r = lseek(fh_fd(m, fi), off, whence);
 
 	if (r < 0)
 		fuse_reply_err(req, errno);

@@ -13,17 +13,19 @@
  */
 void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
 {
+	struct fs_mount *m = req_mount(req);
 	struct flock lk = *lock;
 
 	lk.l_pid = 0;
-	if (fcntl(fh_fd(fi), F_OFD_GETLK, &lk) != 0) {
+	if (fcntl(fh_fd(m, fi), F_OFD_GETLK, &lk) != 0) {
 		fuse_reply_err(req, errno);
 		return;
 	}
 	fuse_reply_lock(req, &lk);
 }
 
-static void lock_wait(fuse_req_t req, int fd, bool posix, int op, const struct flock *lk)
+static void lock_wait(fuse_req_t req, uint64_t fh, int fd, bool posix, int op,
+		      const struct flock *lk)
 {
 	struct fs_mount *m = req_mount(req);
 	struct lock_wait *w;
@@ -40,6 +42,7 @@ static void lock_wait(fuse_req_t req, int fd, bool posix, int op, const struct f
 	}
 	w->m = m;
 	w->req = req;
+	w->fh = fh;
 	w->fd = fd;
 	w->posix = posix;
 	w->op = op;
@@ -51,14 +54,17 @@ static void lock_wait(fuse_req_t req, int fd, bool posix, int op, const struct f
 void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
 	      int sleep)
 {
+	struct fs_mount *m = req_mount(req);
 	struct flock lk = *lock;
-	int fd = fh_fd(fi);
+	int fd = fh_fd(m, fi);
 
 	lk.l_pid = 0;
 	if (fcntl(fd, F_OFD_SETLK, &lk) == 0) {
+		if (lk.l_type != F_UNLCK)
+			keep_lock(m, fi->fh, fd); /* held by the store too, before it is granted */
 		fuse_reply_err(req, 0);
 	} else if (sleep && (errno == EAGAIN || errno == EACCES)) {
-		lock_wait(req, fd, true, 0, &lk);
+		lock_wait(req, fi->fh, fd, true, 0, &lk);
 	} else {
 		fuse_reply_err(req, errno);
 	}
@@ -66,12 +72,16 @@ void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct 
 
 void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
-	int fd = fh_fd(fi);
+	struct fs_mount *m = req_mount(req);
+	int fd = fh_fd(m, fi);
 
-	if (flock(fd, op | LOCK_NB) == 0)
+	if (flock(fd, op | LOCK_NB) == 0) {
+		if (!(op & LOCK_UN))
+			keep_lock(m, fi->fh, fd);
 		fuse_reply_err(req, 0);
-	else if (errno == EWOULDBLOCK && !(op & LOCK_NB))
-		lock_wait(req, fd, false, op, NULL);
-	else
+	} else if (errno == EWOULDBLOCK && !(op & LOCK_NB)) {
+		lock_wait(req, fi->fh, fd, false, op, NULL);
+	} else {
 		fuse_reply_err(req, errno);
+	}
 }

@@ -143,7 +143,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int r;
 
 	if (fi != NULL)
-		r = fstat(fh_fd(fi), &st) == 0 ? 0 : -errno;
+		r = fstat(fh_fd(m, fi), &st) == 0 ? 0 : -errno;
 	else
 		r = inode_stat(m, ino_of(m, ino), &st);
 	if (r != 0)
@@ -162,7 +162,7 @@ static int do_setattr(struct fs_mount *m, struct inode *i, int fd, struct stat *
 
 	ops_proc_path(path, fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
-		if (fi != NULL	       ? fchmod(fh_fd(fi), attr->st_mode) != 0
+		if (fi != NULL	       ? fchmod(fh_fd(m, fi), attr->st_mode) != 0
 		    : S_ISLNK(i->type) ? (errno = EOPNOTSUPP, 1)
 				       : chmod(path, attr->st_mode) != 0)
 			return -errno;
@@ -174,7 +174,7 @@ static int do_setattr(struct fs_mount *m, struct inode *i, int fd, struct stat *
 			return -errno;
 	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
-		if (fi != NULL ? ftruncate(fh_fd(fi), attr->st_size) != 0
+		if (fi != NULL ? ftruncate(fh_fd(m, fi), attr->st_size) != 0
 			       : truncate(path, attr->st_size) != 0)
 			return -errno;
 	}
@@ -188,7 +188,7 @@ static int do_setattr(struct fs_mount *m, struct inode *i, int fd, struct stat *
 			ts[1].tv_nsec = UTIME_NOW;
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			ts[1] = attr->st_mtim;
-		if (fi != NULL ? futimens(fh_fd(fi), ts) != 0
+		if (fi != NULL ? futimens(fh_fd(m, fi), ts) != 0
 			       : utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
 			return -errno;
 	}

@@ -42,6 +42,8 @@
 #define READER_WAKE_SIG (SIGRTMIN + 5)
 
 static __thread struct fs_mount *reading; /* the mount whose reader this thread is */
+__thread struct fs_cur fs_cur;
+__thread struct fs_capture *fs_capture;
 static __thread int read_fd, reply_fd;	  /* its fd to read next; the last one read */
 
 static void wake_handler(int sig)
@@ -75,10 +77,49 @@ ssize_t fs_dev_read(int fd, void *buf, size_t len)
 	return n;
 }
 
+/* A request was read: note which, and keep INIT's bytes for a new server (table.c). */
+void fs_dev_seen(struct fs_mount *m, const void *buf, ssize_t n)
+{
+	const struct fuse_in_header *h = buf;
+
+	fs_cur.unique = 0;
+	if (n < (ssize_t)sizeof *h)
+		return;
+	fs_cur.unique = h->unique;
+	fs_cur.opcode = h->opcode;
+	if (h->opcode == FUSE_INIT)
+		table_init_in(m, h + 1, (size_t)n - sizeof *h);
+}
+
+/* A reply was written (N: writev's answer): INIT's makes the mount one that outlives us. */
+void fs_dev_replied(struct fs_mount *m, const struct iovec *iov, int count, ssize_t n)
+{
+	const struct fuse_out_header *oh = iov[0].iov_base;
+
+	if (n <= 0 || fs_capture != NULL || fs_cur.opcode != FUSE_INIT ||
+	    oh->unique != fs_cur.unique || oh->error != 0)
+		return;
+	table_init_out(m, iov, count);
+	keep_mount(m);
+}
+
 ssize_t fs_dev_writev(struct fs_mount *m, int fd, struct iovec *iov, int count)
 {
+	size_t k, total = 0;
 	int first = reading == m ? reply_fd : fd;
-	ssize_t n = writev(first, iov, count);
+	ssize_t n;
+
+	if (fs_capture != NULL) { /* restore.c replays INIT: its reply is compared, not sent */
+		for (k = 0; k < (size_t)count; total += iov[k++].iov_len) {
+			size_t room = sizeof fs_capture->buf - fs_capture->len;
+			size_t c = iov[k].iov_len < room ? iov[k].iov_len : room;
+
+			memcpy(fs_capture->buf + fs_capture->len, iov[k].iov_base, c);
+			fs_capture->len += c;
+		}
+		return (ssize_t)total;
+	}
+	n = writev(first, iov, count);
 
 	if (n < 0 && errno == ENOENT && m->dev_fd >= 0)
 		n = writev(first == m->dev_fd ? m->fuse_fd : m->dev_fd, iov, count);
@@ -88,13 +129,18 @@ ssize_t fs_dev_writev(struct fs_mount *m, int fd, struct iovec *iov, int count)
 #ifdef HAVE_FUSE_PASSTHROUGH
 static ssize_t plain_read(int fd, void *buf, size_t len, void *userdata)
 {
-	(void)userdata;
-	return fs_dev_read(fd, buf, len);
+	ssize_t n = fs_dev_read(fd, buf, len);
+
+	fs_dev_seen(userdata, buf, n);
+	return n;
 }
 
 static ssize_t plain_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
-	return fs_dev_writev(userdata, fd, iov, count);
+	ssize_t n = fs_dev_writev(userdata, fd, iov, count);
+
+	fs_dev_replied(userdata, iov, count, n);
+	return n;
 }
 
 const struct fuse_custom_io fs_dev_io = {
@@ -190,7 +236,7 @@ static void *reader_main(void *arg)
 	sigaddset(&set, READER_WAKE_SIG);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	reading = m;
-	while (!m->unmounting) {
+	while (!mount_stopping(m)) {
 		if (spinning && now_ns() >= deadline) {
 			spinning = false;
 			atomic_fetch_sub(&fs->pollers, 1);
@@ -248,10 +294,12 @@ void reader_start(struct fs_mount *m)
 {
 	uint32_t src = (uint32_t)m->fuse_fd;
 	pthread_attr_t a;
-	int fd, e;
+	int fd = m->dev_fd, e;
 
-	fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
-	if (fd < 0 || ioctl(fd, FUSE_DEV_IOC_CLONE, &src) != 0) {
+	/* a mount taken over reads the clone its previous server read (restore.c) */
+	if (fd < 0)
+		fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd < 0 || (fd != m->dev_fd && ioctl(fd, FUSE_DEV_IOC_CLONE, &src) != 0)) {
 		fs_log(m->fs, FS_LOG_WARN, "%s: no reader of its own (FUSE_DEV_IOC_CLONE: %s): "
 		       "served by the pool alone", m->mountpoint, strerror(errno));
 		if (fd >= 0)
@@ -277,6 +325,13 @@ void reader_start(struct fs_mount *m)
 		m->dev_fd = -1;
 		close(fd);
 	}
+}
+
+/* Interrupt the reader's read, if it still reads (fs->lock held) */
+void reader_wake(struct fs_mount *m)
+{
+	if (m->has_reader && !m->reader_gone)
+		pthread_kill(m->reader, READER_WAKE_SIG);
 }
 
 /*

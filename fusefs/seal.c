@@ -155,8 +155,10 @@ static void unseal(struct fs *fs, dev_t dev, ino_t ino, bool keep)
 		}
 	for (m = fs->mounts; keep && m != NULL; m = m->next) {
 		i = inode_find(m, dev, ino);
-		if (i != NULL)
+		if (i != NULL && i != &m->root) {
 			i->sealed = true;
+			node_rec(m, i)->flags |= NR_SEALED; /* and so it stays in a new server */
+		}
 	}
 	pthread_cond_broadcast(&fs->cond); /* another rename of it may be waiting */
 	pthread_mutex_unlock(&fs->lock);

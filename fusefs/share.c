@@ -130,6 +130,21 @@ void fs_handle_put(struct fs_mount *m)
 	put(m, FS_SHARE_HANDLES, &m->fs->nhandles);
 }
 
+/*
+ * A file handed over open by a previous server (restore.c): counted as
+ * fs_handle_take() counts, never refused, since the bot already holds it.
+ */
+void fs_handle_add(struct fs_mount *m)
+{
+	atomic_uint *c[FS_GROUPS];
+	const char *who[FS_GROUPS];
+	size_t n = holders(m, FS_SHARE_HANDLES, c, who), i;
+
+	for (i = 0; i < n; i++)
+		atomic_fetch_add(c[i], 1);
+	atomic_fetch_add(&m->fs->nhandles, 1);
+}
+
 /* A lock waiter for m, or false (answer ENOLCK); lock_reply() gives it back */
 bool fs_waiter_take(struct fs_mount *m)
 {

@@ -45,11 +45,17 @@ struct wire_open_out {
 	int32_t backing_id;
 };
 
-static __thread struct {
-	uint64_t unique;
-	uint32_t opcode;
-	int backing_id; /* > 0: the open reply being sent passes through to it */
-} tl;
+static __thread int tl_backing_id; /* > 0: the open reply being sent passes through to it */
+
+/* INIT's bytes after its header: does the kernel offer passthrough? (restore.c replays them) */
+void wire_init_in(struct fs_mount *m, const void *buf, size_t len)
+{
+	const struct wire_init_in *in = buf;
+
+	if (len >= sizeof *in)
+		m->kernel_passthrough = m->want_passthrough && (in->flags & WIRE_INIT_EXT) &&
+					(in->flags2 & WIRE_PASSTHROUGH_HI);
+}
 
 static ssize_t wire_read(int fd, void *buf, size_t len, void *userdata)
 {
@@ -57,18 +63,10 @@ static ssize_t wire_read(int fd, void *buf, size_t len, void *userdata)
 	const struct fuse_in_header *h = buf;
 	ssize_t n = fs_dev_read(fd, buf, len);
 
-	tl.backing_id = 0;
-	tl.unique = 0;
-	if (n < (ssize_t)sizeof *h)
-		return n;
-	tl.unique = h->unique;
-	tl.opcode = h->opcode;
-	if (h->opcode == FUSE_INIT && (size_t)n >= sizeof *h + sizeof(struct wire_init_in)) {
-		const struct wire_init_in *in = (const void *)(h + 1);
-
-		m->kernel_passthrough = m->want_passthrough && (in->flags & WIRE_INIT_EXT) &&
-					(in->flags2 & WIRE_PASSTHROUGH_HI);
-	}
+	tl_backing_id = 0;
+	fs_dev_seen(m, buf, n);
+	if (n >= (ssize_t)sizeof *h && h->opcode == FUSE_INIT)
+		wire_init_in(m, h + 1, (size_t)n - sizeof *h);
 	return n;
 }
 
@@ -79,10 +77,15 @@ static ssize_t wire_writev(int fd, struct iovec *iov, int count, void *userdata)
 	struct wire_open_out *oo;
 	struct wire_init_out *io;
 	size_t len;
+	ssize_t n;
 
-	if (count < 2 || iov[0].iov_len < sizeof *oh || oh->error != 0 || oh->unique != tl.unique)
-		return fs_dev_writev(m, fd, iov, count);
-	if (tl.opcode == FUSE_INIT && m->kernel_passthrough &&
+	if (count < 2 || iov[0].iov_len < sizeof *oh || oh->error != 0 ||
+	    oh->unique != fs_cur.unique) {
+		n = fs_dev_writev(m, fd, iov, count);
+		fs_dev_replied(m, iov, count, n);
+		return n;
+	}
+	if (fs_cur.opcode == FUSE_INIT && m->kernel_passthrough &&
 	    iov[1].iov_len >= sizeof(struct wire_init_out)) {
 		/* Depth 1, that is 0 beneath us: see backing_init(). */
 		io = iov[1].iov_base;
@@ -90,18 +93,21 @@ static ssize_t wire_writev(int fd, struct iovec *iov, int count, void *userdata)
 		io->flags2 |= WIRE_PASSTHROUGH_HI;
 		io->max_stack_depth = 1;
 		m->passthrough = true;
-	} else if ((tl.opcode == FUSE_OPEN || tl.opcode == FUSE_CREATE) && tl.backing_id > 0) {
+	} else if ((fs_cur.opcode == FUSE_OPEN || fs_cur.opcode == FUSE_CREATE) &&
+		   tl_backing_id > 0) {
 		/* An open or create reply: fuse_open_out ends the last argument. */
 		len = iov[count - 1].iov_len;
 		if (len >= sizeof *oo) {
 			oo = (void *)((char *)iov[count - 1].iov_base + len - sizeof *oo);
 			oo->open_flags &= ~(uint32_t)(FOPEN_KEEP_CACHE | FOPEN_DIRECT_IO);
 			oo->open_flags |= WIRE_FOPEN_PASSTHROUGH;
-			oo->backing_id = tl.backing_id;
+			oo->backing_id = tl_backing_id;
 		}
-		tl.backing_id = 0;
+		tl_backing_id = 0;
 	}
-	return fs_dev_writev(m, fd, iov, count);
+	n = fs_dev_writev(m, fd, iov, count);
+	fs_dev_replied(m, iov, count, n); /* INIT's: what a new server takes over */
+	return n;
 }
 
 static const struct fuse_custom_io wire_io = {
@@ -117,5 +123,5 @@ int wire_attach(struct fs_mount *m)
 /* The open or create reply this worker sends next passes through to id (0: none). */
 void wire_open_reply(int backing_id)
 {
-	tl.backing_id = backing_id;
+	tl_backing_id = backing_id;
 }
