@@ -158,7 +158,10 @@ struct config {
 	char *cgroup;	  /* where sandboxes' cgroups go (NULL: /agentfs; "": none; cgroup.c) */
 	uint64_t default_memory_max; /* a sandbox's memory, bytes (0: half the host's) */
 	uint64_t default_pids_max;   /* a sandbox's processes (0: 4096) */
+	unsigned restart_grace; /* seconds the keeper waits for the next agentfsd; 0: no handover */
+	const char *config_file; /* read at start and on SIGHUP; NULL: none */
 };
+#define RESTART_GRACE_DEFAULT 60
 
 /*
  * agentfs's exit statuses, as podman's and docker's: 125 when agentfs itself
@@ -245,8 +248,26 @@ const char *log_where(void);
 bool log_uses_stderr(void);
 void log_set_name(const char *name);
 
+/* fdstore.c: descriptors that outlive agentfsd (systemd's fd store, or the keeper) */
+enum fdstore_kind { FDSTORE_NONE, FDSTORE_KEEPER, FDSTORE_SYSTEMD };
+int fdstore_early(void);
+int fdstore_open(const char *state_dir, unsigned grace, char *err, size_t errlen);
+enum fdstore_kind fdstore_kind(void);
+int fdstore_put(const char *name, int fd);
+void fdstore_drop(const char *name);
+int fdstore_take(const char *name);
+void fdstore_handed_each(bool (*fn)(void *arg, const char *name, int fd), void *arg);
+void fdstore_handed_done(void);
+void fdstore_notify(const char *msg);
+void fdstore_release(const char *state_dir);
+void fdstore_set_grace(unsigned seconds);
+
+/* keeper.c: agentfsd --keeper */
+int keeper_main(int argc, char **argv);
+
 /* server.c */
 struct server *server_create(struct event_base *base, struct config *cfg);
+void server_handover(struct server *srv);
 int server_listen(struct server *srv, const char *path, struct bot *bot, char *err, size_t errlen);
 void server_unlisten(struct server *srv, struct bot *bot);
 const char *server_listener_path(const struct listener *ls);
@@ -299,6 +320,9 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 	      size_t errlen);
 void bots_stop(void);
 bool bots_create(struct request *r, struct bot_spec *s);
+void bots_stop_requested(int sig);
+bool bots_restarting(void);
+void bots_handover(void);
 bool bots_fork(struct request *r, struct bot_spec *s);
 bool bots_delete(struct request *r, const char *name, bool force);
 /* configure.c */

@@ -32,9 +32,9 @@ static const char usage[] =
 	"  --state DIR       where bots are kept (default: /var/lib/agentfs)\n"
 	"  --config FILE     JSON defaults: default_sandbox, default_network,\n"
 	"                    writable, workers, poll_us, max_bots, max_clients,\n"
-	"                    max_changes, changes_memory,\n"
+	"                    max_changes, changes_memory, restart_grace,\n"
 	"                    group, log_target; default: " AGENTFSD_CONFIG ",\n"
-	"                    if it exists\n"
+	"                    if it exists (read again on SIGHUP)\n"
 	"  --log-target T    journal, syslog, stderr or file:PATH (default: stderr\n"
 	"                    with -f, else the journal under systemd, else syslog,\n"
 	"                    else the file agentfsd.log in the state folder)\n"
@@ -45,6 +45,7 @@ static const char usage[] =
 	"  -V, --version     show the version\n";
 
 static int ready_fd = -1;
+static int state_lock_fd = -1; /* held for the process's life (take_state) */
 
 static void startup_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
@@ -223,6 +224,10 @@ static int config_read(struct config *cfg, const char *file, char *err, size_t l
 			if (cfg_uint(v, "changes_memory", 16, 65536, &cfg->changes_memory, err,
 				     len) != 0)
 				return -EINVAL;
+		} else if (strcmp(v->string, "restart_grace") == 0) {
+			if (cfg_uint(v, "restart_grace", 0, 86400, &cfg->restart_grace, err, len) !=
+			    0)
+				return -EINVAL;
 		} else if ((r = plan_config(cfg, v, err, len)) != 0) {
 			if (r < 0)
 				return (int)r;
@@ -260,12 +265,90 @@ static int operators_group(struct config *cfg, char *err, size_t len)
 	return -ENOENT;
 }
 
-static void on_signal(evutil_socket_t sig, short what, void *arg)
+/* Two optional settings the same (both unset, or equal) */
+static bool same_str(const char *a, const char *b)
 {
-	log_msg(LOG_INFO, "signal %d: shutting down", (int)sig);
+	return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
+}
+
+/*
+ * SIGHUP: the configuration file read again, whole, into a copy; if it is
+ * valid, what can change while bots run takes effect at once (defaults
+ * for new bots, limits, the restart grace); workers, poll_us and group
+ * need a restart, and say so. Runs on the loop, which is what reads these.
+ */
+static int config_reload(struct config *cfg, char *err, size_t len)
+{
+	struct config n = {
+		.default_sandbox = SANDBOX_WORKSPACE_WRITE,
+		.workers = 4,
+		.max_bots = 200,
+		.max_clients = 4096,
+		.max_changes = 100000,
+		.changes_memory = 256,
+		.restart_grace = RESTART_GRACE_DEFAULT,
+	};
+	struct paths tmp;
+
+	if (cfg->config_file != NULL && config_read(&n, cfg->config_file, err, len) != 0) {
+		config_free(&n);
+		return -EINVAL;
+	}
+	if (n.workers != cfg->workers || n.poll_set != cfg->poll_set ||
+	    (n.poll_set && n.poll_us != cfg->poll_us) ||
+	    (n.group == NULL) != (cfg->group == NULL) ||
+	    (n.group != NULL && strcmp(n.group, cfg->group) != 0) ||
+	    n.max_changes != cfg->max_changes || n.changes_memory != cfg->changes_memory ||
+	    !same_str(n.bwrap, cfg->bwrap))
+		log_msg(LOG_WARNING,
+			"SIGHUP: workers, poll_us, max_changes, changes_memory, group and bwrap "
+			"take effect at the next start (systemctl restart agentfsd keeps the "
+			"mounts)");
+	cfg->default_sandbox = n.default_sandbox;
+	cfg->default_network = n.default_network;
+	tmp = cfg->extra_writable;
+	cfg->extra_writable = n.extra_writable;
+	n.extra_writable = tmp;
+	cfg->max_bots = n.max_bots;
+	cfg->max_clients = n.max_clients;
+	cfg->default_memory_max = n.default_memory_max;
+	cfg->default_pids_max = n.default_pids_max;
+	cfg->restart_grace = n.restart_grace;
+	fdstore_set_grace(n.restart_grace);
+	config_free(&n);
+	return 0;
+}
+
+/* The signals the loop handles: TERM and INT end it (a restart when a store keeps the mounts), HUP reloads. */
+static struct event *sigs[3];
+
+static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
+{
+	(void)what;
+	bots_stop_requested((int)sig);
 	event_base_loopexit(arg, NULL);
 }
 
+static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct config *cfg = arg;
+	char err[1024];
+
+	(void)sig;
+	(void)what;
+	fdstore_notify("RELOADING=1");
+	if (config_reload(cfg, err, sizeof err) != 0)
+		log_msg(LOG_ERR, "SIGHUP: %s: the settings stay as they were", err);
+	else
+		log_msg(LOG_INFO, "SIGHUP: %s read again",
+			cfg->config_file != NULL ? cfg->config_file : "no configuration file");
+	fdstore_notify("READY=1");
+}
+
+/*
+ * Fork; the parent exits once the child says it serves ('K') or why it
+ * could not ('E' and the message, printed by the parent).
+ */
 static void daemonise(void)
 {
 	char buf[1100];
@@ -301,7 +384,8 @@ static void daemonise(void)
 	}
 	close(pfd[0]);
 	ready_fd = pfd[1];
-	setsid();
+	if (setsid() < 0)
+		startup_fail("setsid: %s", strerror(errno));
 }
 
 /* --check: the configuration and options were read whole; say which file, and exit. */
@@ -316,70 +400,86 @@ static int check_said(const char *config_file)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* Tell the parent we serve (and where a log no one asked for goes), and leave its terminal. */
+static void report_ready(const struct config *cfg)
 {
-	static const struct option longopts[] = {
-		{"foreground", no_argument, NULL, 'f'},
-		{"socket", required_argument, NULL, 's'},
-		{"state", required_argument, NULL, 'S'},
-		{"config", required_argument, NULL, 'c'},
-		{"log-target", required_argument, NULL, 'L'},
-		{"check", no_argument, NULL, 'C'},
-		{"cgroup", required_argument, NULL, 'g'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
-	};
-	struct config cfg = {
-		.default_sandbox = SANDBOX_WORKSPACE_WRITE,
-		.workers = 4,
-		.max_bots = 200,
-		.max_clients = 4096,
-		.max_changes = 100000,
-		.changes_memory = 256,
-	};
-	const char *config_file = NULL, *log_target = NULL, *cgroup_opt = NULL;
-	struct event *sigs[3];
-	struct event_base *base;
-	struct server *srv;
-	bool foreground = false, check = false;
-	char err[1024], *dir;
-	int c, i, fd;
+	int fd;
 
-	/* Descriptors a caller left open are not ours to keep for a daemon's life. */
-	close_range(3, ~0U, 0);
+	if (ready_fd < 0)
+		return;
+	/* A log no one asked for, in a file: the starting terminal is told where. */
+	if (cfg->log_target == NULL && !log_uses_stderr() && log_where()[0] == '/')
+		dprintf(ready_fd, "Kno journal or syslog here: agentfsd logs to %s", log_where());
+	else if (write(ready_fd, "K", 1) != 1)
+		log_msg(LOG_WARNING, "cannot report readiness");
+	close(ready_fd);
+	ready_fd = -1;
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd < 0 || dup2(fd, STDIN_FILENO) < 0 || dup2(fd, STDOUT_FILENO) < 0 ||
+	    (!log_uses_stderr() && dup2(fd, STDERR_FILENO) < 0)) /* --log-target stderr keeps it */
+		log_msg(LOG_WARNING, "cannot detach from the terminal: %s", strerror(errno));
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
+static const struct option longopts[] = {
+	{"foreground", no_argument, NULL, 'f'},
+	{"socket", required_argument, NULL, 's'},
+	{"state", required_argument, NULL, 'S'},
+	{"config", required_argument, NULL, 'c'},
+	{"log-target", required_argument, NULL, 'L'},
+	{"check", no_argument, NULL, 'C'},
+	{"cgroup", required_argument, NULL, 'g'},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+/* What the command line asks besides the configuration */
+struct opts {
+	bool foreground;
+	bool check;		/* --check */
+	const char *log_target; /* --log-target, over the file's */
+	const char *cgroup;	/* --cgroup, over the file's */
+};
+
+/* The command line into cfg and o; -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct config *cfg, struct opts *o)
+{
+	int c;
+
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:fhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			foreground = true;
+			o->foreground = true;
 			break;
 		case 's':
-			free(cfg.socket_path);
-			cfg.socket_path = strdup(optarg);
+			free(cfg->socket_path);
+			cfg->socket_path = strdup(optarg);
 			break;
 		case 'S':
-			free(cfg.state_dir);
-			cfg.state_dir = strdup(optarg);
+			free(cfg->state_dir);
+			cfg->state_dir = strdup(optarg);
 			break;
 		case 'c':
-			config_file = optarg;
+			cfg->config_file = optarg;
 			break;
 		case 'L':
-			log_target = optarg;
-			if (!log_target_ok(log_target)) {
+			o->log_target = optarg;
+			if (!log_target_ok(optarg)) {
 				fprintf(stderr,
 					"agentfsd: --log-target takes journal, syslog, stderr or "
 					"file:/ABSOLUTE/PATH, not %s\n",
-					log_target);
+					optarg);
 				return 2;
 			}
 			break;
 		case 'C':
-			check = true;
+			o->check = true;
 			break;
 		case 'g':
-			cgroup_opt = optarg;
+			o->cgroup = optarg;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -403,131 +503,211 @@ int main(int argc, char **argv)
 			argv[optind]);
 		return 2;
 	}
-	if (cfg.socket_path == NULL)
-		cfg.socket_path = default_socket_path();
-	if (cfg.state_dir == NULL)
-		cfg.state_dir = strdup("/var/lib/agentfs");
-	if (cfg.socket_path == NULL || cfg.state_dir == NULL ||
-	    asprintf(&cfg.mount_dir, "%s/mnt", cfg.state_dir) < 0) {
+	return -1;
+}
+
+/* Paths, the configuration file and the operators' group; -1 to go on, else the exit status. */
+static int settle_config(struct config *cfg, const struct opts *o)
+{
+	char err[1024];
+
+	if (cfg->socket_path == NULL)
+		cfg->socket_path = default_socket_path();
+	if (cfg->state_dir == NULL)
+		cfg->state_dir = strdup("/var/lib/agentfs");
+	if (cfg->socket_path == NULL || cfg->state_dir == NULL ||
+	    asprintf(&cfg->mount_dir, "%s/mnt", cfg->state_dir) < 0) {
 		fprintf(stderr, "agentfsd: out of memory\n");
 		return 1;
 	}
-	if (cfg.socket_path[0] != '/' || cfg.state_dir[0] != '/') {
+	if (cfg->socket_path[0] != '/' || cfg->state_dir[0] != '/') {
 		fprintf(stderr, "agentfsd: --socket and --state take absolute paths\n");
 		return 2;
 	}
 	/* The default file is optional; one named with --config must exist. */
-	if (config_file == NULL && access(AGENTFSD_CONFIG, F_OK) == 0)
-		config_file = AGENTFSD_CONFIG;
-	if (config_file != NULL && config_read(&cfg, config_file, err, sizeof err) != 0) {
+	if (cfg->config_file == NULL && access(AGENTFSD_CONFIG, F_OK) == 0)
+		cfg->config_file = AGENTFSD_CONFIG;
+	if ((cfg->config_file != NULL &&
+	     config_read(cfg, cfg->config_file, err, sizeof err) != 0) ||
+	    operators_group(cfg, err, sizeof err) != 0) {
 		fprintf(stderr, "agentfsd: %s\n", err);
 		return 1;
 	}
-	if (cgroup_opt != NULL) {
-		free(cfg.cgroup);
-		cfg.cgroup = strdup(cgroup_opt);
-		if (cfg.cgroup == NULL || strstr(cfg.cgroup, "..") != NULL) {
+	if (o->cgroup != NULL) {
+		free(cfg->cgroup);
+		cfg->cgroup = strdup(o->cgroup);
+		if (cfg->cgroup == NULL || strstr(cfg->cgroup, "..") != NULL) {
 			fprintf(stderr, "agentfsd: --cgroup takes a cgroup path without \"..\"\n");
 			return 2;
 		}
 	}
-	if (operators_group(&cfg, err, sizeof err) != 0) {
-		fprintf(stderr, "agentfsd: %s\n", err);
-		return 1;
-	}
-	if (check) {
-		i = check_said(config_file);
-		config_free(&cfg);
-		return i;
-	}
+	if (o->check)
+		return check_said(cfg->config_file);
 	if (geteuid() != 0) {
 		fprintf(stderr, "agentfsd: must run as root: it mounts FUSE filesystems and serves "
 				"every caller with default_permissions\n");
 		return 1;
 	}
-	if (log_target != NULL) {
-		free(cfg.log_target);
-		cfg.log_target = strdup(log_target);
+	if (o->log_target != NULL) {
+		free(cfg->log_target);
+		if ((cfg->log_target = strdup(o->log_target)) == NULL) {
+			fprintf(stderr, "agentfsd: out of memory\n");
+			return 1;
+		}
 	}
-	if (!foreground)
-		daemonise();
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	raise_nofile();
+	return -1;
+}
 
-	dir = strdup(cfg.socket_path);
+/*
+ * The folders, and the state folder's lock: one daemon per state folder (a
+ * second would detach the first one's mounts). A daemon handing its mounts
+ * over for a restart says so in the lock file: the next one then waits for
+ * it to finish (up to 10 s) rather than refuse.
+ */
+static void take_state(const struct config *cfg, bool foreground)
+{
+	char *dir, note[32], err[1024];
+	ssize_t n;
+	int fd, tries;
+
+	dir = strdup(cfg->socket_path);
 	if (dir == NULL || strrchr(dir, '/') == NULL)
 		startup_fail("out of memory");
 	*strrchr(dir, '/') = '\0';
 	if (dir[0] != '\0' && mkdir_p(dir, 0755) != 0)
 		startup_fail("cannot make %s: %s", dir, strerror(errno));
 	free(dir);
-	if (asprintf(&dir, "%s.d", cfg.socket_path) < 0 || mkdir_p(dir, 0711) != 0)
-		startup_fail("cannot make %s.d: %s", cfg.socket_path, strerror(errno));
+	if (asprintf(&dir, "%s.d", cfg->socket_path) < 0 || mkdir_p(dir, 0711) != 0)
+		startup_fail("cannot make %s.d: %s", cfg->socket_path, strerror(errno));
 	free(dir);
-	if (mkdir_p(cfg.state_dir, 0700) != 0 || mkdir_p(cfg.mount_dir, 0755) != 0)
-		startup_fail("cannot make %s: %s", cfg.mount_dir, strerror(errno));
-	if (plan_dirs(&cfg, err, sizeof err) != 0)
+	if (mkdir_p(cfg->state_dir, 0700) != 0 || mkdir_p(cfg->mount_dir, 0755) != 0)
+		startup_fail("cannot make %s: %s", cfg->mount_dir, strerror(errno));
+	if (plan_dirs(cfg, err, sizeof err) != 0)
 		startup_fail("%s", err);
-	if (log_open(cfg.log_target, foreground, cfg.state_dir, err, sizeof err) != 0)
+	if (log_open(cfg->log_target, foreground, cfg->state_dir, err, sizeof err) != 0)
 		startup_fail("%s", err);
-	/* One daemon per state folder: a second would detach the first one's mounts. */
-	if (asprintf(&dir, "%s/lock", cfg.state_dir) < 0)
+	if (asprintf(&dir, "%s/lock", cfg->state_dir) < 0)
 		startup_fail("out of memory");
 	fd = open(dir, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0)
-		startup_fail("another agentfsd uses the state folder %s%s%s", cfg.state_dir,
-			     fd < 0 ? ": " : "", fd < 0 ? strerror(errno) : "");
 	free(dir);
+	if (fd < 0)
+		startup_fail("cannot open the lock of the state folder %s: %s", cfg->state_dir,
+			     strerror(errno));
+	for (tries = 0; flock(fd, LOCK_EX | LOCK_NB) != 0; tries++) {
+		n = pread(fd, note, sizeof note - 1, 0);
+		note[n > 0 ? n : 0] = '\0';
+		if (strncmp(note, "handover", 8) != 0 || tries >= 1000)
+			startup_fail("another agentfsd uses the state folder %s", cfg->state_dir);
+		usleep(10000);
+	}
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, "serving\n", 8, 0) != 8)
+		log_msg(LOG_WARNING, "cannot write the lock of %s: %s", cfg->state_dir,
+			strerror(errno));
+	state_lock_fd = fd;
+}
+
+/* Say in the state folder's lock that the mounts are being handed over (take_state). */
+static void note_handover(void)
+{
+	if (state_lock_fd >= 0 &&
+	    (ftruncate(state_lock_fd, 0) != 0 || pwrite(state_lock_fd, "handover\n", 9, 0) != 9))
+		log_msg(LOG_WARNING, "cannot write the state folder's lock: %s", strerror(errno));
+}
+
+/* Listen, keep the bots and serve until a signal or shutdown; the exit status. */
+static int serve(struct config *cfg)
+{
+	struct event_base *base;
+	struct server *srv;
+	char err[1024];
+	bool restart;
+	int i;
 
 	if (evthread_use_pthreads() != 0)
 		startup_fail("libevent has no thread support");
 	base = event_base_new();
-	srv = base != NULL ? server_create(base, &cfg) : NULL;
+	srv = base != NULL ? server_create(base, cfg) : NULL;
 	if (srv == NULL)
 		startup_fail("out of memory");
 	/* Listen first: it refuses to start while another daemon answers there. */
-	if (server_listen(srv, cfg.socket_path, NULL, err, sizeof err) != 0)
+	if (server_listen(srv, cfg->socket_path, NULL, err, sizeof err) != 0)
 		startup_fail("%s", err);
-	if (bots_init(base, &cfg, srv, err, sizeof err) != 0) {
+	if (bots_init(base, cfg, srv, err, sizeof err) != 0) {
 		server_free(srv);
 		startup_fail("%s", err);
 	}
-	sigs[0] = evsignal_new(base, SIGTERM, on_signal, base);
-	sigs[1] = evsignal_new(base, SIGINT, on_signal, base);
-	sigs[2] = NULL;
-	for (i = 0; i < 2; i++)
-		if (sigs[i] != NULL)
-			event_add(sigs[i], NULL);
-	log_msg(LOG_INFO, "agentfsd %s listening on %s", PACKAGE_VERSION, cfg.socket_path);
-	if (ready_fd >= 0) {
-		/* A log no one asked for, in a file: the starting terminal is told where. */
-		if (cfg.log_target == NULL && !log_uses_stderr() && log_where()[0] == '/')
-			dprintf(ready_fd, "Kno journal or syslog here: agentfsd logs to %s", log_where());
-		else if (write(ready_fd, "K", 1) != 1)
-			log_msg(LOG_WARNING, "cannot report readiness");
-		close(ready_fd);
-		ready_fd = -1;
-		fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (fd >= 0) {
-			dup2(fd, STDIN_FILENO);
-			dup2(fd, STDOUT_FILENO);
-			if (!log_uses_stderr()) /* --log-target stderr keeps it */
-				dup2(fd, STDERR_FILENO);
-			close(fd);
-		}
-	}
+	sigs[0] = evsignal_new(base, SIGTERM, on_stop_signal, base);
+	sigs[1] = evsignal_new(base, SIGINT, on_stop_signal, base);
+	sigs[2] = evsignal_new(base, SIGHUP, on_reload_signal, cfg);
+	for (i = 0; i < 3; i++)
+		if (sigs[i] == NULL || event_add(sigs[i], NULL) != 0)
+			startup_fail("cannot handle signals: out of memory");
+	log_msg(LOG_INFO, "agentfsd %s listening on %s", PACKAGE_VERSION, cfg->socket_path);
+	report_ready(cfg);
 	event_base_dispatch(base);
 
-	server_shutdown(srv);
-	bots_stop();
+	fdstore_notify("STOPPING=1");
+	restart = bots_restarting();
+	if (restart) {
+		note_handover();
+		server_handover(srv);
+		bots_handover();
+	} else {
+		server_shutdown(srv);
+		bots_stop();
+	}
 	server_drain(srv, base);
 	server_free(srv);
-	for (i = 0; i < 2; i++)
-		if (sigs[i] != NULL)
-			event_free(sigs[i]);
+	for (i = 0; i < 3; i++)
+		event_free(sigs[i]);
 	event_base_free(base);
-	log_msg(LOG_INFO, "stopped");
-	config_free(&cfg);
+	if (!restart)
+		fdstore_release(cfg->state_dir);
+	log_msg(LOG_INFO, restart ? "stopped: the next agentfsd takes the mounts over" : "stopped");
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct config cfg = {
+		.default_sandbox = SANDBOX_WORKSPACE_WRITE,
+		.workers = 4,
+		.max_bots = 200,
+		.max_clients = 4096,
+		.max_changes = 100000,
+		.changes_memory = 256,
+		.restart_grace = RESTART_GRACE_DEFAULT,
+	};
+	struct opts o = {0};
+	char err[1024];
+	int r, top;
+
+	/* The keeper is this binary too, and does nothing else (keeper.c). */
+	if (argc > 1 && strcmp(argv[1], "--keeper") == 0)
+		return keeper_main(argc, argv);
+	/*
+	 * Descriptors a caller left open are not ours to keep for a daemon's
+	 * life; those systemd hands back from the fd store are.
+	 */
+	top = fdstore_early();
+	if (close_range((unsigned)top + 1, ~0U, 0) != 0) {
+		fprintf(stderr, "agentfsd: close_range: %s\n", strerror(errno));
+		return 1;
+	}
+	if ((r = parse_args(argc, argv, &cfg, &o)) >= 0 || (r = settle_config(&cfg, &o)) >= 0) {
+		config_free(&cfg);
+		return r;
+	}
+	/* Under systemd (Type=notify) the service's process is this one: no fork. */
+	if (!o.foreground && getenv("NOTIFY_SOCKET") == NULL)
+		daemonise();
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	raise_nofile();
+	take_state(&cfg, o.foreground);
+	if (fdstore_open(cfg.state_dir, cfg.restart_grace, err, sizeof err) != 0)
+		startup_fail("%s", err);
+	r = serve(&cfg);
+	config_free(&cfg);
+	return r;
 }

@@ -83,6 +83,13 @@ struct daemon_state {
 	bool stopping;			      /* lock */
 	bool thread_started;		      /* loop */
 	bool shutdown_requested;	      /* loop */
+	bool restarting;		      /* loop: SIGTERM with a store (bots_stop_requested) */
+	struct fs_handover *handover;	      /* what the last agentfsd kept: loop, then the job
+					       * thread's while restores run (restart.c) */
+	unsigned restoring;		      /* loop: restore jobs not done yet */
+	unsigned taken;			      /* loop: mounts they took over */
+	unsigned restarts;		      /* restarts of this daemon's lineage (restart.c) */
+	int restarts_fd;		      /* the memfd counting them, in the store; -1: none */
 	int mountinfo_fd;		      /* loop (restart.c) */
 	struct event *mountinfo_ev;	      /* loop (restart.c) */
 	/*
@@ -177,5 +184,6 @@ void check_lost(struct bot *only);
 void fs_lost_cb(void *arg, struct fs_mount *m);
 int restart_start(char *err, size_t errlen);
 void restart_stop(void);
+void restart_crash_point(const char *name);
 
 #endif

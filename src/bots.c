@@ -663,6 +663,18 @@ static void ttl_expired(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(b->ttl_ev, &tv);
 }
 
+static int keep_cb(void *arg, const char *name, int fd)
+{
+	(void)arg;
+	return fdstore_put(name, fd);
+}
+
+static void unkeep_cb(void *arg, const char *name)
+{
+	(void)arg;
+	fdstore_drop(name);
+}
+
 int bots_init(struct event_base *base, struct config *cfg, struct server *srv, char *err,
 	      size_t errlen)
 {
@@ -671,6 +683,12 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 			       .log = fs_log_cb,
 			       .lost = fs_lost_cb,
 			       .event = fs_event_cb};
+
+	/* a store keeps what must outlive us (fdstore.c): a restart is then invisible */
+	if (fdstore_kind() != FDSTORE_NONE) {
+		fp.keep = keep_cb;
+		fp.unkeep = unkeep_cb;
+	}
 	struct fs_error ferr = {0};
 	int r;
 
@@ -679,6 +697,7 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 	ds.base = base;
 	ds.cfg = cfg;
 	ds.srv = srv;
+	ds.restarts_fd = -1;
 	ds.fs = fs_new(&fp, &ferr);
 	if (ds.fs == NULL) {
 		snprintf(err, errlen, "%s", ferr.msg);
@@ -704,6 +723,44 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 		return r;
 	sandboxes_restore();
 	return 0;
+}
+
+/*
+ * SIGTERM or SIGINT: a restart when a store keeps the mounts (the grace is
+ * not 0 or systemd keeps them), else a stop; agentfs shutdown always stops.
+ */
+void bots_stop_requested(int sig)
+{
+	ds.restarting = !ds.shutdown_requested && fdstore_kind() != FDSTORE_NONE &&
+			(fdstore_kind() == FDSTORE_SYSTEMD || ds.cfg->restart_grace > 0);
+	log_msg(LOG_INFO, "signal %d: %s", sig,
+		ds.restarting ? "handing the mounts over for a restart" : "shutting down");
+}
+
+bool bots_restarting(void)
+{
+	return ds.restarting && !ds.shutdown_requested;
+}
+
+/*
+ * A restart: what runs finishes (the job thread), the state and every
+ * bot's changes are saved, and the mounts are handed over as they are,
+ * their open files kept (fs_handover); nothing is unmounted. What a
+ * restart loses: the events ring of each bot (agentfs log), in memory only.
+ */
+void bots_handover(void)
+{
+	int n;
+
+	jobs_stop();
+	save_state();
+	restart_crash_point("handover");
+	n = fs_handover(ds.fs);
+	restart_crash_point("handed");
+	changes_stop();
+	events_stop();
+	restart_stop();
+	log_msg(LOG_INFO, "handed %d mount%s over to the next agentfsd", n, n == 1 ? "" : "s");
 }
 
 /* Stop the job thread, then unmount everything and close every socket. */

@@ -27,7 +27,8 @@ src_agentfsd_SOURCES = src/agentfsd.c src/server.c src/proto.c src/bots-int.h sr
 	src/authority.c src/configure.c src/queries.c src/plan.c src/roots.c src/jobs.c src/sandbox.c \
 	src/sandbox-int.h src/sandbox-ops.c src/cgroup.c src/cgroup.h \
 	src/restart.c src/state.c \
-	src/events.c src/changes.c src/changes-int.h src/ctree.c src/accounts.c
+	src/events.c src/changes.c src/changes-int.h src/ctree.c src/accounts.c \
+	src/fdstore.c src/keeper.c
 src_agentfsd_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) $(EVENT_CFLAGS)
 src_agentfsd_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitguard.a \
 	$(FUSE_LIBS) $(CJSON_LIBS) $(EVENT_LIBS) $(GIT2_LIBS)

@@ -67,6 +67,13 @@ void bots_status(struct request *r)
 	} else {
 		cJSON_AddNumberToObject(body, "pid", getpid());
 		cJSON_AddNumberToObject(body, "uptime", (double)(time(NULL) - ds.started));
+		cJSON_AddNumberToObject(body, "started", (double)ds.started);
+		/* restarts its mounts lived through, and what keeps them across one */
+		cJSON_AddNumberToObject(body, "restarts", ds.restarts);
+		cJSON_AddStringToObject(body, "restart",
+					fdstore_kind() == FDSTORE_SYSTEMD  ? "systemd"
+					: fdstore_kind() == FDSTORE_KEEPER ? "keeper"
+									   : "off");
 		cJSON_AddNumberToObject(body, "bots", bots_seen(r));
 		cJSON_AddNumberToObject(body, "mounts", fs_mount_count(ds.fs));
 		cJSON_AddNumberToObject(body, "clients", server_clients(ds.srv));

@@ -10,14 +10,36 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 
 #include <event2/event.h>
+
+/*
+ * For tests/daemon-handover.sh only: AGENTFSD_TEST_CRASH=NAME makes the
+ * daemon kill itself (SIGKILL, as a crash would) at the step NAME of a
+ * restart, to show that no step loses a descriptor.
+ */
+void restart_crash_point(const char *name)
+{
+	const char *at = getenv("AGENTFSD_TEST_CRASH");
+
+	char path[PATH_MAX];
+
+	if (at != NULL && strcmp(at, name) == 0) {
+		log_msg(LOG_WARNING, "AGENTFSD_TEST_CRASH: dying at %s", name);
+		/* for the test to see it died there, not elsewhere */
+		snprintf(path, sizeof path, "%s/crashed", ds.cfg->state_dir);
+		write_file_atomic(ds.cfg->state_dir, "crashed", name, strlen(name));
+		raise(SIGKILL);
+	}
+}
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -126,11 +148,14 @@ void fs_lost_cb(void *arg, struct fs_mount *m)
 	job_post_done(j);
 }
 
-/* Detach mounts a dead predecessor left under our mount folder. */
+/*
+ * Detach mounts a dead predecessor left under our mount folder, but those
+ * it handed over: they are taken over, not mounted again.
+ */
 static int clean_stale(void *arg, uint64_t id, const char *mp, const char *fstype)
 {
 	if (strcmp(fstype, "fuse.agentfs") == 0 && path_within(mp, ds.cfg->mount_dir) &&
-	    strcmp(mp, ds.cfg->mount_dir) != 0) {
+	    strcmp(mp, ds.cfg->mount_dir) != 0 && !fs_handover_has(ds.handover, id)) {
 		if (umount2(mp, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
 			log_msg(LOG_INFO, "detached stale mount %s", mp);
 		else
@@ -211,19 +236,44 @@ static void clean_leftovers(void)
 	}
 }
 
+/*
+ * Every bot is restored: what the last agentfsd kept and no bot took is
+ * let go of (mounts of bots gone since: ended), and systemd hears we serve.
+ */
+static void restored_all(void)
+{
+	restart_crash_point("restored");
+	fs_handover_free(ds.fs, ds.handover);
+	ds.handover = NULL;
+	fdstore_handed_done();
+	fdstore_notify("READY=1");
+	log_msg(LOG_INFO, "restored %u bot%s; %u mount%s taken over from the last agentfsd",
+		ds.nbots, ds.nbots == 1 ? "" : "s", ds.taken, ds.taken == 1 ? "" : "s");
+}
+
 static void done_restore(struct job *j)
 {
 	char err[512];
-	size_t i, n = 0;
+	size_t i, n = 0, taken = 0;
 
 	j->bot->busy = false;
-	for (i = 0; i < j->bot->nroots; i++)
+	for (i = 0; i < j->bot->nroots; i++) {
 		n += j->bot->roots[i].m != NULL;
+		taken += j->bot->roots[i].m != NULL && fs_mount_adopted(j->bot->roots[i].m);
+	}
+	ds.taken += (unsigned)taken;
 	events_bot(j->bot, "bot_restored", j->bot->folder,
-		   "restored at agentfsd's start: %zu of %zu roots mounted", n, j->bot->nroots);
+		   "restored at agentfsd's start: %zu of %zu roots mounted%s", n, j->bot->nroots,
+		   taken == 0	? ""
+		   : taken == n ? " (taken over from the last agentfsd)"
+				: " (some taken over from the last agentfsd)");
 	if (!bot_activate(j->bot, err, sizeof err))
 		log_msg(LOG_ERR, "bot %s: %s", j->bot->name, err);
 	job_finish(j);
+	if (taken > 0)
+		restart_crash_point("adopting");
+	if (--ds.restoring == 0)
+		restored_all();
 }
 
 /* Watch the mount table, so a root unmounted from outside is noticed at once. */
@@ -265,7 +315,9 @@ static int restore_bots(char *err, size_t errlen)
 		b->ring = events_ring_new(b->name);
 		b->changes = changes_new(b->name, true, b->fam, b->op, b->owner_uid);
 		j->bot = b;
+		j->uid = b->owner_uid; /* a root mounted afresh is checked again (roots.c) */
 		j->run = run_restore_bot;
+		ds.restoring++;
 		j->done = done_restore;
 		job_submit(j);
 	}
@@ -277,22 +329,59 @@ static int restore_bots(char *err, size_t errlen)
  * dead predecessor left mounted, load the state, drop what expired while no
  * daemon ran and restore the rest.
  */
+static bool take_handed(void *arg, const char *name, int fd)
+{
+	return fs_handover_add(arg, name, fd);
+}
+
+/*
+ * How many restarts this daemon's mounts lived through, kept in a memfd in
+ * the store beside them ("daemon"): one more than the last agentfsd said.
+ */
+static void count_restart(void)
+{
+	uint32_t n = 0;
+	int fd = fdstore_take("daemon");
+
+	if (fd >= 0 && pread(fd, &n, sizeof n, 0) == (ssize_t)sizeof n)
+		ds.restarts = ++n;
+	if (fd < 0 && fdstore_kind() != FDSTORE_NONE &&
+	    (fd = memfd_create("agentfsd", MFD_CLOEXEC)) >= 0 && fdstore_put("daemon", fd) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0 && pwrite(fd, &n, sizeof n, 0) != (ssize_t)sizeof n)
+		log_msg(LOG_WARNING, "cannot count restarts: %s", strerror(errno));
+	ds.restarts_fd = fd;
+}
+
 int restart_start(char *err, size_t errlen)
 {
 	int r;
 
 	watch_mounts();
+	restart_crash_point("taken");
+	count_restart();
+	ds.handover = fs_handover_new();
+	if (ds.handover != NULL)
+		fdstore_handed_each(take_handed, ds.handover);
 	fs_mountinfo_each(clean_stale, NULL);
 	r = state_load(ds.cfg, &ds.bots, err, errlen);
 	if (r != 0)
 		return r;
 	drop_expired();
 	clean_leftovers();
-	return restore_bots(err, errlen);
+	r = restore_bots(err, errlen);
+	if (r == 0 && ds.restoring == 0)
+		restored_all();
+	return r;
 }
 
 void restart_stop(void)
 {
+	if (ds.restarts_fd >= 0)
+		close(ds.restarts_fd);
+	ds.restarts_fd = -1;
 	if (ds.mountinfo_ev != NULL)
 		event_free(ds.mountinfo_ev);
 	ds.mountinfo_ev = NULL;

@@ -443,9 +443,49 @@ static void check_covered(struct job *j, const struct bot *b)
 	}
 }
 
-/* Job thread: check one root and mount it. */
 static bool linked_worktree_of(const struct bot *b, const struct root *rt, char *id, size_t len);
 
+/* What a root's mount is, made or taken over alike; wt holds its linked worktree's id */
+static void root_params(struct bot *b, const struct root *rt, struct fs_mount_params *mp,
+			char *wt, size_t wtlen)
+{
+	mp->source = rt->path;
+	mp->mountpoint = rt->mountpoint;
+	mp->readonly = !rt->writable;
+	mp->allow_new_repos = b->allow_new_repos;
+	if (linked_worktree_of(b, rt, wt, wtlen))
+		mp->linked_worktree = wt;
+	mp->tag = b;
+	/* its family's and operator's share of open files, lock waiters and mounts */
+	mp->groups[0] = acct_fs_group(b->fam);
+	mp->groups[1] = acct_fs_group(b->op);
+}
+
+/*
+ * Job thread, at start: the root's mount as the last agentfsd kept it
+ * (fs_adopt), the same mount with its open files: true. False: none was
+ * kept, or it could not be taken over (ended then, with the reason logged),
+ * and the root is mounted afresh.
+ */
+static bool root_adopt(struct bot *b, struct root *rt)
+{
+	struct fs_mount_params mp = {0};
+	struct fs_error err = {0};
+	char wt[NAME_MAX + 1];
+	int r;
+
+	if (ds.handover == NULL)
+		return false;
+	root_params(b, rt, &mp, wt, sizeof wt);
+	r = fs_adopt(ds.fs, ds.handover, &mp, &rt->m, &err);
+	if (r == 0)
+		return true;
+	if (r != -ENOENT)
+		log_msg(LOG_WARNING, "bot %s: %s; mounting it afresh", b->name, err.msg);
+	return false;
+}
+
+/* Job thread: check one root and mount it. */
 void root_mount(struct job *j, struct bot *b, struct root *rt)
 {
 	struct fs_mount_params mp = {0};
@@ -465,16 +505,7 @@ void root_mount(struct job *j, struct bot *b, struct root *rt)
 		rt->error = strdup(j->msg);
 		return;
 	}
-	mp.source = rt->path;
-	mp.mountpoint = rt->mountpoint;
-	mp.readonly = !rt->writable;
-	mp.allow_new_repos = b->allow_new_repos;
-	if (linked_worktree_of(b, rt, wt, sizeof wt))
-		mp.linked_worktree = wt;
-	mp.tag = b;
-	/* its family's and operator's share of open files, lock waiters and mounts */
-	mp.groups[0] = acct_fs_group(b->fam);
-	mp.groups[1] = acct_fs_group(b->op);
+	root_params(b, rt, &mp, wt, sizeof wt);
 	if (j->req.progress && j->req.peer != NULL) {
 		j->scanning = rt->path;
 		mp.progress = job_progress;
@@ -702,17 +733,28 @@ void run_mount_bot(struct job *j)
 		bot_unmount_all(j->bot);
 }
 
-/* Restoring after a restart keeps what mounts and reports the rest. */
+/*
+ * Restoring after a restart takes over the mounts the last agentfsd kept,
+ * mounts the others again, keeps what mounts and reports the rest. A root
+ * mounted again is checked with its operator's right, as when the bot was
+ * made (j->uid): one the operator may no longer use is shown lost, with why.
+ */
 void run_restore_bot(struct job *j)
 {
+	struct root *rt;
 	size_t i;
 
 	root_user(j, j->bot);
 	for (i = 0; i < j->bot->nroots; i++) {
+		rt = &j->bot->roots[i];
+		if (root_adopt(j->bot, rt))
+			continue;
 		j->error = 0;
-		root_mount(j, j->bot, &j->bot->roots[i]);
+		root_mount(j, j->bot, rt);
 		if (j->error != 0)
 			log_msg(LOG_WARNING, "bot %s: %s", j->bot->name, j->msg);
+		if (j->error == EACCES)
+			rt->lost = true; /* no longer the operator's to give: show says why */
 	}
 	j->error = 0;
 }

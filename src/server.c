@@ -56,6 +56,7 @@ struct listener {
 	struct event *ev;    /* readable: clients wait (listener_ready) */
 	struct event *retry; /* out of descriptors: accept again after a pause */
 	char *path;
+	char store_name[BOT_NAME_MAX + 8]; /* in the fd store: "ctl" or "bot.NAME" */
 	struct bot *bot; /* NULL: the control socket */
 	uid_t owner;	 /* besides root, the uid allowed to connect */
 	LIST_ENTRY(listener) entry;
@@ -777,18 +778,42 @@ static uid_t bot_socket_uid(const struct bot *b)
 	return b->uid_set && b->uid != 0 ? b->uid : b->owner_uid;
 }
 
-int server_listen(struct server *srv, const char *path, struct bot *bot, char *err, size_t errlen)
+/*
+ * Is fd, handed over by the last agentfsd, the socket listening at path?
+ * Then it is taken as it is: a client that connected while no agentfsd
+ * ran waits in its backlog and is answered now, where a new socket would
+ * have refused it (ENOENT, ECONNREFUSED).
+ */
+static bool socket_handed(int fd, const char *path)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	socklen_t len;
+	int on = 0;
+
+	len = sizeof on;
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0 || !on)
+		return false;
+	len = sizeof sa;
+	memset(&sa, 0, sizeof sa);
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 || sa.sun_family != AF_UNIX ||
+	    strncmp(sa.sun_path, path, sizeof sa.sun_path) != 0)
+		return false;
+	if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+		return false;
+	/* listener_ready accepts until EAGAIN: a blocking socket would stall the loop */
+	on = fcntl(fd, F_GETFL);
+	return on >= 0 && ((on & O_NONBLOCK) || fcntl(fd, F_SETFL, on | O_NONBLOCK) == 0);
+}
+
+/* A new socket bound at path, its mode set; -errno with err filled */
+static int socket_bind(struct server *srv, const char *path, struct bot *bot, char *err,
+		       size_t errlen)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct listener *ls;
 	struct stat st;
 	int fd, e;
 
-	if (strlen(path) >= sizeof sa.sun_path) {
-		snprintf(err, errlen, "socket path too long (%zu bytes, at most %zu): %s",
-			 strlen(path), sizeof sa.sun_path - 1, path);
-		return -ENAMETOOLONG;
-	}
 	strcpy(sa.sun_path, path);
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
@@ -837,6 +862,29 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 	if (bot != NULL && bot_socket_uid(bot) != 0 &&
 	    chown(path, bot_socket_uid(bot), (gid_t)-1) != 0)
 		log_msg(LOG_WARNING, "chown %s: %s", path, strerror(errno));
+	return fd;
+}
+
+int server_listen(struct server *srv, const char *path, struct bot *bot, char *err, size_t errlen)
+{
+	char store_name[BOT_NAME_MAX + 8];
+	struct listener *ls;
+	bool handed;
+	int fd, e;
+
+	if (strlen(path) >= sizeof((struct sockaddr_un *)0)->sun_path) {
+		snprintf(err, errlen, "socket path too long (%zu bytes, at most %zu): %s",
+			 strlen(path), sizeof((struct sockaddr_un *)0)->sun_path - 1, path);
+		return -ENAMETOOLONG;
+	}
+	snprintf(store_name, sizeof store_name, "%s%s", bot != NULL ? "bot." : "ctl",
+		 bot != NULL ? bot->name : "");
+	fd = fdstore_take(store_name);
+	handed = fd >= 0 && socket_handed(fd, path);
+	if (fd >= 0 && !handed)
+		close(fd);
+	if (!handed && (fd = socket_bind(srv, path, bot, err, errlen)) < 0)
+		return fd;
 	ls = calloc(1, sizeof *ls);
 	if (ls == NULL || (ls->path = strdup(path)) == NULL) {
 		free(ls);
@@ -847,6 +895,7 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 	}
 	ls->srv = srv;
 	ls->bot = bot;
+	snprintf(ls->store_name, sizeof ls->store_name, "%s", store_name);
 	ls->owner = bot != NULL ? bot_socket_uid(bot) : geteuid();
 	ls->fd = fd;
 	ls->ev = event_new(srv->base, fd, EV_READ | EV_PERSIST, listener_ready, ls);
@@ -868,6 +917,10 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 		return -ENOMEM;
 	}
 	LIST_INSERT_HEAD(&srv->listeners, ls, entry);
+	/* kept for the next agentfsd (fdstore.c); a handed one is kept already */
+	if (!handed && fdstore_kind() != FDSTORE_NONE &&
+	    fdstore_put(store_name, ls->fd) != 0)
+		log_msg(LOG_WARNING, "cannot keep %s for a restart", path);
 	if (bot != NULL)
 		bot->sock = ls;
 	return 0;
@@ -878,13 +931,17 @@ const char *server_listener_path(const struct listener *ls)
 	return ls->path;
 }
 
-static void listener_free(struct listener *ls)
+/* KEEP: a restart, the socket stays (its file, and the store's descriptor) */
+static void listener_free(struct listener *ls, bool keep)
 {
 	LIST_REMOVE(ls, entry);
 	event_free(ls->ev);
 	close(ls->fd);
 	event_free(ls->retry);
-	unlink(ls->path);
+	if (!keep) {
+		unlink(ls->path);
+		fdstore_drop(ls->store_name);
+	}
 	free(ls->path);
 	free(ls);
 }
@@ -898,7 +955,7 @@ void server_unlisten(struct server *srv, struct bot *bot)
 	for (ls = LIST_FIRST(&srv->listeners); ls != NULL; ls = ls1) {
 		ls1 = LIST_NEXT(ls, entry);
 		if (ls->bot == bot)
-			listener_free(ls);
+			listener_free(ls, false);
 	}
 	for (p = TAILQ_FIRST(&srv->peers); p != NULL; p = p1) {
 		p1 = TAILQ_NEXT(p, entry);
@@ -927,7 +984,16 @@ void server_shutdown(struct server *srv)
 	struct listener *ls;
 
 	while ((ls = LIST_FIRST(&srv->listeners)) != NULL)
-		listener_free(ls);
+		listener_free(ls, false);
+}
+
+/* A restart: stop accepting, but the sockets stay for the next agentfsd (fdstore.c). */
+void server_handover(struct server *srv)
+{
+	struct listener *ls;
+
+	while ((ls = LIST_FIRST(&srv->listeners)) != NULL)
+		listener_free(ls, true);
 }
 
 /* Run the loop a little longer so replies already queued reach their clients. */

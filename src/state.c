@@ -112,6 +112,8 @@ cJSON *bot_to_json(const struct bot *b, bool full)
 							: "unmounted");
 		if (!b->busy && rt->error != NULL)
 			cJSON_AddStringToObject(m, "error", rt->error);
+		if (!b->busy && rt->m != NULL)
+			cJSON_AddNumberToObject(m, "restarts", fs_mount_restarts(rt->m));
 		cJSON_AddItemToArray(mounts, m);
 	}
 	repos = cJSON_AddArrayToObject(o, "repos_made");
