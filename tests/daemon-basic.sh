@@ -1,8 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # daemon-basic: agentfsd starts, answers, makes a bot with a working mount and
-# socket, deletes it, keeps a valid state file, stops on the shutdown op and on
-# SIGTERM leaving nothing mounted, and a second daemon on its socket refuses.
+# socket, deletes it, keeps a valid state file, stops on the shutdown op
+# leaving nothing mounted, hands its sockets and mounts over on SIGTERM (to
+# the keeper, for the next agentfsd; with restart_grace 0 SIGTERM stops as
+# shutdown does), and a second daemon on its socket refuses.
 . "$top_srcdir/tests/daemon-lib.sh"
 
 mkdir -p "$T/work" "$T/work2"
@@ -102,16 +104,34 @@ is "$(mounts_in "$T" | wc -l)" 0 "shutdown: nothing mounted under the temp folde
 check "state file is valid JSON after shutdown" state_valid
 is "$(jget 'bots.*.name' <"$D_STATE/bots.json")" b2 "shutdown keeps b2 in the state file"
 
-# --- SIGTERM ----------------------------------------------------------------
+# --- SIGTERM: a restart ------------------------------------------------------
 daemon_start && ok "agentfsd starts again" || not_ok "agentfsd starts again"
 is "$(restored_state b2)" mounted "after a restart b2 is mounted again"
 check "b2's mount answers" timeout 5 ls "$D_MNT/b2/0"
+mounts_before=$(mounts_in "$T")
 kill -TERM "$D_PID"
 if daemon_wait_gone 5; then ok "SIGTERM: the daemon exits"; else not_ok "SIGTERM: the daemon exits"; fi
-[ ! -e "$D_SOCK" ] && ok "SIGTERM: control socket removed" || not_ok "SIGTERM: control socket removed"
-[ ! -e "$D_SOCK.d/b2.sock" ] && ok "SIGTERM: bot socket removed" || not_ok "SIGTERM: bot socket removed"
-is "$(mounts_in "$T" | wc -l)" 0 "SIGTERM: nothing mounted under the temp folder"
+[ -S "$D_SOCK" ] && ok "SIGTERM: the control socket stays for the next agentfsd" ||
+	not_ok "SIGTERM: the control socket stays for the next agentfsd"
+[ -S "$D_SOCK.d/b2.sock" ] && ok "SIGTERM: so does the bot's socket" || not_ok "SIGTERM: so does the bot's socket"
+is "$(mounts_in "$T")" "$mounts_before" "SIGTERM: the mounts stay, the same ones"
+[ -n "$(keeper_pids)" ] && ok "SIGTERM: the keeper holds them" || not_ok "SIGTERM: the keeper holds them"
 check "state file is valid JSON after SIGTERM" state_valid
+# a client connecting while no agentfsd runs waits for the next one
+raw '{"op":"status"}' >"$T/waited" 2>&1 &
+waiter=$!
+sleep 0.3
+daemon_start && ok "agentfsd starts over them" || not_ok "agentfsd starts over them"
+wait "$waiter"
+is "$(jget pid <"$T/waited")" "$D_PID" "the client that connected in between is answered by it"
+is "$(mounts_in "$T")" "$mounts_before" "it took the same mounts over"
+expect_ok "shutdown" "$(afs --json shutdown)"
+daemon_wait_gone 5
+wait_until 5 eval '[ -z "$(keeper_pids)" ]'
+is "$(keeper_pids)" "" "shutdown after the restart: the keeper exits too"
+is "$(mounts_in "$T" | wc -l)" 0 "shutdown after the restart: nothing mounted under the temp folder"
+[ ! -e "$D_SOCK" ] && ok "shutdown after the restart: control socket removed" ||
+	not_ok "shutdown after the restart: control socket removed"
 
 # --- a second daemon on the same socket ------------------------------------
 daemon_start && ok "agentfsd starts a third time" || not_ok "agentfsd starts a third time"
@@ -160,18 +180,23 @@ is "$(mounts_in "$T" | wc -l)" 0 "nothing is left mounted"
 # --- a config file: workers and poll_us ---------------------------------------
 cs="$T/cfg.sock"
 cafs() { "$top_builddir/src/agentfs" --socket "$cs" "$@"; }
-printf '{"workers": 2, "poll_us": 0, "group": "", "cgroup": ""}\n' >"$T/cfg.json"
+printf '{"workers": 2, "poll_us": 0, "group": "", "cgroup": "", "restart_grace": 0}
+' >"$T/cfg.json"
 mkdir -p "$T/cfgwork"
 if "$AGENTFSD" --socket "$cs" --state "$T/cfgstate" --config "$T/cfg.json"; then
-	ok "agentfsd starts with --config (workers 2, poll_us 0)"
+	ok "agentfsd starts with --config (workers 2, poll_us 0, restart_grace 0)"
 	r=$(cafs --json status)
 	is "$(printf '%s' "$r" | jget workers)" 2 "status reports the configured workers"
 	is "$(printf '%s' "$r" | jget poll_us)" 0 "status reports poll_us 0 (workers never poll)"
 	expect_ok "create a bot under that config" "$(cafs --json create --user 65534 cb "$T/cfgwork")"
 	echo cfg >"$T/cfgstate/mnt/cb/0/f" 2>/dev/null
 	is "$(cat "$T/cfgwork/f" 2>&1)" cfg "its mount serves writes"
-	expect_ok "shutdown of the configured daemon" "$(cafs --json shutdown)"
+	is "$(cafs --json status | jget restart)" off "status: restarts are stops (restart_grace 0)"
+	kill -TERM "$(daemon_pids "$cs")"
 	wait_until 5 eval '[ -z "$(daemon_pids "$cs")" ]'
+	[ ! -e "$cs" ] && ok "restart_grace 0: SIGTERM removes the control socket" ||
+		not_ok "restart_grace 0: SIGTERM removes the control socket"
+	is "$(mounts_in "$T/cfgstate" | wc -l)" 0 "restart_grace 0: SIGTERM leaves nothing mounted"
 else
 	not_ok "agentfsd starts with --config (workers 2, poll_us 0)"
 fi

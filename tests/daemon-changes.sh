@@ -104,7 +104,8 @@ kill -KILL $p
 daemon_wait_gone 5 || bail_out "agentfsd did not die"
 daemon_start || bail_out "agentfsd did not start again"
 is "$(restored_state W)" mounted "W is mounted again after the restart"
-is "$(afs --json log W | jget events.0.message)" "restored at agentfsd's start: 1 of 1 roots mounted" \
+is "$(afs --json log W | jget events.0.message)" \
+	"restored at agentfsd's start: 1 of 1 roots mounted (taken over from the last agentfsd)" \
 	"its log starts with its restore"
 is "$(changes W)" "$before" "the list survives kill -9 and a restart"
 is "$(changes W --since 1 | sort)" "$(printf '%s\n' "created  $T/w/aftermark" "modified $T/w/made" | sort)" \

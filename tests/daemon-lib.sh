@@ -22,7 +22,9 @@
 #                               where the host's cgroups can be written, else
 #                               "" (none); "config" leaves it to the config.
 #                               The trap ends what is left in it and removes it
-#   daemon_pids [SOCKET]        pids of our agentfsd on SOCKET (default: all of ours)
+#   daemon_pids [SOCKET]        pids of our agentfsd on SOCKET (default: all of ours),
+#                               not its keeper's
+#   keeper_pids                 pids of the keeper of our state folder (agentfsd --keeper)
 #   daemon_kill SIG             signal them, by pid
 #   daemon_wait_gone SECONDS    wait until none is left
 #   daemon_kill9                SIGKILL them and wait (5 s) until they are gone
@@ -64,7 +66,8 @@ D_CONFIG="$T/agentfsd-test.json"
 D_LOG="$T/agentfsd.log"
 
 # daemon_pids [SOCKET]: pids of the agentfsd serving SOCKET, or of every
-# agentfsd started with a path under $T (our paths hold no glob characters)
+# agentfsd started with a path under $T (our paths hold no glob characters);
+# not the keeper's (keeper_pids)
 daemon_pids()
 {
 	local f cmd pat
@@ -79,7 +82,20 @@ daemon_pids()
 		cmd=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
 		# shellcheck disable=SC2254
 		case "$cmd" in
+		*" --keeper "*) ;;
 		$pat) f=${f#/proc/}; echo "${f%/cmdline}" ;;
+		esac
+	done
+}
+
+# keeper_pids: the keeper that holds our daemons' mounts across a restart
+keeper_pids()
+{
+	local f cmd
+	for f in $(grep -lsF -- "$T/" /proc/[0-9]*/cmdline 2>/dev/null); do
+		cmd=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
+		case "$cmd" in
+		*"/agentfsd --keeper $T/"*) f=${f#/proc/}; echo "${f%/cmdline}" ;;
 		esac
 	done
 }
@@ -292,6 +308,14 @@ daemon_cleanup()
 			sleep 0.1
 		done
 		daemon_kill KILL
+		# the keeper lets go of what it holds at SIGTERM: the mounts end
+		for p in $(keeper_pids); do
+			kill -TERM "$p" 2>/dev/null
+		done
+		wait_until 3 eval '[ -z "$(keeper_pids)" ]'
+		for p in $(keeper_pids); do
+			kill -KILL "$p" 2>/dev/null
+		done
 		# Deepest first, so a mount under another goes before it.
 		for i in 1 2 3; do
 			for m in $(awk -v p="$T" 'index($5, p "/") == 1 { print length($5), $5 }' \

@@ -1,12 +1,24 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# daemon-restart: a daemon killed with SIGKILL leaves dead mounts; the next
-# one has the same bots, sockets and working mounts and no stale duplicates.
-# A bot's ttl deletes it (and its mount) on time, also across a restart.
+# daemon-restart: a daemon killed with SIGKILL together with its keeper (so
+# nothing holds the mounts' connections: tests/daemon-handover.sh has the
+# daemon killed alone) leaves dead mounts; the next one has the same bots,
+# sockets and working mounts and no stale duplicates. A bot's ttl deletes it
+# (and its mount) on time, also across a restart.
 #
 # A dead FUSE mount is looked at only through mountinfo; anything that
 # touches a path under one runs under `timeout`, so it cannot hang the test.
 . "$top_srcdir/tests/daemon-lib.sh"
+
+# daemon_kill9, the keeper too: every descriptor of the mounts is closed
+kill9_all()
+{
+	local k
+	k=$(keeper_pids)
+	daemon_kill9 || return 1
+	[ -z "$k" ] || kill -KILL $k
+	wait_until 5 eval '[ -z "$(keeper_pids)" ]'
+}
 
 
 # the mount points under STATE/mnt, one per line, sorted
@@ -26,7 +38,7 @@ want_mounts=$(printf '%s\n' "$D_MNT/k1/0" "$D_MNT/k2/0" "$D_MNT/k2/1" "$D_MNT/kc
 is "$(mount_points)" "$want_mounts" "four mounts: k1, k2 (two roots), kc"
 
 # --- SIGKILL --------------------------------------------------------------------
-if daemon_kill9; then ok "the daemon dies on SIGKILL"; else not_ok "the daemon dies on SIGKILL"; fi
+if kill9_all; then ok "the daemon and its keeper die on SIGKILL"; else not_ok "the daemon and its keeper die on SIGKILL"; fi
 is "$(mount_points)" "$want_mounts" "its mounts are left behind in mountinfo"
 if timeout 5 stat "$D_MNT/k1/0/file" >/dev/null 2>&1; then
 	not_ok "a stat in a dead mount fails"
@@ -61,7 +73,7 @@ is "$(as kc ls | names)" "kc " "kc still sees only itself"
 expect_error "kc still may not configure itself" forbidden "$(as kc configure kc --no-network)"
 
 # --- a second SIGKILL and restart do not pile up mounts ---------------------------
-daemon_kill9
+kill9_all
 daemon_start || not_ok "agentfsd starts a third time"
 wait_until 5 eval '[ "$(afs --json show k2 | jget "bot.mounts.*.state" | sort -u)" = mounted ]'
 is "$(mount_points)" "$want_mounts" "after a second crash and restart: still one mount per root"
@@ -92,7 +104,7 @@ is "$(jget 'bots.*.name' <"$D_STATE/bots.json" | sort | tr '\n' ' ')" "k1 k2 kc 
 
 # --- ttl across a crash ------------------------------------------------------------
 expect_ok "create t2 with --ttl 3" "$(afs --json create --user 65534 t2 "$T/w5" --ttl 3)"
-daemon_kill9
+kill9_all
 daemon_start || not_ok "agentfsd starts after t2 was made"
 if wait_until 8 eval '[ "$(afs --json show t2 | jget error.code)" = not_found ]'; then
 	ok "t2 still expires after a restart"
@@ -117,7 +129,7 @@ is "$(mounts_in "$D_MNT/t3" | wc -l) $(mounts_in "$D_MNT/t3c" | wc -l)" "0 0" "b
 
 # --- a folder that vanished while the daemon was down ----------------------------------
 expect_ok "create g on a folder" "$(afs --json create --user 65534 g "$T/gone")"
-daemon_kill9
+kill9_all
 rm -rf "$T/gone"
 if daemon_start; then ok "agentfsd starts when a bot's folder is gone"; else not_ok "agentfsd starts when a bot's folder is gone"; fi
 is "$(afs --json ls | names)" "g k1 k2 kc " "the bot is kept"

@@ -9,6 +9,11 @@ tests_daemon_client_SOURCES = tests/daemon-client.c tests/sockclient.c tests/soc
 tests_daemon_client_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_daemon_client_LDADD = $(CJSON_LIBS)
 
+# restart-client: a bot's work, held files, mount ids and a stand-in for
+# systemd's notify socket and fd store, around restarts (daemon-handover.sh)
+check_PROGRAMS += tests/restart-client
+tests_restart_client_SOURCES = tests/restart-client.c
+
 DAEMON_TESTS = \
 	tests/daemon-basic.sh \
 	tests/daemon-authority.sh \
@@ -27,7 +32,8 @@ DAEMON_TESTS = \
 	tests/daemon-roots.sh \
 	tests/cli-gone.sh \
 	tests/cli-escape.sh \
-	tests/daemon-log.sh
+	tests/daemon-log.sh \
+	tests/daemon-handover.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
 

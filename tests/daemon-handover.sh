@@ -1,0 +1,221 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# daemon-handover: a restart of agentfsd is invisible to a bot at work. Inside
+# `agentfs exec`, a bot's command writes new files, appends to a descriptor it
+# holds open, reads a file it mapped, lists its folder, holds a flock, and
+# commits with git, while agentfsd is restarted with SIGTERM (the next one
+# started at once, and after the old one is gone), killed with SIGKILL,
+# upgraded (another agentfsd binary over the same state), reloaded (SIGHUP),
+# and killed at each step of a handover, the old server's and the new one's
+# (AGENTFSD_TEST_CRASH): no call fails, every line and commit is there, and
+# the bot's mount is the same mount (unique mount id) all along. 50 bots with
+# files held open across a restart keep them. A keeper killed ends the mounts
+# as a stop does, and the next agentfsd mounts afresh.
+. "$top_srcdir/tests/exec-lib.sh"
+
+command -v git >/dev/null || skip_all "git is missing"
+RC="$T/restart-client"
+cp "$top_builddir/tests/restart-client" "$RC" || bail_out "tests/restart-client is not built"
+chmod 755 "$T"
+
+mntid()
+{
+	"$RC" mntid "$1"
+}
+
+# restart_with CMD...: stop the daemon with CMD (given its pid as $1), start
+# the next one, wait until its bots are restored
+restart_with()
+{
+	local old=$D_PID
+	"$@" "$old"
+	daemon_start || return 1
+	[ "$D_PID" != "$old" ] || return 1
+	wait_until 10 eval '[ "$(afs --json show w1 | jget "bot.mounts.0.state")" = mounted ]'
+}
+term_now() { kill -TERM "$1"; }
+term_wait() { kill -TERM "$1" && wait_until 10 eval '! kill -0 '"$1"' 2>/dev/null'; }
+kill9() { kill -KILL "$1" && wait_until 5 eval '[ -z "$(daemon_pids)" ] && state_unlocked'; }
+
+# rounds: what the bot's work has done so far (lines it appended)
+rounds()
+{
+	wc -l <"$W/work/held" 2>/dev/null || echo 0
+}
+
+# advanced SINCE: the work went on after a restart (a few rounds more)
+advanced()
+{
+	local since=$1
+	wait_until 10 eval '[ "$(rounds)" -gt $((since + 20)) ]'
+}
+
+ex_start_w1
+M="$D_MNT/w1/0"
+mkdir -p "$W/work" "$W/out" "$W/repo"
+(
+	cd "$W/repo" && git init -q && git config user.name Bot && git config user.email bot@test.invalid &&
+		echo 0 >count && git add count && git commit -qm start
+) || bail_out "cannot make the bot's repository"
+own "$W"
+mid=$(mntid "$M")
+[ -n "$mid" ] || bail_out "no mount id for $M"
+
+# The bot's command: the work (restart-client) and a git loop beside it, until
+# work/stop exists; each writes what it did into out/.
+ex w1 --cwd "$W" -- sh -c '
+	"$1" work "$2/work" 600 >"$2/out/work" 2>"$2/out/work.err" &
+	w=$!
+	n=0 e=0
+	cd "$2/repo"
+	while [ ! -e "$2/work/stop" ]; do
+		n=$((n + 1))
+		echo "$n" >count
+		{ git add count && git commit -qm "commit $n"; } 2>>"$2/out/git.err" || e=$((e + 1))
+	done
+	echo "commits $n errors $e" >"$2/out/git"
+	wait "$w"
+' sh "$RC" "$W" </dev/null >"$T/exec.out" 2>&1 &
+exec_pid=$!
+track_pid "$exec_pid"
+wait_until 20 eval '[ "$(rounds)" -gt 50 ]' || bail_out "the bot's work does not start: $(cat "$T/exec.out")"
+
+step()
+{
+	local what=$1 before
+	shift
+	before=$(rounds)
+	if restart_with "$@"; then
+		ok "$what: the next agentfsd serves"
+	else
+		not_ok "$what: the next agentfsd serves"
+		return
+	fi
+	is "$(mntid "$M")" "$mid" "$what: the bot's mount is the same mount"
+	if advanced "$before"; then ok "$what: the bot's work goes on"; else not_ok "$what: the bot's work goes on"; fi
+}
+
+step "SIGTERM, the next one started at once" term_now
+step "SIGTERM, the next one started after" term_wait
+step "SIGKILL" kill9
+is "$(afs --json status | jget restarts)" 3 "status counts the restarts its mounts lived through"
+is "$(afs --json show w1 | jget bot.mounts.0.restarts)" 3 "show counts them for the mount"
+
+# --- an upgrade: another binary over the same state ------------------------------------
+mkdir -p "$T/new"
+cp "$AGENTFSD" "$T/new/agentfsd"
+AGENTFSD_OLD=$AGENTFSD
+AGENTFSD=$T/new/agentfsd
+step "an upgrade (another agentfsd binary)" term_now
+AGENTFSD=$AGENTFSD_OLD
+like "$(tr '\0' ' ' </proc/"$D_PID"/cmdline)" "$T/new/agentfsd" "the new binary serves"
+
+# --- a reload -----------------------------------------------------------------------------
+before=$(rounds)
+kill -HUP "$D_PID"
+sleep 0.5
+is "$(afs --json status | jget pid)" "$D_PID" "SIGHUP: the same agentfsd still serves"
+is "$(mntid "$M")" "$mid" "SIGHUP: the same mount"
+if advanced "$before"; then ok "SIGHUP: the bot's work goes on"; else not_ok "SIGHUP: the bot's work goes on"; fi
+
+# --- a crash at each step of a handover ------------------------------------------------------
+# the old server's steps: it dies after it stopped serving, or after it kept
+# every open file; the new server's: after it took the descriptors, after it
+# took over a mount, after every bot was restored
+# (each one says where it died in STATE/crashed)
+for at in handover handed; do
+	kill -TERM "$D_PID"
+	wait_until 10 eval '[ -z "$(daemon_pids)" ] && state_unlocked'
+	AGENTFSD_TEST_CRASH=$at daemon_start || not_ok "start with a crash at $at armed"
+	rm -f "$D_STATE/crashed"
+	step "the old server killed at '$at'" term_now
+	is "$(cat "$D_STATE/crashed" 2>&1)" "$at" "it died at '$at'"
+done
+for at in taken adopting restored; do
+	rm -f "$D_STATE/crashed"
+	kill -TERM "$D_PID"
+	AGENTFSD_TEST_CRASH=$at "$AGENTFSD" --socket "$D_SOCK" --state "$D_STATE" >/dev/null 2>&1
+	wait_until 10 eval '[ -z "$(daemon_pids)" ] && state_unlocked'
+	is "$(cat "$D_STATE/crashed" 2>&1)" "$at" "the new server died at '$at'"
+	step "the new server killed at '$at'" true
+done
+
+# --- the end of the work: every call answered, every byte there ------------------------------
+total=$(rounds)
+touch "$W/work/stop"
+wait_until 60 eval '! kill -0 '"$exec_pid"' 2>/dev/null'
+wait "$exec_pid"
+is "$?" 0 "agentfs exec ends with its command's status 0"
+work=$(cat "$W/out/work" 2>/dev/null)
+like "$work" "errors 0$" "the work saw no error ($work)"
+[ -s "$W/out/work.err" ] && diag "$(head -5 "$W/out/work.err")"
+rounds=$(printf '%s' "$work" | awk '{ print $2 }')
+is "$(rounds)" "$rounds" "every line appended through the held descriptor is there"
+if seq 0 $((rounds - 1)) | cmp -s - "$W/work/held"; then
+	ok "in order, once each"
+else
+	not_ok "in order, once each"
+fi
+bad=0
+for n in $(seq 0 $((rounds - 1))); do
+	[ "$(cat "$W/work/f.$n" 2>/dev/null)" = "$n" ] || bad=$((bad + 1))
+done
+is "$bad" 0 "every file written holds what was written ($rounds files)"
+gitout=$(cat "$W/out/git" 2>/dev/null)
+like "$gitout" "errors 0$" "git committed with no error ($gitout)"
+[ -s "$W/out/git.err" ] && diag "$(head -5 "$W/out/git.err")"
+commits=$(printf '%s' "$gitout" | awk '{ print $2 }')
+is "$(hgit -C "$W/repo" rev-list --count HEAD)" $((commits + 1)) "every commit is in the repository"
+check "git fsck finds nothing wrong" hgit -C "$W/repo" fsck --no-progress
+[ "$total" -gt 100 ] || diag "only $total rounds were made"
+
+# --- 50 bots with open files, restarted together ----------------------------------------------
+files=()
+for i in $(seq 50); do
+	mkdir -p "$T/many/b$i"
+	afs create --user "$EX_UID" "m$i" "$T/many/b$i" >/dev/null || not_ok "create m$i"
+	files+=("$D_MNT/m$i/0/held")
+done
+wait_until 20 eval '[ "$(mounts_in "$D_MNT" | wc -l)" -ge 51 ]'
+"$RC" hold "${files[@]}" -- sh -c 'while [ ! -e "$1" ]; do sleep 0.05; done' sh "$T/many/go" \
+	>"$T/many/out" 2>&1 &
+hold=$!
+track_pid "$hold"
+wait_until 10 eval '[ "$(cat "$T"/many/b*/held 2>/dev/null | wc -l)" -eq 50 ]'
+ids=$(for i in 1 25 50; do mntid "$D_MNT/m$i/0"; done)
+kill -TERM "$D_PID"
+daemon_start || not_ok "agentfsd starts after the 50 bots' restart"
+kill -KILL "$D_PID"
+wait_until 5 eval '[ -z "$(daemon_pids)" ] && state_unlocked'
+daemon_start || not_ok "agentfsd starts after a SIGKILL with 50 bots"
+wait_until 20 eval '[ "$(afs --json show m50 | jget "bot.mounts.0.state")" = mounted ]'
+touch "$T/many/go"
+wait "$hold"
+is "$?" 0 "50 held files, across a restart and a SIGKILL: written and read again"
+is "$(cat "$T/many/out")" "held 50 errors 0" "each one, with no error"
+is "$(for i in 1 25 50; do mntid "$D_MNT/m$i/0"; done)" "$ids" "their mounts are the same mounts"
+for i in $(seq 50); do afs rm "m$i" >/dev/null; done
+
+# --- a keeper killed ends its mounts as a stop does; the next start mounts afresh ----------------
+kill -KILL "$D_PID" $(keeper_pids)
+wait_until 5 eval '[ -z "$(daemon_pids)$(keeper_pids)" ] && state_unlocked'
+if timeout 5 stat "$M" >/dev/null 2>&1; then
+	not_ok "with the keeper gone, the mount's connection has ended"
+else
+	ok "with the keeper gone, the mount's connection has ended"
+fi
+daemon_start || not_ok "agentfsd starts after its keeper was killed"
+wait_until 10 eval '[ "$(afs --json show w1 | jget "bot.mounts.0.state")" = mounted ]'
+is "$(afs --json show w1 | jget bot.mounts.0.restarts)" 0 "it mounted the root afresh (no restart lived through)"
+isnt_mid=$(mntid "$M")
+[ "$isnt_mid" != "$mid" ] && ok "a new mount" || not_ok "a new mount"
+is "$(timeout 5 cat "$W/repo/count" 2>&1)" "$(timeout 5 cat "$M/repo/count" 2>&1)" "which serves the folder"
+is "$(mounts_in "$D_MNT/w1" | wc -l)" 1 "one mount, the stale one detached"
+
+expect_ok "shutdown" "$(afs --json shutdown)"
+daemon_wait_gone 5
+wait_until 5 eval '[ -z "$(keeper_pids)" ]'
+is "$(keeper_pids)" "" "shutdown: the keeper lets go and exits"
+is "$(mounts_in "$T" | wc -l)" 0 "shutdown: nothing is left mounted"
+
+done_testing
