@@ -145,6 +145,7 @@ struct inode_table {
 #define HANDLE_MAX 128
 #define TABLE_MOUNTS 32	 /* underlying mounts whose handles a record can name */
 #define JOURNAL_SLOTS 66 /* a mount's reader, 64 workers, the lock thread */
+#define TABLE_REPOS 32	 /* repositories the bot made that a takeover keeps as its own */
 
 /* node_rec.flags */
 #define NR_BYNAME 0x1u	 /* no handle yet: opened by parent and name, checked */
@@ -193,10 +194,12 @@ struct fh_rec {
  * (FUSE_NOTIFY_RESEND): a name change or write done but not answered is
  * answered from here, not done twice (restore.c, journal.c).
  */
+#define JS_STARTED 1u
+#define JS_DONE 2u
 struct journal_slot {
 	uint64_t unique; /* without FUSE_UNIQUE_RESEND; 0: none */
 	uint32_t opcode;
-	uint32_t state; /* JS_STARTED, JS_DONE */
+	uint32_t state; /* 0: none, JS_STARTED, JS_DONE */
 	int64_t result; /* 0 or -errno; a write's count */
 	uint64_t aux;	/* a create's or open's fh */
 };
@@ -220,7 +223,13 @@ struct table_hdr {
 	uint32_t init_in_len, init_out_len;
 	unsigned char init_in[128], init_out[128]; /* INIT's bytes, after the in header */
 	int32_t mount_ids[TABLE_MOUNTS];
-	struct journal_slot journal[JOURNAL_SLOTS];
+	struct journal_slot journal[JOURNAL_SLOTS]; /* each serving thread's, now (journal.c) */
+	struct journal_slot replay[JOURNAL_SLOTS];  /* the last server's, for requests resent */
+	uint32_t nbot_repos; /* the repositories the bot made (allow_new_repos), for a takeover */
+	struct table_repo {
+		uint64_t dev, ino;
+		char path[1024]; /* from the root */
+	} bot_repos[TABLE_REPOS];
 	char source[PATH_MAX], mountpoint[PATH_MAX];
 };
 #define TH_INIT 0x1u	    /* INIT answered, init_* hold it */
@@ -369,6 +378,8 @@ struct fs {
 	pthread_t *workers;
 	unsigned nworkers;
 	atomic_uint pollers;  /* workers in worker_poll() */
+	atomic_uint worker_seq; /* numbers the workers, for their journal slots */
+	uint64_t crash_after;	/* tests only: opcodes after which to die (journal.c) */
 	unsigned max_pollers; /* see worker_poll() */
 	/* fd cache */
 	struct inode lru; /* list head: lru.lru_next most recent */
@@ -539,6 +550,7 @@ void table_mount_seen(struct fs_mount *m, size_t idx, int mount_id);
 void table_init_in(struct fs_mount *m, const void *in, size_t len);
 struct iovec;
 void table_init_out(struct fs_mount *m, const struct iovec *iov, int count);
+void table_bot_repos(struct fs_mount *m);
 struct node_rec *node_rec(struct fs_mount *m, const struct inode *i);
 struct fh_rec *fh_rec(struct fs_mount *m, uint32_t idx);
 struct inode *node_at(struct fs_mount *m, uint32_t idx);
@@ -618,6 +630,7 @@ bool gitlock_name(const char *name);
 void gitlock_made(int fd);
 bool gitlock_ours(int dirfd, const char *name);
 void gitlock_gone(dev_t dev, ino_t ino);
+void gitlock_init(void);
 int gitlock_to_keep(void);
 bool gitlock_adopt(int fd);
 
@@ -693,6 +706,13 @@ void *notify_thread(void *fs);
 void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *parent,
 		   const char *name);
 void notify_forget_mount(struct fs *fs, struct fs_mount *m);
+
+/* journal.c: name changes and writes done but not answered before a crash */
+void journal_thread(unsigned slot);
+void journal_begin(struct fs_mount *m);
+int64_t journal_end(struct fs_mount *m, int64_t r, int again, int already);
+int journal_seen(struct fs_mount *m, int64_t *result);
+void journal_adopt(struct fs_mount *m);
 
 /* keep.c: descriptors in the fd store, and the handover to a new server */
 static inline bool mount_stopping(const struct fs_mount *m)

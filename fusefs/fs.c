@@ -283,6 +283,7 @@ static void *worker_main(void *arg)
 	int res;
 
 	fs_worker_init(fs);
+	journal_thread(1 + atomic_fetch_add(&fs->worker_seq, 1));
 	for (;;) {
 		res = epoll_wait(fs->epfd, &ev, 1, -1);
 		if (res < 0 && errno == EINTR)
@@ -322,6 +323,24 @@ static void *worker_main(void *arg)
 	free(buf.mem);
 	ops_thread_exit();
 	return NULL;
+}
+
+/* AGENTFSD_TEST_CRASH=after:N,...: see journal.c */
+static void fs_test_crash(struct fs *fs)
+{
+	const char *v = getenv("AGENTFSD_TEST_CRASH");
+	char *end;
+	unsigned long op;
+
+	if (v == NULL || strncmp(v, "after:", 6) != 0)
+		return;
+	for (v += 6; *v != '\0'; v = *end == ',' ? end + 1 : end) {
+		op = strtoul(v, &end, 10);
+		if (end == v)
+			break;
+		if (op < 64)
+			fs->crash_after |= 1ull << op;
+	}
 }
 
 struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
@@ -410,6 +429,9 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 			pthread_mutex_init(&fs->decide_stripe[i], NULL);
 	}
 	reader_init_signal();
+	fs_test_crash(fs);
+	if (p->keep != NULL)
+		gitlock_init(); /* its table outlives us too (gitlock.c) */
 	n = getgroups(64, fs->root_groups);
 	fs->n_root_groups = n > 0 ? n : 0;
 

@@ -60,19 +60,15 @@ static bool locks_kept;			/* locks_mu: in the fd store (handed over, or kept) */
 static pthread_mutex_t locks_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /*
- * The table, moved into a memfd if it is not in one yet, for the fd store
- * to keep: its fd the first time (the store is to keep it), else -1.
+ * The table moves into a memfd (fs_new, when mounts are kept): from the
+ * start, so the process holds that one descriptor for its whole life.
  */
-int gitlock_to_keep(void)
+void gitlock_init(void)
 {
 	struct gitlock_table *t;
 	int fd;
 
 	pthread_mutex_lock(&locks_mu);
-	if (locks_kept) {
-		pthread_mutex_unlock(&locks_mu);
-		return -1;
-	}
 	if (locks_fd < 0 && (fd = memfd_create("agentfs-gitlocks", MFD_CLOEXEC)) >= 0) {
 		t = ftruncate(fd, sizeof *t) == 0
 			    ? mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
@@ -85,8 +81,17 @@ int gitlock_to_keep(void)
 			locks_fd = fd;
 		}
 	}
-	fd = locks_fd;
-	locks_kept = fd >= 0;
+	pthread_mutex_unlock(&locks_mu);
+}
+
+/* The table's memfd the first time it is asked for (the fd store is to keep it), else -1 */
+int gitlock_to_keep(void)
+{
+	int fd;
+
+	pthread_mutex_lock(&locks_mu);
+	fd = locks_kept ? -1 : locks_fd;
+	locks_kept = locks_kept || fd >= 0;
 	pthread_mutex_unlock(&locks_mu);
 	return fd;
 }

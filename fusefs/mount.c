@@ -178,6 +178,7 @@ static int mount_guard(struct fs_mount *m, const struct fs_mount_params *p, stru
 				.linked_worktree = p->linked_worktree};
 	struct guard_err gerr = {0};
 	char abs[PATH_MAX];
+	uint32_t k;
 	int r;
 
 	if ((r = lexical_abs(m->source, abs, sizeof abs)) != 0) {
@@ -193,6 +194,14 @@ static int mount_guard(struct fs_mount *m, const struct fs_mount_params *p, stru
 	}
 	r = guard_open(m->root.fd, &go, &m->guard, &gerr);
 	guard_view_put(go.view);
+	/* taken over (restore.c): the repositories the bot made stay its own */
+	for (k = 0; r == 0 && k < m->tab.hdr->nbot_repos && k < TABLE_REPOS; k++) {
+		const struct table_repo *tr = &m->tab.hdr->bot_repos[k];
+
+		r = guard_add_bot_repo(
+			m->guard, tr->dev, tr->ino,
+			strnlen(tr->path, sizeof tr->path) < sizeof tr->path ? tr->path : NULL);
+	}
 	if (r == 0)
 		r = guard_scan_tree_progress(m->guard, 0, p->progress, p->progress_arg, &gerr);
 	if (r != 0)

@@ -208,9 +208,22 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct inode *p = ino_of(m, parent), *i;
 	struct fuse_entry_param e;
 	struct decide_hold h;
-	int pfd, fd = -1, r;
-	bool pt, wr, checked, excl = (fi->flags & O_EXCL) != 0;
+	int64_t was = 0;
+	int pfd, fd = -1, r, again = journal_seen(m, &was);
+	bool pt, wr, checked, excl;
 
+	/*
+	 * Made before a restart and not answered (journal.c): its error, or
+	 * the file it made, opened again as it is (no O_EXCL, no O_TRUNC:
+	 * its caller has written nothing yet).
+	 */
+	if (again > 0 && was != 0) {
+		fuse_reply_err(req, (int)-was);
+		return;
+	}
+	if (again != 0)
+		fi->flags &= ~(O_EXCL | O_TRUNC);
+	excl = (fi->flags & O_EXCL) != 0;
 	/* the mount's share of open files (fs.c), before anything is made */
 	if (!fs_handle_take(m)) {
 		fuse_reply_err(req, ENFILE);
@@ -229,11 +242,13 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	if (r == 0)
 		r = fs_as_caller(req, true);
 	if (r == 0) {
+		journal_begin(m);
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
 		fd = create_open(pfd, name, fi->flags, mode, excl);
 		if (fd < 0)
 			r = fd;
 		pthread_rwlock_unlock(&m->fs->ns_lock);
+		journal_end(m, r, again, 0);
 		fs_as_root(m->fs);
 		if (r == 0)
 			r = ops_made(m, GUARD_OP_CREATE, p, pfd, name, &e);
@@ -338,6 +353,7 @@ static void checked_write(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in
 	if (n >= 0)
 		n = seal_checked_write(m, ino_of(m, ino), fh_fd(m, fi), mem.buf[0].mem, (size_t)n,
 				       off);
+	journal_end(m, n, 0, 0);
 	free(mem.buf[0].mem);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
@@ -352,8 +368,19 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
 {
 	struct fs_mount *m = req_mount(req);
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
+	int64_t was = 0;
+	int again = journal_seen(m, &was);
 	ssize_t n;
 
+	/* written before a restart, not answered: its answer (an append is not made twice) */
+	if (again > 0) {
+		if (was < 0)
+			fuse_reply_err(req, (int)-was);
+		else
+			fuse_reply_write(req, (size_t)was);
+		return;
+	}
+	journal_begin(m);
 	if (fh_checked(m, fi)) {
 		checked_write(req, ino, in, off, fi);
 		return;
@@ -362,6 +389,7 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
 	out.buf[0].fd = fh_fd(m, fi);
 	out.buf[0].pos = off;
 	n = fuse_buf_copy(&out, in, 0);
+	journal_end(m, n, again, 0);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
 		return;

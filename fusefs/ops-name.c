@@ -39,7 +39,8 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 					   : GUARD_OP_CREATE;
 	struct fuse_entry_param e;
 	struct decide_hold h;
-	int pfd, r;
+	int64_t was = 0;
+	int pfd, r, again = journal_seen(m, &was);
 
 	pfd = inode_fd_get(m, p);
 	if (pfd < 0) {
@@ -53,7 +54,11 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		r = -EPERM;
 	if (r == 0)
 		r = fs_as_caller(req, true);
-	if (r == 0) {
+	if (r == 0 && again > 0) {
+		r = (int)was; /* made before a restart, not answered: its answer (journal.c) */
+		fs_as_root(m->fs);
+	} else if (r == 0) {
+		journal_begin(m);
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
 		if (link != NULL)
 			r = symlinkat(link, pfd, name);
@@ -64,10 +69,11 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		if (r != 0)
 			r = -errno;
 		pthread_rwlock_unlock(&m->fs->ns_lock);
+		r = (int)journal_end(m, r, again, EEXIST);
 		fs_as_root(m->fs);
-		if (r == 0)
-			r = ops_made(m, op, p, pfd, name, &e);
 	}
+	if (r == 0)
+		r = ops_made(m, op, p, pfd, name, &e);
 	decide_leave(&h);
 	inode_fd_put(m, p);
 out:
@@ -141,8 +147,14 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	struct fs_mount *m = req_mount(req);
 	struct inode *p = ino_of(m, parent), child, *real;
 	enum guard_op op = flags ? GUARD_OP_RMDIR : GUARD_OP_UNLINK;
-	int pfd, r;
+	int64_t was = 0;
+	int pfd, r, again = journal_seen(m, &was);
 
+	/* removed before a restart, not answered: its answer, not removed again (journal.c) */
+	if (again > 0) {
+		fuse_reply_err(req, (int)-was);
+		return;
+	}
 	pfd = inode_fd_get(m, p);
 	if (pfd < 0) {
 		fuse_reply_err(req, -pfd);
@@ -155,10 +167,12 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	if (r == 0 && real != NULL && child.nlink > 1)
 		inode_keep_open(m, real); /* it keeps another name: see inode_keep_open() */
 	if (r == 0) {
+		journal_begin(m);
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
 		if (unlinkat(pfd, name, flags) != 0)
 			r = -errno;
 		pthread_rwlock_unlock(&m->fs->ns_lock);
+		r = (int)journal_end(m, r, again, ENOENT);
 	}
 	if (r == 0) {
 		policy_notify(m, op, p, pfd, name, NULL);
@@ -208,9 +222,19 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	struct decide_hold h = {0};
 	unsigned rule;
 	bool have_dst;
+	int64_t was = 0;
+	int again = journal_seen(m, &was);
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
 		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	/*
+	 * Renamed before a restart, not answered: its answer. Done again it
+	 * could move a file made under the old name since (journal.c).
+	 */
+	if (again > 0) {
+		fuse_reply_err(req, (int)-was);
 		return;
 	}
 	pfd = inode_fd_get(m, p);
@@ -245,14 +269,18 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	/* onto an index or a strategy file: its content is checked first (seal.c) */
 	rule = r == 0 && op == GUARD_OP_RENAME ? policy_content_rule(m, np, newname) : 0;
 	if (r == 0 && rule != 0) {
+		journal_begin(m);
 		r = seal_rename(m, pfd, name, np, npfd, newname, flags, rule);
+		r = (int)journal_end(m, r, again, 0);
 	} else if (r == 0) {
 		if (rdst != NULL && dst.nlink > 1 && op == GUARD_OP_RENAME)
 			inode_keep_open(m, rdst); /* the name it goes by is replaced */
+		journal_begin(m);
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
 		if (renameat2(pfd, name, npfd, newname, flags) != 0)
 			r = -errno;
 		pthread_rwlock_unlock(&m->fs->ns_lock);
+		r = (int)journal_end(m, r, again, 0);
 	}
 	if (r == 0) {
 		if (gitlock_name(name))
@@ -299,7 +327,8 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 	struct fs_mount *m = req_mount(req);
 	struct inode *i = ino_of(m, ino), *np = ino_of(m, newparent);
 	struct fuse_entry_param e;
-	int fd, npfd, r;
+	int64_t was = 0;
+	int fd, npfd, r, again = journal_seen(m, &was);
 
 	fd = inode_fd_get(m, i);
 	if (fd < 0) {
@@ -316,11 +345,15 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 		r = policy_check(m,
 				 &PREQ(.req = req, .op = GUARD_OP_LINK, .ino = i, .mode = i->type,
 				       .parent = np, .parent_fd = npfd, .name = newname));
-		if (r == 0) {
+		if (r == 0 && again > 0) {
+			r = (int)was; /* linked before a restart: its answer (journal.c) */
+		} else if (r == 0) {
+			journal_begin(m);
 			pthread_rwlock_rdlock(&m->fs->ns_lock);
 			if (linkat(fd, "", npfd, newname, AT_EMPTY_PATH) != 0)
 				r = -errno;
 			pthread_rwlock_unlock(&m->fs->ns_lock);
+			r = (int)journal_end(m, r, again, EEXIST);
 		}
 		if (r == 0) {
 			policy_notify(m, GUARD_OP_LINK, np, npfd, newname, NULL);

@@ -569,7 +569,8 @@ void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, i
 	 * a change that makes classes stale moves the generation of the view
 	 * every mount of the process shares (mount.c): theirs move with it
 	 */
-	guard_notify(m->guard, &ev);
+	if (guard_notify(m->guard, &ev) && atomic_load(&m->allow_new_repos))
+		table_bot_repos(m); /* a repository the bot made is still its own after a restart */
 	free(path);
 }
 

@@ -235,6 +235,7 @@ static void *reader_main(void *arg)
 	sigemptyset(&set);
 	sigaddset(&set, READER_WAKE_SIG);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	journal_thread(0);
 	reading = m;
 	while (!mount_stopping(m)) {
 		if (spinning && now_ns() >= deadline) {

@@ -534,6 +534,7 @@ static int adopt_serve(struct fs *fs, struct fs_mount *m, struct handed_mount *h
 	if ((r = replay_init(m, err)) != 0 || (r = restore_nodes(m, err)) != 0)
 		return r;
 	restore_fhs(m, hm);
+	journal_adopt(m);
 	m->kept = true;
 	m->adopted = true;
 	m->tab.hdr->restarts++;

@@ -179,6 +179,32 @@ void table_init_out(struct fs_mount *m, const struct iovec *iov, int count)
 	h->flags |= TH_INIT | (atomic_load(&m->passthrough) ? TH_PASSTHROUGH : 0);
 }
 
+static void repo_note(void *arg, uint64_t dev, uint64_t ino, const char *path)
+{
+	struct table_hdr *h = arg;
+	struct table_repo *r;
+
+	if (h->nbot_repos >= TABLE_REPOS || path == NULL || strlen(path) >= sizeof r->path)
+		return;
+	r = &h->bot_repos[h->nbot_repos];
+	r->dev = dev;
+	r->ino = ino;
+	strcpy(r->path, path);
+	h->nbot_repos++;
+}
+
+/*
+ * The repositories the bot made, as the guard has them now, for a server
+ * that takes the mount over (mount.c gives them to its guard before the
+ * scan); a server killed while this runs leaves a shorter list, as before.
+ */
+void table_bot_repos(struct fs_mount *m)
+{
+	m->tab.hdr->nbot_repos = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	guard_new_repos(m->guard, repo_note, m->tab.hdr);
+}
+
 struct node_rec *node_rec(struct fs_mount *m, const struct inode *i)
 {
 	return (struct node_rec *)(m->tab.map + NODE_BASE) + i->idx;
@@ -312,6 +338,7 @@ void node_rec_fill(struct fs_mount *m, struct inode *i)
 	struct node_rec *r = node_rec(m, i);
 
 	r->gen = 0;
+	atomic_signal_fence(memory_order_seq_cst);
 	r->flags = (i->byname ? NR_BYNAME : 0) | (i->birth.known ? NR_BIRTH : 0) |
 		   (i->sealed ? NR_SEALED : 0);
 	r->dev = i->dev;
@@ -327,6 +354,8 @@ void node_rec_fill(struct fs_mount *m, struct inode *i)
 	r->mount_idx = -1;
 	node_rec_handle(m, i);
 	node_rec_place(m, i);
+	/* no store above may move past this one: a process killed here leaves a free slot */
+	atomic_signal_fence(memory_order_seq_cst);
 	r->gen = atomic_load_explicit(&i->gen, memory_order_relaxed);
 }
 
@@ -365,6 +394,7 @@ uint64_t fh_new(struct fs_mount *m, struct inode *i, int fd, uint32_t flags, int
 	r->flags = flags;
 	r->node = node_id(m, i);
 	r->open_flags = open_flags;
+	atomic_signal_fence(memory_order_seq_cst); /* the generation last, as in node_rec_fill */
 	r->gen = gen = atomic_load_explicit(&f->gen, memory_order_relaxed);
 	pthread_mutex_unlock(&m->fs->lock);
 	return (uint64_t)gen << 32 | idx;

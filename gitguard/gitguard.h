@@ -293,6 +293,12 @@ bool guard_cls_protected(const struct guard_cls *cls);
 int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdict *v);
 int guard_check_inode(struct guard *g, const struct stat *st, struct guard_verdict *v);
 bool guard_notify(struct guard *g, const struct guard_event *ev);
+/*
+ * A repository the bot made (allow_new_repos), as guard_notify() records
+ * one; also for a server taking a mount over, with the list
+ * guard_new_repos() gave the last one, before it scans.
+ */
+int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path);
 
 /* repo.c: see a host change to a watched config file (guard_check calls it too) */
 void guard_revalidate(struct guard *g);

@@ -399,8 +399,7 @@ struct guard_lg2 {
 int guard_lg2_view(int dfd, struct guard_lg2 *v);
 void guard_lg2_free(struct guard_lg2 *v);
 
-/* check.c: the decisions */
-int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path);
+/* check.c: the decisions (guard_add_bot_repo: gitguard.h) */
 /* -EROFS, with V (if not NULL) naming RULE and its usual reason, or REASON */
 int guard_refuse(struct guard_verdict *v, unsigned rule);
 int guard_refuse_why(struct guard_verdict *v, unsigned rule, const char *reason);
