@@ -256,6 +256,7 @@ enum fdstore_kind fdstore_kind(void);
 int fdstore_put(const char *name, int fd);
 void fdstore_drop(const char *name);
 int fdstore_take(const char *name);
+int fdstore_take_socket(const char *name, const char *path);
 void fdstore_handed_each(bool (*fn)(void *arg, const char *name, int fd), void *arg);
 void fdstore_handed_done(void);
 void fdstore_notify(const char *msg);

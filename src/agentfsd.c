@@ -321,6 +321,33 @@ static int config_reload(struct config *cfg, char *err, size_t len)
 
 /* The signals the loop handles: TERM and INT end it (a restart when a store keeps the mounts), HUP reloads. */
 static struct event *sigs[3];
+static struct event *watchdog;
+
+/* systemd's WatchdogSec=: the loop says it turns, twice a period */
+static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	fdstore_notify("WATCHDOG=1");
+}
+
+static void watchdog_start(struct event_base *base)
+{
+	const char *usec = getenv("WATCHDOG_USEC"), *pid = getenv("WATCHDOG_PID");
+	unsigned long long us;
+	struct timeval tv;
+
+	if (usec == NULL || (pid != NULL && strtol(pid, NULL, 10) != (long)getpid()))
+		return;
+	us = strtoull(usec, NULL, 10) / 2;
+	if (us == 0 || (watchdog = event_new(base, -1, EV_PERSIST, on_watchdog, NULL)) == NULL)
+		return;
+	tv.tv_sec = (time_t)(us / 1000000);
+	tv.tv_usec = (suseconds_t)(us % 1000000);
+	if (event_add(watchdog, &tv) != 0)
+		log_msg(LOG_WARNING, "cannot keep systemd's watchdog fed");
+}
 
 static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -642,9 +669,12 @@ static int serve(struct config *cfg)
 	for (i = 0; i < 3; i++)
 		if (sigs[i] == NULL || event_add(sigs[i], NULL) != 0)
 			startup_fail("cannot handle signals: out of memory");
+	watchdog_start(base);
 	log_msg(LOG_INFO, "agentfsd %s listening on %s", PACKAGE_VERSION, cfg->socket_path);
 	report_ready(cfg);
 	event_base_dispatch(base);
+	if (watchdog != NULL)
+		event_free(watchdog);
 
 	fdstore_notify("STOPPING=1");
 	restart = bots_restarting();

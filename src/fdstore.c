@@ -232,6 +232,38 @@ int fdstore_take(const char *name)
 	return fd;
 }
 
+/*
+ * The socket the last agentfsd kept under name, if it still listens at
+ * path: then it is taken as it is, and a client that connected while no
+ * agentfsd ran, waiting in its backlog, is answered now, where a new socket
+ * would have refused it (ENOENT, ECONNREFUSED). -1: none (any other is closed).
+ */
+int fdstore_take_socket(const char *name, const char *path)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	socklen_t len;
+	int fd = fdstore_take(name), on = 0;
+
+	if (fd < 0)
+		return -1;
+	len = sizeof on;
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on) {
+		len = sizeof sa;
+		memset(&sa, 0, sizeof sa);
+		if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0 &&
+		    sa.sun_family == AF_UNIX &&
+		    strncmp(sa.sun_path, path, sizeof sa.sun_path) == 0 && lstat(path, &st) == 0 &&
+		    S_ISSOCK(st.st_mode) &&
+		    /* the loop accepts until EAGAIN: a blocking socket would stall it */
+		    (on = fcntl(fd, F_GETFL)) >= 0 &&
+		    ((on & O_NONBLOCK) || fcntl(fd, F_SETFL, on | O_NONBLOCK) == 0))
+			return fd;
+	}
+	close(fd);
+	return -1;
+}
+
 /* Each handed-over descriptor not yet taken: fn takes it (true) or leaves it. */
 void fdstore_handed_each(bool (*fn)(void *arg, const char *name, int fd), void *arg)
 {

@@ -778,34 +778,6 @@ static uid_t bot_socket_uid(const struct bot *b)
 	return b->uid_set && b->uid != 0 ? b->uid : b->owner_uid;
 }
 
-/*
- * Is fd, handed over by the last agentfsd, the socket listening at path?
- * Then it is taken as it is: a client that connected while no agentfsd
- * ran waits in its backlog and is answered now, where a new socket would
- * have refused it (ENOENT, ECONNREFUSED).
- */
-static bool socket_handed(int fd, const char *path)
-{
-	struct sockaddr_un sa;
-	struct stat st;
-	socklen_t len;
-	int on = 0;
-
-	len = sizeof on;
-	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0 || !on)
-		return false;
-	len = sizeof sa;
-	memset(&sa, 0, sizeof sa);
-	if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 || sa.sun_family != AF_UNIX ||
-	    strncmp(sa.sun_path, path, sizeof sa.sun_path) != 0)
-		return false;
-	if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
-		return false;
-	/* listener_ready accepts until EAGAIN: a blocking socket would stall the loop */
-	on = fcntl(fd, F_GETFL);
-	return on >= 0 && ((on & O_NONBLOCK) || fcntl(fd, F_SETFL, on | O_NONBLOCK) == 0);
-}
-
 /* A new socket bound at path, its mode set; -errno with err filled */
 static int socket_bind(struct server *srv, const char *path, struct bot *bot, char *err,
 		       size_t errlen)
@@ -879,10 +851,8 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 	}
 	snprintf(store_name, sizeof store_name, "%s%s", bot != NULL ? "bot." : "ctl",
 		 bot != NULL ? bot->name : "");
-	fd = fdstore_take(store_name);
-	handed = fd >= 0 && socket_handed(fd, path);
-	if (fd >= 0 && !handed)
-		close(fd);
+	fd = fdstore_take_socket(store_name, path);
+	handed = fd >= 0;
 	if (!handed && (fd = socket_bind(srv, path, bot, err, errlen)) < 0)
 		return fd;
 	ls = calloc(1, sizeof *ls);
