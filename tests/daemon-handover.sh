@@ -8,7 +8,10 @@
 # upgraded (another agentfsd binary over the same state), reloaded (SIGHUP),
 # and killed at each step of a handover, the old server's and the new one's
 # (AGENTFSD_TEST_CRASH): no call fails, every line and commit is there, and
-# the bot's mount is the same mount (unique mount id) all along. 50 bots with
+# the bot's mount is the same mount (unique mount id) all along. A name change
+# the server did but never answered before it was killed is answered by the
+# next one, and done once (mkdir, create O_EXCL, unlink, rename, link,
+# symlink, rmdir). 50 bots with
 # files held open across a restart keep them. A keeper killed ends the mounts
 # as a stop does, and the next agentfsd mounts afresh.
 . "$top_srcdir/tests/exec-lib.sh"
@@ -168,6 +171,47 @@ commits=$(printf '%s' "$gitout" | awk '{ print $2 }')
 is "$(hgit -C "$W/repo" rev-list --count HEAD)" $((commits + 1)) "every commit is in the repository"
 check "git fsck finds nothing wrong" hgit -C "$W/repo" fsck --no-progress
 [ "$total" -gt 100 ] || diag "only $total rounds were made"
+
+# --- a name change done but not answered: answered once, by the next agentfsd ---------------
+# AGENTFSD_TEST_CRASH=after:OPCODES kills the server right after it did such a
+# request (FUSE opcodes) and before it answered: the kernel sends it again to
+# the next server, which must answer what was done, not do it twice.
+crash_after()
+{
+	local ops=$1 desc=$2 op rc
+	shift 2
+	kill -TERM "$D_PID"
+	wait_until 10 eval '[ -z "$(daemon_pids)" ] && state_unlocked'
+	AGENTFSD_TEST_CRASH=after:$ops daemon_start || not_ok "$desc: start with the crash armed"
+	"$@" >"$T/crash.out" 2>&1 &
+	op=$!
+	wait_until 10 eval '[ -z "$(daemon_pids)" ] && state_unlocked' ||
+		diag "$desc: the server did not die doing it"
+	daemon_start || not_ok "$desc: the next agentfsd starts"
+	wait "$op"
+	rc=$?
+	is "$rc" 0 "$desc, the server killed before it answered: the call succeeds"
+	[ "$rc" = 0 ] || diag "$(cat "$T/crash.out")"
+}
+mkdir -p "$W/cr"
+echo a >"$W/cr/a"
+echo gone >"$W/cr/gone"
+own "$W/cr"
+crash_after 9 "mkdir" mkdir "$M/cr/dir"
+[ -d "$W/cr/dir" ] && ok "mkdir: the folder is there" || not_ok "mkdir: the folder is there"
+crash_after 35 "create with O_EXCL" sh -c 'set -C; echo x >"$1"' sh "$M/cr/excl"
+is "$(cat "$W/cr/excl" 2>&1)" x "create with O_EXCL: the file holds what was written"
+crash_after 10 "unlink" rm "$M/cr/gone"
+[ ! -e "$W/cr/gone" ] && ok "unlink: the file is gone" || not_ok "unlink: the file is gone"
+crash_after 12,45 "rename" mv "$M/cr/a" "$M/cr/b"
+is "$(cat "$W/cr/b" 2>&1)/$([ -e "$W/cr/a" ] && echo still)" "a/" "rename: moved once"
+crash_after 13 "link" ln "$M/cr/b" "$M/cr/b2"
+is "$(stat -c %h "$W/cr/b" 2>&1)" 2 "link: two names"
+crash_after 6 "symlink" ln -s b "$M/cr/sym"
+is "$(readlink "$W/cr/sym" 2>&1)" b "symlink: made"
+crash_after 11 "rmdir" rmdir "$M/cr/dir"
+[ ! -e "$W/cr/dir" ] && ok "rmdir: the folder is gone" || not_ok "rmdir: the folder is gone"
+is "$(mntid "$M")" "$mid" "after all that, the bot's mount is still the same mount"
 
 # --- 50 bots with open files, restarted together ----------------------------------------------
 files=()

@@ -33,7 +33,8 @@ DAEMON_TESTS = \
 	tests/cli-gone.sh \
 	tests/cli-escape.sh \
 	tests/daemon-log.sh \
-	tests/daemon-handover.sh
+	tests/daemon-handover.sh \
+	tests/daemon-systemd.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
 

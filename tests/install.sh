@@ -74,7 +74,10 @@ fi
 
 # --- the unit -----------------------------------------------------------------
 unit="$D$systemdsystemunitdir/agentfsd.service"
-is "$(grep -c '^Type=forking$' "$unit")" 1 "the unit's Type= is forking: agentfsd returns once it listens"
+is "$(grep -c '^Type=notify$' "$unit")" 1 "the unit's Type= is notify: agentfsd says READY=1 once it serves"
+is "$(sed -n 's/^FileDescriptorStoreMax=//p' "$unit")" 65536 \
+	"the unit keeps an fd store, where a restart keeps the mounts"
+is "$(sed -n 's/^ExecReload=//p' "$unit")" '/bin/kill -HUP $MAINPID' "systemctl reload sends SIGHUP"
 for bad in PrivateTmp ProtectSystem ProtectHome PrivateDevices PrivateMounts ProtectKernelTunables \
 	ProtectKernelModules ProtectKernelLogs ProtectControlGroups ReadOnlyPaths ReadWritePaths \
 	InaccessiblePaths TemporaryFileSystem BindPaths MountFlags RootDirectory ProtectProc; do
@@ -86,9 +89,9 @@ is "$exec_line" "$sbindir/agentfsd" "ExecStart runs the installed agentfsd"
 # As written, with the DESTDIR prefix and our configuration, socket and state.
 # shellcheck disable=SC2086
 if $D$exec_line --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE"; then
-	ok "the unit's ExecStart line starts agentfsd and returns (Type=forking)"
+	ok "the unit's ExecStart line starts agentfsd (without systemd it returns once it listens)"
 else
-	not_ok "the unit's ExecStart line starts agentfsd and returns (Type=forking)"
+	not_ok "the unit's ExecStart line starts agentfsd (without systemd it returns once it listens)"
 fi
 is "$(afs --json status | jget ok)" true "the daemon it started answers on the control socket"
 r=$(afs --json status)
