@@ -473,6 +473,7 @@ void inode_moved(struct fs_mount *m, struct inode *ino, struct inode *parent, co
 struct inode *inode_pin_parent(struct fs_mount *m, struct inode *ino, char **name);
 void inode_unpin(struct fs_mount *m, struct inode *ino);
 void inode_keep_open(struct fs_mount *m, struct inode *ino);
+void inode_opened(struct fs_mount *m, struct inode *i, int fd);
 
 /*
  * policy.c: one write-ish operation to decide. Unused inodes are NULL and

@@ -63,6 +63,36 @@ static bool handle_now(struct inode *i)
 	return true;
 }
 
+/*
+ * A file is opened while its mount is kept for a restart (keep.c): it gets
+ * its handle now if it has none, so that a server taking the mount over
+ * after a crash finds the open file by its handle even when its name is
+ * gone by then (a file removed while open, renamed on the host). One
+ * name_to_handle_at() on the open fd, once per file; none without a store.
+ */
+void inode_opened(struct fs_mount *m, struct inode *i, int fd)
+{
+	struct file_handle *h;
+	int mount_id, idx;
+	bool need;
+
+	pthread_mutex_lock(&m->fs->lock);
+	need = m->kept && i->handle == NULL && i->lazy;
+	pthread_mutex_unlock(&m->fs->lock);
+	if (!need || (h = handle_of(fd, &mount_id)) == NULL)
+		return;
+	pthread_mutex_lock(&m->fs->lock);
+	if (i->handle == NULL && (idx = mount_fd_index(m, mount_id, fd, i->type)) >= 0) {
+		i->handle = h;
+		h = NULL;
+		i->mount_fd_idx = idx;
+		i->lazy = false;
+		node_rec_handle(m, i);
+	}
+	pthread_mutex_unlock(&m->fs->lock);
+	free(h);
+}
+
 static bool evictable(const struct inode *i)
 {
 	return i->handle != NULL || i->lazy;

@@ -106,6 +106,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENFILE);
 		return;
 	}
+	inode_opened(m, i, nfd);
 	/* a handle that may write is counted, and refused on a sealed inode (seal.c) */
 	wr = open_writes(fi->flags);
 	checked = false;
@@ -261,6 +262,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		goto out;
 	}
 	i = ino_of(m, e.ino);
+	inode_opened(m, i, fd);
 	if (!excl && (r = create_existing(m, req, i, fd, (fi->flags & O_TRUNC) != 0)) != 0) {
 		close(fd);
 		inode_forget(m, i, 1);

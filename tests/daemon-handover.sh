@@ -221,22 +221,26 @@ for i in $(seq 50); do
 	files+=("$D_MNT/m$i/0/held")
 done
 wait_until 20 eval '[ "$(mounts_in "$D_MNT" | wc -l)" -ge 51 ]'
+# one more, removed while it is held: found again by its handle after a SIGKILL
+files+=("$D_MNT/m1/0/removed")
 "$RC" hold "${files[@]}" -- sh -c 'while [ ! -e "$1" ]; do sleep 0.05; done' sh "$T/many/go" \
 	>"$T/many/out" 2>&1 &
 hold=$!
 track_pid "$hold"
-wait_until 10 eval '[ "$(cat "$T"/many/b*/held 2>/dev/null | wc -l)" -eq 50 ]'
+wait_until 10 eval '[ "$(cat "$T"/many/b*/held "$T"/many/b1/removed 2>/dev/null | wc -l)" -eq 51 ]'
+rm "$T/many/b1/removed"
 ids=$(for i in 1 25 50; do mntid "$D_MNT/m$i/0"; done)
-kill -TERM "$D_PID"
-daemon_start || not_ok "agentfsd starts after the 50 bots' restart"
+# a SIGKILL first: no open file was kept, each is found again by its handle
 kill -KILL "$D_PID"
 wait_until 5 eval '[ -z "$(daemon_pids)" ] && state_unlocked'
 daemon_start || not_ok "agentfsd starts after a SIGKILL with 50 bots"
+kill -TERM "$D_PID"
+daemon_start || not_ok "agentfsd starts after the 50 bots' restart"
 wait_until 20 eval '[ "$(afs --json show m50 | jget "bot.mounts.0.state")" = mounted ]'
 touch "$T/many/go"
 wait "$hold"
-is "$?" 0 "50 held files, across a restart and a SIGKILL: written and read again"
-is "$(cat "$T/many/out")" "held 50 errors 0" "each one, with no error"
+is "$?" 0 "51 held files, across a SIGKILL and a restart: written, synced and read again"
+is "$(cat "$T/many/out")" "held 51 errors 0" "each one, one removed meanwhile too, with no error"
 is "$(for i in 1 25 50; do mntid "$D_MNT/m$i/0"; done)" "$ids" "their mounts are the same mounts"
 for i in $(seq 50); do afs rm "m$i" >/dev/null; done
 

@@ -16,8 +16,9 @@
  *       appended is "N" (the round): the test counts them.
  *   restart-client hold FILE... --  CMD...
  *       open each FILE for appending and hold it; run CMD; then append a
- *       line through each held descriptor and read the file back through
- *       it: prints "held N errors E"
+ *       line through each held descriptor, fsync it (a request that names
+ *       the open file, which the server must still know) and read the file
+ *       back through it: prints "held N errors E"
  *   restart-client systemd DIR -- CMD...
  *       a stand-in for systemd's side of Type=notify and the fd store:
  *       NOTIFY_SOCKET is DIR/notify.sock; every message is appended to
@@ -189,6 +190,8 @@ static int cmd_hold(int argc, char **argv)
 			continue;
 		if (write(fds[k], "after\n", 6) != 6)
 			err("append after", k);
+		if (fsync(fds[k]) != 0)
+			err("fsync", k);
 		r = pread(fds[k], buf, sizeof buf - 1, 0);
 		if (r != 13 || memcmp(buf, "before\nafter\n", 13) != 0) {
 			errno = r < 0 ? errno : EILSEQ;
