@@ -32,7 +32,7 @@ void keep_name(const struct fs_mount *m, char *buf, size_t len, const char *role
 	snprintf(buf, len, "m%016" PRIx64 ".%s", m->tab.hdr->key, role);
 }
 
-static void keep_one(struct fs_mount *m, const char *role, int fd)
+static int keep_one(struct fs_mount *m, const char *role, int fd)
 {
 	char name[64];
 	int r;
@@ -42,6 +42,7 @@ static void keep_one(struct fs_mount *m, const char *role, int fd)
 	if (r != 0)
 		fs_log(m->fs, FS_LOG_WARN, "%s: cannot keep %s for a restart: %s", m->mountpoint,
 		       role, strerror(-r));
+	return r;
 }
 
 static void unkeep_one(struct fs_mount *m, const char *role)
@@ -117,8 +118,8 @@ void keep_lock(struct fs_mount *m, uint64_t fh, int fd)
 	if (kept)
 		return;
 	snprintf(role, sizeof role, "fh%" PRIx64, fh);
-	keep_one(m, role, fd);
-	fh_set_kept(m, fh);
+	if (keep_one(m, role, fd) == 0)
+		fh_set_kept(m, fh);
 }
 
 /*

@@ -20,15 +20,37 @@
 #include <sys/un.h>
 
 /*
- * The socket the last connection reached, by device and inode: a daemon
- * that starts again makes a new one at the same path, so a client can tell
- * "it restarted" from "it stopped" when the connection ends.
+ * The socket the last connection reached, by device and inode, and the
+ * daemon that listened there (SO_PEERCRED): a daemon that starts afresh
+ * makes a new socket at the same path, and one that takes over from the
+ * last (agentfsd(8), RESTART AND UPGRADE) keeps the socket but is another
+ * process, so a client can tell "it restarted" from "it stopped" when the
+ * connection ends.
  */
 static struct {
 	dev_t dev;
 	ino_t ino;
 	bool set;
+	pid_t pid; /* 0: not known (another pid namespace) */
 } reached;
+
+/* Whether pid runs (a process killed but not reaped yet, a zombie, does not) */
+static bool alive(pid_t pid)
+{
+	pid_t ppid;
+	char st;
+
+	return proc_stat(pid, &st, &ppid, NULL) == 0 && st != 'Z' && st != 'X';
+}
+
+/* The process listening at fd's peer, as this pid namespace sees it; 0: not known */
+static pid_t peer_pid(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 ? cr.pid : 0;
+}
 
 /*
  * Inside `agentfs exec`, where agentfs itself is bound at EXEC_SELF and the
@@ -135,6 +157,7 @@ int client_connect(const char *path)
 		reached.dev = st.st_dev;
 		reached.ino = st.st_ino;
 	}
+	reached.pid = peer_pid(fd);
 	return fd;
 }
 
@@ -147,8 +170,9 @@ int client_connect(const char *path)
 const char *client_daemon_fate(const char *path)
 {
 	struct stat st;
-	bool alive;
+	bool answers;
 	char c = 0;
+	pid_t pid;
 	int fd;
 
 	if (stat(path, &st) != 0)
@@ -162,11 +186,22 @@ const char *client_daemon_fate(const char *path)
 	fd = connect_once(path);
 	if (fd < 0)
 		return "stopped";
-	alive = send(fd, "{\"op\":\"status\"}\n", 16, MSG_NOSIGNAL) == 16 &&
-		poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 3000) == 1 &&
-		read(fd, &c, 1) == 1 && c == '{';
+	pid = peer_pid(fd);
+	/*
+	 * The daemon it reached is gone but its socket was kept for the next
+	 * one: another listens there now (restarted), or none yet (its last
+	 * listener is still the dead one: stopped, and a request made now waits
+	 * for the next agentfsd).
+	 */
+	if (reached.pid > 0 && !alive(reached.pid)) {
+		close(fd);
+		return pid > 0 && pid != reached.pid ? "restarted" : "stopped";
+	}
+	answers = send(fd, "{\"op\":\"status\"}\n", 16, MSG_NOSIGNAL) == 16 &&
+		  poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 3000) == 1 &&
+		  read(fd, &c, 1) == 1 && c == '{';
 	close(fd);
-	return alive ? NULL : "stopped";
+	return answers ? NULL : "stopped";
 }
 
 /* The connection to path ended with no reply to a request: say why, and die. */

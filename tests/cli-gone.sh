@@ -33,7 +33,12 @@ mkdir -p "$W"
 own "$W"
 daemon_start || bail_out "agentfsd did not start"
 check "create w1" afs create w1 "$W" --no-network
+# and its keeper: nothing holds the sockets for a next agentfsd (agentfsd(8),
+# RESTART AND UPGRADE; with it a client waits for the next one instead)
+keeper=$(keeper_pids)
 daemon_kill9 || bail_out "agentfsd did not die"
+kill -KILL $keeper
+wait_until 5 eval '[ -z "$(keeper_pids)" ]'
 fails "a socket left from a killed daemon: nothing listens there, the daemon that made it stopped" \
 	"cannot connect to agentfsd at $D_SOCK: nothing listens there: the agentfsd that made it stopped" \
 	afs ls
