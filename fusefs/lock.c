@@ -116,11 +116,10 @@ void lock_queue(struct fs *fs, struct lock_wait *w)
 }
 
 /*
- * A file handle is released: its waiters go, answered EBADF, before its fd
- * is closed, so none is retried on a file that reuses the number. The lock
- * thread tries waiters under lk_lock, so none is mid-try on fd here.
+ * The waiters of fd, or of every fd of m when m is given, taken out of the
+ * queue: a list through next, theirs to answer.
  */
-static void lock_drop_where(struct fs *fs, int fd, const struct fs_mount *m, int err)
+static struct lock_wait *lock_take_where(struct fs *fs, int fd, const struct fs_mount *m)
 {
 	struct lock_wait *w, **pp, *done = NULL;
 
@@ -135,6 +134,18 @@ static void lock_drop_where(struct fs *fs, int fd, const struct fs_mount *m, int
 		done = w;
 	}
 	pthread_mutex_unlock(&fs->lk_lock);
+	return done;
+}
+
+/*
+ * A file handle is released: its waiters go, answered EBADF, before its fd
+ * is closed, so none is retried on a file that reuses the number. The lock
+ * thread tries waiters under lk_lock, so none is mid-try on fd here.
+ */
+static void lock_drop_where(struct fs *fs, int fd, const struct fs_mount *m, int err)
+{
+	struct lock_wait *w, *done = lock_take_where(fs, fd, m);
+
 	while ((w = done) != NULL) {
 		done = w->next;
 		lock_reply(w, err);
@@ -154,19 +165,8 @@ void lock_drop(struct fs *fs, int fd)
  */
 void lock_abandon_mount(struct fs *fs, struct fs_mount *m, bool reply_eintr)
 {
-	struct lock_wait *w, **pp, *done = NULL;
+	struct lock_wait *w, *done = lock_take_where(fs, -1, m);
 
-	pthread_mutex_lock(&fs->lk_lock);
-	for (pp = &fs->lk_head; (w = *pp) != NULL;) {
-		if (w->m != m) {
-			pp = &w->next;
-			continue;
-		}
-		*pp = w->next;
-		w->next = done;
-		done = w;
-	}
-	pthread_mutex_unlock(&fs->lk_lock);
 	while ((w = done) != NULL) {
 		done = w->next;
 		if (reply_eintr) {

@@ -400,19 +400,28 @@ uint64_t fh_new(struct fs_mount *m, struct inode *i, int fd, uint32_t flags, int
 	return (uint64_t)gen << 32 | idx;
 }
 
+/* fh's entry while it is open, or NULL (fs->lock held) */
+static struct fh_ent *fh_find(struct fs_mount *m, uint64_t fh)
+{
+	uint32_t idx = (uint32_t)fh;
+	struct fh_ent *f;
+
+	if (idx == 0 || (f = slot_find(m->tab.fhs, idx, FH_SHIFT, FH_CHUNKS)) == NULL)
+		return NULL;
+	f += idx & (FH_CHUNK - 1);
+	if (atomic_load_explicit(&f->gen, memory_order_relaxed) != (uint32_t)(fh >> 32))
+		return NULL;
+	return f;
+}
+
 /* fh is released: its slot goes back (its fd is the caller's to close) */
 void fh_gone(struct fs_mount *m, uint64_t fh)
 {
 	uint32_t idx = (uint32_t)fh;
 	struct fh_ent *f;
 
-	if (idx == 0)
-		return;
 	pthread_mutex_lock(&m->fs->lock);
-	f = slot_find(m->tab.fhs, idx, FH_SHIFT, FH_CHUNKS);
-	f = f != NULL ? f + (idx & (FH_CHUNK - 1)) : NULL;
-	if (f != NULL &&
-	    atomic_load_explicit(&f->gen, memory_order_relaxed) == (uint32_t)(fh >> 32)) {
+	if ((f = fh_find(m, fh)) != NULL) {
 		fh_rec(m, idx)->gen = 0;
 		atomic_fetch_add_explicit(&f->gen, 1, memory_order_relaxed);
 		f->fd = -1;
@@ -429,13 +438,8 @@ void fh_set_kept(struct fs_mount *m, uint64_t fh)
 	uint32_t idx = (uint32_t)fh;
 	struct fh_ent *f;
 
-	if (idx == 0)
-		return;
 	pthread_mutex_lock(&m->fs->lock);
-	f = slot_find(m->tab.fhs, idx, FH_SHIFT, FH_CHUNKS);
-	f = f != NULL ? f + (idx & (FH_CHUNK - 1)) : NULL;
-	if (f != NULL &&
-	    atomic_load_explicit(&f->gen, memory_order_relaxed) == (uint32_t)(fh >> 32)) {
+	if ((f = fh_find(m, fh)) != NULL) {
 		f->flags |= FHF_KEPT;
 		fh_rec(m, idx)->flags = f->flags;
 	}

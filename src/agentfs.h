@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <cjson/cJSON.h>
@@ -249,6 +250,7 @@ bool log_uses_stderr(void);
 void log_set_name(const char *name);
 
 /* fdstore.c: descriptors that outlive agentfsd (systemd's fd store, or the keeper) */
+struct sockaddr_un;
 enum fdstore_kind { FDSTORE_NONE, FDSTORE_KEEPER, FDSTORE_SYSTEMD };
 int fdstore_early(void);
 int fdstore_open(const char *state_dir, unsigned grace, char *err, size_t errlen);
@@ -262,6 +264,8 @@ void fdstore_handed_done(void);
 void fdstore_notify(const char *msg);
 void fdstore_release(const char *state_dir);
 void fdstore_set_grace(unsigned seconds);
+int fdstore_send(int s, const struct sockaddr_un *to, socklen_t tolen, const char *msg, int fd);
+ssize_t fdstore_recv(int s, char *buf, size_t len, int *fd);
 
 /* keeper.c: agentfsd --keeper */
 int keeper_main(int argc, char **argv);

@@ -218,7 +218,8 @@ static int config_read(struct config *cfg, const char *file, char *err, size_t l
 			if (cfg->log_target == NULL)
 				return -ENOMEM;
 		} else if (strcmp(v->string, "max_changes") == 0) {
-			if (cfg_uint(v, "max_changes", 1, 10000000, &cfg->max_changes, err, len) != 0)
+			if (cfg_uint(v, "max_changes", 1, 10000000, &cfg->max_changes, err, len) !=
+			    0)
 				return -EINVAL;
 		} else if (strcmp(v->string, "changes_memory") == 0) {
 			if (cfg_uint(v, "changes_memory", 16, 65536, &cfg->changes_memory, err,
@@ -271,6 +272,14 @@ static bool same_str(const char *a, const char *b)
 	return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
 }
 
+/* What a configuration file does not say (agentfsd(8)) */
+#define CONFIG_DEFAULTS                                                                            \
+	{                                                                                          \
+		.default_sandbox = SANDBOX_WORKSPACE_WRITE, .workers = 4, .max_bots = 200,         \
+		.max_clients = 4096, .max_changes = 100000, .changes_memory = 256,                 \
+		.restart_grace = RESTART_GRACE_DEFAULT,                                            \
+	}
+
 /*
  * SIGHUP: the configuration file read again, whole, into a copy; if it is
  * valid, what can change while bots run takes effect at once (defaults
@@ -279,15 +288,7 @@ static bool same_str(const char *a, const char *b)
  */
 static int config_reload(struct config *cfg, char *err, size_t len)
 {
-	struct config n = {
-		.default_sandbox = SANDBOX_WORKSPACE_WRITE,
-		.workers = 4,
-		.max_bots = 200,
-		.max_clients = 4096,
-		.max_changes = 100000,
-		.changes_memory = 256,
-		.restart_grace = RESTART_GRACE_DEFAULT,
-	};
+	struct config n = CONFIG_DEFAULTS;
 	struct paths tmp;
 
 	if (cfg->config_file != NULL && config_read(&n, cfg->config_file, err, len) != 0) {
@@ -295,15 +296,13 @@ static int config_reload(struct config *cfg, char *err, size_t len)
 		return -EINVAL;
 	}
 	if (n.workers != cfg->workers || n.poll_set != cfg->poll_set ||
-	    (n.poll_set && n.poll_us != cfg->poll_us) ||
-	    (n.group == NULL) != (cfg->group == NULL) ||
-	    (n.group != NULL && strcmp(n.group, cfg->group) != 0) ||
+	    (n.poll_set && n.poll_us != cfg->poll_us) || !same_str(n.group, cfg->group) ||
 	    n.max_changes != cfg->max_changes || n.changes_memory != cfg->changes_memory ||
-	    !same_str(n.bwrap, cfg->bwrap))
+	    !same_str(n.bwrap, cfg->bwrap) || !same_str(n.log_target, cfg->log_target))
 		log_msg(LOG_WARNING,
-			"SIGHUP: workers, poll_us, max_changes, changes_memory, group and bwrap "
-			"take effect at the next start (systemctl restart agentfsd keeps the "
-			"mounts)");
+			"SIGHUP: workers, poll_us, max_changes, changes_memory, group, bwrap and "
+			"log_target take effect at the next start (systemctl restart agentfsd "
+			"keeps the mounts)");
 	cfg->default_sandbox = n.default_sandbox;
 	cfg->default_network = n.default_network;
 	tmp = cfg->extra_writable;
@@ -699,15 +698,7 @@ static int serve(struct config *cfg)
 
 int main(int argc, char **argv)
 {
-	struct config cfg = {
-		.default_sandbox = SANDBOX_WORKSPACE_WRITE,
-		.workers = 4,
-		.max_bots = 200,
-		.max_clients = 4096,
-		.max_changes = 100000,
-		.changes_memory = 256,
-		.restart_grace = RESTART_GRACE_DEFAULT,
-	};
+	struct config cfg = CONFIG_DEFAULTS;
 	struct opts o = {0};
 	char err[1024];
 	int r, top;

@@ -110,7 +110,8 @@ out:
 	return top;
 }
 
-static int send_fd(int s, const struct sockaddr_un *to, socklen_t tolen, const char *msg, int fd)
+/* A datagram or message msg to s (to: its address, or NULL), carrying fd unless -1; 0 or -errno */
+int fdstore_send(int s, const struct sockaddr_un *to, socklen_t tolen, const char *msg, int fd)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = {(void *)msg, strlen(msg)};
@@ -133,11 +134,48 @@ static int send_fd(int s, const struct sockaddr_un *to, socklen_t tolen, const c
 	return sendmsg(s, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
+/*
+ * One message from s into buf (a string) and the one descriptor it carries
+ * (-1: none; any more are closed, one a message): its length, 0 at the
+ * end, -1 with errno.
+ */
+ssize_t fdstore_recv(int s, char *buf, size_t len, int *fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+	struct iovec iov = {buf, len - 1};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof cbuf};
+	struct cmsghdr *c;
+	ssize_t n;
+	int k, nfd, got;
+
+	*fd = -1;
+	n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -1;
+	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (k = 0; k < nfd; k++) {
+			memcpy(&got, CMSG_DATA(c) + k * sizeof(int), sizeof got);
+			if (*fd < 0)
+				*fd = got;
+			else
+				close(got);
+		}
+	}
+	buf[n] = '\0';
+	return n;
+}
+
 /* A message to systemd (READY=1, STOPPING=1, ...); nothing without systemd. */
 void fdstore_notify(const char *msg)
 {
 	if (fds.kind == FDSTORE_SYSTEMD)
-		send_fd(fds.sock, &fds.addr, fds.addr_len, msg, -1);
+		fdstore_send(fds.sock, &fds.addr, fds.addr_len, msg, -1);
 }
 
 static int keeper_start(const struct sockaddr_un *sa, const char *state_dir, unsigned grace,
@@ -167,7 +205,7 @@ static int keeper_spawn(void)
 		return -1;
 	}
 	snprintf(msg, sizeof msg, "G%u", fds.grace);
-	return send_fd(fds.sock, NULL, 0, msg, -1);
+	return fdstore_send(fds.sock, NULL, 0, msg, -1);
 }
 
 /* Keep fd under name (a duplicate: fd stays the caller's); 0 or -errno. */
@@ -178,12 +216,12 @@ int fdstore_put(const char *name, int fd)
 	switch (fds.kind) {
 	case FDSTORE_SYSTEMD:
 		snprintf(msg, sizeof msg, "FDSTORE=1\nFDNAME=%s", name);
-		return send_fd(fds.sock, &fds.addr, fds.addr_len, msg, fd);
+		return fdstore_send(fds.sock, &fds.addr, fds.addr_len, msg, fd);
 	case FDSTORE_KEEPER:
 		if (fds.sock < 0 && keeper_spawn() != 0)
 			return -EPIPE;
 		snprintf(msg, sizeof msg, "P%s", name);
-		return send_fd(fds.sock, NULL, 0, msg, fd);
+		return fdstore_send(fds.sock, NULL, 0, msg, fd);
 	default:
 		return -ENOTSUP;
 	}
@@ -197,12 +235,12 @@ void fdstore_drop(const char *name)
 	switch (fds.kind) {
 	case FDSTORE_SYSTEMD:
 		snprintf(msg, sizeof msg, "FDSTOREREMOVE=1\nFDNAME=%s", name);
-		send_fd(fds.sock, &fds.addr, fds.addr_len, msg, -1);
+		fdstore_send(fds.sock, &fds.addr, fds.addr_len, msg, -1);
 		break;
 	case FDSTORE_KEEPER:
 		snprintf(msg, sizeof msg, "D%s", name);
 		if (fds.sock >= 0)
-			send_fd(fds.sock, NULL, 0, msg, -1);
+			fdstore_send(fds.sock, NULL, 0, msg, -1);
 		break;
 	default:
 		break;
@@ -297,42 +335,18 @@ void fdstore_handed_done(void)
 	pthread_mutex_unlock(&fds.lock);
 }
 
-/* One message from the keeper with the descriptor it carries: its length, or -1 */
-static ssize_t keeper_recv(char *buf, size_t len, int *fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
-	struct iovec iov = {buf, len - 1};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof cbuf};
-	struct cmsghdr *c;
-	ssize_t n;
-
-	*fd = -1;
-	n = recvmsg(fds.sock, &mh, MSG_CMSG_CLOEXEC);
-	if (n <= 0)
-		return -1;
-	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len >= CMSG_LEN(sizeof(int)))
-			memcpy(fd, CMSG_DATA(c), sizeof *fd);
-	buf[n] = '\0';
-	return n;
-}
-
 /* Everything a running keeper holds, as handed over; 0 or -errno */
 static int keeper_list(char *err, size_t errlen)
 {
 	char buf[512];
 	int fd, r;
 
-	if ((r = send_fd(fds.sock, NULL, 0, "L", -1)) != 0) {
+	if ((r = fdstore_send(fds.sock, NULL, 0, "L", -1)) != 0) {
 		snprintf(err, errlen, "the keeper: %s", strerror(-r));
 		return r;
 	}
 	for (;;) {
-		if (keeper_recv(buf, sizeof buf, &fd) < 0) {
+		if (fdstore_recv(fds.sock, buf, sizeof buf, &fd) <= 0) {
 			snprintf(err, errlen,
 				 "the keeper ended while handing its descriptors over");
 			return -EPIPE;
@@ -470,7 +484,7 @@ int fdstore_open(const char *state_dir, unsigned grace, char *err, size_t errlen
 	if ((r = keeper_list(err, errlen)) != 0)
 		return r;
 	snprintf(msg, sizeof msg, "G%u", grace);
-	return send_fd(fds.sock, NULL, 0, msg, -1);
+	return fdstore_send(fds.sock, NULL, 0, msg, -1);
 }
 
 /* The keeper's grace period, from a configuration read again */
@@ -482,7 +496,7 @@ void fdstore_set_grace(unsigned seconds)
 	if (fds.kind != FDSTORE_KEEPER || fds.sock < 0)
 		return;
 	snprintf(msg, sizeof msg, "G%u", seconds);
-	send_fd(fds.sock, NULL, 0, msg, -1);
+	fdstore_send(fds.sock, NULL, 0, msg, -1);
 }
 
 /* agentfs shutdown: the store lets go of everything (mounts end as a stop ends them). */
@@ -492,7 +506,7 @@ void fdstore_release(const char *state_dir)
 
 	if (fds.kind != FDSTORE_KEEPER || fds.sock < 0)
 		return;
-	send_fd(fds.sock, NULL, 0, "R", -1);
+	fdstore_send(fds.sock, NULL, 0, "R", -1);
 	snprintf(path, sizeof path, "%s/keeper.sock", state_dir);
 	unlink(path);
 }

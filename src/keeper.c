@@ -127,61 +127,6 @@ static void drop_all(void)
 	nkept = 0;
 }
 
-/* One message and the descriptor it carries (-1: none); its length, 0 at the end, -1 */
-static ssize_t recv_one(int s, char *buf, size_t len, int *fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
-	struct iovec iov = {buf, len - 1};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof cbuf};
-	struct cmsghdr *c;
-	ssize_t n;
-	int k, nfd;
-
-	*fd = -1;
-	n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-	if (n < 0)
-		return -1;
-	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (k = 0; k < nfd; k++) {
-			int got;
-
-			memcpy(&got, CMSG_DATA(c) + k * sizeof(int), sizeof got);
-			if (*fd < 0)
-				*fd = got;
-			else
-				close(got); /* one a message */
-		}
-	}
-	buf[n] = '\0';
-	return n;
-}
-
-static int send_one(int s, const char *msg, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {(void *)msg, strlen(msg)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	struct cmsghdr *c;
-
-	if (fd >= 0) {
-		memset(cbuf, 0, sizeof cbuf);
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof cbuf;
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof fd);
-	}
-	return sendmsg(s, &mh, MSG_NOSIGNAL) < 0 ? -1 : 0;
-}
-
 static void send_all(int s)
 {
 	char msg[512];
@@ -191,11 +136,11 @@ static void send_all(int s)
 	for (b = 0; b < KEEPER_NBUCKETS; b++)
 		for (k = buckets[b]; k != NULL; k = k->next) {
 			snprintf(msg, sizeof msg, "F%s", k->name);
-			if (send_one(s, msg, k->fd) == 0)
+			if (fdstore_send(s, NULL, 0, msg, k->fd) == 0)
 				n++;
 		}
 	snprintf(msg, sizeof msg, "E%zu", n);
-	send_one(s, msg, -1);
+	fdstore_send(s, NULL, 0, msg, -1);
 }
 
 /* A name: printable, no blank, at most 255 bytes (systemd's FDNAME rules, less ':') */
@@ -218,7 +163,7 @@ static bool serve_one(int s, unsigned *grace)
 	ssize_t n;
 	int fd;
 
-	n = recv_one(s, buf, sizeof buf, &fd);
+	n = fdstore_recv(s, buf, sizeof buf, &fd);
 	if (n <= 0)
 		return n < 0 && (errno == EINTR || errno == EAGAIN);
 	switch (buf[0]) {
