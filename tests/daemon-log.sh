@@ -52,7 +52,7 @@ sh -c 'echo x >"$1"' sh "$D_MNT/b1/0/.git/hooks/evil
 line"$'\e]0;title\a' 2>/dev/null
 expect_ok "shutdown" "$(afs --json shutdown)"
 daemon_wait_gone 10
-like "$(head -n 1 "$T/named.log")" "^[0-9T:-]+ agentfsd\\[[0-9]+\\]: agentfsd .* listening on $D_SOCK$" \
+like "$(grep -m 1 ' listening on ' "$T/named.log")" "^[0-9T:-]+ agentfsd\\[[0-9]+\\]: agentfsd .* listening on $D_SOCK$" \
 	"--log-target file:PATH: the start, with time and pid"
 like "$(cat "$T/named.log")" "refused create of .*/hooks/evil\\\\nline\\\\x1b\\]0;title\\\\x07" \
 	"a refused name with a newline and escapes is logged escaped"
