@@ -21,6 +21,10 @@
  *   inode.c        inodes: lookups, references, the O_PATH fd cache, file handles
  *   table.c        the tables ids index: node ids, open handles, (dev, ino); their
  *                  records in the mount's table memfd, which outlive the process
+ *   keep.c         what outlives the process for a restart: the mounts' /dev/fuse
+ *                  descriptors, tables and locked files in the fd store; fs_handover
+ *   restore.c      taking a kept mount over: fs_adopt, the same kernel mount
+ *   journal.c      requests a killed server did but never answered, answered once
  *   policy.c       the one policy check, classes, refusals and change events
  *   decide.c       decision holds: a check and its name change as one step
  *   seal.c         content-checked renames and writes (X2, X4), ns_lock
