@@ -467,6 +467,7 @@ static void restore_fhs(struct fs_mount *m, struct handed_mount *hm)
 			lost++; /* its calls fail with EBADF; its release frees it */
 			r->flags &= ~FHF_KEPT;
 			f->flags = 0;
+			fs_handle_add(m); /* and gives back its share, as any release */
 			continue;
 		}
 		f->fd = fd;
