@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,19 @@ static void handed_close(struct handed_mount *hm)
 	hm->hdr = NULL;
 }
 
+/*
+ * Has the kernel ended hm's connection (its last mount went: unmounted
+ * from outside and no longer held)? /dev/fuse polls POLLERR then. Its
+ * mount id is free again and may be another mount's now, even one this
+ * server just made at the same mount point: nothing may be done by it.
+ */
+static bool handed_dead(const struct handed_mount *hm)
+{
+	struct pollfd p = {.fd = hm->fuse, .events = POLLIN};
+
+	return hm->fuse >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLNVAL));
+}
+
 /* A handed mount no server takes: its connection ends, its kernel mount goes, the store lets go */
 static void handed_end(struct fs *fs, struct handed_mount *hm)
 {
@@ -187,7 +201,7 @@ static void handed_end(struct fs *fs, struct handed_mount *hm)
 	size_t k;
 
 	hm->done = true;
-	if (hm->hdr != NULL)
+	if (hm->hdr != NULL && !handed_dead(hm))
 		mount_end(fs, hm->hdr->mnt_id);
 	if (fs->p.unkeep != NULL) {
 		static const char *const roles[] = {"table", "fuse", "clone", "root"};
@@ -261,6 +275,8 @@ static const char *hdr_unusable(const struct handed_mount *hm, const struct fs_m
 	if (hm->fuse < 0 || hm->root < 0)
 		return "its /dev/fuse or source descriptor was not handed over";
 	/* unmounted from outside meanwhile (a lost root): mounted afresh, as a restart always did */
+	if (handed_dead(hm))
+		return "its connection has ended (unmounted from outside)";
 	if (mountinfo_path_of(h->mnt_id, path, sizeof path) != 0 ||
 	    strcmp(path, h->mountpoint) != 0)
 		return "it is no longer mounted there";
