@@ -6,9 +6,16 @@
  *   benchtool cproj DIR NFILES       C project: NFILES .c files, a header, a Makefile
  *   benchtool churn DIR NFILES       create+write, stat, then unlink NFILES files
  *   benchtool bigfile FILE MIB       FILE of MIB MiB of pseudo-random bytes
+ *   benchtool probe FILE SECONDS     for bench/restart: statx FILE with
+ *                                    AT_STATX_FORCE_SYNC (a request to the
+ *                                    server every time) every 5 ms until SECONDS pass or
+ *                                    FILE.stop exists; print each call slower
+ *                                    than 2 ms as "END_NS DURATION_US" (monotonic)
+ *   benchtool now                    CLOCK_MONOTONIC in ns, as probe prints it
  *
  * Built by bench/run with plain `cc -O2`; not part of the package build.
  */
+#define _GNU_SOURCE /* statx */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -17,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static void die(const char *fmt, ...)
@@ -203,6 +211,34 @@ static int cmd_churn(const char *dir, long nfiles)
 	return 0;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A bot waiting on the server: how long each call waited while it restarted (bench/restart). */
+static int cmd_probe(const char *file, long seconds)
+{
+	uint64_t end = now_ns() + (uint64_t)seconds * 1000000000u, t0, t1;
+	char stop[4096];
+	struct statx x;
+
+	snprintf(stop, sizeof stop, "%s.stop", file);
+	while ((t0 = now_ns()) < end && access(stop, F_OK) != 0) {
+		if (statx(AT_FDCWD, file, AT_STATX_FORCE_SYNC, STATX_SIZE, &x) != 0)
+			die("statx %s", file);
+		t1 = now_ns();
+		if (t1 - t0 > 2000000)
+			printf("%llu %llu\n", (unsigned long long)t1,
+			       (unsigned long long)((t1 - t0) / 1000));
+		usleep(5000); /* a bot at work, not a flood: 200 calls a second */
+	}
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
 static int cmd_bigfile(const char *file, long mib)
 {
 	static uint64_t buf[1 << 17]; /* 1 MiB */
@@ -227,8 +263,12 @@ int main(int argc, char **argv)
 {
 	long n;
 
+	if (argc == 2 && strcmp(argv[1], "now") == 0) { /* CLOCK_MONOTONIC, as probe's */
+		printf("%llu\n", (unsigned long long)now_ns());
+		return 0;
+	}
 	if (argc != 4) {
-		fprintf(stderr, "usage: benchtool tree|cproj|churn|bigfile PATH N\n");
+		fprintf(stderr, "usage: benchtool tree|cproj|churn|bigfile|probe PATH N\n");
 		return 2;
 	}
 	n = strtol(argv[3], NULL, 10);
@@ -238,6 +278,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "tree") == 0)
 		return cmd_tree(argv[2], n);
+	if (strcmp(argv[1], "probe") == 0)
+		return cmd_probe(argv[2], n);
 	if (strcmp(argv[1], "cproj") == 0)
 		return cmd_cproj(argv[2], n);
 	if (strcmp(argv[1], "churn") == 0)
