@@ -238,6 +238,7 @@ void raise_nofile(void);
 int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start);
 long proc_real_uid(pid_t pid);
 char *prog_trusted(const char *path, char *why, size_t len);
+int dir_trusted(const char *path, const char *shown, const char *what, char *why, size_t len);
 char *prog_find_trusted(const char *prog, const char *search, char *why, size_t len);
 
 /* log.c */

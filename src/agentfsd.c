@@ -590,12 +590,62 @@ static int settle_config(struct config *cfg, const struct opts *o)
  * over for a restart says so in the lock file: the next one then waits for
  * it to finish (up to 10 s) rather than refuse.
  */
+/*
+ * The folders root goes on using by path (the sockets' folder, SOCKET.d, the
+ * state and its mnt): no one else may be able to change where they lead, or
+ * a symbolic link swapped in there would have root bind, chown and chmod a
+ * socket, or write the state, wherever the link points (dir_trusted).  Asked
+ * before they are made (of the part of each that exists: nothing is made in
+ * a folder that fails) and after.
+ */
+static int dir_checked(const char *path, char *err, size_t len)
+{
+	char *p = strdup(path), *slash;
+	struct stat st;
+	int r;
+
+	if (p == NULL) {
+		snprintf(err, len, "out of memory");
+		return -1;
+	}
+	while (lstat(p, &st) != 0 && (slash = strrchr(p, '/')) != NULL)
+		slash[slash == p] = '\0'; /* "/" stays */
+	r = dir_trusted(p, path, "agentfsd keeps its sockets and state there as root", err, len);
+	free(p);
+	return r;
+}
+
+static int daemon_dirs_trusted(const struct config *cfg, char *err, size_t len)
+{
+	char *sockdir = strdup(cfg->socket_path), *sockd = NULL, *slash;
+	int r = -1;
+
+	if (sockdir == NULL || asprintf(&sockd, "%s.d", cfg->socket_path) < 0) {
+		snprintf(err, len, "out of memory");
+		free(sockdir);
+		return -1;
+	}
+	/* the socket's folder: "/" for "/x.sock" */
+	slash = strrchr(sockdir, '/');
+	if (slash != NULL)
+		slash[slash == sockdir] = '\0';
+	if (dir_checked(sockdir, err, len) == 0 && dir_checked(sockd, err, len) == 0 &&
+	    dir_checked(cfg->state_dir, err, len) == 0 &&
+	    dir_checked(cfg->mount_dir, err, len) == 0)
+		r = 0;
+	free(sockdir);
+	free(sockd);
+	return r;
+}
+
 static void take_state(const struct config *cfg, bool foreground)
 {
 	char *dir, note[32], err[1024];
 	ssize_t n;
 	int fd, tries;
 
+	if (daemon_dirs_trusted(cfg, err, sizeof err) != 0)
+		startup_fail("%s; nothing was started", err);
 	dir = strdup(cfg->socket_path);
 	if (dir == NULL || strrchr(dir, '/') == NULL)
 		startup_fail("out of memory");
@@ -608,6 +658,8 @@ static void take_state(const struct config *cfg, bool foreground)
 	free(dir);
 	if (mkdir_p(cfg->state_dir, 0700) != 0 || mkdir_p(cfg->mount_dir, 0755) != 0)
 		startup_fail("cannot make %s: %s", cfg->mount_dir, strerror(errno));
+	if (daemon_dirs_trusted(cfg, err, sizeof err) != 0)
+		startup_fail("%s; nothing was started", err);
 	if (plan_dirs(cfg, err, sizeof err) != 0)
 		startup_fail("%s", err);
 	if (log_open(cfg->log_target, foreground, cfg->state_dir, err, sizeof err) != 0)

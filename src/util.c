@@ -480,37 +480,42 @@ void raise_nofile(void)
 #define NTFS3_MAGIC 0x7366746e
 #define NTFS_MAGIC 0x5346544e
 
-/*
- * A program agentfs runs for a bot must be one no bot could have written
- * (bwrap runs as root, or as the operator the bot runs as, outside the
- * sandbox): the file and every folder above it (symbolic links resolved)
- * belong to root or to this process's user and no one else may write them
- * (a sticky folder's children owned by root or this user excepted), and it
- * is on no FUSE file system (a bot's root) nor one whose owners are a mount
- * option. The resolved path, which is what must be run, or NULL with why.
- */
-char *prog_trusted(const char *path, char *why, size_t len)
+/* A file system whose owners prove nothing: a bot's root (FUSE) or one whose owners are a mount option */
+static bool fs_owners_unproven(const char *real, const char *refusal, char *why, size_t len)
 {
-	char *real = realpath(path, NULL), *walk = NULL, *cut;
 	struct statfs sfs;
-	struct stat st;
-	bool child_ok = true;
 
-	if (real == NULL || (walk = strdup(real)) == NULL) {
-		snprintf(why, len, "cannot resolve %s: %s", path, strerror(errno));
-		goto fail;
-	}
 	if (statfs(real, &sfs) != 0) {
 		snprintf(why, len, "cannot check %s: %s", real, strerror(errno));
-		goto fail;
+		return true;
 	}
 	if (sfs.f_type == FUSE_MAGIC || sfs.f_type == MSDOS_MAGIC || sfs.f_type == EXFAT_MAGIC ||
 	    sfs.f_type == NTFS3_MAGIC || sfs.f_type == NTFS_MAGIC) {
 		snprintf(why, len,
 			 "%s is on a file system whose owners prove nothing (FUSE, FAT, exFAT, "
-			 "NTFS): agentfs will not run it for a bot",
-			 real);
-		goto fail;
+			 "NTFS): %s",
+			 real, refusal);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * REAL (a resolved path) and every folder above it belong to root or to
+ * this process's user and no one else may write them (a sticky folder's
+ * children owned by root or this user excepted).  False with why, which
+ * names PATH (as given) and says it must be so because of WHAT.
+ */
+static bool chain_trusted(const char *real, const char *path, const char *what, char *why,
+			  size_t len)
+{
+	char *walk = strdup(real), *cut;
+	struct stat st;
+	bool child_ok = true, ok = false;
+
+	if (walk == NULL) {
+		snprintf(why, len, "out of memory");
+		return false;
 	}
 	/* the file, then each folder above it: WALK is cut one name shorter each time */
 	for (;;) {
@@ -518,36 +523,119 @@ char *prog_trusted(const char *path, char *why, size_t len)
 
 		if (stat(at, &st) != 0) {
 			snprintf(why, len, "cannot check %s: %s", at, strerror(errno));
-			goto fail;
+			break;
 		}
 		if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
 		    ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
 		     !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && child_ok))) {
 			snprintf(why, len,
-				 "%s is not trusted: agentfs runs it for a bot, so it and every "
-				 "folder above it must belong to root and be writable by no one "
-				 "else (%s: owner uid %u, mode %04o)",
-				 path, at, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-			goto fail;
+				 "%s is not trusted: %s, so it and every folder above it must "
+				 "belong to root and be writable by no one else (%s: owner uid %u, "
+				 "mode %04o)",
+				 path, what, at, (unsigned)st.st_uid,
+				 (unsigned)(st.st_mode & 07777));
+			break;
 		}
 		child_ok = st.st_uid == 0 || st.st_uid == geteuid();
-		if (!*walk)
+		if (!*walk) {
+			ok = true;
 			break;
+		}
 		cut = strrchr(walk, '/');
 		*cut = '\0';
 	}
 	free(walk);
+	return ok;
+}
+
+/*
+ * A program agentfs runs for a bot must be one no bot could have written
+ * (bwrap runs as root, or as the operator the bot runs as, outside the
+ * sandbox): its resolved path passes chain_trusted, and it is on no FUSE
+ * file system (a bot's root) nor one whose owners are a mount option. The
+ * resolved path, which is what must be run, or NULL with why.
+ */
+char *prog_trusted(const char *path, char *why, size_t len)
+{
+	char *real = realpath(path, NULL);
+
+	if (real == NULL) {
+		snprintf(why, len, "cannot resolve %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fs_owners_unproven(real, "agentfs will not run it for a bot", why, len) ||
+	    !chain_trusted(real, path, "agentfs runs it for a bot", why, len)) {
+		free(real);
+		return NULL;
+	}
 	return real;
-fail:
-	free(walk);
-	free(real);
-	return NULL;
+}
+
+/*
+ * A folder root keeps its sockets or state in, and goes on using by the
+ * path it was given (binding, chown and chmod of a socket, the state's
+ * files): no one but root may be able to change what that path leads to.
+ * So each folder on the way, as given (a symbolic link is followed, and
+ * where it leads is checked whole too, the link itself being safe in a
+ * checked folder), passes chain_trusted; and the folder is on no file
+ * system whose owners prove nothing.  Messages name the folder as SHOWN
+ * (the one PATH leads on to, say).  0, or -1 with why.
+ */
+int dir_trusted(const char *path, const char *shown, const char *what, char *why, size_t len)
+{
+	char *prefix = strdup(path), *real, *p;
+	struct stat st;
+	int r = -1;
+
+	if (prefix == NULL || path[0] != '/') {
+		snprintf(why, len, "%s: not an absolute path", path);
+		free(prefix);
+		return -1;
+	}
+	/* each prefix of the path as given, "/" first, the folder itself last */
+	for (p = prefix + 1;; p++) {
+		bool end = *p == '\0';
+
+		if (!end && *p != '/')
+			continue;
+		*p = '\0';
+		real = realpath(prefix, NULL);
+		if (real == NULL) {
+			snprintf(why, len, "cannot resolve %s: %s", prefix, strerror(errno));
+			goto out;
+		}
+		if (lstat(prefix, &st) != 0 ||
+		    (S_ISLNK(st.st_mode) && st.st_uid != 0 && st.st_uid != geteuid())) {
+			snprintf(
+				why, len,
+				"%s is not trusted: %s, and the symbolic link %s on its way is not "
+				"root's",
+				path, what, prefix);
+			free(real);
+			goto out;
+		}
+		if (!chain_trusted(real, shown, what, why, len)) {
+			free(real);
+			goto out;
+		}
+		free(real);
+		if (end)
+			break;
+		*p = '/';
+	}
+	if (!fs_owners_unproven(path, "agentfsd will not keep its sockets or state there", why,
+				len))
+		r = 0;
+out:
+	free(prefix);
+	return r;
 }
 
 /* The first prog in the folders of search (as PATH), if trusted; NULL with why. */
 char *prog_find_trusted(const char *prog, const char *search, char *why, size_t len)
 {
-	char *copy = strdup(search != NULL && *search != '\0' ? search : "/usr/local/bin:/usr/bin:/bin");
+	char *copy =
+		strdup(search != NULL && *search != '\0' ? search : "/usr/local/bin:/usr/bin:/bin");
 	char *dir, *save = NULL, *full, *real = NULL;
 
 	snprintf(why, len, "%s not found in %s", prog, search != NULL ? search : "PATH");

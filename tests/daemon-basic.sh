@@ -241,4 +241,48 @@ for bad in '{"poll_us": "fast"}' '{"poll_us": 20000}' '{"poll_us": -1}'; do
 done
 is "$(mounts_in "$T" | wc -l)" 0 "nothing is left mounted after the config daemons"
 
+# --- folders root goes on using by path must be root's alone ------------------
+# A socket or state folder another user may write would let it swap in a
+# symbolic link, and root would bind, chown and chmod the socket (or write the
+# state) wherever that points: agentfsd refuses to start, naming the folder.
+untrusted()
+{
+	local desc="$1" want="$2" err rc
+	shift 2
+	err=$("$AGENTFSD" --config "$D_CONFIG" "$@" 2>&1)
+	rc=$?
+	if [ "$rc" -ne 0 ] && [[ "$err" == *"$want"* ]]; then
+		ok "$desc: refused, naming $want"
+	else
+		not_ok "$desc: refused, naming $want"
+		diag "status $rc: $err"
+	fi
+	[ -z "$(daemon_pids "$T/pub/d.sock")$(daemon_pids "$T/ok.sock")" ] ||
+		not_ok "$desc: ... and no daemon runs"
+}
+mkdir -m 0777 "$T/pub"
+untrusted "a socket in a folder anyone may write" "$T/pub is not trusted" \
+	--socket "$T/pub/d.sock" --state "$T/st1"
+is "$(ls -A "$T/pub")" "" "... and made nothing there"
+mkdir -p "$T/pub/st"
+untrusted "a state folder inside a folder anyone may write" "$T/pub/st is not trusted" \
+	--socket "$T/ok.sock" --state "$T/pub/st"
+mkdir "$T/own"
+chown 65534 "$T/own"
+untrusted "a state folder in a folder of another user's" "$T/own/st is not trusted" \
+	--socket "$T/ok.sock" --state "$T/own/st"
+# a symbolic link in a folder only root writes is fine; one in another's is not
+mkdir -m 0755 "$T/real"
+ln -s "$T/real" "$T/link"
+if "$AGENTFSD" --config "$D_CONFIG" --socket "$T/link/l.sock" --state "$T/link/st"; then
+	ok "a socket and state through a symbolic link in root's own folder: started"
+	"$top_builddir/src/agentfs" --socket "$T/link/l.sock" shutdown >/dev/null
+	wait_until 5 eval '[ -z "$(daemon_pids "$T/link/l.sock")" ]'
+else
+	not_ok "a socket and state through a symbolic link in root's own folder: started"
+fi
+ln -s "$T/real" "$T/own/link"
+untrusted "a state folder through a symbolic link in another user's folder" \
+	"$T/own/link/st is not trusted" --socket "$T/ok.sock" --state "$T/own/link/st"
+
 done_testing
