@@ -13,7 +13,8 @@
  *               (the bwrap, the checks), the state folder's modes for it
  *   roots.c     planning a bot's roots, checking and mounting them (on the
  *               job thread), progress of a scan
- *   jobs.c      the job thread: submit, run, finish back on the loop
+ *   jobs.c      the job threads: submit, run (a family's jobs one at a
+ *               time), finish back on the loop
  *   sandbox.c   `agentfs exec` runs of a bot: registration, pidfds,
  *               kept on disk for the next daemon, ps, signals, rm --force
  *   restart.c   what outlives a mount or the daemon: lost mounts, stale
@@ -32,14 +33,35 @@
 #include <pthread.h>
 
 /*
- * Work for the job thread (jobs.c). Made on the loop by job_new (or by a
- * worker, for a lost mount: job_post_done), owned by the job thread from
- * job_submit until run returns, then by the loop again: its done step
- * answers the request and frees it (job_finish); job_abort frees one that
- * was never submitted. run may change only the job and its bot (busy).
+ * Job threads: a bot's family's jobs run one at a time, and bots' jobs take
+ * at most all but one thread, so one bot's flood of creates (each a walk of
+ * its roots) keeps neither another family nor the operator waiting.
+ */
+#define JOB_THREADS 4
+
+/*
+ * Work for a job thread (jobs.c). Made on the loop by job_new (or by a
+ * worker, for a lost mount: job_post_done), owned by the job threads'
+ * queue (ds.lock) from job_submit, by the one thread that took it until
+ * run returns, then by the loop again: its done step answers the request
+ * and frees it (job_finish); job_abort frees one that was never submitted.
+ * run may change only the job and its bots (busy, so the loop leaves them
+ * alone); jobs of other families run on other threads at the same time,
+ * so run touches nothing shared but what locks its own (fusefs, accounts'
+ * atomics, the log, ds.prog under ds.lock).
  */
 struct job {
 	struct job *next;
+	/*
+	 * Who it is for (jobs.c): its lane, the family of the bot it concerns
+	 * (NULL: none), runs one job at a time; a bot's jobs (by_bot) take at
+	 * most JOB_THREADS - 1 threads. Set before job_submit. Restores share
+	 * one lane, &ds.restoring: fs_adopt takes from the one handover list,
+	 * which has no lock of its own.
+	 */
+	const void *lane;
+	bool by_bot;
+	unsigned slot;		    /* the job thread it runs on: set under ds.lock when taken */
 	void (*run)(struct job *);  /* on the job thread */
 	void (*done)(struct job *); /* on the loop */
 	struct request req;
@@ -62,10 +84,12 @@ struct job {
 
 /*
  * The daemon's state (bots.c): one, filled by bots_init before the loop
- * runs and emptied by bots_stop after it ends (the job thread joined
+ * runs and emptied by bots_stop after it ends (the job threads joined
  * first). Each field says what protects it: "loop" fields are read and
- * written only on the event loop's thread; a bot with busy set is being
- * worked on by the job thread, and the loop does not change it then.
+ * written only on the event loop's thread; "lock" fields only under
+ * ds.lock, which is held only for moments (never across a job's run or
+ * a client's reply); a bot with busy set is being worked on by a job
+ * thread, and the loop does not change it then.
  */
 struct daemon_state {
 	struct event_base *base;	      /* immutable after bots_init */
@@ -75,13 +99,16 @@ struct daemon_state {
 	struct bots bots;		      /* loop */
 	unsigned nbots;			      /* loop */
 	time_t started;			      /* immutable after bots_init */
-	pthread_t thread;		      /* the job thread: jobs_start, jobs_stop */
-	pthread_mutex_t lock;		      /* protects todo, todo_tail, done, stopping, prog */
-	pthread_cond_t cond;		      /* with lock: todo gained a job, or stopping */
+	pthread_t threads[JOB_THREADS];	      /* loop: jobs_start, jobs_stop join them */
+	unsigned nthreads;		      /* loop: how many started */
+	/* protects todo, todo_tail, done, lanes, bot_jobs, stopping, prog */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		      /* with lock: a job may be taken, or stopping */
 	struct job *todo, **todo_tail, *done; /* lock */
-	struct event *done_ev;		      /* immutable while the thread runs */
+	const void *lanes[JOB_THREADS];	      /* lock: the lanes of the jobs running */
+	unsigned bot_jobs;		      /* lock: of them, a bot's */
+	struct event *done_ev;		      /* immutable while the threads run */
 	bool stopping;			      /* lock */
-	bool thread_started;		      /* loop */
 	bool shutdown_requested;	      /* loop */
 	bool restarting;		      /* loop: SIGTERM with a store (bots_stop_requested) */
 	struct fs_handover *handover;	      /* what the last agentfsd kept: loop, then the job
@@ -93,17 +120,18 @@ struct daemon_state {
 	int mountinfo_fd;		      /* loop (restart.c) */
 	struct event *mountinfo_ev;	      /* loop (restart.c) */
 	/*
-	 * The scan of the root being mounted, for a client that asked for
-	 * progress (lock): the job thread fills it, the loop sends it.
-	 * job is cleared by job_finish, so the loop never uses a gone peer.
+	 * The scan of the root each job thread is mounting, for a client that
+	 * asked for progress (lock): a job thread fills its own (its job's
+	 * slot), the loop sends them all. job is cleared by job_finish, so the
+	 * loop never uses a gone peer.
 	 */
 	struct {
 		struct job *job;
 		char root[PATH_MAX];
 		unsigned long entries, repos;
 		bool pending;
-	} prog;
-	struct event *prog_ev; /* immutable while the thread runs */
+	} prog[JOB_THREADS];
+	struct event *prog_ev; /* immutable while the threads run */
 };
 extern struct daemon_state ds;
 

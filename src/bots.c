@@ -480,6 +480,7 @@ static bool bot_start(struct request *r, struct bot *b)
 			if (c->roots[i].writable || b->sandbox == SANDBOX_READ_ONLY)
 				paths_add(&j->ceiling, c->roots[i].path);
 	}
+	j->lane = b->fam;
 	j->run = run_mount_bot;
 	j->done = done_create;
 	job_submit(j);
@@ -607,6 +608,7 @@ bool bot_delete(struct request *r, struct bot *b)
 		j->victims[i]->deleting = true;
 		server_unlisten(ds.srv, j->victims[i]);
 	}
+	j->lane = b->fam;
 	j->run = run_delete;
 	j->done = done_delete;
 	job_submit(j);
@@ -743,7 +745,7 @@ bool bots_restarting(void)
 }
 
 /*
- * A restart: what runs finishes (the job thread), the state and every
+ * A restart: what runs finishes (the job threads), the state and every
  * bot's changes are saved, and the mounts are handed over as they are,
  * their open files kept (fs_handover); nothing is unmounted. What a
  * restart loses: the events ring of each bot (agentfs log), in memory only.
@@ -763,7 +765,7 @@ void bots_handover(void)
 	log_msg(LOG_INFO, "handed %d mount%s over to the next agentfsd", n, n == 1 ? "" : "s");
 }
 
-/* Stop the job thread, then unmount everything and close every socket. */
+/* Stop the job threads, then unmount everything and close every socket. */
 void bots_stop(void)
 {
 	struct bot *b;

@@ -294,6 +294,7 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 	b->busy = true;
 	j->bot = b;
 	j->uid = caller == NULL && r->peer != NULL ? server_peer_uid(r->peer) : 0;
+	j->lane = b->fam;
 	j->run = run_configure;
 	j->done = done_configure;
 	job_submit(j);

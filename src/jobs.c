@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The job thread: anything that touches a path a client gave, or a mount,
+ * The job threads: anything that touches a path a client gave, or a mount,
  * runs here, never on the event loop, so a hung mount or a hostile path
- * cannot stop it. A job runs on this thread, then its done step runs back
- * on the loop (job_done), in the order the jobs finished.
+ * cannot stop it. A job runs on one of JOB_THREADS threads, then its done
+ * step runs back on the loop (job_done), in the order the jobs finished.
+ *
+ * Fair by family: a job has a lane, the family of the bot it concerns,
+ * and a lane runs one job at a time; the operator's jobs are taken before
+ * bots' (also within a lane), and bots' jobs take at most JOB_THREADS - 1
+ * threads. So 48 creates of one bot, each walking a large root, run one
+ * after another on one thread while another family's and the operator's
+ * run beside them; two jobs on one bot never run at once (busy) either way.
  */
 #include "src/bots-int.h"
 
@@ -29,9 +36,12 @@ void job_seterr(struct job *j, int e, const char *code, const char *fmt, ...)
 
 void job_finish(struct job *j)
 {
+	size_t i;
+
 	pthread_mutex_lock(&ds.lock);
-	if (ds.prog.job == j)
-		ds.prog.job = NULL;
+	for (i = 0; i < JOB_THREADS; i++)
+		if (ds.prog[i].job == j)
+			ds.prog[i].job = NULL;
 	pthread_mutex_unlock(&ds.lock);
 	if (j->req.peer != NULL) {
 		server_peer_resume(j->req.peer);
@@ -61,32 +71,78 @@ struct job *job_new(struct request *r)
 	if (j == NULL)
 		return NULL;
 	j->req = *r;
-	if (r->peer != NULL)
+	if (r->peer != NULL) {
 		server_peer_ref(r->peer);
+		j->by_bot = server_peer_bot(r->peer) != NULL;
+	}
 	return j;
+}
+
+/* Under ds.lock: is a job of lane running? */
+static bool lane_busy(const void *lane)
+{
+	size_t i;
+
+	for (i = 0; lane != NULL && i < JOB_THREADS; i++)
+		if (ds.lanes[i] == lane)
+			return true;
+	return false;
+}
+
+/*
+ * Under ds.lock: the next job to run, taken off the list, its lane marked
+ * running in slot; NULL if none may run now. The operator's first, then
+ * bots' while they hold less than all but one thread; each the oldest
+ * whose lane is free.
+ */
+static struct job *job_pick(size_t slot)
+{
+	struct job **pp, *j;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		if (pass == 1 && ds.bot_jobs >= JOB_THREADS - 1)
+			break;
+		for (pp = &ds.todo; (j = *pp) != NULL; pp = &j->next) {
+			if (j->by_bot != (pass == 1) || lane_busy(j->lane))
+				continue;
+			*pp = j->next;
+			if (ds.todo_tail == &j->next)
+				ds.todo_tail = pp;
+			ds.lanes[slot] = j->lane;
+			j->slot = (unsigned)slot;
+			ds.bot_jobs += j->by_bot;
+			return j;
+		}
+	}
+	return NULL;
 }
 
 static void *job_main(void *arg)
 {
+	size_t slot = (size_t)(uintptr_t)arg;
 	struct job *j;
 
 	pthread_mutex_lock(&ds.lock);
 	for (;;) {
-		while (ds.todo == NULL && !ds.stopping)
+		j = job_pick(slot);
+		if (j == NULL) {
+			/* at a stop, what was asked for is done first */
+			if (ds.todo == NULL && ds.stopping)
+				break;
 			pthread_cond_wait(&ds.cond, &ds.lock);
-		if (ds.todo == NULL)
-			break;
-		j = ds.todo;
-		ds.todo = j->next;
-		if (ds.todo == NULL)
-			ds.todo_tail = &ds.todo;
+			continue;
+		}
 		pthread_mutex_unlock(&ds.lock);
 		if (j->run != NULL)
 			j->run(j);
 		pthread_mutex_lock(&ds.lock);
+		ds.lanes[slot] = NULL;
+		ds.bot_jobs -= j->by_bot;
 		j->next = ds.done;
 		ds.done = j;
 		event_active(ds.done_ev, EV_READ, 0);
+		pthread_cond_broadcast(&ds.cond); /* its lane is free again */
 	}
 	pthread_mutex_unlock(&ds.lock);
 	return NULL;
@@ -98,7 +154,7 @@ void job_submit(struct job *j)
 	j->next = NULL;
 	*ds.todo_tail = j;
 	ds.todo_tail = &j->next;
-	pthread_cond_signal(&ds.cond);
+	pthread_cond_broadcast(&ds.cond);
 	pthread_mutex_unlock(&ds.lock);
 }
 
@@ -136,6 +192,7 @@ void job_post_done(struct job *j)
 
 int jobs_start(char *err, size_t errlen)
 {
+	size_t i;
 	int r;
 
 	pthread_mutex_init(&ds.lock, NULL);
@@ -146,26 +203,32 @@ int jobs_start(char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	if ((r = pthread_create(&ds.thread, NULL, job_main, NULL)) != 0) {
-		snprintf(err, errlen, "cannot start the job thread: %s", strerror(r));
-		return -r;
+	for (i = 0; i < JOB_THREADS; i++) {
+		r = pthread_create(&ds.threads[i], NULL, job_main, (void *)(uintptr_t)i);
+		if (r != 0) {
+			snprintf(err, errlen, "cannot start a job thread: %s", strerror(r));
+			return -r;
+		}
+		ds.nthreads++;
 	}
-	ds.thread_started = true;
 	return 0;
 }
 
-/* Stop the job thread and finish what it completed, so every client gets its answer. */
+/* Stop the job threads and finish what they completed, so every client gets its answer. */
 void jobs_stop(void)
 {
-	if (ds.thread_started) {
-		pthread_mutex_lock(&ds.lock);
-		ds.stopping = true;
-		pthread_cond_signal(&ds.cond);
-		pthread_mutex_unlock(&ds.lock);
-		pthread_join(ds.thread, NULL);
-		ds.thread_started = false;
-		job_done(-1, 0, NULL);
-	}
+	unsigned i;
+
+	if (ds.nthreads == 0)
+		return;
+	pthread_mutex_lock(&ds.lock);
+	ds.stopping = true;
+	pthread_cond_broadcast(&ds.cond);
+	pthread_mutex_unlock(&ds.lock);
+	for (i = 0; i < ds.nthreads; i++)
+		pthread_join(ds.threads[i], NULL);
+	ds.nthreads = 0;
+	job_done(-1, 0, NULL);
 }
 
 void jobs_free(void)

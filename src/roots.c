@@ -347,36 +347,40 @@ static void job_progress(void *arg, unsigned long entries, unsigned long repos)
 
 	/* a report the loop has not sent yet is replaced: a slow client gets the latest */
 	pthread_mutex_lock(&ds.lock);
-	ds.prog.job = j;
-	snprintf(ds.prog.root, sizeof ds.prog.root, "%s", j->scanning);
-	ds.prog.entries = entries;
-	ds.prog.repos = repos;
-	ds.prog.pending = true;
+	ds.prog[j->slot].job = j;
+	snprintf(ds.prog[j->slot].root, sizeof ds.prog[j->slot].root, "%s", j->scanning);
+	ds.prog[j->slot].entries = entries;
+	ds.prog[j->slot].repos = repos;
+	ds.prog[j->slot].pending = true;
 	event_active(ds.prog_ev, EV_READ, 0);
 	pthread_mutex_unlock(&ds.lock);
 }
 
-/* Loop: one progress line to the client whose root is being scanned. */
+/* Loop: one progress line to each client whose root is being scanned. */
 static void progress_send(evutil_socket_t fd, short what, void *arg)
 {
-	struct peer *peer = NULL;
+	struct peer *peer;
 	cJSON *line, *o;
+	size_t i;
 
-	pthread_mutex_lock(&ds.lock);
-	if (ds.prog.job != NULL && ds.prog.pending) {
-		ds.prog.pending = false;
-		peer = ds.prog.job->req.peer;
-		o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "root", ds.prog.root);
-		cJSON_AddNumberToObject(o, "entries", (double)ds.prog.entries);
-		cJSON_AddNumberToObject(o, "repos", (double)ds.prog.repos);
+	for (i = 0; i < JOB_THREADS; i++) {
+		peer = NULL;
+		pthread_mutex_lock(&ds.lock);
+		if (ds.prog[i].job != NULL && ds.prog[i].pending) {
+			ds.prog[i].pending = false;
+			peer = ds.prog[i].job->req.peer;
+			o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "root", ds.prog[i].root);
+			cJSON_AddNumberToObject(o, "entries", (double)ds.prog[i].entries);
+			cJSON_AddNumberToObject(o, "repos", (double)ds.prog[i].repos);
+		}
+		pthread_mutex_unlock(&ds.lock);
+		if (peer == NULL)
+			continue;
+		line = cJSON_CreateObject();
+		cJSON_AddItemToObject(line, "progress", o);
+		server_reply(peer, line);
 	}
-	pthread_mutex_unlock(&ds.lock);
-	if (peer == NULL)
-		return;
-	line = cJSON_CreateObject();
-	cJSON_AddItemToObject(line, "progress", o);
-	server_reply(peer, line);
 }
 
 /*

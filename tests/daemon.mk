@@ -24,6 +24,7 @@ DAEMON_TESTS = \
 	tests/daemon-shares.sh \
 	tests/daemon-floods.sh \
 	tests/daemon-state.sh \
+	tests/daemon-jobs.sh \
 	tests/daemon-events.sh \
 	tests/daemon-changes.sh \
 	tests/daemon-progress.sh \

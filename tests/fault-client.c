@@ -28,10 +28,11 @@
  *       SIGTERM), print "opened N" once they are open (stdout flushed) and
  *       "done" when they are closed
  *   fault-client hoard SOCKET N K LINE SECONDS
- *       open up to N connections; on each, send LINE (a request) K times
- *       and never read a reply; keep them for SECONDS (or until SIGTERM);
- *       print "opened N sent M" once they are sent (stdout flushed), then
- *       "open N" (those the daemon has not closed) when done
+ *       open up to N connections; on each, send LINE (a request; each %d
+ *       in it becomes the connection's number, from 0) K times and never read
+ *       a reply; keep them for SECONDS (or until SIGTERM); print "opened N
+ *       sent M" once they are sent (stdout flushed), then "open N" (those
+ *       the daemon has not closed) when done
  *   fault-client write FILE BYTES
  *       open FILE for writing (create, truncate) and write BYTES zero bytes
  *       with write(2); print "ok BYTES" or "ERRNO_NAME written" (e.g.
@@ -259,19 +260,25 @@ static bool closed_by_peer(int fd)
 static int cmd_hoard(const char *sock, int n, int k, const char *line, int seconds)
 {
 	int *fds = calloc((size_t)n, sizeof *fds), i, j, opened = 0, open_now = 0;
-	size_t len = strlen(line);
-	char *req = malloc(len + 2);
+	/* each %d (2 bytes) becomes at most 10 digits */
+	size_t cap = strlen(line) * 5 + 2, len;
+	char *req = malloc(cap);
+	const char *at, *from;
 	long sent = 0;
 
 	if (fds == NULL || req == NULL)
 		return 2;
-	memcpy(req, line, len);
-	req[len++] = '\n';
 	for (i = 0; i < n; i++) {
 		fds[i] = sc_dial(sock, 0);
 		if (fds[i] < 0)
 			break;
 		opened++;
+		/* every %d: a create's name and its folder both carry the number */
+		for (len = 0, from = line; (at = strstr(from, "%d")) != NULL; from = at + 2)
+			len += (size_t)snprintf(req + len, cap - len, "%.*s%d", (int)(at - from),
+						from, i);
+		len += (size_t)snprintf(req + len, cap - len, "%s", from);
+		req[len++] = '\n';
 		/* a line the socket does not take at once: the rest are not sent */
 		for (j = 0; j < k && send(fds[i], req, len, MSG_DONTWAIT | MSG_NOSIGNAL) ==
 					     (ssize_t)len;
