@@ -153,4 +153,19 @@ like "$(printf '%s' "$r" | jget error.message)" "uid $uid and its bots number 4,
 	"the error says whose share"
 expect_ok "root still makes bots" "$(afs --json create --user 65534 r1 "$T/roots")"
 
+# --- a restart grants nothing new ------------------------------------------------------
+# A root mounted again at start is checked again with its operator's right,
+# as at create: one the operator may no longer write is shown lost, with why,
+# and is not served; the others are mounted as before.
+afs shutdown >/dev/null
+daemon_wait_gone 10 || bail_out "agentfsd did not stop"
+chown root "$T/mine/m2"
+chmod 0755 "$T/mine/m2"
+daemon_start --config "$T/conf4" || bail_out "agentfsd does not start again"
+is "$(restored_state m2)" lost "a root its operator may no longer write: lost after the start"
+like "$(afs --json show m2 | jget bot.mounts.0.error)" "uid $uid may not reach or write it" \
+	"... and show says why"
+is "$(restored_state m3)" mounted "its other bots' roots are mounted again"
+is "$(mounts_in "$D_MNT/m2" | wc -l)" 0 "nothing is mounted for the lost root"
+
 done_testing
