@@ -7,6 +7,7 @@
 . "$top_srcdir/tests/daemon-lib.sh"
 
 mkdir -p "$T/a/sub" "$T/b"
+daemon_from_copies # exec_plan of a confined bot names agentfs-enter
 daemon_start || bail_out "agentfsd did not start"
 
 r=$(afs --json create --user 65534 A "$T/a" --pod team-1/agent --pod team-1/agent --pod ops/ci.bot)

@@ -55,6 +55,7 @@ chown "$usr" "$T/mine"
 printf '{"group": "%s"}\n' "$grp" >"$T/conf"
 
 # The control: without the fault the member's bot is made.
+daemon_from_copies # exec_plan of a confined bot names agentfs-enter
 daemon_start --config "$T/conf" || bail_out "agentfsd does not start"
 expect_ok "without a fault the member makes a bot over its folder" \
 	"$(as "$usr" --json create ubot "$T/mine")"

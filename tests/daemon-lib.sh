@@ -198,6 +198,36 @@ mem_below()
 	fi
 }
 
+# daemon_from_copies: later starts run copies of agentfsd and agentfs-enter
+# in $T/bin. agentfsd starts each confined sandbox with the agentfs-enter
+# beside it, and trusts it only if it and every folder above it are root's
+# alone: copies in the test's own folder are, wherever the build tree is.
+daemon_from_copies()
+{
+	mkdir -p "$T/bin" &&
+		cp "$AGENTFSD" "$top_builddir/src/agentfs-enter" "$T/bin/" ||
+		bail_out "cannot copy agentfsd and agentfs-enter into $T/bin"
+	AGENTFSD=$T/bin/agentfsd
+}
+
+# tree_root_only DIR: DIR and every folder above it belong to root and no one
+# else may write them (a sticky folder excepted), as agentfsd asks of the
+# folders of the programs it runs for a bot; false naming the first that fails
+tree_root_only()
+{
+	local d
+	d=$(realpath "$1") || return 1
+	while :; do
+		if [ "$(stat -c %u "$d")" != 0 ] ||
+			[ -n "$(find "$d" -maxdepth 0 -perm /022 ! -perm -1000)" ]; then
+			printf '%s (owner %s, mode %s)\n' "$d" "$(stat -c %U "$d")" "$(stat -c %a "$d")"
+			return 1
+		fi
+		[ "$d" = / ] && return 0
+		d=$(dirname "$d")
+	done
+}
+
 daemon_start()
 {
 	local cg=()

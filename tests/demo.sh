@@ -18,6 +18,11 @@ BWRAP=$(command -v bwrap) || skip_all "bwrap is missing (apt-get install bubblew
 "$BWRAP" --ro-bind / / --unshare-pid --unshare-net --unshare-ipc --unshare-uts \
 	--dev /dev --proc /proc true 2>/dev/null || skip_all "bwrap cannot make namespaces here"
 
+# .ci/demo runs the build tree's agentfsd, which starts sandboxes only with an
+# agentfs-enter in folders root alone may write; the demo says so and stops
+untrusted=$(tree_root_only "$top_builddir/src") ||
+	skip_all ".ci/demo refuses this build tree: $untrusted may be written by others than root"
+
 # the demo's user must reach its folder in $T
 chmod 755 "$T"
 user=afs-demo$$

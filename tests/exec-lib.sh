@@ -53,11 +53,7 @@ esac
 # so they use a copy in $T (seen read-only inside).
 cp "$AGENTFS" "$T/agentfs" || bail_out "cannot copy $AGENTFS"
 AGENTFS=$T/agentfs
-# agentfsd starts each sandbox with the agentfs-enter beside it, which must be
-# root's like every folder above it: copies in $T are, wherever the build is.
-mkdir -p "$T/bin"
-cp "$AGENTFSD" "$top_builddir/src/agentfs-enter" "$T/bin/" || bail_out "cannot copy agentfsd"
-AGENTFSD=$T/bin/agentfsd
+daemon_from_copies
 
 BWRAP=$(command -v bwrap) || skip_all "bwrap is missing (apt-get install bubblewrap)"
 if ! "$BWRAP" --ro-bind / / --unshare-pid --unshare-net --unshare-ipc --unshare-uts \
