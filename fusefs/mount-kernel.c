@@ -278,10 +278,15 @@ void mount_end(struct fs *fs, uint64_t mnt_id)
 int mount_detach(struct fs_mount *m)
 {
 	char path[PATH_MAX];
+	bool kept;
 
 	if (m->mnt_id == 0 || mountinfo_path_of(m->mnt_id, path, sizeof path) != 0)
 		return 0; /* not mounted (any more) */
-	if (m->kept)
+	/* kept is fs->lock's: the reader sets it when FUSE_INIT is answered (keep.c) */
+	pthread_mutex_lock(&m->fs->lock);
+	kept = m->kept;
+	pthread_mutex_unlock(&m->fs->lock);
+	if (kept)
 		mount_abort(m->fs, m->mnt_id, path);
 	if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL)
 		return 0;
