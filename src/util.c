@@ -610,7 +610,7 @@ int dir_trusted(const char *path, const char *shown, const char *what, char *why
 				why, len,
 				"%s is not trusted: %s, and the symbolic link %s on its way is not "
 				"root's",
-				path, what, prefix);
+				shown, what, prefix);
 			free(real);
 			goto out;
 		}
