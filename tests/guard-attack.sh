@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # guard-attack: every way a bot could plant code that git runs later, tried
 # through a writable mount (the rule table: agentfs(1), WHAT IS PROTECTED).
-# Each attempt must fail with EROFS.  Afterwards plain git runs on the SOURCE
+# Each attempt must fail with EROFS, refused by the rule it attacks: the
+# mount's --log file (one line per refusal, unlike its rate-limited log) must
+# name that rule and path (refused_by: tests/guard-lib.sh).  Afterwards plain git runs on the SOURCE
 # outside the mount (status, diff, log, commit --allow-empty, submodule
 # status in every repository, worktree and submodule) and no PWNED-* marker
 # may appear; the git folders must be byte-for-byte what the person left.
@@ -133,7 +135,7 @@ snapshot()
 }
 before=$(snapshot)
 
-# ---- the attacks (refuse, allow, try, gtry: tests/guard-lib.sh) ---------------
+# ---- the attacks (refused_by, allow, try, gtry: tests/guard-lib.sh) ---------------
 
 # fresh KIND: a new entry of the bot's in plain/ (made through the mount), so
 # that no case depends on what an earlier one did; prints its path
@@ -159,42 +161,43 @@ fresh()
 }
 
 mount_or_stop "writable mount of a repository with a submodule, worktree and nested repository" \
-	fs_mount_fg "$S" "$M" 2>"$T/mount.log"
+	fs_mount_fg --log "$GUARD_LOG" "$S" "$M" 2>"$T/mount.log"
 
 HP="$(hook hl)"
 # Host-made hard links, reached first through their ordinary names (fresh
-# mount: nothing under .git has been looked up yet).
-refuse "hard link to top hooks/post-commit: write through plain/hl-post-commit" \
+# mount: nothing under .git has been looked up yet).  HL records the inode:
+# the refusal names the protected file's own rule (as tests/guard-matrix.sh).
+refused_by "hard link to top hooks/post-commit: write through plain/hl-post-commit" D3 \
 	gtry put "$M/plain/hl-post-commit" "$HP"
-refuse "hard link to top hooks/post-commit: append through the other name" \
+refused_by "hard link to top hooks/post-commit: append through the other name" D3 \
 	gtry append "$M/plain/hl-post-commit" "$HP"
-refuse "hard link to top hooks/post-commit: truncate through the other name" \
+refused_by "hard link to top hooks/post-commit: truncate through the other name" D3 \
 	try truncate "$M/plain/hl-post-commit"
-refuse "hard link to top hooks/post-commit: chmod through the other name" \
+refused_by "hard link to top hooks/post-commit: chmod through the other name" D3 \
 	try chmod "$M/plain/hl-post-commit"
-refuse "hard link to top .git/config: append through plain/hl-config" \
+refused_by "hard link to top .git/config: append through plain/hl-config" D1 \
 	gtry append "$M/plain/hl-config" "$(cfg hl-config)"
-refuse "hard link to nest hooks/post-commit: write through the other name" \
+refused_by "hard link to nest hooks/post-commit: write through the other name" D3 \
 	gtry put "$M/plain/hl-nest-post-commit" "$HP"
-refuse "hard link to top hooks/post-commit: unlink of the hook itself" \
+refused_by "hard link to top hooks/post-commit: unlink of the hook itself" D3 \
 	try unlink "$M/.git/hooks/post-commit"
 
 # W2/W3 targets, before the git folder whose config names them is looked up
-refuse "fresh mount, root .git not looked up yet: include target inc.cfg: append" \
+refused_by "fresh mount, root .git not looked up yet: include target inc.cfg: append" W3 \
 	gtry append "$M/inc.cfg" "$(cfg inc-first)"
-refuse "fresh mount, deep/nest/.git not looked up yet: include target deep/nest/inc-nest.cfg: append" \
+refused_by "fresh mount, deep/nest/.git not looked up yet: include target deep/nest/inc-nest.cfg: append" W3 \
 	gtry append "$M/deep/nest/inc-nest.cfg" "$(cfg inc-nest-first)"
-refuse "fresh mount, deep/nest/.git not looked up yet: include target deep/nest/missing-nest.cfg: create" \
+refused_by "fresh mount, deep/nest/.git not looked up yet: include target deep/nest/missing-nest.cfg: create" W3 \
 	gtry create "$M/deep/nest/missing-nest.cfg" "$(cfg inc-nest-missing-first)"
-refuse "fresh mount, hp/.git not looked up yet: core.hooksPath hp/hooks-dir: create pre-commit" \
+refused_by "fresh mount, hp/.git not looked up yet: core.hooksPath hp/hooks-dir: create pre-commit" W2 \
 	gtry create "$M/hp/hooks-dir/pre-commit" "$(hook hookspath-first)"
-refuse "fresh mount, hp/.git not looked up yet: core.hooksPath hp/hooks-dir: append to post-commit" \
+refused_by "fresh mount, hp/.git not looked up yet: core.hooksPath hp/hooks-dir: append to post-commit" W2 \
 	gtry append "$M/hp/hooks-dir/post-commit" "touch $T/PWNED-hookspath-first-append"
 
 # git folders reached only through a pointer, before the pointer is looked up
-refuse "store/symrepo-git (behind a .git symlink): create hooks/pre-commit first" \
+refused_by "store/symrepo-git (behind a .git symlink): create hooks/pre-commit first" D3 \
 	gtry create "$M/store/symrepo-git/hooks/pre-commit" "$(hook symrepo)"
-refuse "store/filerepo-git (behind a .git file): append to config first" \
+refused_by "store/filerepo-git (behind a .git file): append to config first" D1 \
 	gtry append "$M/store/filerepo-git/config" "$(cfg filerepo)"
 
 # the attacker's material inside the root (allowed: plain files)
@@ -210,83 +213,83 @@ allow "write .gitattributes selecting the filter (nest)" gtry put "$M/deep/nest/
 hooks_attacks()
 {
 	local l="$1" d="$2"
-	refuse "$l hooks/pre-commit: create with a payload" gtry create "$d/hooks/pre-commit" "$(hook "$l-create")"
-	refuse "$l hooks/pre-commit: mknod" try mknod "$d/hooks/pre-commit"
-	refuse "$l hooks/pre-commit: symlink at it" try symlink "$(script "$l-symlink")" "$d/hooks/pre-commit"
-	refuse "$l hooks/pre-commit: hard link to it" try link "$(fresh pay)" "$d/hooks/pre-commit"
-	refuse "$l hooks/pre-commit: rename onto it" try rename "$(fresh pay)" "$d/hooks/pre-commit"
-	refuse "$l hooks/pre-commit: rename (noreplace) onto it" try rename-noreplace "$(fresh pay)" "$d/hooks/pre-commit"
-	refuse "$l hooks/post-index-change: create" gtry create "$d/hooks/post-index-change" "$(hook "$l-pic")"
-	refuse "$l hooks/: mkdir a folder inside" try mkdir "$d/hooks/newdir"
-	refuse "$l hooks/pre-commit.sample: chmod +x" gtry chmodx "$d/hooks/pre-commit.sample"
-	refuse "$l hooks/pre-commit.sample: write a payload" gtry put "$d/hooks/pre-commit.sample" "$(hook "$l-sample")"
-	refuse "$l hooks/commit-msg.sample: rename to commit-msg" try rename "$d/hooks/commit-msg.sample" "$d/hooks/commit-msg"
-	refuse "$l hooks/pre-push.sample: hard link as pre-commit" try link "$d/hooks/pre-push.sample" "$d/hooks/pre-commit"
-	refuse "$l hooks/pre-push.sample: hard link out to plain/" try link "$d/hooks/pre-push.sample" "$M/plain/hl-$(mark_name "$l")"
-	refuse "$l hooks/pre-push.sample: unlink" try unlink "$d/hooks/pre-push.sample"
-	refuse "$l hooks/pre-push.sample: setxattr" try setxattr "$d/hooks/pre-push.sample"
-	refuse "$l hooks/: rename the folder away" try rename "$d/hooks" "$d/hooks.old"
-	refuse "$l hooks/: exchange with a plain folder" try rename-exchange "$(fresh dir)" "$d/hooks"
-	refuse "$l hooks/: chmod the folder" try chmod "$d/hooks"
+	refused_by "$l hooks/pre-commit: create with a payload" D3 gtry create "$d/hooks/pre-commit" "$(hook "$l-create")"
+	refused_by "$l hooks/pre-commit: mknod" D3 try mknod "$d/hooks/pre-commit"
+	refused_by "$l hooks/pre-commit: symlink at it" D3 try symlink "$(script "$l-symlink")" "$d/hooks/pre-commit"
+	refused_by "$l hooks/pre-commit: hard link to it" D3 try link "$(fresh pay)" "$d/hooks/pre-commit"
+	refused_by "$l hooks/pre-commit: rename onto it" D3 try rename "$(fresh pay)" "$d/hooks/pre-commit"
+	refused_by "$l hooks/pre-commit: rename (noreplace) onto it" D3 try rename-noreplace "$(fresh pay)" "$d/hooks/pre-commit"
+	refused_by "$l hooks/post-index-change: create" D3 gtry create "$d/hooks/post-index-change" "$(hook "$l-pic")"
+	refused_by "$l hooks/: mkdir a folder inside" D3 try mkdir "$d/hooks/newdir"
+	refused_by "$l hooks/pre-commit.sample: chmod +x" D3 gtry chmodx "$d/hooks/pre-commit.sample"
+	refused_by "$l hooks/pre-commit.sample: write a payload" D3 gtry put "$d/hooks/pre-commit.sample" "$(hook "$l-sample")"
+	refused_by "$l hooks/commit-msg.sample: rename to commit-msg" D3 try rename "$d/hooks/commit-msg.sample" "$d/hooks/commit-msg"
+	refused_by "$l hooks/pre-push.sample: hard link as pre-commit" D3 try link "$d/hooks/pre-push.sample" "$d/hooks/pre-commit"
+	refused_by "$l hooks/pre-push.sample: hard link out to plain/" D3 try link "$d/hooks/pre-push.sample" "$M/plain/hl-$(mark_name "$l")"
+	refused_by "$l hooks/pre-push.sample: unlink" D3 try unlink "$d/hooks/pre-push.sample"
+	refused_by "$l hooks/pre-push.sample: setxattr" D3 try setxattr "$d/hooks/pre-push.sample"
+	refused_by "$l hooks/: rename the folder away" D3 try rename "$d/hooks" "$d/hooks.old"
+	refused_by "$l hooks/: exchange with a plain folder" D3 try rename-exchange "$(fresh dir)" "$d/hooks"
+	refused_by "$l hooks/: chmod the folder" D3 try chmod "$d/hooks"
 }
 
 # existing_hooks LABEL D: the person's armed and disarmed hooks in D/hooks
 existing_hooks()
 {
 	local l="$1" d="$2" h="$2/hooks/post-commit"
-	refuse "$l hooks/post-commit (existing): write a payload" gtry put "$h" "$(hook "$l-overwrite")"
-	refuse "$l hooks/post-commit (existing): append a payload" gtry append "$h" "touch $T/PWNED-$l-append"
-	refuse "$l hooks/post-commit (existing): open O_TRUNC" try open-trunc "$h"
-	refuse "$l hooks/post-commit (existing): truncate" try truncate "$h"
-	refuse "$l hooks/post-commit (existing): fallocate" try fallocate "$h"
-	refuse "$l hooks/post-commit (existing): chmod" try chmod "$h"
-	refuse "$l hooks/post-commit (existing): chown" try chown "$h"
-	refuse "$l hooks/post-commit (existing): unlink" try unlink "$h"
-	refuse "$l hooks/post-commit (existing): rename onto it" try rename "$(fresh pay)" "$h"
-	refuse "$l hooks/post-commit (existing): rename it away" try rename "$h" "$M/plain/moved-$(mark_name "$l")"
-	refuse "$l hooks/post-commit (existing): exchange with plain/pay" try rename-exchange "$(fresh pay)" "$h"
-	refuse "$l hooks/post-commit (existing): hard link out to plain/" try link "$h" "$M/plain/hl2-$(mark_name "$l")"
-	refuse "$l hooks/prepare-commit-msg (disarmed): chmod +x" gtry chmodx "$d/hooks/prepare-commit-msg"
+	refused_by "$l hooks/post-commit (existing): write a payload" D3 gtry put "$h" "$(hook "$l-overwrite")"
+	refused_by "$l hooks/post-commit (existing): append a payload" D3 gtry append "$h" "touch $T/PWNED-$l-append"
+	refused_by "$l hooks/post-commit (existing): open O_TRUNC" D3 try open-trunc "$h"
+	refused_by "$l hooks/post-commit (existing): truncate" D3 try truncate "$h"
+	refused_by "$l hooks/post-commit (existing): fallocate" D3 try fallocate "$h"
+	refused_by "$l hooks/post-commit (existing): chmod" D3 try chmod "$h"
+	refused_by "$l hooks/post-commit (existing): chown" D3 try chown "$h"
+	refused_by "$l hooks/post-commit (existing): unlink" D3 try unlink "$h"
+	refused_by "$l hooks/post-commit (existing): rename onto it" D3 try rename "$(fresh pay)" "$h"
+	refused_by "$l hooks/post-commit (existing): rename it away" D3 try rename "$h" "$M/plain/moved-$(mark_name "$l")"
+	refused_by "$l hooks/post-commit (existing): exchange with plain/pay" D3 try rename-exchange "$(fresh pay)" "$h"
+	refused_by "$l hooks/post-commit (existing): hard link out to plain/" D3 try link "$h" "$M/plain/hl2-$(mark_name "$l")"
+	refused_by "$l hooks/prepare-commit-msg (disarmed): chmod +x" D3 gtry chmodx "$d/hooks/prepare-commit-msg"
 }
 
 # config_attacks LABEL D: rules D1, D2, D4, D7, D8 on git folder D
 config_attacks()
 {
 	local l="$1" d="$2" c="$2/config"
-	refuse "$l config: write a payload (O_TRUNC)" gtry put "$c" "$(cfg "$l-put")"
-	refuse "$l config: append a payload" gtry append "$c" "$(cfg "$l-append")"
-	refuse "$l config: truncate" try truncate "$c"
-	refuse "$l config: chmod" try chmod "$c"
-	refuse "$l config: unlink" try unlink "$c"
-	refuse "$l config: rename onto it" try rename "$(fresh cfg)" "$c"
-	refuse "$l config: rename it away" try rename "$c" "$M/plain/cfg-$(mark_name "$l")"
-	refuse "$l config: RENAME_EXCHANGE with a plain file" try rename-exchange "$(fresh cfg)" "$c"
-	refuse "$l config: RENAME_EXCHANGE from its side" try rename-exchange "$c" "$(fresh cfg)"
-	refuse "$l config: hard link out to plain/" try link "$c" "$M/plain/cfg-hl-$(mark_name "$l")"
-	refuse "$l config: setxattr" try setxattr "$c"
-	refuse "$l config.lock: create with a payload" gtry create "$d/config.lock" "$(cfg "$l-lock")"
-	refuse "$l config.lock: rename a payload onto it" try rename "$(fresh cfg)" "$d/config.lock"
-	refuse "$l config.worktree: create with a payload" gtry create "$d/config.worktree" "$(cfg "$l-cw")"
-	refuse "$l config.worktree: symlink at it" try symlink "$(fresh cfg)" "$d/config.worktree"
-	refuse "$l config.worktree: hard link to it" try link "$(fresh cfg)" "$d/config.worktree"
-	refuse "$l config.worktree: rename onto it" try rename "$(fresh cfg)" "$d/config.worktree"
-	refuse "$l commondir: create pointing outside" gtry create "$d/commondir" "$EVIL"
-	refuse "$l commondir: symlink at it" try symlink "$(fresh dotgit)" "$d/commondir"
-	refuse "$l commondir: rename onto it" try rename "$(fresh dotgit)" "$d/commondir"
-	refuse "$l commondir.lock: create" gtry create "$d/commondir.lock" "$EVIL"
-	refuse "$l objects/info/alternates: create" gtry create "$d/objects/info/alternates" "$EVIL/objects"
-	refuse "$l objects/info/alternates: symlink at it" try symlink "$(fresh dotgit)" "$d/objects/info/alternates"
-	refuse "$l objects/info/alternates: hard link to it" try link "$(fresh dotgit)" "$d/objects/info/alternates"
-	refuse "$l objects/info/alternates: rename onto it" try rename "$(fresh dotgit)" "$d/objects/info/alternates"
-	refuse "$l objects/info/http-alternates: create" gtry create "$d/objects/info/http-alternates" "http://example.org/"
-	refuse "$l branches/x: create" gtry create "$d/branches/x" "file://$EVIL"
-	refuse "$l branches/x: rename onto it" try rename "$(fresh dotgit)" "$d/branches/x"
+	refused_by "$l config: write a payload (O_TRUNC)" D1 gtry put "$c" "$(cfg "$l-put")"
+	refused_by "$l config: append a payload" D1 gtry append "$c" "$(cfg "$l-append")"
+	refused_by "$l config: truncate" D1 try truncate "$c"
+	refused_by "$l config: chmod" D1 try chmod "$c"
+	refused_by "$l config: unlink" D1 try unlink "$c"
+	refused_by "$l config: rename onto it" D1 try rename "$(fresh cfg)" "$c"
+	refused_by "$l config: rename it away" D1 try rename "$c" "$M/plain/cfg-$(mark_name "$l")"
+	refused_by "$l config: RENAME_EXCHANGE with a plain file" D1 try rename-exchange "$(fresh cfg)" "$c"
+	refused_by "$l config: RENAME_EXCHANGE from its side" D1 try rename-exchange "$c" "$(fresh cfg)"
+	refused_by "$l config: hard link out to plain/" D1 try link "$c" "$M/plain/cfg-hl-$(mark_name "$l")"
+	refused_by "$l config: setxattr" D1 try setxattr "$c"
+	refused_by "$l config.lock: create with a payload" D1 gtry create "$d/config.lock" "$(cfg "$l-lock")"
+	refused_by "$l config.lock: rename a payload onto it" D1 try rename "$(fresh cfg)" "$d/config.lock"
+	refused_by "$l config.worktree: create with a payload" D2 gtry create "$d/config.worktree" "$(cfg "$l-cw")"
+	refused_by "$l config.worktree: symlink at it" D2 try symlink "$(fresh cfg)" "$d/config.worktree"
+	refused_by "$l config.worktree: hard link to it" D2 try link "$(fresh cfg)" "$d/config.worktree"
+	refused_by "$l config.worktree: rename onto it" D2 try rename "$(fresh cfg)" "$d/config.worktree"
+	refused_by "$l commondir: create pointing outside" D4 gtry create "$d/commondir" "$EVIL"
+	refused_by "$l commondir: symlink at it" D4 try symlink "$(fresh dotgit)" "$d/commondir"
+	refused_by "$l commondir: rename onto it" D4 try rename "$(fresh dotgit)" "$d/commondir"
+	refused_by "$l commondir.lock: create" D4 gtry create "$d/commondir.lock" "$EVIL"
+	refused_by "$l objects/info/alternates: create" D7 gtry create "$d/objects/info/alternates" "$EVIL/objects"
+	refused_by "$l objects/info/alternates: symlink at it" D7 try symlink "$(fresh dotgit)" "$d/objects/info/alternates"
+	refused_by "$l objects/info/alternates: hard link to it" D7 try link "$(fresh dotgit)" "$d/objects/info/alternates"
+	refused_by "$l objects/info/alternates: rename onto it" D7 try rename "$(fresh dotgit)" "$d/objects/info/alternates"
+	refused_by "$l objects/info/http-alternates: create" D7 gtry create "$d/objects/info/http-alternates" "http://example.org/"
+	refused_by "$l branches/x: create" D8 gtry create "$d/branches/x" "file://$EVIL"
+	refused_by "$l branches/x: rename onto it" D8 try rename "$(fresh dotgit)" "$d/branches/x"
 	if [ -d "$d/remotes" ]; then
-		refuse "$l remotes/x: create" gtry create "$d/remotes/x" "URL: file://$EVIL"
-		refuse "$l remotes/x: symlink at it" try symlink "$(fresh dotgit)" "$d/remotes/x"
+		refused_by "$l remotes/x: create" D8 gtry create "$d/remotes/x" "URL: file://$EVIL"
+		refused_by "$l remotes/x: symlink at it" D8 try symlink "$(fresh dotgit)" "$d/remotes/x"
 	else
-		refuse "$l remotes/: mkdir" try mkdir "$d/remotes"
-		refuse "$l remotes/: rename a folder onto it" try rename "$(fresh dir)" "$d/remotes"
+		refused_by "$l remotes/: mkdir" D8 try mkdir "$d/remotes"
+		refused_by "$l remotes/: rename a folder onto it" D8 try rename "$(fresh dir)" "$d/remotes"
 	fi
 }
 
@@ -294,58 +297,58 @@ config_attacks()
 worktree_admin()
 {
 	local l="$1" a="$2"
-	refuse "$l commondir: write pointing outside" gtry put "$a/commondir" "$EVIL"
-	refuse "$l commondir: append" gtry append "$a/commondir" "x"
-	refuse "$l commondir: truncate" try truncate "$a/commondir"
-	refuse "$l commondir: unlink (its folder would become a git folder of its own)" try unlink "$a/commondir"
-	refuse "$l commondir: rename onto it" try rename "$(fresh dotgit)" "$a/commondir"
-	refuse "$l commondir: rename it away" try rename "$a/commondir" "$M/plain/cd-$(mark_name "$l")"
-	refuse "$l commondir: exchange with a plain file" try rename-exchange "$(fresh dotgit)" "$a/commondir"
-	refuse "$l gitdir: write another path" gtry put "$a/gitdir" "$T/victim/.git"
-	refuse "$l gitdir: truncate" try truncate "$a/gitdir"
-	refuse "$l gitdir: unlink" try unlink "$a/gitdir"
-	refuse "$l gitdir: rename onto it" try rename "$(fresh dotgit)" "$a/gitdir"
-	refuse "$l locked: create" gtry create "$a/locked" "mine"
-	refuse "$l locked: symlink at it" try symlink "$(fresh pay)" "$a/locked"
-	refuse "$l config: create (a config of its own)" gtry create "$a/config" "$(cfg "$l-config")"
-	refuse "$l config: hard link to it" try link "$(fresh cfg)" "$a/config"
-	refuse "$l config.worktree: create" gtry create "$a/config.worktree" "$(cfg "$l-cw")"
-	refuse "$l config.worktree: rename onto it" try rename "$(fresh cfg)" "$a/config.worktree"
-	refuse "$l hooks/: mkdir" try mkdir "$a/hooks"
-	refuse "$l hooks/: symlink at it" try symlink "$PAY/hooks-evilgit" "$a/hooks"
-	refuse "$l hooks/: rename a folder onto it" try rename "$(fresh dir)" "$a/hooks"
-	refuse "$l: rename the admin folder" try rename "$a" "$a-renamed"
+	refused_by "$l commondir: write pointing outside" D5 gtry put "$a/commondir" "$EVIL"
+	refused_by "$l commondir: append" D5 gtry append "$a/commondir" "x"
+	refused_by "$l commondir: truncate" D5 try truncate "$a/commondir"
+	refused_by "$l commondir: unlink (its folder would become a git folder of its own)" D5 try unlink "$a/commondir"
+	refused_by "$l commondir: rename onto it" D5 try rename "$(fresh dotgit)" "$a/commondir"
+	refused_by "$l commondir: rename it away" D5 try rename "$a/commondir" "$M/plain/cd-$(mark_name "$l")"
+	refused_by "$l commondir: exchange with a plain file" D5 try rename-exchange "$(fresh dotgit)" "$a/commondir"
+	refused_by "$l gitdir: write another path" D5 gtry put "$a/gitdir" "$T/victim/.git"
+	refused_by "$l gitdir: truncate" D5 try truncate "$a/gitdir"
+	refused_by "$l gitdir: unlink" D5 try unlink "$a/gitdir"
+	refused_by "$l gitdir: rename onto it" D5 try rename "$(fresh dotgit)" "$a/gitdir"
+	refused_by "$l locked: create" D5 gtry create "$a/locked" "mine"
+	refused_by "$l locked: symlink at it" D5 try symlink "$(fresh pay)" "$a/locked"
+	refused_by "$l config: create (a config of its own)" D1 gtry create "$a/config" "$(cfg "$l-config")"
+	refused_by "$l config: hard link to it" D1 try link "$(fresh cfg)" "$a/config"
+	refused_by "$l config.worktree: create" D2 gtry create "$a/config.worktree" "$(cfg "$l-cw")"
+	refused_by "$l config.worktree: rename onto it" D2 try rename "$(fresh cfg)" "$a/config.worktree"
+	refused_by "$l hooks/: mkdir" D3 try mkdir "$a/hooks"
+	refused_by "$l hooks/: symlink at it" D3 try symlink "$PAY/hooks-evilgit" "$a/hooks"
+	refused_by "$l hooks/: rename a folder onto it" D3 try rename "$(fresh dir)" "$a/hooks"
+	refused_by "$l: rename the admin folder" G3 try rename "$a" "$a-renamed"
 }
 
 # dotgit_file LABEL F: rule W1 on a .git file F
 dotgit_file()
 {
 	local l="$1" f="$2"
-	refuse "$l .git file: write gitdir pointing outside" gtry put "$f" "gitdir: $EVIL"
-	refuse "$l .git file: append" gtry append "$f" "x"
-	refuse "$l .git file: truncate" try truncate "$f"
-	refuse "$l .git file: unlink" try unlink "$f"
-	refuse "$l .git file: rename onto it" try rename "$(fresh dotgit)" "$f"
-	refuse "$l .git file: exchange with a plain file" try rename-exchange "$(fresh dotgit)" "$f"
-	refuse "$l .git file: replace it by a symlink (rename onto)" try rename "$(fresh link)" "$f"
+	refused_by "$l .git file: write gitdir pointing outside" W1 gtry put "$f" "gitdir: $EVIL"
+	refused_by "$l .git file: append" W1 gtry append "$f" "x"
+	refused_by "$l .git file: truncate" W1 try truncate "$f"
+	refused_by "$l .git file: unlink" W1 try unlink "$f"
+	refused_by "$l .git file: rename onto it" W1 try rename "$(fresh dotgit)" "$f"
+	refused_by "$l .git file: exchange with a plain file" W1 try rename-exchange "$(fresh dotgit)" "$f"
+	refused_by "$l .git file: replace it by a symlink (rename onto)" W1 try rename "$(fresh link)" "$f"
 }
 
 # --- the top-level repository (the root itself)
 hooks_attacks top "$M/.git"
 existing_hooks top "$M/.git"
 config_attacks top "$M/.git"
-refuse "top worktrees/: mkdir a new <id>" try mkdir "$M/.git/worktrees/evil"
-refuse "top worktrees/: rename a folder onto a new <id>" try rename "$(fresh dir)" "$M/.git/worktrees/evil2"
-refuse "top worktrees/: symlink a new <id>" try symlink "$EVIL" "$M/.git/worktrees/evil3"
-refuse "top worktrees/: create a file" gtry create "$M/.git/worktrees/evilfile" "x"
-refuse "top modules/: mkdir a new module" try mkdir "$M/.git/modules/evil"
-refuse "top modules/: rename a folder onto a new module" try rename "$(fresh dir)" "$M/.git/modules/evil2"
-refuse "top modules/: rename the submodule's git folder" try rename "$M/.git/modules/sub" "$M/.git/modules/sub2"
-refuse "top modules/: rename modules/ away" try rename "$M/.git/modules" "$M/.git/modules.old"
+refused_by "top worktrees/: mkdir a new <id>" D5 try mkdir "$M/.git/worktrees/evil"
+refused_by "top worktrees/: rename a folder onto a new <id>" D5 try rename "$(fresh dir)" "$M/.git/worktrees/evil2"
+refused_by "top worktrees/: symlink a new <id>" D5 try symlink "$EVIL" "$M/.git/worktrees/evil3"
+refused_by "top worktrees/: create a file" D5 gtry create "$M/.git/worktrees/evilfile" "x"
+refused_by "top modules/: mkdir a new module" D6 try mkdir "$M/.git/modules/evil"
+refused_by "top modules/: rename a folder onto a new module" D6 try rename "$(fresh dir)" "$M/.git/modules/evil2"
+refused_by "top modules/: rename the submodule's git folder" D6 try rename "$M/.git/modules/sub" "$M/.git/modules/sub2"
+refused_by "top modules/: rename modules/ away" D6 try rename "$M/.git/modules" "$M/.git/modules.old"
 worktree_admin "top worktrees/wt" "$M/.git/worktrees/wt"
 hooks_attacks "top modules/sub" "$M/.git/modules/sub"
 config_attacks "top modules/sub" "$M/.git/modules/sub"
-refuse "top modules/sub/modules/x: mkdir" try mkdir "$M/.git/modules/sub/modules"
+refused_by "top modules/sub/modules/x: mkdir" D6 try mkdir "$M/.git/modules/sub/modules"
 # (a submodule's git folder has the rules of any git folder: guard-git.sh commits in it)
 dotgit_file "top wt" "$M/wt/.git"
 dotgit_file "top sub" "$M/sub/.git"
@@ -354,8 +357,8 @@ dotgit_file "top sub" "$M/sub/.git"
 hooks_attacks nest "$M/deep/nest/.git"
 existing_hooks nest "$M/deep/nest/.git"
 config_attacks nest "$M/deep/nest/.git"
-refuse "nest worktrees/: mkdir a new <id>" try mkdir "$M/deep/nest/.git/worktrees/evil"
-refuse "nest modules/: mkdir a new module" try mkdir "$M/deep/nest/.git/modules/evil"
+refused_by "nest worktrees/: mkdir a new <id>" D5 try mkdir "$M/deep/nest/.git/worktrees/evil"
+refused_by "nest modules/: mkdir a new module" D6 try mkdir "$M/deep/nest/.git/modules/evil"
 worktree_admin "nest worktrees/nwt" "$M/deep/nest/.git/worktrees/nwt"
 hooks_attacks "nest modules/nsub" "$M/deep/nest/.git/modules/nsub"
 config_attacks "nest modules/nsub" "$M/deep/nest/.git/modules/nsub"
@@ -364,129 +367,135 @@ dotgit_file "nest nsub" "$M/deep/nest/nsub/.git"
 dotgit_file "filerepo" "$M/filerepo/.git"
 
 # --- .git symlink and the folder it names
-refuse "symrepo .git symlink: unlink" try unlink "$M/symrepo/.git"
-refuse "symrepo .git symlink: rename a symlink out of the root onto it" try rename "$(fresh link)" "$M/symrepo/.git"
-refuse "symrepo .git symlink: chown" try chown "$M/symrepo/.git"
-refuse "store/symrepo-git: append to config" gtry append "$M/store/symrepo-git/config" "$(cfg symrepo)"
-refuse "store/symrepo-git: rename the git folder" try rename "$M/store/symrepo-git" "$M/store/other"
-refuse "store/filerepo-git: create hooks/pre-commit" gtry create "$M/store/filerepo-git/hooks/pre-commit" "$(hook filerepo)"
+refused_by "symrepo .git symlink: unlink" W1 try unlink "$M/symrepo/.git"
+refused_by "symrepo .git symlink: rename a symlink out of the root onto it" W1 try rename "$(fresh link)" "$M/symrepo/.git"
+refused_by "symrepo .git symlink: chown" W1 try chown "$M/symrepo/.git"
+refused_by "store/symrepo-git: append to config" D1 gtry append "$M/store/symrepo-git/config" "$(cfg symrepo)"
+refused_by "store/symrepo-git: rename the git folder" G3 try rename "$M/store/symrepo-git" "$M/store/other"
+refused_by "store/filerepo-git: create hooks/pre-commit" D3 gtry create "$M/store/filerepo-git/hooks/pre-commit" "$(hook filerepo)"
 
 # --- includes (W3) and core.hooksPath (W2)
-refuse "include target inc.cfg (exists): write a payload" gtry put "$M/inc.cfg" "$(cfg inc)"
-refuse "include target inc.cfg (exists): append a payload" gtry append "$M/inc.cfg" "$(cfg inc-append)"
-refuse "include target inc.cfg (exists): truncate" try truncate "$M/inc.cfg"
-refuse "include target inc.cfg (exists): unlink" try unlink "$M/inc.cfg"
-refuse "include target inc.cfg (exists): rename onto it" try rename "$(fresh cfg)" "$M/inc.cfg"
-refuse "include target missing.cfg: create" gtry create "$M/missing.cfg" "$(cfg inc-missing)"
-refuse "include target missing.cfg: symlink at it" try symlink plain/evil.cfg "$M/missing.cfg"
-refuse "include target missing.cfg: hard link to it" try link "$(fresh cfg)" "$M/missing.cfg"
-refuse "include target missing.cfg: rename onto it" try rename "$(fresh cfg)" "$M/missing.cfg"
+refused_by "include target inc.cfg (exists): write a payload" W3 gtry put "$M/inc.cfg" "$(cfg inc)"
+refused_by "include target inc.cfg (exists): append a payload" W3 gtry append "$M/inc.cfg" "$(cfg inc-append)"
+refused_by "include target inc.cfg (exists): truncate" W3 try truncate "$M/inc.cfg"
+refused_by "include target inc.cfg (exists): unlink" W3 try unlink "$M/inc.cfg"
+refused_by "include target inc.cfg (exists): rename onto it" W3 try rename "$(fresh cfg)" "$M/inc.cfg"
+refused_by "include target missing.cfg: create" W3 gtry create "$M/missing.cfg" "$(cfg inc-missing)"
+refused_by "include target missing.cfg: symlink at it" W3 try symlink plain/evil.cfg "$M/missing.cfg"
+refused_by "include target missing.cfg: hard link to it" W3 try link "$(fresh cfg)" "$M/missing.cfg"
+refused_by "include target missing.cfg: rename onto it" W3 try rename "$(fresh cfg)" "$M/missing.cfg"
 stat "$M/hp/.git" "$M/deep/nest/.git" >/dev/null
-refuse "hard link to top hooks/post-commit (after .git was looked up): append through the other name" \
+refused_by "hard link to top hooks/post-commit (after .git was looked up): append through the other name" D3 \
 	gtry append "$M/plain/hl-post-commit" "touch $T/PWNED-hl-after"
-refuse "hard link to top .git/config (after .git was looked up): append through the other name" \
+refused_by "hard link to top .git/config (after .git was looked up): append through the other name" D1 \
 	gtry append "$M/plain/hl-config" "$(cfg hl-config-after)"
 H="$M/hp/hooks-dir"
-refuse "core.hooksPath hp/hooks-dir (after hp/.git was looked up): create commit-msg" \
+refused_by "core.hooksPath hp/hooks-dir (after hp/.git was looked up): create commit-msg" W2 \
 	gtry create "$H/commit-msg" "$(hook hookspath)"
-refuse "core.hooksPath hp/hooks-dir (after lookup): symlink at prepare-commit-msg" \
+refused_by "core.hooksPath hp/hooks-dir (after lookup): symlink at prepare-commit-msg" W2 \
 	try symlink "$(script hookspath-sl)" "$H/prepare-commit-msg"
-refuse "core.hooksPath hp/hooks-dir (after lookup): rename onto post-index-change" \
+refused_by "core.hooksPath hp/hooks-dir (after lookup): rename onto post-index-change" W2 \
 	try rename "$(fresh pay)" "$H/post-index-change"
-refuse "core.hooksPath hp/hooks-dir (after lookup): write the existing post-commit" \
+refused_by "core.hooksPath hp/hooks-dir (after lookup): write the existing post-commit" W2 \
 	gtry put "$H/post-commit" "$(hook hookspath-pc)"
-refuse "core.hooksPath hp/hooks-dir (after lookup): chmod the existing post-commit" try chmod "$H/post-commit"
-refuse "core.hooksPath hp/hooks-dir (after lookup): rename the folder away" try rename "$H" "$M/hp/hooks-old"
-refuse "core.hooksPath hp/hooks-dir (after lookup): exchange with a plain folder" \
+refused_by "core.hooksPath hp/hooks-dir (after lookup): chmod the existing post-commit" W2 try chmod "$H/post-commit"
+refused_by "core.hooksPath hp/hooks-dir (after lookup): rename the folder away" W2 try rename "$H" "$M/hp/hooks-old"
+refused_by "core.hooksPath hp/hooks-dir (after lookup): exchange with a plain folder" W2 \
 	try rename-exchange "$(fresh dir)" "$H"
-refuse "core.hooksPath (after lookup): rename hp (the folder above hooks-dir)" try rename "$M/hp" "$M/hp-moved"
-refuse "include target deep/nest/inc-nest.cfg (after lookup): write" gtry put "$M/deep/nest/inc-nest.cfg" "$(cfg inc-nest)"
-refuse "include target deep/nest/missing-nest2.cfg (after lookup): create" \
+refused_by "core.hooksPath (after lookup): rename hp (the folder above hooks-dir)" G3 try rename "$M/hp" "$M/hp-moved"
+refused_by "include target deep/nest/inc-nest.cfg (after lookup): write" W3 gtry put "$M/deep/nest/inc-nest.cfg" "$(cfg inc-nest)"
+refused_by "include target deep/nest/missing-nest2.cfg (after lookup): create" W3 \
 	gtry create "$M/deep/nest/missing-nest2.cfg" "$(cfg inc-nest-missing)"
-refuse "include target deep/nest/missing-nest2.cfg (after lookup): symlink at it" \
+refused_by "include target deep/nest/missing-nest2.cfg (after lookup): symlink at it" W3 \
 	try symlink ../../plain/file "$M/deep/nest/missing-nest2.cfg"
 
 # --- new repositories (G1, G2)
-refuse "new .git folder in plain/" try mkdir "$M/plain/.git"
-refuse "new .git file in plain/" gtry create "$M/plain/.git" "gitdir: $EVIL"
-refuse "new .git symlink in plain/" try symlink "$EVIL" "$M/plain/.git"
-refuse "new .GIT folder (case) in plain/" try mkdir "$M/plain/.GIT"
-refuse "new .git by mknod" try mknod "$M/plain/dir/.git"
-refuse "new .git by renaming a folder" try rename "$(fresh dir)" "$M/plain/.git"
-refuse "new .git by renaming a file" try rename "$(fresh dotgit)" "$M/plain/dir/.git"
-refuse "new .git by hard link" try link "$(fresh dotgit)" "$M/plain/dir/.git"
+refused_by "new .git folder in plain/" G1 try mkdir "$M/plain/.git"
+refused_by "new .git file in plain/" G1 gtry create "$M/plain/.git" "gitdir: $EVIL"
+refused_by "new .git symlink in plain/" G1 try symlink "$EVIL" "$M/plain/.git"
+refused_by "new .GIT folder (case) in plain/" G1 try mkdir "$M/plain/.GIT"
+refused_by "new .git by mknod" G1 try mknod "$M/plain/dir/.git"
+refused_by "new .git by renaming a folder" G1 try rename "$(fresh dir)" "$M/plain/.git"
+refused_by "new .git by renaming a file" G1 try rename "$(fresh dotgit)" "$M/plain/dir/.git"
+refused_by "new .git by hard link" G1 try link "$(fresh dotgit)" "$M/plain/dir/.git"
 allow "mkdir newsub2 in the top repository's worktree" try mkdir "$M/newsub2"
-refuse "new .git folder in newsub2 (would become a gitlink)" try mkdir "$M/newsub2/.git"
+refused_by "new .git folder in newsub2 (would become a gitlink)" G1 try mkdir "$M/newsub2/.git"
 allow "mkdir wsub in the linked worktree" try mkdir "$M/wt/wsub"
-refuse "new .git folder in the linked worktree's wsub" try mkdir "$M/wt/wsub/.git"
+refused_by "new .git folder in the linked worktree's wsub" G1 try mkdir "$M/wt/wsub/.git"
 allow "mkdir inner in the submodule's worktree" try mkdir "$M/sub/inner"
-refuse "new .git file in the submodule's inner/" gtry create "$M/sub/inner/.git" "gitdir: $EVIL"
+refused_by "new .git file in the submodule's inner/" G1 gtry create "$M/sub/inner/.git" "gitdir: $EVIL"
 allow "mkdir nd in the nested repository's worktree" try mkdir "$M/deep/nest/nd"
-refuse "new .git symlink in the nested repository's nd/" try symlink "$EVIL" "$M/deep/nest/nd/.git"
-refuse "new NAME.git folder" try mkdir "$M/plain/evil.git"
+refused_by "new .git symlink in the nested repository's nd/" G1 try symlink "$EVIL" "$M/deep/nest/nd/.git"
+refused_by "new NAME.git folder" G2 try mkdir "$M/plain/evil.git"
 allow "bare-shaped q1: mkdir q1" try mkdir "$M/bare/q1"
 allow "bare-shaped q1: mkdir objects/" try mkdir "$M/bare/q1/objects"
 allow "bare-shaped q1: mkdir refs/" try mkdir "$M/bare/q1/refs"
-refuse "bare-shaped q1 (objects/ + refs/): create HEAD" gtry create "$M/bare/q1/HEAD" "ref: refs/heads/main"
-refuse "bare-shaped q1 (objects/ + refs/): rename a file onto HEAD" try rename "$(fresh pay)" "$M/bare/q1/HEAD"
-refuse "bare-shaped q1 (objects/ + refs/): symlink HEAD" try symlink "../../plain/pay" "$M/bare/q1/HEAD"
+refused_by "bare-shaped q1 (objects/ + refs/): create HEAD" G2 gtry create "$M/bare/q1/HEAD" "ref: refs/heads/main"
+refused_by "bare-shaped q1 (objects/ + refs/): rename a file onto HEAD" G2 try rename "$(fresh pay)" "$M/bare/q1/HEAD"
+refused_by "bare-shaped q1 (objects/ + refs/): symlink HEAD" G2 try symlink "../../plain/pay" "$M/bare/q1/HEAD"
 try mkdir "$M/bare/q2" >/dev/null
 allow "bare-shaped q2: create HEAD" gtry create "$M/bare/q2/HEAD" "ref: refs/heads/main"
 allow "bare-shaped q2: mkdir objects/" try mkdir "$M/bare/q2/objects"
-refuse "bare-shaped q2 (HEAD + objects/): mkdir refs" try mkdir "$M/bare/q2/refs"
-refuse "bare-shaped q2 (HEAD + objects/): rename a folder onto refs" try rename "$(fresh dir)" "$M/bare/q2/refs"
-refuse "bare-shaped q2 (HEAD + objects/): symlink refs" try symlink ../q1/refs "$M/bare/q2/refs"
+refused_by "bare-shaped q2 (HEAD + objects/): mkdir refs" G2 try mkdir "$M/bare/q2/refs"
+refused_by "bare-shaped q2 (HEAD + objects/): rename a folder onto refs" G2 try rename "$(fresh dir)" "$M/bare/q2/refs"
+refused_by "bare-shaped q2 (HEAD + objects/): symlink refs" G2 try symlink ../q1/refs "$M/bare/q2/refs"
 try mkdir "$M/bare/q3" >/dev/null
 allow "bare-shaped q3: create HEAD" gtry create "$M/bare/q3/HEAD" "ref: refs/heads/main"
-refuse "bare-shaped q3 (HEAD): create commondir" gtry create "$M/bare/q3/commondir" "$EVIL"
+refused_by "bare-shaped q3 (HEAD): create commondir" G2 gtry create "$M/bare/q3/commondir" "$EVIL"
 try mkdir "$M/bare/q4" >/dev/null
 try mkdir "$M/bare/q4/objects" >/dev/null
 allow "bare-shaped q4: symlink refs -> objects" try symlink objects "$M/bare/q4/refs"
-refuse "bare-shaped q4 (objects/ + refs symlink): create HEAD" gtry create "$M/bare/q4/HEAD" "ref: refs/heads/main"
+refused_by "bare-shaped q4 (objects/ + refs symlink): create HEAD" G2 gtry create "$M/bare/q4/HEAD" "ref: refs/heads/main"
 allow "bare-shaped q5: a folder with HEAD + objects/ + refs-x/" sh -c \
 	"mkdir '$M/bare/q5' && '$GTRY' create '$M/bare/q5/HEAD' 'ref: refs/heads/main' >/dev/null &&
 	 mkdir '$M/bare/q5/objects' '$M/bare/q5/refs-x' && echo OK"
-refuse "bare-shaped q5: rename refs-x to refs" try rename "$M/bare/q5/refs-x" "$M/bare/q5/refs"
+refused_by "bare-shaped q5: rename refs-x to refs" G2 try rename "$M/bare/q5/refs-x" "$M/bare/q5/refs"
 
 # --- moving git folders and the folders above them (G3)
-refuse "rename the root's .git" try rename "$M/.git" "$M/git-old"
-refuse "rename deep/ (above a nested .git)" try rename "$M/deep" "$M/deep2"
-refuse "rename deep/ into plain/" try rename "$M/deep" "$M/plain/deep"
-refuse "rename deep/nest (the nested repository)" try rename "$M/deep/nest" "$M/nest-moved"
-refuse "rename deep/nest/.git" try rename "$M/deep/nest/.git" "$M/deep/nest/.git-old"
-refuse "rename deep/nest/.git out into plain/" try rename "$M/deep/nest/.git" "$M/plain/stolen-git"
-refuse "rmdir deep/nest/.git" try rmdir "$M/deep/nest/.git"
-refuse "exchange plain/evil-dir with deep/" try rename-exchange "$(fresh dir)" "$M/deep"
-refuse "exchange plain/evil-dir with deep/nest/.git" try rename-exchange "$(fresh dir)" "$M/deep/nest/.git"
-refuse "exchange plain/evil-dir with the root's .git" try rename-exchange "$(fresh dir)" "$M/.git"
-refuse "rename store/ (holds git folders behind pointers)" try rename "$M/store" "$M/store2"
+refused_by "rename the root's .git" G3 try rename "$M/.git" "$M/git-old"
+# G3's walk names the rule of the first protected entry it meets inside the
+# folder (deep/nwt/.git: W1; deep/nest/inc-nest.cfg: W3), which depends on the
+# order readdir returns them; the rule that refuses is G3
+G3TODO="G3's walk logs the rule of an entry inside (W1, W3), not G3"
+todo "$G3TODO" refused_by "rename deep/ (above a nested .git)" G3 try rename "$M/deep" "$M/deep2"
+todo "$G3TODO" refused_by "rename deep/ into plain/" G3 try rename "$M/deep" "$M/plain/deep"
+todo "$G3TODO" refused_by "rename deep/nest (the nested repository)" G3 \
+	try rename "$M/deep/nest" "$M/nest-moved"
+refused_by "rename deep/nest/.git" G3 try rename "$M/deep/nest/.git" "$M/deep/nest/.git-old"
+refused_by "rename deep/nest/.git out into plain/" G3 try rename "$M/deep/nest/.git" "$M/plain/stolen-git"
+refused_by "rmdir deep/nest/.git" G3 try rmdir "$M/deep/nest/.git"
+todo "$G3TODO" refused_by "exchange plain/evil-dir with deep/" G3 try rename-exchange "$(fresh dir)" "$M/deep"
+refused_by "exchange plain/evil-dir with deep/nest/.git" G3 try rename-exchange "$(fresh dir)" "$M/deep/nest/.git"
+refused_by "exchange plain/evil-dir with the root's .git" G3 try rename-exchange "$(fresh dir)" "$M/.git"
+refused_by "rename store/ (holds git folders behind pointers)" G3 try rename "$M/store" "$M/store2"
 
 # --- symlinks into git folders (X1)
-refuse "symlink h -> .git/hooks" try symlink .git/hooks "$M/h"
-refuse "symlink h -> .git" try symlink .git "$M/h"
-refuse "symlink plain/h -> ../.git/hooks" try symlink ../.git/hooks "$M/plain/$(fresh name)"
-refuse "symlink plain/h -> dir/../../.git/config" try symlink dir/../../.git/config "$M/plain/$(fresh name)"
-refuse "symlink plain/h -> ../deep/nest/.git/hooks" try symlink ../deep/nest/.git/hooks "$M/plain/$(fresh name)"
-refuse "symlink plain/h -> ../.git/modules/sub/hooks" try symlink ../.git/modules/sub/hooks "$M/plain/$(fresh name)"
-refuse "symlink plain/h -> ../.git/worktrees/wt" try symlink ../.git/worktrees/wt "$M/plain/$(fresh name)"
-refuse "symlink plain/h -> absolute SOURCE/.git/hooks" try symlink "$S/.git/hooks" "$M/plain/$(fresh name)"
-refuse "symlink plain/h -> ../store/symrepo-git/hooks (a git folder without a .git name)" \
+refused_by "symlink h -> .git/hooks" X1 try symlink .git/hooks "$M/h"
+refused_by "symlink h -> .git" X1 try symlink .git "$M/h"
+refused_by "symlink plain/h -> ../.git/hooks" X1 try symlink ../.git/hooks "$M/plain/$(fresh name)"
+refused_by "symlink plain/h -> dir/../../.git/config" X1 try symlink dir/../../.git/config "$M/plain/$(fresh name)"
+refused_by "symlink plain/h -> ../deep/nest/.git/hooks" X1 try symlink ../deep/nest/.git/hooks "$M/plain/$(fresh name)"
+refused_by "symlink plain/h -> ../.git/modules/sub/hooks" X1 try symlink ../.git/modules/sub/hooks "$M/plain/$(fresh name)"
+refused_by "symlink plain/h -> ../.git/worktrees/wt" X1 try symlink ../.git/worktrees/wt "$M/plain/$(fresh name)"
+refused_by "symlink plain/h -> absolute SOURCE/.git/hooks" X1 try symlink "$S/.git/hooks" "$M/plain/$(fresh name)"
+refused_by "symlink plain/h -> ../store/symrepo-git/hooks (a git folder without a .git name)" X1 \
 	try symlink ../store/symrepo-git/hooks "$M/plain/$(fresh name)"
-refuse "symlink plain/h -> /..SOURCE/store/symrepo-git/hooks (\"/..\" is \"/\")" \
+refused_by "symlink plain/h -> /..SOURCE/store/symrepo-git/hooks (\"/..\" is \"/\")" X1 \
 	try symlink "/..$S/store/symrepo-git/hooks" "$M/plain/$(fresh name)"
-refuse "symlink plain/h -> ../../src/store/symrepo-git/hooks (out of the root and back in)" \
+refused_by "symlink plain/h -> ../../src/store/symrepo-git/hooks (out of the root and back in)" X1 \
 	try symlink ../../src/store/symrepo-git/hooks "$M/plain/$(fresh name)"
-refuse "symlink plain/h -> ../symrepo/.git/hooks (through a .git symlink)" \
+refused_by "symlink plain/h -> ../symrepo/.git/hooks (through a .git symlink)" X1 \
 	try symlink ../symrepo/.git/hooks "$M/plain/$(fresh name)"
 h=$(fresh name)
 got=$(try symlink ../hp/hooks-dir "$M/plain/$h")
 if [ "$got" = EROFS ]; then
 	ok "symlink plain/h -> ../hp/hooks-dir (core.hooksPath): refused at creation (EROFS)"
 else
-	is "$(gtry create "$M/plain/$h/pre-merge-commit" "$(hook hookspath-via-symlink)")" EROFS \
-		"symlink plain/h -> ../hp/hooks-dir (core.hooksPath, made: $got): create pre-merge-commit through it: EROFS"
+	refused_at "symlink plain/h -> ../hp/hooks-dir (core.hooksPath, made: $got): create pre-merge-commit through it" \
+		W2 "$M/hp/hooks-dir/pre-merge-commit" \
+		gtry create "$M/plain/$h/pre-merge-commit" "$(hook hookspath-via-symlink)"
 fi
-refuse "symlink plain/h -> ../.GIT/hooks (case)" try symlink ../.GIT/hooks "$M/plain/$(fresh name)"
+refused_by "symlink plain/h -> ../.GIT/hooks (case)" X1 try symlink ../.GIT/hooks "$M/plain/$(fresh name)"
 
 # --- X1 resolves a target as the kernel will: store/symrepo-git has no .git in its path
 # x1_refuse DESC TARGET HOOK [FOLDER]: a symlink h to TARGET (a hooks folder) in FOLDER
@@ -494,10 +503,9 @@ refuse "symlink plain/h -> ../.GIT/hooks (case)" try symlink ../.GIT/hooks "$M/p
 # plain git on the host runs HOOK in symrepo at the end)
 x1_refuse()
 {
-	local h="${4:-$M/plain}/$(fresh name)" got
-	got=$(try symlink "$2" "$h")
-	is "$got" EROFS "symlink $1: EROFS"
-	if [ "$got" = OK ]; then
+	local h="${4:-$M/plain}/$(fresh name)"
+	refused_by "symlink $1" X1 try symlink "$2" "$h"
+	if [ -L "$h" ]; then
 		is "$(gtry create "$h/$3" "$(hook "x1-$3")")" EROFS \
 			"symlink $1 (made): create hooks/$3 through it: EROFS"
 	fi
@@ -523,20 +531,21 @@ allow "symlink plain/h -> MOUNT/store/symrepo-git/hooks (answered, by name only)
 	timeout 20 "$TRYOP" symlink "$M/store/symrepo-git/hooks" "$M/plain/$(fresh name)"
 allow "prepare plain/x1m/e -> symrepo-git (dangling there)" \
 	sh -c "\"$TRYOP\" mkdir \"$M/plain/x1m\" >/dev/null && \"$TRYOP\" symlink symrepo-git \"$M/plain/x1m/e\""
-refuse "rename plain/x1m/e into store/ (it would lead into store/symrepo-git)" \
+refused_by "rename plain/x1m/e into store/ (it would lead into store/symrepo-git)" X1 \
 	try rename "$M/plain/x1m/e" "$M/store/x1e"
-refuse "hard-link plain/x1m/e into store/" try link "$M/plain/x1m/e" "$M/store/x1e2"
+refused_by "hard-link plain/x1m/e into store/" X1 try link "$M/plain/x1m/e" "$M/store/x1e2"
 allow "rename plain/x1m/e within its folder" try rename "$M/plain/x1m/e" "$M/plain/x1m/e2"
 # a folder moved to another parent with a relative symlink leading out of it
 allow "prepare plain/x1f/e -> ../symrepo-git (dangling there)" \
 	sh -c "\"$TRYOP\" mkdir \"$M/plain/x1f\" >/dev/null && \"$TRYOP\" symlink ../symrepo-git \"$M/plain/x1f/e\""
-refuse "rename plain/x1f (e -> ../symrepo-git) into store/" try rename "$M/plain/x1f" "$M/store/x1f"
+refused_by "rename plain/x1f (e -> ../symrepo-git) into store/" X1 try rename "$M/plain/x1f" "$M/store/x1f"
 allow "rename plain/x1f within plain/" try rename "$M/plain/x1f" "$M/plain/x1f2"
 # the host moves a folder out of the root while the bot holds a descriptor of it
 # (or swaps it with a symlink, tests/fs-race.sh): a symlink made relative to that
 # descriptor is judged from the folder itself; one that climbs out of it still
 # needs the folder's place in the root, and there is none
 mkdir -p "$S/plain/x1mv"
+lines=$(wc -l <"$GUARD_LOG")
 got=$(python3 - "$M/plain/x1mv" "$S/plain/x1mv" "$T/x1moved" <<'PYEOF'
 import errno, os, sys
 d = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
@@ -553,6 +562,13 @@ PYEOF
 )
 is "$got" "OK OK EROFS" \
 	"a folder the host moved out of the root, through a descriptor: symlinks r0 and sub/r0 made, ../src/store/symrepo-git/hooks refused"
+new=$(tail -n +"$((lines + 1))" "$GUARD_LOG")
+if printf '%s\n' "$new" | refusal_named X1; then
+	ok "a folder the host moved out of the root: the symlink is refused by rule X1"
+else
+	not_ok "a folder the host moved out of the root: the symlink is refused by rule X1"
+	diag "logged: ${new:-nothing}"
+fi
 # 300 folders deep: the symlink's folder is judged where it is, not cut at 256 names
 x1deep="$M/plain/x1deep$(printf '/d%.0s' $(seq 300))"
 mkdir -p "$x1deep"
@@ -591,13 +607,13 @@ fs_umount "$M"
 wait_until 10 sh -c "! kill -0 $FS_PID" || diag "the mount -f server did not exit"
 
 # ---- a root that is not a repository: .git at the root itself ---------------
-if fs_mount "$P" "$MP"; then
-	refuse "plain root: new .git folder at the root" try mkdir "$MP/.git"
-	refuse "plain root: new .git file at the root" gtry create "$MP/.git" "gitdir: $EVIL"
-	refuse "plain root: new .git symlink at the root" try symlink "$EVIL" "$MP/.git"
+if fs_mount --log "$GUARD_LOG" "$P" "$MP"; then
+	refused_by "plain root: new .git folder at the root" G1 try mkdir "$MP/.git"
+	refused_by "plain root: new .git file at the root" G1 gtry create "$MP/.git" "gitdir: $EVIL"
+	refused_by "plain root: new .git symlink at the root" G1 try symlink "$EVIL" "$MP/.git"
 	try mkdir "$MP/objects" >/dev/null
 	try mkdir "$MP/refs" >/dev/null
-	refuse "plain root: HEAD completing a bare-shaped root" gtry create "$MP/HEAD" "ref: refs/heads/main"
+	refused_by "plain root: HEAD completing a bare-shaped root" G2 gtry create "$MP/HEAD" "ref: refs/heads/main"
 	fs_umount "$MP"
 else
 	not_ok "mount a plain root"

@@ -24,9 +24,14 @@
 #   write_text FILE TEXT         the shell writes TEXT (and a newline) to FILE,
 #   append_text FILE TEXT        or appends it, as a bot's `echo >>` would
 #   refused_by DESC RULE CMD...  CMD (try, gtry, python3 "$FORGE", shell_result)
-#                                must answer EROFS, and the mount's log
-#                                ($GUARD_LOG, its --log FILE) must name RULE for
-#                                the refusal: "rule RULE (" in a new line
+#                                must answer EROFS, and a line the mount's --log
+#                                FILE ($GUARD_LOG: one line per refusal, never
+#                                rate-limited) added meanwhile must name RULE
+#                                ("rule RULE (") and, when CMD has absolute path
+#                                arguments, one of them as the refused path
+#   refused_at DESC RULE PATH CMD...  the same, the refusal naming PATH (a name
+#                                CMD reaches through a symbolic link is logged
+#                                by the real one)
 #   allowed DESC CMD...          CMD must answer OK (or ok) and log no refusal
 #   git_refused DESC RULE DIR CMD...  CMD (git) run in DIR must fail, and the
 #                                mount's log must name RULE for it
@@ -140,14 +145,47 @@ shell_result()
 # GUARD_LOG: the --log FILE of the mount refused_by reads (the test sets it)
 GUARD_LOG=${GUARD_LOG:-"$T/guard.log"}
 
+# refusal_named RULE ARGS...: whether the lines on stdin hold a refusal by
+# RULE of one of ARGS that is an absolute path (of anything, if none is):
+# --log writes "refused OP of PATH: rule RULE (...)", PATH under the mount
+# point's real path ($T is one: tests/lib.sh).
+refusal_named()
+{
+	local rule="$1" a paths=()
+	shift
+	for a in "$@"; do
+		[ "${a#/}" != "$a" ] && paths+=("$a")
+	done
+	awk -v rule="rule $rule (" -v paths="$(printf '%s\n' "${paths[@]}")" '
+		BEGIN { n = paths == "" ? 0 : split(paths, p, "\n") }
+		index($0, "refused ") && index($0, rule) {
+			if (n == 0)
+				found = 1
+			for (i = 1; i <= n; i++)
+				if (index($0, " of " p[i] ": rule "))
+					found = 1
+		}
+		END { exit !found }'
+}
+
 refused_by()
 {
-	local desc="$1" rule="$2" got before new
+	local desc="$1" rule="$2"
 	shift 2
+	refused_at "$desc" "$rule" "" "$@"
+}
+
+refused_at()
+{
+	local desc="$1" rule="$2" at="$3" got before new
+	shift 3
 	before=$(wc -l 2>/dev/null <"$GUARD_LOG" || echo 0)
 	got=$("$@" 2>&1)
 	new=$(tail -n +"$((before + 1))" "$GUARD_LOG" 2>/dev/null)
-	if [ "$got" = EROFS ] && printf '%s\n' "$new" | grep -q "rule $rule ("; then
+	if [ -n "$at" ]; then
+		set -- "$at"
+	fi
+	if [ "$got" = EROFS ] && printf '%s\n' "$new" | refusal_named "$rule" "$@"; then
 		ok "$desc: EROFS by rule $rule"
 	else
 		not_ok "$desc: EROFS by rule $rule"
