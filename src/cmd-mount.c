@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,14 +55,24 @@ static void cli_log(void *arg, enum fs_log_level level, const char *msg)
 static int event_fd = -1;
 static bool event_json;
 static char *event_root; /* the mount point's absolute path, for the --log lines */
+static atomic_bool event_failing; /* the last --log write failed: said once, not per refusal */
 
-/* --log: every refusal, one line each, appended with one write (workers race). */
+/*
+ * --log: every refusal, one line each, appended with one write (workers
+ * race; O_APPEND keeps each line whole). Never rate-limited: the worker that
+ * refused pays one write(2) of one line (a refused write already costs a
+ * round trip to this server), so a bot that loops on refusals slows only
+ * itself, and the file grows by its refusals, which the operator rotates.
+ * A file that cannot be written (a full disk) is reported once, and again
+ * after a write succeeded, not once a refusal.
+ */
 static void cli_event(void *arg, struct fs_mount *m, const struct fs_event *ev)
 {
 	cleanup_cjson cJSON *o = NULL;
 	cleanup_free char *text = NULL;
-	char line[8192];
+	char line[8192], msg[160];
 	size_t n;
+	ssize_t w;
 
 	if (ev->kind != FS_EV_REFUSED || event_fd < 0)
 		return;
@@ -76,8 +87,16 @@ static void cli_event(void *arg, struct fs_mount *m, const struct fs_event *ev)
 		strcat(line, "\n");
 	}
 	n = strlen(line);
-	if (write(event_fd, line, n) != (ssize_t)n)
-		syslog(LOG_WARNING, "cannot append to the --log file: %s", strerror(errno));
+	w = write(event_fd, line, n);
+	if (w == (ssize_t)n) {
+		if (atomic_load(&event_failing))
+			atomic_store(&event_failing, false);
+	} else if (!atomic_exchange(&event_failing, true)) {
+		snprintf(msg, sizeof msg,
+			 "cannot append to the --log file: %s (said once until a line is written again)",
+			 w < 0 ? strerror(errno) : "short write");
+		cli_log(NULL, FS_LOG_WARN, msg);
+	}
 }
 
 /* The mount ended from outside: wake the main thread's sigwait. */

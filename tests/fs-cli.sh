@@ -391,6 +391,20 @@ if [ -z "$bindfs_mode" ]; then
 	else
 		not_ok "mount --log-json"
 	fi
+	# --log that cannot be written (a full disk): said once, not once a refusal
+	if [ ! -w /dev/full ]; then
+		skip "--log on a full disk: no /dev/full"
+	elif fs_mount_fg --ro-path ro --log /dev/full "$T/lsrc" "$T/lm" 2>"$T/full.err"; then
+		for i in 1 2 3; do
+			sh -c 'echo x >"$1/ro/f"' sh "$T/lm" 2>/dev/null
+		done
+		check "umount (--log /dev/full)" fs_umount "$T/lm"
+		wait_until 10 sh -c "! kill -0 $FS_PID" || diag "the mount -f server did not exit"
+		is "$(grep -c 'cannot append to the --log file: No space left on device' "$T/full.err")" 1 \
+			"--log on a full disk: three refusals, the failure said once"
+	else
+		not_ok "mount --log /dev/full"
+	fi
 	bad "--log in a missing folder" "$T/nosuch/log" mount --log "$T/nosuch/log" "$T/lsrc" "$T/lm"
 fi
 done_testing
