@@ -22,8 +22,9 @@
 #     for every repository, and a change while mounted too.
 #   - a repository made on the host while mounted is read when its top is
 #     first looked up.
-# Each attack must fail with EROFS, and no PWNED-* marker may appear when git
-# runs on the SOURCE afterwards.
+# Each attack must fail with EROFS, refused by the rule it attacks (every
+# mount has --log: refused_by, tests/guard-lib.sh), and no PWNED-* marker may
+# appear when git runs on the SOURCE afterwards.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/guard-lib.sh"
 guard_needs python3
@@ -85,7 +86,7 @@ chain "$S1/near" 1000 repo.git
 
 # 1 MiB stacks: what crashed the recursive walk at 4,500 levels
 FS_WRAP=(prlimit --stack=1048576 --)
-if fs_mount_fg "$S1" "$M1" 2>"$T/deep-mount.log"; then
+if fs_mount_fg --log "$GUARD_LOG" "$S1" "$M1" 2>"$T/deep-mount.log"; then
 	ok "mount with 1 MiB stacks"
 	check "bot builds a 5000-deep chain through the mount" chain "$M1/plain" 5000
 	got=$(try rename "$M1/plain/d" "$M1/plain/moved" 2>&1)
@@ -104,9 +105,9 @@ if fs_mount_fg "$S1" "$M1" 2>"$T/deep-mount.log"; then
 		not_ok "the server is still running"
 		diag "$(tail -5 "$T/deep-mount.log")"
 	fi
-	refuse "rename a folder with a git folder 5000 levels down" \
+	refused_by "rename a folder with a git folder 5000 levels down" G3 \
 		try rename "$M1/hidden/d" "$M1/hidden/moved"
-	refuse "rename a folder with a git folder 1000 levels down" \
+	refused_by "rename a folder with a git folder 1000 levels down" G3 \
 		try rename "$M1/near/d" "$M1/near/moved"
 	check "the server survived the refusals" stat "$M1/hidden/d"
 	if grep -q "refused rename of /near/moved: rule G3 (git folder" "$T/deep-mount.log"; then
@@ -152,15 +153,15 @@ setup_sl()
 host_setup sl-setup setup_sl
 ln -s "$OUTOBJ" "$S2/plain/linkdir/out"
 
-if fs_mount "$S2" "$M2"; then
+if fs_mount --log "$GUARD_LOG" "$S2" "$M2"; then
 	G="$M2/.git"
 	allow "bot folder plain/botinfo" try mkdir "$M2/plain/botinfo"
 	allow "a symlink in a plain folder" try symlink ../../.. "$M2/plain/up"
 	allow "move objects/info aside" try rename "$G/objects/info" "$M2/plain/info-old"
-	refuse "symlink objects/info -> a bot folder" \
+	refused_by "symlink objects/info -> a bot folder" D9 \
 		try symlink ../../plain/botinfo "$G/objects/info"
-	refuse "rename a symlink onto objects/info" try rename "$M2/plain/up" "$G/objects/info"
-	refuse "hard link a symlink in as objects/info" try link "$M2/plain/up" "$G/objects/info"
+	refused_by "rename a symlink onto objects/info" D9 try rename "$M2/plain/up" "$G/objects/info"
+	refused_by "hard link a symlink in as objects/info" D9 try link "$M2/plain/up" "$G/objects/info"
 	allow "move objects/info back" try rename "$M2/plain/info-old" "$G/objects/info"
 	made=0
 	for x in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do
@@ -170,19 +171,24 @@ if fs_mount "$S2" "$M2"; then
 		done
 	done
 	is "$made" 0 "symlink objects/XX -> a folder outside the root, for every missing XX: EROFS"
-	refuse "symlink objects/pack -> a folder outside the root" \
+	# names git keeps there, so that D9 decides and not D12 (a name git never makes)
+	refused_by "symlink objects/tmp_objdir-x (a quarantine git writes objects into) -> outside" D9 \
+		try symlink "$OUTOBJ" "$G/objects/tmp_objdir-x"
+	refused_by "symlink objects/pack/x -> a folder outside the root" D9 \
+		try symlink "$OUTOBJ" "$G/objects/pack/x"
+	refused_by "symlink refs/heads/x" D9 try symlink ../../../plain/up "$G/refs/heads/x"
+	refused_by "symlink logs/x" D9 try symlink ../plain "$G/logs/x"
+	refused_by "symlink ORIG_HEAD -> outside" D9 try symlink "$EVIL2/HEAD" "$G/ORIG_HEAD"
+	refused_by "symlink objects/pack2 (a name git never makes)" D12 \
 		try symlink "$OUTOBJ" "$G/objects/pack2"
-	refuse "symlink refs/heads/x" try symlink ../../../plain/up "$G/refs/heads/x"
-	refuse "symlink logs" try symlink ../plain "$G/logs2"
-	refuse "symlink HEAD -> outside" try symlink "$EVIL2/HEAD" "$G/HEAD.new"
-	refuse "rename a folder holding a symlink into objects/" \
+	refused_by "rename a folder holding a symlink into objects/" D9 \
 		try rename "$M2/plain/linkdir" "$G/objects/cd"
 	allow "the same folder may move elsewhere" try rename "$M2/plain/linkdir" "$M2/plain/linkdir2"
-	refuse "pre-existing objects/info -> botinfo: write alternates in the bot folder" \
+	refused_by "pre-existing objects/info -> botinfo: write alternates in the bot folder" D9 \
 		gtry create "$M2/pre/botinfo/alternates" "$EVIL2/objects"
-	refuse "pre-existing objects/info -> botinfo: write alternates through the link" \
-		gtry create "$M2/pre/.git/objects/info/alternates" "$EVIL2/objects"
-	refuse "pre-existing objects/info -> botinfo: commit in that repository (read-only)" \
+	refused_at "pre-existing objects/info -> botinfo: write alternates through the link" D9 \
+		"$M2/pre/botinfo/alternates" gtry create "$M2/pre/.git/objects/info/alternates" "$EVIL2/objects"
+	refused_by "pre-existing objects/info -> botinfo: commit in that repository (read-only)" X3 \
 		gtry create "$M2/pre/.git/objects/new-file" x
 	check "preferSymlinkRefs: git checkout -b makes HEAD a symlink through the mount" \
 		git -C "$M2/psr" checkout -q -b other
@@ -279,7 +285,7 @@ setup_hp()
 }
 host_setup hp-setup setup_hp
 
-if fs_mount "$S3" "$M3"; then
+if fs_mount --log "$GUARD_LOG" "$S3" "$M3"; then
 	for w in hp hp-wt husky husky-wt sep lnk super/sub wtc inc; do
 		case "$w" in
 		husky*) h=.husky/_ ;;
@@ -287,13 +293,13 @@ if fs_mount "$S3" "$M3"; then
 		inc) h=inchooks ;;
 		*) h=hooks-dir ;;
 		esac
-		refuse "$w: create $h/post-checkout" gtry create "$M3/$w/$h/post-checkout" "$(hook "$w-post-checkout")"
-		refuse "$w: rename a payload onto $h/commit-msg" \
+		refused_by "$w: create $h/post-checkout" W2 gtry create "$M3/$w/$h/post-checkout" "$(hook "$w-post-checkout")"
+		refused_by "$w: rename a payload onto $h/commit-msg" W2 \
 			try rename "$(gtry put "$M3/pay-$(echo "$w" | tr / -)" "$(hook "$w-msg")" >/dev/null &&
 				echo "$M3/pay-$(echo "$w" | tr / -)")" "$M3/$w/$h/commit-msg"
-		refuse "$w: rename $h away" try rename "$M3/$w/$h" "$M3/$w/hooks-old"
+		refused_by "$w: rename $h away" W2 try rename "$M3/$w/$h" "$M3/$w/hooks-old"
 	done
-	refuse "hp-wt: write the person's post-commit" gtry append "$M3/hp-wt/hooks-dir/post-commit" \
+	refused_by "hp-wt: write the person's post-commit" W2 gtry append "$M3/hp-wt/hooks-dir/post-commit" \
 		"touch $T/PWNED-hp-wt-append"
 	check "husky: commit through the mount runs the person's husky hook" \
 		sh -c "cd '$M3/husky' && echo x >f && git add f && git commit -qm x"
@@ -304,10 +310,10 @@ if fs_mount "$S3" "$M3"; then
 else
 	not_ok "mount $S3"
 fi
-if fs_mount "$OWT" "$MW"; then
-	refuse "root = a linked worktree of an outside repository: create hooks-dir/pre-commit" \
+if fs_mount --log "$GUARD_LOG" "$OWT" "$MW"; then
+	refused_by "root = a linked worktree of an outside repository: create hooks-dir/pre-commit" W2 \
 		gtry create "$MW/hooks-dir/pre-commit" "$(hook owt-pre-commit)"
-	refuse "root = a linked worktree: write the person's post-commit" \
+	refused_by "root = a linked worktree: write the person's post-commit" W2 \
 		gtry append "$MW/hooks-dir/post-commit" "touch $T/PWNED-owt-append"
 	fs_umount "$MW"
 else
@@ -350,16 +356,16 @@ setup_abs()
 }
 host_setup abs-setup setup_abs
 
-if fs_mount "$S4" "$M4"; then
-	refuse "absolute hooksPath through a host alias: create pre-commit" \
+if fs_mount --log "$GUARD_LOG" "$S4" "$M4"; then
+	refused_by "absolute hooksPath through a host alias: create pre-commit" W2 \
 		gtry create "$M4/abs/hooks-abs/pre-commit" "$(hook abs-pre-commit)"
-	refuse "absolute hooksPath through a host alias: rename the folder away" \
+	refused_by "absolute hooksPath through a host alias: rename the folder away" W2 \
 		try rename "$M4/abs/hooks-abs" "$M4/abs/hooks-old"
-	refuse "absolute include.path through a host alias: create the missing target" \
+	refused_by "absolute include.path through a host alias: create the missing target" W3 \
 		gtry create "$M4/abs/inc-abs.cfg" "$(fsmonitor_cfg "$T/payload-abs")"
-	refuse "absolute includeIf path through a host alias: create the missing target" \
+	refused_by "absolute includeIf path through a host alias: create the missing target" W3 \
 		gtry create "$M4/abs/incif-abs.cfg" "$(fsmonitor_cfg "$T/payload-abs")"
-	refuse "gitdir through a host alias: relative hooksPath at that worktree's top" \
+	refused_by "gitdir through a host alias: relative hooksPath at that worktree's top" W2 \
 		gtry create "$M4/relwt/hooks-rel/pre-commit" "$(hook relwt-pre-commit)"
 	fs_umount "$M4"
 else
@@ -384,34 +390,34 @@ setup_live()
 }
 host_setup live-setup setup_live
 
-if fs_mount "$S5" "$M5"; then
+if fs_mount --log "$GUARD_LOG" "$S5" "$M5"; then
 	allow "bot makes a plain folder already-there/ before any hooksPath names it" \
 		try mkdir "$M5/already-there"
 	allow "and a plain folder lwt/already-there/ in the linked worktree" \
 		try mkdir "$M5/lwt/already-there"
 	git -C "$S5" config core.hooksPath newhooks
 	sleep 0.2
-	refuse "host set core.hooksPath=newhooks while mounted: bot makes newhooks/" \
+	refused_by "host set core.hooksPath=newhooks while mounted: bot makes newhooks/" W2 \
 		try mkdir "$M5/newhooks"
-	refuse "host set core.hooksPath=newhooks: bot makes newhooks/ in the linked worktree" \
+	refused_by "host set core.hooksPath=newhooks: bot makes newhooks/ in the linked worktree" W2 \
 		try mkdir "$M5/lwt/newhooks"
 	git -C "$S5" config core.hooksPath already-there
 	sleep 0.2
-	refuse "host set core.hooksPath=already-there (a folder the bot made): create pre-commit" \
+	refused_by "host set core.hooksPath=already-there (a folder the bot made): create pre-commit" W2 \
 		gtry create "$M5/already-there/pre-commit" "$(hook live-already)"
-	refuse "the same in the linked worktree" \
+	refused_by "the same in the linked worktree" W2 \
 		gtry create "$M5/lwt/already-there/pre-commit" "$(hook live-already-wt)"
 	git -C "$S5" worktree add -q "$S5/lwt2" -b wtb2 >/dev/null 2>&1
 	sleep 0.2
-	refuse "host added a linked worktree lwt2 while mounted: bot makes lwt2/already-there/" \
+	refused_by "host added a linked worktree lwt2 while mounted: bot makes lwt2/already-there/" W2 \
 		try mkdir "$M5/lwt2/already-there"
 	printf '[core]\n\thooksPath = inchooks\n' >>"$S5/inc.cfg"
 	sleep 0.2
-	refuse "host edited an include target to set hooksPath=inchooks: bot makes inchooks/" \
+	refused_by "host edited an include target to set hooksPath=inchooks: bot makes inchooks/" W2 \
 		try mkdir "$M5/inchooks"
 	git -C "$S5" config --add include.path ../inc2.cfg
 	sleep 0.2
-	refuse "host added include.path=../inc2.cfg: bot makes inc2.cfg" \
+	refused_by "host added include.path=../inc2.cfg: bot makes inc2.cfg" W3 \
 		gtry create "$M5/inc2.cfg" "$(fsmonitor_cfg "$T/payload-live")"
 	fs_umount "$M5"
 else
@@ -444,12 +450,12 @@ setup_above()
 }
 host_setup above-setup setup_above
 
-if fs_mount "$S6/app/docs" "$M6" && fs_mount "$S6/app-wt/docs" "$M6W"; then
-	refuse "root = app/docs: hooksPath docs/hooks-dir of the repository above: create pre-commit" \
+if fs_mount --log "$GUARD_LOG" "$S6/app/docs" "$M6" && fs_mount --log "$GUARD_LOG" "$S6/app-wt/docs" "$M6W"; then
+	refused_by "root = app/docs: hooksPath docs/hooks-dir of the repository above: create pre-commit" W2 \
 		gtry create "$M6/hooks-dir/pre-commit" "$(hook above-pre-commit)"
-	refuse "root = app/docs: include ../docs/inc.cfg of the repository above: create it" \
+	refused_by "root = app/docs: include ../docs/inc.cfg of the repository above: create it" W3 \
 		gtry create "$M6/inc.cfg" "$(fsmonitor_cfg "$T/payload-above")"
-	refuse "root = app-wt/docs (a linked worktree's folder): create hooks-dir/pre-commit" \
+	refused_by "root = app-wt/docs (a linked worktree's folder): create hooks-dir/pre-commit" W2 \
 		gtry create "$M6W/hooks-dir/pre-commit" "$(hook above-wt-pre-commit)"
 	allow "root = app/docs: other files stay writable" gtry create "$M6/notes.md" notes
 	fs_umount "$M6W"
@@ -479,13 +485,13 @@ setup_global()
 	ln -s dotfiles/gitconfig "$HOME/.gitconfig"
 }
 host_setup global-setup setup_global
-if fs_mount "$S7" "$M7"; then
-	refuse "global core.hooksPath=.githooks: bot makes r/.githooks" try mkdir "$M7/r/.githooks"
-	refuse "global include.path into the root: bot writes it" \
+if fs_mount --log "$GUARD_LOG" "$S7" "$M7"; then
+	refused_by "global core.hooksPath=.githooks: bot makes r/.githooks" W2 try mkdir "$M7/r/.githooks"
+	refused_by "global include.path into the root: bot writes it" W3 \
 		gtry append "$M7/shared.cfg" "$(fsmonitor_cfg "$T/payload-global")"
 	git config --global core.hooksPath .hooks2
 	sleep 0.2
-	refuse "global core.hooksPath changed to .hooks2 while mounted: bot makes r/.hooks2" \
+	refused_by "global core.hooksPath changed to .hooks2 while mounted: bot makes r/.hooks2" W2 \
 		try mkdir "$M7/r/.hooks2"
 	fs_umount "$M7"
 else
@@ -509,11 +515,11 @@ setup_new()
 	git init -q --separate-git-dir="$S8/store/sg" "$S8/newsep"
 	git -C "$S8/newsep" config core.hooksPath hk
 }
-if fs_mount "$S8" "$M8"; then
+if fs_mount --log "$GUARD_LOG" "$S8" "$M8"; then
 	host_setup new-setup setup_new
-	refuse "a repository made on the host while mounted: bot makes newrepo/hk" \
+	refused_by "a repository made on the host while mounted: bot makes newrepo/hk" W2 \
 		try mkdir "$M8/newrepo/hk"
-	refuse "a --separate-git-dir repository made on the host while mounted: bot makes newsep/hk" \
+	refused_by "a --separate-git-dir repository made on the host while mounted: bot makes newsep/hk" W2 \
 		try mkdir "$M8/newsep/hk"
 	fs_umount "$M8"
 else
