@@ -8,13 +8,29 @@
 
 [ -x "$TRYOP" ] || bail_out "$TRYOP is not built"
 
-# expect WANT OP PATH [PATH2]: fs-tryop OP must answer WANT
+# expect WANT OP PATH [PATH2]: fs-tryop OP must answer WANT; while the mount
+# has --log $RO_LOG, an EROFS must be logged there as a refusal of PATH or
+# PATH2 by "read-only path" (not by a gitguard rule, nor by the kernel: a --ro
+# mount is read-only in the kernel, which answers without asking the server)
+RO_LOG=
 expect()
 {
-	local want="$1" got
+	local want="$1" got before=0 new
 	shift
+	[ -z "$RO_LOG" ] || before=$(wc -l <"$RO_LOG")
 	got=$("$TRYOP" "$@" 2>&1)
-	is "$got" "$want" "$1 ${2#"$T"/}${3:+ -> ${3#"$T"/}}: $want"
+	if [ -z "$RO_LOG" ] || [ "$want" != EROFS ]; then
+		is "$got" "$want" "$1 ${2#"$T"/}${3:+ -> ${3#"$T"/}}: $want"
+		return
+	fi
+	new=$(tail -n +"$((before + 1))" "$RO_LOG")
+	if [ "$got" = EROFS ] && printf '%s\n' "$new" |
+		grep -qF -e " of $2: read-only path (" ${3:+-e " of $3: read-only path ("}; then
+		ok "$1 ${2#"$T"/}${3:+ -> ${3#"$T"/}}: EROFS by read-only path"
+	else
+		not_ok "$1 ${2#"$T"/}${3:+ -> ${3#"$T"/}}: EROFS by read-only path"
+		diag "answer: $got" "logged: ${new:-nothing}"
+	fi
 }
 
 # snapshot DIR: everything about DIR's tree that a write could change
@@ -109,7 +125,8 @@ ln "$S/sub/deep/hl" "$S/side/hl-other"
 echo hl2 >"$S/ro2/hl2"
 ln "$S/ro2/hl2" "$S/side/hl2-other"
 echo late >"$S/sub/late"
-if ! fs_mount --ro-path sub --ro-path ro2 --ro-path nest/inner "$S" "$M"; then
+RO_LOG="$T/refused.log"
+if ! fs_mount --log "$RO_LOG" --ro-path sub --ro-path ro2 --ro-path nest/inner "$S" "$M"; then
 	not_ok "mount --ro-path sub --ro-path ro2 --ro-path nest/inner"
 	done_testing
 	exit 1

@@ -32,8 +32,8 @@ setup()
 }
 host_setup host-setup setup
 
-mount_or_stop "writable mount of plain folders" fs_mount "$S" "$M"
-mount_or_stop "a second mount whose root is a plain folder" fs_mount "$R" "$RM"
+mount_or_stop "writable mount of plain folders" fs_mount --log "$GUARD_LOG" "$S" "$M"
+mount_or_stop "a second mount whose root is a plain folder" fs_mount --log "$GUARD_LOG" "$R" "$RM"
 payload "$T/pay" hostinit
 
 # bot DIR NAME CODE: a process whose cwd is DIR (through the mount); once
@@ -42,6 +42,7 @@ payload "$T/pay" hostinit
 bot()
 {
 	local dir="$1" name="$2" code="$3"
+	log_lines >"$T/from-$name"
 	python3 -c '
 import errno, os, sys, time
 os.chdir(sys.argv[1])
@@ -61,6 +62,12 @@ except OSError as e:
 		[ -e "$T/go-$name.ready" ] && return 0
 		sleep 0.05
 	done
+}
+# bot_refused DESC RULE NAME PATH: the bot NAME's answer is EROFS, by RULE for
+# PATH (the mount's log names it: refusal_is, tests/guard-lib.sh)
+bot_refused()
+{
+	refusal_is "$1" "$2" "$(cat "$T/out-$3")" "$(cat "$T/from-$3")" "$4"
 }
 # wait_for_file FILE: until the bot has said something (10 s at most)
 wait_for_file()
@@ -83,7 +90,8 @@ put('.githooks/pre-commit')"
 git -C "$S/proj" init -q && git -C "$S/proj" add -A && git -C "$S/proj" commit -qm person
 touch "$T/go-init"
 wait_for_file "$T/out-init"
-is "$(cat "$T/out-init")" EROFS "git init where the bot's cwd is: .githooks (global core.hooksPath) cannot be made from there"
+bot_refused "git init where the bot's cwd is: .githooks (global core.hooksPath) cannot be made from there" W2 init \
+	"$M/proj/.githooks"
 
 # 2. git init --bare on an empty folder the bot's shell sits in
 bot "$M/srv" bare "$put
@@ -91,7 +99,8 @@ put('hooks/post-update')"
 git init -q --bare "$S/srv"
 touch "$T/go-bare"
 wait_for_file "$T/out-bare"
-is "$(cat "$T/out-bare")" EROFS "git init --bare where the bot's cwd is: hooks/post-update cannot be made"
+bot_refused "git init --bare where the bot's cwd is: hooks/post-update cannot be made" D3 bare \
+	"$M/srv/hooks/post-update"
 
 # 3. the person moves reviewed hooks into place while the bot sits in that folder
 bot "$M/rev/tools/hooks" mv "$put
@@ -99,7 +108,8 @@ put('pre-commit')"
 mv "$S/rev/tools/hooks" "$S/rev/.githooks"
 touch "$T/go-mv"
 wait_for_file "$T/out-mv"
-is "$(cat "$T/out-mv")" EROFS "hooks moved into .githooks on the host: the bot, sitting in that folder, cannot rewrite them"
+# (the log names the file by the path the mount knew, rev/tools/hooks: no path is checked)
+bot_refused "hooks moved into .githooks on the host: the bot, sitting in that folder, cannot rewrite them" W2 mv -
 
 # 5. deeper: the bot sits in a plain .githooks it made; the person runs git init above it
 bot "$M/deep/.githooks" deep "$put
@@ -107,7 +117,8 @@ put('pre-commit')"
 git -C "$S/deep" init -q && git -C "$S/deep" commit -q --allow-empty -m person
 touch "$T/go-deep"
 wait_for_file "$T/out-deep"
-is "$(cat "$T/out-deep")" EROFS "git init above the folder the bot sits in (.githooks): the hook cannot be written"
+bot_refused "git init above the folder the bot sits in (.githooks): the hook cannot be written" W2 deep \
+	"$M/deep/.githooks/pre-commit"
 
 # 6. the same for a bare repository: the bot sits in srv2/hooks, a plain folder it made
 bot "$M/srv2/hooks" baredeep "$put
@@ -115,20 +126,22 @@ put('post-update')"
 git init -q --bare "$S/srv2"
 touch "$T/go-baredeep"
 wait_for_file "$T/out-baredeep"
-is "$(cat "$T/out-baredeep")" EROFS "git init --bare above the folder the bot sits in (hooks/): post-update cannot be made"
+bot_refused "git init --bare above the folder the bot sits in (hooks/): post-update cannot be made" D3 baredeep \
+	"$M/srv2/hooks/post-update"
 
 # 7. no process needed: the bot links srv3/hooks to a folder of its own first; git
 # init --bare keeps the link, and hooks would run from the bot's folder
 check "a plain folder and a link to it from srv3/hooks" sh -c "mkdir '$M/h' && ln -s ../h '$M/srv3/hooks'"
 git init -q --bare "$S/srv3"
 sleep 0.2
-is "$(try create "$M/h/post-update")" EROFS \
-	"git init --bare where srv3/hooks links to the bot's folder: post-update cannot be made there"
+refused_by "git init --bare where srv3/hooks links to the bot's folder: post-update cannot be made there" D9 \
+	try create "$M/h/post-update"
 
 # 4. git init of the root itself, after the bot wrote its code there
 git -C "$R" init -q && git -C "$R" add -A && git -C "$R" commit -qm person
 sleep 0.2
-is "$(try mkdir "$RM/.githooks")" EROFS "git init of the root: .githooks cannot be made at the root"
+refused_by "git init of the root: .githooks cannot be made at the root" W2 \
+	try mkdir "$RM/.githooks"
 
 fs_umount "$RM" || not_ok "umount $RM"
 fs_umount "$M" || not_ok "umount $M"

@@ -65,7 +65,7 @@ setup()
 }
 host_setup host-setup setup
 
-mount_or_stop "writable mount, a global core.hooksPath" fs_mount "$S" "$M"
+mount_or_stop "writable mount, a global core.hooksPath" fs_mount --log "$GUARD_LOG" "$S" "$M"
 
 hook gidx >"$B/payload"
 # forged REPO OUT ENTRY: the index git wrote, with ENTRY (mode:sha:path) in place of its path
@@ -84,17 +84,17 @@ for r in g s p u; do
 		plant-rename "$M/$r/.git/index.lock" "$M/$r/.git/index" "$B/same-$r"
 done
 forged g "$B/evil-g" "100755:$(cd "$M/g" && git hash-object "$B/payload"):.githooks/pre-commit"
-forge_is "a hook under the global core.hooksPath with the bot's blob: refused" EROFS \
-	plant-rename "$M/g/.git/index.lock" "$M/g/.git/index" "$B/evil-g"
+refused_by "a hook under the global core.hooksPath with the bot's blob: refused" X2 \
+	python3 "$FORGE" plant-rename "$M/g/.git/index.lock" "$M/g/.git/index" "$B/evil-g"
 rm -f "$M/g/.git/index.lock"
 forged s "$B/evil-s" "100755:$(cd "$M/s" && git hash-object "$B/payload"):tools/hooks/pre-commit"
-forge_is "a hook reached through a tracked symlink to the hooks folder: refused" EROFS \
-	plant-rename "$M/s/.git/index.lock" "$M/s/.git/index" "$B/evil-s"
+refused_by "a hook reached through a tracked symlink to the hooks folder: refused" X2 \
+	python3 "$FORGE" plant-rename "$M/s/.git/index.lock" "$M/s/.git/index" "$B/evil-s"
 rm -f "$M/s/.git/index.lock"
 for r in p u; do
 	forged "$r" "$B/evil-$r" "100755:$(cd "$M/$r" && git hash-object "$B/payload"):.myhooks/pre-commit"
-	forge_is "$r: a hook under core.hooksPath $(git -C "$S/$r" config core.hooksPath | sed "s|$S|\$S|"): bot's blob refused" \
-		EROFS plant-rename "$M/$r/.git/index.lock" "$M/$r/.git/index" "$B/evil-$r"
+	refused_by "$r: a hook under core.hooksPath $(git -C "$S/$r" config core.hooksPath | sed "s|$S|\$S|"): bot's blob refused" \
+		X2 python3 "$FORGE" plant-rename "$M/$r/.git/index.lock" "$M/$r/.git/index" "$B/evil-$r"
 	rm -f "$M/$r/.git/index.lock"
 done
 # the linked worktree outside the root: its index is compared with the files
@@ -103,13 +103,13 @@ fents=$(cd "$T/out/feat" && git ls-files -s | awk '{ print $1 ":" $2 ":" $4 }')
 python3 "$FORGE" index "$B/same-feat" 2 $fents
 forge_is "a linked worktree outside the root: its index as git wrote it may be renamed in" ok \
 	plant-rename "$M/g/.git/worktrees/feat/index.lock" "$M/g/.git/worktrees/feat/index" "$B/same-feat"
-forge_is "a linked worktree whose folder is gone: no index is renamed in" EROFS \
-	plant-rename "$M/g/.git/worktrees/gone/index.lock" "$M/g/.git/worktrees/gone/index" "$B/same-feat"
+refused_by "a linked worktree whose folder is gone: no index is renamed in" X2 \
+	python3 "$FORGE" plant-rename "$M/g/.git/worktrees/gone/index.lock" "$M/g/.git/worktrees/gone/index" "$B/same-feat"
 rm -f "$M/g/.git/worktrees/gone/index.lock"
 python3 "$FORGE" index "$B/evil-feat" 2 $(printf '%s\n' $fents |
 	sed "s|^[0-9]*:[0-9a-f]*:.githooks/pre-commit\$|100755:$BLOB:.githooks/pre-commit|")
-forge_is "a linked worktree outside the root: an index with the bot's hook is refused" EROFS \
-	plant-rename "$M/g/.git/worktrees/feat/index.lock" "$M/g/.git/worktrees/feat/index" "$B/evil-feat"
+refused_by "a linked worktree outside the root: an index with the bot's hook is refused" X2 \
+	python3 "$FORGE" plant-rename "$M/g/.git/worktrees/feat/index.lock" "$M/g/.git/worktrees/feat/index" "$B/evil-feat"
 rm -f "$M/g/.git/worktrees/feat/index.lock"
 check "git add and commit through the mount still work" sh -c \
 	"cd '$M/g' && echo b >b && git add b && git commit -qm b"

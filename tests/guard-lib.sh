@@ -31,7 +31,13 @@
 #                                arguments, one of them as the refused path
 #   refused_at DESC RULE PATH CMD...  the same, the refusal naming PATH (a name
 #                                CMD reaches through a symbolic link is logged
-#                                by the real one)
+#                                by the real one), or any path if PATH is -
+#                                (a file with several names is logged by one)
+#   log_lines                    how many lines $GUARD_LOG has now
+#   refusal_is DESC RULE GOT FROM [PATH...]  for an answer GOT that came from
+#                                elsewhere (a process in the background): it
+#                                must be EROFS, and a line after the first FROM
+#                                lines must name RULE (and one of PATH...)
 #   allowed DESC CMD...          CMD must answer OK (or ok) and log no refusal
 #   git_refused DESC RULE DIR CMD...  CMD (git) run in DIR must fail, and the
 #                                mount's log must name RULE for it
@@ -177,14 +183,24 @@ refused_by()
 
 refused_at()
 {
-	local desc="$1" rule="$2" at="$3" got before new
+	local desc="$1" rule="$2" at="$3" got before
 	shift 3
-	before=$(wc -l 2>/dev/null <"$GUARD_LOG" || echo 0)
+	before=$(log_lines)
 	got=$("$@" 2>&1)
-	new=$(tail -n +"$((before + 1))" "$GUARD_LOG" 2>/dev/null)
-	if [ -n "$at" ]; then
-		set -- "$at"
-	fi
+	case "$at" in
+	"") refusal_is "$desc" "$rule" "$got" "$before" "$@" ;;
+	-) refusal_is "$desc" "$rule" "$got" "$before" ;;
+	*) refusal_is "$desc" "$rule" "$got" "$before" "$at" ;;
+	esac
+}
+
+log_lines() { wc -l 2>/dev/null <"$GUARD_LOG" || echo 0; }
+
+refusal_is()
+{
+	local desc="$1" rule="$2" got="$3" from="$4" new
+	shift 4
+	new=$(tail -n +"$((from + 1))" "$GUARD_LOG" 2>/dev/null)
 	if [ "$got" = EROFS ] && printf '%s\n' "$new" | refusal_named "$rule" "$@"; then
 		ok "$desc: EROFS by rule $rule"
 	else

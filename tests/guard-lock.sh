@@ -29,7 +29,7 @@ setup()
 }
 host_setup host-setup setup
 
-mount_or_stop "writable mount of a repository" fs_mount "$S" "$M"
+mount_or_stop "writable mount of a repository" fs_mount --log "$GUARD_LOG" "$S" "$M"
 G="$M/app/.git"
 
 # the bot's forged index: a hook entry whose blob is the payload
@@ -47,13 +47,19 @@ track_pid "$person"
 for _i in $(seq 100); do [ -s "$S/app/.git/index.lock" ] && break; sleep 0.05; done
 [ -s "$S/app/.git/index.lock" ] || bail_out "the person's git made no index.lock"
 
-is "$(try open-trunc "$G/index.lock")" EROFS "the person's index.lock: opening it to write refused"
-is "$(shell_result sh -c "cat '$B/forged' >>'$G/index.lock'")" EROFS "... appending to it refused"
+refused_by "the person's index.lock: opening it to write refused" LK \
+	try open-trunc "$G/index.lock"
+refused_by "... appending to it refused" LK \
+	shell_result sh -c "cat '$B/forged' >>'$G/index.lock'"
 cp "$B/forged" "$M/app/forged.tmp"
-is "$(try rename "$M/app/forged.tmp" "$G/index.lock")" EROFS "... renaming a file onto it refused"
-is "$(try unlink "$G/index.lock")" EROFS "... removing it (to make another) refused"
-is "$(try rename "$G/index.lock" "$G/moved")" EROFS "... renaming it away refused"
-is "$(try link "$G/index.lock" "$G/alias")" EROFS "... a second name for it refused"
+refused_by "... renaming a file onto it refused" LK \
+	try rename "$M/app/forged.tmp" "$G/index.lock"
+refused_by "... removing it (to make another) refused" LK \
+	try unlink "$G/index.lock"
+refused_by "... renaming it away refused" LK \
+	try rename "$G/index.lock" "$G/moved"
+refused_by "... a second name for it refused" LK \
+	try link "$G/index.lock" "$G/alias"
 rm -f "$M/app/forged.tmp"
 wait "$person"
 is "$?" 0 "the person's commit -a ends well"
@@ -61,11 +67,12 @@ is "$?" 0 "the person's commit -a ends well"
 
 # a ref lock the host holds: the same
 : >"$S/app/.git/refs/heads/main.lock"
-is "$(try open-trunc "$G/refs/heads/main.lock")" EROFS "a ref's lock made on the host: writing it refused"
+refused_by "a ref's lock made on the host: writing it refused" LK \
+	try open-trunc "$G/refs/heads/main.lock"
 rm -f "$S/app/.git/refs/heads/main.lock"
 : >"$S/app/.git/sharedindex_Ab12Cd"
-is "$(try open-trunc "$G/sharedindex_Ab12Cd")" EROFS \
-	"a shared index's temporary made on the host (git renames it onto sharedindex.*): writing it refused"
+refused_by "a shared index's temporary made on the host (git renames it onto sharedindex.*): writing it refused" LK \
+	try open-trunc "$G/sharedindex_Ab12Cd"
 rm -f "$S/app/.git/sharedindex_Ab12Cd"
 
 # a lock the bot made, removed on the host, and its inode given to the next file
@@ -77,20 +84,25 @@ rm -f "$S/app/.git/MERGE_RR.lock"
 # the mount's own reference to it goes when the kernel forgets the name
 reused=$(reuse_ino "$S/app/.git" "$old_ino" host.lock)
 if [ "$reused" = yes ]; then
-	is "$(try open-trunc "$G/host.lock")" EROFS \
-		"a host lock on the inode number of one the bot made: writing it refused (birth time)"
+	refused_by "a host lock on the inode number of one the bot made: writing it refused (birth time)" LK \
+		try open-trunc "$G/host.lock"
 	rm -f "$S/app/.git/host.lock"
 else
 	skip "this file system gave the freed inode number to none of 20000 new files"
 fi
 
 # the git folder opened to every account (another would swap .git/config): G3
-is "$(shell_result chmod o+w "$G")" EROFS "chmod o+w of a git folder refused"
-is "$(shell_result chmod o+w "$G/info")" EROFS "... of a folder in it refused"
-is "$(shell_result chmod o+w "$G/description")" EROFS "... of a file in it refused"
-is "$(shell_result chmod o+w "$M/app")" EROFS "... of the work tree's top refused"
+refused_by "chmod o+w of a git folder refused" G3 \
+	shell_result chmod o+w "$G"
+refused_by "... of a folder in it refused" G3 \
+	shell_result chmod o+w "$G/info"
+refused_by "... of a file in it refused" G3 \
+	shell_result chmod o+w "$G/description"
+refused_by "... of the work tree's top refused" G3 \
+	shell_result chmod o+w "$M/app"
 is "$(shell_result chmod g+w "$G" "$G/info")" OK "chmod g+w of a git folder works (core.sharedRepository)"
-is "$(python3 -c '
+lines=$(log_lines)
+refusal_is "a default ACL on a git folder refused" G3 "$(python3 -c '
 import errno, os, struct, sys
 acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in
       [(1, 7, 0xffffffff), (4, 7, 0xffffffff), (0x20, 7, 0xffffffff)])
@@ -98,22 +110,26 @@ try:
     os.setxattr(sys.argv[1], "system.posix_acl_default", acl)
     print("OK")
 except OSError as e:
-    print(errno.errorcode.get(e.errno))' "$G")" EROFS "a default ACL on a git folder refused"
+    print(errno.errorcode.get(e.errno))' "$G")" "$lines" "$G"
 is "$(stat -c %a "$S/app/.git" "$S/app")" "$(printf '775\n755')" "the host modes are as before but g+w"
 
 # rr-cache (D10): a planted resolution would be written at the person's next conflict
-is "$(try mkdir "$G/rr-cache")" EROFS "making rr-cache (it turns rerere on) refused"
+refused_by "making rr-cache (it turns rerere on) refused" D10 \
+	try mkdir "$G/rr-cache"
 mkdir "$S/app/.git/rr-cache"
 sleep 2.2 # the mount's negative entry for it times out (2 s)
-is "$(try mkdir "$G/rr-cache/0123abcd")" EROFS "a resolution in the person's rr-cache refused"
+refused_by "a resolution in the person's rr-cache refused" D10 \
+	try mkdir "$G/rr-cache/0123abcd"
 rmdir "$S/app/.git/rr-cache"
 
 # autostash (D11): the person's next plain `git commit` applies the stash that
 # MERGE_AUTOSTASH names (a stash of the bot's could add a hook); a rebase
 # applies rebase-merge/autostash when it ends
-is "$(try create "$G/MERGE_AUTOSTASH")" EROFS "MERGE_AUTOSTASH cannot be made"
+refused_by "MERGE_AUTOSTASH cannot be made" D11 \
+	try create "$G/MERGE_AUTOSTASH"
 check "a rebase state folder may be made (the bot's own rebase)" "$TRYOP" mkdir "$G/rebase-merge"
-is "$(try create "$G/rebase-merge/autostash")" EROFS "rebase-merge/autostash cannot be made"
+refused_by "rebase-merge/autostash cannot be made" D11 \
+	try create "$G/rebase-merge/autostash"
 check "and the folder removed again" rmdir "$G/rebase-merge"
 
 # the bot's own git: its locks are the mount's

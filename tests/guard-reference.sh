@@ -129,6 +129,28 @@ plant()
 	shell_result payload "$1" "$2"
 }
 
+# hook_rule TOP DIR, config_rule FILE: the rule that protects a hooks folder
+# git names for TOP, or a config file it reads (agentfs(1)): wtc's config is
+# unsafe, so its git folder is read-only as a whole (X3); a git folder's own
+# hooks/ (D3) and config (D1); a core.hooksPath folder (W2) and an include
+# target (W3) elsewhere
+hook_rule()
+{
+	case "$1:$2" in
+	wtc:*) echo X3 ;;
+	*.git/hooks) echo D3 ;;
+	*) echo W2 ;;
+	esac
+}
+config_rule()
+{
+	case "$1" in
+	*/wtc/.git/*) echo X3 ;;
+	*.git/config | */.git/modules/*/config) echo D1 ;;
+	*) echo W3 ;;
+	esac
+}
+
 # the hooks folders must exist for a planted hook to be a threat
 for top in $TOPS; do
 	h=$(hooks_of "$top") || bail_out "git rev-parse --git-path hooks in $top"
@@ -144,18 +166,18 @@ check_root()
 	for top in "$@"; do
 		h=$(hooks_of "$top")
 		if mh=$(in_mount "$h" "$root" "$mnt"); then
-			is "$(plant "$mh/pre-commit" "$top-pre-commit")" EROFS \
-				"${mnt##*/}: $top: hook in ${h#"$RS"/} (git rev-parse --git-path hooks)"
-			is "$(plant "$mh/reference-transaction" "$top-reftx")" EROFS \
-				"${mnt##*/}: $top: reference-transaction hook in ${h#"$RS"/}"
+			refused_by "${mnt##*/}: $top: hook in ${h#"$RS"/} (git rev-parse --git-path hooks)" \
+				"$(hook_rule "$top" "$h")" plant "$mh/pre-commit" "$top-pre-commit"
+			refused_by "${mnt##*/}: $top: reference-transaction hook in ${h#"$RS"/}" \
+				"$(hook_rule "$top" "$h")" plant "$mh/reference-transaction" "$top-reftx"
 		else
 			diag "${mnt##*/}: $top: hooks at $h, outside the root"
 		fi
 		while read -r f; do
 			[ -n "$f" ] || continue
 			mf=$(in_mount "$f" "$root" "$mnt") || continue
-			got=$(shell_result append_text "$mf" "$(fsmonitor_cfg "$T/payload")")
-			is "$got" EROFS "${mnt##*/}: $top: config file ${f#"$RS"/} (git config --show-origin)"
+			refused_by "${mnt##*/}: $top: config file ${f#"$RS"/} (git config --show-origin)" \
+				"$(config_rule "$f")" shell_result append_text "$mf" "$(fsmonitor_cfg "$T/payload")"
 		done < <(config_files "$top")
 	done
 }
@@ -167,14 +189,14 @@ check_worktrees()
 	while read -r wt; do
 		mw=$(in_mount "$(realpath -m "$wt")" "$root" "$mnt") || continue
 		[ -f "$wt/.git" ] || continue
-		got=$(shell_result write_text "$mw/.git" "gitdir: $T")
-		is "$got" EROFS "${mnt##*/}: .git file of worktree ${wt#"$RS"/} (git worktree list)"
+		refused_by "${mnt##*/}: .git file of worktree ${wt#"$RS"/} (git worktree list)" W1 \
+			shell_result write_text "$mw/.git" "gitdir: $T"
 	done < <(for top in plain hp wtc; do
 		git -C "$S/$top" worktree list --porcelain | sed -n 's/^worktree //p'
 	done)
 }
 
-if fs_mount "$S" "$M"; then
+if fs_mount --log "$GUARD_LOG" "$S" "$M"; then
 	ok "mount the corpus"
 	check_root "$RS" "$M" $TOPS
 	check_worktrees "$RS" "$M"
@@ -184,7 +206,7 @@ else
 fi
 
 # a mount of one linked worktree alone: its common git folder is outside it
-if fs_mount "$S/hp-wt" "$MW"; then
+if fs_mount --log "$GUARD_LOG" "$S/hp-wt" "$MW"; then
 	ok "mount the linked worktree hp-wt alone"
 	check_root "$RS/hp-wt" "$MW" hp-wt
 	fs_umount "$MW" || not_ok "unmount hp-wt"

@@ -71,7 +71,7 @@ else
 	skip "control: this git does not run a planted strategy (the attacks below prove less)"
 fi
 
-mount_or_stop "writable mount" fs_mount "$S" "$M"
+mount_or_stop "writable mount" fs_mount --log "$GUARD_LOG" "$S" "$M"
 
 # ---- a rebase stopped at a conflict, through the mount ----------------------
 R="$M/rb"
@@ -84,8 +84,8 @@ printf '%s\n' "$EVIL" >"$B/evil"
 printf 'x' >"$B/ok"
 printf -- '--theirs\n--x\n' >"$B/twolines"
 
-forge_is "strategy: create and write a path in one piece refused" EROFS \
-	plant-new "$RM/strategy" "$B/evil"
+refused_by "strategy: create and write a path in one piece refused" X4 \
+	python3 "$FORGE" plant-new "$RM/strategy" "$B/evil"
 forge_is "strategy: a plain name may be written" ok plant-write "$RM/strategy" "$B/ok"
 is "$(python3 -c "
 import mmap, os
@@ -99,25 +99,25 @@ except OSError as e:
 m.close(); os.close(fd)
 print(open('$S/rb/.git/rebase-merge/strategy').read())" | tail -1)" "x" \
 	"strategy: a write through a shared mapping does not reach the file"
-forge_is "strategy: overwritten with a path refused" EROFS \
-	plant-write "$RM/strategy" "$B/evil"
-forge_is "strategy: a path appended in a second write refused" EROFS \
-	plant-append "$RM/strategy" "/../tools/fmt.sh"
-forge_is "strategy: extended with zeros refused" EROFS plant-trunc "$RM/strategy" 100
-forge_is "strategy: a file renamed onto it refused" EROFS \
-	plant-rename "$RM/strategy.tmp" "$RM/strategy" "$B/evil"
+refused_by "strategy: overwritten with a path refused" X4 \
+	python3 "$FORGE" plant-write "$RM/strategy" "$B/evil"
+refused_by "strategy: a path appended in a second write refused" X4 \
+	python3 "$FORGE" plant-append "$RM/strategy" "/../tools/fmt.sh"
+refused_by "strategy: extended with zeros refused" X4 python3 "$FORGE" plant-trunc "$RM/strategy" 100
+refused_by "strategy: a file renamed onto it refused" X4 \
+	python3 "$FORGE" plant-rename "$RM/strategy.tmp" "$RM/strategy" "$B/evil"
 rm -f "$RM/strategy.tmp"
-forge_is "strategy_opts: two lines renamed onto it refused" EROFS \
-	plant-rename "$RM/opts.tmp" "$RM/strategy_opts" "$B/twolines"
+refused_by "strategy_opts: two lines renamed onto it refused" X4 \
+	python3 "$FORGE" plant-rename "$RM/opts.tmp" "$RM/strategy_opts" "$B/twolines"
 rm -f "$RM/opts.tmp"
 echo "$EVIL" >"$R/evil-in-root"
 rm -f "$RM/strategy"
-forge_is "strategy: a hard link onto it refused" EROFS plant-link "$R/evil-in-root" "$RM/strategy"
-forge_is "strategy: a symlink made there refused" EROFS plant-symlink ../../evil-in-root \
+refused_by "strategy: a hard link onto it refused" X4 python3 "$FORGE" plant-link "$R/evil-in-root" "$RM/strategy"
+refused_by "strategy: a symlink made there refused" D9 python3 "$FORGE" plant-symlink ../../evil-in-root \
 	"$RM/strategy"
 mkdir -p "$R/.git/rebase-apply"
-forge_is "rebase-apply/strategy: a path written refused" EROFS \
-	plant-new "$R/.git/rebase-apply/strategy" "$B/evil"
+refused_by "rebase-apply/strategy: a path written refused" X4 \
+	python3 "$FORGE" plant-new "$R/.git/rebase-apply/strategy" "$B/evil"
 rm -rf "$R/.git/rebase-apply"
 
 # ---- a cherry-pick of a range stopped at a conflict -------------------------
@@ -126,39 +126,41 @@ P="$M/cp"
 check "cherry-pick through the mount stops with sequencer/opts" test -f "$P/.git/sequencer/opts"
 strategy_payload "$P" bot-cherry
 printf '[options]\n\tstrategy = %s\n' "$EVIL" >"$B/evil-opts"
-forge_is "sequencer/opts: config-style rename onto it refused" EROFS \
-	plant-rename "$P/.git/sequencer/opts.lock" "$P/.git/sequencer/opts" "$B/evil-opts"
+refused_by "sequencer/opts: config-style rename onto it refused" X4 \
+	python3 "$FORGE" plant-rename "$P/.git/sequencer/opts.lock" "$P/.git/sequencer/opts" "$B/evil-opts"
 rm -f "$P/.git/sequencer/opts.lock"
-forge_is "sequencer/opts: write in place refused" EROFS \
-	plant-write "$P/.git/sequencer/opts" "$B/evil-opts"
+refused_by "sequencer/opts: write in place refused" X4 \
+	python3 "$FORGE" plant-write "$P/.git/sequencer/opts" "$B/evil-opts"
 mkdir -p "$P/seqx"
 cp "$B/evil-opts" "$P/seqx/opts"
-is "$(python3 -c "
+lines=$(log_lines)
+refusal_is "sequencer/: a folder with a bad opts renamed in refused" X4 "$(python3 -c "
 import os
 try:
     os.rename('$P/seqx', '$P/.git/sequencer'); print('ok')
 except OSError as e:
-    print(e.errno == 30 and 'EROFS' or e)")" EROFS "sequencer/: a folder with a bad opts renamed in refused"
+    print(e.errno == 30 and 'EROFS' or e)")" "$lines" "$P/.git/sequencer"
 rm -rf "$P/seqx"
 
 mkdir -p "$M/botdir"
 printf '%s\n' "$EVIL" >"$M/botdir/strategy"
-forge_is "rebase-merge: a symlink to a folder of the bot's refused" EROFS \
-	plant-symlink ../../botdir "$P/.git/rebase-merge"
-forge_is "sequencer: a symlink to a folder of the bot's refused" EROFS \
-	plant-symlink ../../botdir "$R/.git/sequencer"
-forge_is "rebase-apply: a symlink renamed in refused" EROFS \
-	symlink-rename ../../botdir "$R/.git/ra.tmp" "$R/.git/rebase-apply"
-rm -f "$R/.git/ra.tmp"
+refused_by "rebase-merge: a symlink to a folder of the bot's refused" D9 \
+	python3 "$FORGE" plant-symlink ../../botdir "$P/.git/rebase-merge"
+refused_by "sequencer: a symlink to a folder of the bot's refused" D9 \
+	python3 "$FORGE" plant-symlink ../../botdir "$R/.git/sequencer"
+refused_by "rebase-apply: a symlink renamed in refused" D9 \
+	python3 "$FORGE" symlink-rename "$M/botdir" "$R/ra.tmp" "$R/.git/rebase-apply"
+rm -f "$R/ra.tmp"
 mkdir -p "$R/rm.tmp"
 cp "$B/evil" "$R/rm.tmp/strategy"
-is "$(python3 -c "
+lines=$(log_lines)
+refusal_is "rebase-merge: a folder holding a bad strategy renamed in refused" X4 "$(python3 -c "
 import os
 try:
     os.rename('$P/../rb/rm.tmp', '$P/.git/rebase-merge'); print('ok')
 except OSError as e:
-    print(e.errno == 30 and 'EROFS' or e.errno == 18 and 'EXDEV' or e)")" EROFS \
-	"rebase-merge: a folder holding a bad strategy renamed in refused"
+    print(e.errno == 30 and 'EROFS' or e.errno == 18 and 'EXDEV' or e)")" "$lines" \
+	"$P/.git/rebase-merge"
 rm -rf "$R/rm.tmp"
 
 fs_umount "$M" || not_ok "umount $M"
