@@ -45,15 +45,28 @@ is "$(hgit -C "$R" status --porcelain)" "" "the host's work tree is clean after 
 out=$(cd "$R" && ex g1 -- git status --porcelain </dev/null 2>&1)
 is "$out" "" "git status inside agrees"
 
+# g1_refused DESC RULE: the bot's log (every refusal) gained a line by RULE
+# since the line count in $before
+g1_refused()
+{
+	like "$(afs log g1 2>&1 | tail -n +"$((before + 1))")" "refused .*: rule $2 \(" \
+		"$1: refused by rule $2"
+}
+before=$(afs log g1 2>&1 | wc -l)
 out=$(write_err g1 "$R/.git/hooks/pre-commit")
 like "$out" "Read-only file system" "writing .git/hooks/pre-commit inside fails with EROFS"
+g1_refused "writing .git/hooks/pre-commit" D3
 [ -e "$R/.git/hooks/pre-commit" ] && not_ok "no pre-commit hook on the host" || ok "no pre-commit hook on the host"
+before=$(afs log g1 2>&1 | wc -l)
 out=$(ex g1 -- sh -c 'echo "[core]" >>"$1/.git/config"' sh "$R" </dev/null 2>&1)
 like "$out" "Read-only file system" "appending to .git/config inside fails with EROFS"
+g1_refused "appending to .git/config" D1
+before=$(afs log g1 2>&1 | wc -l)
 out=$(cd "$R" && ex g1 -- git config core.hooksPath /tmp/hooks </dev/null 2>&1)
 rc=$?
 [ "$rc" -ne 0 ] && ok "git config core.hooksPath inside fails (status $rc)" ||
 	not_ok "git config core.hooksPath inside fails"
+g1_refused "git config core.hooksPath (its config.lock)" D1
 is "$(cksum <"$R/.git/config")" "$config_sum" ".git/config on the host is unchanged"
 
 # --- outside the bot's writable roots --------------------------------------

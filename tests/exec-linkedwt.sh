@@ -48,12 +48,16 @@ is "$out" ok "the bot's git commit, branch and tag in its worktree"
 is "$(hgit -C "$R" log -1 --format=%s wtb)" bot "the commit is on its branch on the host"
 
 # --- what is the main worktree's or another worktree's -------------------------
-# attempt DESC CMD: CMD (in sh, inside the sandbox) must fail with EROFS
+# attempt DESC CMD: CMD (in sh, inside the sandbox) must fail with EROFS, and
+# the bot's log (every refusal, never rate-limited) must gain a line by D13
 attempt()
 {
-	local out
+	local out before new
+	before=$(afs log wt 2>&1 | wc -l)
 	out=$(ex wt -- sh -c "$2" </dev/null 2>&1)
 	like "$out" "Read-only file system" "$1: EROFS"
+	new=$(afs log wt 2>&1 | tail -n +"$((before + 1))")
+	like "$new" "refused .*: rule D13 \(" "$1: refused by rule D13"
 }
 attempt "the main worktree's ORIG_HEAD" "echo 'ref: refs/heads/main' >'$G/ORIG_HEAD'"
 attempt "the main worktree's HEAD" "echo 'ref: refs/heads/wtb' >'$G/HEAD'"

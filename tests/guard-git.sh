@@ -90,7 +90,7 @@ setup()
 host_setup "host setup" setup
 
 mount_or_stop "writable mount of a folder holding a repository, worktree and submodule" \
-	fs_mount "$S" "$M"
+	fs_mount --log "$GUARD_LOG" "$S" "$M"
 
 R="$M/repo"
 
@@ -162,6 +162,7 @@ check "git status inside the submodule" run_in "$R/sub" git status
 check "git commit inside the submodule" run_in "$R/sub" sh -c \
 	"echo z >z && git add z && git commit -qm 'in submodule'"
 fails_erofs "git config --local is refused with EROFS" "$R" git config --local x.y z
+git_refused "git config --local (its config.lock)" D1 "$R" git config --local x.y z
 is "$(git -C "$S/repo" config --local x.y)" "" "the refused config write left nothing behind"
 
 # ---- the linked worktree through the first mount ---------------------------
