@@ -187,6 +187,7 @@ struct guard_view {
 	size_t aroots;
 	struct guard_recs botmade; /* every .git and bare-shaped folder a bot made (gitlink.c) */
 	_Atomic size_t nbotmade;   /* botmade.n, for a lock-free "none" */
+	struct home_reuse *homes;  /* the last home scan, for the next guard_open (home.c) */
 	int fan_fd; /* fanotify of the roots' filesystems (-1: none); read in guard_revalidate */
 	int fan_mnt; /* a folder of the first root's filesystem, for open_by_handle_at (-1) */
 };
@@ -306,6 +307,19 @@ typedef int (*resolve_pin_fn)(void *arg, const struct stat *st, bool is_link);
 
 int guard_resolve(struct guard *g, int startfd, const char *path, bool follow, resolve_pin_fn pin,
 		  void *arg, struct resolved *r);
+
+/*
+ * The folders this thread's walks asked "is it a root?" about, while a home
+ * scan notes them (home.c): a root that is none of them would not have
+ * changed the scan. lost: one could not be noted.
+ */
+struct gg_trail {
+	struct guard_home *v;
+	size_t n;
+	size_t alloc;
+	bool lost;
+};
+void guard_resolve_trail(struct gg_trail *t);
 void resolved_close(struct resolved *r);
 
 /* repo.c: the table of repositories */
@@ -378,6 +392,8 @@ int guard_note_top(struct guard *g, int fd);
 bool guard_plain_now_gitdir(struct guard *g, const struct guard_cls *parent, int parent_fd,
 			    const char *name, struct guard_cls *as);
 void guard_homes_free(struct guard *g);
+void guard_homes_forget(struct guard_view *v);
+unsigned long guard_homes_taken(struct guard_view *v);
 bool guard_is_home(struct guard *g, uint64_t dev, uint64_t ino);
 bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const char *name,
 		      mode_t mode, struct guard_cls *out);

@@ -446,6 +446,7 @@ static void view_free(struct guard_view *v)
 	free(v->tops);
 	free(v->tab);
 	free(v->roots);
+	guard_homes_forget(v);
 	if (v->fan_fd >= 0)
 		close(v->fan_fd);
 	if (v->fan_mnt >= 0)

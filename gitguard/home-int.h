@@ -23,6 +23,18 @@ struct hscan {
 	unsigned sshfiles; /* this home's ssh config files read */
 };
 
+/* home.c: the order of homes (dev, ino) */
+int home_cmp(const void *a, const void *b);
+/* home.c: has the watched file F changed since it was read? WF_* */
+int home_wfile_moved(const struct guard_wfile *f);
+void home_wfiles_free(struct guard_wfile *w, size_t n);
+/*
+ * home-reuse.c: the view's last scan as G's (H and G's homes): 1 if it may
+ * be, else 0 or -errno; keep a fresh one (its TRAIL taken) for the next.
+ */
+int home_reuse_take(struct guard *g, struct hscan *h, const char *const *extra);
+void home_reuse_keep(struct guard *g, struct hscan *h, struct gg_trail *trail,
+		     const char *const *extra);
 /* home.c: a folder on the way to what a home's config names (pinned; a link RO) */
 int home_pin_cb(void *arg, const struct stat *st, bool is_link);
 /* home.c: records what guard_resolve answered for a protected path (RO, NC if missing) */

@@ -46,7 +46,7 @@
 #define HOME_WALK_DEPTH 8    /* folder levels of ~/.ssh, ~/.gnupg and their links walked */
 #define HOME_WALK_MAX 4096   /* entries of them looked at a home */
 
-static int home_cmp(const void *a, const void *b)
+int home_cmp(const void *a, const void *b)
 {
 	const struct guard_home *x = a, *y = b;
 
@@ -160,7 +160,7 @@ bool guard_home_stage(struct guard *g, const struct guard_cls *parent, const cha
 	return false;
 }
 
-static void wfiles_free(struct guard_wfile *w, size_t n)
+void home_wfiles_free(struct guard_wfile *w, size_t n)
 {
 	size_t i;
 
@@ -176,7 +176,7 @@ static void hscan_free(struct hscan *h)
 		free(h->r.watch->f);
 	free(h->r.watch);
 	h->r.watch = NULL;
-	wfiles_free(h->w, h->nw);
+	home_wfiles_free(h->w, h->nw);
 	h->w = NULL;
 	h->nw = 0;
 }
@@ -228,7 +228,7 @@ static int watch_add(struct hscan *h, int dirfd, const char *name, const struct 
 }
 
 /* Has the file F changed since it was read (stat, following links)?  WF_* */
-static int wfile_moved(const struct guard_wfile *f)
+int home_wfile_moved(const struct guard_wfile *f)
 {
 	struct stat st;
 
@@ -687,20 +687,32 @@ static int homes_list(struct guard *g, const char *const *extra)
 /*
  * At guard_open: every home of the host (getpwent, /root, and EXTRA, a
  * NULL-terminated list or NULL) into g->homes, and H1's records into
- * g->homerecs.  Fails only for lack of memory.
+ * g->homerecs, or as the view's last scan found them when it may be
+ * taken over (home-reuse.c).  Fails only for lack of memory.
  */
 int guard_homes_load(struct guard *g, const char *const *extra)
 {
+	struct gg_trail trail = {0};
 	struct hscan h = {0};
 	size_t i, j;
 	int rc;
 
+	if ((rc = home_reuse_take(g, &h, extra)) != 0) {
+		if (rc < 0) {
+			hscan_free(&h);
+			return rc;
+		}
+		goto publish;
+	}
 	rc = homes_list(g, extra);
 	h.tab = rc ? NULL : calloc(g->nhome_dirs + 1, sizeof(*h.tab));
 	if (!rc && !h.tab)
 		rc = -ENOMEM;
+	guard_resolve_trail(&trail);
 	rc = rc ? rc : homes_scan(g, &h);
+	guard_resolve_trail(NULL);
 	if (rc) {
+		free(trail.v);
 		free(h.tab);
 		hscan_free(&h);
 		return rc;
@@ -712,6 +724,8 @@ int guard_homes_load(struct guard *g, const char *const *extra)
 			h.tab[j++] = h.tab[i];
 	g->homes = h.tab;
 	g->nhomes = j;
+	home_reuse_keep(g, &h, &trail, extra);
+publish:
 	pthread_rwlock_wrlock(&g->lock);
 	homes_publish(g, &h);
 	pthread_rwlock_unlock(&g->lock);
@@ -748,7 +762,7 @@ static void homes_look(struct guard *g)
 
 	pthread_rwlock_rdlock(&g->lock);
 	for (i = 0; i < g->nhwatch && state != WF_CHANGED; i++)
-		if ((s = wfile_moved(&g->hwatch[i])) > state)
+		if ((s = home_wfile_moved(&g->hwatch[i])) > state)
 			state = s;
 	pthread_rwlock_unlock(&g->lock);
 	if (state == WF_SAME)
@@ -777,5 +791,5 @@ void guard_homes_free(struct guard *g)
 	free(g->home_dirs);
 	free(g->homes);
 	recs_clear(&g->homerecs);
-	wfiles_free(g->hwatch, g->nhwatch);
+	home_wfiles_free(g->hwatch, g->nhwatch);
 }

@@ -30,7 +30,7 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/lg2.c \
 	gitguard/sha1.c \
 	gitguard/audit.c gitguard/audit-git.c gitguard/audit-int.h \
-	gitguard/home.c gitguard/home-ssh.c gitguard/home-int.h \
+	gitguard/home.c gitguard/home-reuse.c gitguard/home-ssh.c gitguard/home-int.h \
 	gitguard/scan.c
 gitguard_libgitguard_a_CFLAGS = $(AM_CFLAGS) $(GIT2_CFLAGS)
 EXTRA_DIST += gitguard/README

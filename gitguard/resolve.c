@@ -31,9 +31,22 @@ struct walk {
 	bool at_root;
 };
 
+static __thread struct gg_trail *trail; /* set during a home scan (home.c) */
+
+void guard_resolve_trail(struct gg_trail *t)
+{
+	trail = t;
+}
+
 /* The root of any guard of the view: inside is beneath any of them */
 static bool st_is_root(struct guard *g, const struct stat *st)
 {
+	if (trail != NULL && !trail->lost) {
+		if (gg_grow(&trail->v, &trail->alloc, trail->n + 1, sizeof(*trail->v), 64))
+			trail->lost = true;
+		else
+			trail->v[trail->n++] = (struct guard_home){st->st_dev, st->st_ino};
+	}
 	return guard_is_root(g, st->st_dev, st->st_ino);
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "gitguard/gitguard.h"
+#include "gitguard/guard-int.h" /* guard_homes_taken */
 #include "tests/guard-tap.h"
 
 #include "tests/guard-unit.h"
@@ -284,6 +285,63 @@ static void test_root_is_home(void)
 	IS(try_mkdir("other"), "", "root is ~/.config: other folders may be made");
 }
 
+/*
+ * A guard_open takes the view's last home scan over (home-reuse.c) only
+ * when the new root played no part in it, nothing it read changed, it is
+ * recent and of the same homes: else the root would miss what a scan of its
+ * own finds.
+ */
+static void test_home_reuse(void)
+{
+	struct guard_view *view;
+	unsigned long n;
+
+	if (guard_view_new(&view))
+		die("guard_view_new");
+	guard_unit_view = view;
+	snprintf(homep, sizeof(homep), "%s/reuse-home", top);
+	home2p[0] = home3p[0] = '\0';
+	snprintf(rootp, sizeof(rootp), "%s", top);
+	sh("mkdir ra rb rc reuse-home && echo '[x]' >rb/inc.cfg && echo '[x]' >rc/inc.cfg"
+	   " && printf '[include]\\n\\tpath = %s/rb/inc.cfg\\n' >reuse-home/.gitconfig",
+	   top);
+	usleep(1100 * 1000); /* a second on: not racy, so a scan of them may be taken over */
+	snprintf(rootp, sizeof(rootp), "%s/ra", top);
+	open_root(false);
+	n = guard_homes_taken(view);
+	IS(try_create("inc.cfg"), "", "a root beside the one a home's config includes from");
+	snprintf(rootp, sizeof(rootp), "%s/rb", top);
+	open_root(false);
+	tap_ok(guard_homes_taken(view) == n, "a root the last scan walked through: scanned afresh");
+	IS(try_write("inc.cfg"), "W3", "... and what a home's config includes there is guarded");
+	snprintf(rootp, sizeof(rootp), "%s/rc", top);
+	open_root(false);
+	tap_ok(guard_homes_taken(view) == n + 1, "a root the last scan never met takes it over");
+	IS(try_write("inc.cfg"), "", "... and nothing there is guarded that a scan would not");
+	sh("printf '[include]\\n\\tpath = %s/rc/inc.cfg\\n' >>../reuse-home/.gitconfig", top);
+	usleep(1100 * 1000);
+	open_root(false);
+	tap_ok(guard_homes_taken(view) == n + 1, "a config changed on the host: scanned afresh");
+	IS(try_write("inc.cfg"), "W3", "... and its new include is guarded");
+	snprintf(home2p, sizeof(home2p), "%s/reuse-other", top);
+	open_root(false);
+	tap_ok(guard_homes_taken(view) == n + 1,
+	       "other homes than the last scan's: scanned afresh");
+	usleep(2100 * 1000);
+	open_root(false);
+	tap_ok(guard_homes_taken(view) == n + 1, "a scan older than 2 s: scanned afresh");
+	IS(try_write("inc.cfg"), "W3", "... with what it guards");
+	open_root(false);
+	tap_ok(guard_homes_taken(view) == n + 1,
+	       "a root its own scan walked through: afresh again");
+	snprintf(rootp, sizeof(rootp), "%s/ra", top);
+	open_root(false);
+	tap_ok(guard_homes_taken(view) == n + 2, "another root takes the new one over");
+	guard_unit_view = NULL;
+	guard_view_put(view); /* the guard holds it now */
+	homep[0] = home2p[0] = '\0';
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/unit-guard-home.XXXXXX";
@@ -304,6 +362,7 @@ int main(void)
 	test_home_changes();
 	test_home_alias();
 	test_root_is_home();
+	test_home_reuse();
 	guard_free(g);
 	close(rootfd);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
