@@ -176,7 +176,9 @@ int fs_handover(struct fs *fs);
  * not taken); fs_adopt() then serves the one at p->mountpoint, the same
  * kernel mount, node ids and open files (-ENOENT: none was handed over
  * there; another error: it could not be taken over, with the reason, and it
- * is ended). fs_handover_free() ends what no one adopted. A mount's
+ * is ended). fs_adopt() may run on several threads at once, each for
+ * another mount point; fs_handover_add() and fs_handover_free() run alone,
+ * before and after them. fs_handover_free() ends what no one adopted. A mount's
  * restarts counts the servers it outlived.
  */
 struct fs_handover;

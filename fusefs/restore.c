@@ -56,14 +56,24 @@ struct handed_mount {
 	bool done; /* adopted, or ended */
 };
 
+/*
+ * What the last server kept, filled by fs_handover_add() on one thread
+ * before any fs_adopt(); then several fs_adopt() at once claim mounts in it
+ * under lock, and each works on the one it claimed alone.
+ */
 struct fs_handover {
 	struct handed_mount *v;
 	size_t n;
+	pthread_mutex_t lock; /* each v[k].done, once adopting starts */
 };
 
 struct fs_handover *fs_handover_new(void)
 {
-	return calloc(1, sizeof(struct fs_handover));
+	struct fs_handover *h = calloc(1, sizeof(struct fs_handover));
+
+	if (h != NULL)
+		pthread_mutex_init(&h->lock, NULL);
+	return h;
 }
 
 static struct handed_mount *handed_of(struct fs_handover *h, uint64_t key)
@@ -238,6 +248,7 @@ void fs_handover_free(struct fs *fs, struct fs_handover *h)
 		}
 	}
 	free(h->v);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
 
@@ -574,13 +585,18 @@ int fs_adopt(struct fs *fs, struct fs_handover *h, const struct fs_mount_params 
 	int r;
 
 	*out = NULL;
-	for (k = 0; h != NULL && k < h->n && hm == NULL; k++)
+	if (h == NULL)
+		return -ENOENT;
+	pthread_mutex_lock(&h->lock);
+	for (k = 0; k < h->n && hm == NULL; k++)
 		if (!h->v[k].done && h->v[k].hdr != NULL &&
 		    strcmp(h->v[k].hdr->mountpoint, p->mountpoint) == 0)
 			hm = &h->v[k];
+	if (hm != NULL)
+		hm->done = true; /* this call's alone from here */
+	pthread_mutex_unlock(&h->lock);
 	if (hm == NULL)
 		return -ENOENT;
-	hm->done = true;
 	if ((why = hdr_unusable(hm, p)) != NULL) {
 		fs_seterr(err, EPROTO, "cannot take over %s: %s", p->mountpoint, why);
 		r = -EPROTO;

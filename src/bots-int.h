@@ -55,9 +55,9 @@ struct job {
 	/*
 	 * Who it is for (jobs.c): its lane, the family of the bot it concerns
 	 * (NULL: none), runs one job at a time; a bot's jobs (by_bot) take at
-	 * most JOB_THREADS - 1 threads. Set before job_submit. Restores share
-	 * one lane, &ds.restoring: fs_adopt takes from the one handover list,
-	 * which has no lock of its own.
+	 * most JOB_THREADS - 1 threads. Set before job_submit. A restore at
+	 * start is its bot's family's too: families are restored side by
+	 * side, each taking its own mounts from the handover (fs_adopt).
 	 */
 	const void *lane;
 	bool by_bot;

@@ -316,7 +316,7 @@ static int restore_bots(char *err, size_t errlen)
 		b->changes = changes_new(b->name, true, b->fam, b->op, b->owner_uid);
 		j->bot = b;
 		j->uid = b->owner_uid; /* a root mounted afresh is checked again (roots.c) */
-		j->lane = &ds.restoring; /* one at a time: see struct job */
+		j->lane = b->fam;      /* families are restored side by side (jobs.c) */
 		j->run = run_restore_bot;
 		ds.restoring++;
 		j->done = done_restore;
