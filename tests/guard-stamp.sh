@@ -92,7 +92,16 @@ for try in 1 2 3 4 5 6; do
 	rm "$R/.git/hooks/pre-commit"
 	diag "try $try crossed a second ($before, $after): again"
 done
-[ "$same" = yes ] || skip_all "no try kept both changes within one second (a busy machine)"
+if [ "$same" != yes ]; then
+	# four checks ran already: a plan of 1..0 now would be an error, so the
+	# eight below are each skipped
+	for n in 1 2 3 4 5 6 7 8; do
+		skip "no try kept both changes within one second (a busy machine)"
+	done
+	fs_umount "$M"
+	done_testing
+	exit 0
+fi
 ok "the hook link came in the same second as the change before the guard's look ($after)"
 
 sleep 0.12
