@@ -194,23 +194,40 @@ static void keep_open_files(struct fs_mount *m)
 	}
 }
 
-/* Stop m's reader: it checks handing_over before each read, and a signal ends a read. */
-static void stop_reading(struct fs_mount *m)
+/*
+ * Stop the readers of the mounts handed over, all at once: each checks
+ * handing_over before a read, and a signal ends a read in progress.
+ */
+static void stop_reading(struct fs *fs)
 {
-	const struct timespec ms = {0, 1000000};
-	bool gone;
+	struct timespec until;
+	struct fs_mount *m;
+	bool all;
 
-	epoll_ctl(m->fs->epfd, EPOLL_CTL_DEL, m->fuse_fd, NULL);
+	for (m = fs->mounts; m != NULL; m = m->next)
+		if (m->handing_over)
+			epoll_ctl(fs->epfd, EPOLL_CTL_DEL, m->fuse_fd, NULL);
+	pthread_mutex_lock(&fs->lock);
 	for (;;) {
-		pthread_mutex_lock(&m->fs->lock);
-		gone = !m->has_reader || m->reader_gone;
-		if (!gone)
+		all = true;
+		for (m = fs->mounts; m != NULL; m = m->next) {
+			if (!m->handing_over || !m->has_reader || m->reader_gone)
+				continue;
+			all = false;
 			reader_wake(m);
-		pthread_mutex_unlock(&m->fs->lock);
-		if (gone)
+		}
+		if (all)
 			break;
-		nanosleep(&ms, NULL); /* it may have been between its check and its read */
+		/* a reader between its check and its read missed the signal: again in 1 ms */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 1000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&fs->cond, &fs->lock, &until);
 	}
+	pthread_mutex_unlock(&fs->lock);
 }
 
 /*
@@ -235,12 +252,11 @@ int fs_handover(struct fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 	for (m = fs->mounts; m != NULL; m = next) {
 		next = m->next;
-		if (!m->handing_over) {
+		if (!m->handing_over)
 			fs_unmount(m);
-			continue;
-		}
-		stop_reading(m);
 	}
+	/* every reader at once: a restart's gap grows by the slowest, not by all of them */
+	stop_reading(fs);
 	pthread_mutex_lock(&fs->lock);
 	for (m = fs->mounts; m != NULL; m = m->next)
 		while (m->handing_over && m->busy > 0)
