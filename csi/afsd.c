@@ -6,7 +6,7 @@
  * of holding a gRPC thread and the publish lock for ever.
  */
 #include "csi/csi.h"
-#include "src/agentfs.h"
+#include "src/common/agentfs.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -24,7 +24,7 @@
 
 extern "C" {
 #include "csi/csi.h"
-#include "src/agentfs.h"
+#include "src/common/agentfs.h"
 }
 
 namespace {

@@ -7,7 +7,7 @@
  */
 #include "csi/csi-int.h"
 #include "gitguard/ggutil.h"
-#include "src/agentfs.h"
+#include "src/common/agentfs.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,34 +1,40 @@
 # SPDX-License-Identifier: MIT
-# src: agentfs (the CLI) and agentfsd (the daemon).
+# src: agentfs (the CLI, src/cli/), agentfsd (the daemon, src/daemon/),
+# agentfs-enter (src/enter/) and what agentfs and agentfsd share
+# (src/common/). The programs are built here in src/, where tests, bench,
+# .ci and the packaging find them.
 noinst_LIBRARIES += src/libagentfs-common.a
-src_libagentfs_common_a_SOURCES = src/agentfs.h src/util.c src/log.c
+src_libagentfs_common_a_SOURCES = src/common/agentfs.h src/common/util.c src/common/log.c
 src_libagentfs_common_a_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 
 bin_PROGRAMS += src/agentfs
-src_agentfs_SOURCES = src/agentfs.c src/cmd-mount.c src/client.c src/cmd-bots.c src/cmd-exec.c \
-	src/exec.h src/exec-as.c src/exec-bwrap.c src/exec-env.c src/exec-guard.c \
-	src/exec-user.c src/cmd-ps.c src/cmd-audit.c src/cmd-log.c
+src_agentfs_SOURCES = src/cli/agentfs.c src/cli/client.c src/cli/cmd-mount.c \
+	src/cli/cmd-bots.c src/cli/cmd-ps.c src/cli/cmd-audit.c src/cli/cmd-log.c \
+	src/cli/cmd-exec.c src/cli/exec.h src/cli/exec-as.c src/cli/exec-bwrap.c \
+	src/cli/exec-env.c src/cli/exec-guard.c src/cli/exec-user.c
 src_agentfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS)
 src_agentfs_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitguard.a \
 	$(FUSE_LIBS) $(CJSON_LIBS) $(GIT2_LIBS) -lutil -lpthread
 
-# The sandbox's first program (src/enter.c): the in-sandbox step of agentfs
-# exec, linked with the C library alone.  What it shares with agentfs is
+# The sandbox's first program (src/enter/enter.c): the in-sandbox step of
+# agentfs exec, linked with the C library alone.  What it shares with agentfs is
 # compiled here a function to a section, and the linker keeps only what it
 # calls (the outer exec's functions in the same files are dropped).
 pkglibexec_PROGRAMS = src/agentfs-enter
-src_agentfs_enter_SOURCES = src/enter.c src/exec-as.c src/exec-user.c src/exec-env.c fusefs/ids.c
+src_agentfs_enter_SOURCES = src/enter/enter.c src/cli/exec-as.c src/cli/exec-user.c \
+	src/cli/exec-env.c fusefs/ids.c
 src_agentfs_enter_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) -ffunction-sections \
 	-fdata-sections
 src_agentfs_enter_LDFLAGS = -Wl,--gc-sections
 
 sbin_PROGRAMS += src/agentfsd
-src_agentfsd_SOURCES = src/agentfsd.c src/server.c src/proto.c src/bots-int.h src/bots.c \
-	src/authority.c src/configure.c src/queries.c src/plan.c src/roots.c src/jobs.c src/sandbox.c \
-	src/sandbox-int.h src/sandbox-ops.c src/cgroup.c src/cgroup.h \
-	src/restart.c src/state.c \
-	src/events.c src/changes.c src/changes-int.h src/ctree.c src/accounts.c \
-	src/fdstore.c src/keeper.c
+src_agentfsd_SOURCES = src/daemon/agentfsd.c src/daemon/server.c src/daemon/proto.c \
+	src/daemon/bots-int.h src/daemon/bots.c src/daemon/authority.c src/daemon/configure.c \
+	src/daemon/queries.c src/daemon/plan.c src/daemon/roots.c src/daemon/jobs.c \
+	src/daemon/sandbox-int.h src/daemon/sandbox.c src/daemon/sandbox-ops.c \
+	src/daemon/cgroup.h src/daemon/cgroup.c src/daemon/restart.c src/daemon/state.c \
+	src/daemon/events.c src/daemon/changes-int.h src/daemon/changes.c src/daemon/ctree.c \
+	src/daemon/accounts.c src/daemon/fdstore.c src/daemon/keeper.c
 src_agentfsd_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) $(EVENT_CFLAGS)
 src_agentfsd_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitguard.a \
 	$(FUSE_LIBS) $(CJSON_LIBS) $(EVENT_LIBS) $(GIT2_LIBS)

@@ -5,14 +5,18 @@
 # refuses by itself) has its entry in agentfs(1)'s WHAT IS PROTECTED and in
 # doc/DESIGN.md's table, and every entry there is a code the code uses; every
 # source file of gitguard/, fusefs/ and src/ is named in its folder's map
-# (gitguard/README's Files, fusefs/fs-int.h's "Which file owns what",
-# src/README's Files); and no file points at design
+# (gitguard/README's Files, fusefs/fs-int.h's "Which file owns what", the
+# Files of the README in each of src/'s folders, and src/ holds none
+# outside them); and no file points at design
 # notes that do not ship with it.  Needs neither root nor a build.
 top_srcdir=${top_srcdir:-.}
 MAN1="$top_srcdir/man/agentfs.1"
 . "$top_srcdir/tests/docs-lib.sh"
+# src/'s folders, one per program and one for what two share (src/README)
+SRC_DIRS="src/common src/cli src/enter src/daemon"
 for f in "$MAN1" "$top_srcdir/gitguard/rules.c" "$top_srcdir/gitguard/README" \
-	"$top_srcdir/fusefs/fs-int.h" "$top_srcdir/src/README" "$top_srcdir/doc/DESIGN.md"; do
+	"$top_srcdir/fusefs/fs-int.h" "$top_srcdir/src/README" "$top_srcdir/doc/DESIGN.md" \
+	$(for d in $SRC_DIRS; do echo "$top_srcdir/$d/README"; done); do
 	[ -r "$f" ] || { echo "Bail out! $f cannot be read"; exit 99; }
 done
 
@@ -24,7 +28,7 @@ code_rules=$(
 	{
 		sed -n 's/^.*\[GUARD_RULE_[A-Z0-9]*\] = {"\([A-Z][A-Z0-9]*\)".*/\1/p' \
 			"$top_srcdir/gitguard/rules.c"
-		cat "$top_srcdir"/gitguard/*.[ch] "$top_srcdir"/fusefs/*.[ch] "$top_srcdir"/src/*.c |
+		cat "$top_srcdir"/gitguard/*.[ch] "$top_srcdir"/fusefs/*.[ch] "$top_srcdir"/src/*/*.c |
 			grep -oE 'GUARD_RULE_[A-Z][A-Z0-9]*' | sed 's/^GUARD_RULE_//'
 		cat "$top_srcdir"/fusefs/*.c | tr '\n' ' ' |
 			grep -oE 'refuse\([^;]*"[A-Z][A-Z0-9]?[0-9]?"' | grep -oE '"[A-Z][A-Z0-9]*"$' |
@@ -58,6 +62,7 @@ unmapped()
 	local dir="$1" f b pat hit
 	shift
 	for f in "$top_srcdir/$dir"/*.[ch]; do
+		[ -e "$f" ] || continue
 		b=${f##*/}
 		hit=
 		for pat in "$@"; do
@@ -69,8 +74,19 @@ unmapped()
 }
 missing "gitguard/README's Files names every file of gitguard/" \
 	$(unmapped gitguard $(map_names "$top_srcdir/gitguard/README" '^Files$' '^Errors$'))
-missing "src/README's Files names every file of src/" \
-	$(unmapped src $(map_names "$top_srcdir/src/README" '^Files$' '^Besides the sources'))
+for d in $SRC_DIRS; do
+	# a folder's README: its Files to the end
+	missing "$d/README's Files names every file of $d/" \
+		$(unmapped "$d" $(map_names "$top_srcdir/$d/README" '^Files$' '^\.$'))
+done
+missing "src/ holds its C files in its folders, none beside them" $(unmapped src)
+missing "src/README names each folder of src/ that holds C files" \
+	$(for d in "$top_srcdir"/src/*/; do
+		d=${d%/}
+		d=src/${d##*/}
+		ls "$top_srcdir/$d"/*.[ch] >/dev/null 2>&1 || continue
+		case " $SRC_DIRS " in *" $d "*) ;; *) printf '%s ' "$d" ;; esac
+	done)
 missing "fusefs/fs-int.h's map names every file of fusefs/" \
 	$(unmapped fusefs fs-int.h \
 		$(map_names "$top_srcdir/fusefs/fs-int.h" 'Which file owns what' '^ \*\/'))

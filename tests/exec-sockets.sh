@@ -4,7 +4,7 @@
 # (its own network namespace), not abstract UNIX sockets (the same, and
 # Landlock's scope where the kernel has it), not the pathname sockets of the
 # host's services under /run (hidden), root's (it is not root) or a 0666 one
-# anywhere (the seccomp guard, src/exec-unix.c), not through a symlink, not
+# anywhere (the seccomp guard, src/cli/exec-guard.c), not through a symlink, not
 # by racing the guard; and the variables naming agents are gone. Only its
 # AGENT_SOCKET and the sockets it serves itself answer. What a bot with
 # network reaches is checked too (see agentfs(1)).

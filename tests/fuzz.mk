@@ -7,7 +7,7 @@
 #   make check           replays tests/fuzz/regress-*/ and corpus-*/ (gcc is enough)
 #
 # The fuzzers compile the sources they test themselves, with the sanitizers;
-# fuzz-proto links src/proto.c and src/util.c over fakes of the daemon.
+# fuzz-proto links src/daemon/proto.c and src/common/util.c over fakes of the daemon.
 CLANG = clang
 FUZZ_SECONDS = 600
 FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
@@ -39,8 +39,8 @@ fuzz-clang:
 
 $(FUZZ_BINS): | fuzz-clang
 
-FUZZ_PROTO_SRC = $(top_srcdir)/tests/fuzz/fuzz-proto.c $(top_srcdir)/src/proto.c \
-	$(top_srcdir)/src/util.c $(top_srcdir)/gitguard/path.c
+FUZZ_PROTO_SRC = $(top_srcdir)/tests/fuzz/fuzz-proto.c $(top_srcdir)/src/daemon/proto.c \
+	$(top_srcdir)/src/common/util.c $(top_srcdir)/gitguard/path.c
 FUZZ_GITPARSE_SRC = $(top_srcdir)/tests/fuzz/fuzz-gitparse.c $(top_srcdir)/gitguard/parse.c
 FUZZ_DECIDE_SRC = $(top_srcdir)/tests/fuzz/fuzz-decide.c $(FUZZ_GITGUARD_SRC)
 FUZZ_INDEX_SRC = $(top_srcdir)/tests/fuzz/fuzz-index.c $(top_srcdir)/gitguard/index.c \
@@ -48,7 +48,7 @@ FUZZ_INDEX_SRC = $(top_srcdir)/tests/fuzz/fuzz-index.c $(top_srcdir)/gitguard/in
 	$(top_srcdir)/gitguard/grow.c $(top_srcdir)/gitguard/sha1.c \
 	$(top_srcdir)/gitguard/seq.c $(top_srcdir)/gitguard/parse.c
 
-tests/fuzz/fuzz-proto: $(FUZZ_PROTO_SRC) $(top_srcdir)/src/agentfs.h $(top_srcdir)/tests/fuzz/fuzz.h
+tests/fuzz/fuzz-proto: $(FUZZ_PROTO_SRC) $(top_srcdir)/src/common/agentfs.h $(top_srcdir)/tests/fuzz/fuzz.h
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(CJSON_CFLAGS) $(FUZZ_FLAGS) -o $@ \
 		$(FUZZ_PROTO_SRC) $(CJSON_LIBS)
@@ -92,7 +92,7 @@ check_PROGRAMS += $(FUZZ_REPLAYS)
 TESTS += $(FUZZ_REPLAYS)
 
 tests_fuzz_replay_proto_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h \
-	tests/fuzz/fuzz-proto.c src/proto.c
+	tests/fuzz/fuzz-proto.c src/daemon/proto.c
 tests_fuzz_replay_proto_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"proto"'
 tests_fuzz_replay_proto_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_fuzz_replay_proto_LDADD = src/libagentfs-common.a gitguard/libgitguard.a $(CJSON_LIBS)

@@ -38,10 +38,10 @@ tests_fs_diff_SOURCES = tests/fs-diff.c
 TESTS += tests/fs-diff.sh
 EXTRA_DIST += tests/fs-diff.sh
 
-# The daemon's authority (src/authority.c): pure functions, no root needed.
+# The daemon's authority (src/daemon/authority.c): pure functions, no root needed.
 check_PROGRAMS += tests/unit-authority
 TESTS += tests/unit-authority
-tests_unit_authority_SOURCES = tests/unit-authority.c tests/guard-tap.h src/authority.c
+tests_unit_authority_SOURCES = tests/unit-authority.c tests/guard-tap.h src/daemon/authority.c
 tests_unit_authority_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_unit_authority_LDADD = src/libagentfs-common.a gitguard/libgitguard.a $(CJSON_LIBS)
 
@@ -51,9 +51,9 @@ TESTS += tests/unit-guard-layout
 tests_unit_guard_layout_SOURCES = tests/unit-guard-layout.c tests/guard-tap.h
 tests_unit_guard_layout_LDADD = gitguard/libgitguard.a
 
-# The table of a bot's changes (src/ctree.c): merge rules, bounds, pages.
+# The table of a bot's changes (src/daemon/ctree.c): merge rules, bounds, pages.
 check_PROGRAMS += tests/unit-ctree
 TESTS += tests/unit-ctree
-tests_unit_ctree_SOURCES = tests/unit-ctree.c tests/guard-tap.h src/ctree.c src/changes-int.h
+tests_unit_ctree_SOURCES = tests/unit-ctree.c tests/guard-tap.h src/daemon/ctree.c src/daemon/changes-int.h
 tests_unit_ctree_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_unit_ctree_LDADD = $(CJSON_LIBS)

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of src/authority.c, the daemon's pure authority functions:
+ * Unit tests of src/daemon/authority.c, the daemon's pure authority functions:
  * who sees which bot across families, what a bot may read and write (by
  * whole path components, hostile paths refused), the ceiling a bot's maker
  * sets, and each family's share of max_bots. No root, no daemon.
  */
-#include "src/bots-int.h"
+#include "src/daemon/bots-int.h"
 #include "tests/guard-tap.h"
 
 #include <string.h>

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of src/ctree.c, the table of a bot's changes: the merge rules
+ * Unit tests of src/daemon/ctree.c, the table of a bot's changes: the merge rules
  * (agentfs-protocol(7), CHANGES), a folder's rename carrying what changed
  * inside it while what was deleted stays, paths stored once by parent (a
  * deep chain costs linear memory), the bounds (entries, charged bytes, path
  * length, also reached through renames), pages after a cursor, and a
  * snapshot read back whole. No root, no daemon.
  */
-#include "src/changes-int.h"
+#include "src/daemon/changes-int.h"
 #include "tests/guard-tap.h"
 
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzzer for the daemon's protocol layer: src/proto.c (parsing, type checks,
- * NUL detection, the bot spec) with src/util.c, over small fakes of what
+ * Fuzzer for the daemon's protocol layer: src/daemon/proto.c (parsing, type checks,
+ * NUL detection, the bot spec) with src/common/util.c, over small fakes of what
  * proto.c calls outside itself (server_reply and the bots_* operations).
  *
  * The input is a session: lines split on '\n' as server.c splits them (a
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/agentfs.h"
+#include "src/common/agentfs.h"
 #include "tests/fuzz/fuzz.h"
 
 #define MAX_LINES 64

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agentfs exec: bwrap's command line, made from agentfsd's plan (the
+ * argument table), and what bwrap tells back: its status on
+ * --json-status-fd, read as JSON, and its own standard error, held until
+ * it is known whether the setup is tried again.
+ */
+#include "src/common/agentfs.h"
+#include "src/cli/exec.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/close_range.h>
+
+void exec_arg(struct argv_buf *a, const char *s)
+{
+	if (a->n + 2 > a->cap) {
+		a->cap = a->cap * 2 + 32;
+		a->v = realloc(a->v, a->cap * sizeof *a->v);
+		if (a->v == NULL)
+			die("out of memory");
+	}
+	a->v[a->n] = strdup(s);
+	if (a->v[a->n] == NULL)
+		die("out of memory");
+	a->v[++a->n] = NULL;
+}
+
+static void args(struct argv_buf *a, const char *const *v)
+{
+	for (; *v != NULL; v++)
+		exec_arg(a, *v);
+}
+
+void exec_args_free(struct argv_buf *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+	memset(a, 0, sizeof *a);
+}
+
+const char *exec_jstr(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int by_depth(const void *a, const void *b)
+{
+	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+
+	return (int)strlen(exec_jstr(x, "path")) - (int)strlen(exec_jstr(y, "path"));
+}
+
+/*
+ * The host read-only; fresh /dev, /dev/shm, /proc and /tmp. Order
+ * matters: each later bind lands on what the earlier ones made.
+ */
+static const char *const base_args[] = {
+	"--ro-bind", "/",      "/",	"--dev",   "/dev",  "--perms", "01777", "--tmpfs",
+	"/dev/shm",  "--proc", "/proc", "--perms", "01777", "--tmpfs", "/tmp",	NULL};
+
+/*
+ * /proc/keys lists every key the reader may view: those its user keeps in
+ * the user keyring too (names only, the filter keeps the rest). An empty
+ * file over each: /dev/null, which reads empty (the bind must keep device
+ * access for that, and /dev/null is harmless).
+ */
+static const char *const proc_keys[] = {"/proc/keys", "/proc/key-users", NULL};
+
+/* New IPC, PID and UTS namespaces (and cgroup where the kernel allows). */
+static const char *const ns_args[] = {"--unshare-ipc", "--unshare-pid", "--unshare-uts",
+				      "--unshare-cgroup-try", NULL};
+
+/*
+ * bwrap run as root keeps every capability unless told (a bot could
+ * remount /): all dropped but CAP_SETUID and CAP_SETGID, which agentfs-enter
+ * gives up with root.
+ */
+static const char *const root_caps[] = {"--cap-drop", "ALL",	    "--cap-add", "CAP_SETUID",
+					"--cap-add",  "CAP_SETGID", NULL};
+
+/*
+ * bwrap run by an operator who is not root makes a user namespace of its
+ * own (the kernel must let users make them), mapping only the operator's
+ * uid and gid; no user namespace can be made inside, and no capability is
+ * kept in it.
+ */
+static const char *const userns_args[] = {"--unshare-user", "--disable-userns", "--cap-drop", "ALL",
+					  NULL};
+
+/* The sandbox dies with agentfs exec; the command gets a session of its own (TIOCSTI). */
+static const char *const tail_args[] = {"--die-with-parent", "--new-session", NULL};
+
+/* The daemon's state (every bot's mounts), every bot's socket: out of sight. */
+static void hide(struct argv_buf *a, const cJSON *plan)
+{
+	const cJSON *v;
+
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(plan, "hide")) {
+		if (cJSON_IsString(v) && access(v->valuestring, F_OK) == 0) {
+			exec_arg(a, "--tmpfs");
+			exec_arg(a, v->valuestring);
+		}
+	}
+}
+
+/* Each root from its mount, at its own path, parents before nested roots. */
+static void binds(struct argv_buf *a, const cJSON *plan)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(plan, "binds"), *v;
+	const cJSON **sorted;
+	size_t n = 0, i;
+
+	sorted = calloc((size_t)cJSON_GetArraySize(list) + 1, sizeof *sorted);
+	if (sorted == NULL)
+		die("out of memory");
+	cJSON_ArrayForEach(v, list) {
+		if (exec_jstr(v, "path") == NULL || exec_jstr(v, "source") == NULL)
+			die("agentfsd sent a bad exec plan");
+		sorted[n++] = v;
+	}
+	qsort(sorted, n, sizeof *sorted, by_depth);
+	for (i = 0; i < n; i++) {
+		exec_arg(a, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sorted[i], "writable"))
+				    ? "--bind"
+				    : "--ro-bind");
+		exec_arg(a, exec_jstr(sorted[i], "source"));
+		exec_arg(a, exec_jstr(sorted[i], "path"));
+	}
+	free(sorted);
+}
+
+/* The bot's socket at its own path, and over the control socket's; AGENT_SOCKET names it. */
+static void agent_socket(struct argv_buf *a, const cJSON *plan)
+{
+	const char *sock = exec_jstr(plan, "socket"), *ctl = exec_jstr(plan, "control_socket");
+
+	if (sock == NULL || *sock == '\0')
+		return;
+	exec_arg(a, "--ro-bind");
+	exec_arg(a, sock);
+	exec_arg(a, sock);
+	if (ctl != NULL && access(ctl, F_OK) == 0) {
+		exec_arg(a, "--ro-bind");
+		exec_arg(a, sock);
+		exec_arg(a, ctl);
+	}
+	exec_arg(a, "--setenv");
+	exec_arg(a, "AGENT_SOCKET");
+	exec_arg(a, sock);
+}
+
+/* The in-sandbox step: agentfs-enter (exec-as.c) and the command. */
+static void as_args(struct argv_buf *a, const struct sandbox_setup *sb)
+{
+	char num[48], *ids;
+	struct ids id;
+
+	exec_arg(a, EXEC_SELF);
+	if (sb->enter == NULL) {
+		exec_arg(a, "exec");
+		exec_arg(a, "--as");
+	}
+	if (sb->userns) {
+		/* already the bot's user (the operator itself): no switch, only checked */
+		snprintf(num, sizeof num, "=%u", (unsigned)sb->uid);
+		exec_arg(a, num);
+	} else {
+		exec_user_ids(sb->uid, &id);
+		ids = exec_ids_format(&id);
+		exec_arg(a, ids);
+		free(ids);
+	}
+	if (sb->unix_chan >= 0) {
+		snprintf(num, sizeof num, "--unix=%d%s", sb->unix_chan,
+			 sb->host_sockets ? ",optional" : "");
+		exec_arg(a, num);
+	}
+	snprintf(num, sizeof num, "--stderr=%d", sb->err_fd);
+	exec_arg(a, num);
+	if (sb->tty)
+		exec_arg(a, "--ctty");
+	exec_arg(a, "--");
+}
+
+/* bwrap's whole command line for one sandbox. */
+void exec_bwrap_args(struct argv_buf *a, const struct sandbox_setup *sb)
+{
+	char num[32],
+		*self = sb->enter != NULL ? strdup(sb->enter) : realpath("/proc/self/exe", NULL);
+	char **c;
+	size_t i;
+
+	if (self == NULL)
+		die("cannot find agentfs itself: %s", strerror(errno));
+	exec_arg(a, sb->bwrap);
+	args(a, base_args);
+	for (i = 0; proc_keys[i] != NULL; i++)
+		if (access(proc_keys[i], F_OK) == 0) {
+			exec_arg(a, "--dev-bind");
+			exec_arg(a, "/dev/null");
+			exec_arg(a, proc_keys[i]);
+		}
+	exec_hide_host_sockets(a, sb->network);
+	exec_loader_vars_hold(a);
+	hide(a, sb->plan);
+	binds(a, sb->plan);
+	/*
+	 * agentfs-enter (or agentfs itself, for exec --as, from an older
+	 * agentfsd), at a path of its own: it may live in a hidden folder, or
+	 * in a root, which it must not cover (agentfsd checked it is in no
+	 * writable root: plan.c).
+	 */
+	exec_arg(a, "--ro-bind");
+	exec_arg(a, self);
+	exec_arg(a, EXEC_SELF);
+	free(self);
+	agent_socket(a, sb->plan);
+	args(a, ns_args);
+	if (!sb->network)
+		exec_arg(a, "--unshare-net");
+	args(a, sb->userns ? userns_args : root_caps);
+	args(a, tail_args);
+	exec_arg(a, "--chdir");
+	exec_arg(a, sb->cwd);
+	snprintf(num, sizeof num, "%d", sb->status_w);
+	exec_arg(a, "--json-status-fd");
+	exec_arg(a, num);
+	exec_arg(a, "--");
+	as_args(a, sb);
+	for (c = sb->cmd; *c != NULL; c++)
+		exec_arg(a, *c);
+}
+
+/*
+ * bwrap's status, JSON documents one per line: {"child-pid": N, ...} once
+ * the sandbox's init exists (before the setup), {"exit-code": N} only once
+ * the setup is done and the command was started, when it ends.
+ */
+void exec_bwrap_status_read(int fd, struct bwrap_status *st)
+{
+	char *nl;
+	ssize_t n;
+
+	while (st->len < sizeof st->buf - 1 &&
+	       (n = read(fd, st->buf + st->len, sizeof st->buf - 1 - st->len)) > 0)
+		st->len += (size_t)n;
+	st->buf[st->len] = '\0';
+	while ((nl = strchr(st->buf + st->parsed, '\n')) != NULL) {
+		cJSON *o = cJSON_ParseWithLength(st->buf + st->parsed,
+						 (size_t)(nl - st->buf) - st->parsed);
+		const cJSON *v;
+
+		v = cJSON_GetObjectItemCaseSensitive(o, "child-pid");
+		if (cJSON_IsNumber(v) && v->valuedouble > 1 && st->init <= 0)
+			st->init = (pid_t)v->valuedouble;
+		v = cJSON_GetObjectItemCaseSensitive(o, "exit-code");
+		if (cJSON_IsNumber(v))
+			st->started = true;
+		cJSON_Delete(o);
+		st->parsed = (size_t)(nl - st->buf) + 1;
+	}
+}
+
+static void write_stderr(const char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0 && ((w = write(STDERR_FILENO, p, n)) > 0 || errno == EINTR))
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+		}
+}
+
+/* What bwrap kept back goes out now: it is done, will not be tried again, or says more. */
+void exec_bwrap_err_flush(struct bwrap_err *e, bool done)
+{
+	if (!e->passed) {
+		e->passed = true;
+		write_stderr(e->buf, e->len);
+		e->len = 0;
+	}
+	if (done && e->fd >= 0) {
+		close(e->fd);
+		e->fd = -1;
+	}
+}
+
+void exec_bwrap_err_read(struct bwrap_err *e)
+{
+	char tmp[4096];
+	ssize_t n;
+
+	while (e->fd >= 0 && (n = read(e->fd, tmp, sizeof tmp)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN) {
+				close(e->fd);
+				e->fd = -1;
+			}
+			return;
+		}
+		if (!e->passed && e->len + (size_t)n >= sizeof e->buf)
+			exec_bwrap_err_flush(e, false);
+		if (e->passed) {
+			write_stderr(tmp, (size_t)n);
+		} else {
+			memcpy(e->buf + e->len, tmp, (size_t)n);
+			e->len += (size_t)n;
+		}
+	}
+	if (e->fd >= 0) {
+		close(e->fd);
+		e->fd = -1;
+	}
+}
+
+/*
+ * In the child that becomes bwrap: only stdin, stdout, stderr and the
+ * descriptors bwrap and agentfs-enter are told about go into the sandbox.
+ * Anything else the caller left open (a folder outside the roots:
+ * openat(fd, "..") walks the host; a host socket) would reach past the
+ * roots, whatever the mounts hide. -1 if it cannot be made sure.
+ */
+int exec_keep_only_fds(const int *keep, size_t n)
+{
+	struct dirent *e;
+	size_t i;
+	DIR *d;
+
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+		/* before Linux 5.11: mark each open one */
+		d = opendir("/proc/self/fd");
+		if (d == NULL)
+			return -1;
+		while ((e = readdir(d)) != NULL) {
+			int fd = atoi(e->d_name);
+
+			if (fd > 2 && fd != dirfd(d) && fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+				closedir(d);
+				return -1;
+			}
+		}
+		closedir(d);
+	}
+	for (i = 0; i < n; i++)
+		if (keep[i] >= 0 && fcntl(keep[i], F_SETFD, 0) != 0)
+			return -1;
+	return 0;
+}

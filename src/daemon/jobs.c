@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The job threads: anything that touches a path a client gave, or a mount,
+ * runs here, never on the event loop, so a hung mount or a hostile path
+ * cannot stop it. A job runs on one of JOB_THREADS threads, then its done
+ * step runs back on the loop (job_done), in the order the jobs finished.
+ *
+ * Fair by family: a job has a lane, the family of the bot it concerns,
+ * and a lane runs one job at a time; the operator's jobs are taken before
+ * bots' (also within a lane), and bots' jobs take at most JOB_THREADS - 1
+ * threads. So 48 creates of one bot, each walking a large root, run one
+ * after another on one thread while another family's and the operator's
+ * run beside them; two jobs on one bot never run at once (busy) either way.
+ */
+#include "src/daemon/bots-int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+void job_seterr(struct job *j, int e, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (j->error != 0)
+		return;
+	j->error = e != 0 ? e : EINVAL;
+	snprintf(j->code, sizeof j->code, "%s", code);
+	va_start(ap, fmt);
+	vsnprintf(j->msg, sizeof j->msg, fmt, ap);
+	va_end(ap);
+}
+
+void job_finish(struct job *j)
+{
+	size_t i;
+
+	pthread_mutex_lock(&ds.lock);
+	for (i = 0; i < JOB_THREADS; i++)
+		if (ds.prog[i].job == j)
+			ds.prog[i].job = NULL;
+	pthread_mutex_unlock(&ds.lock);
+	if (j->req.peer != NULL) {
+		server_peer_resume(j->req.peer);
+		server_peer_unref(j->req.peer);
+	}
+	cJSON_Delete(j->req.id);
+	paths_free(&j->ceiling);
+	free(j->victims);
+	free(j->unmount);
+	free(j);
+}
+
+/* Drop a job that was never submitted; the request is answered by the caller. */
+void job_abort(struct job *j)
+{
+	if (j->req.peer != NULL)
+		server_peer_unref(j->req.peer);
+	free(j->victims);
+	free(j->unmount);
+	free(j);
+}
+
+struct job *job_new(struct request *r)
+{
+	struct job *j = calloc(1, sizeof *j);
+
+	if (j == NULL)
+		return NULL;
+	j->req = *r;
+	if (r->peer != NULL) {
+		server_peer_ref(r->peer);
+		j->by_bot = server_peer_bot(r->peer) != NULL;
+	}
+	return j;
+}
+
+/* Under ds.lock: is a job of lane running? */
+static bool lane_busy(const void *lane)
+{
+	size_t i;
+
+	for (i = 0; lane != NULL && i < JOB_THREADS; i++)
+		if (ds.lanes[i] == lane)
+			return true;
+	return false;
+}
+
+/*
+ * Under ds.lock: the next job to run, taken off the list, its lane marked
+ * running in slot; NULL if none may run now. The operator's first, then
+ * bots' while they hold less than all but one thread; each the oldest
+ * whose lane is free.
+ */
+static struct job *job_pick(size_t slot)
+{
+	struct job **pp, *j;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		if (pass == 1 && ds.bot_jobs >= JOB_THREADS - 1)
+			break;
+		for (pp = &ds.todo; (j = *pp) != NULL; pp = &j->next) {
+			if (j->by_bot != (pass == 1) || lane_busy(j->lane))
+				continue;
+			*pp = j->next;
+			if (ds.todo_tail == &j->next)
+				ds.todo_tail = pp;
+			ds.lanes[slot] = j->lane;
+			j->slot = (unsigned)slot;
+			ds.bot_jobs += j->by_bot;
+			return j;
+		}
+	}
+	return NULL;
+}
+
+static void *job_main(void *arg)
+{
+	size_t slot = (size_t)(uintptr_t)arg;
+	struct job *j;
+
+	pthread_mutex_lock(&ds.lock);
+	for (;;) {
+		j = job_pick(slot);
+		if (j == NULL) {
+			/* at a stop, what was asked for is done first */
+			if (ds.todo == NULL && ds.stopping)
+				break;
+			pthread_cond_wait(&ds.cond, &ds.lock);
+			continue;
+		}
+		pthread_mutex_unlock(&ds.lock);
+		if (j->run != NULL)
+			j->run(j);
+		pthread_mutex_lock(&ds.lock);
+		ds.lanes[slot] = NULL;
+		ds.bot_jobs -= j->by_bot;
+		j->next = ds.done;
+		ds.done = j;
+		event_active(ds.done_ev, EV_READ, 0);
+		pthread_cond_broadcast(&ds.cond); /* its lane is free again */
+	}
+	pthread_mutex_unlock(&ds.lock);
+	return NULL;
+}
+
+void job_submit(struct job *j)
+{
+	pthread_mutex_lock(&ds.lock);
+	j->next = NULL;
+	*ds.todo_tail = j;
+	ds.todo_tail = &j->next;
+	pthread_cond_broadcast(&ds.cond);
+	pthread_mutex_unlock(&ds.lock);
+}
+
+static void job_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct job *list, *j, *rev = NULL;
+
+	pthread_mutex_lock(&ds.lock);
+	list = ds.done;
+	ds.done = NULL;
+	pthread_mutex_unlock(&ds.lock);
+	while ((j = list) != NULL) { /* in the order they finished */
+		list = j->next;
+		j->next = rev;
+		rev = j;
+	}
+	while ((j = rev) != NULL) {
+		rev = j->next;
+		j->done(j);
+	}
+}
+
+/*
+ * A job with only a done step, from any thread (a worker that saw a mount
+ * end): straight to the loop.
+ */
+void job_post_done(struct job *j)
+{
+	pthread_mutex_lock(&ds.lock);
+	j->next = ds.done;
+	ds.done = j;
+	event_active(ds.done_ev, EV_READ, 0);
+	pthread_mutex_unlock(&ds.lock);
+}
+
+int jobs_start(char *err, size_t errlen)
+{
+	size_t i;
+	int r;
+
+	pthread_mutex_init(&ds.lock, NULL);
+	pthread_cond_init(&ds.cond, NULL);
+	ds.todo_tail = &ds.todo;
+	ds.done_ev = event_new(ds.base, -1, 0, job_done, NULL);
+	if (ds.done_ev == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < JOB_THREADS; i++) {
+		r = pthread_create(&ds.threads[i], NULL, job_main, (void *)(uintptr_t)i);
+		if (r != 0) {
+			snprintf(err, errlen, "cannot start a job thread: %s", strerror(r));
+			return -r;
+		}
+		ds.nthreads++;
+	}
+	return 0;
+}
+
+/* Stop the job threads and finish what they completed, so every client gets its answer. */
+void jobs_stop(void)
+{
+	unsigned i;
+
+	if (ds.nthreads == 0)
+		return;
+	pthread_mutex_lock(&ds.lock);
+	ds.stopping = true;
+	pthread_cond_broadcast(&ds.cond);
+	pthread_mutex_unlock(&ds.lock);
+	for (i = 0; i < ds.nthreads; i++)
+		pthread_join(ds.threads[i], NULL);
+	ds.nthreads = 0;
+	job_done(-1, 0, NULL);
+}
+
+void jobs_free(void)
+{
+	if (ds.done_ev != NULL)
+		event_free(ds.done_ev);
+	ds.done_ev = NULL;
+}

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The keeper: where agentfsd keeps descriptors that must outlive it when
+ * no systemd holds them (containers, a machine without systemd). A FUSE
+ * connection ends when the last holder of its /dev/fuse descriptor closes
+ * it; while the keeper holds them, the bots' mounts stay the same mounts
+ * across a restart of agentfsd, and their requests wait for the next one
+ * (agentfsd(8), RESTART AND UPGRADE).
+ *
+ * It is agentfsd's own binary started as `agentfsd --keeper STATE GRACE`
+ * with its listening socket as descriptor 3 (agentfsd made and bound it:
+ * the keeper opens no path at all), and it does nothing but hold
+ * descriptors by name and hand them back, the way systemd's fd store does:
+ *
+ *   P name  + 1 fd   keep fd under name (one kept there before is closed)
+ *   D name           close the one kept under name
+ *   L                send every one back ("F name" + fd each), then "E count"
+ *   G seconds        the grace period (below)
+ *   R                close every one and exit (agentfs shutdown)
+ *
+ * on a SOCK_SEQPACKET socket, one message each, from root only. While no
+ * agentfsd is connected it waits GRACE seconds for one, then closes
+ * everything and exits: the mounts then end as a stop ends them (their
+ * users get ENOTCONN) and the next agentfsd mounts afresh. SIGTERM and
+ * SIGINT end it the same way, at once.
+ *
+ * What it must never do, and does not: read or write any descriptor it
+ * holds (a bot's file, a FUSE connection), follow a path, run anything, or
+ * take a descriptor from anyone but root. It drops every capability before
+ * it serves: holding and passing descriptors needs none, and a keeper
+ * that could be made to do more than that is one more root process to
+ * attack.
+ */
+#include "src/common/agentfs.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#define KEEPER_CLIENTS 8 /* an agentfsd, and the one taking over from it */
+#define KEEPER_NBUCKETS 4096
+
+struct kept {
+	struct kept *next;
+	int fd;
+	char name[];
+};
+
+static struct kept *buckets[KEEPER_NBUCKETS];
+static size_t nkept;
+static volatile sig_atomic_t stop;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static struct kept **find(const char *name)
+{
+	uint64_t h = 1469598103934665603ull;
+	const char *s;
+	struct kept **pp;
+
+	for (s = name; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	for (pp = &buckets[h % KEEPER_NBUCKETS]; *pp != NULL; pp = &(*pp)->next)
+		if (strcmp((*pp)->name, name) == 0)
+			break;
+	return pp;
+}
+
+static void drop(const char *name)
+{
+	struct kept **pp = find(name), *k = *pp;
+
+	if (k == NULL)
+		return;
+	*pp = k->next;
+	close(k->fd);
+	free(k);
+	nkept--;
+}
+
+static void put(const char *name, int fd)
+{
+	struct kept **pp = find(name), *k;
+
+	if (*pp != NULL) {
+		close((*pp)->fd);
+		(*pp)->fd = fd;
+		return;
+	}
+	k = malloc(sizeof *k + strlen(name) + 1);
+	if (k == NULL) {
+		close(fd); /* out of memory: that one is not kept */
+		return;
+	}
+	k->next = NULL;
+	k->fd = fd;
+	strcpy(k->name, name);
+	*pp = k;
+	nkept++;
+}
+
+static void drop_all(void)
+{
+	struct kept *k;
+	size_t b;
+
+	for (b = 0; b < KEEPER_NBUCKETS; b++) {
+		while ((k = buckets[b]) != NULL) {
+			buckets[b] = k->next;
+			close(k->fd);
+			free(k);
+		}
+	}
+	nkept = 0;
+}
+
+static void send_all(int s)
+{
+	char msg[512];
+	struct kept *k;
+	size_t b, n = 0;
+
+	for (b = 0; b < KEEPER_NBUCKETS; b++)
+		for (k = buckets[b]; k != NULL; k = k->next) {
+			snprintf(msg, sizeof msg, "F%s", k->name);
+			if (fdstore_send(s, NULL, 0, msg, k->fd) == 0)
+				n++;
+		}
+	snprintf(msg, sizeof msg, "E%zu", n);
+	fdstore_send(s, NULL, 0, msg, -1);
+}
+
+/* A name: printable, no blank, at most 255 bytes (systemd's FDNAME rules, less ':') */
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 255)
+		return false;
+	for (; *s != '\0'; s++)
+		if (*s <= ' ' || *s > '~' || *s == ':')
+			return false;
+	return true;
+}
+
+/* One message from a client: false when the client is to be dropped. */
+static bool serve_one(int s, unsigned *grace)
+{
+	char buf[512];
+	ssize_t n;
+	int fd;
+
+	n = fdstore_recv(s, buf, sizeof buf, &fd);
+	if (n <= 0)
+		return n < 0 && (errno == EINTR || errno == EAGAIN);
+	switch (buf[0]) {
+	case 'P':
+		if (fd >= 0 && name_ok(buf + 1)) {
+			put(buf + 1, fd);
+			fd = -1;
+		}
+		break;
+	case 'D':
+		drop(buf + 1);
+		break;
+	case 'L':
+		send_all(s);
+		break;
+	case 'G':
+		*grace = (unsigned)strtoul(buf + 1, NULL, 10);
+		break;
+	case 'R':
+		drop_all();
+		stop = 1;
+		break;
+	default:
+		break;
+	}
+	if (fd >= 0)
+		close(fd);
+	return true;
+}
+
+/* Root only: the socket is in root's state folder, and its peer is checked too. */
+static bool peer_is_root(int s)
+{
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+
+	return getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.uid == 0;
+}
+
+/* No capability at all: it only holds and passes descriptors. */
+static void drop_capabilities(void)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+	unsigned long c;
+
+	for (c = 0; c <= CAP_LAST_CAP; c++)
+		prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+	memset(d, 0, sizeof d);
+	syscall(SYS_capset, &h, d);
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* agentfsd --keeper STATE GRACE, descriptor 3 listening (agentfsd's fdstore.c starts it) */
+int keeper_main(int argc, char **argv)
+{
+	struct pollfd pfd[1 + KEEPER_CLIENTS];
+	struct sigaction sa = {.sa_handler = on_stop};
+	unsigned grace = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 60;
+	int64_t deadline = 0;
+	struct rlimit rl;
+	int nclients = 0, k, c, timeout;
+
+	close_range(4, ~0U, 0);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	drop_capabilities();
+	pfd[0].fd = 3;
+	pfd[0].events = POLLIN;
+	while (!stop) {
+		if (nclients == 0 && deadline == 0)
+			deadline = now_ms() + (int64_t)grace * 1000;
+		if (nclients > 0)
+			deadline = 0;
+		if (deadline != 0 && now_ms() >= deadline)
+			break; /* no agentfsd took over: let go */
+		timeout = deadline != 0 ? (int)(deadline - now_ms()) : -1;
+		if (poll(pfd, 1 + (nfds_t)nclients, timeout < 0 && deadline != 0 ? 0 : timeout) <
+		    0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (k = 1; k <= nclients; k++) {
+			if (pfd[k].revents == 0)
+				continue;
+			if ((pfd[k].revents & POLLIN) && serve_one(pfd[k].fd, &grace))
+				continue;
+			close(pfd[k].fd); /* gone, or hung up */
+			pfd[k--] = pfd[nclients--];
+		}
+		if ((pfd[0].revents & POLLIN) && (c = accept4(3, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+			if (nclients == KEEPER_CLIENTS || !peer_is_root(c)) {
+				close(c);
+			} else {
+				pfd[++nclients].fd = c;
+				pfd[nclients].events = POLLIN;
+				pfd[nclients].revents = 0;
+			}
+		}
+	}
+	drop_all();
+	return 0;
+}

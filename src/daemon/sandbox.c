@@ -1,0 +1,586 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sandboxes: the `agentfs exec` runs of a bot, registered before they start
+ * (each in a cgroup of its own), held by pidfd so a signal reaches only the
+ * processes that registered, and kept on disk so a restarted daemon still
+ * knows them. What is done to them (limits, signals, rm --force) and told
+ * of them (show, ps): sandbox-ops.c.
+ */
+#include "src/daemon/sandbox-int.h"
+#include "src/daemon/cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+
+#include <event2/event.h>
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+#define ARGV_MAX_BYTES 4096 /* of a command kept for ps */
+#define ARGV_MAX_ITEMS 64   /* of its arguments */
+#define SANDBOXES_FILE "sandboxes.json"
+#define SANDBOXES_FILE_MAX (SANDBOXES_MAX * 64 * 8 * 1024) /* far above what is written */
+
+static void sandbox_free(struct sandbox_run *sb)
+{
+	LIST_REMOVE(sb, entry);
+	sb->bot->nsandboxes--;
+	if (sb->ev != NULL)
+		event_free(sb->ev);
+	close_fd(&sb->pidfd);
+	close_fd(&sb->childfd);
+	close_fd(&sb->initfd);
+	cJSON_Delete(sb->argv);
+	free(sb);
+}
+
+/* The exec ended, or rm --force gave up: its sandbox's cgroup goes, and the record. */
+static void sandbox_end(struct sandbox_run *sb)
+{
+	sandbox_cgroup_end(sb->cg);
+	sandbox_free(sb);
+}
+
+/* ---- on disk ---------------------------------------------------------------- */
+
+static cJSON *sandbox_to_json(const struct sandbox_run *sb)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o == NULL || cJSON_AddStringToObject(o, "bot", sb->bot->name) == NULL ||
+	    cJSON_AddNumberToObject(o, "pid", sb->pid) == NULL ||
+	    cJSON_AddNumberToObject(o, "pid_start", (double)sb->pid_start) == NULL ||
+	    cJSON_AddNumberToObject(o, "child", sb->child) == NULL ||
+	    cJSON_AddNumberToObject(o, "child_start", (double)sb->child_start) == NULL ||
+	    cJSON_AddNumberToObject(o, "uid", sb->uid) == NULL ||
+	    cJSON_AddNumberToObject(o, "run_uid", sb->run_uid) == NULL ||
+	    cJSON_AddNumberToObject(o, "started", (double)sb->started) == NULL ||
+	    cJSON_AddStringToObject(o, "cgroup", sb->cg) == NULL ||
+	    cJSON_AddNumberToObject(o, "memory_max", (double)sb->memory_max) == NULL ||
+	    cJSON_AddNumberToObject(o, "pids_max", (double)sb->pids_max) == NULL ||
+	    (sb->argv != NULL &&
+	     !cJSON_AddItemToObject(o, "argv", cJSON_Duplicate(sb->argv, true)))) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/*
+ * STATE/sandboxes.json, rewritten whole after each change. Not synced: it
+ * must outlive the daemon, not the machine (after a reboot no sandbox runs,
+ * and each record's start time no longer matches). A failure is logged:
+ * the sandboxes are still known until the daemon stops.
+ */
+static void sandboxes_save(void)
+{
+	cleanup_cjson cJSON *root = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(root, "sandboxes"), *o;
+	struct sandbox_run *sb;
+	struct bot *b;
+	char *text;
+	int r;
+
+	if (arr == NULL)
+		goto oom;
+	TAILQ_FOREACH(b, &ds.bots, entry)
+		LIST_FOREACH(sb, &b->sandboxes, entry) {
+			if ((o = sandbox_to_json(sb)) == NULL)
+				goto oom;
+			cJSON_AddItemToArray(arr, o);
+		}
+	text = cJSON_PrintUnformatted(root);
+	if (text == NULL)
+		goto oom;
+	r = write_file_replace(ds.cfg->state_dir, SANDBOXES_FILE, text, strlen(text), false);
+	free(text);
+	if (r != 0)
+		log_msg(LOG_ERR, "cannot save the running sandboxes in %s/%s: %s",
+			ds.cfg->state_dir, SANDBOXES_FILE, strerror(-r));
+	return;
+oom:
+	log_msg(LOG_ERR, "cannot save the running sandboxes: out of memory");
+}
+
+/* Set once the daemon stops: the file keeps what still runs, for the next daemon. */
+static bool stopping;
+
+void sandboxes_stop(void)
+{
+	stopping = true;
+	sandbox_cgroups_stop();
+}
+
+/* b is deleted: its sandboxes are no longer followed (they were ended, or rm --force gave up). */
+void sandboxes_free(struct bot *b)
+{
+	bool any = !LIST_EMPTY(&b->sandboxes);
+
+	while (!LIST_EMPTY(&b->sandboxes)) {
+		if (stopping)
+			sandbox_free(
+				LIST_FIRST(&b->sandboxes)); /* it runs on, for the next daemon */
+		else
+			sandbox_end(LIST_FIRST(&b->sandboxes));
+	}
+	if (any && !stopping)
+		sandboxes_save();
+}
+
+/* The exec ended: it no longer holds the bot. */
+static void sandbox_gone(evutil_socket_t fd, short what, void *arg)
+{
+	sandbox_end(arg);
+	sandboxes_save();
+}
+
+/*
+ * Hold pid by pidfd, with its start time; the time is read once the pidfd
+ * is held, and the pidfd checked alive after, so both name one process.
+ * 0, or -1 if it is gone.
+ */
+static int hold(pid_t pid, int *fd, unsigned long long *start)
+{
+	char state;
+	pid_t ppid;
+
+	*fd = pidfd_open_pid(pid);
+	if (*fd < 0)
+		return -1;
+	if (proc_stat(pid, &state, &ppid, start) != 0 || pidfd_signal(*fd, 0) != 0) {
+		close_fd(fd);
+		return -1;
+	}
+	return 0;
+}
+
+/* Take pid back, if the process of that pid is still the one that started at start. */
+static int hold_again(pid_t pid, unsigned long long start, int *fd)
+{
+	unsigned long long now;
+
+	if (pid <= 1 || hold(pid, fd, &now) != 0)
+		return -1;
+	if (now != start) {
+		close_fd(fd);
+		return -1;
+	}
+	return 0;
+}
+
+static bool sandbox_watch(struct sandbox_run *sb)
+{
+	sb->ev = event_new(ds.base, sb->pidfd, EV_READ, sandbox_gone, sb);
+	return sb->ev != NULL && event_add(sb->ev, NULL) == 0;
+}
+
+static struct sandbox_run *sandbox_new(struct bot *b)
+{
+	struct sandbox_run *sb = calloc(1, sizeof *sb);
+
+	if (sb == NULL)
+		return NULL;
+	sb->bot = b;
+	sb->pidfd = sb->childfd = sb->initfd = -1;
+	return sb;
+}
+
+static void sandbox_insert(struct sandbox_run *sb)
+{
+	LIST_INSERT_HEAD(&sb->bot->sandboxes, sb, entry);
+	sb->bot->nsandboxes++;
+}
+
+static void sandbox_discard(struct sandbox_run *sb)
+{
+	if (sb->ev != NULL)
+		event_free(sb->ev);
+	close_fd(&sb->pidfd);
+	close_fd(&sb->childfd);
+	cJSON_Delete(sb->argv);
+	free(sb);
+}
+
+static double num(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* One record of the file: taken back if its bot and its exec still exist. */
+static bool sandbox_restore_one(const cJSON *o)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "bot");
+	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(o, "argv");
+	struct bot *b = cJSON_IsString(name) ? bot_find(name->valuestring) : NULL;
+	struct sandbox_run *sb;
+
+	if (b == NULL || b->deleting || num(o, "pid") < 2 || num(o, "uid") < 0 ||
+	    num(o, "run_uid") < 0 || b->nsandboxes >= SANDBOXES_MAX ||
+	    (sb = sandbox_new(b)) == NULL)
+		return false;
+	sb->pid = (pid_t)num(o, "pid");
+	sb->uid = (uid_t)num(o, "uid");
+	sb->run_uid = (uid_t)num(o, "run_uid");
+	sb->started = (time_t)num(o, "started");
+	if (cJSON_IsArray(argv))
+		sb->argv = cJSON_Duplicate(argv, true);
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "cgroup")))
+		snprintf(sb->cg, sizeof sb->cg, "%s",
+			 cJSON_GetObjectItemCaseSensitive(o, "cgroup")->valuestring);
+	sb->memory_max = num(o, "memory_max") > 0 ? (uint64_t)num(o, "memory_max") : 0;
+	sb->pids_max = num(o, "pids_max") > 0 ? (uint64_t)num(o, "pids_max") : 0;
+	if (hold_again(sb->pid, (unsigned long long)num(o, "pid_start"), &sb->pidfd) != 0) {
+		/* it ended while no daemon ran: what may be left of it goes */
+		sandbox_cgroup_end(sb->cg);
+		sandbox_discard(sb);
+		return false;
+	}
+	sb->pid_start = (unsigned long long)num(o, "pid_start");
+	/* a bwrap that ended already leaves its exec to be followed */
+	if (num(o, "child") > 1 &&
+	    hold_again((pid_t)num(o, "child"), (unsigned long long)num(o, "child_start"),
+		       &sb->childfd) == 0) {
+		sb->child = (pid_t)num(o, "child");
+		sb->child_start = (unsigned long long)num(o, "child_start");
+	}
+	if (!sandbox_watch(sb)) {
+		sandbox_discard(sb);
+		return false;
+	}
+	sandbox_insert(sb);
+	log_msg(LOG_INFO, "bot %s: a sandbox still runs (agentfs exec pid %d): taken back", b->name,
+		(int)sb->pid);
+	return true;
+}
+
+/*
+ * At start, once the bots are loaded: take back the sandboxes a previous
+ * daemon knew, so rm still refuses a bot whose sandbox runs and rm --force
+ * still ends it. A record whose process is gone, or whose pid now names
+ * another process (its start time differs), is dropped.
+ */
+void sandboxes_restore(void)
+{
+	char path[PATH_MAX];
+	cleanup_free char *text = malloc(SANDBOXES_FILE_MAX + 2);
+	cleanup_cjson cJSON *root = NULL;
+	const cJSON *o;
+	ssize_t n;
+
+	if (text == NULL)
+		return;
+	snprintf(path, sizeof path, "%s/%s", ds.cfg->state_dir, SANDBOXES_FILE);
+	n = read_text(AT_FDCWD, path, text, SANDBOXES_FILE_MAX + 2);
+	if (n < 0 && errno == ENOENT)
+		return;
+	root = n > 0 && n <= SANDBOXES_FILE_MAX ? cJSON_ParseWithLength(text, (size_t)n) : NULL;
+	if (root == NULL) {
+		log_msg(LOG_WARNING,
+			"%s is unreadable or malformed: sandboxes that still run are "
+			"not known (rm will not see them)",
+			path);
+		return;
+	}
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(root, "sandboxes"))
+		sandbox_restore_one(o);
+	sandboxes_save();
+}
+
+/* ---- registration ------------------------------------------------------------ */
+
+/* A process's parent, from /proc; -1 if it is gone. */
+static pid_t parent_of(pid_t pid)
+{
+	pid_t ppid;
+	char state;
+
+	return proc_stat(pid, &state, &ppid, NULL) == 0 ? ppid : -1;
+}
+
+/* Is pid a descendant of anc, within a few generations (bwrap's two)? */
+static bool descends_from(pid_t pid, pid_t anc)
+{
+	int i;
+
+	for (i = 0; i < 4 && pid > 1; i++) {
+		pid = parent_of(pid);
+		if (pid == anc)
+			return true;
+	}
+	return false;
+}
+
+/* The live record of pid; one whose process has ended (its pid reused) goes. */
+static struct sandbox_run *sandbox_of(struct bot *b, pid_t pid)
+{
+	struct sandbox_run *sb;
+
+	LIST_FOREACH(sb, &b->sandboxes, entry) {
+		if (sb->pid != pid)
+			continue;
+		if (pidfd_signal(sb->pidfd, 0) == 0)
+			return sb;
+		sandbox_end(sb);
+		return NULL;
+	}
+	return NULL;
+}
+
+/*
+ * The client's process, held: by the pidfd the kernel gives for the
+ * connection (SO_PEERPIDFD, Linux 6.5), or else by the pid SO_PEERCRED
+ * gave, checked to be still that client's (same uid, alive once held).
+ */
+static int hold_peer(struct request *r, pid_t pid, int *fd, unsigned long long *start)
+{
+	char state;
+	pid_t ppid;
+
+	*fd = server_peer_pidfd(r->peer);
+	if (*fd >= 0) {
+		if (proc_stat(pid, &state, &ppid, start) != 0 || pidfd_signal(*fd, 0) != 0) {
+			close_fd(fd);
+			return -1;
+		}
+		return 0;
+	}
+	return hold(pid, fd, start);
+}
+
+/* The command, kept for ps: an array of strings, capped. NULL: none or not strings. */
+static cJSON *argv_copy(const cJSON *argv)
+{
+	cJSON *out = cJSON_CreateArray();
+	const cJSON *v;
+	size_t bytes = 0, n = 0;
+
+	if (out == NULL)
+		return NULL;
+	cJSON_ArrayForEach(v, argv) {
+		if (!cJSON_IsString(v) || v->valuestring == NULL)
+			break;
+		bytes += strlen(v->valuestring);
+		if (++n > ARGV_MAX_ITEMS || bytes > ARGV_MAX_BYTES) {
+			cJSON_AddItemToArray(out, cJSON_CreateString("..."));
+			break;
+		}
+		cJSON_AddItemToArray(out, cJSON_CreateString(v->valuestring));
+	}
+	return out;
+}
+
+/*
+ * A cgroup of its own for a new sandbox, with its bot's limits, named
+ * BOT.RANDOM (unique across daemons that share the base, and restarts).
+ * Without one that the configuration asks for, nothing runs: false after
+ * failing the request, saying why and what to do.
+ */
+static bool sandbox_cgroup(struct request *r, struct sandbox_run *sb)
+{
+	char why[PATH_MAX + 256];
+	uint64_t id;
+
+	sb->memory_max = bot_memory_max(sb->bot);
+	sb->pids_max = bot_pids_max(sb->bot);
+	if (cgroup_mode() == CG_OFF)
+		return true;
+	if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id) {
+		fail(r, "internal", "no random name for the sandbox's cgroup: %s", strerror(errno));
+		return false;
+	}
+	snprintf(sb->cg, sizeof sb->cg, "%s.%016llx", sb->bot->name, (unsigned long long)id);
+	if (cgroup_sandbox_make(sb->cg, sb->memory_max, sb->pids_max, why, sizeof why) != 0) {
+		sb->cg[0] = '\0';
+		fail(r, "no_cgroup",
+		     "%s: nothing was run. agentfsd puts each sandbox in a cgroup of its own "
+		     "with its bot's memory and pids limits; the config's \"cgroup\" names where "
+		     "(\"\": none, and no limits)",
+		     why);
+		return false;
+	}
+	return true;
+}
+
+/* Put pid, held and not yet running the command, in sb's cgroup; false after failing. */
+static bool sandbox_enter(struct request *r, struct sandbox_run *sb, pid_t pid)
+{
+	char why[PATH_MAX + 256];
+
+	if (sb->cg[0] == '\0' || cgroup_sandbox_enter(sb->cg, pid, why, sizeof why) == 0)
+		return true;
+	fail(r, "no_cgroup", "%s: nothing was run", why);
+	return false;
+}
+
+/* A new record of the client pid running b; NULL after failing the request. */
+static struct sandbox_run *sandbox_add(struct request *r, struct bot *b, pid_t pid,
+				       const cJSON *argv)
+{
+	struct sandbox_run *sb;
+
+	if (b->nsandboxes >= SANDBOXES_MAX) {
+		fail(r, "limit", "bot %s has %d sandboxes running", b->name, SANDBOXES_MAX);
+		return NULL;
+	}
+	sb = sandbox_new(b);
+	if (sb == NULL) {
+		fail(r, "internal", "out of memory");
+		return NULL;
+	}
+	sb->pid = pid;
+	sb->uid = server_peer_uid(r->peer);
+	sb->run_uid = b->uid;
+	sb->started = time(NULL);
+	sb->argv = argv != NULL ? argv_copy(argv) : NULL;
+	if (hold_peer(r, pid, &sb->pidfd, &sb->pid_start) != 0 || !sandbox_watch(sb)) {
+		sandbox_discard(sb);
+		fail(r, "internal", "cannot follow the client's process: %s", strerror(errno));
+		return NULL;
+	}
+	if (!sandbox_cgroup(r, sb)) {
+		sandbox_discard(sb);
+		return NULL;
+	}
+	sandbox_insert(sb);
+	return sb;
+}
+
+/*
+ * Hold child, a child of sb's client (its bwrap, not started yet: it waits
+ * for this answer), in place of any bwrap held before (a setup tried again).
+ * False after failing the request.
+ */
+static bool sandbox_set_child(struct request *r, struct sandbox_run *sb, pid_t child)
+{
+	unsigned long long start;
+	int fd;
+
+	/* Checked once held: the pidfd is of a process whose parent is the client. */
+	if (hold(child, &fd, &start) != 0 || parent_of(child) != sb->pid ||
+	    proc_real_uid(child) != (long)sb->uid || pidfd_signal(fd, 0) != 0) {
+		close_fd(&fd);
+		fail(r, "forbidden", "process %d is not a child this client started", (int)child);
+		return false;
+	}
+	close_fd(&sb->childfd);
+	sb->child = child;
+	sb->childfd = fd;
+	sb->child_start = start;
+	return true;
+}
+
+/* Hold init as sb's sandbox init (a client that reports it); false after failing the request. */
+static bool sandbox_set_init(struct request *r, struct sandbox_run *sb, pid_t init)
+{
+	int fd;
+
+	/* Checked again once held: the pidfd is of a process that descends from the client. */
+	fd = pidfd_open_pid(init);
+	if (fd < 0 || !descends_from(init, sb->pid) || pidfd_signal(fd, 0) != 0) {
+		close_fd(&fd);
+		fail(r, "forbidden", "process %d is not a sandbox this client started", (int)init);
+		return false;
+	}
+	sb->init = init;
+	sb->initfd = fd;
+	return true;
+}
+
+static bool pid_field(struct request *r, const cJSON *req, const char *k, pid_t *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, k);
+
+	*out = 0;
+	if (v == NULL)
+		return true;
+	if (!cJSON_IsNumber(v) || v->valuedouble < 2 || v->valuedouble > 4194304 ||
+	    v->valuedouble != (double)(pid_t)v->valuedouble) {
+		fail(r, "bad_value", "%s must be a process id", k);
+		return false;
+	}
+	*out = (pid_t)v->valuedouble;
+	return true;
+}
+
+/*
+ * `agentfs exec` says it runs the bot's commands, before it runs anything:
+ * the client is the peer itself (SO_PEERPIDFD, or SO_PEERCRED); "argv" is
+ * its command, for ps; "child" its bwrap, which waits for this answer
+ * before it starts (sent again for each try of a setup); "pid" a sandbox's
+ * init (an older client). A bot registers only for a danger-full-access
+ * bot, which it runs itself, unconfined, as its own user.
+ */
+void bots_exec_register(struct request *r, const char *name, const cJSON *req)
+{
+	pid_t pid = r->peer != NULL ? server_peer_pid(r->peer) : 0, child, init;
+	struct sandbox_run *sb;
+	struct bot *b;
+	bool added = false;
+
+	if ((b = visible_bot(r, name)) == NULL)
+		return;
+	if (!pid_field(r, req, "child", &child) || !pid_field(r, req, "pid", &init))
+		return;
+	if (b->busy) {
+		fail(r, "busy", "bot %s is being changed; ask again", b->name);
+		return;
+	}
+	if (caller_of(r) != NULL && b->sandbox != SANDBOX_DANGER_FULL_ACCESS) {
+		fail(r, "forbidden",
+		     "a bot runs only danger-full-access bots' commands itself; "
+		     "the operator runs the others");
+		return;
+	}
+	if (pid <= 0) {
+		fail(r, "bad_request", "the client's pid is unknown");
+		return;
+	}
+	/*
+	 * The peer's process must run as the peer's uid: a connect a sandbox's
+	 * guard made for a command (exec-guard.c) carries the bot's uid but the
+	 * pid of a process that is not the command's.
+	 */
+	if (proc_real_uid(pid) != (long)server_peer_uid(r->peer)) {
+		fail(r, "forbidden",
+		     "process %d does not run as uid %u: only a process that connected for itself "
+		     "registers",
+		     (int)pid, (unsigned)server_peer_uid(r->peer));
+		return;
+	}
+	sb = sandbox_of(b, pid);
+	if (sb == NULL) {
+		if ((sb = sandbox_add(r, b, pid, cJSON_GetObjectItemCaseSensitive(req, "argv"))) ==
+		    NULL)
+			return;
+		added = true;
+	}
+	/*
+	 * The bwrap goes into the sandbox's cgroup before it starts, so all it
+	 * starts is there; a client that runs the command itself (an unconfined
+	 * bot's) goes in itself. Either is held by pidfd first: the pid written
+	 * is that process's.
+	 */
+	if ((child > 0 && (!sandbox_set_child(r, sb, child) || !sandbox_enter(r, sb, child))) ||
+	    (init > 0 && sb->initfd < 0 && !sandbox_set_init(r, sb, init)) ||
+	    (added && child <= 0 && init <= 0 && !sandbox_enter(r, sb, pid))) {
+		if (added)
+			sandbox_end(sb);
+		return;
+	}
+	sandboxes_save();
+	request_reply(r, NULL);
+}
