@@ -271,7 +271,8 @@ ssize_t fdstore_recv(int s, char *buf, size_t len, int *fd);
 /* keeper.c: agentfsd --keeper */
 int keeper_main(int argc, char **argv);
 
-/* server.c */
+/* server.c (the peers) and listen.c (the sockets: server_listen, server_unlisten,
+ * server_listener_path, server_shutdown, server_handover) */
 struct server *server_create(struct event_base *base, struct config *cfg);
 void server_handover(struct server *srv);
 int server_listen(struct server *srv, const char *path, struct bot *bot, char *err, size_t errlen);

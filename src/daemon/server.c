@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Transport: the control socket and every bot's socket, their peers and
- * newline framing. A peer owns its fd, its bufferevent and the caller's
- * credentials; whole lines go to proto_dispatch(), which never sees a
- * socket. A peer's life: create, lost (dead, stops reading), freed once no
- * job holds it.
+ * Transport: the peers of the control socket and of every bot's socket,
+ * and their newline framing (the sockets themselves, and who may connect
+ * to them, are listen.c's). A peer owns its fd, its bufferevent and the
+ * caller's credentials; whole lines go to proto_dispatch(), which never
+ * sees a socket. A peer's life: create (server_peer_add), lost (dead, stops
+ * reading), freed once no job holds it.
  */
-#include "src/common/agentfs.h"
+#include "src/daemon/server-int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,65 +34,11 @@
 #define OUTPUT_MAX (16 * 1024 * 1024)
 #define PARTIAL_LINE_TIMEOUT 30
 /*
- * The backlog is the kernel's (thousands): after this many accepts a socket
- * waits one turn of the loop, so the clients accepted are served and closed
- * before more come.
- */
-#define ACCEPT_BURST 64
-/*
  * A bot's client has at most this many of its lines answered per turn of
  * the loop: a client that sends thousands at once waits its turn again,
- * between the other clients. The operator's clients and the control socket
- * run at a higher priority than every bot's (PRIO_OPERATOR): a bot's flood
- * of requests never stands between the operator and its answer.
+ * between the other clients.
  */
 #define BOT_LINES_PER_TURN 4
-#define PRIO_OPERATOR 0
-#define PRIO_DEFAULT 1
-#define NPRIO 2
-
-struct listener {
-	struct server *srv;
-	int fd;
-	struct event *ev;    /* readable: clients wait (listener_ready) */
-	struct event *retry; /* out of descriptors: accept again after a pause */
-	char *path;
-	char store_name[BOT_NAME_MAX + 8]; /* in the fd store: "ctl" or "bot.NAME" */
-	struct bot *bot; /* NULL: the control socket */
-	uid_t owner;	 /* besides root, the uid allowed to connect */
-	LIST_ENTRY(listener) entry;
-};
-
-struct peer {
-	struct server *srv;
-	struct bufferevent *bev;
-	struct bot *bot; /* NULL: the operator */
-	uid_t uid;
-	gid_t gid;
-	pid_t pid;
-	bool dead;	     /* lost: no more reading or replies */
-	bool busy;	     /* a request is being answered; later lines wait */
-	bool skipping;	     /* dropping the rest of an over-long line */
-	bool eof;	     /* the client shut its side; close once answered */
-	struct event *again; /* a bot's client with lines left after its turn */
-	/* a stream (log --follow): told once when the peer goes; its input is ignored */
-	void (*closed)(void *arg);
-	void *closed_arg;
-	unsigned refs;
-	/* what it holds is charged to (held): its bot's family, and its operator */
-	struct account *fam, *op;
-	unsigned long long charged; /* reply bytes charged and not yet given back */
-	TAILQ_ENTRY(peer) entry;
-};
-
-struct server {
-	struct event_base *base;
-	struct config *cfg;
-	LIST_HEAD(, listener) listeners;
-	TAILQ_HEAD(, peer) peers;
-	unsigned npeers;
-	unsigned nctl; /* of them, on the control socket */
-};
 
 static void peer_read(struct bufferevent *bev, void *arg);
 
@@ -516,164 +463,23 @@ static void peer_event(struct bufferevent *bev, short what, void *arg)
 		peer_lost(p);
 }
 
-/* One error line for a client whose user may not use this socket, then close. */
-static void peer_refuse(int fd, const struct listener *ls)
+/* A client listen.c admitted: fd, fam and op are the peer's now, or given back. */
+int server_peer_add(struct server *srv, int fd, struct bot *bot, const struct ucred *cred,
+		    struct account *fam, struct account *op)
 {
-	char line[256];
-	int n;
+	struct peer *p = calloc(1, sizeof *p);
 
-	if (ls->bot == NULL && ls->srv->cfg->group_found)
-		n = snprintf(line, sizeof line,
-			     "{\"ok\":false,\"error\":{\"code\":\"forbidden\",\"message\":"
-			     "\"permission denied: the control socket is " CONTROL_SOCKET_DENIED
-			     ", and members of group %s\"}}\n",
-			     ls->srv->cfg->group != NULL ? ls->srv->cfg->group : "agentfs");
-	else if (ls->bot == NULL)
-		n = snprintf(line, sizeof line,
-			     "{\"ok\":false,\"error\":{\"code\":\"forbidden\",\"message\":"
-			     "\"permission denied: the control socket is " CONTROL_SOCKET_DENIED
-			     "\"}}\n");
-	else
-		n = snprintf(
-			line, sizeof line,
-			"{\"ok\":false,\"error\":{\"code\":\"forbidden\",\"message\":"
-			"\"permission denied: this bot's socket is for root and uid %u only\"}}\n",
-			(unsigned)ls->owner);
-	if (write(fd, line, (size_t)n) < 0)
-		log_msg(LOG_DEBUG, "write: %s", strerror(errno));
-	close(fd);
-}
-
-/*
- * Shares of max_clients (agentfsd(8), LIMITS): no one process and no one
- * bot's socket holds more than a quarter of it, and the bots' sockets
- * together leave a quarter to the control socket, so one bot (or one
- * runaway client) holding connections cannot lock out the others or the
- * operator.
- */
-static unsigned client_share(const struct server *srv)
-{
-	unsigned max = srv->cfg->max_clients, s = max / 4;
-
-	if (s < 16)
-		s = 16;
-	return s < max ? s : max;
-}
-
-/* NULL if a client of pid on ls may be served now, else why not */
-/*
- * NULL if a client of pid on ls, charged to fam and op (op_shared: not
- * root's), may be served now, else why not: no one process, no one family's
- * sockets and no one operator other than root holds more than a share.
- */
-static const char *admit(const struct server *srv, const struct listener *ls, pid_t pid,
-			 const struct account *fam, const struct account *op, bool op_shared)
-{
-	unsigned share = client_share(srv), of_pid = 0, of_fam = 0, of_op = 0;
-	const struct peer *p;
-
-	if (srv->npeers >= srv->cfg->max_clients)
-		return "too many clients";
-	if (ls->bot != NULL && srv->npeers - srv->nctl + share >= srv->cfg->max_clients)
-		return "too many clients on bots' sockets (the rest is kept for the control "
-		       "socket)";
-	if (srv->npeers < share)
-		return NULL; /* no one can be over a share yet: skip the count */
-	TAILQ_FOREACH(p, &srv->peers, entry) {
-		if (p->dead)
-			continue;
-		of_pid += p->pid == pid;
-		of_fam += fam != NULL && p->fam == fam;
-		of_op += op_shared && p->op == op;
-	}
-	if (of_pid >= share)
-		return "too many connections from one process";
-	if (of_fam >= share)
-		return "too many clients on this bot's socket and its family's";
-	if (of_op >= share)
-		return "too many clients of this operator and its bots";
-	return NULL;
-}
-
-/* Is the client on fd in the operators' group (its primary or a supplementary group)? */
-static bool peer_in_group(int fd, const struct ucred *cred, const struct config *cfg)
-{
-	gid_t groups[1024];
-	socklen_t len = sizeof groups;
-	size_t i;
-
-	if (!cfg->group_found)
-		return false;
-	if (cred->gid == cfg->group_gid)
-		return true;
-	/* The groups it had when it connected; too many to read: not decided, so no. */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0)
-		return false;
-	for (i = 0; i < len / sizeof *groups; i++)
-		if (groups[i] == cfg->group_gid)
-			return true;
-	return false;
-}
-
-/* May this client use the socket? Root, the bot's user, or on the control socket an operator. */
-static bool peer_allowed(int fd, const struct ucred *cred, const struct listener *ls)
-{
-	if (cred->uid == 0)
-		return true;
-	if (ls->bot != NULL)
-		return cred->uid == ls->owner;
-	return peer_in_group(fd, cred, ls->srv->cfg);
-}
-
-/* A client accepted on ls: checked, admitted and served, or told why not. */
-static void listener_accept(struct listener *ls, int fd)
-{
-	struct server *srv = ls->srv;
-	struct account *fam, *op;
-	struct ucred cred;
-	socklen_t clen = sizeof cred;
-	const char *why;
-	struct peer *p;
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0) {
-		close(fd);
-		return;
-	}
-	if (!peer_allowed(fd, &cred, ls)) {
-		/* The socket's mode already keeps others out; this is the second lock. */
-		log_msg(LOG_WARNING, "refused a client with uid %u on %s", cred.uid, ls->path);
-		peer_refuse(fd, ls);
-		return;
-	}
-	/* a bot's client is its family's and its operator's; the control socket's, its uid's */
-	fam = ls->bot != NULL ? acct_hold(ls->bot->fam) : NULL;
-	op = ls->bot != NULL ? acct_hold(ls->bot->op) : acct_operator(cred.uid);
-	if ((why = admit(srv, ls, cred.pid, fam, op,
-			 (ls->bot != NULL ? ls->bot->owner_uid : cred.uid) != 0)) != NULL) {
-		char busy[200];
-		int n = snprintf(
-			busy, sizeof busy,
-			"{\"ok\":false,\"error\":{\"code\":\"limit\",\"message\":\"%s\"}}\n", why);
-
-		if (write(fd, busy, (size_t)n) < 0)
-			log_msg(LOG_DEBUG, "write: %s", strerror(errno));
-		close(fd);
-		acct_put(fam);
-		acct_put(op);
-		return;
-	}
-	p = calloc(1, sizeof *p);
 	if (p == NULL) {
 		close(fd);
 		acct_put(fam);
 		acct_put(op);
-		return;
+		return -ENOMEM;
 	}
 	p->srv = srv;
-	p->bot = ls->bot;
-	p->uid = cred.uid;
-	p->gid = cred.gid;
-	p->pid = cred.pid;
+	p->bot = bot;
+	p->uid = cred->uid;
+	p->gid = cred->gid;
+	p->pid = cred->pid;
 	p->fam = fam;
 	p->op = op;
 	p->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
@@ -685,7 +491,7 @@ static void listener_accept(struct listener *ls, int fd)
 		acct_put(p->fam);
 		acct_put(p->op);
 		free(p);
-		return;
+		return -ENOMEM;
 	}
 	TAILQ_INSERT_TAIL(&srv->peers, p, entry);
 	srv->npeers++;
@@ -695,238 +501,14 @@ static void listener_accept(struct listener *ls, int fd)
 	}
 	bufferevent_setcb(p->bev, peer_read, peer_write, peer_event, p);
 	bufferevent_enable(p->bev, EV_READ | EV_WRITE);
-}
-
-/*
- * Clients wait on ls: accept a burst of them. A client reconnecting as
- * fast as it is served would otherwise keep the loop here and every other
- * client waiting; the event fires again once the loop has turned. Out of
- * descriptors, stop accepting for a moment instead of spinning.
- */
-static void listener_ready(evutil_socket_t lfd, short what, void *arg)
-{
-	struct listener *ls = arg;
-	struct timeval pause = {0, 200 * 1000};
-	int i, fd, e;
-
-	for (i = 0; i < ACCEPT_BURST; i++) {
-		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd >= 0) {
-			listener_accept(ls, fd);
-			continue;
-		}
-		e = errno;
-		if (e == EINTR || e == ECONNABORTED)
-			continue;
-		if (e == EAGAIN || e == EWOULDBLOCK)
-			return;
-		if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-			log_msg(LOG_WARNING, "accept on %s: %s; pausing", ls->path, strerror(e));
-			event_del(ls->ev);
-			event_add(ls->retry, &pause);
-			return;
-		}
-		log_msg(LOG_ERR, "accept on %s: %s", ls->path, strerror(e));
-		return;
-	}
-}
-
-static void listener_retry(evutil_socket_t fd, short what, void *arg)
-{
-	struct listener *ls = arg;
-
-	event_add(ls->ev, NULL);
-}
-
-/*
- * The listen backlog: the kernel's limit (net.core.somaxconn), so a burst of
- * clients (many bots' tools starting together) waits there while the loop
- * is busy instead of failing with EAGAIN; libevent's default is 128.
- */
-static int listen_backlog(void)
-{
-	FILE *f = fopen("/proc/sys/net/core/somaxconn", "re");
-	int n = 0;
-
-	if (f != NULL) {
-		if (fscanf(f, "%d", &n) != 1)
-			n = 0;
-		fclose(f);
-	}
-	if (n <= 0)
-		n = SOMAXCONN;
-	return n > 65535 ? 65535 : n;
-}
-
-/* Is a daemon answering on this socket path? Used to refuse a second one. */
-static bool socket_in_use(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd, r;
-
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	strcpy(sa.sun_path, path);
-	r = connect(fd, (struct sockaddr *)&sa, sizeof sa);
-	close(fd);
-	return r == 0;
-}
-
-static uid_t bot_socket_uid(const struct bot *b)
-{
-	return b->uid_set && b->uid != 0 ? b->uid : b->owner_uid;
-}
-
-/* A new socket bound at path, its mode set; -errno with err filled */
-static int socket_bind(struct server *srv, const char *path, struct bot *bot, char *err,
-		       size_t errlen)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct stat st;
-	int fd, e;
-
-	strcpy(sa.sun_path, path);
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "%s exists and is not a socket", path);
-			return -EEXIST;
-		}
-		if (bot == NULL && socket_in_use(path)) {
-			snprintf(err, errlen, "another agentfsd is listening on %s", path);
-			return -EADDRINUSE;
-		}
-		unlink(path);
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		e = errno;
-		snprintf(err, errlen, "socket: %s", strerror(e));
-		return -e;
-	}
-	/*
-	 * No umask(): it is process-wide, and mount workers create files at
-	 * the same time. Nobody can connect before listen(), so the socket's
-	 * mode is set on its path between bind and listen.
-	 */
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-		e = errno;
-		close(fd);
-		snprintf(err, errlen, "cannot bind %s: %s", path, strerror(e));
-		return -e;
-	}
-	/* The control socket is for root and, if it exists, the operators' group. */
-	if (bot == NULL && srv->cfg->group_found && chown(path, 0, srv->cfg->group_gid) != 0) {
-		e = errno;
-		close(fd);
-		unlink(path);
-		snprintf(err, errlen, "cannot chown %s: %s", path, strerror(e));
-		return -e;
-	}
-	if (chmod(path, bot == NULL && srv->cfg->group_found ? 0660 : 0600) != 0) {
-		e = errno;
-		close(fd);
-		unlink(path);
-		snprintf(err, errlen, "cannot chmod %s: %s", path, strerror(e));
-		return -e;
-	}
-	/* A bot's socket is for its commands: they run as its user. */
-	if (bot != NULL && bot_socket_uid(bot) != 0 &&
-	    chown(path, bot_socket_uid(bot), (gid_t)-1) != 0)
-		log_msg(LOG_WARNING, "chown %s: %s", path, strerror(errno));
-	return fd;
-}
-
-int server_listen(struct server *srv, const char *path, struct bot *bot, char *err, size_t errlen)
-{
-	char store_name[BOT_NAME_MAX + 8];
-	struct listener *ls;
-	bool handed;
-	int fd, e;
-
-	if (strlen(path) >= sizeof((struct sockaddr_un *)0)->sun_path) {
-		snprintf(err, errlen, "socket path too long (%zu bytes, at most %zu): %s",
-			 strlen(path), sizeof((struct sockaddr_un *)0)->sun_path - 1, path);
-		return -ENAMETOOLONG;
-	}
-	snprintf(store_name, sizeof store_name, "%s%s", bot != NULL ? "bot." : "ctl",
-		 bot != NULL ? bot->name : "");
-	fd = fdstore_take_socket(store_name, path);
-	handed = fd >= 0;
-	if (!handed && (fd = socket_bind(srv, path, bot, err, errlen)) < 0)
-		return fd;
-	ls = calloc(1, sizeof *ls);
-	if (ls == NULL || (ls->path = strdup(path)) == NULL) {
-		free(ls);
-		close(fd);
-		unlink(path);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	ls->srv = srv;
-	ls->bot = bot;
-	snprintf(ls->store_name, sizeof ls->store_name, "%s", store_name);
-	ls->owner = bot != NULL ? bot_socket_uid(bot) : geteuid();
-	ls->fd = fd;
-	ls->ev = event_new(srv->base, fd, EV_READ | EV_PERSIST, listener_ready, ls);
-	ls->retry = evtimer_new(srv->base, listener_retry, ls);
-	if (ls->ev == NULL || ls->retry == NULL || listen(fd, listen_backlog()) != 0 ||
-	    (bot == NULL && event_priority_set(ls->ev, PRIO_OPERATOR) != 0) ||
-	    event_add(ls->ev, NULL) != 0) {
-		e = errno;
-		if (ls->ev != NULL)
-			event_free(ls->ev);
-		if (ls->retry != NULL)
-			event_free(ls->retry);
-		close(fd);
-		unlink(path);
-		free(ls->path);
-		free(ls);
-		snprintf(err, errlen, "cannot listen on %s: %s", path,
-			 strerror(e != 0 ? e : ENOMEM));
-		return -ENOMEM;
-	}
-	LIST_INSERT_HEAD(&srv->listeners, ls, entry);
-	/* kept for the next agentfsd (fdstore.c); a handed one is kept already */
-	if (!handed && fdstore_kind() != FDSTORE_NONE &&
-	    fdstore_put(store_name, ls->fd) != 0)
-		log_msg(LOG_WARNING, "cannot keep %s for a restart", path);
-	if (bot != NULL)
-		bot->sock = ls;
 	return 0;
 }
 
-const char *server_listener_path(const struct listener *ls)
+/* A bot's socket closed (listen.c): every client connected through it is cut off. */
+void server_peers_cut(struct server *srv, struct bot *bot)
 {
-	return ls->path;
-}
-
-/* KEEP: a restart, the socket stays (its file, and the store's descriptor) */
-static void listener_free(struct listener *ls, bool keep)
-{
-	LIST_REMOVE(ls, entry);
-	event_free(ls->ev);
-	close(ls->fd);
-	event_free(ls->retry);
-	if (!keep) {
-		unlink(ls->path);
-		fdstore_drop(ls->store_name);
-	}
-	free(ls->path);
-	free(ls);
-}
-
-/* Close a bot's socket and drop every client connected through it. */
-void server_unlisten(struct server *srv, struct bot *bot)
-{
-	struct listener *ls, *ls1;
 	struct peer *p, *p1;
 
-	for (ls = LIST_FIRST(&srv->listeners); ls != NULL; ls = ls1) {
-		ls1 = LIST_NEXT(ls, entry);
-		if (ls->bot == bot)
-			listener_free(ls, false);
-	}
 	for (p = TAILQ_FIRST(&srv->peers); p != NULL; p = p1) {
 		p1 = TAILQ_NEXT(p, entry);
 		if (p->bot == bot) {
@@ -945,25 +527,6 @@ void server_unlisten(struct server *srv, struct bot *bot)
 			}
 		}
 	}
-	bot->sock = NULL;
-}
-
-/* Stop accepting; connected clients keep getting answers until freed. */
-void server_shutdown(struct server *srv)
-{
-	struct listener *ls;
-
-	while ((ls = LIST_FIRST(&srv->listeners)) != NULL)
-		listener_free(ls, false);
-}
-
-/* A restart: stop accepting, but the sockets stay for the next agentfsd (fdstore.c). */
-void server_handover(struct server *srv)
-{
-	struct listener *ls;
-
-	while ((ls = LIST_FIRST(&srv->listeners)) != NULL)
-		listener_free(ls, true);
 }
 
 /* Run the loop a little longer so replies already queued reach their clients. */
