@@ -35,6 +35,7 @@ src_agentfsd_SOURCES = src/daemon/agentfsd.c src/daemon/server-int.h src/daemon/
 	src/daemon/sandbox-int.h src/daemon/sandbox.c src/daemon/sandbox-ops.c \
 	src/daemon/cgroup.h src/daemon/cgroup.c src/daemon/restart.c src/daemon/state.c \
 	src/daemon/events.c src/daemon/changes-int.h src/daemon/changes.c src/daemon/ctree.c \
+	src/daemon/ctree-read.c \
 	src/daemon/accounts.c src/daemon/fdstore.c src/daemon/keeper.c
 src_agentfsd_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) $(EVENT_CFLAGS)
 src_agentfsd_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitguard.a \

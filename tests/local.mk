@@ -51,9 +51,11 @@ TESTS += tests/unit-guard-layout
 tests_unit_guard_layout_SOURCES = tests/unit-guard-layout.c tests/guard-tap.h
 tests_unit_guard_layout_LDADD = gitguard/libgitguard.a
 
-# The table of a bot's changes (src/daemon/ctree.c): merge rules, bounds, pages.
+# The table of a bot's changes (src/daemon/ctree.c, ctree-read.c): merge rules, bounds,
+# pages.
 check_PROGRAMS += tests/unit-ctree
 TESTS += tests/unit-ctree
-tests_unit_ctree_SOURCES = tests/unit-ctree.c tests/guard-tap.h src/daemon/ctree.c src/daemon/changes-int.h
+tests_unit_ctree_SOURCES = tests/unit-ctree.c tests/guard-tap.h src/daemon/ctree.c \
+	src/daemon/ctree-read.c src/daemon/changes-int.h
 tests_unit_ctree_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_unit_ctree_LDADD = $(CJSON_LIBS)

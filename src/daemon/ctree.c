@@ -10,6 +10,7 @@
  * their own, no child, no reference. A reference (refs) is a renamed
  * entry's from, or a pin: a node a function is still working on holds one,
  * so freeing what a change made unneeded never frees a node in use.
+ * Reading the table out (pages, snapshots) is ctree-read.c's.
  */
 #include "src/daemon/changes-int.h"
 
@@ -326,31 +327,12 @@ static bool live(const struct cnode *n)
 	return n->kind == CT_CREATED || n->kind == CT_MODIFIED || n->kind == CT_RENAMED;
 }
 
-/* A folder's changes that cannot move with it (too long a path, no memory): counted. */
-static void drop_live(struct ctree *t, struct cnode *src)
-{
-	struct cnode *c = src->child, *next;
-
-	if (c != NULL)
-		c->refs++;
-	while (c != NULL) {
-		next = c->next;
-		if (next != NULL)
-			next->refs++;
-		if (live(c)) {
-			t->overflow++;
-			drop(t, c);
-		}
-		drop_live(t, c);
-		unpin(t, c);
-		c = next;
-	}
-}
-
 /*
  * The changes beneath folder src move beneath dst (src renamed to dst,
  * whose path is dlen bytes long); what was deleted stays where it was, as
  * do the paths renamed entries came from. Both are pinned by the caller.
+ * A change that cannot move (too long a path, no memory; or dst NULL: its
+ * folder could not move) is dropped and counted, and so is all beneath it.
  */
 static void move_live(struct ctree *t, struct cnode *src, struct cnode *dst, size_t dlen)
 {
@@ -365,7 +347,7 @@ static void move_live(struct ctree *t, struct cnode *src, struct cnode *dst, siz
 			next->refs++;
 		l = dlen + 1 + c->len;
 		d = NULL;
-		if ((live(c) || c->child != NULL) && l <= CT_PATH_MAX &&
+		if (dst != NULL && (live(c) || c->child != NULL) && l <= CT_PATH_MAX &&
 		    (d = make(t, dst, c->name, c->len)) != NULL)
 			d->refs++;
 		if (live(c) && d != NULL) {
@@ -374,10 +356,8 @@ static void move_live(struct ctree *t, struct cnode *src, struct cnode *dst, siz
 			t->overflow++;
 			drop(t, c);
 		}
-		if (c->child != NULL && d != NULL)
+		if (c->child != NULL)
 			move_live(t, c, d, l);
-		else if (c->child != NULL)
-			drop_live(t, c);
 		unpin(t, d);
 		unpin(t, c);
 		c = next;
@@ -551,201 +531,6 @@ void ct_clear(struct ctree *t)
 	t->root.child = NULL;
 	t->nodes = t->n = t->names = 0;
 	t->overflow = 0;
-}
-
-/* walk: children sorted by name, bytewise (a shorter name first) */
-static int cmp_node(const void *x, const void *y)
-{
-	const struct cnode *a = *(struct cnode *const *)x, *b = *(struct cnode *const *)y;
-	int c = memcmp(a->name, b->name, a->len < b->len ? a->len : b->len);
-
-	return c != 0 ? c : (int)a->len - (int)b->len;
-}
-
-struct walk {
-	const char *after; /* the cursor, "/a/b" */
-	bool (*fn)(void *, const struct cnode *);
-	void *arg;
-	bool stop;
-	int error;
-};
-
-/*
- * Entries beneath n in order; with cur (the rest of the cursor past n's
- * path, at a component), only those after the cursor.
- */
-static void walk_node(struct walk *w, const struct cnode *n, const char *cur)
-{
-	struct cnode **v, *c;
-	size_t k = 0, i, clen = 0;
-	const char *rest = NULL;
-
-	for (c = n->child; c != NULL; c = c->next)
-		k++;
-	if (k == 0)
-		return;
-	v = malloc(k * sizeof *v);
-	if (v == NULL) {
-		w->error = -ENOMEM;
-		w->stop = true;
-		return;
-	}
-	for (i = 0, c = n->child; c != NULL; c = c->next)
-		v[i++] = c;
-	qsort(v, k, sizeof *v, cmp_node);
-	if (cur != NULL) {
-		while (*cur == '/')
-			cur++;
-		rest = strchr(cur, '/');
-		clen = rest != NULL ? (size_t)(rest - cur) : strlen(cur);
-		if (clen == 0)
-			cur = NULL;
-	}
-	for (i = 0; i < k && !w->stop; i++) {
-		c = v[i];
-		if (cur != NULL) {
-			int d = memcmp(c->name, cur, c->len < clen ? c->len : clen);
-
-			if (d == 0)
-				d = (int)c->len - (int)clen;
-			if (d < 0)
-				continue;
-			if (d == 0) {
-				/* c is on the cursor's way, or the cursor itself: it came before */
-				walk_node(w, c, rest);
-				cur = NULL;
-				continue;
-			}
-			cur = NULL;
-		}
-		if (c->kind != CT_NONE && !w->fn(w->arg, c)) {
-			w->stop = true;
-			break;
-		}
-		walk_node(w, c, NULL);
-	}
-	free(v);
-}
-
-int ct_walk(struct ctree *t, const char *after, bool (*fn)(void *arg, const struct cnode *n),
-	    void *arg)
-{
-	struct walk w = {.after = after, .fn = fn, .arg = arg};
-
-	walk_node(&w, &t->root, after);
-	return w.error;
-}
-
-/* Preorder without recursion: the node after n, or NULL. */
-static struct cnode *next_pre(struct ctree *t, struct cnode *n)
-{
-	if (n->child != NULL)
-		return n->child;
-	while (n != &t->root && n->next == NULL)
-		n = n->parent;
-	return n == &t->root ? NULL : n->next;
-}
-
-int ct_snapshot(struct ctree *t, struct ct_snap *s)
-{
-	struct cnode *n;
-	size_t i = 0, off = 0;
-
-	memset(s, 0, sizeof *s);
-	s->overflow = t->overflow;
-	if (t->nodes == 0)
-		return 0;
-	s->v = malloc(t->nodes * sizeof *s->v);
-	s->names = malloc(t->names);
-	if (s->v == NULL || s->names == NULL) {
-		ct_snap_free(s);
-		return -ENOMEM;
-	}
-	for (n = t->root.child; n != NULL; n = next_pre(t, n)) {
-		struct ct_rec *r = &s->v[i];
-
-		n->idx = (uint32_t)i++;
-		r->parent = n->parent == &t->root ? -1 : (int32_t)n->parent->idx;
-		r->name = (uint32_t)off;
-		r->len = n->len;
-		r->kind = n->kind;
-		r->flags = (uint8_t)((n->dir ? 1 : 0) | (n->modified ? 2 : 0));
-		memcpy(s->names + off, n->name, n->len);
-		s->names[off + n->len] = '\0';
-		off += n->len + 1u;
-	}
-	s->n = i;
-	for (i = 0, n = t->root.child; n != NULL; n = next_pre(t, n), i++)
-		s->v[i].from = n->from != NULL ? (int32_t)n->from->idx : -1;
-	return 0;
-}
-
-void ct_snap_free(struct ct_snap *s)
-{
-	free(s->v);
-	free(s->names);
-	memset(s, 0, sizeof *s);
-}
-
-static int reserve(char **buf, size_t *len, size_t *cap, size_t more)
-{
-	char *nb;
-	size_t want;
-
-	if (*len + more + 1 <= *cap)
-		return 0;
-	want = (*len + more + 1) * 2;
-	nb = realloc(*buf, want);
-	if (nb == NULL)
-		return -ENOMEM;
-	*buf = nb;
-	*cap = want;
-	return 0;
-}
-
-/* s escaped as a JSON string's content (cJSON reads it back): quotes, backslashes, controls */
-static void put_escaped(char *out, size_t *len, const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\') {
-			out[(*len)++] = '\\';
-			out[(*len)++] = (char)c;
-		} else if (c < 0x20) {
-			*len += (size_t)sprintf(out + *len, "\\u%04x", c);
-		} else {
-			out[(*len)++] = (char)c;
-		}
-	}
-}
-
-int ct_snap_text(const struct ct_snap *s, char **buf, size_t *len, size_t *cap)
-{
-	size_t i;
-
-	if (reserve(buf, len, cap, 64) != 0)
-		return -ENOMEM;
-	*len += (size_t)sprintf(*buf + *len, "{\"overflow\":%llu,\"nodes\":[",
-				(unsigned long long)s->overflow);
-	for (i = 0; i < s->n; i++) {
-		const struct ct_rec *r = &s->v[i];
-
-		if (reserve(buf, len, cap, 64 + 6u * r->len) != 0)
-			return -ENOMEM;
-		*len += (size_t)sprintf(*buf + *len, "%s\"%d %u %u %d ", i > 0 ? "," : "",
-					(int)r->parent, (unsigned)r->kind, (unsigned)r->flags,
-					(int)r->from);
-		put_escaped(*buf, len, s->names + r->name, r->len);
-		(*buf)[(*len)++] = '"';
-	}
-	if (reserve(buf, len, cap, 4) != 0)
-		return -ENOMEM;
-	memcpy(*buf + *len, "]}", 3);
-	*len += 2;
-	return 0;
 }
 
 /* Version 1: whole paths. */
