@@ -4,7 +4,8 @@
 # (src/common/). The programs are built here in src/, where tests, bench,
 # .ci and the packaging find them.
 noinst_LIBRARIES += src/libagentfs-common.a
-src_libagentfs_common_a_SOURCES = src/common/agentfs.h src/common/util.c src/common/log.c
+src_libagentfs_common_a_SOURCES = src/common/agentfs.h src/common/util.c src/common/log.c \
+	src/common/fdpass.c
 src_libagentfs_common_a_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 
 bin_PROGRAMS += src/agentfs
@@ -22,7 +23,7 @@ src_agentfs_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitgu
 # calls (the outer exec's functions in the same files are dropped).
 pkglibexec_PROGRAMS = src/agentfs-enter
 src_agentfs_enter_SOURCES = src/enter/enter.c src/cli/exec-as.c src/cli/exec-user.c \
-	src/cli/exec-env.c fusefs/ids.c
+	src/cli/exec-env.c src/common/fdpass.c fusefs/ids.c
 src_agentfs_enter_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) -ffunction-sections \
 	-fdata-sections
 src_agentfs_enter_LDFLAGS = -Wl,--gc-sections

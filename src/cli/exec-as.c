@@ -124,26 +124,6 @@ static const struct sock_filter guard_filter[] = {
 	BPF_STMT(BPF_RET | BPF_K, RET_ERRNO(EACCES)),
 };
 
-static int send_fd(int chan, int fd)
-{
-	char byte = 'L', cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {&byte, 1};
-	struct msghdr m = {0};
-	struct cmsghdr *c;
-
-	memset(cbuf, 0, sizeof cbuf);
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	m.msg_control = cbuf;
-	m.msg_controllen = sizeof cbuf;
-	c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof fd);
-	return sendmsg(chan, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
-
 /*
  * Install common_filter, then guard_filter if guard (its listener is
  * returned), then allow. 0 or the listener, or -1 with errno.
@@ -214,7 +194,7 @@ void exec_filter(int chan, bool optional)
 		    strerror(errno));
 	if (chan < 0)
 		return;
-	if (send_fd(chan, fd) != 0)
+	if (fdpass_send(chan, NULL, 0, "L", fd) != 0)
 		die("cannot hand the seccomp listener to agentfs exec: %s", strerror(errno));
 	close(fd);
 	close(chan);

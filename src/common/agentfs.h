@@ -241,6 +241,10 @@ char *prog_trusted(const char *path, char *why, size_t len);
 int dir_trusted(const char *path, const char *shown, const char *what, char *why, size_t len);
 char *prog_find_trusted(const char *prog, const char *search, char *why, size_t len);
 
+/* fdpass.c (agentfs-enter compiles it too) */
+struct sockaddr_un;
+int fdpass_send(int s, const struct sockaddr_un *to, socklen_t tolen, const char *msg, int fd);
+
 /* log.c */
 void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void log_text(int prio, const char *msg);
@@ -251,7 +255,6 @@ bool log_uses_stderr(void);
 void log_set_name(const char *name);
 
 /* fdstore.c: descriptors that outlive agentfsd (systemd's fd store, or the keeper) */
-struct sockaddr_un;
 enum fdstore_kind { FDSTORE_NONE, FDSTORE_KEEPER, FDSTORE_SYSTEMD };
 int fdstore_early(void);
 int fdstore_open(const char *state_dir, unsigned grace, char *err, size_t errlen);
@@ -265,7 +268,6 @@ void fdstore_handed_done(void);
 void fdstore_notify(const char *msg);
 void fdstore_release(const char *state_dir);
 void fdstore_set_grace(unsigned seconds);
-int fdstore_send(int s, const struct sockaddr_un *to, socklen_t tolen, const char *msg, int fd);
 ssize_t fdstore_recv(int s, char *buf, size_t len, int *fd);
 
 /* keeper.c: agentfsd --keeper */

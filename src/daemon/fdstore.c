@@ -110,30 +110,6 @@ out:
 	return top;
 }
 
-/* A datagram or message msg to s (to: its address, or NULL), carrying fd unless -1; 0 or -errno */
-int fdstore_send(int s, const struct sockaddr_un *to, socklen_t tolen, const char *msg, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {(void *)msg, strlen(msg)};
-	struct msghdr mh = {.msg_name = (void *)to,
-			    .msg_namelen = to != NULL ? tolen : 0,
-			    .msg_iov = &iov,
-			    .msg_iovlen = 1};
-	struct cmsghdr *c;
-
-	if (fd >= 0) {
-		memset(cbuf, 0, sizeof cbuf);
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof cbuf;
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof fd);
-	}
-	return sendmsg(s, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
 /*
  * One message from s into buf (a string) and the one descriptor it carries
  * (-1: none; any more are closed, one a message): its length, 0 at the
@@ -175,7 +151,7 @@ ssize_t fdstore_recv(int s, char *buf, size_t len, int *fd)
 void fdstore_notify(const char *msg)
 {
 	if (fds.kind == FDSTORE_SYSTEMD)
-		fdstore_send(fds.sock, &fds.addr, fds.addr_len, msg, -1);
+		fdpass_send(fds.sock, &fds.addr, fds.addr_len, msg, -1);
 }
 
 static int keeper_start(const struct sockaddr_un *sa, const char *state_dir, unsigned grace,
@@ -205,7 +181,7 @@ static int keeper_spawn(void)
 		return -1;
 	}
 	snprintf(msg, sizeof msg, "G%u", fds.grace);
-	return fdstore_send(fds.sock, NULL, 0, msg, -1);
+	return fdpass_send(fds.sock, NULL, 0, msg, -1);
 }
 
 /* Keep fd under name (a duplicate: fd stays the caller's); 0 or -errno. */
@@ -216,12 +192,12 @@ int fdstore_put(const char *name, int fd)
 	switch (fds.kind) {
 	case FDSTORE_SYSTEMD:
 		snprintf(msg, sizeof msg, "FDSTORE=1\nFDNAME=%s", name);
-		return fdstore_send(fds.sock, &fds.addr, fds.addr_len, msg, fd);
+		return fdpass_send(fds.sock, &fds.addr, fds.addr_len, msg, fd);
 	case FDSTORE_KEEPER:
 		if (fds.sock < 0 && keeper_spawn() != 0)
 			return -EPIPE;
 		snprintf(msg, sizeof msg, "P%s", name);
-		return fdstore_send(fds.sock, NULL, 0, msg, fd);
+		return fdpass_send(fds.sock, NULL, 0, msg, fd);
 	default:
 		return -ENOTSUP;
 	}
@@ -235,12 +211,12 @@ void fdstore_drop(const char *name)
 	switch (fds.kind) {
 	case FDSTORE_SYSTEMD:
 		snprintf(msg, sizeof msg, "FDSTOREREMOVE=1\nFDNAME=%s", name);
-		fdstore_send(fds.sock, &fds.addr, fds.addr_len, msg, -1);
+		fdpass_send(fds.sock, &fds.addr, fds.addr_len, msg, -1);
 		break;
 	case FDSTORE_KEEPER:
 		snprintf(msg, sizeof msg, "D%s", name);
 		if (fds.sock >= 0)
-			fdstore_send(fds.sock, NULL, 0, msg, -1);
+			fdpass_send(fds.sock, NULL, 0, msg, -1);
 		break;
 	default:
 		break;
@@ -341,7 +317,7 @@ static int keeper_list(char *err, size_t errlen)
 	char buf[512];
 	int fd, r;
 
-	if ((r = fdstore_send(fds.sock, NULL, 0, "L", -1)) != 0) {
+	if ((r = fdpass_send(fds.sock, NULL, 0, "L", -1)) != 0) {
 		snprintf(err, errlen, "the keeper: %s", strerror(-r));
 		return r;
 	}
@@ -484,7 +460,7 @@ int fdstore_open(const char *state_dir, unsigned grace, char *err, size_t errlen
 	if ((r = keeper_list(err, errlen)) != 0)
 		return r;
 	snprintf(msg, sizeof msg, "G%u", grace);
-	return fdstore_send(fds.sock, NULL, 0, msg, -1);
+	return fdpass_send(fds.sock, NULL, 0, msg, -1);
 }
 
 /* The keeper's grace period, from a configuration read again */
@@ -496,7 +472,7 @@ void fdstore_set_grace(unsigned seconds)
 	if (fds.kind != FDSTORE_KEEPER || fds.sock < 0)
 		return;
 	snprintf(msg, sizeof msg, "G%u", seconds);
-	fdstore_send(fds.sock, NULL, 0, msg, -1);
+	fdpass_send(fds.sock, NULL, 0, msg, -1);
 }
 
 /* agentfs shutdown: the store lets go of everything (mounts end as a stop ends them). */
@@ -506,7 +482,7 @@ void fdstore_release(const char *state_dir)
 
 	if (fds.kind != FDSTORE_KEEPER || fds.sock < 0)
 		return;
-	fdstore_send(fds.sock, NULL, 0, "R", -1);
+	fdpass_send(fds.sock, NULL, 0, "R", -1);
 	snprintf(path, sizeof path, "%s/keeper.sock", state_dir);
 	unlink(path);
 }

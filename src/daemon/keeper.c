@@ -136,11 +136,11 @@ static void send_all(int s)
 	for (b = 0; b < KEEPER_NBUCKETS; b++)
 		for (k = buckets[b]; k != NULL; k = k->next) {
 			snprintf(msg, sizeof msg, "F%s", k->name);
-			if (fdstore_send(s, NULL, 0, msg, k->fd) == 0)
+			if (fdpass_send(s, NULL, 0, msg, k->fd) == 0)
 				n++;
 		}
 	snprintf(msg, sizeof msg, "E%zu", n);
-	fdstore_send(s, NULL, 0, msg, -1);
+	fdpass_send(s, NULL, 0, msg, -1);
 }
 
 /* A name: printable, no blank, at most 255 bytes (systemd's FDNAME rules, less ':') */
