@@ -49,7 +49,6 @@ int target_open(const struct csi_conf *c, const char *path, struct target *t, ch
 		size_t len);
 void target_close(struct target *t);
 bool target_mnt_id(int fd, uint64_t *id, bool *root);
-void target_fstype(int fd, char *out, size_t len);
 bool target_is_mount(int fd);
 bool target_ours(int tfd);
 int target_clear(struct target *t, char *msg, size_t len);

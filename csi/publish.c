@@ -221,7 +221,7 @@ static int plan_source(const cJSON *plan, const struct vol *v, int *sfd, bool *w
 	*sfd = gg_open_nofollow(AT_FDCWD, src, O_PATH | O_DIRECTORY, false);
 	if (*sfd < 0)
 		goto bad;
-	target_fstype(*sfd, fstype, sizeof fstype);
+	mounts_fstype(*sfd, fstype, sizeof fstype);
 	if (target_is_mount(*sfd) && strcmp(fstype, "fuse.agentfs") == 0)
 		return CSI_OK;
 	errno = ENXIO;
@@ -246,7 +246,7 @@ static int published_already(int tfd, int sfd, const struct vol *v, bool ro, cha
 	if (fstat(sfd, &ss) != 0)
 		return csi_say(msg, len, CSI_INTERNAL, "stat: %s", strerror(errno));
 	if (v->socket) {
-		target_fstype(tfd, fstype, sizeof fstype);
+		mounts_fstype(tfd, fstype, sizeof fstype);
 		same = strcmp(fstype, "tmpfs") == 0 &&
 		       fstatat(tfd, "agent.sock", &ts, AT_SYMLINK_NOFOLLOW) == 0;
 	} else {

@@ -117,31 +117,6 @@ bool target_mnt_id(int fd, uint64_t *id, bool *root)
 	return true;
 }
 
-struct fstype_q {
-	uint64_t id;
-	char fstype[64];
-};
-
-static int fstype_match(void *arg, uint64_t id, const char *mp, const char *fstype)
-{
-	struct fstype_q *q = arg;
-
-	if (id != q->id)
-		return 0;
-	snprintf(q->fstype, sizeof q->fstype, "%s", fstype);
-	return 1;
-}
-
-/* The filesystem type of the mount fd is on ("" if unknown). */
-void target_fstype(int fd, char *out, size_t len)
-{
-	struct fstype_q q = {0, ""};
-
-	if (target_mnt_id(fd, &q.id, NULL))
-		fs_mountinfo_each(fstype_match, &q);
-	snprintf(out, len, "%s", q.fstype);
-}
-
 /* Is fd a mount's root: is something mounted at the target? */
 bool target_is_mount(int fd)
 {
@@ -163,7 +138,7 @@ bool target_ours(int tfd)
 	int sfd;
 	bool r;
 
-	target_fstype(tfd, fstype, sizeof fstype);
+	mounts_fstype(tfd, fstype, sizeof fstype);
 	if (strcmp(fstype, "fuse.agentfs") == 0)
 		return true;
 	if (strcmp(fstype, "tmpfs") != 0)

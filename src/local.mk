@@ -5,7 +5,7 @@
 # .ci and the packaging find them.
 noinst_LIBRARIES += src/libagentfs-common.a
 src_libagentfs_common_a_SOURCES = src/common/agentfs.h src/common/util.c src/common/log.c \
-	src/common/fdpass.c
+	src/common/fdpass.c src/common/mounts.c
 src_libagentfs_common_a_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 
 bin_PROGRAMS += src/agentfs

@@ -245,6 +245,9 @@ char *prog_find_trusted(const char *prog, const char *search, char *why, size_t 
 struct sockaddr_un;
 int fdpass_send(int s, const struct sockaddr_un *to, socklen_t tolen, const char *msg, int fd);
 
+/* mounts.c: the file system type of the mount fd is on ("" if not found) */
+void mounts_fstype(int fd, char *out, size_t len);
+
 /* log.c */
 void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void log_text(int prio, const char *msg);

@@ -145,36 +145,16 @@ int open_folder(const char *path)
 	return gg_open_nofollow(AT_FDCWD, path, O_PATH | O_DIRECTORY, false);
 }
 
-struct mnt_query {
-	uint64_t id;
-	bool agentfs;
-};
-
-static int mnt_match(void *arg, uint64_t id, const char *mp, const char *fstype)
-{
-	struct mnt_query *q = arg;
-
-	if (id != q->id)
-		return 0;
-	q->agentfs = strcmp(fstype, "fuse.agentfs") == 0;
-	return 1;
-}
-
 /*
  * Is the folder on an agentfs mount? Serving a mount from another of our
  * mounts would make workers wait on themselves: refused.
  */
 static bool on_agentfs(int fd)
 {
-	struct mnt_query q = {0, false};
-	struct statx stx;
+	char type[64];
 
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
-	    !(stx.stx_mask & STATX_MNT_ID))
-		return false;
-	q.id = stx.stx_mnt_id;
-	fs_mountinfo_each(mnt_match, &q);
-	return q.agentfs;
+	mounts_fstype(fd, type, sizeof type);
+	return strcmp(type, "fuse.agentfs") == 0;
 }
 
 /*
@@ -183,7 +163,7 @@ static bool on_agentfs(int fd)
  * could change there as its user (a cgroup's files, tracing, a sysfs knob)
  * is not a workspace's. Decided by the opened root's statfs f_type, which a
  * path cannot fake. devtmpfs reports tmpfs's magic: it is told by its mount's
- * type instead (fstype_of).
+ * type instead (mounts_fstype).
  */
 static const struct {
 	unsigned long magic;
@@ -202,35 +182,6 @@ static const struct {
 	{AUTOFS_SUPER_MAGIC, "autofs"},
 };
 
-struct fstype_query {
-	uint64_t id;
-	char type[32];
-};
-
-static int fstype_match(void *arg, uint64_t id, const char *mp, const char *fstype)
-{
-	struct fstype_query *q = arg;
-
-	if (id != q->id)
-		return 0;
-	snprintf(q->type, sizeof q->type, "%s", fstype);
-	return 1;
-}
-
-/* The type of the mount the folder fd holds is on ("" if not found), by its mount id. */
-static void fstype_of(int fd, char *type, size_t len)
-{
-	struct fstype_query q = {0};
-	struct statx stx;
-
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) == 0 &&
-	    (stx.stx_mask & STATX_MNT_ID)) {
-		q.id = stx.stx_mnt_id;
-		fs_mountinfo_each(fstype_match, &q);
-	}
-	snprintf(type, len, "%s", q.type);
-}
-
 /* The pseudo file system the folder fd holds is on, or NULL for an ordinary one. */
 static const char *pseudo_fs_of(int fd)
 {
@@ -242,7 +193,7 @@ static const char *pseudo_fs_of(int fd)
 		for (i = 0; i < sizeof pseudo_fs / sizeof pseudo_fs[0]; i++)
 			if ((unsigned long)sf.f_type == pseudo_fs[i].magic)
 				return pseudo_fs[i].name;
-	fstype_of(fd, type, sizeof type);
+	mounts_fstype(fd, type, sizeof type);
 	return strcmp(type, "devtmpfs") == 0 ? "devtmpfs" : NULL;
 }
 
