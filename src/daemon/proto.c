@@ -80,12 +80,16 @@ struct field {
 
 /*
  * One row of the command table: an op, its fields, and its handler, which
- * answers now or later and says which (true: a job holds the peer).
+ * answers now or later and says which (true: a job holds the peer). An op
+ * with nothing to read but its name, or nothing at all, and answered now,
+ * names its bots_* function instead (named, plain).
  */
 struct op {
 	const char *name;
 	const struct field *fields;
 	bool (*run)(struct request *r, const cJSON *req, struct bot_spec *s);
+	void (*named)(struct request *r, const char *name);
+	void (*plain)(struct request *r);
 };
 
 static const struct field f_none[] = {{NULL, 0, false}};
@@ -518,30 +522,6 @@ static bool op_delete(struct request *r, const cJSON *req, struct bot_spec *s)
 			   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "force")));
 }
 
-static bool op_list(struct request *r, const cJSON *req, struct bot_spec *s)
-{
-	bots_list(r);
-	return false;
-}
-
-static bool op_show(struct request *r, const cJSON *req, struct bot_spec *s)
-{
-	bots_show(r, name_of(req));
-	return false;
-}
-
-static bool op_status(struct request *r, const cJSON *req, struct bot_spec *s)
-{
-	bots_status(r);
-	return false;
-}
-
-static bool op_shutdown(struct request *r, const cJSON *req, struct bot_spec *s)
-{
-	bots_shutdown(r);
-	return false;
-}
-
 static bool op_exec_plan(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	const cJSON *pod = cJSON_GetObjectItemCaseSensitive(req, "pod");
@@ -559,12 +539,6 @@ static bool op_exec_plan(struct request *r, const cJSON *req, struct bot_spec *s
 static bool op_exec_register(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	bots_exec_register(r, name_of(req), req);
-	return false;
-}
-
-static bool op_ps(struct request *r, const cJSON *req, struct bot_spec *s)
-{
-	bots_ps(r);
 	return false;
 }
 
@@ -607,21 +581,21 @@ static bool op_mark(struct request *r, const cJSON *req, struct bot_spec *s)
  * is decided by the handler's bots_* function (bots-int.h, authority.c).
  */
 static const struct op ops[] = {
-	{"version", f_version, op_version},
-	{"create", f_create, op_create},
-	{"configure", f_configure, op_configure},
-	{"fork", f_fork, op_fork},
-	{"delete", f_delete, op_delete},
-	{"list", f_none, op_list},
-	{"show", f_name, op_show},
-	{"status", f_none, op_status},
-	{"shutdown", f_none, op_shutdown},
-	{"exec_plan", f_exec_plan, op_exec_plan},
-	{"log", f_log, op_log},
-	{"changes", f_changes, op_changes},
-	{"mark", f_name, op_mark},
-	{"exec_register", f_exec_register, op_exec_register},
-	{"ps", f_none, op_ps},
+	{.name = "version", .fields = f_version, .run = op_version},
+	{.name = "create", .fields = f_create, .run = op_create},
+	{.name = "configure", .fields = f_configure, .run = op_configure},
+	{.name = "fork", .fields = f_fork, .run = op_fork},
+	{.name = "delete", .fields = f_delete, .run = op_delete},
+	{.name = "list", .fields = f_none, .plain = bots_list},
+	{.name = "show", .fields = f_name, .named = bots_show},
+	{.name = "status", .fields = f_none, .plain = bots_status},
+	{.name = "shutdown", .fields = f_none, .plain = bots_shutdown},
+	{.name = "exec_plan", .fields = f_exec_plan, .run = op_exec_plan},
+	{.name = "log", .fields = f_log, .run = op_log},
+	{.name = "changes", .fields = f_changes, .run = op_changes},
+	{.name = "mark", .fields = f_name, .run = op_mark},
+	{.name = "exec_register", .fields = f_exec_register, .run = op_exec_register},
+	{.name = "ps", .fields = f_none, .plain = bots_ps},
 };
 
 /*
@@ -705,7 +679,12 @@ bool proto_dispatch(struct server *srv, struct peer *p, const char *line, size_t
 	r.progress = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "progress"));
 	/* The request's id outlives this line when the answer is deferred. */
 	r.id = r.id != NULL ? cJSON_Duplicate(r.id, true) : NULL;
-	deferred = op->run(&r, req, &spec);
+	if (op->run != NULL)
+		deferred = op->run(&r, req, &spec);
+	else if (op->named != NULL)
+		op->named(&r, name_of(req));
+	else
+		op->plain(&r);
 	if (!deferred)
 		cJSON_Delete(r.id);
 	bot_spec_free(&spec);
