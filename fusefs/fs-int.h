@@ -484,23 +484,40 @@ void inode_opened(struct fs_mount *m, struct inode *i, int fd);
  * unused fds 0: fds 0 to 2 are always open on something else (fs_new checks).
  */
 struct preq {
-	fuse_req_t req; /* for the caller's pid in a refusal's event */
-	enum guard_op op;
-	struct inode *ino;    /* the existing entry acted on */
-	int fd;		      /* its O_PATH fd (a folder being renamed) */
-	mode_t mode;	      /* the new entry's type, or ino's */
-	struct inode *parent; /* folder of the new, removed or destination name */
-	int parent_fd;
-	const char *name;
-	struct inode *src_parent; /* rename and exchange: where ino comes from */
-	int src_parent_fd;
-	const char *src_name;
-	struct inode *victim; /* rename onto an existing entry, exchange */
-	int victim_fd;
-	mode_t victim_mode;
-	const char *target; /* symlink */
+	fuse_req_t req;	      /* for the caller's pid in a refusal's event */
+	struct inode *ino;    /* the existing entry acted on (g.cls's) */
+	struct inode *parent; /* folder of the new, removed or destination name (g.parent's) */
+	struct inode *src_parent; /* rename and exchange: where ino comes from (g.src_parent's) */
+	struct inode *victim;	  /* rename onto an existing entry, exchange (g.victim's) */
+	/*
+	 * gitguard's request: the op, mode, names, descriptors (-1: none) and
+	 * target the handler knows; policy_check() adds the classes and facts
+	 */
+	struct guard_req g;
 };
-#define PREQ(...) ((struct preq){__VA_ARGS__})
+/* An op on the inode I alone (write, chmod, chown, touch), MODE as guard_req's */
+#define PREQ_INODE(rq, o, i, md)                                                                   \
+	((struct preq){.req = (rq),                                                                \
+		       .ino = (i),                                                                 \
+		       .g = {.op = (o),                                                            \
+			     .mode = (md),                                                         \
+			     .fd = -1,                                                             \
+			     .parent_fd = -1,                                                      \
+			     .src_parent_fd = -1,                                                  \
+			     .victim_fd = -1}})
+/* An op on NAME in the folder P (open as PFD): a name made, linked or removed; I the entry or NULL */
+#define PREQ_NAME(rq, o, i, md, p, pfd, nm, tgt)                                                   \
+	((struct preq){.req = (rq),                                                                \
+		       .ino = (i),                                                                 \
+		       .parent = (p),                                                              \
+		       .g = {.op = (o),                                                            \
+			     .mode = (md),                                                         \
+			     .fd = -1,                                                             \
+			     .parent_fd = (pfd),                                                   \
+			     .name = (nm),                                                         \
+			     .src_parent_fd = -1,                                                  \
+			     .victim_fd = -1,                                                      \
+			     .target = (tgt)}})
 int policy_check(struct fs_mount *m, const struct preq *r);
 unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct stat *st);
 void policy_refresh(struct fs_mount *m, struct inode *i);
@@ -620,7 +637,6 @@ static inline bool fh_checked(struct fs_mount *m, const struct fuse_file_info *f
 }
 
 /* seal.c */
-unsigned seal_rule(const struct inode *i);
 int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked);
 void seal_write_end(struct fs_mount *m, struct inode *i);
 int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np, int npfd,
@@ -630,8 +646,7 @@ ssize_t seal_checked_write(struct fs_mount *m, struct inode *i, int fh, const ch
 int seal_checked_truncate_begin(struct fs_mount *m, struct inode *i, off_t size);
 void seal_checked_truncate_end(struct fs_mount *m);
 
-/* gitlock.c: NAME.lock files a mount made in a git folder (rule LK) */
-bool gitlock_name(const char *name);
+/* gitlock.c: which git lock files (guard_lock_name) a mount made: the fact rule LK asks */
 void gitlock_made(int fd);
 bool gitlock_ours(int dirfd, const char *name);
 void gitlock_gone(dev_t dev, ino_t ino);

@@ -130,17 +130,6 @@ static time_t now_s(void)
 	return ts.tv_sec + 1; /* never 0 */
 }
 
-bool gitlock_name(const char *name)
-{
-	size_t n;
-
-	if (name == NULL)
-		return false;
-	n = strlen(name);
-	/* sharedindex_XXXXXX: the temporary git renames onto sharedindex.<hash> */
-	return (n > 5 && !strcmp(name + n - 5, ".lock")) || !strncmp(name, "sharedindex_", 12);
-}
-
 /* NAME in DIRFD (NAME "" : DIRFD itself), not followed: its identity, or false */
 static bool identify(int dirfd, const char *name, struct gitlock *out)
 {

@@ -81,8 +81,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			i->nlink = st.st_nlink;
 			pthread_mutex_unlock(&m->fs->lock);
 		}
-		r = policy_check(
-			m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ_INODE(req, GUARD_OP_WRITE, i, i->type));
 		if (r != 0) {
 			inode_fd_put(m, i);
 			fuse_reply_err(req, -r);
@@ -156,7 +155,7 @@ static int create_existing(struct fs_mount *m, fuse_req_t req, struct inode *i, 
 		pthread_mutex_lock(&m->fs->lock);
 		i->nlink = st.st_nlink;
 		pthread_mutex_unlock(&m->fs->lock);
-		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ_INODE(req, GUARD_OP_WRITE, i, i->type));
 	}
 	if (r == 0 && trunc && st.st_size > 0 && ftruncate(fd, 0) != 0)
 		r = -errno;
@@ -236,8 +235,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		goto out;
 	}
 	decide_enter(m, &h, p, NULL, false);
-	r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_CREATE, .mode = S_IFREG, .parent = p,
-				  .parent_fd = pfd, .name = name));
+	r = policy_check(m, &PREQ_NAME(req, GUARD_OP_CREATE, NULL, S_IFREG, p, pfd, name, NULL));
 	if (r == 0 && ops_raises_privilege(mode, S_IFREG, 0))
 		r = -EPERM;
 	if (r == 0)
@@ -268,7 +266,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		inode_forget(m, i, 1);
 		goto out;
 	}
-	if (gitlock_name(name)) {
+	if (guard_lock_name(name)) {
 		bool in_git;
 
 		pthread_mutex_lock(&m->fs->lock);
@@ -475,9 +473,8 @@ void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
 {
 	struct fs_mount *m = req_mount(req);
 	int r = fh_checked(m, fi) ? -EROFS
-				  : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
-							  .ino = ino_of(m, ino),
-							  .mode = ino_of(m, ino)->type));
+				  : policy_check(m, &PREQ_INODE(req, GUARD_OP_WRITE, ino_of(m, ino),
+								ino_of(m, ino)->type));
 
 	if (r == 0 && fallocate(fh_fd(m, fi), mode, off, len) != 0)
 		r = -errno;
@@ -492,9 +489,9 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 {
 	struct fs_mount *m = req_mount(req);
 	int r = fh_checked(m, fi_out) ? -EROFS
-				      : policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE,
-							      .ino = ino_of(m, ino_out),
-							      .mode = ino_of(m, ino_out)->type));
+				      : policy_check(m, &PREQ_INODE(req, GUARD_OP_WRITE,
+								    ino_of(m, ino_out),
+								    ino_of(m, ino_out)->type));
 	ssize_t n;
 
 	if (r != 0) {

@@ -48,8 +48,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		goto out;
 	}
 	decide_enter(m, &h, p, NULL, false);
-	r = policy_check(m, &PREQ(.req = req, .op = op, .mode = mode & S_IFMT, .parent = p,
-				  .parent_fd = pfd, .name = name, .target = link));
+	r = policy_check(m, &PREQ_NAME(req, op, NULL, mode & S_IFMT, p, pfd, name, link));
 	if (r == 0 && link == NULL && ops_raises_privilege(mode, mode, 0))
 		r = -EPERM;
 	if (r == 0)
@@ -162,8 +161,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	}
 	r = child_of(m, p, pfd, name, &child, &real);
 	if (r == 0)
-		r = policy_check(m, &PREQ(.req = req, .op = op, .ino = &child, .mode = child.type,
-					  .parent = p, .parent_fd = pfd, .name = name));
+		r = policy_check(m, &PREQ_NAME(req, op, &child, child.type, p, pfd, name, NULL));
 	if (r == 0 && real != NULL && child.nlink > 1)
 		inode_keep_open(m, real); /* it keeps another name: see inode_keep_open() */
 	if (r == 0) {
@@ -177,7 +175,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	if (r == 0) {
 		policy_notify(m, op, p, pfd, name, NULL);
 		policy_changed(m, FS_EV_DELETED, p, name, NULL, NULL, flags != 0);
-		if (gitlock_name(name))
+		if (guard_lock_name(name))
 			gitlock_gone(child.dev, child.ino);
 	}
 	inode_fd_put(m, p);
@@ -218,7 +216,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	struct inode *p = ino_of(m, parent), *np = ino_of(m, newparent);
 	struct inode src, dst, *rsrc, *rdst = NULL;
 	enum guard_op op = (flags & RENAME_EXCHANGE) ? GUARD_OP_EXCHANGE : GUARD_OP_RENAME;
-	int pfd = -1, npfd = -1, sfd = 0, vfd = 0, r;
+	int pfd = -1, npfd = -1, sfd = -1, vfd = -1, r;
 	struct decide_hold h = {0};
 	unsigned rule;
 	bool have_dst;
@@ -257,15 +255,22 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		sfd = open_dir_fd(pfd, name, src.type);
 		if (have_dst && op == GUARD_OP_EXCHANGE)
 			vfd = open_dir_fd(npfd, newname, dst.type);
-		/* A folder that vanished meanwhile: the rename below says so. */
-		sfd = sfd < 0 ? 0 : sfd;
-		vfd = vfd < 0 ? 0 : vfd;
+		/* A folder that vanished meanwhile (-1): the rename below says so. */
 	}
-	r = policy_check(m, &PREQ(.req = req, .op = op, .ino = &src, .fd = sfd, .mode = src.type,
-				  .src_parent = p, .src_parent_fd = pfd, .src_name = name,
-				  .parent = np, .parent_fd = npfd, .name = newname,
-				  .victim = have_dst ? &dst : NULL, .victim_fd = vfd,
-				  .victim_mode = have_dst ? dst.type : 0));
+	r = policy_check(m, &(struct preq){.req = req,
+					   .ino = &src,
+					   .src_parent = p,
+					   .parent = np,
+					   .victim = have_dst ? &dst : NULL,
+					   .g = {.op = op,
+						 .mode = src.type,
+						 .fd = sfd,
+						 .src_parent_fd = pfd,
+						 .src_name = name,
+						 .parent_fd = npfd,
+						 .name = newname,
+						 .victim_fd = vfd,
+						 .victim_mode = have_dst ? dst.type : 0}});
 	/* onto an index or a strategy file: its content is checked first (seal.c) */
 	rule = r == 0 && op == GUARD_OP_RENAME ? policy_content_rule(m, np, newname) : 0;
 	if (r == 0 && rule != 0) {
@@ -283,7 +288,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		r = (int)journal_end(m, r, again, 0);
 	}
 	if (r == 0) {
-		if (gitlock_name(name))
+		if (guard_lock_name(name))
 			gitlock_gone(src.dev, src.ino);
 		/* a lock replaced by the rename is gone too: its inode may be reused */
 		if (have_dst && op == GUARD_OP_RENAME)
@@ -312,9 +317,9 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	}
 out:
 	decide_leave(&h);
-	if (sfd > 0)
+	if (sfd >= 0)
 		close(sfd);
-	if (vfd > 0)
+	if (vfd >= 0)
 		close(vfd);
 	if (npfd >= 0)
 		inode_fd_put(m, np);
@@ -342,9 +347,8 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 		struct decide_hold h;
 
 		decide_enter(m, &h, np, NULL, false);
-		r = policy_check(m,
-				 &PREQ(.req = req, .op = GUARD_OP_LINK, .ino = i, .mode = i->type,
-				       .parent = np, .parent_fd = npfd, .name = newname));
+		r = policy_check(m, &PREQ_NAME(req, GUARD_OP_LINK, i, i->type, np, npfd, newname,
+					       NULL));
 		if (r == 0 && again > 0) {
 			r = (int)was; /* linked before a restart: its answer (journal.c) */
 		} else if (r == 0) {

@@ -61,11 +61,11 @@ static void xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const
 	if (xattr_privileged(name) && (value != NULL || strcmp(name, "security.capability") != 0))
 		r = -EPERM;
 	else if (value != NULL && xattr_is_acl(name))
-		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_CHMOD, .ino = ino_of(m, ino),
-					  .mode = (ino_of(m, ino)->type & S_IFMT) | 0777));
+		r = policy_check(m, &PREQ_INODE(req, GUARD_OP_CHMOD, ino_of(m, ino),
+						(ino_of(m, ino)->type & S_IFMT) | 0777));
 	else
-		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = ino_of(m, ino),
-					  .mode = ino_of(m, ino)->type));
+		r = policy_check(
+			m, &PREQ_INODE(req, GUARD_OP_WRITE, ino_of(m, ino), ino_of(m, ino)->type));
 	if (r == 0 && (fd = xattr_fd(req, ino, &i, path)) < 0) {
 		r = fd;
 	} else if (r == 0) {

@@ -205,14 +205,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	int fd, r = 0;
 
 	if (valid & FUSE_SET_ATTR_MODE)
-		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_CHMOD, .ino = i,
-					  .mode = (i->type & S_IFMT) | (attr->st_mode & 07777)));
+		r = policy_check(m, &PREQ_INODE(req, GUARD_OP_CHMOD, i,
+						(i->type & S_IFMT) | (attr->st_mode & 07777)));
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
-		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_CHOWN, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ_INODE(req, GUARD_OP_CHOWN, i, i->type));
 	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE))
-		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_WRITE, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ_INODE(req, GUARD_OP_WRITE, i, i->type));
 	else if (r == 0 && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
-		r = policy_check(m, &PREQ(.req = req, .op = GUARD_OP_TOUCH, .ino = i, .mode = i->type));
+		r = policy_check(m, &PREQ_INODE(req, GUARD_OP_TOUCH, i, i->type));
 	if (r != 0)
 		goto out;
 	/* a truncate counts as a writer (seal.c); of an X4 file it is checked */

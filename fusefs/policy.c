@@ -268,8 +268,8 @@ static int refuse(struct fs_mount *m, const struct preq *r, const char *rule, co
 {
 	struct inode *where = r->parent != NULL ? r->parent : r->ino;
 
-	return policy_refused(m, r->req, op_names[r->op], where, r->parent != NULL ? r->name : NULL,
-			      S_ISDIR(r->mode), rule, why);
+	return policy_refused(m, r->req, op_names[r->g.op], where,
+			      r->parent != NULL ? r->g.name : NULL, S_ISDIR(r->g.mode), rule, why);
 }
 
 static void changed(struct fs_mount *m, struct fs_event ev, struct inode *p, const char *name,
@@ -314,29 +314,20 @@ static void changed(struct fs_mount *m, struct fs_event ev, struct inode *p, con
 }
 
 /*
- * LK: I, named NAME, is a lock file in a git folder that no mount of this
- * server made (gitlock.c): a git on the host holds it and will rename it by
- * path onto what it locks.
+ * A fact for LK (gitguard decides): I, named NAME (in DIRFD; -1: I by its
+ * own descriptor), is a regular file with a git lock file's name that no
+ * mount of this server made (gitlock.c keeps which ones they did). Unknown:
+ * not made here.
  */
-static const struct guard_cls *gcls_of(struct fs_mount *m, struct inode *i);
-
-static bool foreign_lock(struct fs_mount *m, struct inode *i, int dirfd, const char *name)
+static bool lock_foreign(struct fs_mount *m, struct inode *i, int dirfd, const char *name)
 {
-	const struct guard_cls *c;
-	bool in_git, ours;
+	bool ours;
 	int fd;
 
-	if (i == NULL || !S_ISREG(i->type) || !gitlock_name(name))
+	if (i == NULL || !S_ISREG(i->type) || !guard_lock_name(name))
 		return false;
-	c = gcls_of(m, i);
-	pthread_mutex_lock(&m->fs->lock);
-	in_git = c != NULL && c->kind == GUARD_INGIT;
-	pthread_mutex_unlock(&m->fs->lock);
-	if (!in_git)
-		return false;
-	if (dirfd > 0)
+	if (dirfd >= 0)
 		return !gitlock_ours(dirfd, name);
-	/* by the inode's own descriptor (a write or link of a known inode) */
 	if (i->standin || (fd = inode_fd_get(m, i)) < 0)
 		return true;
 	ours = gitlock_ours(fd, "");
@@ -344,49 +335,34 @@ static bool foreign_lock(struct fs_mount *m, struct inode *i, int dirfd, const c
 	return !ours;
 }
 
-/* LK for the entries request R writes, links, renames or removes */
-static bool touches_foreign_lock(struct fs_mount *m, const struct preq *r)
+/* The lock file facts of the entries request R writes, links, renames or removes, into G */
+static void lock_facts(struct fs_mount *m, const struct preq *r, struct guard_req *g)
 {
 	char name[NAME_MAX + 1] = "";
 
-	switch (r->op) {
+	switch (g->op) {
 	case GUARD_OP_WRITE:
 	case GUARD_OP_LINK:
-		/* a lock is a file; an inode's type never changes: no lock for the test */
+		/* a lock is a file; an inode's type never changes: no name to copy else */
 		if (r->ino == NULL || !S_ISREG(r->ino->type))
-			return false;
+			return;
 		pthread_mutex_lock(&m->fs->lock);
 		if (r->ino->name != NULL)
 			snprintf(name, sizeof name, "%s", r->ino->name);
 		pthread_mutex_unlock(&m->fs->lock);
-		return foreign_lock(m, r->ino, -1, name);
+		g->lock_foreign = lock_foreign(m, r->ino, -1, name);
+		return;
 	case GUARD_OP_UNLINK:
-		return foreign_lock(m, r->ino, r->parent_fd, r->name);
+		g->lock_foreign = lock_foreign(m, r->ino, g->parent_fd, g->name);
+		return;
 	case GUARD_OP_RENAME:
 	case GUARD_OP_EXCHANGE:
-		return foreign_lock(m, r->ino, r->src_parent_fd, r->src_name) ||
-		       foreign_lock(m, r->victim, r->parent_fd, r->name);
+		g->lock_foreign = lock_foreign(m, r->ino, g->src_parent_fd, g->src_name);
+		g->victim_lock_foreign = lock_foreign(m, r->victim, g->parent_fd, g->name);
+		return;
 	default:
-		return false;
+		return;
 	}
-}
-
-/*
- * G3 for a work tree's top (a folder holding .git): opened to every
- * account's writes, another could put its own .git in place.
- */
-static bool opens_worktree_top(struct fs_mount *m, const struct preq *r)
-{
-	struct stat st;
-	bool top;
-	int fd;
-
-	if (r->op != GUARD_OP_CHMOD || !(r->mode & S_IWOTH) || r->ino == NULL ||
-	    !S_ISDIR(r->ino->type) || r->ino->standin || (fd = inode_fd_get(m, r->ino)) < 0)
-		return false;
-	top = fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0;
-	inode_fd_put(m, r->ino);
-	return top;
 }
 
 /* Under fs->lock */
@@ -395,127 +371,117 @@ static bool ro_tree(const struct inode *i)
 	return i != NULL && (i->cls & CLS_RO_TREE);
 }
 
-static const struct guard_cls *gcls_of(struct fs_mount *m, struct inode *i)
+/*
+ * The classes of R's inodes into G, refreshed to the guard's generation
+ * (G's gen, read first, is never newer than them) and copied under fs->lock
+ * so a concurrent refresh cannot tear them.
+ */
+static void policy_classes(struct fs_mount *m, const struct preq *r, struct guard_cls c[4],
+			   struct guard_req *g)
 {
-	if (i == NULL)
-		return NULL;
-	policy_refresh(m, i);
-	return &i->gcls;
+	struct inode *in[4] = {r->ino, r->parent, r->src_parent, r->victim};
+	const struct guard_cls **out[4] = {&g->cls, &g->parent, &g->src_parent, &g->victim};
+	int k;
+
+	g->gen = m->guard != NULL ? guard_generation(m->guard) : 0;
+	for (k = 0; k < 4; k++)
+		if (in[k] != NULL)
+			policy_refresh(m, in[k]);
+	pthread_mutex_lock(&m->fs->lock);
+	for (k = 0; k < 4; k++) {
+		*out[k] = NULL;
+		if (in[k] != NULL) {
+			c[k] = in[k]->gcls;
+			*out[k] = &c[k];
+		}
+	}
+	pthread_mutex_unlock(&m->fs->lock);
+}
+
+/*
+ * The facts only the filesystem has (gitguard.h, struct guard_req) into G:
+ * the mount's settings, the seal, the inode's names, its lock files. *FD: a
+ * folder's descriptor pinned for a CHMOD (gitguard looks for its .git).
+ */
+static void policy_facts(struct fs_mount *m, const struct preq *r, struct guard_req *g, int *fd)
+{
+	g->ro_mount = atomic_load_explicit(&m->readonly, memory_order_relaxed);
+	pthread_mutex_lock(&m->fs->lock);
+	g->ro_path = ro_tree(r->ino) || ro_tree(r->parent) || ro_tree(r->src_parent) ||
+		     ro_tree(r->victim);
+	if (r->ino != NULL) {
+		g->sealed = r->ino->sealed;
+		g->dev = r->ino->dev;
+		g->ino = r->ino->ino;
+		g->nlink = r->ino->nlink;
+	}
+	pthread_mutex_unlock(&m->fs->lock);
+	*fd = -1;
+	if (m->guard == NULL)
+		return; /* no rule table: the mount's settings alone are judged */
+	lock_facts(m, r, g);
+	if (g->op == GUARD_OP_CHMOD && r->ino != NULL && S_ISDIR(r->ino->type) && !r->ino->standin &&
+	    (*fd = inode_fd_get(m, r->ino)) >= 0)
+		g->fd = *fd;
 }
 
 static const char *link_target(struct fs_mount *m, const struct preq *r, char *buf);
 
+/* Paths G's op needs (X1 for a symlink's target, G1 for a .git); free *PPATH */
+static void policy_paths(struct fs_mount *m, const struct preq *r, struct guard_req *g,
+			 char **ppath, char *target)
+{
+	*ppath = NULL;
+	if (m->guard == NULL)
+		return;
+	if (g->op == GUARD_OP_SYMLINK || (g->op == GUARD_OP_LINK && S_ISLNK(g->mode)) ||
+	    (g->op == GUARD_OP_RENAME && S_ISLNK(g->mode) && r->parent != r->src_parent)) {
+		/* X1 judges the target from the folder it is in: NULL refuses (a rename
+		 * within one folder keeps the meaning: guard_check does not ask) */
+		*ppath = inode_path(m, r->parent, NULL, true);
+		g->parent_path = *ppath != NULL ? *ppath + 1 : NULL;
+		if (g->op != GUARD_OP_SYMLINK)
+			g->target = link_target(m, r, target);
+	} else if (r->parent != NULL && g->name != NULL && strcasecmp(g->name, ".git") == 0) {
+		/* G1 under allow_new_repos: the repositories around the folder (gitlinks) */
+		*ppath = inode_path(m, r->parent, NULL, true);
+		g->parent_path = *ppath != NULL ? *ppath + 1 : NULL;
+	}
+}
+
+/* Tries of a decision whose classes a host change made stale meanwhile; the last takes them */
+#define POLICY_TRIES 3
+
 /*
- * Decide r: 0 or -EROFS, logged with the rule that refused it. Classes are
- * copied under fs->lock so a concurrent refresh cannot tear them.
+ * Decide r: gather the facts, let gitguard's guard_check() decide (fusefs
+ * picks no rule), and log a refusal with the rule gitguard named: 0 or
+ * -EROFS.
  */
 int policy_check(struct fs_mount *m, const struct preq *r)
 {
-	struct guard_cls c[4];
-	struct guard_req g = {
-		.op = r->op, .fd = -1, .parent_fd = -1, .src_parent_fd = -1, .victim_fd = -1};
+	struct guard_req g = r->g;
 	struct guard_verdict v = {0};
-	const struct guard_cls *p[4];
-	char why[320], *ppath = NULL, target[PATH_MAX];
-	struct stat st;
-	nlink_t nlink;
-	unsigned rule;
-	bool sealed;
-	int res, k;
+	struct guard_cls c[4];
+	char why[320], *ppath, target[PATH_MAX];
+	int res, tries, fd;
 
-	if (atomic_load_explicit(&m->readonly, memory_order_relaxed))
-		return refuse(m, r, "read-only mount", "read-only mount");
-	/* one look under the lock for both: read-only paths, and a sealed inode */
-	pthread_mutex_lock(&m->fs->lock);
-	k = ro_tree(r->ino) || ro_tree(r->parent) || ro_tree(r->src_parent) || ro_tree(r->victim);
-	sealed = r->ino != NULL && (r->op == GUARD_OP_WRITE || r->op == GUARD_OP_LINK) &&
-		 r->ino->sealed;
-	pthread_mutex_unlock(&m->fs->lock);
-	if (k)
-		return refuse(m, r, "read-only path", "read-only path");
-	if (m->guard == NULL)
-		return 0;
-	/* renamed onto a content-checked file after a check: never written again */
-	if (sealed) {
-		gcls_of(m, r->ino); /* its rule now, not the one of the name it was renamed from */
-		pthread_mutex_lock(&m->fs->lock);
-		rule = seal_rule(r->ino);
-		pthread_mutex_unlock(&m->fs->lock);
-		snprintf(why, sizeof why, "rule %s (content checked when it was renamed in)",
-			 guard_rule_name(rule));
-		return refuse(m, r, guard_rule_name(rule), why);
+	policy_facts(m, r, &g, &fd);
+	policy_paths(m, r, &g, &ppath, target);
+	for (tries = 1;; tries++) {
+		policy_classes(m, r, c, &g);
+		if (tries == POLICY_TRIES)
+			g.gen = 0; /* changed again and again: these classes are as fresh as any */
+		res = guard_check(m->guard, &g, &v);
+		if (res != -ESTALE)
+			break;
 	}
-	/* a host change to a config first, so the classes below see it */
-	guard_revalidate(m->guard);
-	if (touches_foreign_lock(m, r))
-		return refuse(m, r, "LK",
-			      "rule LK (a git lock file this mount did not make: "
-			      "another git holds it)");
-	if (opens_worktree_top(m, r))
-		return refuse(m, r, "G3",
-			      "rule G3 (a work tree's top opened to other accounts' writes)");
-
-	p[0] = gcls_of(m, r->ino);
-	p[1] = gcls_of(m, r->parent);
-	p[2] = gcls_of(m, r->src_parent);
-	p[3] = gcls_of(m, r->victim);
-	pthread_mutex_lock(&m->fs->lock);
-	for (k = 0; k < 4; k++) {
-		if (p[k] != NULL) {
-			c[k] = *p[k];
-			p[k] = &c[k];
-		}
-	}
-	nlink = r->ino != NULL ? r->ino->nlink : 0;
-	pthread_mutex_unlock(&m->fs->lock);
-	g.cls = p[0];
-	g.mode = r->mode;
-	g.fd = r->fd > 0 ? r->fd : -1;
-	g.parent = p[1];
-	g.parent_fd = r->parent_fd > 0 ? r->parent_fd : -1;
-	g.name = r->name;
-	g.src_parent = p[2];
-	g.src_parent_fd = r->src_parent_fd > 0 ? r->src_parent_fd : -1;
-	g.src_name = r->src_name;
-	g.victim = p[3];
-	g.victim_mode = r->victim_mode;
-	g.victim_fd = r->victim_fd > 0 ? r->victim_fd : -1;
-	g.target = r->target;
-	if (r->op == GUARD_OP_SYMLINK || (r->op == GUARD_OP_LINK && S_ISLNK(r->mode)) ||
-	    (r->op == GUARD_OP_RENAME && S_ISLNK(r->mode) && r->parent != r->src_parent)) {
-		/* X1 judges the target from the folder it is in: NULL refuses (a rename
-		 * within one folder keeps the meaning: guard_check does not ask) */
-		ppath = inode_path(m, r->parent, NULL, true);
-		g.parent_path = ppath != NULL ? ppath + 1 : NULL;
-		if (r->op != GUARD_OP_SYMLINK)
-			g.target = link_target(m, r, target);
-	} else if (r->parent != NULL && r->name != NULL && strcasecmp(r->name, ".git") == 0) {
-		/* G1 under allow_new_repos: the repositories around the folder (gitlinks) */
-		ppath = inode_path(m, r->parent, NULL, true);
-		g.parent_path = ppath != NULL ? ppath + 1 : NULL;
-	}
-	res = guard_check(m->guard, &g, &v);
 	free(ppath);
-	/* Another name of a protected file, made on the host, is protected too. */
-	if (res == 0 && r->ino != NULL && !S_ISDIR(r->ino->type) && nlink > 1 &&
-	    (r->op == GUARD_OP_WRITE || r->op == GUARD_OP_CHMOD || r->op == GUARD_OP_CHOWN ||
-	     r->op == GUARD_OP_LINK)) {
-		memset(&st, 0, sizeof st);
-		st.st_dev = r->ino->dev;
-		st.st_ino = r->ino->ino;
-		st.st_mode = r->ino->type;
-		st.st_nlink = nlink;
-		res = guard_check_inode(m->guard, &st, &v);
-	}
+	if (fd >= 0)
+		inode_fd_put(m, r->ino);
 	if (res == 0)
 		return 0;
-	snprintf(why, sizeof why, "rule %s (%s)%s", v.rule != NULL ? v.rule : "?",
-		 v.reason != NULL ? v.reason : "protected",
-		 v.code == GUARD_RULE_G1 || v.code == GUARD_RULE_G2
-			 ? "; new repositories are refused here: clone into /tmp, or allow them "
-			   "(agentfs mount --allow-new-repos, or a bot's allow_new_repos)"
-			 : "");
-	return refuse(m, r, v.rule != NULL ? v.rule : "?", why);
+	return refuse(m, r, v.rule != NULL ? v.rule : "?",
+		      guard_verdict_text(&v, why, sizeof why));
 }
 
 /* The target of the symlink R renames or links, in BUF; NULL if unreadable */
@@ -524,9 +490,9 @@ static const char *link_target(struct fs_mount *m, const struct preq *r, char *b
 	ssize_t n = -1;
 	int fd;
 
-	if (r->op == GUARD_OP_RENAME && r->src_parent_fd > 0 && r->src_name != NULL) {
-		n = readlinkat(r->src_parent_fd, r->src_name, buf, PATH_MAX - 1);
-	} else if (r->op == GUARD_OP_LINK && r->ino != NULL) {
+	if (r->g.op == GUARD_OP_RENAME && r->g.src_parent_fd >= 0 && r->g.src_name != NULL) {
+		n = readlinkat(r->g.src_parent_fd, r->g.src_name, buf, PATH_MAX - 1);
+	} else if (r->g.op == GUARD_OP_LINK && r->ino != NULL) {
 		fd = inode_fd_get(m, r->ino);
 		if (fd < 0)
 			return NULL;
@@ -574,7 +540,7 @@ void policy_notify(struct fs_mount *m, enum guard_op op, struct inode *parent, i
 	free(path);
 }
 
-/* The content rule (GUARD_RULE_X2, _X4) of name in parent, or 0. */
+/* The content rule (X2, X4, X5, R1: gitguard.h) of name in parent, or 0. */
 unsigned policy_content_rule(struct fs_mount *m, struct inode *parent, const char *name)
 {
 	struct guard_cls pc;

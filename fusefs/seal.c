@@ -65,12 +65,6 @@ static unsigned writers(struct fs *fs, dev_t dev, ino_t ino)
 	return n;
 }
 
-/* The rule a sealed inode was checked by, from its class (X2 if it has none now); fs->lock held */
-unsigned seal_rule(const struct inode *i)
-{
-	return (i->gcls.flags & GUARD_CHK) && i->gcls.rule ? i->gcls.rule : GUARD_RULE_X2;
-}
-
 /*
  * A handle that may write i is about to be handed out (or a truncate is
  * about to run): count it, unless i is sealed. 0 or -EROFS. *checked (if
@@ -91,7 +85,7 @@ int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked)
 	if (checked != NULL)
 		*checked = m->guard != NULL && S_ISREG(i->type) && i->gcls.kind != GUARD_BOTREPO &&
 			   (i->gcls.flags & GUARD_CHK) && i->gcls.rule != GUARD_RULE_X2;
-	rule = seal_rule(i);
+	rule = guard_seal_rule(&i->gcls);
 	pthread_mutex_unlock(&m->fs->lock);
 	if (r != 0) {
 		snprintf(why, sizeof why,

@@ -251,23 +251,132 @@ static bool head_symlink(const struct guard_req *req)
 	       guard_head_target_ok(req->target);
 }
 
+unsigned guard_seal_rule(const struct guard_cls *cls)
+{
+	return cls && (cls->flags & GUARD_CHK) && cls->rule ? cls->rule : GUARD_RULE_X2;
+}
+
+bool guard_lock_name(const char *name)
+{
+	size_t n;
+
+	if (!name)
+		return false;
+	n = strlen(name);
+	/* sharedindex_XXXXXX: the temporary git renames onto sharedindex.<hash> */
+	return (n > 5 && !strcmp(name + n - 5, ".lock")) || !strncmp(name, "sharedindex_", 12);
+}
+
+/* LK: C, a lock file no mount of this server made (FOREIGN), lies in a git folder */
+static bool foreign_lock(const struct guard_cls *c, bool foreign)
+{
+	return foreign && c && c->kind == GUARD_INGIT;
+}
+
+/*
+ * The rules whose facts the caller gathered (gitguard.h, struct guard_req),
+ * and the work tree's top learnt through the CHMOD's descriptor.
+ */
+static int check_facts(const struct guard_req *req, struct guard_verdict *v)
+{
+	struct stat st;
+
+	/* renamed onto a content-checked file after its check: never written again */
+	if (req->sealed && (req->op == GUARD_OP_WRITE || req->op == GUARD_OP_LINK))
+		return guard_refuse_why(v, guard_seal_rule(req->cls),
+					"content checked when it was renamed in");
+	switch (req->op) {
+	case GUARD_OP_WRITE:
+	case GUARD_OP_LINK:
+	case GUARD_OP_UNLINK:
+		if (foreign_lock(req->cls, req->lock_foreign))
+			break;
+		return 0;
+	case GUARD_OP_RENAME:
+	case GUARD_OP_EXCHANGE:
+		if (foreign_lock(req->cls, req->lock_foreign) ||
+		    foreign_lock(req->victim, req->victim_lock_foreign))
+			break;
+		return 0;
+	case GUARD_OP_CHMOD:
+		/*
+		 * G3 for a work tree's top (a folder holding .git): opened to
+		 * every account's writes, another could put its own .git in place.
+		 * Unknown (no descriptor): refused.
+		 */
+		if (!S_ISDIR(req->mode) || !(req->mode & S_IWOTH))
+			return 0;
+		if (req->fd < 0 || !fstatat(req->fd, ".git", &st, AT_SYMLINK_NOFOLLOW))
+			return guard_refuse_why(v, GUARD_RULE_G3,
+						"a work tree's top opened to other accounts' writes");
+		return 0;
+	default:
+		return 0;
+	}
+	return guard_refuse_why(v, GUARD_RULE_LK,
+				"a git lock file this mount did not make: another git holds it");
+}
+
+/* HL: another name, made on the host, of a protected file is protected too */
+static int check_other_name(struct guard *g, const struct guard_req *req, struct guard_verdict *v)
+{
+	struct stat st;
+
+	if (req->nlink < 2 || S_ISDIR(req->mode) ||
+	    (req->op != GUARD_OP_WRITE && req->op != GUARD_OP_CHMOD && req->op != GUARD_OP_CHOWN &&
+	     req->op != GUARD_OP_LINK))
+		return 0;
+	memset(&st, 0, sizeof(st));
+	st.st_dev = (dev_t)req->dev;
+	st.st_ino = (ino_t)req->ino;
+	st.st_mode = req->mode & S_IFMT;
+	st.st_nlink = req->nlink;
+	return guard_check_inode(g, &st, v);
+}
+
+static int check_op(struct guard *g, const struct guard_req *req, struct guard_verdict *v);
+
 /*
  * The one decision: 0 if REQ may go ahead, -EROFS with V's rule and reason
- * filled if not, or another -errno if the check itself failed (refuse then).
+ * filled if not, -ESTALE if the classes REQ carries are older than what the
+ * look for host changes found (gitguard.h), or another -errno if the check
+ * itself failed (refuse then).
  */
 int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdict *v)
 {
-	mode_t mode;
-	bool moved;
 	int rc;
 
 	if (v) {
 		v->rule = v->reason = NULL;
 		v->code = GUARD_RULE_NONE;
 	}
+	if (req->ro_mount)
+		return guard_refuse(v, GUARD_RULE_RO_MOUNT);
+	if (req->ro_path)
+		return guard_refuse(v, GUARD_RULE_RO_PATH);
+	if (!g)
+		return 0;
+	/* a host change to a config first, so the classes judged are of it */
 	guard_revalidate(g);
 	guard_homes_revalidate(g);
 	guard_root_revalidate(g);
+	if (req->gen && guard_generation(g) != req->gen)
+		return -ESTALE;
+	rc = check_facts(req, v);
+	if (!rc)
+		rc = check_op(g, req, v);
+	if (!rc)
+		rc = check_other_name(g, req, v);
+	return rc;
+}
+
+/* The rule table's decision for REQ's operation, from its classes */
+static int check_op(struct guard *g, const struct guard_req *req, struct guard_verdict *v)
+{
+	mode_t mode;
+	bool moved;
+	int rc;
+
 	switch (req->op) {
 	case GUARD_OP_WRITE:
 		rc = check_write(req->cls, v);

@@ -108,6 +108,13 @@ enum guard_rule {
 	GUARD_RULE_D13, /* another worktree's own files, in a common folder a linked worktree's
 			   bot reaches */
 	GUARD_RULE_X5,	/* a file git hands to another command as its options */
+	GUARD_RULE_LK,	/* a git lock file no mount of this server made: another git holds it */
+	/*
+	 * The mount's own settings, no rule of the table: the log names them by
+	 * their words ("read-only mount", "read-only path"), as guard_rule_name()
+	 */
+	GUARD_RULE_RO_MOUNT,
+	GUARD_RULE_RO_PATH,
 	GUARD_RULE_MAX
 };
 
@@ -169,10 +176,11 @@ enum guard_op {
 };
 
 /*
- * One operation to judge.  Fields a given op does not use are ignored; set
- * unused fds to -1.
- *   WRITE, CHOWN: cls.
- *   CHMOD: cls, mode (the entry's type and its new permission bits).
+ * One operation to judge.  Fields a given op does not use are ignored; an
+ * unused fd is -1 (never 0: that is a descriptor).
+ *   WRITE, CHOWN, TOUCH: cls.
+ *   CHMOD: cls, mode (the entry's type and its new permission bits), and fd
+ *	(cls's O_PATH fd) for a folder.
  *   CREATE, MKDIR: parent, parent_fd, name, mode (S_IFREG, S_IFDIR, S_IFIFO...).
  *   SYMLINK: parent, parent_fd, name, target, parent_path.
  *   LINK: cls (the existing inode), mode, parent, parent_fd, name.
@@ -187,6 +195,33 @@ enum guard_op {
  *   A .git made by CREATE, MKDIR, SYMLINK, LINK or RENAME under
  *	allow_new_repos also: parent_path (G1 looks for a gitlink naming the
  *	folder in the repositories around it; NULL refuses).
+ *
+ * Who gathers what, and why.  guard_check() takes every allow and refuse;
+ * the caller chooses no rule.  What only the caller can know it puts in the
+ * request as facts, and guard_check() turns them into the verdict:
+ *   - the classes (cls, parent, src_parent, victim), cached on its inodes,
+ *     and gen, the generation they were computed at: guard_check() looks for
+ *     host changes first (guard_revalidate, once per decision, nobody else
+ *     on the way), and when that moved the generation past gen it answers
+ *     -ESTALE: refresh the classes and ask again.  gen 0: decide on these
+ *     classes whatever moved (classes computed just now, or a caller that
+ *     asked again already);
+ *   - ro_mount and ro_path: the mount's settings (a read-only mount, an
+ *     entry under a read-only path), kept by the mount, judged first and
+ *     with no guard too (g NULL: a mount without the rule table);
+ *   - sealed: cls was renamed onto a content-checked name after its check
+ *     (its mount's record, across its mounts): never written or linked again,
+ *     refused by the rule it was checked by (guard_seal_rule);
+ *   - lock_foreign, victim_lock_foreign: cls (victim) is a regular file with
+ *     a git lock file's name (guard_lock_name) that no mount of this server
+ *     made: which locks a mount made is the mount's record (inode and birth
+ *     time).  In a git folder, LK: another git holds it and will rename it by
+ *     path onto what it locks;
+ *   - dev, ino, nlink: cls's inode as the filesystem last saw it; more than
+ *     one name asks whether it is another name of a protected file (HL).
+ * What gitguard can learn through a descriptor the request carries anyway
+ * it learns itself: whether a folder opened to others' writes holds .git (a
+ * work tree's top, G3) is an fstatat of the CHMOD's fd.
  */
 struct guard_req {
 	enum guard_op op;
@@ -205,6 +240,11 @@ struct guard_req {
 	const char *target;	 /* SYMLINK (and a symlink's LINK, RENAME): the link's text */
 	const char *parent_path; /* the same, and for a .git made: parent's path from the root,
 				    "" or "." for the root; NULL (unknown) refuses */
+	/* the facts the caller gathers (above) */
+	uint64_t gen;
+	bool ro_mount, ro_path, sealed, lock_foreign, victim_lock_foreign;
+	uint64_t dev, ino;
+	nlink_t nlink;
 };
 
 /* A change that succeeded, for guard_notify(). */
@@ -289,9 +329,23 @@ int guard_classify(struct guard *g, const struct guard_cls *parent, int parent_f
 		   const struct stat *st, int fd, struct guard_cls *out);
 bool guard_cls_protected(const struct guard_cls *cls);
 
-/* check.c: the decisions (0, -EROFS and V, or another -errno: refuse then) */
+/*
+ * check.c: the decisions (0, -EROFS and V, -ESTALE: ask again with fresh
+ * classes, or another -errno: refuse then).  G NULL: a mount without the
+ * rule table; only the mount's settings are judged.
+ */
 int guard_check(struct guard *g, const struct guard_req *req, struct guard_verdict *v);
 int guard_check_inode(struct guard *g, const struct stat *st, struct guard_verdict *v);
+/* The rule a sealed file was checked by: its class's content rule, X2 if it has none now */
+unsigned guard_seal_rule(const struct guard_cls *cls);
+/* NAME is a git lock file's (NAME.lock, sharedindex_XXXXXX); NULL is not */
+bool guard_lock_name(const char *name);
+/*
+ * A refusal's words for people and logs, in BUF: "rule D3 (hooks)" (with
+ * what to do for G1 and G2), or the words alone for the mount's settings
+ * ("read-only mount").  Returns BUF.
+ */
+const char *guard_verdict_text(const struct guard_verdict *v, char *buf, size_t sz);
 bool guard_notify(struct guard *g, const struct guard_event *ev);
 /*
  * A repository the bot made (allow_new_repos), as guard_notify() records

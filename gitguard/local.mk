@@ -51,6 +51,11 @@ check_PROGRAMS += tests/unit-guard-view
 TESTS += tests/unit-guard-view
 tests_unit_guard_view_SOURCES = tests/unit-guard-view.c tests/guard-tap.h tests/guard-unit.h
 tests_unit_guard_view_LDADD = gitguard/libgitguard.a $(GIT2_LIBS) -lpthread
+# The facts the caller gathers (read-only, seal, LK, HL) and the G3 top, judged by guard_check.
+check_PROGRAMS += tests/unit-guard-facts
+TESTS += tests/unit-guard-facts
+tests_unit_guard_facts_SOURCES = tests/unit-guard-facts.c tests/guard-tap.h tests/guard-unit.h
+tests_unit_guard_facts_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)
 check_PROGRAMS += tests/unit-path
 TESTS += tests/unit-path
 tests_unit_path_SOURCES = tests/unit-path.c tests/guard-tap.h

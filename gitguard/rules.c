@@ -4,6 +4,7 @@
  * (man/agentfs.1, WHAT IS PROTECTED), and the verdict a refusal fills.
  */
 #include <errno.h>
+#include <stdio.h>
 
 #include "gitguard/guard-int.h"
 
@@ -39,6 +40,9 @@ static const struct {
 	[GUARD_RULE_D12] = {"D12", "a name git does not keep in a git folder"},
 	[GUARD_RULE_D13] = {"D13", "another worktree's own files"},
 	[GUARD_RULE_X5] = {"X5", "options git hands to another command"},
+	[GUARD_RULE_LK] = {"LK", "a git lock file this mount did not make: another git holds it"},
+	[GUARD_RULE_RO_MOUNT] = {"read-only mount", "read-only mount"},
+	[GUARD_RULE_RO_PATH] = {"read-only path", "read-only path"},
 };
 
 const char *guard_rule_name(unsigned rule)
@@ -70,4 +74,18 @@ int guard_refuse_why(struct guard_verdict *v, unsigned rule, const char *reason)
 		v->code = rule;
 	}
 	return -EROFS;
+}
+
+const char *guard_verdict_text(const struct guard_verdict *v, char *buf, size_t sz)
+{
+	if (v->code == GUARD_RULE_RO_MOUNT || v->code == GUARD_RULE_RO_PATH)
+		snprintf(buf, sz, "%s", guard_rule_name(v->code));
+	else
+		snprintf(buf, sz, "rule %s (%s)%s", v->rule ? v->rule : "?",
+			 v->reason ? v->reason : "protected",
+			 v->code == GUARD_RULE_G1 || v->code == GUARD_RULE_G2
+				 ? "; new repositories are refused here: clone into /tmp, or allow "
+				   "them (agentfs mount --allow-new-repos, or a bot's allow_new_repos)"
+				 : "");
+	return buf;
 }

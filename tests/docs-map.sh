@@ -22,18 +22,21 @@ done
 
 # ---- rule codes: the code's and the manual's ------------------------------------
 # gitguard's: the names of its table ([GUARD_RULE_X2] = {"X2", ...}), and the
-# enum (GUARD_RULE_X2) wherever the code names one; fusefs's: the code it
-# passes to refuse() when it decides alone (LK)
+# enum (GUARD_RULE_X2) wherever the code names one (every rule is gitguard's:
+# fusefs decides none); GUARD_RULE_RO_MOUNT and _RO_PATH are the mount's
+# settings, no rule of the table, named by their words ("read-only mount");
+# a rule name in quotes passed to a refusal outside gitguard would be a rule
+# decided there, and is counted too
 code_rules=$(
 	{
 		sed -n 's/^.*\[GUARD_RULE_[A-Z0-9]*\] = {"\([A-Z][A-Z0-9]*\)".*/\1/p' \
 			"$top_srcdir/gitguard/rules.c"
 		cat "$top_srcdir"/gitguard/*.[ch] "$top_srcdir"/fusefs/*.[ch] "$top_srcdir"/src/*/*.c |
-			grep -oE 'GUARD_RULE_[A-Z][A-Z0-9]*' | sed 's/^GUARD_RULE_//'
+			grep -oE 'GUARD_RULE_[A-Z][A-Z0-9_]*' | sed 's/^GUARD_RULE_//'
 		cat "$top_srcdir"/fusefs/*.c | tr '\n' ' ' |
 			grep -oE 'refuse\([^;]*"[A-Z][A-Z0-9]?[0-9]?"' | grep -oE '"[A-Z][A-Z0-9]*"$' |
 			tr -d '"'
-	} | grep -vxE 'NONE|MAX' | sort -u
+	} | grep -vxE 'NONE|MAX|RO_MOUNT|RO_PATH' | sort -u
 )
 [ -n "$code_rules" ] || { echo "Bail out! no rule code found in the code"; exit 99; }
 # the tags of WHAT IS PROTECTED's rule list: ".It G1", ".It \&D1"
@@ -90,6 +93,14 @@ missing "src/README names each folder of src/ that holds C files" \
 missing "fusefs/fs-int.h's map names every file of fusefs/" \
 	$(unmapped fusefs fs-int.h \
 		$(map_names "$top_srcdir/fusefs/fs-int.h" 'Which file owns what' '^ \*\/'))
+
+# ---- one decision ---------------------------------------------------------------
+# Every allow and refuse of a write-ish operation is gitguard's guard_check():
+# fusefs's decision (policy.c) and its handlers (ops*.c) gather facts and
+# name no rule code, neither as the enum nor as a quoted code they refuse by
+picked=$(cd "$top_srcdir" && grep -noE 'GUARD_RULE_[A-Z][A-Z0-9_]*|"(G|D|W|X|H|R)[0-9]{1,2}"|"LK"|"HL"' \
+	fusefs/policy.c fusefs/ops*.c | tr '\n' ' ')
+missing "fusefs/policy.c and ops*.c pick no rule: guard_check does" $picked
 
 # ---- the repository stands on its own --------------------------------------------
 # design notes kept beside the repository, never in it: nothing may point
