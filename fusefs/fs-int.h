@@ -25,10 +25,15 @@
  *                  descriptors, tables and locked files in the fd store; fs_handover
  *   restore.c      taking a kept mount over: fs_adopt, the same kernel mount
  *   journal.c      requests a killed server did but never answered, answered once
- *   policy.c       the one policy check, classes, refusals and change events
+ *   policy.c       the policy check: gathers the classes and the facts only
+ *                  fusefs knows for gitguard's guard_check, which decides
+ *                  every write-ish op (no rule is chosen here); refusals'
+ *                  log and change events
  *   decide.c       decision holds: a check and its name change as one step
- *   seal.c         content-checked renames and writes (X2, X4), ns_lock
- *   gitlock.c      lock files in git folders that a mount made (rule LK)
+ *   seal.c         content-checked renames and writes (X2, X4), ns_lock; which
+ *                  inodes are sealed (a fact guard_check judges)
+ *   gitlock.c      lock files in git folders that a mount made (the fact rule
+ *                  LK asks, in guard_check)
  *   backing.c      kernel passthrough: backing files and their counts
  *   closer.c       the closer thread: last closes, off the request path
  *   wire.c         libfuse < 3.17 only: passthrough in INIT and open replies
@@ -497,27 +502,14 @@ struct preq {
 };
 /* An op on the inode I alone (write, chmod, chown, touch), MODE as guard_req's */
 #define PREQ_INODE(rq, o, i, md)                                                                   \
-	((struct preq){.req = (rq),                                                                \
-		       .ino = (i),                                                                 \
-		       .g = {.op = (o),                                                            \
-			     .mode = (md),                                                         \
-			     .fd = -1,                                                             \
-			     .parent_fd = -1,                                                      \
-			     .src_parent_fd = -1,                                                  \
-			     .victim_fd = -1}})
-/* An op on NAME in the folder P (open as PFD): a name made, linked or removed; I the entry or NULL */
+	((struct preq){.req = (rq), .ino = (i),                                                    \
+		       .g = {.op = (o), .mode = (md), .fd = -1, .parent_fd = -1,                   \
+			     .src_parent_fd = -1, .victim_fd = -1}})
+/* An op on NAME in the folder P (open as PFD): made, linked or removed; I the entry or NULL */
 #define PREQ_NAME(rq, o, i, md, p, pfd, nm, tgt)                                                   \
-	((struct preq){.req = (rq),                                                                \
-		       .ino = (i),                                                                 \
-		       .parent = (p),                                                              \
-		       .g = {.op = (o),                                                            \
-			     .mode = (md),                                                         \
-			     .fd = -1,                                                             \
-			     .parent_fd = (pfd),                                                   \
-			     .name = (nm),                                                         \
-			     .src_parent_fd = -1,                                                  \
-			     .victim_fd = -1,                                                      \
-			     .target = (tgt)}})
+	((struct preq){.req = (rq), .ino = (i), .parent = (p),                                     \
+		       .g = {.op = (o), .mode = (md), .fd = -1, .parent_fd = (pfd), .name = (nm),  \
+			     .src_parent_fd = -1, .victim_fd = -1, .target = (tgt)}})
 int policy_check(struct fs_mount *m, const struct preq *r);
 unsigned policy_classify(struct fs_mount *m, struct inode *parent, const struct stat *st);
 void policy_refresh(struct fs_mount *m, struct inode *i);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The one decision every write-ish operation goes through: a read-only
- * mount, a read-only path (--ro-path), then gitguard's rule table. It reads
- * the classes cached on inodes; only after gitguard's generation moved
- * (a repository's layout or config changed) are stale classes recomputed,
- * parents first.
+ * The policy check every write-ish operation goes through. fusefs decides
+ * nothing here: it gathers what only it knows (the classes cached on its
+ * inodes, the mount's read-only settings, the seal, which git lock files a
+ * mount made, the inode's names) into gitguard's request, and guard_check()
+ * takes the decision and names its rule (gitguard.h, struct guard_req, says
+ * who gathers what). Only after gitguard's generation moved (a repository's
+ * layout or config changed) are stale classes recomputed, parents first.
  */
 #include "fusefs/fs-int.h"
 

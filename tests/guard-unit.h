@@ -170,16 +170,24 @@ static __attribute__((unused)) void split(const char *rel, char *dir, char *name
 	}
 }
 
+/* OP on REL itself; a CHMOD carries its descriptor, as fusefs's does (G3 looks for a .git) */
 static __attribute__((unused)) const char *try_op(enum guard_op op, const char *rel)
 {
 	struct guard_req r = {
 		.op = op, .fd = -1, .parent_fd = -1, .src_parent_fd = -1, .victim_fd = -1};
 	struct guard_cls c;
+	const char *res;
+	struct stat st;
+	int fd;
 
-	if (walk_to(rel, &c, NULL, NULL))
+	if (walk_to(rel, &c, &fd, &st))
 		return "ERR";
 	r.cls = &c;
-	return result(guard_check(g, &r, &v));
+	if (op == GUARD_OP_CHMOD)
+		r.fd = fd;
+	res = result(guard_check(g, &r, &v));
+	close(fd);
+	return res;
 }
 
 static __attribute__((unused)) const char *try_write(const char *rel)

@@ -23,19 +23,22 @@ static char home2p[PATH_MAX];	/* a home not made yet */
 static char home3p[PATH_MAX];	/* a home outside the root */
 static const char *homes[4] = {homep, home2p, home3p, NULL};
 
-/* chmod of REL to MODE (the permission bits) */
+/* chmod of REL to MODE (the permission bits), with its descriptor as fusefs's */
 static const char *chmod_to(const char *rel, mode_t mode)
 {
 	struct guard_req r = {.op = GUARD_OP_CHMOD, .fd = -1, .parent_fd = -1,
 			      .src_parent_fd = -1, .victim_fd = -1};
 	struct guard_cls c;
+	const char *res;
 	struct stat st;
 
-	if (walk_to(rel, &c, NULL, &st))
+	if (walk_to(rel, &c, &r.fd, &st))
 		return "ERR";
 	r.cls = &c;
 	r.mode = (st.st_mode & S_IFMT) | mode;
-	return result(guard_check(g, &r, &v));
+	res = result(guard_check(g, &r, &v));
+	close(r.fd);
+	return res;
 }
 
 static void test_home_names(void)
