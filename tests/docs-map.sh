@@ -98,8 +98,8 @@ missing "fusefs/fs-int.h's map names every file of fusefs/" \
 # Every allow and refuse of a write-ish operation is gitguard's guard_check():
 # fusefs's decision (policy.c) and its handlers (ops*.c) gather facts and
 # name no rule code, neither as the enum nor as a quoted code they refuse by
-picked=$(cd "$top_srcdir" && grep -noE 'GUARD_RULE_[A-Z][A-Z0-9_]*|"(G|D|W|X|H|R)[0-9]{1,2}"|"LK"|"HL"' \
-	fusefs/policy.c fusefs/ops*.c | tr '\n' ' ')
+rule_re='GUARD_RULE_[A-Z][A-Z0-9_]*|"[GDWXHR][0-9]{1,2}"|"LK"|"HL"'
+picked=$(cd "$top_srcdir" && grep -noE "$rule_re" fusefs/policy.c fusefs/ops*.c | tr '\n' ' ')
 missing "fusefs/policy.c and ops*.c pick no rule: guard_check does" $picked
 
 # ---- the repository stands on its own --------------------------------------------
