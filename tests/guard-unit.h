@@ -320,6 +320,49 @@ static __attribute__((unused)) const char *try_rename(const char *from, const ch
 	return try_move(GUARD_OP_RENAME, from, to);
 }
 
+/*
+ * The test NAME's temporary folder as top, with the host's git settings kept
+ * out; false (the plan printed, a skip) when git is not installed.
+ */
+static __attribute__((unused)) bool unit_begin(const char *name)
+{
+	char tmpl[PATH_MAX];
+
+	snprintf(tmpl, sizeof(tmpl), "/tmp/%s.XXXXXX", name);
+	if (!mkdtemp(tmpl))
+		die("mkdtemp");
+	if (!realpath(tmpl, top))
+		die("realpath");
+	setenv("HOME", top, 1);
+	setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+	setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
+	unsetenv("GIT_DIR");
+	unsetenv("GIT_WORK_TREE");
+	if (system("git --version >/dev/null 2>&1") != 0) {
+		printf("1..0 # SKIP git not installed\n");
+		rmdir(top);
+		return false;
+	}
+	return true;
+}
+
+/* The guard and top gone; the plan printed: main's exit status */
+static __attribute__((unused)) int unit_end(void)
+{
+	char cmd[PATH_MAX + 16];
+
+	if (g)
+		guard_free(g);
+	g = NULL;
+	if (rootfd >= 0)
+		close(rootfd);
+	rootfd = -1;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+	if (system(cmd) != 0)
+		fprintf(stderr, "# could not remove %s\n", top);
+	return tap_done();
+}
+
 #define IS(expr, want, desc)                                                                       \
 	do {                                                                                       \
 		const char *got_ = (expr);                                                         \

@@ -214,44 +214,26 @@ static void test_generation(void)
 	sh("echo x >f");
 	c = cls_of("f");
 	r = req_of(GUARD_OP_WRITE, &c, S_IFREG);
+	/* a first decision's look may find what the new guard has not seen yet; the next
+	   look waits GUARD_REVAL_MS */
+	tap_ok(guard_check(g, &r, &v) == 0, "gen 0: judged whatever the look found");
 	r.gen = guard_generation(g);
 	tap_ok(guard_check(g, &r, &v) == 0, "classes of the current generation are judged");
 	guard_bump(g);
 	tap_ok(guard_check(g, &r, &v) == -ESTALE, "older ones: -ESTALE, ask again");
 	r.gen = 0;
-	tap_ok(guard_check(g, &r, &v) == 0, "gen 0: judged as they are");
+	tap_ok(guard_check(g, &r, &v) == 0, "gen 0: judged as they are again");
 }
 
 int main(void)
 {
-	char tmpl[] = "/tmp/unit-guard-facts.XXXXXX";
-	char cmd[PATH_MAX + 16];
-	char *t = mkdtemp(tmpl);
-
-	if (!t)
-		die("mkdtemp");
-	if (!realpath(t, top))
-		die("realpath");
-	setenv("HOME", top, 1);
-	setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-	setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
-	unsetenv("GIT_DIR");
-	unsetenv("GIT_WORK_TREE");
-	if (system("git --version >/dev/null 2>&1") != 0) {
-		printf("1..0 # SKIP git not installed\n");
-		rmdir(top);
+	if (!unit_begin("unit-guard-facts"))
 		return 77;
-	}
 	test_mount_settings();
 	test_seal();
 	test_lock();
 	test_worktree_top();
 	test_other_name();
 	test_generation();
-	if (g)
-		guard_free(g);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
-	if (system(cmd) != 0)
-		fprintf(stderr, "# could not remove %s\n", top);
-	return tap_done();
+	return unit_end();
 }

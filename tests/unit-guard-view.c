@@ -303,31 +303,12 @@ static void test_threads(void)
 
 int main(void)
 {
-	char tmpl[] = "/tmp/unit-guard-view.XXXXXX";
-	char cmd[PATH_MAX + 16];
-	char *t = mkdtemp(tmpl);
-
-	if (!t)
-		die("mkdtemp");
-	if (!realpath(t, top))
-		die("realpath");
-	setenv("HOME", top, 1);
-	setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-	setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
-	unsetenv("GIT_DIR");
-	unsetenv("GIT_WORK_TREE");
-	if (system("git --version >/dev/null 2>&1") != 0) {
-		printf("1..0 # SKIP git not installed\n");
-		rmdir(top);
+	if (!unit_begin("unit-guard-view"))
 		return 77;
-	}
 	test_two_roots();
 	test_path_across_roots(true);
 	test_path_across_roots(false);
 	test_bot_repo_per_root();
 	test_threads();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
-	if (system(cmd) != 0)
-		fprintf(stderr, "# could not remove %s\n", top);
-	return tap_done();
+	return unit_end();
 }

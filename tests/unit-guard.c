@@ -803,24 +803,8 @@ static void test_layout(void)
 
 int main(void)
 {
-	char tmpl[] = "/tmp/unit-guard.XXXXXX";
-	char cmd[PATH_MAX + 16];
-	char *t = mkdtemp(tmpl);
-
-	if (!t)
-		die("mkdtemp");
-	if (!realpath(t, top))
-		die("realpath");
-	setenv("HOME", top, 1);
-	setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-	setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
-	unsetenv("GIT_DIR");
-	unsetenv("GIT_WORK_TREE");
-	if (system("git --version >/dev/null 2>&1") != 0) {
-		printf("1..0 # SKIP git not installed\n");
-		rmdir(top);
+	if (!unit_begin("unit-guard"))
 		return 77;
-	}
 	test_plain_and_git();
 	test_worktrees_modules();
 	test_pointers();
@@ -836,10 +820,5 @@ int main(void)
 	test_notify_config();
 	test_include_symlink();
 	test_layout();
-	guard_free(g);
-	close(rootfd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
-	if (system(cmd) != 0)
-		fprintf(stderr, "# could not remove %s\n", top);
-	return tap_done();
+	return unit_end();
 }
