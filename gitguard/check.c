@@ -306,7 +306,11 @@ static int check_facts(const struct guard_req *req, struct guard_verdict *v)
 		 */
 		if (!S_ISDIR(req->mode) || !(req->mode & S_IWOTH))
 			return 0;
-		if (req->fd < 0 || !fstatat(req->fd, ".git", &st, AT_SYMLINK_NOFOLLOW))
+		if (req->fd < 0)
+			return guard_refuse_why(v, GUARD_RULE_G3,
+						"a folder opened to other accounts' writes, "
+						"not looked at for a .git");
+		if (!fstatat(req->fd, ".git", &st, AT_SYMLINK_NOFOLLOW))
 			return guard_refuse_why(v, GUARD_RULE_G3,
 						"a work tree's top opened to other accounts' writes");
 		return 0;
