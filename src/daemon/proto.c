@@ -285,29 +285,30 @@ static cJSON *parse_pods(const cJSON *arr, struct paths *out)
 	return NULL;
 }
 
+/* The bot name at KEY of req (a string, by its field table) into *OUT; absent: left alone */
+static cJSON *spec_name(const cJSON *req, const char *key, char **out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+
+	if (v == NULL)
+		return NULL;
+	if (!bot_name_ok(v->valuestring))
+		return proto_error("bad_name",
+				   "bad bot name \"%.80s\": use 1 to %d letters, "
+				   "digits, - and _ (not starting with -)",
+				   v->valuestring, BOT_NAME_MAX);
+	*out = strdup(v->valuestring); /* NULL: out of memory, said at the end */
+	return NULL;
+}
+
 static cJSON *parse_spec(const cJSON *req, struct bot_spec *s)
 {
 	const cJSON *v;
 	cJSON *err;
 
-	v = cJSON_GetObjectItemCaseSensitive(req, "name");
-	if (v != NULL) {
-		if (!bot_name_ok(v->valuestring))
-			return proto_error("bad_name",
-					   "bad bot name \"%.80s\": use 1 to %d letters, "
-					   "digits, - and _ (not starting with -)",
-					   v->valuestring, BOT_NAME_MAX);
-		s->name = strdup(v->valuestring);
-	}
-	v = cJSON_GetObjectItemCaseSensitive(req, "as");
-	if (v != NULL) {
-		if (!bot_name_ok(v->valuestring))
-			return proto_error("bad_name",
-					   "bad bot name \"%.80s\": use 1 to %d letters, "
-					   "digits, - and _ (not starting with -)",
-					   v->valuestring, BOT_NAME_MAX);
-		s->as = strdup(v->valuestring);
-	}
+	if ((err = spec_name(req, "name", &s->name)) != NULL ||
+	    (err = spec_name(req, "as", &s->as)) != NULL)
+		return err;
 	v = cJSON_GetObjectItemCaseSensitive(req, "sandbox");
 	if (v != NULL) {
 		if (sandbox_parse(v->valuestring, &s->sandbox) != 0)
