@@ -344,7 +344,7 @@ void bots_exec_register(struct request *r, const char *name, const cJSON *req);
 void bots_ps(struct request *r);
 uint64_t bot_memory_max(const struct bot *b);
 uint64_t bot_pids_max(const struct bot *b);
-bool limits_within(const struct bot *b, const struct bot *c, char *why, size_t len);
+bool sandbox_limits_within(const struct bot *b, const struct bot *c, char *why, size_t len);
 /* queries.c */
 void bots_list(struct request *r);
 void bots_show(struct request *r, const char *name);

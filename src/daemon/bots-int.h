@@ -3,7 +3,7 @@
  * The daemon's bots, private to the files that keep them. Who owns what:
  *
  *   bots.c      the registry (find, make, remove), create, fork, delete,
- *               ttl, bots_init and bots_stop; owns ds, the daemon's state
+ *               ttl, bots_init and bots_stop; owns bots_state, the daemon's state
  *   authority.c who may see, make and hold what: pure functions over bots,
  *               no libevent and no I/O (tests/unit-authority.c)
  *   configure.c configure: a bot's new limits, keeping the mounts that stay
@@ -22,7 +22,7 @@
  *
  * Errors (agentfs.h): functions answer bool or 0/-errno and fill
  * `char *err, size_t errlen` (or why, len); a job carries errno, a code and
- * a message (job_seterr) that its done step sends with fail().
+ * a message (job_seterr) that its done step sends with bots_fail().
  */
 #ifndef AGENTFS_BOTS_INT_H
 #define AGENTFS_BOTS_INT_H
@@ -42,13 +42,13 @@
 /*
  * Work for a job thread (jobs.c). Made on the loop by job_new (or by a
  * worker, for a lost mount: job_post_done), owned by the job threads'
- * queue (ds.lock) from job_submit, by the one thread that took it until
+ * queue (bots_state.lock) from job_submit, by the one thread that took it until
  * run returns, then by the loop again: its done step answers the request
  * and frees it (job_finish); job_abort frees one that was never submitted.
  * run may change only the job and its bots (busy, so the loop leaves them
  * alone); jobs of other families run on other threads at the same time,
  * so run touches nothing shared but what locks its own (fusefs, accounts'
- * atomics, the log, ds.prog under ds.lock).
+ * atomics, the log, bots_state.prog under bots_state.lock).
  */
 struct job {
 	struct job *next;
@@ -61,7 +61,7 @@ struct job {
 	 */
 	const void *lane;
 	bool by_bot;
-	unsigned slot;		    /* the job thread it runs on: set under ds.lock when taken */
+	unsigned slot; /* the job thread it runs on: set under bots_state.lock when taken */
 	void (*run)(struct job *);  /* on the job thread */
 	void (*done)(struct job *); /* on the loop */
 	struct request req;
@@ -87,7 +87,7 @@ struct job {
  * runs and emptied by bots_stop after it ends (the job threads joined
  * first). Each field says what protects it: "loop" fields are read and
  * written only on the event loop's thread; "lock" fields only under
- * ds.lock, which is held only for moments (never across a job's run or
+ * bots_state.lock, which is held only for moments (never across a job's run or
  * a client's reply); a bot with busy set is being worked on by a job
  * thread, and the loop does not change it then.
  */
@@ -133,7 +133,7 @@ struct daemon_state {
 	} prog[JOB_THREADS];
 	struct event *prog_ev; /* immutable while the threads run */
 };
-extern struct daemon_state ds;
+extern struct daemon_state bots_state;
 
 /* authority.c: pure, over the list all */
 struct bot *auth_find(const struct bots *all, const char *name);
@@ -152,20 +152,20 @@ bool auth_operator_room(const struct bots *all, unsigned max_bots, uid_t uid, ch
 
 /* bots.c */
 struct bot *bot_find(const char *name);
-struct bot *caller_of(struct request *r);
-uid_t operator_uid(struct request *r);
+struct bot *bots_caller(struct request *r);
+uid_t bots_operator_uid(struct request *r);
 bool bot_visible(struct request *r, const struct bot *b);
-struct bot *visible_bot(struct request *r, const char *name);
-void fail(struct request *r, const char *code, const char *fmt, ...)
+struct bot *bot_find_visible(struct request *r, const char *name);
+void bots_fail(struct request *r, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-bool ceiling_ok(struct request *r, const struct bot *b);
-bool pods_by_operator(struct request *r, const char *name, const struct bot_spec *s);
-void save_state(void);
+bool bots_ceiling_ok(struct request *r, const struct bot *b);
+bool bots_pods_by_operator(struct request *r, const char *name, const struct bot_spec *s);
+void bots_save_state(void);
 void bot_arm_ttl(struct bot *b);
 bool bot_activate(struct bot *b, char *err, size_t errlen);
 void bot_remove(struct bot *b);
-bool collect(struct bot *b, struct bot ***v, size_t *n);
-bool collect_idle(struct request *r, struct bot *b, struct bot ***v, size_t *n);
+bool bots_collect(struct bot *b, struct bot ***v, size_t *n);
+bool bots_collect_idle(struct request *r, struct bot *b, struct bot ***v, size_t *n);
 bool bot_delete(struct request *r, struct bot *b);
 
 /* configure.c: bots_configure (agentfs.h) */
@@ -186,13 +186,13 @@ void job_seterr(struct job *j, int e, const char *code, const char *fmt, ...)
 int roots_init(char *err, size_t errlen);
 void roots_stop(void);
 int bot_plan_roots(struct bot *b);
-const char *folder_error(int e);
-int open_folder(const char *path);
-int root_allowed(int fd, const char *path, char *why, size_t len);
+const char *roots_folder_error(int e);
+int roots_open_folder(const char *path);
+int roots_allowed(int fd, const char *path, char *why, size_t len);
 void bot_unmount_all(struct bot *b);
 void root_mount(struct job *j, struct bot *b, struct root *rt);
-void run_mount_bot(struct job *j);
-void run_restore_bot(struct job *j);
+void roots_mount_bot(struct job *j);
+void roots_restore_bot(struct job *j);
 
 /* sandbox.c */
 #define FORCE_GRACE_S 3	  /* rm --force: SIGTERM, then SIGKILL after this long */
@@ -201,15 +201,15 @@ void sandboxes_free(struct bot *b);
 void sandboxes_stop(void);
 void sandboxes_restore(void);
 unsigned sandboxes_running(struct bot **v, size_t n);
-void running_msg(struct bot **v, size_t n, char *out, size_t len);
-bool force_delete(struct request *r, struct bot *b);
+void sandbox_running_msg(struct bot **v, size_t n, char *out, size_t len);
+bool sandbox_force_delete(struct request *r, struct bot *b);
 void sandboxes_json(const struct bot *b, cJSON *bot);
-void limits_json(const struct bot *b, cJSON *bot);
-void cgroups_json(cJSON *body);
+void sandbox_limits_json(const struct bot *b, cJSON *bot);
+void sandbox_cgroups_json(cJSON *body);
 
 /* restart.c */
-void check_lost(struct bot *only);
-void fs_lost_cb(void *arg, struct fs_mount *m);
+void restart_check_lost(struct bot *only);
+void restart_lost_cb(void *arg, struct fs_mount *m);
 int restart_start(char *err, size_t errlen);
 void restart_stop(void);
 void restart_crash_point(const char *name);

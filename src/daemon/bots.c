@@ -19,20 +19,20 @@
 
 #include <event2/event.h>
 
-struct daemon_state ds;
+struct daemon_state bots_state;
 
 struct bot *bot_find(const char *name)
 {
-	return auth_find(&ds.bots, name);
+	return auth_find(&bots_state.bots, name);
 }
 
-struct bot *caller_of(struct request *r)
+struct bot *bots_caller(struct request *r)
 {
 	return r->peer != NULL ? server_peer_bot(r->peer) : NULL;
 }
 
 /* The uid of the operator asking; 0 for root and for the daemon itself (ttl). */
-uid_t operator_uid(struct request *r)
+uid_t bots_operator_uid(struct request *r)
 {
 	return r->peer != NULL ? server_peer_uid(r->peer) : 0;
 }
@@ -40,22 +40,22 @@ uid_t operator_uid(struct request *r)
 /* May the asker see b? (auth_visible) */
 bool bot_visible(struct request *r, const struct bot *b)
 {
-	return auth_visible(&ds.bots, caller_of(r), operator_uid(r), b);
+	return auth_visible(&bots_state.bots, bots_caller(r), bots_operator_uid(r), b);
 }
 
 /* The bot NAME if the asker may see it; else NULL, answered not_found. */
-struct bot *visible_bot(struct request *r, const char *name)
+struct bot *bot_find_visible(struct request *r, const char *name)
 {
 	struct bot *b = bot_find(name);
 
 	if (b == NULL || b->deleting || !bot_visible(r, b)) {
-		fail(r, "not_found", "no bot named %s", name);
+		bots_fail(r, "not_found", "no bot named %s", name);
 		return NULL;
 	}
 	return b;
 }
 
-void fail(struct request *r, const char *code, const char *fmt, ...)
+void bots_fail(struct request *r, const char *code, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -67,14 +67,14 @@ void fail(struct request *r, const char *code, const char *fmt, ...)
 }
 
 /* The ceiling check for a bot about to exist or change: its creator, if a bot. */
-bool ceiling_ok(struct request *r, const struct bot *b)
+bool bots_ceiling_ok(struct request *r, const struct bot *b)
 {
 	struct bot *c = b->creator != NULL ? bot_find(b->creator) : NULL;
 	char why[512];
 
 	if (c != NULL && (!auth_within_ceiling(b, c, why, sizeof why) ||
-			  !limits_within(b, c, why, sizeof why))) {
-		fail(r, "forbidden", "%s: %s", b->name, why);
+			  !sandbox_limits_within(b, c, why, sizeof why))) {
+		bots_fail(r, "forbidden", "%s: %s", b->name, why);
 		return false;
 	}
 	return true;
@@ -84,7 +84,7 @@ static char *bot_socket_path(const char *name)
 {
 	char *p;
 
-	if (asprintf(&p, "%s.d/%s.sock", ds.cfg->socket_path, name) < 0)
+	if (asprintf(&p, "%s.d/%s.sock", bots_state.cfg->socket_path, name) < 0)
 		return NULL;
 	return p;
 }
@@ -109,12 +109,12 @@ static void fs_event_cb(void *arg, struct fs_mount *m, const struct fs_event *ev
 		changes_record(b->changes, m, ev);
 }
 
-void save_state(void)
+void bots_save_state(void)
 {
-	int r = state_save(ds.cfg, &ds.bots);
+	int r = state_save(bots_state.cfg, &bots_state.bots);
 
 	if (r != 0)
-		log_msg(LOG_ERR, "cannot save the state in %s: %s", ds.cfg->state_dir,
+		log_msg(LOG_ERR, "cannot save the state in %s: %s", bots_state.cfg->state_dir,
 			strerror(-r));
 }
 
@@ -128,7 +128,7 @@ void bot_arm_ttl(struct bot *b)
 	if (b->expires == 0)
 		return;
 	if (b->ttl_ev == NULL)
-		b->ttl_ev = evtimer_new(ds.base, ttl_expired, b);
+		b->ttl_ev = evtimer_new(bots_state.base, ttl_expired, b);
 	if (b->ttl_ev == NULL)
 		return;
 	tv.tv_sec = b->expires > now ? b->expires - now : 0;
@@ -144,7 +144,7 @@ bool bot_activate(struct bot *b, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
-	if (server_listen(ds.srv, sock, b, err, errlen) != 0)
+	if (server_listen(bots_state.srv, sock, b, err, errlen) != 0)
 		return false;
 	bot_arm_ttl(b);
 	return true;
@@ -153,12 +153,12 @@ bool bot_activate(struct bot *b, char *err, size_t errlen)
 void bot_remove(struct bot *b)
 {
 	sandboxes_free(b);
-	server_unlisten(ds.srv, b);
+	server_unlisten(bots_state.srv, b);
 	if (b->ttl_ev != NULL)
 		event_free(b->ttl_ev);
 	b->ttl_ev = NULL;
-	TAILQ_REMOVE(&ds.bots, b, entry);
-	ds.nbots--;
+	TAILQ_REMOVE(&bots_state.bots, b, entry);
+	bots_state.nbots--;
 	bot_free(b);
 }
 
@@ -171,9 +171,9 @@ static void done_create(struct job *j)
 
 	b->busy = false;
 	if (j->error != 0) {
-		fail(&j->req, j->code, "%s", j->msg);
-		TAILQ_REMOVE(&ds.bots, b, entry);
-		ds.nbots--;
+		bots_fail(&j->req, j->code, "%s", j->msg);
+		TAILQ_REMOVE(&bots_state.bots, b, entry);
+		bots_state.nbots--;
 		bot_free(b);
 		job_finish(j);
 		return;
@@ -185,14 +185,14 @@ static void done_create(struct job *j)
 		b->state_bytes = size;
 	}
 	/* Saved before its socket exists: a crash between leaves no orphan socket. */
-	save_state();
+	bots_save_state();
 	if (!bot_activate(b, err, sizeof err)) {
-		fail(&j->req, "internal", "%s", err);
+		bots_fail(&j->req, "internal", "%s", err);
 		bot_unmount_all(b); /* quick: nothing can be using a mount no one was told of */
-		TAILQ_REMOVE(&ds.bots, b, entry);
-		ds.nbots--;
+		TAILQ_REMOVE(&bots_state.bots, b, entry);
+		bots_state.nbots--;
 		bot_free(b);
-		save_state();
+		bots_save_state();
 		job_finish(j);
 		return;
 	}
@@ -208,19 +208,19 @@ static void done_create(struct job *j)
 /* Answer a resent create or fork from what the first one made. */
 static bool answer_resend(struct request *r)
 {
-	struct bot *caller = caller_of(r), *b;
+	struct bot *caller = bots_caller(r), *b;
 	cJSON *body;
 
 	if (r->id == NULL || !cJSON_IsString(r->id))
 		return false;
-	TAILQ_FOREACH(b, &ds.bots, entry) {
+	TAILQ_FOREACH(b, &bots_state.bots, entry) {
 		if (b->request_id == NULL || strcmp(b->request_id, r->id->valuestring) != 0)
 			continue;
 		if ((caller == NULL) != (b->creator == NULL) ||
 		    (caller != NULL && strcmp(caller->name, b->creator) != 0) || !bot_visible(r, b))
 			continue;
 		if (b->busy) {
-			fail(r, "busy", "bot %s is still being made; ask again", b->name);
+			bots_fail(r, "busy", "bot %s is still being made; ask again", b->name);
 			return true;
 		}
 		body = cJSON_CreateObject();
@@ -264,13 +264,14 @@ static bool bot_user(struct request *r, struct bot *b, const struct bot_spec *s,
 	if (!s->has_user)
 		return true;
 	if (caller != NULL && (!caller->uid_set || s->user != caller->uid)) {
-		fail(r, "forbidden",
-		     "%s: a bot's bots run as its own user (uid %u); it may not name another",
-		     b->name, (unsigned)caller->uid);
+		bots_fail(r, "forbidden",
+			  "%s: a bot's bots run as its own user (uid %u); it may not name another",
+			  b->name, (unsigned)caller->uid);
 		return false;
 	}
 	if (caller == NULL && op != 0 && s->user != op) {
-		fail(r, "forbidden", "%s: only root may name another user than its own", b->name);
+		bots_fail(r, "forbidden", "%s: only root may name another user than its own",
+			  b->name);
 		return false;
 	}
 	b->uid = s->user;
@@ -285,36 +286,37 @@ static bool bot_user(struct request *r, struct bot *b, const struct bot_spec *s,
  * through a bot it makes, would hand its roots to a workload the operator
  * never chose. False after failing the request.
  */
-bool pods_by_operator(struct request *r, const char *name, const struct bot_spec *s)
+bool bots_pods_by_operator(struct request *r, const char *name, const struct bot_spec *s)
 {
-	if (!s->has_pods || caller_of(r) == NULL)
+	if (!s->has_pods || bots_caller(r) == NULL)
 		return true;
-	fail(r, "forbidden", "%s: only the operator names a bot's pods", name);
+	bots_fail(r, "forbidden", "%s: only the operator names a bot's pods", name);
 	return false;
 }
 
 /* May the asker make a bot named name now? False after failing the request. */
 static bool may_make(struct request *r, const char *name, const struct bot *caller)
 {
-	uid_t op = caller != NULL ? caller->owner_uid : operator_uid(r);
+	uid_t op = caller != NULL ? caller->owner_uid : bots_operator_uid(r);
 	char why[512];
 
-	if (ds.shutdown_requested) {
-		fail(r, "shutting_down", "agentfsd is shutting down");
+	if (bots_state.shutdown_requested) {
+		bots_fail(r, "shutting_down", "agentfsd is shutting down");
 		return false;
 	}
 	if (bot_find(name) != NULL) {
-		fail(r, "exists", "a bot named %s exists", name);
+		bots_fail(r, "exists", "a bot named %s exists", name);
 		return false;
 	}
-	if (ds.nbots >= ds.cfg->max_bots) {
-		fail(r, "limit", "at most %u bots", ds.cfg->max_bots);
+	if (bots_state.nbots >= bots_state.cfg->max_bots) {
+		bots_fail(r, "limit", "at most %u bots", bots_state.cfg->max_bots);
 		return false;
 	}
 	if ((caller != NULL &&
-	     !auth_family_room(&ds.bots, ds.nbots, ds.cfg->max_bots, caller, why, sizeof why)) ||
-	    !auth_operator_room(&ds.bots, ds.cfg->max_bots, op, why, sizeof why)) {
-		fail(r, "limit", "%s", why);
+	     !auth_family_room(&bots_state.bots, bots_state.nbots, bots_state.cfg->max_bots, caller,
+			       why, sizeof why)) ||
+	    !auth_operator_room(&bots_state.bots, bots_state.cfg->max_bots, op, why, sizeof why)) {
+		bots_fail(r, "limit", "%s", why);
 		return false;
 	}
 	return true;
@@ -331,12 +333,12 @@ static bool state_room(struct request *r, struct bot *b)
 	char why[512];
 
 	if (size == 0) {
-		fail(r, "internal", "out of memory");
+		bots_fail(r, "internal", "out of memory");
 		return false;
 	}
 	if (!acct_take(b->fam, b->op, AR_STATE, size, why, sizeof why)) {
-		fail(r, "limit", "%s: its entry in the state file (%zu bytes) is refused: %s",
-		     b->name, size, why);
+		bots_fail(r, "limit", "%s: its entry in the state file (%zu bytes) is refused: %s",
+			  b->name, size, why);
 		return false;
 	}
 	b->state_bytes = size;
@@ -363,8 +365,8 @@ static bool bot_settings(struct bot *b, const struct bot_spec *s, const struct b
 		b->memory_max = from->memory_max;
 		b->pids_max = from->pids_max;
 	} else {
-		b->sandbox = caller != NULL ? caller->sandbox : ds.cfg->default_sandbox;
-		b->network = caller != NULL ? caller->network : ds.cfg->default_network;
+		b->sandbox = caller != NULL ? caller->sandbox : bots_state.cfg->default_sandbox;
+		b->network = caller != NULL ? caller->network : bots_state.cfg->default_network;
 		/* a bot's bot: its maker's limits, which are its ceiling */
 		b->memory_max = caller != NULL ? bot_memory_max(caller) : 0;
 		b->pids_max = caller != NULL ? bot_pids_max(caller) : 0;
@@ -404,9 +406,9 @@ static bool bot_settings(struct bot *b, const struct bot_spec *s, const struct b
 static struct bot *bot_new(struct request *r, const char *name, const struct bot_spec *s,
 			   const struct bot *from)
 {
-	struct bot *caller = caller_of(r), *b, *c;
+	struct bot *caller = bots_caller(r), *b, *c;
 
-	if (!may_make(r, name, caller) || !pods_by_operator(r, name, s))
+	if (!may_make(r, name, caller) || !bots_pods_by_operator(r, name, s))
 		return NULL;
 	b = calloc(1, sizeof *b);
 	if (b == NULL)
@@ -423,17 +425,17 @@ static struct bot *bot_new(struct request *r, const char *name, const struct bot
 		bot_free(b);
 		return NULL;
 	}
-	/* Its folder's owner, when no user is named or inherited: run_mount_bot checks it. */
+	/* Its folder's owner, when no user is named or inherited: roots_mount_bot checks it. */
 	if (b->uid_set && b->uid == 0 && b->sandbox != SANDBOX_DANGER_FULL_ACCESS) {
-		fail(r, "forbidden", ROOT_BOT_REFUSED, b->name,
-		     s->has_user ? "--user names root" : "the user of the bot it comes from");
+		bots_fail(r, "forbidden", ROOT_BOT_REFUSED, b->name,
+			  s->has_user ? "--user names root" : "the user of the bot it comes from");
 		bot_free(b);
 		return NULL;
 	}
 	if (r->id != NULL && cJSON_IsString(r->id) &&
 	    (b->request_id = strdup(r->id->valuestring)) == NULL)
 		goto nomem;
-	if (!ceiling_ok(r, b)) {
+	if (!bots_ceiling_ok(r, b)) {
 		bot_free(b);
 		return NULL;
 	}
@@ -451,7 +453,7 @@ static struct bot *bot_new(struct request *r, const char *name, const struct bot
 	return b;
 nomem:
 	bot_free(b);
-	fail(r, "internal", "out of memory");
+	bots_fail(r, "internal", "out of memory");
 	return NULL;
 }
 
@@ -464,16 +466,16 @@ static bool bot_start(struct request *r, struct bot *b)
 
 	if (j == NULL) {
 		bot_free(b);
-		fail(r, "internal", "out of memory");
+		bots_fail(r, "internal", "out of memory");
 		return false;
 	}
 	b->busy = true;
 	b->ring = events_ring_new(b->name);
 	b->changes = changes_new(b->name, false, b->fam, b->op, b->owner_uid);
-	TAILQ_INSERT_TAIL(&ds.bots, b, entry);
-	ds.nbots++;
+	TAILQ_INSERT_TAIL(&bots_state.bots, b, entry);
+	bots_state.nbots++;
 	j->bot = b;
-	j->uid = caller_of(r) == NULL && r->peer != NULL ? server_peer_uid(r->peer) : 0;
+	j->uid = bots_caller(r) == NULL && r->peer != NULL ? server_peer_uid(r->peer) : 0;
 	if (b->creator != NULL && (c = bot_find(b->creator)) != NULL) {
 		j->ceiling_set = true;
 		for (i = 0; i < c->nroots; i++)
@@ -481,7 +483,7 @@ static bool bot_start(struct request *r, struct bot *b)
 				paths_add(&j->ceiling, c->roots[i].path);
 	}
 	j->lane = b->fam;
-	j->run = run_mount_bot;
+	j->run = roots_mount_bot;
 	j->done = done_create;
 	job_submit(j);
 	return true;
@@ -505,7 +507,7 @@ bool bots_fork(struct request *r, struct bot_spec *s)
 		return false;
 	src = bot_find(s->name);
 	if (src == NULL || !bot_visible(r, src)) {
-		fail(r, "not_found", "no bot named %s", s->name);
+		bots_fail(r, "not_found", "no bot named %s", s->name);
 		return false;
 	}
 	b = bot_new(r, s->as, s, src);
@@ -517,12 +519,13 @@ bool bots_fork(struct request *r, struct bot_spec *s)
  * when out of memory: *v then holds only part, which the caller must not
  * act on (a delete of part of a family would leave orphans).
  */
-bool collect(struct bot *b, struct bot ***v, size_t *n)
+bool bots_collect(struct bot *b, struct bot ***v, size_t *n)
 {
 	struct bot *c, **nv;
 
-	TAILQ_FOREACH(c, &ds.bots, entry)
-		if (c->creator != NULL && strcmp(c->creator, b->name) == 0 && !collect(c, v, n))
+	TAILQ_FOREACH(c, &bots_state.bots, entry)
+		if (c->creator != NULL && strcmp(c->creator, b->name) == 0 &&
+		    !bots_collect(c, v, n))
 			return false;
 	nv = realloc(*v, (*n + 1) * sizeof *nv);
 	if (nv == NULL)
@@ -536,17 +539,17 @@ bool collect(struct bot *b, struct bot ***v, size_t *n)
  * Collect b's family for a delete, none of it busy; false after failing
  * the request (*v may hold part, for the caller to free).
  */
-bool collect_idle(struct request *r, struct bot *b, struct bot ***v, size_t *n)
+bool bots_collect_idle(struct request *r, struct bot *b, struct bot ***v, size_t *n)
 {
 	size_t i;
 
-	if (!collect(b, v, n)) {
-		fail(r, "internal", "out of memory");
+	if (!bots_collect(b, v, n)) {
+		bots_fail(r, "internal", "out of memory");
 		return false;
 	}
 	for (i = 0; i < *n; i++) {
 		if ((*v)[i]->busy) {
-			fail(r, "busy", "bot %s is being changed; ask again", (*v)[i]->name);
+			bots_fail(r, "busy", "bot %s is being changed; ask again", (*v)[i]->name);
 			return false;
 		}
 	}
@@ -580,7 +583,7 @@ static void done_delete(struct job *j)
 		cJSON_AddItemToArray(names, cJSON_CreateString(j->victims[i]->name));
 		bot_remove(j->victims[i]);
 	}
-	save_state();
+	bots_save_state();
 	request_reply(&j->req, body);
 	job_finish(j);
 }
@@ -596,17 +599,17 @@ bool bot_delete(struct request *r, struct bot *b)
 
 	j = job_new(r);
 	if (j == NULL) {
-		fail(r, "internal", "out of memory");
+		bots_fail(r, "internal", "out of memory");
 		return false;
 	}
-	if (!collect_idle(r, b, &j->victims, &j->nvictims)) {
+	if (!bots_collect_idle(r, b, &j->victims, &j->nvictims)) {
 		job_abort(j);
 		return false;
 	}
 	for (i = 0; i < j->nvictims; i++) {
 		j->victims[i]->busy = true;
 		j->victims[i]->deleting = true;
-		server_unlisten(ds.srv, j->victims[i]);
+		server_unlisten(bots_state.srv, j->victims[i]);
 	}
 	j->lane = b->fam;
 	j->run = run_delete;
@@ -617,36 +620,37 @@ bool bot_delete(struct request *r, struct bot *b)
 
 bool bots_delete(struct request *r, const char *name, bool force)
 {
-	struct bot *caller = caller_of(r), *b, **v = NULL;
+	struct bot *caller = bots_caller(r), *b, **v = NULL;
 	char pids[256];
 	size_t n = 0;
 	unsigned running;
 
-	if ((b = visible_bot(r, name)) == NULL)
+	if ((b = bot_find_visible(r, name)) == NULL)
 		return false;
 	if (caller != NULL && b == caller) {
-		fail(r, "forbidden", "a bot cannot delete itself; ask whoever made it");
+		bots_fail(r, "forbidden", "a bot cannot delete itself; ask whoever made it");
 		return false;
 	}
-	if (!collect(b, &v, &n)) {
+	if (!bots_collect(b, &v, &n)) {
 		free(v);
-		fail(r, "internal", "out of memory");
+		bots_fail(r, "internal", "out of memory");
 		return false;
 	}
 	running = sandboxes_running(v, n);
-	running_msg(v, n, pids, sizeof pids);
+	sandbox_running_msg(v, n, pids, sizeof pids);
 	free(v);
 	if (running > 0 && !force) {
-		fail(r, "running",
-		     "bot %s (or a bot it made) has %u running sandbox%s (agentfs exec, %s): "
-		     "nothing was deleted; end %s, or `agentfs rm --force %s` ends %s first "
-		     "(SIGTERM, then SIGKILL after %d s)",
-		     b->name, running, running == 1 ? "" : "es", pids, running == 1 ? "it" : "them",
-		     b->name, running == 1 ? "it" : "them", FORCE_GRACE_S);
+		bots_fail(r, "running",
+			  "bot %s (or a bot it made) has %u running sandbox%s (agentfs exec, %s): "
+			  "nothing was deleted; end %s, or `agentfs rm --force %s` ends %s first "
+			  "(SIGTERM, then SIGKILL after %d s)",
+			  b->name, running, running == 1 ? "" : "es", pids,
+			  running == 1 ? "it" : "them", b->name, running == 1 ? "it" : "them",
+			  FORCE_GRACE_S);
 		return false;
 	}
 	if (running > 0)
-		return force_delete(r, b);
+		return sandbox_force_delete(r, b);
 	return bot_delete(r, b);
 }
 
@@ -683,7 +687,7 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 	struct fs_params fp = {.workers = cfg->workers,
 			       .timeout = -1,
 			       .log = fs_log_cb,
-			       .lost = fs_lost_cb,
+			       .lost = restart_lost_cb,
 			       .event = fs_event_cb};
 
 	/* a store keeps what must outlive us (fdstore.c): a restart is then invisible */
@@ -696,21 +700,21 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
 
 	if (cfg->poll_set)
 		fp.poll_us = cfg->poll_us == 0 ? -1 : (int)cfg->poll_us;
-	ds.base = base;
-	ds.cfg = cfg;
-	ds.srv = srv;
-	ds.restarts_fd = -1;
-	ds.fs = fs_new(&fp, &ferr);
-	if (ds.fs == NULL) {
+	bots_state.base = base;
+	bots_state.cfg = cfg;
+	bots_state.srv = srv;
+	bots_state.restarts_fd = -1;
+	bots_state.fs = fs_new(&fp, &ferr);
+	if (bots_state.fs == NULL) {
 		snprintf(err, errlen, "%s", ferr.msg);
 		return -ferr.code;
 	}
-	ds.started = time(NULL);
-	TAILQ_INIT(&ds.bots);
+	bots_state.started = time(NULL);
+	TAILQ_INIT(&bots_state.bots);
 	if ((r = roots_init(err, errlen)) != 0)
 		return r;
 	accounts_init(cfg);
-	if (events_init(base, &ds.bots) != 0 || changes_init(cfg) != 0) {
+	if (events_init(base, &bots_state.bots) != 0 || changes_init(cfg) != 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -733,15 +737,16 @@ int bots_init(struct event_base *base, struct config *cfg, struct server *srv, c
  */
 void bots_stop_requested(int sig)
 {
-	ds.restarting = !ds.shutdown_requested && fdstore_kind() != FDSTORE_NONE &&
-			(fdstore_kind() == FDSTORE_SYSTEMD || ds.cfg->restart_grace > 0);
+	bots_state.restarting =
+		!bots_state.shutdown_requested && fdstore_kind() != FDSTORE_NONE &&
+		(fdstore_kind() == FDSTORE_SYSTEMD || bots_state.cfg->restart_grace > 0);
 	log_msg(LOG_INFO, "signal %d: %s", sig,
-		ds.restarting ? "handing the mounts over for a restart" : "shutting down");
+		bots_state.restarting ? "handing the mounts over for a restart" : "shutting down");
 }
 
 bool bots_restarting(void)
 {
-	return ds.restarting && !ds.shutdown_requested;
+	return bots_state.restarting && !bots_state.shutdown_requested;
 }
 
 /*
@@ -755,9 +760,9 @@ void bots_handover(void)
 	int n;
 
 	jobs_stop();
-	save_state();
+	bots_save_state();
 	restart_crash_point("handover");
-	n = fs_handover(ds.fs);
+	n = fs_handover(bots_state.fs);
 	restart_crash_point("handed");
 	changes_stop();
 	events_stop();
@@ -771,19 +776,19 @@ void bots_stop(void)
 	struct bot *b;
 
 	jobs_stop();
-	save_state();
+	bots_save_state();
 	sandboxes_stop();
-	while ((b = TAILQ_FIRST(&ds.bots)) != NULL) {
+	while ((b = TAILQ_FIRST(&bots_state.bots)) != NULL) {
 		bot_unmount_all(b);
 		bot_remove(b);
 	}
-	ds.nbots = 0;
+	bots_state.nbots = 0;
 	events_stop();
 	changes_stop();
 	jobs_free();
 	roots_stop();
 	restart_stop();
 	cgroup_stop();
-	fs_free(ds.fs);
-	ds.fs = NULL;
+	fs_free(bots_state.fs);
+	bots_state.fs = NULL;
 }

@@ -52,7 +52,7 @@ static void done_configure(struct job *j)
 				   rt->path, rt->mountpoint);
 		rt->was_lost = false;
 	}
-	save_state();
+	bots_save_state();
 	cJSON_AddItemToObject(body, "bot", bot_to_json(j->bot, true));
 	request_reply(&j->req, body);
 	job_finish(j);
@@ -69,16 +69,16 @@ static bool folders_exist(struct request *r, const struct paths *p)
 	int fd, e;
 
 	for (i = 0; i < p->n; i++) {
-		fd = open_folder(p->v[i]);
+		fd = roots_open_folder(p->v[i]);
 		if (fd < 0) {
 			e = errno;
-			fail(r, "bad_path", "%s: %s", p->v[i], folder_error(e));
+			bots_fail(r, "bad_path", "%s: %s", p->v[i], roots_folder_error(e));
 			return false;
 		}
-		e = root_allowed(fd, p->v[i], why, sizeof why);
+		e = roots_allowed(fd, p->v[i], why, sizeof why);
 		close(fd);
 		if (e != 0) {
-			fail(r, "bad_path", "%s", why);
+			bots_fail(r, "bad_path", "%s", why);
 			return false;
 		}
 	}
@@ -158,13 +158,13 @@ static bool state_grows(struct request *r, struct bot *b, const struct bot_spec 
 		tmp.pods = s->pods;
 	size = state_entry_size(&tmp);
 	if (size == 0) {
-		fail(r, "internal", "out of memory");
+		bots_fail(r, "internal", "out of memory");
 		return false;
 	}
 	if (size > b->state_bytes &&
 	    !acct_take(b->fam, b->op, AR_STATE, size - b->state_bytes, why, sizeof why)) {
-		fail(r, "limit", "%s: its entry in the state file would grow to %zu bytes: %s",
-		     b->name, size, why);
+		bots_fail(r, "limit", "%s: its entry in the state file would grow to %zu bytes: %s",
+			  b->name, size, why);
 		return false;
 	}
 	next->state_bytes = size;
@@ -198,20 +198,20 @@ static bool configure_check(struct request *r, struct bot *b, const struct bot_s
 	if (s->has_pids_max)
 		next->pids_max = s->pids_max;
 	if (next->sandbox != SANDBOX_DANGER_FULL_ACCESS && b->uid_set && b->uid == 0) {
-		fail(r, "forbidden", ROOT_BOT_REFUSED, b->name, "its user");
+		bots_fail(r, "forbidden", ROOT_BOT_REFUSED, b->name, "its user");
 		return false;
 	}
-	if (!ceiling_ok(r, next) || (s->has_writable && !folders_exist(r, &s->writable)) ||
+	if (!bots_ceiling_ok(r, next) || (s->has_writable && !folders_exist(r, &s->writable)) ||
 	    (s->has_readable && !folders_exist(r, &s->readable)))
 		return false;
-	TAILQ_FOREACH(c, &ds.bots, entry) {
+	TAILQ_FOREACH(c, &bots_state.bots, entry) {
 		if (c->creator != NULL && strcmp(c->creator, b->name) == 0 && !c->deleting &&
 		    (!auth_within_ceiling(c, next, why, sizeof why) ||
-		     !limits_within(c, next, why, sizeof why))) {
-			fail(r, "forbidden",
-			     "%s would be above its maker's new limits (%s): "
-			     "configure or delete it first",
-			     c->name, why);
+		     !sandbox_limits_within(c, next, why, sizeof why))) {
+			bots_fail(r, "forbidden",
+				  "%s would be above its maker's new limits (%s): "
+				  "configure or delete it first",
+				  c->name, why);
 			return false;
 		}
 	}
@@ -252,20 +252,20 @@ static void configure_apply(struct bot *b, struct bot_spec *s, const struct bot 
 
 bool bots_configure(struct request *r, struct bot_spec *s)
 {
-	struct bot *caller = caller_of(r), *b, next = {0};
+	struct bot *caller = bots_caller(r), *b, next = {0};
 	struct job *j;
 
-	if ((b = visible_bot(r, s->name)) == NULL)
+	if ((b = bot_find_visible(r, s->name)) == NULL)
 		return false;
 	if (caller == b) {
-		fail(r, "forbidden", "a bot cannot configure itself");
+		bots_fail(r, "forbidden", "a bot cannot configure itself");
 		return false;
 	}
 	if (b->busy) {
-		fail(r, "busy", "bot %s is being changed; ask again", b->name);
+		bots_fail(r, "busy", "bot %s is being changed; ask again", b->name);
 		return false;
 	}
-	if (!pods_by_operator(r, b->name, s) || !configure_check(r, b, s, &next))
+	if (!bots_pods_by_operator(r, b->name, s) || !configure_check(r, b, s, &next))
 		return false;
 	/*
 	 * Everything that can fail comes first, before the bot changes: a
@@ -274,7 +274,7 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 	j = job_new(r);
 	if (j == NULL) {
 		state_ungrow(b, &next);
-		fail(r, "internal", "out of memory");
+		bots_fail(r, "internal", "out of memory");
 		return false;
 	}
 	j->unmount = calloc(b->nroots + 1, sizeof *j->unmount);
@@ -282,7 +282,7 @@ bool bots_configure(struct request *r, struct bot_spec *s)
 	next.nroots = 0;
 	if (j->unmount == NULL || bot_plan_roots(&next) != 0) {
 		state_ungrow(b, &next);
-		fail(r, "internal", "out of memory");
+		bots_fail(r, "internal", "out of memory");
 		job_abort(j);
 		return false;
 	}

@@ -38,11 +38,11 @@ void job_finish(struct job *j)
 {
 	size_t i;
 
-	pthread_mutex_lock(&ds.lock);
+	pthread_mutex_lock(&bots_state.lock);
 	for (i = 0; i < JOB_THREADS; i++)
-		if (ds.prog[i].job == j)
-			ds.prog[i].job = NULL;
-	pthread_mutex_unlock(&ds.lock);
+		if (bots_state.prog[i].job == j)
+			bots_state.prog[i].job = NULL;
+	pthread_mutex_unlock(&bots_state.lock);
 	if (j->req.peer != NULL) {
 		server_peer_resume(j->req.peer);
 		server_peer_unref(j->req.peer);
@@ -78,19 +78,19 @@ struct job *job_new(struct request *r)
 	return j;
 }
 
-/* Under ds.lock: is a job of lane running? */
+/* Under bots_state.lock: is a job of lane running? */
 static bool lane_busy(const void *lane)
 {
 	size_t i;
 
 	for (i = 0; lane != NULL && i < JOB_THREADS; i++)
-		if (ds.lanes[i] == lane)
+		if (bots_state.lanes[i] == lane)
 			return true;
 	return false;
 }
 
 /*
- * Under ds.lock: the next job to run, taken off the list, its lane marked
+ * Under bots_state.lock: the next job to run, taken off the list, its lane marked
  * running in slot; NULL if none may run now. The operator's first, then
  * bots' while they hold less than all but one thread; each the oldest
  * whose lane is free.
@@ -101,17 +101,17 @@ static struct job *job_pick(size_t slot)
 	int pass;
 
 	for (pass = 0; pass < 2; pass++) {
-		if (pass == 1 && ds.bot_jobs >= JOB_THREADS - 1)
+		if (pass == 1 && bots_state.bot_jobs >= JOB_THREADS - 1)
 			break;
-		for (pp = &ds.todo; (j = *pp) != NULL; pp = &j->next) {
+		for (pp = &bots_state.todo; (j = *pp) != NULL; pp = &j->next) {
 			if (j->by_bot != (pass == 1) || lane_busy(j->lane))
 				continue;
 			*pp = j->next;
-			if (ds.todo_tail == &j->next)
-				ds.todo_tail = pp;
-			ds.lanes[slot] = j->lane;
+			if (bots_state.todo_tail == &j->next)
+				bots_state.todo_tail = pp;
+			bots_state.lanes[slot] = j->lane;
 			j->slot = (unsigned)slot;
-			ds.bot_jobs += j->by_bot;
+			bots_state.bot_jobs += j->by_bot;
 			return j;
 		}
 	}
@@ -123,49 +123,49 @@ static void *job_main(void *arg)
 	size_t slot = (size_t)(uintptr_t)arg;
 	struct job *j;
 
-	pthread_mutex_lock(&ds.lock);
+	pthread_mutex_lock(&bots_state.lock);
 	for (;;) {
 		j = job_pick(slot);
 		if (j == NULL) {
 			/* at a stop, what was asked for is done first */
-			if (ds.todo == NULL && ds.stopping)
+			if (bots_state.todo == NULL && bots_state.stopping)
 				break;
-			pthread_cond_wait(&ds.cond, &ds.lock);
+			pthread_cond_wait(&bots_state.cond, &bots_state.lock);
 			continue;
 		}
-		pthread_mutex_unlock(&ds.lock);
+		pthread_mutex_unlock(&bots_state.lock);
 		if (j->run != NULL)
 			j->run(j);
-		pthread_mutex_lock(&ds.lock);
-		ds.lanes[slot] = NULL;
-		ds.bot_jobs -= j->by_bot;
-		j->next = ds.done;
-		ds.done = j;
-		event_active(ds.done_ev, EV_READ, 0);
-		pthread_cond_broadcast(&ds.cond); /* its lane is free again */
+		pthread_mutex_lock(&bots_state.lock);
+		bots_state.lanes[slot] = NULL;
+		bots_state.bot_jobs -= j->by_bot;
+		j->next = bots_state.done;
+		bots_state.done = j;
+		event_active(bots_state.done_ev, EV_READ, 0);
+		pthread_cond_broadcast(&bots_state.cond); /* its lane is free again */
 	}
-	pthread_mutex_unlock(&ds.lock);
+	pthread_mutex_unlock(&bots_state.lock);
 	return NULL;
 }
 
 void job_submit(struct job *j)
 {
-	pthread_mutex_lock(&ds.lock);
+	pthread_mutex_lock(&bots_state.lock);
 	j->next = NULL;
-	*ds.todo_tail = j;
-	ds.todo_tail = &j->next;
-	pthread_cond_broadcast(&ds.cond);
-	pthread_mutex_unlock(&ds.lock);
+	*bots_state.todo_tail = j;
+	bots_state.todo_tail = &j->next;
+	pthread_cond_broadcast(&bots_state.cond);
+	pthread_mutex_unlock(&bots_state.lock);
 }
 
 static void job_done(evutil_socket_t fd, short what, void *arg)
 {
 	struct job *list, *j, *rev = NULL;
 
-	pthread_mutex_lock(&ds.lock);
-	list = ds.done;
-	ds.done = NULL;
-	pthread_mutex_unlock(&ds.lock);
+	pthread_mutex_lock(&bots_state.lock);
+	list = bots_state.done;
+	bots_state.done = NULL;
+	pthread_mutex_unlock(&bots_state.lock);
 	while ((j = list) != NULL) { /* in the order they finished */
 		list = j->next;
 		j->next = rev;
@@ -183,11 +183,11 @@ static void job_done(evutil_socket_t fd, short what, void *arg)
  */
 void job_post_done(struct job *j)
 {
-	pthread_mutex_lock(&ds.lock);
-	j->next = ds.done;
-	ds.done = j;
-	event_active(ds.done_ev, EV_READ, 0);
-	pthread_mutex_unlock(&ds.lock);
+	pthread_mutex_lock(&bots_state.lock);
+	j->next = bots_state.done;
+	bots_state.done = j;
+	event_active(bots_state.done_ev, EV_READ, 0);
+	pthread_mutex_unlock(&bots_state.lock);
 }
 
 int jobs_start(char *err, size_t errlen)
@@ -195,21 +195,21 @@ int jobs_start(char *err, size_t errlen)
 	size_t i;
 	int r;
 
-	pthread_mutex_init(&ds.lock, NULL);
-	pthread_cond_init(&ds.cond, NULL);
-	ds.todo_tail = &ds.todo;
-	ds.done_ev = event_new(ds.base, -1, 0, job_done, NULL);
-	if (ds.done_ev == NULL) {
+	pthread_mutex_init(&bots_state.lock, NULL);
+	pthread_cond_init(&bots_state.cond, NULL);
+	bots_state.todo_tail = &bots_state.todo;
+	bots_state.done_ev = event_new(bots_state.base, -1, 0, job_done, NULL);
+	if (bots_state.done_ev == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	for (i = 0; i < JOB_THREADS; i++) {
-		r = pthread_create(&ds.threads[i], NULL, job_main, (void *)(uintptr_t)i);
+		r = pthread_create(&bots_state.threads[i], NULL, job_main, (void *)(uintptr_t)i);
 		if (r != 0) {
 			snprintf(err, errlen, "cannot start a job thread: %s", strerror(r));
 			return -r;
 		}
-		ds.nthreads++;
+		bots_state.nthreads++;
 	}
 	return 0;
 }
@@ -219,21 +219,21 @@ void jobs_stop(void)
 {
 	unsigned i;
 
-	if (ds.nthreads == 0)
+	if (bots_state.nthreads == 0)
 		return;
-	pthread_mutex_lock(&ds.lock);
-	ds.stopping = true;
-	pthread_cond_broadcast(&ds.cond);
-	pthread_mutex_unlock(&ds.lock);
-	for (i = 0; i < ds.nthreads; i++)
-		pthread_join(ds.threads[i], NULL);
-	ds.nthreads = 0;
+	pthread_mutex_lock(&bots_state.lock);
+	bots_state.stopping = true;
+	pthread_cond_broadcast(&bots_state.cond);
+	pthread_mutex_unlock(&bots_state.lock);
+	for (i = 0; i < bots_state.nthreads; i++)
+		pthread_join(bots_state.threads[i], NULL);
+	bots_state.nthreads = 0;
 	job_done(-1, 0, NULL);
 }
 
 void jobs_free(void)
 {
-	if (ds.done_ev != NULL)
-		event_free(ds.done_ev);
-	ds.done_ev = NULL;
+	if (bots_state.done_ev != NULL)
+		event_free(bots_state.done_ev);
+	bots_state.done_ev = NULL;
 }

@@ -123,7 +123,7 @@ static cJSON *plan_json(const struct bot *b, const char *bwrap, const char *ente
 	     cJSON_AddNumberToObject(body, "uid", b->uid) != NULL &&
 	     cJSON_AddStringToObject(body, "folder", b->folder) != NULL &&
 	     cJSON_AddStringToObject(body, "socket", sock) != NULL &&
-	     cJSON_AddStringToObject(body, "control_socket", ds.cfg->socket_path) != NULL &&
+	     cJSON_AddStringToObject(body, "control_socket", bots_state.cfg->socket_path) != NULL &&
 	     (bwrap == NULL || cJSON_AddStringToObject(body, "bwrap", bwrap) != NULL) &&
 	     (enter == NULL || cJSON_AddStringToObject(body, "enter", enter) != NULL) &&
 	     cJSON_AddBoolToObject(body, "user_namespace", userns) != NULL;
@@ -131,9 +131,9 @@ static cJSON *plan_json(const struct bot *b, const char *bwrap, const char *ente
 	for (i = 0, ok = binds != NULL; ok && i < b->nroots; i++)
 		ok = add_bind(binds, &b->roots[i]);
 	hide = ok ? cJSON_AddArrayToObject(body, "hide") : NULL;
-	if (asprintf(&sd, "%s.d", ds.cfg->socket_path) < 0)
+	if (asprintf(&sd, "%s.d", bots_state.cfg->socket_path) < 0)
 		sd = NULL;
-	ok = hide != NULL && sd != NULL && add_string(hide, ds.cfg->state_dir) &&
+	ok = hide != NULL && sd != NULL && add_string(hide, bots_state.cfg->state_dir) &&
 	     add_string(hide, sd);
 	free(sd);
 	if (!ok) {
@@ -172,30 +172,31 @@ static bool roots_live(struct request *r, struct bot *b)
 	struct top_mount t;
 	size_t i;
 
-	check_lost(b);
+	restart_check_lost(b);
 	for (i = 0; i < b->nroots; i++) {
 		struct root *rt = &b->roots[i];
 
 		if (rt->lost) {
-			fail(r, "mount_lost",
-			     "%s was unmounted from outside (its mount %s): nothing was run; "
-			     "`agentfs configure %s` (or restarting agentfsd) mounts it again",
-			     rt->path, rt->mountpoint, b->name);
+			bots_fail(r, "mount_lost",
+				  "%s was unmounted from outside (its mount %s): nothing was run; "
+				  "`agentfs configure %s` (or restarting agentfsd) mounts it again",
+				  rt->path, rt->mountpoint, b->name);
 			return false;
 		}
 		if (rt->m == NULL) {
-			fail(r, "mount_failed", "%s is not mounted: %s", rt->path,
-			     rt->error != NULL ? rt->error : "unknown reason");
+			bots_fail(r, "mount_failed", "%s is not mounted: %s", rt->path,
+				  rt->error != NULL ? rt->error : "unknown reason");
 			return false;
 		}
 		t = (struct top_mount){rt->mountpoint, 0, false};
 		if (fs_mountinfo_each(top_match, &t) != 0 || !t.agentfs ||
 		    t.id != fs_mount_id(rt->m)) {
-			fail(r, "mount_lost",
-			     "%s of bot %s is not mounted (its mount %s was unmounted or covered "
-			     "from outside); nothing was run. `agentfs configure %s` (or "
-			     "restarting agentfsd) mounts it again",
-			     rt->path, b->name, rt->mountpoint, b->name);
+			bots_fail(r, "mount_lost",
+				  "%s of bot %s is not mounted (its mount %s was unmounted or "
+				  "covered "
+				  "from outside); nothing was run. `agentfs configure %s` (or "
+				  "restarting agentfsd) mounts it again",
+				  rt->path, b->name, rt->mountpoint, b->name);
 			return false;
 		}
 	}
@@ -214,11 +215,12 @@ static bool outside_writable_roots(struct request *r, const struct bot *b, const
 
 	for (i = 0; i < b->nroots; i++)
 		if (b->roots[i].writable && path_within(path, b->roots[i].path)) {
-			fail(r, "forbidden",
-			     "%s (%s) is inside the bot's writable root %s: the bot could change "
-			     "it, and it runs in the sandbox before the bot's confinement is "
-			     "complete; %s",
-			     what, path, b->roots[i].path, hint);
+			bots_fail(r, "forbidden",
+				  "%s (%s) is inside the bot's writable root %s: the bot could "
+				  "change "
+				  "it, and it runs in the sandbox before the bot's confinement is "
+				  "complete; %s",
+				  what, path, b->roots[i].path, hint);
 			return false;
 		}
 	return true;
@@ -239,8 +241,8 @@ static bool client_outside_roots(struct request *r, struct bot *b)
 	snprintf(path, sizeof path, "/proc/%d/exe", (int)server_peer_pid(r->peer));
 	n = readlink(path, exe, sizeof exe - 1);
 	if (n <= 0) {
-		fail(r, "forbidden", "cannot tell which program asks (%s): nothing was run",
-		     strerror(errno));
+		bots_fail(r, "forbidden", "cannot tell which program asks (%s): nothing was run",
+			  strerror(errno));
 		return false;
 	}
 	exe[n] = '\0';
@@ -257,14 +259,17 @@ static char *plan_bwrap(struct request *r)
 {
 	char why[PATH_MAX + 256], *bwrap;
 
-	bwrap = ds.cfg->bwrap != NULL ? prog_trusted(ds.cfg->bwrap, why, sizeof why)
-				      : prog_find_trusted("bwrap", getenv("PATH"), why, sizeof why);
+	bwrap = bots_state.cfg->bwrap != NULL
+			? prog_trusted(bots_state.cfg->bwrap, why, sizeof why)
+			: prog_find_trusted("bwrap", getenv("PATH"), why, sizeof why);
 	if (bwrap == NULL)
-		fail(r, "no_bwrap",
-		     "%s: agentfsd runs no bot confined without a bwrap (bubblewrap) it trusts "
-		     "(apt-get install bubblewrap, or the config's \"bwrap\"); agentfs never runs "
-		     "a bot unconfined",
-		     why);
+		bots_fail(
+			r, "no_bwrap",
+			"%s: agentfsd runs no bot confined without a bwrap (bubblewrap) it trusts "
+			"(apt-get install bubblewrap, or the config's \"bwrap\"); agentfs never "
+			"runs "
+			"a bot unconfined",
+			why);
 	return bwrap;
 }
 
@@ -291,10 +296,11 @@ static char *plan_enter(struct request *r, const struct bot *b)
 	}
 	enter = prog_trusted(path, why, sizeof why);
 	if (enter == NULL) {
-		fail(r, "no_enter",
-		     "%s: agentfs exec starts every sandbox with agentfs-enter, installed with "
-		     "agentfsd (make install puts it in %s); nothing was run",
-		     why, AGENTFS_ENTER);
+		bots_fail(
+			r, "no_enter",
+			"%s: agentfs exec starts every sandbox with agentfs-enter, installed with "
+			"agentfsd (make install puts it in %s); nothing was run",
+			why, AGENTFS_ENTER);
 		return NULL;
 	}
 	if (!outside_writable_roots(r, b, "agentfs-enter", enter, "nothing was run")) {
@@ -316,14 +322,14 @@ static char *plan_enter(struct request *r, const struct bot *b)
  */
 void bots_exec_plan(struct request *r, const char *name, const char *pod)
 {
-	uid_t op = operator_uid(r);
+	uid_t op = bots_operator_uid(r);
 	cleanup_free char *bwrap = NULL, *enter = NULL;
 	char owner[PATH_MAX + 16];
 	bool confined;
 	struct bot *b;
 	cJSON *body;
 
-	if ((b = visible_bot(r, name)) == NULL)
+	if ((b = bot_find_visible(r, name)) == NULL)
 		return;
 	/*
 	 * pod (agentfs-csi, publishing the bot's roots into a pod): the pod as
@@ -334,35 +340,36 @@ void bots_exec_plan(struct request *r, const char *name, const char *pod)
 	 */
 	if (pod != NULL && !auth_pod_allowed(b, pod)) {
 		if (b->pods.n == 0)
-			fail(r, "forbidden",
-			     "bot %s names no pods: `agentfs configure %s --pod "
-			     "NAMESPACE/SERVICEACCOUNT`",
-			     b->name, b->name);
+			bots_fail(r, "forbidden",
+				  "bot %s names no pods: `agentfs configure %s --pod "
+				  "NAMESPACE/SERVICEACCOUNT`",
+				  b->name, b->name);
 		else
-			fail(r, "forbidden", "pod %s is not one of bot %s's pods", pod, b->name);
+			bots_fail(r, "forbidden", "pod %s is not one of bot %s's pods", pod,
+				  b->name);
 		return;
 	}
 	if (b->busy) {
-		fail(r, "busy", "bot %s is being changed; ask again", b->name);
+		bots_fail(r, "busy", "bot %s is being changed; ask again", b->name);
 		return;
 	}
 	confined = pod == NULL && b->sandbox != SANDBOX_DANGER_FULL_ACCESS;
 	/* create refuses such a bot; one from an older state file is refused here */
 	if (confined && b->uid == 0) {
 		snprintf(owner, sizeof owner, "the owner of %s", b->folder);
-		fail(r, "root_bot", ROOT_BOT_REFUSED, b->name, owner);
+		bots_fail(r, "root_bot", ROOT_BOT_REFUSED, b->name, owner);
 		return;
 	}
-	if (confined && caller_of(r) != NULL) {
-		fail(r, "forbidden",
-		     "a bot cannot run a confined bot's commands (its sandbox cannot make "
-		     "another); whoever runs it runs them, or make %s danger-full-access",
-		     b->name);
+	if (confined && bots_caller(r) != NULL) {
+		bots_fail(r, "forbidden",
+			  "a bot cannot run a confined bot's commands (its sandbox cannot make "
+			  "another); whoever runs it runs them, or make %s danger-full-access",
+			  b->name);
 		return;
 	}
 	if (confined && op != 0 && b->uid != op) {
-		fail(r, "forbidden", "bot %s runs as uid %u, not as you (uid %u)", b->name,
-		     (unsigned)b->uid, (unsigned)op);
+		bots_fail(r, "forbidden", "bot %s runs as uid %u, not as you (uid %u)", b->name,
+			  (unsigned)b->uid, (unsigned)op);
 		return;
 	}
 	if (!roots_live(r, b))
@@ -373,7 +380,7 @@ void bots_exec_plan(struct request *r, const char *name, const char *pod)
 	body = plan_json(b, bwrap, enter,
 			 confined && r->peer != NULL && server_peer_uid(r->peer) != 0);
 	if (body == NULL) {
-		fail(r, "internal", "out of memory: no plan was made, nothing was run");
+		bots_fail(r, "internal", "out of memory: no plan was made, nothing was run");
 		return;
 	}
 	request_reply(r, body);

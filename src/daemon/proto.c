@@ -496,34 +496,34 @@ static const char *name_of(const cJSON *req)
 	return cJSON_GetObjectItemCaseSensitive(req, "name")->valuestring;
 }
 
-static bool op_version(struct request *r, const cJSON *req, struct bot_spec *s)
+static bool proto_version(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	reply_version(r, req);
 	return false;
 }
 
-static bool op_create(struct request *r, const cJSON *req, struct bot_spec *s)
+static bool proto_create(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	return bots_create(r, s);
 }
 
-static bool op_configure(struct request *r, const cJSON *req, struct bot_spec *s)
+static bool proto_configure(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	return bots_configure(r, s);
 }
 
-static bool op_fork(struct request *r, const cJSON *req, struct bot_spec *s)
+static bool proto_fork(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	return bots_fork(r, s);
 }
 
-static bool op_delete(struct request *r, const cJSON *req, struct bot_spec *s)
+static bool proto_delete(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	return bots_delete(r, name_of(req),
 			   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "force")));
 }
 
-static bool op_exec_plan(struct request *r, const cJSON *req, struct bot_spec *s)
+static bool proto_exec_plan(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	const cJSON *pod = cJSON_GetObjectItemCaseSensitive(req, "pod");
 
@@ -537,13 +537,13 @@ static bool op_exec_plan(struct request *r, const cJSON *req, struct bot_spec *s
 	return false;
 }
 
-static bool op_exec_register(struct request *r, const cJSON *req, struct bot_spec *s)
+static bool proto_exec_register(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	bots_exec_register(r, name_of(req), req);
 	return false;
 }
 
-static bool op_log(struct request *r, const cJSON *req, struct bot_spec *s)
+static bool proto_log(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "name");
 	double since = seq_field(r, req, "since");
@@ -554,7 +554,7 @@ static bool op_log(struct request *r, const cJSON *req, struct bot_spec *s)
 			cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "follow")));
 }
 
-static bool op_changes(struct request *r, const cJSON *req, struct bot_spec *s)
+static bool proto_changes(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	double since = seq_field(r, req, "since");
 	const cJSON *after = cJSON_GetObjectItemCaseSensitive(req, "after");
@@ -570,7 +570,7 @@ static bool op_changes(struct request *r, const cJSON *req, struct bot_spec *s)
 	return false;
 }
 
-static bool op_mark(struct request *r, const cJSON *req, struct bot_spec *s)
+static bool proto_mark(struct request *r, const cJSON *req, struct bot_spec *s)
 {
 	bots_changes(r, name_of(req), 0, NULL, true);
 	return false;
@@ -582,20 +582,20 @@ static bool op_mark(struct request *r, const cJSON *req, struct bot_spec *s)
  * is decided by the handler's bots_* function (bots-int.h, authority.c).
  */
 static const struct op ops[] = {
-	{.name = "version", .fields = f_version, .run = op_version},
-	{.name = "create", .fields = f_create, .run = op_create},
-	{.name = "configure", .fields = f_configure, .run = op_configure},
-	{.name = "fork", .fields = f_fork, .run = op_fork},
-	{.name = "delete", .fields = f_delete, .run = op_delete},
+	{.name = "version", .fields = f_version, .run = proto_version},
+	{.name = "create", .fields = f_create, .run = proto_create},
+	{.name = "configure", .fields = f_configure, .run = proto_configure},
+	{.name = "fork", .fields = f_fork, .run = proto_fork},
+	{.name = "delete", .fields = f_delete, .run = proto_delete},
 	{.name = "list", .fields = f_none, .plain = bots_list},
 	{.name = "show", .fields = f_name, .named = bots_show},
 	{.name = "status", .fields = f_none, .plain = bots_status},
 	{.name = "shutdown", .fields = f_none, .plain = bots_shutdown},
-	{.name = "exec_plan", .fields = f_exec_plan, .run = op_exec_plan},
-	{.name = "log", .fields = f_log, .run = op_log},
-	{.name = "changes", .fields = f_changes, .run = op_changes},
-	{.name = "mark", .fields = f_name, .run = op_mark},
-	{.name = "exec_register", .fields = f_exec_register, .run = op_exec_register},
+	{.name = "exec_plan", .fields = f_exec_plan, .run = proto_exec_plan},
+	{.name = "log", .fields = f_log, .run = proto_log},
+	{.name = "changes", .fields = f_changes, .run = proto_changes},
+	{.name = "mark", .fields = f_name, .run = proto_mark},
+	{.name = "exec_register", .fields = f_exec_register, .run = proto_exec_register},
 	{.name = "ps", .fields = f_none, .plain = bots_ps},
 };
 

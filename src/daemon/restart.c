@@ -35,8 +35,8 @@ void restart_crash_point(const char *name)
 	if (at != NULL && strcmp(at, name) == 0) {
 		log_msg(LOG_WARNING, "AGENTFSD_TEST_CRASH: dying at %s", name);
 		/* for the test to see it died there, not elsewhere */
-		snprintf(path, sizeof path, "%s/crashed", ds.cfg->state_dir);
-		write_file_atomic(ds.cfg->state_dir, "crashed", name, strlen(name));
+		snprintf(path, sizeof path, "%s/crashed", bots_state.cfg->state_dir);
+		write_file_atomic(bots_state.cfg->state_dir, "crashed", name, strlen(name));
 		raise(SIGKILL);
 	}
 }
@@ -51,7 +51,7 @@ static int collect_ours(void *arg, uint64_t id, const char *mp, const char *fsty
 	struct paths *ps = arg;
 
 	(void)id;
-	if (strcmp(fstype, "fuse.agentfs") == 0 && path_within(mp, ds.cfg->mount_dir))
+	if (strcmp(fstype, "fuse.agentfs") == 0 && path_within(mp, bots_state.cfg->mount_dir))
 		return paths_add(ps, mp) != 0;
 	return 0;
 }
@@ -64,7 +64,7 @@ static int collect_ours(void *arg, uint64_t id, const char *mp, const char *fsty
  * or a restart mounts them again. Only bot, if given; busy bots are left
  * alone. Fails open to nothing: without the table, nothing is marked.
  */
-void check_lost(struct bot *only)
+void restart_check_lost(struct bot *only)
 {
 	struct paths ours = {0};
 	struct bot *b;
@@ -76,7 +76,7 @@ void check_lost(struct bot *only)
 	}
 	if (ours.n > 0) /* qsort and bsearch take no NULL array, even empty */
 		qsort(ours.v, ours.n, sizeof *ours.v, cmp_str);
-	TAILQ_FOREACH(b, &ds.bots, entry) {
+	TAILQ_FOREACH(b, &bots_state.bots, entry) {
 		if ((only != NULL && b != only) || b->busy || b->deleting)
 			continue;
 		for (i = 0; i < b->nroots; i++) {
@@ -105,7 +105,7 @@ void check_lost(struct bot *only)
 /* The mount table changed (edge-triggered: any mount on the host). */
 static void mountinfo_changed(evutil_socket_t fd, short what, void *arg)
 {
-	check_lost(NULL);
+	restart_check_lost(NULL);
 }
 
 /* A mount ended from outside (umount by someone): note it on its root. */
@@ -114,7 +114,7 @@ static void done_lost(struct job *j)
 	struct bot *b;
 	size_t i;
 
-	TAILQ_FOREACH(b, &ds.bots, entry) {
+	TAILQ_FOREACH(b, &bots_state.bots, entry) {
 		for (i = 0; i < b->nroots; i++) {
 			if (b->roots[i].m == j->lost) {
 				log_msg(LOG_WARNING, "bot %s: %s was unmounted from outside",
@@ -137,7 +137,7 @@ static void done_lost(struct job *j)
 	job_finish(j);
 }
 
-void fs_lost_cb(void *arg, struct fs_mount *m)
+void restart_lost_cb(void *arg, struct fs_mount *m)
 {
 	struct job *j = calloc(1, sizeof *j);
 
@@ -154,8 +154,9 @@ void fs_lost_cb(void *arg, struct fs_mount *m)
  */
 static int clean_stale(void *arg, uint64_t id, const char *mp, const char *fstype)
 {
-	if (strcmp(fstype, "fuse.agentfs") == 0 && path_within(mp, ds.cfg->mount_dir) &&
-	    strcmp(mp, ds.cfg->mount_dir) != 0 && !fs_handover_has(ds.handover, id)) {
+	if (strcmp(fstype, "fuse.agentfs") == 0 && path_within(mp, bots_state.cfg->mount_dir) &&
+	    strcmp(mp, bots_state.cfg->mount_dir) != 0 &&
+	    !fs_handover_has(bots_state.handover, id)) {
 		if (umount2(mp, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
 			log_msg(LOG_INFO, "detached stale mount %s", mp);
 		else
@@ -175,20 +176,20 @@ static void drop_expired(void)
 
 	while (again) {
 		again = false;
-		TAILQ_FOREACH(b, &ds.bots, entry) {
+		TAILQ_FOREACH(b, &bots_state.bots, entry) {
 			if (b->expires != 0 && b->expires <= now) {
-				if (!collect(b, &v, &n)) {
+				if (!bots_collect(b, &v, &n)) {
 					/* restored instead: its ttl timer ends it at once */
 					log_msg(LOG_ERR, "out of memory dropping expired bots");
 					free(v);
-					save_state();
+					bots_save_state();
 					return;
 				}
 				for (i = 0; i < n; i++) {
 					log_msg(LOG_INFO,
 						"bot %s: ttl ran out while agentfsd was down",
 						v[i]->name);
-					TAILQ_REMOVE(&ds.bots, v[i], entry);
+					TAILQ_REMOVE(&bots_state.bots, v[i], entry);
 					bot_free(v[i]);
 				}
 				free(v);
@@ -199,7 +200,7 @@ static void drop_expired(void)
 			}
 		}
 	}
-	save_state();
+	bots_save_state();
 }
 
 /*
@@ -213,7 +214,7 @@ static void clean_leftovers(void)
 	DIR *dir;
 	size_t n;
 
-	snprintf(path, sizeof path, "%s.d", ds.cfg->socket_path);
+	snprintf(path, sizeof path, "%s.d", bots_state.cfg->socket_path);
 	if ((dir = opendir(path)) != NULL) {
 		while ((de = readdir(dir)) != NULL) {
 			n = strlen(de->d_name);
@@ -228,7 +229,7 @@ static void clean_leftovers(void)
 		}
 		closedir(dir);
 	}
-	if ((dir = opendir(ds.cfg->mount_dir)) != NULL) {
+	if ((dir = opendir(bots_state.cfg->mount_dir)) != NULL) {
 		while ((de = readdir(dir)) != NULL)
 			if (de->d_name[0] != '.' && bot_find(de->d_name) == NULL)
 				unlinkat(dirfd(dir), de->d_name, AT_REMOVEDIR); /* only if empty */
@@ -243,12 +244,13 @@ static void clean_leftovers(void)
 static void restored_all(void)
 {
 	restart_crash_point("restored");
-	fs_handover_free(ds.fs, ds.handover);
-	ds.handover = NULL;
+	fs_handover_free(bots_state.fs, bots_state.handover);
+	bots_state.handover = NULL;
 	fdstore_handed_done();
 	fdstore_notify("READY=1");
 	log_msg(LOG_INFO, "restored %u bot%s; %u mount%s taken over from the last agentfsd",
-		ds.nbots, ds.nbots == 1 ? "" : "s", ds.taken, ds.taken == 1 ? "" : "s");
+		bots_state.nbots, bots_state.nbots == 1 ? "" : "s", bots_state.taken,
+		bots_state.taken == 1 ? "" : "s");
 }
 
 static void done_restore(struct job *j)
@@ -261,7 +263,7 @@ static void done_restore(struct job *j)
 		n += j->bot->roots[i].m != NULL;
 		taken += j->bot->roots[i].m != NULL && fs_mount_adopted(j->bot->roots[i].m);
 	}
-	ds.taken += (unsigned)taken;
+	bots_state.taken += (unsigned)taken;
 	events_bot(j->bot, "bot_restored", j->bot->folder,
 		   "restored at agentfsd's start: %zu of %zu roots mounted%s", n, j->bot->nroots,
 		   taken == 0	? ""
@@ -272,19 +274,19 @@ static void done_restore(struct job *j)
 	job_finish(j);
 	if (taken > 0)
 		restart_crash_point("adopting");
-	if (--ds.restoring == 0)
+	if (--bots_state.restoring == 0)
 		restored_all();
 }
 
 /* Watch the mount table, so a root unmounted from outside is noticed at once. */
 static void watch_mounts(void)
 {
-	ds.mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-	if (ds.mountinfo_fd < 0)
+	bots_state.mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (bots_state.mountinfo_fd < 0)
 		return;
-	ds.mountinfo_ev = event_new(ds.base, ds.mountinfo_fd, EV_READ | EV_ET | EV_PERSIST,
-				    mountinfo_changed, NULL);
-	if (ds.mountinfo_ev == NULL || event_add(ds.mountinfo_ev, NULL) != 0)
+	bots_state.mountinfo_ev = event_new(bots_state.base, bots_state.mountinfo_fd,
+					    EV_READ | EV_ET | EV_PERSIST, mountinfo_changed, NULL);
+	if (bots_state.mountinfo_ev == NULL || event_add(bots_state.mountinfo_ev, NULL) != 0)
 		log_msg(LOG_WARNING, "cannot watch the mount table: lost mounts are "
 				     "noticed at exec and show only");
 }
@@ -295,8 +297,8 @@ static int restore_bots(char *err, size_t errlen)
 	struct bot *b;
 	struct job *j;
 
-	TAILQ_FOREACH(b, &ds.bots, entry) {
-		ds.nbots++;
+	TAILQ_FOREACH(b, &bots_state.bots, entry) {
+		bots_state.nbots++;
 		if (bot_plan_roots(b) != 0) {
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
@@ -307,7 +309,7 @@ static int restore_bots(char *err, size_t errlen)
 			return -ENOMEM;
 		}
 		b->busy = true;
-		b->fam = acct_family(auth_family_top(&ds.bots, b)->name);
+		b->fam = acct_family(auth_family_top(&bots_state.bots, b)->name);
 		b->op = acct_operator(b->owner_uid);
 		/* written within the shares, or before them: charged as it is */
 		b->state_bytes = state_entry_size(b);
@@ -317,8 +319,8 @@ static int restore_bots(char *err, size_t errlen)
 		j->bot = b;
 		j->uid = b->owner_uid; /* a root mounted afresh is checked again (roots.c) */
 		j->lane = b->fam;      /* families are restored side by side (jobs.c) */
-		j->run = run_restore_bot;
-		ds.restoring++;
+		j->run = roots_restore_bot;
+		bots_state.restoring++;
 		j->done = done_restore;
 		job_submit(j);
 	}
@@ -345,7 +347,7 @@ static void count_restart(void)
 	int fd = fdstore_take("daemon");
 
 	if (fd >= 0 && pread(fd, &n, sizeof n, 0) == (ssize_t)sizeof n)
-		ds.restarts = ++n;
+		bots_state.restarts = ++n;
 	if (fd < 0 && fdstore_kind() != FDSTORE_NONE &&
 	    (fd = memfd_create("agentfsd", MFD_CLOEXEC)) >= 0 && fdstore_put("daemon", fd) != 0) {
 		close(fd);
@@ -353,7 +355,7 @@ static void count_restart(void)
 	}
 	if (fd >= 0 && pwrite(fd, &n, sizeof n, 0) != (ssize_t)sizeof n)
 		log_msg(LOG_WARNING, "cannot count restarts: %s", strerror(errno));
-	ds.restarts_fd = fd;
+	bots_state.restarts_fd = fd;
 }
 
 int restart_start(char *err, size_t errlen)
@@ -363,30 +365,30 @@ int restart_start(char *err, size_t errlen)
 	watch_mounts();
 	restart_crash_point("taken");
 	count_restart();
-	ds.handover = fs_handover_new();
-	if (ds.handover != NULL)
-		fdstore_handed_each(take_handed, ds.handover);
+	bots_state.handover = fs_handover_new();
+	if (bots_state.handover != NULL)
+		fdstore_handed_each(take_handed, bots_state.handover);
 	fs_mountinfo_each(clean_stale, NULL);
-	r = state_load(ds.cfg, &ds.bots, err, errlen);
+	r = state_load(bots_state.cfg, &bots_state.bots, err, errlen);
 	if (r != 0)
 		return r;
 	drop_expired();
 	clean_leftovers();
 	r = restore_bots(err, errlen);
-	if (r == 0 && ds.restoring == 0)
+	if (r == 0 && bots_state.restoring == 0)
 		restored_all();
 	return r;
 }
 
 void restart_stop(void)
 {
-	if (ds.restarts_fd >= 0)
-		close(ds.restarts_fd);
-	ds.restarts_fd = -1;
-	if (ds.mountinfo_ev != NULL)
-		event_free(ds.mountinfo_ev);
-	ds.mountinfo_ev = NULL;
-	if (ds.mountinfo_fd > 0)
-		close(ds.mountinfo_fd);
-	ds.mountinfo_fd = -1;
+	if (bots_state.restarts_fd >= 0)
+		close(bots_state.restarts_fd);
+	bots_state.restarts_fd = -1;
+	if (bots_state.mountinfo_ev != NULL)
+		event_free(bots_state.mountinfo_ev);
+	bots_state.mountinfo_ev = NULL;
+	if (bots_state.mountinfo_fd > 0)
+		close(bots_state.mountinfo_fd);
+	bots_state.mountinfo_fd = -1;
 }

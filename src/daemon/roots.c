@@ -48,8 +48,8 @@ int bot_plan_roots(struct bot *b)
 	ADD(b->folder, b->sandbox != SANDBOX_READ_ONLY);
 	for (j = 0; j < b->writable.n; j++)
 		ADD(b->writable.v[j], b->sandbox != SANDBOX_READ_ONLY);
-	for (j = 0; j < ds.cfg->extra_writable.n; j++)
-		ADD(ds.cfg->extra_writable.v[j], b->sandbox != SANDBOX_READ_ONLY);
+	for (j = 0; j < bots_state.cfg->extra_writable.n; j++)
+		ADD(bots_state.cfg->extra_writable.v[j], b->sandbox != SANDBOX_READ_ONLY);
 	for (j = 0; j < b->git_roots.n; j++)
 		ADD(b->git_roots.v[j], b->sandbox != SANDBOX_READ_ONLY);
 	for (j = 0; j < b->readable.n; j++)
@@ -62,8 +62,8 @@ int bot_plan_roots(struct bot *b)
 		b->roots[i].path = all.v[i];
 		all.v[i] = NULL;
 		b->roots[i].writable = w[i];
-		if (asprintf(&b->roots[i].mountpoint, "%s/%s/%u", ds.cfg->mount_dir, b->name,
-			     b->mount_seq++) < 0)
+		if (asprintf(&b->roots[i].mountpoint, "%s/%s/%u", bots_state.cfg->mount_dir,
+			     b->name, b->mount_seq++) < 0)
 			goto nomem;
 	}
 	b->nroots = n;
@@ -130,8 +130,8 @@ static int uid_may(uid_t uid, const char *path, int fd, int mode)
 	return r;
 }
 
-/* Why open_folder failed, in words for the client. */
-const char *folder_error(int e)
+/* Why roots_open_folder failed, in words for the client. */
+const char *roots_folder_error(int e)
 {
 	return e == ELOOP     ? "a component is a symbolic link, which agentfs never follows "
 				"(give the real path)"
@@ -140,7 +140,7 @@ const char *folder_error(int e)
 			      : strerror(e);
 }
 
-int open_folder(const char *path)
+int roots_open_folder(const char *path)
 {
 	return gg_open_nofollow(AT_FDCWD, path, O_PATH | O_DIRECTORY, false);
 }
@@ -215,7 +215,7 @@ static struct {
 static void own_note(int k, const char *path, bool below, const char *what)
 {
 	struct stat st;
-	int fd = open_folder(path);
+	int fd = roots_open_folder(path);
 
 	own[k].set = fd >= 0 && fstat(fd, &st) == 0;
 	if (own[k].set) {
@@ -265,7 +265,7 @@ static int own_folder_of(int fd)
  * May the folder at path, which fd holds, be a bot's root? 0, or -errno
  * with why in words (for a bad_path error).
  */
-int root_allowed(int fd, const char *path, char *why, size_t len)
+int roots_allowed(int fd, const char *path, char *why, size_t len)
 {
 	const char *what;
 	int k;
@@ -297,14 +297,15 @@ static void job_progress(void *arg, unsigned long entries, unsigned long repos)
 	struct job *j = arg;
 
 	/* a report the loop has not sent yet is replaced: a slow client gets the latest */
-	pthread_mutex_lock(&ds.lock);
-	ds.prog[j->slot].job = j;
-	snprintf(ds.prog[j->slot].root, sizeof ds.prog[j->slot].root, "%s", j->scanning);
-	ds.prog[j->slot].entries = entries;
-	ds.prog[j->slot].repos = repos;
-	ds.prog[j->slot].pending = true;
-	event_active(ds.prog_ev, EV_READ, 0);
-	pthread_mutex_unlock(&ds.lock);
+	pthread_mutex_lock(&bots_state.lock);
+	bots_state.prog[j->slot].job = j;
+	snprintf(bots_state.prog[j->slot].root, sizeof bots_state.prog[j->slot].root, "%s",
+		 j->scanning);
+	bots_state.prog[j->slot].entries = entries;
+	bots_state.prog[j->slot].repos = repos;
+	bots_state.prog[j->slot].pending = true;
+	event_active(bots_state.prog_ev, EV_READ, 0);
+	pthread_mutex_unlock(&bots_state.lock);
 }
 
 /* Loop: one progress line to each client whose root is being scanned. */
@@ -316,16 +317,16 @@ static void progress_send(evutil_socket_t fd, short what, void *arg)
 
 	for (i = 0; i < JOB_THREADS; i++) {
 		peer = NULL;
-		pthread_mutex_lock(&ds.lock);
-		if (ds.prog[i].job != NULL && ds.prog[i].pending) {
-			ds.prog[i].pending = false;
-			peer = ds.prog[i].job->req.peer;
+		pthread_mutex_lock(&bots_state.lock);
+		if (bots_state.prog[i].job != NULL && bots_state.prog[i].pending) {
+			bots_state.prog[i].pending = false;
+			peer = bots_state.prog[i].job->req.peer;
 			o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, "root", ds.prog[i].root);
-			cJSON_AddNumberToObject(o, "entries", (double)ds.prog[i].entries);
-			cJSON_AddNumberToObject(o, "repos", (double)ds.prog[i].repos);
+			cJSON_AddStringToObject(o, "root", bots_state.prog[i].root);
+			cJSON_AddNumberToObject(o, "entries", (double)bots_state.prog[i].entries);
+			cJSON_AddNumberToObject(o, "repos", (double)bots_state.prog[i].repos);
 		}
-		pthread_mutex_unlock(&ds.lock);
+		pthread_mutex_unlock(&bots_state.lock);
 		if (peer == NULL)
 			continue;
 		line = cJSON_CreateObject();
@@ -336,7 +337,7 @@ static void progress_send(evutil_socket_t fd, short what, void *arg)
 
 /*
  * Job thread: may path be a root of j's bot (writable or read)? It must be
- * a folder reached without links, allowed (root_allowed) and, for an
+ * a folder reached without links, allowed (roots_allowed) and, for an
  * operator other than root, one it may write or read. 0, or the job's error.
  */
 static int root_check(struct job *j, const char *path, bool writable)
@@ -344,15 +345,16 @@ static int root_check(struct job *j, const char *path, bool writable)
 	char why[PATH_MAX + 256];
 	int fd, r;
 
-	fd = open_folder(path);
+	fd = roots_open_folder(path);
 	if (fd < 0) {
 		r = errno;
 		/* a long path keeps its end: the message (1 KiB) must still say why */
 		job_seterr(j, r, "bad_path", "%s%s: %s", strlen(path) > 512 ? "..." : "",
-			   path + (strlen(path) > 512 ? strlen(path) - 509 : 0), folder_error(r));
+			   path + (strlen(path) > 512 ? strlen(path) - 509 : 0),
+			   roots_folder_error(r));
 		return -r;
 	}
-	if ((r = root_allowed(fd, path, why, sizeof why)) != 0) {
+	if ((r = roots_allowed(fd, path, why, sizeof why)) != 0) {
 		close(fd);
 		job_seterr(j, -r, "bad_path", "%s", why);
 		return r;
@@ -429,10 +431,10 @@ static bool root_adopt(struct bot *b, struct root *rt)
 	char wt[NAME_MAX + 1];
 	int r;
 
-	if (ds.handover == NULL)
+	if (bots_state.handover == NULL)
 		return false;
 	root_params(b, rt, &mp, wt, sizeof wt);
-	r = fs_adopt(ds.fs, ds.handover, &mp, &rt->m, &err);
+	r = fs_adopt(bots_state.fs, bots_state.handover, &mp, &rt->m, &err);
 	if (r == 0)
 		return true;
 	if (r != -ENOENT)
@@ -453,7 +455,7 @@ void root_mount(struct job *j, struct bot *b, struct root *rt)
 		rt->error = strdup(j->msg);
 		return;
 	}
-	snprintf(dir, sizeof dir, "%s/%s", ds.cfg->mount_dir, b->name);
+	snprintf(dir, sizeof dir, "%s/%s", bots_state.cfg->mount_dir, b->name);
 	if (mkdir_p(dir, 0755) != 0 || (mkdir(rt->mountpoint, 0755) != 0 && errno != EEXIST)) {
 		job_seterr(j, errno, "mount_failed", "cannot make %s: %s", rt->mountpoint,
 			   strerror(errno));
@@ -466,7 +468,7 @@ void root_mount(struct job *j, struct bot *b, struct root *rt)
 		mp.progress = job_progress;
 		mp.progress_arg = j;
 	}
-	if (fs_mount(ds.fs, &mp, &rt->m, &err) != 0) {
+	if (fs_mount(bots_state.fs, &mp, &rt->m, &err) != 0) {
 		job_seterr(j, err.code, err.code == EMFILE ? "limit" : "mount_failed", "%s",
 			   err.msg);
 		rt->error = strdup(err.msg);
@@ -492,7 +494,7 @@ void bot_unmount_all(struct bot *b)
 
 	for (i = 0; i < b->nroots; i++)
 		root_unmount(&b->roots[i]);
-	snprintf(dir, sizeof dir, "%s/%s", ds.cfg->mount_dir, b->name);
+	snprintf(dir, sizeof dir, "%s/%s", bots_state.cfg->mount_dir, b->name);
 	rmdir(dir);
 }
 
@@ -522,13 +524,13 @@ static void find_git_folders(const struct bot *b, char **gd, char **common)
 	int fd;
 
 	*gd = *common = NULL;
-	fd = open_folder(b->folder);
+	fd = roots_open_folder(b->folder);
 	if (fd < 0)
 		return;
 	if (guard_layout_gitdir(fd, rel, sizeof rel) == 0)
 		*gd = join_norm(b->folder, rel);
 	close(fd);
-	if (*gd == NULL || (fd = open_folder(*gd)) < 0)
+	if (*gd == NULL || (fd = roots_open_folder(*gd)) < 0)
 		return;
 	if (guard_layout_commondir(fd, rel, sizeof rel) == 0)
 		*common = join_norm(*gd, rel);
@@ -600,8 +602,8 @@ static void add_git_root(struct job *j, struct bot *b, const char *pick)
 	memset(rt, 0, sizeof *rt);
 	rt->path = strdup(pick);
 	rt->writable = b->sandbox != SANDBOX_READ_ONLY;
-	if (rt->path == NULL ||
-	    asprintf(&rt->mountpoint, "%s/%s/%u", ds.cfg->mount_dir, b->name, b->mount_seq) < 0) {
+	if (rt->path == NULL || asprintf(&rt->mountpoint, "%s/%s/%u", bots_state.cfg->mount_dir,
+					 b->name, b->mount_seq) < 0) {
 		free(rt->path);
 		rt->path = NULL;
 		return;
@@ -648,11 +650,11 @@ static void root_user(struct job *j, struct bot *b)
 
 	if (b->uid_set)
 		return;
-	fd = open_folder(b->folder);
+	fd = roots_open_folder(b->folder);
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		int e = errno;
 
-		job_seterr(j, e, "bad_path", "%s: %s", b->folder, folder_error(e));
+		job_seterr(j, e, "bad_path", "%s: %s", b->folder, roots_folder_error(e));
 	} else {
 		b->uid = st.st_uid;
 		b->uid_set = true;
@@ -667,7 +669,7 @@ static void root_user(struct job *j, struct bot *b)
  * first: exec would never run it (a named or inherited root is refused on
  * the loop, bot_new).
  */
-void run_mount_bot(struct job *j)
+void roots_mount_bot(struct job *j)
 {
 	struct bot *b = j->bot;
 	size_t i;
@@ -694,7 +696,7 @@ void run_mount_bot(struct job *j)
  * mounted again is checked with its operator's right, as when the bot was
  * made (j->uid): one the operator may no longer use is shown lost, with why.
  */
-void run_restore_bot(struct job *j)
+void roots_restore_bot(struct job *j)
 {
 	struct root *rt;
 	size_t i;
@@ -716,22 +718,22 @@ void run_restore_bot(struct job *j)
 
 int roots_init(char *err, size_t errlen)
 {
-	char *dir = strdup(ds.cfg->socket_path), *sd = NULL;
+	char *dir = strdup(bots_state.cfg->socket_path), *sd = NULL;
 
 	if (dir == NULL || strrchr(dir, '/') == NULL ||
-	    asprintf(&sd, "%s.d", ds.cfg->socket_path) < 0) {
+	    asprintf(&sd, "%s.d", bots_state.cfg->socket_path) < 0) {
 		free(dir);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	*strrchr(dir, '/') = '\0';
-	own_note(0, ds.cfg->state_dir, true, "state folder");
+	own_note(0, bots_state.cfg->state_dir, true, "state folder");
 	own_note(1, sd, true, "folder of the bots' sockets");
 	own_note(2, dir[0] != '\0' ? dir : "/", false, "folder of the control socket");
 	free(dir);
 	free(sd);
-	ds.prog_ev = event_new(ds.base, -1, 0, progress_send, NULL);
-	if (ds.prog_ev == NULL) {
+	bots_state.prog_ev = event_new(bots_state.base, -1, 0, progress_send, NULL);
+	if (bots_state.prog_ev == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -740,7 +742,7 @@ int roots_init(char *err, size_t errlen)
 
 void roots_stop(void)
 {
-	if (ds.prog_ev != NULL)
-		event_free(ds.prog_ev);
-	ds.prog_ev = NULL;
+	if (bots_state.prog_ev != NULL)
+		event_free(bots_state.prog_ev);
+	bots_state.prog_ev = NULL;
 }

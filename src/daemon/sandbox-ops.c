@@ -22,19 +22,19 @@ uint64_t bot_memory_max(const struct bot *b)
 {
 	if (b->memory_max > 0)
 		return b->memory_max;
-	return ds.cfg->default_memory_max > 0 ? ds.cfg->default_memory_max
-					      : cgroup_default_memory();
+	return bots_state.cfg->default_memory_max > 0 ? bots_state.cfg->default_memory_max
+						      : cgroup_default_memory();
 }
 
 uint64_t bot_pids_max(const struct bot *b)
 {
 	if (b->pids_max > 0)
 		return b->pids_max;
-	return ds.cfg->default_pids_max > 0 ? ds.cfg->default_pids_max : 4096;
+	return bots_state.cfg->default_pids_max > 0 ? bots_state.cfg->default_pids_max : 4096;
 }
 
 /* A bot's bot b may take no more than its maker c: its limits are under c's. */
-bool limits_within(const struct bot *b, const struct bot *c, char *why, size_t len)
+bool sandbox_limits_within(const struct bot *b, const struct bot *c, char *why, size_t len)
 {
 	if (bot_memory_max(b) > bot_memory_max(c)) {
 		snprintf(why, len, "memory_max %llu is above %s's %llu",
@@ -109,7 +109,7 @@ void sandbox_cgroup_end(const char *name)
 	snprintf(cg_pending[i].name, sizeof cg_pending[i].name, "%s", name);
 	cg_pending[i].tries = 0;
 	if (cg_timer == NULL)
-		cg_timer = evtimer_new(ds.base, cg_retry, NULL);
+		cg_timer = evtimer_new(bots_state.base, cg_retry, NULL);
 	if (cg_timer != NULL)
 		evtimer_add(cg_timer, &tv);
 }
@@ -243,18 +243,18 @@ static void force_tick(evutil_socket_t fd, short what, void *arg)
 }
 
 /* End the sandboxes of b and its bots (SIGTERM, then SIGKILL), then delete them. */
-bool force_delete(struct request *r, struct bot *b)
+bool sandbox_force_delete(struct request *r, struct bot *b)
 {
 	struct timeval now = {0, 0};
 	struct force *f = calloc(1, sizeof *f);
 	size_t i;
 
-	if (f == NULL || (f->tick = evtimer_new(ds.base, force_tick, f)) == NULL) {
+	if (f == NULL || (f->tick = evtimer_new(bots_state.base, force_tick, f)) == NULL) {
 		free(f);
-		fail(r, "internal", "out of memory");
+		bots_fail(r, "internal", "out of memory");
 		return false;
 	}
-	if (!collect_idle(r, b, &f->victims, &f->nvictims)) {
+	if (!bots_collect_idle(r, b, &f->victims, &f->nvictims)) {
 		event_free(f->tick);
 		free(f->victims);
 		free(f);
@@ -278,7 +278,7 @@ bool force_delete(struct request *r, struct bot *b)
 /* ---- what runs --------------------------------------------------------------------- */
 
 /* "pids 123 456" for b and its bots. */
-void running_msg(struct bot **v, size_t n, char *out, size_t len)
+void sandbox_running_msg(struct bot **v, size_t n, char *out, size_t len)
 {
 	struct sandbox_run *sb;
 	size_t i, off;
@@ -339,7 +339,7 @@ void sandboxes_json(const struct bot *b, cJSON *bot)
 }
 
 /* In show: what each of b's sandboxes gets, its own limits or the defaults. */
-void limits_json(const struct bot *b, cJSON *bot)
+void sandbox_limits_json(const struct bot *b, cJSON *bot)
 {
 	cJSON *o = cJSON_AddObjectToObject(bot, "limits");
 
@@ -349,7 +349,7 @@ void limits_json(const struct bot *b, cJSON *bot)
 }
 
 /* In status: which cgroups hold the sandboxes, and where; why none, where none can. */
-void cgroups_json(cJSON *body)
+void sandbox_cgroups_json(cJSON *body)
 {
 	static const char *const names[] = {"off", "v1", "v2", "unusable"};
 
@@ -369,16 +369,16 @@ void bots_ps(struct request *r)
 
 	if (arr == NULL) {
 		cJSON_Delete(body);
-		fail(r, "internal", "out of memory");
+		bots_fail(r, "internal", "out of memory");
 		return;
 	}
-	TAILQ_FOREACH(b, &ds.bots, entry) {
+	TAILQ_FOREACH(b, &bots_state.bots, entry) {
 		if (b->deleting || !bot_visible(r, b))
 			continue;
 		LIST_FOREACH(sb, &b->sandboxes, entry) {
 			if ((o = sandbox_json(sb, true)) == NULL) {
 				cJSON_Delete(body);
-				fail(r, "internal", "out of memory");
+				bots_fail(r, "internal", "out of memory");
 				return;
 			}
 			cJSON_AddItemToArray(arr, o);

@@ -95,7 +95,7 @@ static void sandboxes_save(void)
 
 	if (arr == NULL)
 		goto oom;
-	TAILQ_FOREACH(b, &ds.bots, entry)
+	TAILQ_FOREACH(b, &bots_state.bots, entry)
 		LIST_FOREACH(sb, &b->sandboxes, entry) {
 			if ((o = sandbox_to_json(sb)) == NULL)
 				goto oom;
@@ -104,11 +104,12 @@ static void sandboxes_save(void)
 	text = cJSON_PrintUnformatted(root);
 	if (text == NULL)
 		goto oom;
-	r = write_file_replace(ds.cfg->state_dir, SANDBOXES_FILE, text, strlen(text), false);
+	r = write_file_replace(bots_state.cfg->state_dir, SANDBOXES_FILE, text, strlen(text),
+			       false);
 	free(text);
 	if (r != 0)
 		log_msg(LOG_ERR, "cannot save the running sandboxes in %s/%s: %s",
-			ds.cfg->state_dir, SANDBOXES_FILE, strerror(-r));
+			bots_state.cfg->state_dir, SANDBOXES_FILE, strerror(-r));
 	return;
 oom:
 	log_msg(LOG_ERR, "cannot save the running sandboxes: out of memory");
@@ -182,7 +183,7 @@ static int hold_again(pid_t pid, unsigned long long start, int *fd)
 
 static bool sandbox_watch(struct sandbox_run *sb)
 {
-	sb->ev = event_new(ds.base, sb->pidfd, EV_READ, sandbox_gone, sb);
+	sb->ev = event_new(bots_state.base, sb->pidfd, EV_READ, sandbox_gone, sb);
 	return sb->ev != NULL && event_add(sb->ev, NULL) == 0;
 }
 
@@ -283,7 +284,7 @@ void sandboxes_restore(void)
 
 	if (text == NULL)
 		return;
-	snprintf(path, sizeof path, "%s/%s", ds.cfg->state_dir, SANDBOXES_FILE);
+	snprintf(path, sizeof path, "%s/%s", bots_state.cfg->state_dir, SANDBOXES_FILE);
 	n = read_text(AT_FDCWD, path, text, SANDBOXES_FILE_MAX + 2);
 	if (n < 0 && errno == ENOENT)
 		return;
@@ -399,17 +400,19 @@ static bool sandbox_cgroup(struct request *r, struct sandbox_run *sb)
 	if (cgroup_mode() == CG_OFF)
 		return true;
 	if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id) {
-		fail(r, "internal", "no random name for the sandbox's cgroup: %s", strerror(errno));
+		bots_fail(r, "internal", "no random name for the sandbox's cgroup: %s",
+			  strerror(errno));
 		return false;
 	}
 	snprintf(sb->cg, sizeof sb->cg, "%s.%016llx", sb->bot->name, (unsigned long long)id);
 	if (cgroup_sandbox_make(sb->cg, sb->memory_max, sb->pids_max, why, sizeof why) != 0) {
 		sb->cg[0] = '\0';
-		fail(r, "no_cgroup",
-		     "%s: nothing was run. agentfsd puts each sandbox in a cgroup of its own "
-		     "with its bot's memory and pids limits; the config's \"cgroup\" names where "
-		     "(\"\": none, and no limits)",
-		     why);
+		bots_fail(r, "no_cgroup",
+			  "%s: nothing was run. agentfsd puts each sandbox in a cgroup of its own "
+			  "with its bot's memory and pids limits; the config's \"cgroup\" names "
+			  "where "
+			  "(\"\": none, and no limits)",
+			  why);
 		return false;
 	}
 	return true;
@@ -422,7 +425,7 @@ static bool sandbox_enter(struct request *r, struct sandbox_run *sb, pid_t pid)
 
 	if (sb->cg[0] == '\0' || cgroup_sandbox_enter(sb->cg, pid, why, sizeof why) == 0)
 		return true;
-	fail(r, "no_cgroup", "%s: nothing was run", why);
+	bots_fail(r, "no_cgroup", "%s: nothing was run", why);
 	return false;
 }
 
@@ -433,12 +436,12 @@ static struct sandbox_run *sandbox_add(struct request *r, struct bot *b, pid_t p
 	struct sandbox_run *sb;
 
 	if (b->nsandboxes >= SANDBOXES_MAX) {
-		fail(r, "limit", "bot %s has %d sandboxes running", b->name, SANDBOXES_MAX);
+		bots_fail(r, "limit", "bot %s has %d sandboxes running", b->name, SANDBOXES_MAX);
 		return NULL;
 	}
 	sb = sandbox_new(b);
 	if (sb == NULL) {
-		fail(r, "internal", "out of memory");
+		bots_fail(r, "internal", "out of memory");
 		return NULL;
 	}
 	sb->pid = pid;
@@ -448,7 +451,7 @@ static struct sandbox_run *sandbox_add(struct request *r, struct bot *b, pid_t p
 	sb->argv = argv != NULL ? argv_copy(argv) : NULL;
 	if (hold_peer(r, pid, &sb->pidfd, &sb->pid_start) != 0 || !sandbox_watch(sb)) {
 		sandbox_discard(sb);
-		fail(r, "internal", "cannot follow the client's process: %s", strerror(errno));
+		bots_fail(r, "internal", "cannot follow the client's process: %s", strerror(errno));
 		return NULL;
 	}
 	if (!sandbox_cgroup(r, sb)) {
@@ -473,7 +476,8 @@ static bool sandbox_set_child(struct request *r, struct sandbox_run *sb, pid_t c
 	if (hold(child, &fd, &start) != 0 || parent_of(child) != sb->pid ||
 	    proc_real_uid(child) != (long)sb->uid || pidfd_signal(fd, 0) != 0) {
 		close_fd(&fd);
-		fail(r, "forbidden", "process %d is not a child this client started", (int)child);
+		bots_fail(r, "forbidden", "process %d is not a child this client started",
+			  (int)child);
 		return false;
 	}
 	close_fd(&sb->childfd);
@@ -492,7 +496,8 @@ static bool sandbox_set_init(struct request *r, struct sandbox_run *sb, pid_t in
 	fd = pidfd_open_pid(init);
 	if (fd < 0 || !descends_from(init, sb->pid) || pidfd_signal(fd, 0) != 0) {
 		close_fd(&fd);
-		fail(r, "forbidden", "process %d is not a sandbox this client started", (int)init);
+		bots_fail(r, "forbidden", "process %d is not a sandbox this client started",
+			  (int)init);
 		return false;
 	}
 	sb->init = init;
@@ -509,7 +514,7 @@ static bool pid_field(struct request *r, const cJSON *req, const char *k, pid_t 
 		return true;
 	if (!cJSON_IsNumber(v) || v->valuedouble < 2 || v->valuedouble > 4194304 ||
 	    v->valuedouble != (double)(pid_t)v->valuedouble) {
-		fail(r, "bad_value", "%s must be a process id", k);
+		bots_fail(r, "bad_value", "%s must be a process id", k);
 		return false;
 	}
 	*out = (pid_t)v->valuedouble;
@@ -531,22 +536,22 @@ void bots_exec_register(struct request *r, const char *name, const cJSON *req)
 	struct bot *b;
 	bool added = false;
 
-	if ((b = visible_bot(r, name)) == NULL)
+	if ((b = bot_find_visible(r, name)) == NULL)
 		return;
 	if (!pid_field(r, req, "child", &child) || !pid_field(r, req, "pid", &init))
 		return;
 	if (b->busy) {
-		fail(r, "busy", "bot %s is being changed; ask again", b->name);
+		bots_fail(r, "busy", "bot %s is being changed; ask again", b->name);
 		return;
 	}
-	if (caller_of(r) != NULL && b->sandbox != SANDBOX_DANGER_FULL_ACCESS) {
-		fail(r, "forbidden",
-		     "a bot runs only danger-full-access bots' commands itself; "
-		     "the operator runs the others");
+	if (bots_caller(r) != NULL && b->sandbox != SANDBOX_DANGER_FULL_ACCESS) {
+		bots_fail(r, "forbidden",
+			  "a bot runs only danger-full-access bots' commands itself; "
+			  "the operator runs the others");
 		return;
 	}
 	if (pid <= 0) {
-		fail(r, "bad_request", "the client's pid is unknown");
+		bots_fail(r, "bad_request", "the client's pid is unknown");
 		return;
 	}
 	/*
@@ -555,10 +560,11 @@ void bots_exec_register(struct request *r, const char *name, const cJSON *req)
 	 * pid of a process that is not the command's.
 	 */
 	if (proc_real_uid(pid) != (long)server_peer_uid(r->peer)) {
-		fail(r, "forbidden",
-		     "process %d does not run as uid %u: only a process that connected for itself "
-		     "registers",
-		     (int)pid, (unsigned)server_peer_uid(r->peer));
+		bots_fail(r, "forbidden",
+			  "process %d does not run as uid %u: only a process that connected for "
+			  "itself "
+			  "registers",
+			  (int)pid, (unsigned)server_peer_uid(r->peer));
 		return;
 	}
 	sb = sandbox_of(b, pid);
