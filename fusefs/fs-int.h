@@ -650,7 +650,7 @@ bool gitlock_adopt(int fd);
 extern const struct fuse_lowlevel_ops fs_ops;
 
 /* ops-file.c */
-void ops_thread_exit(void);
+void fsop_thread_exit(void);
 
 /* ops*.c and seal.c reopen an O_PATH fd through /proc/self/fd/N */
 #define PROC_FD_MAX 32

@@ -321,7 +321,7 @@ static void *worker_main(void *arg)
 			mount_release(m);
 	}
 	free(buf.mem);
-	ops_thread_exit();
+	fsop_thread_exit();
 	return NULL;
 }
 

@@ -20,7 +20,7 @@
  * drops one when the folder changes through this mount, when another mount
  * of ours notifies it, and when a refreshed attribute shows a new mtime.
  */
-void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void fsop_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	(void)fi;
@@ -39,7 +39,7 @@ static int dir_open(struct fs_mount *m, struct inode *i)
 
 	if (fd < 0)
 		return fd;
-	dfd = ops_open_atime(m, fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = fsop_open_atime(m, fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		dfd = -errno;
 	inode_fd_put(m, i);
@@ -154,20 +154,20 @@ out:
 	free(buf);
 }
 
-void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+void fsop_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)fi;
 	do_readdir(req, ino, size, off, false);
 }
 
-void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+void fsop_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		      struct fuse_file_info *fi)
 {
 	(void)fi;
 	do_readdir(req, ino, size, off, true);
 }
 
-void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+void fsop_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	int fd = dir_open(m, ino_of(m, ino));

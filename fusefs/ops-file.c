@@ -45,7 +45,7 @@ static void set_keep_cache(struct fs_mount *m, struct inode *i, int fd, struct f
  * FUSE mount, the source does, so the server's own opens carry O_NOATIME.
  * That needs the owner's fsuid or CAP_FOWNER: without, open as usual.
  */
-int ops_open_atime(struct fs_mount *m, int dirfd, const char *path, int flags)
+int fsop_open_atime(struct fs_mount *m, int dirfd, const char *path, int flags)
 {
 	bool dir = (flags & O_DIRECTORY) != 0;
 	int fd;
@@ -58,7 +58,7 @@ int ops_open_atime(struct fs_mount *m, int dirfd, const char *path, int flags)
 	return openat(dirfd, path, flags);
 }
 
-void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void fsop_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *i = ino_of(m, ino);
@@ -88,11 +88,11 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			return;
 		}
 	}
-	ops_proc_path(path, fd);
+	fsop_proc_path(path, fd);
 	/* The /proc/self/fd reopen must follow its magic link: no O_NOFOLLOW. */
-	nfd = ops_open_atime(m, AT_FDCWD, path,
-			     (fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_TRUNC)) |
-				     O_CLOEXEC);
+	nfd = fsop_open_atime(m, AT_FDCWD, path,
+			      (fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_TRUNC)) |
+				      O_CLOEXEC);
 	r = nfd < 0 ? -errno : 0;
 	inode_fd_put(m, i);
 	if (r != 0) {
@@ -119,7 +119,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (wr)
 		policy_changed(m, FS_EV_MODIFIED, i, NULL, NULL, NULL, false);
 	set_keep_cache(m, i, nfd, fi);
-	fi->noflush = 1; /* see op_flush */
+	fi->noflush = 1; /* see fsop_flush */
 	pt = backing_open_begin(m, req, i, checked, fi);
 	fi->fh = fh_new(m, i, nfd, fh_flags(pt, checked, wr), fi->flags);
 	if (fi->fh == 0 || fuse_reply_open(req, fi) == -ENOENT) {
@@ -141,7 +141,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  * entry lasts the timeout), the kernel then sends CREATE, and the host may
  * have given that name to a protected file, or to one under a read-only
  * path. A file with other names is decided as the open for writing it is
- * (as in op_open: HL, read-only paths), and O_TRUNC, held back from the
+ * (as in fsop_open: HL, read-only paths), and O_TRUNC, held back from the
  * open, acts only then.
  */
 static int create_existing(struct fs_mount *m, fuse_req_t req, struct inode *i, int fd, bool trunc)
@@ -201,8 +201,8 @@ static int create_open(int pfd, const char *name, int flags, mode_t mode, bool e
 	return fd;
 }
 
-void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-	       struct fuse_file_info *fi)
+void fsop_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		 struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *p = ino_of(m, parent), *i;
@@ -236,7 +236,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 	decide_enter(m, &h, p, NULL, false);
 	r = policy_check(m, &PREQ_NAME(req, GUARD_OP_CREATE, NULL, S_IFREG, p, pfd, name, NULL));
-	if (r == 0 && ops_raises_privilege(mode, S_IFREG, 0))
+	if (r == 0 && fsop_raises_privilege(mode, S_IFREG, 0))
 		r = -EPERM;
 	if (r == 0)
 		r = fs_as_caller(req, true);
@@ -250,7 +250,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		journal_end(m, r, again, 0);
 		fs_as_root(m->fs);
 		if (r == 0)
-			r = ops_made(m, GUARD_OP_CREATE, p, pfd, name, &e);
+			r = fsop_made(m, GUARD_OP_CREATE, p, pfd, name, &e);
 	}
 	decide_leave(&h);
 	inode_fd_put(m, p);
@@ -282,7 +282,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		inode_forget(m, i, 1);
 		goto out;
 	}
-	fi->noflush = 1; /* see op_flush */
+	fi->noflush = 1; /* see fsop_flush */
 	pt = backing_open_begin(m, req, i, checked, fi);
 	fi->fh = fh_new(m, i, fd, fh_flags(pt, checked, wr), fi->flags);
 	if (fi->fh == 0 || fuse_reply_create(req, &e, fi) == -ENOENT) {
@@ -306,14 +306,14 @@ static __thread char *read_buf;
 static __thread size_t read_cap;
 
 /* A worker ends: its read buffer goes with it. */
-void ops_thread_exit(void)
+void fsop_thread_exit(void)
 {
 	free(read_buf);
 	read_buf = NULL;
 	read_cap = 0;
 }
 
-void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+void fsop_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	ssize_t n;
@@ -363,8 +363,8 @@ static void checked_write(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in
 	fuse_reply_write(req, (size_t)n);
 }
 
-void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
-		  struct fuse_file_info *fi)
+void fsop_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
+		    struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
@@ -405,7 +405,7 @@ void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t 
  * to push. Only a source that reports write errors at close (NFS) would
  * report them at fsync() instead. Kept for a kernel that sends it anyway.
  */
-void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void fsop_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	/* Reports errors a close() would (NFS-style delayed ones). */
@@ -425,7 +425,7 @@ static unsigned role_of(struct fs_mount *m, struct inode *i)
 	return role;
 }
 
-void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void fsop_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *i = ino_of(m, ino), *p;
@@ -443,7 +443,7 @@ void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	backing_open_end(m, i, pt);
 	if (open_writes(fi->flags))
 		seal_write_end(m, i);
-	/* Passthrough writes bypass op_write_buf: other mounts learn of them here. */
+	/* Passthrough writes bypass fsop_write_buf: other mounts learn of them here. */
 	if (pt && open_writes(fi->flags))
 		fs_invalidate(m, i, NULL, NULL);
 	/* A git config written (in a repository the bot made): its rules may change. */
@@ -460,7 +460,7 @@ void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
-void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+void fsop_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	int r = datasync ? fdatasync(fh_fd(m, fi)) : fsync(fh_fd(m, fi));
@@ -468,8 +468,8 @@ void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 	fuse_reply_err(req, r == 0 ? 0 : errno);
 }
 
-void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
-		  struct fuse_file_info *fi)
+void fsop_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		    struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	int r = fh_checked(m, fi) ? -EROFS
@@ -483,9 +483,9 @@ void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
 	fuse_reply_err(req, -r);
 }
 
-void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
-			struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
-			struct fuse_file_info *fi_out, size_t len, int flags)
+void fsop_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			  struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			  struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct fs_mount *m = req_mount(req);
 	int r = fh_checked(m, fi_out) ? -EROFS
@@ -508,7 +508,7 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	fuse_reply_write(req, (size_t)n);
 }
 
-void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+void fsop_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	off_t r = lseek(fh_fd(m, fi), off, whence);

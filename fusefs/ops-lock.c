@@ -11,7 +11,7 @@
  * POSIX locks become OFD locks on the per-open backing fd, so they exclude
  * other mounts and the host; a blocking one waits in the lock thread.
  */
-void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
+void fsop_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
 {
 	struct fs_mount *m = req_mount(req);
 	struct flock lk = *lock;
@@ -51,8 +51,8 @@ static void lock_wait(fuse_req_t req, uint64_t fh, int fd, bool posix, int op,
 	lock_queue(m->fs, w);
 }
 
-void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
-	      int sleep)
+void fsop_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+		int sleep)
 {
 	struct fs_mount *m = req_mount(req);
 	struct flock lk = *lock;
@@ -70,7 +70,7 @@ void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct 
 	}
 }
 
-void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+void fsop_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
 	struct fs_mount *m = req_mount(req);
 	int fd = fh_fd(m, fi);

@@ -19,8 +19,8 @@
  * is recorded before its .git is classified), then the other mounts, then
  * it is looked up for the reply.
  */
-int ops_made(struct fs_mount *m, enum guard_op op, struct inode *p, int pfd, const char *name,
-	     struct fuse_entry_param *e)
+int fsop_made(struct fs_mount *m, enum guard_op op, struct inode *p, int pfd, const char *name,
+	      struct fuse_entry_param *e)
 {
 	policy_notify(m, op, p, pfd, name, NULL);
 	policy_changed(m, FS_EV_CREATED, p, name, NULL, NULL, op == GUARD_OP_MKDIR);
@@ -49,7 +49,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	}
 	decide_enter(m, &h, p, NULL, false);
 	r = policy_check(m, &PREQ_NAME(req, op, NULL, mode & S_IFMT, p, pfd, name, link));
-	if (r == 0 && link == NULL && ops_raises_privilege(mode, mode, 0))
+	if (r == 0 && link == NULL && fsop_raises_privilege(mode, mode, 0))
 		r = -EPERM;
 	if (r == 0)
 		r = fs_as_caller(req, true);
@@ -72,24 +72,24 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		fs_as_root(m->fs);
 	}
 	if (r == 0)
-		r = ops_made(m, op, p, pfd, name, &e);
+		r = fsop_made(m, op, p, pfd, name, &e);
 	decide_leave(&h);
 	inode_fd_put(m, p);
 out:
-	ops_reply_entry(req, r, &e);
+	fsop_reply_entry(req, r, &e);
 }
 
-void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+void fsop_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	make_entry(req, parent, name, mode, rdev, NULL);
 }
 
-void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+void fsop_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	make_entry(req, parent, name, S_IFDIR | mode, 0, NULL);
 }
 
-void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+void fsop_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
 	make_entry(req, parent, name, S_IFLNK, 0, link);
 }
@@ -184,12 +184,12 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	fuse_reply_err(req, -r);
 }
 
-void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+void fsop_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	remove_entry(req, parent, name, 0);
 }
 
-void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+void fsop_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	remove_entry(req, parent, name, AT_REMOVEDIR);
 }
@@ -209,8 +209,8 @@ static bool is_dir_at(int pfd, const char *name)
 	return fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode);
 }
 
-void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-	       const char *newname, unsigned int flags)
+void fsop_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		 const char *newname, unsigned int flags)
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *p = ino_of(m, parent), *np = ino_of(m, newparent);
@@ -327,7 +327,7 @@ out:
 	fuse_reply_err(req, -r);
 }
 
-void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+void fsop_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *i = ino_of(m, ino), *np = ino_of(m, newparent);
@@ -372,5 +372,5 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 		r = inode_lookup(m, np, newname, &e);
 	}
 out:
-	ops_reply_entry(req, r, &e);
+	fsop_reply_entry(req, r, &e);
 }

@@ -41,7 +41,7 @@ static int xattr_fd(fuse_req_t req, fuse_ino_t ino, struct inode **ip, char *pat
 		return -ENOTSUP;
 	fd = inode_fd_get(m, i);
 	if (fd >= 0)
-		ops_proc_path(path, fd);
+		fsop_proc_path(path, fd);
 	return fd;
 }
 
@@ -81,13 +81,13 @@ static void xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const
 	fuse_reply_err(req, -r);
 }
 
-void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
-		 int flags)
+void fsop_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+		   int flags)
 {
 	xattr_change(req, ino, name, value != NULL ? value : "", size, flags);
 }
 
-void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+void fsop_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	xattr_change(req, ino, name, NULL, 0, 0);
 }
@@ -136,12 +136,12 @@ static void xattr_query(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	free(buf);
 }
 
-void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+void fsop_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	xattr_query(req, ino, name, size);
 }
 
-void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+void fsop_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	xattr_query(req, ino, NULL, size);
 }

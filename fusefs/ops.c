@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <sys/statvfs.h>
 
-void ops_proc_path(char *buf, int fd)
+void fsop_proc_path(char *buf, int fd)
 {
 	snprintf(buf, PROC_FD_MAX, "/proc/self/fd/%d", fd);
 }
@@ -33,14 +33,14 @@ void ops_proc_path(char *buf, int fd)
  * makes them.
  * `had` is the mode the file has already: a bit it has may stay.
  */
-bool ops_raises_privilege(mode_t mode, mode_t type, mode_t had)
+bool fsop_raises_privilege(mode_t mode, mode_t type, mode_t had)
 {
 	mode_t added = mode & ~had;
 
 	return (added & S_ISUID) || ((added & S_ISGID) && !S_ISDIR(type));
 }
 
-void ops_reply_entry(fuse_req_t req, int r, const struct fuse_entry_param *e)
+void fsop_reply_entry(fuse_req_t req, int r, const struct fuse_entry_param *e)
 {
 	if (r != 0)
 		fuse_reply_err(req, -r);
@@ -48,7 +48,7 @@ void ops_reply_entry(fuse_req_t req, int r, const struct fuse_entry_param *e)
 		fuse_reply_entry(req, e);
 }
 
-static void op_init(void *userdata, struct fuse_conn_info *conn)
+static void fsop_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fs_mount *m = userdata;
 	unsigned wanted = FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_READDIRPLUS |
@@ -101,7 +101,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		m->ready(m->ready_arg, m);
 }
 
-static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void fsop_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs_mount *m = req_mount(req);
 	struct fuse_entry_param e;
@@ -115,10 +115,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_entry(req, &e);
 		return;
 	}
-	ops_reply_entry(req, r, &e);
+	fsop_reply_entry(req, r, &e);
 }
 
-static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+static void fsop_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct fs_mount *m = req_mount(req);
 
@@ -126,7 +126,7 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 	fuse_reply_none(req);
 }
 
-static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+static void fsop_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	struct fs_mount *m = req_mount(req);
 	size_t i;
@@ -136,7 +136,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
-static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void fsop_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	struct stat st;
@@ -160,7 +160,7 @@ static int do_setattr(struct fs_mount *m, struct inode *i, int fd, struct stat *
 	uid_t uid;
 	gid_t gid;
 
-	ops_proc_path(path, fd);
+	fsop_proc_path(path, fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
 		if (fi != NULL	       ? fchmod(fh_fd(m, fi), attr->st_mode) != 0
 		    : S_ISLNK(i->type) ? (errno = EOPNOTSUPP, 1)
@@ -195,8 +195,8 @@ static int do_setattr(struct fs_mount *m, struct inode *i, int fd, struct stat *
 	return 0;
 }
 
-static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
-		       struct fuse_file_info *fi)
+static void fsop_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
+			 struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *i = ino_of(m, ino);
@@ -227,7 +227,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 		r = fd;
 	else if ((valid & FUSE_SET_ATTR_MODE) &&
 		 fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0 &&
-		 ops_raises_privilege(attr->st_mode, st.st_mode, st.st_mode))
+		 fsop_raises_privilege(attr->st_mode, st.st_mode, st.st_mode))
 		r = -EPERM;
 	else
 		r = do_setattr(m, i, fd, attr, valid, fi);
@@ -253,7 +253,7 @@ out:
 	fuse_reply_err(req, -r);
 }
 
-static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+static void fsop_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *i = ino_of(m, ino);
@@ -280,7 +280,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	}
 }
 
-static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+static void fsop_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *i = ino_of(m, ino);
@@ -301,40 +301,40 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 }
 
 const struct fuse_lowlevel_ops fs_ops = {
-	.init = op_init,
-	.lookup = op_lookup,
-	.forget = op_forget,
-	.forget_multi = op_forget_multi,
-	.getattr = op_getattr,
-	.setattr = op_setattr,
-	.readlink = op_readlink,
-	.mknod = op_mknod,
-	.mkdir = op_mkdir,
-	.symlink = op_symlink,
-	.unlink = op_unlink,
-	.rmdir = op_rmdir,
-	.rename = op_rename,
-	.link = op_link,
-	.open = op_open,
-	.create = op_create,
-	.read = op_read,
-	.write_buf = op_write_buf,
-	.flush = op_flush,
-	.release = op_release,
-	.fsync = op_fsync,
-	.opendir = op_opendir,
-	.readdir = op_readdir,
-	.readdirplus = op_readdirplus,
-	.fsyncdir = op_fsyncdir,
-	.statfs = op_statfs,
-	.setxattr = op_setxattr,
-	.getxattr = op_getxattr,
-	.listxattr = op_listxattr,
-	.removexattr = op_removexattr,
-	.getlk = op_getlk,
-	.setlk = op_setlk,
-	.flock = op_flock,
-	.fallocate = op_fallocate,
-	.copy_file_range = op_copy_file_range,
-	.lseek = op_lseek,
+	.init = fsop_init,
+	.lookup = fsop_lookup,
+	.forget = fsop_forget,
+	.forget_multi = fsop_forget_multi,
+	.getattr = fsop_getattr,
+	.setattr = fsop_setattr,
+	.readlink = fsop_readlink,
+	.mknod = fsop_mknod,
+	.mkdir = fsop_mkdir,
+	.symlink = fsop_symlink,
+	.unlink = fsop_unlink,
+	.rmdir = fsop_rmdir,
+	.rename = fsop_rename,
+	.link = fsop_link,
+	.open = fsop_open,
+	.create = fsop_create,
+	.read = fsop_read,
+	.write_buf = fsop_write_buf,
+	.flush = fsop_flush,
+	.release = fsop_release,
+	.fsync = fsop_fsync,
+	.opendir = fsop_opendir,
+	.readdir = fsop_readdir,
+	.readdirplus = fsop_readdirplus,
+	.fsyncdir = fsop_fsyncdir,
+	.statfs = fsop_statfs,
+	.setxattr = fsop_setxattr,
+	.getxattr = fsop_getxattr,
+	.listxattr = fsop_listxattr,
+	.removexattr = fsop_removexattr,
+	.getlk = fsop_getlk,
+	.setlk = fsop_setlk,
+	.flock = fsop_flock,
+	.fallocate = fsop_fallocate,
+	.copy_file_range = fsop_copy_file_range,
+	.lseek = fsop_lseek,
 };

@@ -277,7 +277,7 @@ static void *reader_main(void *arg)
 		atomic_fetch_sub(&fs->pollers, 1);
 	reading = NULL;
 	free(buf.mem);
-	ops_thread_exit();
+	fsop_thread_exit();
 	pthread_mutex_lock(&fs->lock);
 	m->reader_gone = true; /* no signal for it from now on */
 	pthread_mutex_unlock(&fs->lock);

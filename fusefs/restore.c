@@ -451,9 +451,9 @@ static int fh_reopen(struct fs_mount *m, struct handed_mount *hm, uint64_t fh, s
 	fd = inode_fd_get(m, i);
 	if (fd < 0)
 		return fd;
-	ops_proc_path(path, fd);
-	/* as op_open: the /proc/self/fd reopen follows its magic link; O_TRUNC acted already */
-	nfd = ops_open_atime(
+	fsop_proc_path(path, fd);
+	/* as fsop_open: the /proc/self/fd reopen follows its magic link; O_TRUNC acted already */
+	nfd = fsop_open_atime(
 		m, AT_FDCWD, path,
 		(r->open_flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_TRUNC)) |
 			O_CLOEXEC);
