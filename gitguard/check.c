@@ -169,7 +169,7 @@ static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode,
 	if (fd < 0)
 		return guard_refuse_why(v, GUARD_RULE_G3, "folder rename without its fd");
 	/* G3: no git folder beneath, nor anything else protected */
-	rc = guard_walk(g, fd, cls, &budget, moves, v);
+	rc = guard_walk(g, fd, cls, &budget, moves, true, v);
 	if (rc || parent->kind == GUARD_PLAIN || parent->kind == GUARD_BOTREPO)
 		return rc;
 	/* into a git folder: what would each entry be there? */
@@ -188,7 +188,7 @@ static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode,
 	if (guard_cls_protected(&dc))
 		return guard_refuse(v, dc.kind == GUARD_GITDIR ? GUARD_RULE_G3 : dc.rule);
 	budget = GUARD_WALK_BUDGET;
-	return guard_walk(g, fd, &dc, &budget, false, v);
+	return guard_walk(g, fd, &dc, &budget, false, false, v);
 }
 
 /* Does REQ's rename stay in one folder?  (Unknown: no) */

@@ -431,9 +431,14 @@ int guard_check_x1(struct guard *g, const char *parent_path, int parent_fd,
 		   const struct guard_cls *pc, const char *target,
 		   struct guard_verdict *v);
 
-/* walk.c: G3, nothing protected beneath the folder DFD of class DCLS (0, or -EROFS and V) */
+/*
+ * walk.c: nothing protected beneath the folder DFD of class DCLS (0, or
+ * -EROFS and V). MOVING: the folder leaves where it is, and whatever is
+ * found is refused as G3; else it enters a git folder, and an entry is
+ * refused by its own rule there.
+ */
 int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget, bool links,
-	       struct guard_verdict *v);
+	       bool moving, struct guard_verdict *v);
 
 /* gitlink.c: gitlinks to a bot's repository (X2, and G1 under allow_new_repos) */
 void guard_botmade_add(struct guard *g, uint64_t dev, uint64_t ino);

@@ -39,7 +39,26 @@ struct wstate {
 	unsigned *budget;
 	struct guard_verdict *v;
 	bool links; /* X1: the folder changes parent, so no relative symlink may climb out */
+	bool moving; /* G3: the folder moves away from where it is (see walk_protected) */
 };
+
+/*
+ * A protected entry found beneath the folder. When the folder moves away
+ * (G3), the refusal is G3's whatever the entry is: moving the folder is what
+ * is refused, and which entry the walk meets first depends on the order
+ * readdir gives, so a bot (and the log's reader) must see one rule for one
+ * act. When the folder moves into a git folder, the entry is refused by what
+ * it would be there, its own rule.
+ */
+static int walk_protected(struct wstate *w, const struct guard_cls *c)
+{
+	if (c->kind == GUARD_GITDIR)
+		return guard_refuse(w->v, GUARD_RULE_G3);
+	if (w->moving)
+		return guard_refuse_why(w->v, GUARD_RULE_G3,
+					"folder holds a file git trusts (its own rule protects it)");
+	return guard_refuse(w->v, c->rule);
+}
 
 static int wlevel_add_name(struct wlevel *l, const char *name)
 {
@@ -102,7 +121,7 @@ static int walk_entry(struct wstate *w, struct wlevel *l, const char *name, cons
 	if (guard_classify(w->g, &l->cls, l->fd, name, st, -1, &c) < 0)
 		return guard_refuse_why(w->v, GUARD_RULE_G3, "folder cannot be checked");
 	if (c.kind != GUARD_BOTREPO && guard_cls_protected(&c))
-		return guard_refuse(w->v, c.kind == GUARD_GITDIR ? GUARD_RULE_G3 : c.rule);
+		return walk_protected(w, &c);
 	return 0;
 }
 
@@ -167,7 +186,7 @@ static int walk_push(struct wstate *w, const char *name)
 	}
 	if (guard_cls_protected(&c)) {
 		close(cfd);
-		return guard_refuse(w->v, c.kind == GUARD_GITDIR ? GUARD_RULE_G3 : c.rule);
+		return walk_protected(w, &c);
 	}
 	if (w->n > GUARD_WALK_DEPTH) {
 		close(cfd);
@@ -222,9 +241,10 @@ static int walk_pop(struct wstate *w)
  * folder moves to another parent (X1, walk_link).
  */
 int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget, bool links,
-	       struct guard_verdict *v)
+	       bool moving, struct guard_verdict *v)
 {
-	struct wstate w = {.g = g, .budget = budget, .v = v, .alloc = 64, .links = links};
+	struct wstate w = {
+		.g = g, .budget = budget, .v = v, .alloc = 64, .links = links, .moving = moving};
 	struct wlevel *top;
 	struct stat st;
 	int rc;

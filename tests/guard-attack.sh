@@ -453,18 +453,15 @@ refused_by "bare-shaped q5: rename refs-x to refs" G2 try rename "$M/bare/q5/ref
 
 # --- moving git folders and the folders above them (G3)
 refused_by "rename the root's .git" G3 try rename "$M/.git" "$M/git-old"
-# G3's walk names the rule of the first protected entry it meets inside the
-# folder (deep/nwt/.git: W1; deep/nest/inc-nest.cfg: W3), which depends on the
-# order readdir returns them; the rule that refuses is G3
-G3TODO="G3's walk logs the rule of an entry inside (W1, W3), not G3"
-todo "$G3TODO" refused_by "rename deep/ (above a nested .git)" G3 try rename "$M/deep" "$M/deep2"
-todo "$G3TODO" refused_by "rename deep/ into plain/" G3 try rename "$M/deep" "$M/plain/deep"
-todo "$G3TODO" refused_by "rename deep/nest (the nested repository)" G3 \
-	try rename "$M/deep/nest" "$M/nest-moved"
+# a folder above protected entries (deep/nwt/.git: W1; deep/nest/inc-nest.cfg:
+# W3) is refused as G3, whichever entry the walk meets first
+refused_by "rename deep/ (above a nested .git)" G3 try rename "$M/deep" "$M/deep2"
+refused_by "rename deep/ into plain/" G3 try rename "$M/deep" "$M/plain/deep"
+refused_by "rename deep/nest (the nested repository)" G3 try rename "$M/deep/nest" "$M/nest-moved"
 refused_by "rename deep/nest/.git" G3 try rename "$M/deep/nest/.git" "$M/deep/nest/.git-old"
 refused_by "rename deep/nest/.git out into plain/" G3 try rename "$M/deep/nest/.git" "$M/plain/stolen-git"
 refused_by "rmdir deep/nest/.git" G3 try rmdir "$M/deep/nest/.git"
-todo "$G3TODO" refused_by "exchange plain/evil-dir with deep/" G3 try rename-exchange "$(fresh dir)" "$M/deep"
+refused_by "exchange plain/evil-dir with deep/" G3 try rename-exchange "$(fresh dir)" "$M/deep"
 refused_by "exchange plain/evil-dir with deep/nest/.git" G3 try rename-exchange "$(fresh dir)" "$M/deep/nest/.git"
 refused_by "exchange plain/evil-dir with the root's .git" G3 try rename-exchange "$(fresh dir)" "$M/.git"
 refused_by "rename store/ (holds git folders behind pointers)" G3 try rename "$M/store" "$M/store2"
