@@ -58,6 +58,24 @@ int fsop_open_atime(struct fs_mount *m, int dirfd, const char *path, int flags)
 	return openat(dirfd, path, flags);
 }
 
+/*
+ * An open or create whose handle could not be made (fi->fh 0: out of
+ * memory) or whose reply the kernel refused (interrupted): no release will
+ * come, so everything the open took for FD is given back here.
+ */
+static void open_unwind(fuse_req_t req, struct fs_mount *m, struct inode *i,
+			const struct fuse_file_info *fi, int fd, bool pt, bool wr)
+{
+	if (fi->fh == 0)
+		fuse_reply_err(req, ENOMEM);
+	fh_gone(m, fi->fh);
+	backing_open_end(m, i, pt);
+	if (wr)
+		seal_write_end(m, i);
+	close(fd);
+	fs_handle_put(m);
+}
+
 void fsop_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
@@ -122,17 +140,8 @@ void fsop_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->noflush = 1; /* see fsop_flush */
 	pt = backing_open_begin(m, req, i, checked, fi);
 	fi->fh = fh_new(m, i, nfd, fh_flags(pt, checked, wr), fi->flags);
-	if (fi->fh == 0 || fuse_reply_open(req, fi) == -ENOENT) {
-		/* out of memory, or interrupted: no release will come */
-		if (fi->fh == 0)
-			fuse_reply_err(req, ENOMEM);
-		fh_gone(m, fi->fh);
-		backing_open_end(m, i, pt);
-		if (wr)
-			seal_write_end(m, i);
-		close(nfd);
-		fs_handle_put(m);
-	}
+	if (fi->fh == 0 || fuse_reply_open(req, fi) == -ENOENT)
+		open_unwind(req, m, i, fi, nfd, pt, wr);
 }
 
 /*
@@ -286,15 +295,8 @@ void fsop_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	pt = backing_open_begin(m, req, i, checked, fi);
 	fi->fh = fh_new(m, i, fd, fh_flags(pt, checked, wr), fi->flags);
 	if (fi->fh == 0 || fuse_reply_create(req, &e, fi) == -ENOENT) {
-		if (fi->fh == 0)
-			fuse_reply_err(req, ENOMEM);
-		fh_gone(m, fi->fh);
-		backing_open_end(m, i, pt);
-		if (wr)
-			seal_write_end(m, i);
-		close(fd);
+		open_unwind(req, m, i, fi, fd, pt, wr);
 		inode_forget(m, i, 1);
-		fs_handle_put(m);
 	}
 	return;
 out:

@@ -141,6 +141,29 @@ static int child_of(struct fs_mount *m, struct inode *p, int pfd, const char *na
 	return 0;
 }
 
+/*
+ * The start of an unlink, rmdir, rename or exchange in P. AGAIN > 0: it was
+ * done before a restart and not answered, and WAS is its answer; done again
+ * it could remove or move a file made under the name since (journal.c).
+ * P's fd, or -1 once the request is answered.
+ */
+static int removal_start(fuse_req_t req, struct fs_mount *m, struct inode *p, int again,
+			 int64_t was)
+{
+	int pfd;
+
+	if (again > 0) {
+		fuse_reply_err(req, (int)-was);
+		return -1;
+	}
+	pfd = inode_fd_get(m, p);
+	if (pfd < 0) {
+		fuse_reply_err(req, -pfd);
+		return -1;
+	}
+	return pfd;
+}
+
 static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, int flags)
 {
 	struct fs_mount *m = req_mount(req);
@@ -149,16 +172,8 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	int64_t was = 0;
 	int pfd, r, again = journal_seen(m, &was);
 
-	/* removed before a restart, not answered: its answer, not removed again (journal.c) */
-	if (again > 0) {
-		fuse_reply_err(req, (int)-was);
+	if ((pfd = removal_start(req, m, p, again, was)) < 0)
 		return;
-	}
-	pfd = inode_fd_get(m, p);
-	if (pfd < 0) {
-		fuse_reply_err(req, -pfd);
-		return;
-	}
 	r = child_of(m, p, pfd, name, &child, &real);
 	if (r == 0)
 		r = policy_check(m, &PREQ_NAME(req, op, &child, child.type, p, pfd, name, NULL));
@@ -227,19 +242,8 @@ void fsop_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	/*
-	 * Renamed before a restart, not answered: its answer. Done again it
-	 * could move a file made under the old name since (journal.c).
-	 */
-	if (again > 0) {
-		fuse_reply_err(req, (int)-was);
+	if ((pfd = removal_start(req, m, p, again, was)) < 0)
 		return;
-	}
-	pfd = inode_fd_get(m, p);
-	if (pfd < 0) {
-		fuse_reply_err(req, -pfd);
-		return;
-	}
 	npfd = inode_fd_get(m, np);
 	if (npfd < 0) {
 		r = npfd;
