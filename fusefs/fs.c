@@ -29,14 +29,13 @@
 
 void fs_log(struct fs *fs, enum fs_log_level level, const char *fmt, ...)
 {
-	char raw[1024], buf[1024];
+	char buf[1024];
 	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(raw, sizeof raw, fmt, ap);
-	va_end(ap);
 	/* paths in it are a bot's: no control characters reach a log or terminal */
-	gg_escape(raw, buf, sizeof buf);
+	va_start(ap, fmt);
+	gg_vescapef(buf, sizeof buf, fmt, ap);
+	va_end(ap);
 	if (fs->p.log != NULL)
 		fs->p.log(fs->p.log_arg, level, buf);
 	else

@@ -20,6 +20,7 @@
 
 #include <dirent.h>
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <sys/stat.h>
 
@@ -61,6 +62,10 @@ int gg_path_next(const char **p, char *comp, size_t compsz);
  * Truncated to OUTSZ - 1 bytes, always NUL-ended.
  */
 void gg_escape(const char *in, char *out, size_t outsz);
+
+/* FMT's message (at most 2 KiB of it) into OUT, escaped as gg_escape does: every log line */
+void gg_vescapef(char *out, size_t outsz, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
 /* fdio.c */
 

@@ -2,6 +2,7 @@
 /* The two lexical path normalisers (ggutil.h says which to use when). */
 #include <errno.h>
 #include <stdint.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -161,4 +162,12 @@ void gg_escape(const char *in, char *out, size_t outsz)
 		s += n;
 	}
 	out[o] = '\0';
+}
+
+void gg_vescapef(char *out, size_t outsz, const char *fmt, va_list ap)
+{
+	char raw[2048];
+
+	vsnprintf(raw, sizeof raw, fmt, ap);
+	gg_escape(raw, out, outsz);
 }

@@ -207,12 +207,11 @@ void log_text(int prio, const char *msg)
 
 void log_msg(int prio, const char *fmt, ...)
 {
-	char raw[2048], msg[8192];
+	char msg[8192];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(raw, sizeof raw, fmt, ap);
+	gg_vescapef(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	gg_escape(raw, msg, sizeof msg);
 	log_text(prio, msg);
 }
