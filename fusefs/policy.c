@@ -233,15 +233,16 @@ static bool rl_admit(const struct fs_mount *m, const char *path, unsigned long *
 }
 
 /*
- * Report a refused op on name in where (name NULL: where itself): every one
- * to the event callback, rate-limited to the log. req NULL: no caller known.
+ * Report a refused op on PATH (a rename or exchange: from PATH to PATH2):
+ * every one to the event callback, rate-limited to the log. req NULL: no
+ * caller known.
  */
-int policy_refused(struct fs_mount *m, fuse_req_t req, const char *op, struct inode *where,
-		   const char *name, bool dir, const char *rule, const char *why)
+static int refused_at(struct fs_mount *m, fuse_req_t req, const char *op, const char *path,
+		      const char *path2, bool dir, const char *rule, const char *why)
 {
-	char *path = inode_path(m, where, name, false);
 	struct fs_event ev = {.kind = FS_EV_REFUSED,
-			      .path = path != NULL ? path : "?",
+			      .path = path,
+			      .path2 = path2,
 			      .dir = dir,
 			      .op = op,
 			      .rule = rule,
@@ -253,25 +254,51 @@ int policy_refused(struct fs_mount *m, fuse_req_t req, const char *op, struct in
 		caller_comm(ev.pid, ev.comm);
 		m->fs->p.event(m->fs->p.event_arg, m, &ev);
 	}
-	if (rl_admit(m, ev.path, &quiet)) {
-		if (quiet > 0)
-			fs_log(m->fs, FS_LOG_INFO,
-			       "%s: refused %s of %s: %s (and %lu more refusals of it not logged)",
-			       m->mountpoint, op, ev.path, why, quiet);
-		else
-			fs_log(m->fs, FS_LOG_INFO, "%s: refused %s of %s: %s", m->mountpoint, op,
-			       ev.path, why);
-	}
+	if (!rl_admit(m, path, &quiet))
+		return -EROFS;
+	if (quiet > 0)
+		fs_log(m->fs, FS_LOG_INFO,
+		       "%s: refused %s of %s%s%s: %s (and %lu more refusals of it not logged)",
+		       m->mountpoint, op, path, path2 != NULL ? " to " : "", path2 ? path2 : "", why,
+		       quiet);
+	else
+		fs_log(m->fs, FS_LOG_INFO, "%s: refused %s of %s%s%s: %s", m->mountpoint, op, path,
+		       path2 != NULL ? " to " : "", path2 ? path2 : "", why);
+	return -EROFS;
+}
+
+/* Report a refused op on name in where (name NULL: where itself), as refused_at */
+int policy_refused(struct fs_mount *m, fuse_req_t req, const char *op, struct inode *where,
+		   const char *name, bool dir, const char *rule, const char *why)
+{
+	char *path = inode_path(m, where, name, false);
+
+	refused_at(m, req, op, path != NULL ? path : "?", NULL, dir, rule, why);
 	free(path);
 	return -EROFS;
 }
 
+/*
+ * A refused request: a rename or exchange is reported from its source to
+ * its destination, as a rename that succeeds is; anything else by the name
+ * it makes or removes, or the inode it changes.
+ */
 static int refuse(struct fs_mount *m, const struct preq *r, const char *rule, const char *why)
 {
 	struct inode *where = r->parent != NULL ? r->parent : r->ino;
+	char *from, *to;
 
-	return policy_refused(m, r->req, op_names[r->g.op], where,
-			      r->parent != NULL ? r->g.name : NULL, S_ISDIR(r->g.mode), rule, why);
+	if (r->src_parent == NULL || r->g.src_name == NULL || r->parent == NULL)
+		return policy_refused(m, r->req, op_names[r->g.op], where,
+				      r->parent != NULL ? r->g.name : NULL, S_ISDIR(r->g.mode), rule,
+				      why);
+	from = inode_path(m, r->src_parent, r->g.src_name, false);
+	to = inode_path(m, r->parent, r->g.name, false);
+	refused_at(m, r->req, op_names[r->g.op], from != NULL ? from : "?", to != NULL ? to : "?",
+		   S_ISDIR(r->g.mode), rule, why);
+	free(from);
+	free(to);
+	return -EROFS;
 }
 
 static void changed(struct fs_mount *m, struct fs_event ev, struct inode *p, const char *name,

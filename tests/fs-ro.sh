@@ -10,12 +10,13 @@
 
 # expect WANT OP PATH [PATH2]: fs-tryop OP must answer WANT; while the mount
 # has --log $RO_LOG, an EROFS must be logged there as a refusal of PATH or
-# PATH2 by "read-only path" (not by a gitguard rule, nor by the kernel: a --ro
-# mount is read-only in the kernel, which answers without asking the server)
+# PATH2 (a rename or exchange: of PATH to PATH2) by "read-only path" (not by
+# a gitguard rule, nor by the kernel: a --ro mount is read-only in the
+# kernel, which answers without asking the server)
 RO_LOG=
 expect()
 {
-	local want="$1" got before=0 new
+	local want="$1" got before=0 new pats
 	shift
 	[ -z "$RO_LOG" ] || before=$(wc -l <"$RO_LOG")
 	got=$("$TRYOP" "$@" 2>&1)
@@ -24,8 +25,11 @@ expect()
 		return
 	fi
 	new=$(tail -n +"$((before + 1))" "$RO_LOG")
-	if [ "$got" = EROFS ] && printf '%s\n' "$new" |
-		grep -qF -e " of $2: read-only path (" ${3:+-e " of $3: read-only path ("}; then
+	case "$1" in
+	rename*) pats=(-e " of $2 to $3: read-only path (") ;;
+	*) pats=(-e " of $2: read-only path (" ${3:+-e " of $3: read-only path ("}) ;;
+	esac
+	if [ "$got" = EROFS ] && printf '%s\n' "$new" | grep -qF "${pats[@]}"; then
 		ok "$1 ${2#"$T"/}${3:+ -> ${3#"$T"/}}: EROFS by read-only path"
 	else
 		not_ok "$1 ${2#"$T"/}${3:+ -> ${3#"$T"/}}: EROFS by read-only path"

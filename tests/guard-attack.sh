@@ -458,6 +458,10 @@ refused_by "rename the root's .git" G3 try rename "$M/.git" "$M/git-old"
 refused_by "rename deep/ (above a nested .git)" G3 try rename "$M/deep" "$M/deep2"
 refused_by "rename deep/ into plain/" G3 try rename "$M/deep" "$M/plain/deep"
 refused_by "rename deep/nest (the nested repository)" G3 try rename "$M/deep/nest" "$M/nest-moved"
+# a refused rename is logged from where to where, as a rename that succeeds
+like "$(tail -n 1 "$GUARD_LOG")" \
+	"refused rename of $M/deep/nest to $M/nest-moved: rule G3 " \
+	"a refused rename names its source and its destination"
 refused_by "rename deep/nest/.git" G3 try rename "$M/deep/nest/.git" "$M/deep/nest/.git-old"
 refused_by "rename deep/nest/.git out into plain/" G3 try rename "$M/deep/nest/.git" "$M/plain/stolen-git"
 refused_by "rmdir deep/nest/.git" G3 try rmdir "$M/deep/nest/.git"

@@ -110,7 +110,7 @@ if fs_mount_fg --log "$GUARD_LOG" "$S1" "$M1" 2>"$T/deep-mount.log"; then
 	refused_by "rename a folder with a git folder 1000 levels down" G3 \
 		try rename "$M1/near/d" "$M1/near/moved"
 	check "the server survived the refusals" stat "$M1/hidden/d"
-	if grep -q "refused rename of /near/moved: rule G3 (git folder" "$T/deep-mount.log"; then
+	if grep -q "refused rename of /near/d to /near/moved: rule G3 (git folder" "$T/deep-mount.log"; then
 		ok "the git folder 1000 levels down is found (G3)"
 	else
 		not_ok "the git folder 1000 levels down is found (G3)"

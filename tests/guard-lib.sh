@@ -153,7 +153,8 @@ GUARD_LOG=${GUARD_LOG:-"$T/guard.log"}
 
 # refusal_named RULE ARGS...: whether the lines on stdin hold a refusal by
 # RULE of one of ARGS that is an absolute path (of anything, if none is):
-# --log writes "refused OP of PATH: rule RULE (...)", PATH under the mount
+# --log writes "refused OP of PATH: rule RULE (...)", or for a rename or an
+# exchange "refused OP of FROM to TO: rule RULE (...)", paths under the mount
 # point's real path ($T is one: tests/lib.sh).
 refusal_named()
 {
@@ -168,7 +169,8 @@ refusal_named()
 			if (n == 0)
 				found = 1
 			for (i = 1; i <= n; i++)
-				if (index($0, " of " p[i] ": rule "))
+				if (index($0, " of " p[i] ": rule ") || index($0, " of " p[i] " to ") ||
+				    index($0, " to " p[i] ": rule "))
 					found = 1
 		}
 		END { exit !found }'

@@ -382,8 +382,9 @@ static void event_format_raw(const cJSON *o, char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len)
 		return;
 	if (strcmp(type, "refused") == 0)
-		snprintf(buf + n, len - (size_t)n, "refused %s of %s: %s (pid %.0f %s)",
-			 ev_str(o, "op"), ev_str(o, "path"), ev_str(o, "reason"),
+		snprintf(buf + n, len - (size_t)n, "refused %s of %s%s%s: %s (pid %.0f %s)",
+			 ev_str(o, "op"), ev_str(o, "path"), *ev_str(o, "to") != '\0' ? " to " : "",
+			 ev_str(o, "to"), ev_str(o, "reason"),
 			 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "pid")),
 			 *ev_str(o, "comm") != '\0' ? ev_str(o, "comm") : "?");
 	else if (cJSON_GetObjectItemCaseSensitive(o, "message") != NULL)
