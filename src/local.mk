@@ -1,27 +1,41 @@
 # SPDX-License-Identifier: MIT
-# src: agentfs (the CLI, src/cli/), agentfsd (the daemon, src/daemon/),
-# agentfs-enter (src/enter/) and what agentfs and agentfsd share
-# (src/common/). The programs are built here in src/, where tests, bench,
+# src: agentfs (the CLI, src/cli/), agentfs-local (its mount, umount and
+# audit, src/local/), agentfsd (the daemon, src/daemon/), agentfs-enter
+# (src/enter/) and what agentfs and agentfsd share (src/common/). The programs are built here in src/, where tests, bench,
 # .ci and the packaging find them.
 noinst_LIBRARIES += src/libagentfs-common.a
 src_libagentfs_common_a_SOURCES = src/common/agentfs.h src/common/util.c src/common/log.c \
 	src/common/fdpass.c src/common/mounts.c
 src_libagentfs_common_a_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 
+# agentfs links neither libfuse3 nor libgit2: of the two libraries' code it
+# takes only what calls neither (fusefs/ids.c, gitguard's gg_escape), and a
+# link that needed them would fail here. mount, umount and audit, which do
+# need them, are agentfs-local's (below), which agentfs runs for them.
 bin_PROGRAMS += src/agentfs
-src_agentfs_SOURCES = src/cli/agentfs.c src/cli/client.c src/cli/cmd-mount.c \
-	src/cli/cmd-bots.c src/cli/cmd-ps.c src/cli/cmd-audit.c src/cli/cmd-log.c \
+src_agentfs_SOURCES = src/cli/agentfs.c src/cli/say.c src/cli/client.c \
+	src/cli/cmd-bots.c src/cli/cmd-ps.c src/cli/cmd-log.c \
 	src/cli/cmd-exec.c src/cli/exec.h src/cli/exec-as.c src/cli/exec-bwrap.c \
 	src/cli/exec-env.c src/cli/exec-guard.c src/cli/exec-user.c
 src_agentfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS)
+src_agentfs_CPPFLAGS = $(AM_CPPFLAGS) -DAGENTFS_LOCAL='"$(pkglibexecdir)/agentfs-local"'
 src_agentfs_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitguard.a \
-	$(FUSE_LIBS) $(CJSON_LIBS) $(GIT2_LIBS) -lutil -lpthread
+	$(CJSON_LIBS) -lutil -lpthread
+
+# agentfs mount, umount and audit (src/local/local.c): the FUSE server and
+# the repository readers, with libfuse3 and libgit2.
+pkglibexec_PROGRAMS = src/agentfs-local
+src_agentfs_local_SOURCES = src/local/local.c src/cli/say.c src/cli/client.c \
+	src/cli/cmd-mount.c src/cli/cmd-audit.c
+src_agentfs_local_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS)
+src_agentfs_local_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitguard.a \
+	$(FUSE_LIBS) $(CJSON_LIBS) $(GIT2_LIBS) -lpthread
 
 # The sandbox's first program (src/enter/enter.c): the in-sandbox step of
 # agentfs exec, linked with the C library alone.  What it shares with agentfs is
 # compiled here a function to a section, and the linker keeps only what it
 # calls (the outer exec's functions in the same files are dropped).
-pkglibexec_PROGRAMS = src/agentfs-enter
+pkglibexec_PROGRAMS += src/agentfs-enter
 src_agentfs_enter_SOURCES = src/enter/enter.c src/cli/exec-as.c src/cli/exec-user.c \
 	src/cli/exec-env.c src/common/fdpass.c fusefs/ids.c
 src_agentfs_enter_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) -ffunction-sections \
@@ -50,7 +64,8 @@ src_agentfsd_CPPFLAGS = $(AM_CPPFLAGS) -DAGENTFSD_CONFIG='"$(agentfsconfdir)/age
 # and mount(8)'s helper for `mount -t fuse.agentfs`. Paths from configure.
 agentfsconfdir = $(sysconfdir)/agentfs
 dist_doc_DATA = README.md LICENSE src/agentfsd.json.example
-EXTRA_DIST += src/README src/agentfsd.service.in src/agentfs.tmpfiles src/agentfs.bash-completion \
+EXTRA_DIST += src/README src/common/README src/cli/README src/local/README src/enter/README \
+	src/daemon/README src/agentfsd.service.in src/agentfs.tmpfiles src/agentfs.bash-completion \
 	src/mount.fuse.agentfs.in
 CLEANFILES += src/agentfsd.service src/mount.fuse.agentfs
 

@@ -163,4 +163,41 @@ else
 	skip ".ci/demo is not in this tree"
 fi
 
+# --- agentfs-local: mount, umount and audit in a program of their own -----------------------
+# agentfs itself loads neither libfuse3 nor libgit2 (and libgit2's TLS, SSH and
+# Kerberos): every exec and request starts without them; the three commands
+# that need them run agentfs-local, the one beside agentfs, else the installed one
+if command -v ldd >/dev/null; then
+	is "$(ldd "$AGENTFS" | grep -cE 'libgit2|libfuse3|libssh2|libmbed|libkrb5|libcrypto')" 0 \
+		"agentfs links neither libgit2 nor libfuse3 (nor what libgit2 pulls in)"
+	is "$(ldd "$top_builddir/src/agentfs-local" | grep -cE 'libgit2|libfuse3')" 2 \
+		"agentfs-local links libgit2 and libfuse3"
+else
+	skip "ldd is missing"
+	skip "ldd is missing"
+fi
+mkdir -p "$T/alone" "$T/tree"
+cp "$AGENTFS" "$T/alone/agentfs"
+installed=$(grep -ao '/[^[:cntrl:]]*/agentfs-local' "$AGENTFS" | head -n 1)
+if [ -n "$installed" ] && [ ! -e "$installed" ]; then
+	out=$("$T/alone/agentfs" audit "$T/tree" 2>&1)
+	is "$?" 125 "agentfs audit without agentfs-local beside it or installed exits 125"
+	like "$out" "cannot run $installed, which agentfs audit needs \\(make install puts it there\\)" \
+		"... and names the agentfs-local it looked for"
+else
+	skip "agentfs-local is installed on this host ($installed)"
+	skip "agentfs-local is installed on this host ($installed)"
+fi
+cp "$top_builddir/src/agentfs-local" "$T/alone/"
+printf '#!/bin/sh\n' >"$T/tree/hook"
+mkdir -p "$T/tree/.git/hooks" && mv "$T/tree/hook" "$T/tree/.git/hooks/pre-commit" &&
+	chmod +x "$T/tree/.git/hooks/pre-commit"
+out=$("$T/alone/agentfs" audit "$T/tree" 2>&1)
+rc=$?
+like "$rc $out" "^[1-9].*pre-commit" "agentfs audit runs the agentfs-local beside agentfs: it finds a hook"
+out=$("$T/alone/agentfs" mount --help 2>&1)
+like "$out" "^usage: agentfs mount" "agentfs mount --help is mount's help, as before"
+"$T/alone/agentfs-local" >/dev/null 2>&1
+is "$?" 125 "agentfs-local run by itself, without a command, exits 125"
+
 done_testing

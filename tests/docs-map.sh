@@ -13,7 +13,7 @@ top_srcdir=${top_srcdir:-.}
 MAN1="$top_srcdir/man/agentfs.1"
 . "$top_srcdir/tests/docs-lib.sh"
 # src/'s folders, one per program and one for what two share (src/README)
-SRC_DIRS="src/common src/cli src/enter src/daemon"
+SRC_DIRS="src/common src/cli src/local src/enter src/daemon"
 for f in "$MAN1" "$top_srcdir/gitguard/rules.c" "$top_srcdir/gitguard/README" \
 	"$top_srcdir/fusefs/fs-int.h" "$top_srcdir/src/README" "$top_srcdir/doc/DESIGN.md" \
 	$(for d in $SRC_DIRS; do echo "$top_srcdir/$d/README"; done); do

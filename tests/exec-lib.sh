@@ -50,8 +50,9 @@ case "$T" in
 esac
 
 # Commands inside run agentfs too: a build tree under /tmp is hidden there,
-# so they use a copy in $T (seen read-only inside).
-cp "$AGENTFS" "$T/agentfs" || bail_out "cannot copy $AGENTFS"
+# so they use a copy in $T (seen read-only inside), with the agentfs-local
+# it runs for mount and audit.
+cp "$AGENTFS" "$top_builddir/src/agentfs-local" "$T/" || bail_out "cannot copy $AGENTFS"
 AGENTFS=$T/agentfs
 daemon_from_copies
 

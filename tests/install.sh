@@ -40,6 +40,7 @@ want=$(printf '%s\n' \
 	"$bindir/agentfs" \
 	"$sbindir/agentfsd" \
 	"$pkglibexecdir/agentfs-enter" \
+	"$pkglibexecdir/agentfs-local" \
 	"$mandir/man1/agentfs.1" \
 	"$mandir/man7/agentfs-protocol.7" \
 	"$mandir/man8/agentfsd.8" \
@@ -57,7 +58,7 @@ want=$(printf '%s\n' \
 got=$(cd "$D" && find . \( -type f -o -type l \) | sed 's|^\.||' | sort)
 is_text "$got" "$want" "the installed files are exactly the expected ones ($(echo "$want" | wc -l))"
 for f in "$bindir/agentfs" "$sbindir/agentfsd" "$pkglibexecdir/agentfs-enter" \
-	"$mounthelperdir/mount.fuse.agentfs"; do
+	"$pkglibexecdir/agentfs-local" "$mounthelperdir/mount.fuse.agentfs"; do
 	[ -x "$D$f" ] && ok "$f is executable" || not_ok "$f is executable"
 done
 is "$(readlink "$D$bashcompletiondir/agentfsd")" agentfs "agentfsd's completion is agentfs's"

@@ -33,7 +33,7 @@ while IFS= read -r line; do
 	[ "$rc" = 0 ] || { diag "$(printf '%s\n' "$out" | tail -n 20)"; bail_out "$line failed"; }
 done <<<"$block"
 for f in /usr/bin/agentfs /usr/sbin/agentfsd /usr/libexec/agentfs/agentfs-enter /etc/agentfs/agentfsd.json \
-	/usr/share/man/man1/agentfs.1; do
+	/usr/libexec/agentfs/agentfs-local /usr/share/man/man1/agentfs.1; do
 	check "$f is installed" test -e "$D$f"
 done
 check "the unit is installed" sh -c 'ls "$1"/usr/lib/systemd/system/agentfsd.service "$1"/lib/systemd/system/agentfsd.service 2>/dev/null | grep -q .' _ "$D"

@@ -2,12 +2,12 @@
 /* agentfs: mount a folder through agentfs, or talk to agentfsd. */
 #include "src/common/agentfs.h"
 
-#include <stdarg.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "gitguard/ggutil.h"
+#include <unistd.h>
 
 static const char usage[] =
 	"usage: agentfs [--socket PATH] [--json] COMMAND [ARGS...]\n"
@@ -40,84 +40,42 @@ static const char usage[] =
 	"agentfs COMMAND --help shows a command's options; see agentfs(1).\n";
 
 /*
- * S made safe to print for a person (gg_escape: control characters, C1
- * controls, backslashes and bytes that are not UTF-8 as \n, \t, \\ or \xHH),
- * whole: a path, name, command or message a bot chose cannot forge a line or
- * drive the operator's terminal. Every string the CLI prints in text goes
- * through it; --json output stays exact. The result lives in one of eight
- * buffers used in turn, so one printf may take up to eight; the CLI has one
- * thread. NULL gives "".
+ * mount, umount and audit run in agentfs-local (src/local/): they serve
+ * the FUSE mount and read repositories, so they link libfuse3 and libgit2,
+ * and through libgit2 a TLS stack, SSH, Kerberos and pcre2, about twenty
+ * libraries. Loading them took most of this program's start, which every
+ * `agentfs exec` and every call to agentfsd pays; here they are not linked.
  */
-const char *cli_escape(const char *s)
-{
-	static char *ring[8];
-	static unsigned next;
-	size_t need;
-	char **slot;
+static const char *const local_commands[] = {"mount", "umount", "audit"};
 
-	if (s == NULL)
-		return "";
-	need = 4 * strlen(s) + 1; /* \xHH, the longest escape, for each byte */
-	slot = &ring[next++ % 8];
-	free(*slot);
-	*slot = malloc(need);
-	if (*slot == NULL) {
-		fputs("agentfs: out of memory\n", stderr);
-		exit(EXIT_AGENTFS);
+/*
+ * Run agentfs-local with ARGV0 and the command line from CMD on: the one
+ * beside this program if there is one (a build tree, or both installed in
+ * one folder), else the one installed with it (AGENTFS_LOCAL). It is found
+ * as agentfsd finds agentfs-enter. The process stays this one, its argv[0]
+ * what the caller typed.
+ */
+static int __attribute__((noreturn)) local_run(char *argv0, int argc, char **cmd)
+{
+	char self[PATH_MAX], *slash, **v;
+	const char *path = AGENTFS_LOCAL;
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", self, sizeof self - sizeof "/agentfs-local");
+	if (n > 0 && (self[n] = '\0', slash = strrchr(self, '/')) != NULL) {
+		strcpy(slash + 1, "agentfs-local");
+		if (access(self, X_OK) == 0)
+			path = self;
 	}
-	gg_escape(s, *slot, need);
-	return *slot;
+	v = calloc((size_t)argc + 2, sizeof *v);
+	if (v == NULL)
+		die("out of memory");
+	v[0] = argv0;
+	memcpy(v + 1, cmd, (size_t)argc * sizeof *v);
+	execv(path, v);
+	die("cannot run %s, which agentfs %s needs (make install puts it there): %s", path,
+	    cmd[0], strerror(errno));
 }
-
-static void vsay(const char *prefix, const char *suffix, const char *fmt, va_list ap)
-{
-	char *msg = NULL;
-
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
-	fprintf(stderr, "%s%s%s\n", prefix, msg != NULL ? cli_escape(msg) : "out of memory",
-		suffix);
-	free(msg);
-}
-
-void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay("agentfs: ", "", fmt, ap);
-	va_end(ap);
-	exit(EXIT_AGENTFS);
-}
-
-void die_usage(const char *cmd, const char *fmt, ...)
-{
-	char prefix[64], suffix[64];
-	va_list ap;
-
-	snprintf(prefix, sizeof prefix, "agentfs %s: ", cmd);
-	snprintf(suffix, sizeof suffix, " (see agentfs %s --help)", cmd);
-	va_start(ap, fmt);
-	vsay(prefix, suffix, fmt, ap);
-	va_end(ap);
-	exit(EXIT_AGENTFS);
-}
-
-void usage_error(const char *cmd, const char *arg, int opt)
-{
-	if (opt != 0)
-		die_usage(cmd, "unknown option -%c", opt);
-	die_usage(cmd, "unknown option %s", arg != NULL ? arg : "?");
-}
-
-static const struct {
-	const char *name;
-	int (*fn)(int, char **);
-} commands[] = {
-	{"mount", cmd_mount},
-	{"umount", cmd_umount},
-	{"audit", cmd_audit},
-};
 
 static const char *client_commands[] = {
 	"create", "configure", "fork",	   "rm",      "ls",   "list",
@@ -208,9 +166,9 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
-	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (strcmp(argv[a], commands[i].name) == 0)
-			return commands[i].fn(argc - a, argv + a);
+	for (i = 0; i < sizeof local_commands / sizeof local_commands[0]; i++)
+		if (strcmp(argv[a], local_commands[i]) == 0)
+			local_run(argv[0], argc - a, argv + a);
 	for (i = 0; i < sizeof client_commands / sizeof client_commands[0]; i++) {
 		if (strcmp(argv[a], client_commands[i]) != 0)
 			continue;

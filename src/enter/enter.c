@@ -7,11 +7,13 @@
  *
  * Why a program of its own and not `agentfs exec --as`: it runs with
  * CAP_SETUID and CAP_SETGID inside the bot's namespaces, so it should load
- * as little as it can.  agentfs links libgit2 and, through it, a TLS stack,
- * SSH and Kerberos: twenty libraries that this step never calls, loaded
- * into a process that is still allowed to become any user, and at every
- * sandbox start (about a third of `agentfs exec -- true`'s time over bwrap's
- * own, measured in bench/).  This one links the C library alone.
+ * as little as it can.  agentfs linked libgit2 then and, through it, a TLS
+ * stack, SSH and Kerberos: twenty libraries that this step never calls,
+ * loaded into a process that is still allowed to become any user, and at
+ * every sandbox start (about a third of `agentfs exec -- true`'s time over
+ * bwrap's own, measured in bench/).  agentfs now leaves those to
+ * agentfs-local, but still links cJSON and the whole client; this one links
+ * the C library alone.
  */
 #include "src/common/agentfs.h"
 #include "src/cli/exec.h"
