@@ -51,22 +51,15 @@ static const char *const local_commands[] = {"mount", "umount", "audit"};
 /*
  * Run agentfs-local with ARGV0 and the command line from CMD on: the one
  * beside this program if there is one (a build tree, or both installed in
- * one folder), else the one installed with it (AGENTFS_LOCAL). It is found
- * as agentfsd finds agentfs-enter. The process stays this one, its argv[0]
+ * one folder), else the one installed with it (AGENTFS_LOCAL), found as
+ * agentfsd finds agentfs-enter (prog_beside_self). The process stays this one, its argv[0]
  * what the caller typed.
  */
 static int __attribute__((noreturn)) local_run(char *argv0, int argc, char **cmd)
 {
-	char self[PATH_MAX], *slash, **v;
-	const char *path = AGENTFS_LOCAL;
-	ssize_t n;
+	char self[PATH_MAX], **v;
+	const char *path = prog_beside_self("agentfs-local", self) ? self : AGENTFS_LOCAL;
 
-	n = readlink("/proc/self/exe", self, sizeof self - sizeof "/agentfs-local");
-	if (n > 0 && (self[n] = '\0', slash = strrchr(self, '/')) != NULL) {
-		strcpy(slash + 1, "agentfs-local");
-		if (access(self, X_OK) == 0)
-			path = self;
-	}
 	v = calloc((size_t)argc + 2, sizeof *v);
 	if (v == NULL)
 		die("out of memory");

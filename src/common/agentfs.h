@@ -237,6 +237,7 @@ ssize_t read_text(int dirfd, const char *name, char *buf, size_t cap);
 void raise_nofile(void);
 int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start);
 long proc_real_uid(pid_t pid);
+bool prog_beside_self(const char *name, char *buf);
 char *prog_trusted(const char *path, char *why, size_t len);
 int dir_trusted(const char *path, const char *shown, const char *what, char *why, size_t len);
 char *prog_find_trusted(const char *prog, const char *search, char *why, size_t len);

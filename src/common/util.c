@@ -550,6 +550,29 @@ static bool chain_trusted(const char *real, const char *path, const char *what, 
 }
 
 /*
+ * NAME in the folder of this process's own program (/proc/self/exe), put in
+ * buf (PATH_MAX bytes), if there is one there (lstat): a build tree, or
+ * programs installed in one folder. Only programs we run ask; the caller
+ * decides whether to trust it. false if there is none.
+ */
+bool prog_beside_self(const char *name, char *buf)
+{
+	struct stat st;
+	char *slash;
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", buf, PATH_MAX - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (slash == NULL || (size_t)(slash + 1 - buf) + strlen(name) >= PATH_MAX)
+		return false;
+	strcpy(slash + 1, name);
+	return lstat(buf, &st) == 0;
+}
+
+/*
  * A program agentfs runs for a bot must be one no bot could have written
  * (bwrap runs as root, or as the operator the bot runs as, outside the
  * sandbox): its resolved path passes chain_trusted, and it is on no FUSE

@@ -283,17 +283,9 @@ static char *plan_bwrap(struct request *r)
  */
 static char *plan_enter(struct request *r, const struct bot *b)
 {
-	char why[PATH_MAX + 256], self[PATH_MAX], *enter, *slash;
-	const char *path = AGENTFS_ENTER;
-	struct stat st;
-	ssize_t n;
+	char why[PATH_MAX + 256], self[PATH_MAX], *enter;
+	const char *path = prog_beside_self("agentfs-enter", self) ? self : AGENTFS_ENTER;
 
-	n = readlink("/proc/self/exe", self, sizeof self - sizeof "/agentfs-enter");
-	if (n > 0 && (self[n] = '\0', slash = strrchr(self, '/')) != NULL) {
-		strcpy(slash + 1, "agentfs-enter");
-		if (lstat(self, &st) == 0)
-			path = self;
-	}
 	enter = prog_trusted(path, why, sizeof why);
 	if (enter == NULL) {
 		bots_fail(
