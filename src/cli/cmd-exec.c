@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 static const char exec_usage[] =
@@ -272,10 +273,18 @@ static int64_t mono_ms(void)
  */
 #define SIG_WAIT_MS 2000
 
-/* One bwrap being supervised. */
+/*
+ * One bwrap being supervised. pidfd: bwrap's (Linux 5.3), readable once it
+ * has exited. Its pipes are no sign of that: the kernel closes a process's
+ * files before it can be reaped, and the status pipe's write end is ours
+ * too, so after the last byte and the last hangup the loop could find
+ * bwrap not yet gone and sleep out its poll (SIGCHLD, ignored, wakes
+ * nothing): 50 ms after most commands. -1 without it: the poll's timeout
+ * is the bound then.
+ */
 struct run {
 	pid_t pid;
-	int status_r, master;
+	int pidfd, status_r, master;
 	bool exited, in_open;
 	int status;
 	int64_t sig_since;
@@ -332,7 +341,7 @@ static void relay(struct run *r, const struct pollfd *master, const struct pollf
  */
 static void supervise(struct run *r)
 {
-	struct pollfd pf[4 + EXEC_GUARD_FDS];
+	struct pollfd pf[5 + EXEC_GUARD_FDS];
 	struct winsize ws;
 	int ng;
 
@@ -354,10 +363,11 @@ static void supervise(struct run *r)
 		pf[1] = (struct pollfd){r->master, POLLIN, 0};
 		pf[2] = (struct pollfd){r->in_open ? STDIN_FILENO : -1, POLLIN, 0};
 		pf[3] = (struct pollfd){r->err->fd, POLLIN, 0};
-		ng = r->exited ? 0 : exec_unix_guard_pollfds(pf + 4);
-		if (poll(pf, (nfds_t)(4 + ng), r->exited ? 10 : 50) < 0 && errno != EINTR)
+		pf[4] = (struct pollfd){r->exited ? -1 : r->pidfd, POLLIN, 0};
+		ng = r->exited ? 0 : exec_unix_guard_pollfds(pf + 5);
+		if (poll(pf, (nfds_t)(5 + ng), r->exited ? 10 : 50) < 0 && errno != EINTR)
 			break;
-		exec_unix_guard_serve(pf + 4, ng);
+		exec_unix_guard_serve(pf + 5, ng);
 		exec_bwrap_status_read(r->status_r, &r->st);
 		if (pf[3].revents != 0)
 			exec_bwrap_err_read(r->err);
@@ -465,7 +475,7 @@ static int bwrap_try(const struct argv_buf *a, const struct sandbox_setup *sb, i
 {
 	struct sigaction sa = {0};
 	struct termios saved, raw;
-	struct run r = {.status_r = status_r, .master = -1, .err = err};
+	struct run r = {.pidfd = -1, .status_r = status_r, .master = -1, .err = err};
 	bool have_saved = false;
 	int slave = -1, errp[2], gop[2];
 
@@ -485,6 +495,7 @@ static int bwrap_try(const struct argv_buf *a, const struct sandbox_setup *sb, i
 		die("fork: %s", strerror(errno));
 	if (r.pid == 0)
 		bwrap_child(a, sb, slave, errp[1], gop);
+	r.pidfd = (int)syscall(SYS_pidfd_open, r.pid, 0);
 	close(errp[1]);
 	close(gop[0]);
 	err->fd = errp[0];
@@ -511,6 +522,8 @@ static int bwrap_try(const struct argv_buf *a, const struct sandbox_setup *sb, i
 		}
 	}
 	supervise(&r);
+	if (r.pidfd >= 0)
+		close(r.pidfd);
 	if (have_saved)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 	*started = r.st.started;
