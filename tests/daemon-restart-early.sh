@@ -94,4 +94,31 @@ like "$(grep "refused" "$D_LOG")" "$MA: refused create of /repo/.git/hooks/pre-c
 check "git commit on the host" sh -c 'cd "$1" && echo two >f && git commit -qam two' sh "$T/a/repo"
 check "git on the host ran no hook" [ ! -e "$T/ran" ]
 
+# --- a start right after kill -9: the dying daemon's lock ---------------------------------
+# A killed agentfsd holds the state folder's lock until the kernel has torn
+# it down; the next one started meanwhile waits for it. Here a process that
+# is not agentfsd holds it for a second, under the note of a daemon that is
+# gone ("serving PID", a pid above pid_max); then one that serves (this
+# shell, alive) holds it: refused at once.
+afs shutdown >/dev/null 2>&1
+daemon_wait_gone 20 || bail_out "agentfsd did not stop"
+printf 'serving 2147483646\n' >"$D_STATE/lock"
+flock "$D_STATE/lock" sleep 1 &
+holder=$!
+track_pid "$holder"
+wait_until 5 eval '! flock -n "$D_STATE/lock" true' || bail_out "the lock is not held"
+check "a start while a dead daemon's lock is still held waits for it, then serves" daemon_start
+wait "$holder"
+afs shutdown >/dev/null 2>&1
+daemon_wait_gone 20 || bail_out "agentfsd did not stop"
+flock "$D_STATE/lock" sh -c 'printf "serving %s\n" "$1" >"$2/lock"; sleep 3' sh "$$" "$D_STATE" &
+holder=$!
+track_pid "$holder"
+wait_until 5 eval 'grep -q "serving $$" "$D_STATE/lock"' || bail_out "the lock is not held"
+t0=$(date +%s)
+like "$(daemon_start 2>&1)" "another agentfsd uses the state folder" \
+	"a start while a live agentfsd holds the lock is refused"
+check "... at once, not after the lock is let go" [ "$(($(date +%s) - t0))" -lt 3 ]
+wait "$holder"
+
 done_testing

@@ -638,6 +638,39 @@ static int daemon_dirs_trusted(const struct config *cfg, char *err, size_t len)
 	return r;
 }
 
+/*
+ * Is the agentfsd that holds the state folder's lock (its note: "serving
+ * PID") on its way out? Killed (kill -9) or ending, a process holds its
+ * descriptors, and so the lock, until the kernel has torn it down, which
+ * takes a while with many mounts: a start right after it waits, as after a
+ * handover, instead of failing. PF_EXITING in its stat's flags is set as
+ * it starts to exit; a pid gone or a zombie has no descriptors left, and
+ * what still holds the lock lets go of it soon (a fork about to exec).
+ */
+static bool holder_exiting(const char *note)
+{
+	char path[64], buf[1024], *p;
+	unsigned long flags;
+	ssize_t n;
+	long pid;
+	int fd;
+
+	if (strncmp(note, "serving ", 8) != 0 || (pid = strtol(note + 8, NULL, 10)) <= 0)
+		return false;
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	/* "PID (COMM) STATE PPID PGRP SESSION TTY TPGID FLAGS ...": COMM may hold anything */
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return n <= 0;
+	return p[2] == 'Z' || p[2] == 'X' || (flags & 0x4 /* PF_EXITING */);
+}
+
 static void take_state(const struct config *cfg, bool foreground)
 {
 	char *dir, note[32], err[1024];
@@ -671,14 +704,16 @@ static void take_state(const struct config *cfg, bool foreground)
 	if (fd < 0)
 		startup_fail("cannot open the lock of the state folder %s: %s", cfg->state_dir,
 			     strerror(errno));
+	/* a handover's gap waits on this: looked at every ms, for at most 10 s */
 	for (tries = 0; flock(fd, LOCK_EX | LOCK_NB) != 0; tries++) {
 		n = pread(fd, note, sizeof note - 1, 0);
 		note[n > 0 ? n : 0] = '\0';
-		if (strncmp(note, "handover", 8) != 0 || tries >= 1000)
+		if ((strncmp(note, "handover", 8) != 0 && !holder_exiting(note)) || tries >= 10000)
 			startup_fail("another agentfsd uses the state folder %s", cfg->state_dir);
-		usleep(10000);
+		usleep(1000);
 	}
-	if (ftruncate(fd, 0) != 0 || pwrite(fd, "serving\n", 8, 0) != 8)
+	n = snprintf(note, sizeof note, "serving %ld\n", (long)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, note, (size_t)n, 0) != n)
 		log_msg(LOG_WARNING, "cannot write the lock of %s: %s", cfg->state_dir,
 			strerror(errno));
 	state_lock_fd = fd;
