@@ -172,7 +172,7 @@ static void drop_expired(void)
 	struct bot *b, **v = NULL;
 	time_t now = time(NULL);
 	size_t n = 0, i;
-	bool again = true;
+	bool again = true, dropped = false;
 
 	while (again) {
 		again = false;
@@ -192,6 +192,7 @@ static void drop_expired(void)
 					TAILQ_REMOVE(&bots_state.bots, v[i], entry);
 					bot_free(v[i]);
 				}
+				dropped = true;
 				free(v);
 				v = NULL;
 				n = 0;
@@ -200,7 +201,9 @@ static void drop_expired(void)
 			}
 		}
 	}
-	bots_save_state();
+	/* only then: a restart's gap waited on this write (and its fsync) for nothing */
+	if (dropped)
+		bots_save_state();
 }
 
 /*
