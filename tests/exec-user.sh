@@ -43,6 +43,50 @@ else
 	skip "ldd is missing"
 fi
 
+# the bot's user comes with the plan, looked up by agentfsd (whose NSS modules
+# stay loaded): the client loads none at each start
+r=$(raw '{"op":"exec_plan","name":"u1"}')
+is "$(printf '%s' "$r" | jget user.name) $(printf '%s' "$r" | jget user.gid) $(printf '%s' "$r" | jget user.home)" \
+	"$EX_USER $EX_GID /nonexistent" "the exec plan names the bot's user, its group and its home"
+like "$r" "\"groups\":\[([0-9]+,)*$EX_XGID[],]" "... and its supplementary group $EX_GROUP"
+# a "user" that is not whole is agentfsd's fault: nothing runs on it
+if command -v python3 >/dev/null; then
+	bad_plan()
+	{
+		python3 - "$T/fake.sock" "$1" <<'PY' &
+import json, os, socket, sys
+path, user = sys.argv[1], json.loads(sys.argv[2])
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(1)
+c, _ = s.accept()
+c.makefile().readline()
+plan = {"ok": True, "name": "f", "sandbox": "workspace-write", "network": True,
+        "uid": 4242, "folder": "/", "socket": "", "control_socket": path,
+        "bwrap": "/bin/false", "enter": "/bin/false", "user_namespace": False,
+        "binds": [], "hide": [], "user": user}
+c.sendall((json.dumps(plan) + "\n").encode())
+c.close()
+PY
+		fake=$!
+		wait_until 5 test -S "$T/fake.sock"
+		out=$("$AGENTFS" --socket "$T/fake.sock" exec f -- touch "$T/ran" </dev/null 2>&1)
+		rc=$?
+		wait "$fake"
+		rm -f "$T/fake.sock"
+	}
+	for u in '{"name":"x","home":"/","gid":1,"groups":["1"]}' '{"name":"x","home":"/","gid":-1,"groups":[]}' \
+		'{"name":"","home":"/","gid":1,"groups":[1]}' '{"name":"x","gid":1,"groups":[1]}' \
+		'{"name":"x","home":"/","gid":4294967296,"groups":[1]}' '[1]'; do
+		bad_plan "$u"
+		is "$rc $out" '125 agentfs: agentfsd sent a bad exec plan (its "user")' \
+			"a plan whose user is $u: exec exits 125 and says so"
+	done
+	check "... and ran nothing" test ! -e "$T/ran"
+else
+	skip "python3 is missing: no daemon to send a bad plan"
+fi
+
 # agentfs-enter (and exec --as, for an older agentfsd) takes the ids from the
 # outer exec; one that does not fit a uid_t is refused, never narrowed to
 # another user (2^32 + 1 would be uid 1)

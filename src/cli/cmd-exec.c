@@ -593,7 +593,7 @@ run_unconfined(const cJSON *plan, const char *bot, const char *cwd, char **cmd)
 		    (unsigned)uid);
 	exec_register(0);
 	if (geteuid() == 0) {
-		exec_user_ids(uid, &id);
+		exec_plan_ids(plan, uid, &id);
 		exec_become(&id);
 	}
 	exec_session_keyring();

@@ -54,6 +54,53 @@ const char *exec_jstr(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* A whole number of o's field k, from 0 to below 2^32, into *out; false if there is none. */
+static bool plan_id(const cJSON *o, const char *k, uint32_t *out)
+{
+	const cJSON *v = k != NULL ? cJSON_GetObjectItemCaseSensitive(o, k) : o;
+
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= UINT32_MAX ||
+	    v->valuedouble != (double)(uint32_t)v->valuedouble)
+		return false;
+	*out = (uint32_t)v->valuedouble;
+	return true;
+}
+
+/*
+ * The ids the bot's user uid has (and, as su and sudo do, its HOME, USER
+ * and LOGNAME in our environment, which the command inherits): from the
+ * plan's "user", which agentfsd looked up in its user database (so this
+ * process loads no NSS module, a few ms of every start), else from ours
+ * (an older agentfsd, or a uid the daemon found no entry for). A "user"
+ * that is not whole is the daemon's fault, and nothing runs on it.
+ */
+void exec_plan_ids(const cJSON *plan, uid_t uid, struct ids *id)
+{
+	const cJSON *u = cJSON_GetObjectItemCaseSensitive(plan, "user"), *g, *v;
+	const char *name = exec_jstr(u, "name"), *home = exec_jstr(u, "home");
+	uint32_t n;
+
+	if (u == NULL) {
+		exec_user_ids(uid, id);
+		return;
+	}
+	g = cJSON_GetObjectItemCaseSensitive(u, "groups");
+	if (name == NULL || *name == '\0' || home == NULL || !plan_id(u, "gid", &n) ||
+	    !cJSON_IsArray(g) || cJSON_GetArraySize(g) > MAX_GROUPS)
+		die("agentfsd sent a bad exec plan (its \"user\")");
+	id->uid = uid;
+	id->gid = n;
+	id->ngroups = 0;
+	cJSON_ArrayForEach(v, g) {
+		if (!plan_id(v, NULL, &n))
+			die("agentfsd sent a bad exec plan (its \"user\")");
+		id->groups[id->ngroups++] = n;
+	}
+	if (setenv("HOME", home, 1) != 0 || setenv("USER", name, 1) != 0 ||
+	    setenv("LOGNAME", name, 1) != 0)
+		die("out of memory");
+}
+
 static int by_depth(const void *a, const void *b)
 {
 	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
@@ -176,7 +223,7 @@ static void as_args(struct argv_buf *a, const struct sandbox_setup *sb)
 		snprintf(num, sizeof num, "=%u", (unsigned)sb->uid);
 		exec_arg(a, num);
 	} else {
-		exec_user_ids(sb->uid, &id);
+		exec_plan_ids(sb->plan, sb->uid, &id);
 		ids = exec_ids_format(&id);
 		exec_arg(a, ids);
 		free(ids);

@@ -81,6 +81,7 @@ struct bwrap_err {
 void exec_arg(struct argv_buf *a, const char *s);
 void exec_args_free(struct argv_buf *a);
 const char *exec_jstr(const cJSON *o, const char *k);
+void exec_plan_ids(const cJSON *plan, uid_t uid, struct ids *id);
 void exec_bwrap_args(struct argv_buf *a, const struct sandbox_setup *sb);
 void exec_bwrap_status_read(int fd, struct bwrap_status *st);
 void exec_bwrap_err_read(struct bwrap_err *e);

@@ -13,12 +13,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+
+/* The most groups a plan gives: what agentfs exec sets at most (MAX_GROUPS). */
+#define PLAN_GROUPS 256
 
 /*
  * The config fields that are the plan's: "bwrap", the bwrap to run (an
@@ -105,6 +110,42 @@ static bool add_bind(cJSON *binds, const struct root *rt)
 }
 
 /*
+ * The bot's user as this daemon's user database has it, for the client to
+ * become: its name and home (the command's USER, LOGNAME and HOME), its
+ * group and its groups. The client looked them up itself before, loading
+ * the host's NSS modules at every exec (2-8 ms with nss-systemd here,
+ * bench/README.md); ours are loaded once. Left out for a uid without an
+ * entry or with more groups than a client sets: the client looks it up
+ * itself then, and says so. False when out of memory.
+ */
+static bool plan_user(cJSON *body, uid_t uid)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[16384];
+	gid_t groups[PLAN_GROUPS];
+	int n = PLAN_GROUPS, i;
+	cJSON *u, *g, *v;
+
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) != 0 || pwp == NULL ||
+	    getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
+		return true;
+	u = cJSON_AddObjectToObject(body, "user");
+	g = u != NULL ? cJSON_AddArrayToObject(u, "groups") : NULL;
+	if (g == NULL || cJSON_AddStringToObject(u, "name", pw.pw_name) == NULL ||
+	    cJSON_AddStringToObject(u, "home", pw.pw_dir) == NULL ||
+	    cJSON_AddNumberToObject(u, "gid", pw.pw_gid) == NULL)
+		return false;
+	for (i = 0; i < n; i++) {
+		v = cJSON_CreateNumber(groups[i]);
+		if (v == NULL || !cJSON_AddItemToArray(g, v)) {
+			cJSON_Delete(v);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
  * The exec plan of b, whole or not at all (NULL: out of memory): a plan
  * missing a bind or a folder to hide would confine the bot less. bwrap and
  * enter: NULL for danger-full-access, which runs neither.
@@ -126,7 +167,8 @@ static cJSON *plan_json(const struct bot *b, const char *bwrap, const char *ente
 	     cJSON_AddStringToObject(body, "control_socket", bots_state.cfg->socket_path) != NULL &&
 	     (bwrap == NULL || cJSON_AddStringToObject(body, "bwrap", bwrap) != NULL) &&
 	     (enter == NULL || cJSON_AddStringToObject(body, "enter", enter) != NULL) &&
-	     cJSON_AddBoolToObject(body, "user_namespace", userns) != NULL;
+	     cJSON_AddBoolToObject(body, "user_namespace", userns) != NULL &&
+	     plan_user(body, b->uid);
 	binds = ok ? cJSON_AddArrayToObject(body, "binds") : NULL;
 	for (i = 0, ok = binds != NULL; ok && i < b->nroots; i++)
 		ok = add_bind(binds, &b->roots[i]);
