@@ -470,6 +470,7 @@ struct fs {
 	pthread_t lg_thread;
 	bool lg_started, lg_stop;
 	unsigned lg_delay_ms; /* tests only: AGENTFSD_TEST_GUARD_DELAY, ms before each open */
+	bool lg_fail;	      /* tests only: AGENTFSD_TEST_GUARD_FAIL, every open fails */
 };
 
 /* table.c: the (dev, ino) hash of a mount's inodes */

@@ -66,6 +66,9 @@ void lateguard_init(struct fs *fs)
 	/* tests only (tests/daemon-restart-early.sh): a pending window long enough to hit */
 	const char *delay = getenv("AGENTFSD_TEST_GUARD_DELAY");
 
+	/* and a guard that cannot be opened */
+	fs->lg_fail = getenv("AGENTFSD_TEST_GUARD_FAIL") != NULL;
+
 	pthread_mutex_init(&fs->lg_lock, NULL);
 	pthread_cond_init(&fs->lg_cond, NULL);
 	fs->lg_tail = &fs->lg_q;
@@ -192,7 +195,12 @@ static void open_guard(struct fs_mount *m)
 		nanosleep(&(struct timespec){.tv_sec = fs->lg_delay_ms / 1000,
 					     .tv_nsec = (long)(fs->lg_delay_ms % 1000) * 1000000},
 			  NULL);
-	r = mount_guard(m, &p, &err);
+	if (fs->lg_fail) {
+		r = -EIO;
+		fs_seterr(&err, EIO, "AGENTFSD_TEST_GUARD_FAIL is set");
+	} else {
+		r = mount_guard(m, &p, &err);
+	}
 	if (r == 0)
 		fs_log(fs, FS_LOG_DEBUG, "%s: taken over; its guard is ready (%.1f ms)",
 		       m->mountpoint, (double)(now_us() - t0) / 1000.0);

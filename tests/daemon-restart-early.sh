@@ -8,7 +8,9 @@
 # .git/hooks made in that window waits for the guard and is refused by its
 # rule (D3), logged after the guard is ready, never allowed; a writer that
 # tries the same file again and again right across a restart never
-# succeeds; and after it all, git on the host runs no hook.
+# succeeds; and after it all, git on the host runs no hook. A guard that
+# cannot be opened (AGENTFSD_TEST_GUARD_FAIL) leaves reads served and every
+# write-ish request refused. A start waits for a dying daemon's state lock.
 . "$top_srcdir/tests/daemon-lib.sh"
 
 command -v git >/dev/null || skip_all "git is missing"
@@ -93,6 +95,29 @@ like "$(grep "refused" "$D_LOG")" "$MA: refused create of /repo/.git/hooks/pre-c
 # --- the person's git on the host runs nothing ---------------------------------------------
 check "git commit on the host" sh -c 'cd "$1" && echo two >f && git commit -qam two' sh "$T/a/repo"
 check "git on the host ran no hook" [ ! -e "$T/ran" ]
+
+# --- a guard that cannot be opened --------------------------------------------------------
+# (AGENTFSD_TEST_GUARD_FAIL): the mount goes on serving reads, and every
+# request that needs a decision is refused, also one the guard would allow;
+# the next restart opens the guard and the same write is allowed.
+kill -TERM "$D_PID"
+AGENTFSD_TEST_GUARD_FAIL=1 daemon_start || bail_out "the next agentfsd did not start"
+wait_until 10 grep -q "$MA: taken over, but its guard cannot be opened" "$D_LOG"
+like "$(grep "$MA: taken over, but its guard cannot be opened" "$D_LOG")" \
+	"AGENTFSD_TEST_GUARD_FAIL is set; every request that needs a decision is refused" \
+	"a guard that cannot be opened is logged, with what follows"
+is "$(cat "$MA/file")" data "... the mount still serves reads"
+if sh -c 'echo new >"$1/new"' sh "$MA" 2>"$T/new.err"; then
+	not_ok "... and refuses a plain create, which no rule refuses: nothing is undecided"
+else
+	ok "... and refuses a plain create, which no rule refuses: nothing is undecided"
+fi
+like "$(cat "$T/new.err")" "Read-only file system" "... with EROFS"
+check "... nothing was made on the host" [ ! -e "$T/a/new" ]
+kill -TERM "$D_PID"
+daemon_start || bail_out "the next agentfsd did not start"
+check "the next restart opens the guard, and the same create is allowed" sh -c 'echo new >"$1/new"' sh "$MA"
+check "... on the host" [ -e "$T/a/new" ]
 
 # --- a start right after kill -9: the dying daemon's lock ---------------------------------
 # A killed agentfsd holds the state folder's lock until the kernel has torn
