@@ -234,7 +234,7 @@ static void test_pointers(void)
 	/* symlinked .git */
 	sh("git init -q real && mkdir -p viasym && ln -s ../real/.git viasym/.git");
 	IS(try_remove("viasym/.git"), "W1", "a .git symlink is RO");
-	IS(try_rename("viasym", "viasym2"), "W1", "rename a folder holding a .git symlink");
+	IS(try_rename("viasym", "viasym2"), "G3", "rename a folder holding a .git symlink (G3: the move)");
 	/* commondir in a hand-made git folder */
 	sh("git init -q --bare common.git && mkdir -p hand/objects hand/refs && "
 	   "echo ref: refs/heads/main >hand/HEAD && echo ../common.git >hand/commondir");
