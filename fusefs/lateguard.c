@@ -334,8 +334,10 @@ void lateguard_cancel(struct fs_mount *m)
 {
 	struct fs *fs = m->fs;
 
-	if (atomic_load_explicit(&m->guard_state, memory_order_acquire) != GS_PENDING)
-		return;
+	/*
+	 * Always under the lock, never from the state alone: the opener moves
+	 * the state and still reads m until it lets go of the lock.
+	 */
 	pthread_mutex_lock(&fs->lg_lock);
 	if (m->lg_queued)
 		unqueue(m);
