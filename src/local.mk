@@ -43,7 +43,8 @@ src_agentfs_enter_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) -ffunctio
 src_agentfs_enter_LDFLAGS = -Wl,--gc-sections
 
 sbin_PROGRAMS += src/agentfsd
-src_agentfsd_SOURCES = src/daemon/agentfsd.c src/daemon/server-int.h src/daemon/server.c \
+src_agentfsd_SOURCES = src/daemon/agentfsd.c src/daemon/conffile.h src/daemon/conffile.c \
+	src/daemon/server-int.h src/daemon/server.c \
 	src/daemon/listen.c src/daemon/proto.c \
 	src/daemon/bots-int.h src/daemon/bots.c src/daemon/authority.c src/daemon/configure.c \
 	src/daemon/queries.c src/daemon/plan.c src/daemon/roots.c src/daemon/jobs.c \
