@@ -24,8 +24,6 @@
  *   keep.c         what outlives the process for a restart: the mounts' /dev/fuse
  *                  descriptors, tables and locked files in the fd store; fs_handover
  *   restore.c      taking a kept mount over: fs_adopt, the same kernel mount
- *   lateguard.c    a mount taken over serves before its guard is open: what
- *                  needs a decision waits for it (guard_state)
  *   journal.c      requests a killed server did but never answered, answered once
  *   policy.c       the policy check: gathers the classes and the facts only
  *                  fusefs knows for gitguard's guard_check, which decides
@@ -333,13 +331,7 @@ struct fs_mount {
 	struct inode stale;	  /* what an id of no live node names: every use fails ESTALE */
 	struct inode_table table; /* under fs->lock */
 	struct mtable tab;	  /* node ids and open handles, and their records (table.c) */
-	struct guard *guard; /* read only by who saw guard_state GS_READY, or opens it */
-	/* GS_* (lateguard.c): -o noguard GS_NONE, never a pending guard; under fs->lg_lock */
-	atomic_int guard_state;
-	bool guard_later;	    /* fs_adopt: mount_prepare leaves the guard to lateguard.c */
-	char *linked_worktree;	    /* fs_mount_params.linked_worktree, for that later open */
-	struct fs_mount *lg_next;   /* [fs->lg_lock] in fs->lg_q */
-	bool lg_queued, lg_opening; /* [fs->lg_lock] in the queue; being opened */
+	struct guard *guard;	  /* NULL for read-only mounts */
 	bool handles;		  /* the source has file handles (its root's worked) */
 	int *mount_fds;		  /* one fd per underlying mount id, for handles */
 	int *mount_ids;
@@ -464,14 +456,6 @@ struct fs {
 		ino_t ino;
 	} sealing[SEAL_MAX]; /* under lock: being checked, no writer admitted */
 	unsigned nsealing;
-	/* lateguard.c: the guards of mounts taken over, opened once they serve */
-	pthread_mutex_t lg_lock; /* every guard_state change, lg_q, lg_stop */
-	pthread_cond_t lg_cond;	 /* a guard_state changed, the queue grew, or lg_stop */
-	struct fs_mount *lg_q, **lg_tail;
-	pthread_t lg_thread;
-	bool lg_started, lg_stop;
-	unsigned lg_delay_ms; /* tests only: AGENTFSD_TEST_GUARD_DELAY, ms before each open */
-	bool lg_fail;	      /* tests only: AGENTFSD_TEST_GUARD_FAIL, every open fails */
 };
 
 /* table.c: the (dev, ino) hash of a mount's inodes */
@@ -692,17 +676,6 @@ int mount_groups(struct fs_mount *m, const struct fs_mount_params *p, struct fs_
 int mount_prepare(struct fs_mount *m, int rootfd, const struct fs_mount_params *p,
 		  const struct mount_opts *o, struct fs_error *err);
 int mount_session_attach(struct fs_mount *m);
-int mount_guard(struct fs_mount *m, const struct fs_mount_params *p, struct fs_error *err);
-
-/* lateguard.c: a mount taken over serves while its guard opens (guard_state) */
-enum { GS_NONE, GS_PENDING, GS_READY, GS_FAILED };
-bool mount_guard_ready(struct fs_mount *m);
-void lateguard_init(struct fs *fs);
-void lateguard_queue(struct fs_mount *m);
-int lateguard_wait(struct fs_mount *m);
-bool lateguard_hold(struct fs_mount *m, const struct fuse_buf *buf);
-void lateguard_cancel(struct fs_mount *m);
-void lateguard_stop(struct fs *fs);
 
 /* mount-opts.c */
 struct mount_opts {

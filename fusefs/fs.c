@@ -131,8 +131,6 @@ void fs_mount_ended(struct fs_mount *m)
 /* Serve one request just received, and what it left to do without the lock. */
 void fs_serve(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
 {
-	if (lateguard_hold(m, buf))
-		return; /* refused: its guard could not be opened (lateguard.c) */
 	fuse_session_process_buf(m->se, buf);
 	fs_as_root(fs);
 	inode_closes_flush();
@@ -418,7 +416,6 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 	pthread_mutex_init(&fs->nt_lock, NULL);
 	pthread_cond_init(&fs->nt_cond, NULL);
 	fs->nt_tail = &fs->nt_head;
-	lateguard_init(fs);
 	{
 		/* a folder rename waits for the creates in flight, not for every later one */
 		pthread_rwlockattr_t ra;
@@ -499,7 +496,6 @@ void fs_stop_threads(struct fs *fs)
 {
 	unsigned i;
 
-	lateguard_stop(fs); /* first: a request a worker serves may wait for a guard */
 	if (fs->stopfd >= 0 && eventfd_write(fs->stopfd, 1) != 0)
 		fs_log(fs, FS_LOG_ERR, "eventfd: %s", strerror(errno));
 	for (i = 0; i < fs->nworkers; i++)
@@ -611,7 +607,6 @@ void fs_mount_free(struct fs_mount *m)
 	if (m == NULL)
 		return;
 	fs = m->fs;
-	lateguard_cancel(m); /* no thread opens its guard from here on */
 	if (m->slot_gen != 0) {
 		epoll_ctl(fs->epfd, EPOLL_CTL_DEL, m->fuse_fd, NULL);
 		pthread_mutex_lock(&fs->lock);
@@ -668,7 +663,6 @@ void fs_mount_free(struct fs_mount *m)
 	free(m->ro_links);
 	free(m->source);
 	free(m->mountpoint);
-	free(m->linked_worktree);
 	fs_group_mount_put(m->groups);
 	for (i = 0; i < FS_GROUPS; i++)
 		fs_group_put(m->groups[i]);
@@ -690,14 +684,11 @@ void fs_mount_set_readonly(struct fs_mount *m, bool readonly)
 		       readonly ? "read-only" : "writable", strerror(-r));
 }
 
-/* Under lg_lock: a guard still being opened is given it as it becomes ready (lateguard.c) */
 void fs_mount_set_allow_new_repos(struct fs_mount *m, bool allow)
 {
-	pthread_mutex_lock(&m->fs->lg_lock);
 	atomic_store(&m->allow_new_repos, allow);
-	if (atomic_load(&m->guard_state) == GS_READY)
+	if (m->guard != NULL)
 		guard_set_allow_new_repos(m->guard, allow);
-	pthread_mutex_unlock(&m->fs->lg_lock);
 }
 
 struct repo_cb {
@@ -713,37 +704,13 @@ static void repo_each(void *arg, uint64_t dev, uint64_t ino, const char *path)
 		cb->fn(cb->arg, path);
 }
 
-/*
- * The repositories the bot made in this mount (allow_new_repos), by path
- * from the root. A mount taken over whose guard is not ready has them in
- * its table, as the last server left them and as its guard is given them
- * (mount.c): read under lg_lock, so no decision of a guard that became
- * ready meanwhile rewrites them under the reader (table_bot_repos).
- */
+/* The repositories the bot made in this mount (allow_new_repos), by path from the root. */
 void fs_mount_new_repos(struct fs_mount *m, void (*fn)(void *arg, const char *path), void *arg)
 {
 	struct repo_cb cb = {fn, arg};
-	const struct table_repo *tr;
-	uint32_t k;
 
-	pthread_mutex_lock(&m->fs->lg_lock);
-	switch (atomic_load(&m->guard_state)) {
-	case GS_READY:
-		pthread_mutex_unlock(&m->fs->lg_lock);
+	if (m->guard != NULL)
 		guard_new_repos(m->guard, repo_each, &cb);
-		return;
-	case GS_PENDING:
-	case GS_FAILED:
-		for (k = 0; k < m->tab.hdr->nbot_repos && k < TABLE_REPOS; k++) {
-			tr = &m->tab.hdr->bot_repos[k];
-			if (strnlen(tr->path, sizeof tr->path) < sizeof tr->path)
-				fn(arg, tr->path);
-		}
-		break;
-	default:
-		break;
-	}
-	pthread_mutex_unlock(&m->fs->lg_lock);
 }
 
 const char *fs_mount_source(const struct fs_mount *m)

@@ -418,9 +418,11 @@ static struct file_handle *handle_of(int fd, int *mount_id)
  * Protection follows the inode: another name never weakens it, unless the
  * class it holds is of an older generation.
  */
-static void inode_set_gcls(struct inode *i, const struct guard_cls *gc, uint64_t gen)
+static void inode_set_gcls(struct fs_mount *m, struct inode *i, const struct guard_cls *gc,
+			   uint64_t gen)
 {
-	if (!guard_cls_protected(&i->gcls) || guard_cls_protected(gc) || i->ggen != gen) {
+	if (m->guard != NULL &&
+	    (!guard_cls_protected(&i->gcls) || guard_cls_protected(gc) || i->ggen != gen)) {
 		i->gcls = *gc;
 		i->ggen = gen;
 	}
@@ -470,13 +472,11 @@ static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	struct inode *i = NULL;
 	bool known;
 	int pfd, fd = -1, mount_id = -1, idx = -1, r;
-	uint64_t gen = UINT64_MAX; /* no class known: worked out at its next use */
+	uint64_t gen = 0;
 	struct stat st;
-	/* read once: a guard that becomes ready meanwhile classifies nothing here */
-	bool guarded = mount_guard_ready(m);
 
 	memset(e, 0, sizeof *e);
-	if (guarded)
+	if (m->guard != NULL)
 		policy_refresh(m, parent);
 	pfd = inode_fd_get(m, parent);
 	if (pfd < 0)
@@ -501,7 +501,7 @@ static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		if (r == 0 && (S_ISDIR(st.st_mode) || !m->handles))
 			h = handle_of(fd, &mount_id);
 	}
-	if (r == 0 && guarded) {
+	if (r == 0 && m->guard != NULL) {
 		gen = guard_generation(m->guard);
 		pthread_mutex_lock(&fs->lock);
 		pgc = parent->gcls;
@@ -543,8 +543,7 @@ static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 		if (i != &m->root) {
 			node_rec(m, i)->cls = i->cls;
 			inode_set_parent(m, i, parent, name);
-			if (guarded)
-				inode_set_gcls(i, &gc, gen);
+			inode_set_gcls(m, i, &gc, gen);
 		}
 		pthread_mutex_unlock(&fs->lock);
 		free(h);

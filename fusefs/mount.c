@@ -168,11 +168,9 @@ static int guard_error(struct fs_error *err, const char *source, int r,
 /*
  * Every mount gets gitguard, the rule table of agentfs(1) at any depth, over
  * the process's one view of the repositories: what one mount's guard learns
- * holds at every other mount's next decision. A fresh mount's before it
- * serves (mount_prepare); a mount taken over's while it serves, on the
- * thread lateguard.c picks, the only one using m->guard until then.
+ * holds at every other mount's next decision.
  */
-int mount_guard(struct fs_mount *m, const struct fs_mount_params *p, struct fs_error *err)
+static int mount_guard(struct fs_mount *m, const struct fs_mount_params *p, struct fs_error *err)
 {
 	struct guard_opts go = {.allow_new_repos = m->allow_new_repos,
 				.log = guard_log,
@@ -208,9 +206,7 @@ int mount_guard(struct fs_mount *m, const struct fs_mount_params *p, struct fs_e
 		r = guard_scan_tree_progress(m->guard, 0, p->progress, p->progress_arg, &gerr);
 	if (r != 0)
 		return guard_error(err, m->source, r, &gerr);
-	pthread_mutex_lock(&m->fs->lock);
 	m->root.ggen = UINT64_MAX;
-	pthread_mutex_unlock(&m->fs->lock);
 	policy_refresh(m, &m->root);
 	return 0;
 }
@@ -302,18 +298,9 @@ int mount_prepare(struct fs_mount *m, int rootfd, const struct fs_mount_params *
 	}
 	if ((r = inode_root_init(m, rootfd, err)) != 0)
 		return r;
-	/*
-	 * Read-only mounts get the guard too: configure may make them
-	 * writable. A mount taken over serves first, its guard pending
-	 * (lateguard.c); a fresh one is served once its guard is ready.
-	 */
-	if (!o->noguard && m->guard_later) {
-		atomic_store_explicit(&m->guard_state, GS_PENDING, memory_order_release);
-	} else if (!o->noguard) {
-		if ((r = mount_guard(m, p, err)) != 0)
-			return r;
-		atomic_store_explicit(&m->guard_state, GS_READY, memory_order_release);
-	}
+	/* Read-only mounts get the guard too: configure may make them writable. */
+	if (!o->noguard && (r = mount_guard(m, p, err)) != 0)
+		return r;
 	if (o->debug)
 		argv[args.argc++] = "-odebug";
 	m->se = fuse_session_new(&args, &fs_ops, sizeof fs_ops, m);

@@ -448,12 +448,8 @@ void fsop_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* Passthrough writes bypass fsop_write_buf: other mounts learn of them here. */
 	if (pt && open_writes(fi->flags))
 		fs_invalidate(m, i, NULL, NULL);
-	/*
-	 * A git config written (in a repository the bot made): its rules may
-	 * change. m->guard is read only for a handle that wrote: such a
-	 * release waited for a pending guard (lateguard.c), others did not.
-	 */
-	if (open_writes(fi->flags) && m->guard != NULL && role_of(m, i) == GUARD_R_CONFIG &&
+	/* A git config written (in a repository the bot made): its rules may change. */
+	if (m->guard != NULL && open_writes(fi->flags) && role_of(m, i) == GUARD_R_CONFIG &&
 	    (p = inode_pin_parent(m, i, &name)) != NULL) {
 		pfd = inode_fd_get(m, p);
 		if (pfd >= 0) {

@@ -9,18 +9,9 @@
  * every node id's file (by its file handle, or by its folder and name,
  * checked by identity, as a first open is), every open handle's file and
  * flags (its descriptor itself when it was kept: a file with locks, or
- * every one after a clean handover), passthrough backing ids. A node's
- * class is worked out again when it is next used (policy_refresh).
- *
- * The mount serves as soon as that is done; its guard scans the source
- * again, as at a mount, afterwards (lateguard.c): until it is ready, every
- * request that may need a decision (writes, creates, renames, removals,
- * setattr, xattr changes, links, opens for writing) waits for it, and
- * reads, lookups, getattr, readdir and opens for reading do not. A
- * pending guard is never taken for no guard. If it cannot be opened, the
- * reason is logged and every request that needs a decision is
- * refused (EROFS) until the mount is made again; the mount is not ended,
- * so the bot's running commands keep their files and reads.
+ * every one after a clean handover), passthrough backing ids. The guard
+ * scans the source again, as at a mount; a node's class is worked out
+ * again when it is next used (policy_refresh).
  *
  * FUSE_INIT is not sent again, and libfuse's session refuses requests until
  * it has answered one. So the INIT the kernel sent first is replayed into
@@ -613,14 +604,11 @@ int fs_adopt(struct fs *fs, struct fs_handover *h, const struct fs_mount_params 
 	}
 	if ((r = mount_parse_options(p->options, &o, err)) != 0)
 		goto fail;
-	if (fstat(hm->root, &st) != 0 || (m = mount_new(fs, p, &o, st.st_dev)) == NULL ||
-	    (p->linked_worktree != NULL &&
-	     (m->linked_worktree = strdup(p->linked_worktree)) == NULL)) {
+	if (fstat(hm->root, &st) != 0 || (m = mount_new(fs, p, &o, st.st_dev)) == NULL) {
 		fs_seterr(err, ENOMEM, "out of memory");
 		r = -ENOMEM;
 		goto fail;
 	}
-	m->guard_later = true; /* its guard is opened once it serves (lateguard.c) */
 	/* counted in its bot's groups as a fresh mount is, or refused as one */
 	if ((r = mount_groups(m, p, err)) != 0)
 		goto fail;
@@ -641,8 +629,6 @@ int fs_adopt(struct fs *fs, struct fs_handover *h, const struct fs_mount_params 
 		fs->p.unkeep(fs->p.keep_arg, name);
 	}
 	handed_close(hm);
-	if (atomic_load(&m->guard_state) == GS_PENDING)
-		lateguard_queue(m);
 	*out = m;
 	return 0;
 fail:

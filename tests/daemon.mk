@@ -35,7 +35,6 @@ DAEMON_TESTS = \
 	tests/cli-escape.sh \
 	tests/daemon-log.sh \
 	tests/daemon-handover.sh \
-	tests/daemon-restart-early.sh \
 	tests/daemon-systemd.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
