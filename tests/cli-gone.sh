@@ -78,9 +78,9 @@ time.sleep(10)
 EOF
 	for mode in stopped restarted alive; do
 		rm -f "$T/fake.sock"
-		"$PY" "$T/fake.py" "$T/fake.sock" "$mode" >"$T/fake.out" &
+		"$PY" "$T/fake.py" "$T/fake.sock" "$mode" >"$T/fake.$mode.out" &
 		fpid=$!
-		wait_until 10 grep -q ready "$T/fake.out" || bail_out "the stand-in daemon did not start"
+		wait_until 10 grep -q ready "$T/fake.$mode.out" || bail_out "the stand-in daemon did not start"
 		case $mode in
 		alive)
 			want="agentfsd closed the connection without a reply"
