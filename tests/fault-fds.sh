@@ -33,6 +33,7 @@ cpu_ticks()
 # HOLD_PID is the holder, $T/hold.out its output
 hold()
 {
+	rm -f "$T/hold.out"
 	"$FCLIENT" hold "$D_SOCK" "$1" 30 >"$T/hold.out" 2>"$T/hold.err" &
 	HOLD_PID=$!
 	track_pid "$HOLD_PID"
