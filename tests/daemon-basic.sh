@@ -79,6 +79,13 @@ is "$(printf '%s' "$st" | jget mounts)" 2 "status: 2 mounts"
 is "$(printf '%s' "$st" | jget pid)" "$D_PID" "status: the daemon's pid"
 is "$(printf '%s' "$st" | jget socket)" "$D_SOCK" "status: the control socket"
 is "$(printf '%s' "$st" | jget state)" "$D_STATE" "status: the state folder"
+# the person's view: every value in one column past the longest key, the start a date
+plain=$(afs status)
+like "$plain" "^reply_memory [0-9]+$" "status: a key as long as reply_memory still has a space before its value"
+like "$plain" "^started +$(date -d "@$(printf '%s' "$st" | jget started)" '+%Y-%m-%d %H:%M:%S')$" \
+	"status: the start time as a date, not seconds since 1970"
+is "$(printf '%s\n' "$plain" | awk '{ match($0, /^[^ ]+ +/); print RLENGTH }' | sort -u | wc -l)" 1 \
+	"status: the values line up in one column"
 check "state file is valid JSON after the second create" state_valid
 
 # --- delete -----------------------------------------------------------------

@@ -340,6 +340,36 @@ static void print_list(const cJSON *rep, bool quiet)
 	}
 }
 
+/*
+ * status: one "key value" line for each item of the reply, the values in
+ * one column past the longest key; the start time as a local date.
+ */
+static void print_status(const cJSON *rep)
+{
+	const cJSON *v;
+	char when[64];
+	int w = 0;
+	time_t t;
+
+	for (v = rep->child; v != NULL; v = v->next)
+		if (v->string != NULL && (int)strlen(v->string) > w)
+			w = (int)strlen(v->string);
+	for (v = rep->child; v != NULL; v = v->next) {
+		if (v->string == NULL || strcmp(v->string, "ok") == 0 ||
+		    strcmp(v->string, "id") == 0)
+			continue;
+		if (strcmp(v->string, "started") == 0 && cJSON_IsNumber(v)) {
+			t = (time_t)v->valuedouble;
+			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
+			printf("%-*s %s\n", w, "started", when);
+		} else if (cJSON_IsString(v)) {
+			printf("%-*s %s\n", w, cli_escape(v->string), cli_escape(v->valuestring));
+		} else if (cJSON_IsNumber(v)) {
+			printf("%-*s %.0f\n", w, cli_escape(v->string), v->valuedouble);
+		}
+	}
+}
+
 static void print_reply(const char *op, const cJSON *rep)
 {
 	const cJSON *v;
@@ -353,15 +383,7 @@ static void print_reply(const char *op, const cJSON *rep)
 		       (int)cJSON_GetNumberValue(
 			       cJSON_GetObjectItemCaseSensitive(rep, "protocol")));
 	} else if (strcmp(op, "status") == 0) {
-		for (v = rep->child; v != NULL; v = v->next) {
-			if (strcmp(v->string, "ok") == 0 || strcmp(v->string, "id") == 0)
-				continue;
-			if (cJSON_IsString(v))
-				printf("%-10s%s\n", cli_escape(v->string),
-				       cli_escape(v->valuestring));
-			else if (cJSON_IsNumber(v))
-				printf("%-10s%.0f\n", cli_escape(v->string), v->valuedouble);
-		}
+		print_status(rep);
 	} else if (strcmp(op, "shutdown") == 0) {
 		printf("agentfsd is shutting down\n");
 	} else if ((v = cJSON_GetObjectItemCaseSensitive(rep, "bot")) != NULL) {
