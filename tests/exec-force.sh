@@ -150,6 +150,21 @@ expect_error "nor pid 1" bad_value "$(raw '{"op":"exec_register","name":"b2","pi
 expect_error "nor as its bwrap a process it did not start" forbidden \
 	"$(raw "{\"op\":\"exec_register\",\"name\":\"b2\",\"child\":$other}")"
 expect_error "nor child 1" bad_value "$(raw '{"op":"exec_register","name":"b2","child":1}')"
+# exec_plan registers the bwrap it brings as "child", with the same checks
+r=$(raw "{\"op\":\"exec_plan\",\"name\":\"b2\",\"child\":$other,\"argv\":[\"x\"]}")
+expect_error "a plan cannot register as its bwrap a process the client did not start" forbidden "$r"
+like "$(printf '%s' "$r" | jget error.message)" "process $other is not a child this client started" \
+	"the plan's refusal says why"
+is "$(sandboxes_of b2)" "" "a plan whose child was refused registers nothing"
+expect_error "a plan's child 1 is refused" bad_value \
+	"$(raw '{"op":"exec_plan","name":"b2","child":1}')"
+expect_error "a plan's child must be a number" bad_type \
+	"$(raw '{"op":"exec_plan","name":"b2","child":"2"}')"
+expect_error "a plan's argv must be strings" bad_type \
+	"$(raw "{\"op\":\"exec_plan\",\"name\":\"b2\",\"child\":$other,\"argv\":[1]}")"
+r=$(raw '{"op":"exec_plan","name":"b2"}')
+is "$(printf '%s' "$r" | jget ok)/$(printf '%s' "$r" | jget registered)" "true/" \
+	"a plan without a child registers nothing, and says so"
 expect_ok "the client itself may register (no pid)" \
 	"$(raw '{"op":"exec_register","name":"b2"}')"
 wait_until 5 eval '[ -z "$(sandboxes_of b2)" ]' &&

@@ -161,22 +161,40 @@ static void exec_register(pid_t child)
 /*
  * The plan, whole: anything missing is agentfsd's fault, and nothing runs
  * on it. A bot being changed or restored answers busy for a moment: asked
- * again.
+ * again. child: the bwrap forked for the first try, waiting: a confined
+ * bot's plan registers it too (as exec_register would, "registered" in the
+ * answer), one round trip instead of two. An older agentfsd, which knows no
+ * "child" in a plan, is asked again without.
  */
-static cJSON *plan_get(const char *socket_path, const char *bot)
+static cJSON *plan_get(const char *socket_path, const char *bot, pid_t child)
 {
 	cleanup_cjson cJSON *req = cJSON_CreateObject();
-	cJSON *rep = NULL;
+	cJSON *rep = NULL, *argv;
 	const cJSON *uid;
+	const char *code;
+	char **c;
 	int tries;
 
 	cJSON_AddStringToObject(req, "op", "exec_plan");
 	cJSON_AddStringToObject(req, "name", bot);
+	if (child > 0) {
+		cJSON_AddNumberToObject(req, "child", child);
+		if ((argv = cJSON_AddArrayToObject(req, "argv")) != NULL)
+			for (c = reg.cmd; *c != NULL; c++)
+				cJSON_AddItemToArray(argv, cJSON_CreateString(*c));
+	}
 	for (tries = 0; tries < 100; tries++) {
 		cJSON_Delete(rep);
 		rep = client_request(socket_path, req);
-		uid = cJSON_GetObjectItemCaseSensitive(rep, "error");
-		if (exec_jstr(uid, "code") == NULL || strcmp(exec_jstr(uid, "code"), "busy") != 0)
+		code = exec_jstr(cJSON_GetObjectItemCaseSensitive(rep, "error"), "code");
+		if (code != NULL && strcmp(code, "unknown_field") == 0 &&
+		    cJSON_HasObjectItem(req, "child")) {
+			cJSON_DeleteItemFromObject(req, "child");
+			cJSON_DeleteItemFromObject(req, "argv");
+			tries--;
+			continue;
+		}
+		if (code == NULL || strcmp(code, "busy") != 0)
 			break;
 		usleep(100 * 1000);
 	}
@@ -408,19 +426,20 @@ static void __attribute__((noreturn)) child_fail(int err_fd, const char *what)
  * the pty (a new session, the pty as standard input and as the terminals
  * among output and error; redirected output stays as it is, byte for
  * byte), its own standard error becomes the pipe of bwrap's words (the
- * caller's stays the command's, as err_fd), the loader's variables go
- * (bwrap runs as root, or as the operator: a library named in a bot's root
- * must not load into it; the command gets them back through agentfs-enter), and
- * only the descriptors bwrap is told about stay open. It waits for go: the
- * outer agentfs exec has registered it with agentfsd first.
+ * caller's stays the command's, as err_fd), and only the descriptors bwrap
+ * is told about stay open. It is forked before the plan is known, and
+ * waits for its launch (launch_read): the outer agentfs exec has
+ * registered it with agentfsd first. The environment it is sent has none
+ * of the loader's variables (bwrap runs as root, or as the operator: a
+ * library named in a bot's root must not load into it; the command gets
+ * them back through agentfs-enter).
  */
 static void __attribute__((noreturn))
-bwrap_child(const struct argv_buf *a, const struct sandbox_setup *sb, int slave, int err_w,
-	    const int go[2])
+bwrap_child(const struct sandbox_setup *sb, int slave, int err_w, const int go[2])
 {
-	int keep[3] = {sb->status_w, sb->unix_chan, sb->err_fd};
 	bool out_tty = isatty(STDOUT_FILENO), err_tty = isatty(STDERR_FILENO);
-	char c;
+	struct launch_head h;
+	char **argv, **env;
 
 	if (slave >= 0) {
 		if (setsid() < 0 || dup2(slave, STDIN_FILENO) < 0 ||
@@ -432,14 +451,13 @@ bwrap_child(const struct argv_buf *a, const struct sandbox_setup *sb, int slave,
 	if ((fcntl(STDERR_FILENO, F_GETFD) >= 0 && dup2(STDERR_FILENO, sb->err_fd) < 0) ||
 	    dup2(err_w, STDERR_FILENO) < 0)
 		_exit(EXIT_AGENTFS);
-	exec_loader_vars_clear();
-	if (exec_keep_only_fds(keep, 3) != 0)
-		child_fail(sb->err_fd, "cannot close the descriptors the sandbox must not get");
-	/* our copy of the write end goes first: only the outer exec's says go, or EOF */
-	if (close(go[1]) != 0 || read(go[0], &c, 1) != 1)
+	/* our copy of the write end goes first: only the outer exec's launches, or EOF */
+	if (close(go[1]) != 0 || !exec_launch_read(go[0], &h, &argv, &env))
 		_exit(EXIT_AGENTFS); /* the outer agentfs exec gave up: it said why */
-	execv(a->v[0], a->v);
-	child_fail(sb->err_fd, a->v[0]);
+	if (exec_keep_only_fds(h.keep, 3) != 0)
+		child_fail(sb->err_fd, "cannot close the descriptors the sandbox must not get");
+	execve(argv[0], argv, env);
+	child_fail(sb->err_fd, argv[0]);
 }
 
 /*
@@ -465,20 +483,18 @@ static bool cooked_input(int master)
 	return true;
 }
 
-/*
- * One try: fork bwrap (it waits), register it, let it go, supervise it,
- * and say whether it started the command. The status pipe and the guard's
- * channel stay open across tries: their numbers are on bwrap's command line.
- */
-static int bwrap_try(const struct argv_buf *a, const struct sandbox_setup *sb, int status_r,
-		     struct bwrap_err *err, bool *started)
-{
-	struct sigaction sa = {0};
-	struct termios saved, raw;
-	struct run r = {.pidfd = -1, .status_r = status_r, .master = -1, .err = err};
-	bool have_saved = false;
-	int slave = -1, errp[2], gop[2];
+/* A bwrap child forked, waiting for its launch (bwrap_child). */
+struct waiting {
+	pid_t pid;
+	int err_r, go_w, master, slave;
+};
 
+/* Fork a bwrap child (with its pty, on a terminal): it waits. */
+static void child_fork(const struct sandbox_setup *sb, struct waiting *w)
+{
+	int errp[2], gop[2];
+
+	w->master = w->slave = -1;
 	if (pipe2(errp, O_CLOEXEC) != 0 || pipe2(gop, O_CLOEXEC) != 0)
 		die("pipe: %s", strerror(errno));
 	if (sb->tty) {
@@ -486,23 +502,73 @@ static int bwrap_try(const struct argv_buf *a, const struct sandbox_setup *sb, i
 
 		if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) != 0)
 			memset(&ws, 0, sizeof ws);
-		if (openpty(&r.master, &slave, NULL, NULL, &ws) != 0 ||
-		    fcntl(r.master, F_SETFD, FD_CLOEXEC) != 0)
+		if (openpty(&w->master, &w->slave, NULL, NULL, &ws) != 0 ||
+		    fcntl(w->master, F_SETFD, FD_CLOEXEC) != 0)
 			die("cannot make a pty: %s", strerror(errno));
 	}
-	r.pid = fork();
-	if (r.pid < 0)
+	w->pid = fork();
+	if (w->pid < 0)
 		die("fork: %s", strerror(errno));
-	if (r.pid == 0)
-		bwrap_child(a, sb, slave, errp[1], gop);
-	r.pidfd = (int)syscall(SYS_pidfd_open, r.pid, 0);
+	if (w->pid == 0)
+		bwrap_child(sb, w->slave, errp[1], gop);
 	close(errp[1]);
 	close(gop[0]);
-	err->fd = errp[0];
-	exec_register(r.pid);
-	if (write(gop[1], "g", 1) != 1)
+	w->err_r = errp[0];
+	w->go_w = gop[1];
+}
+
+/* A child not needed (a danger-full-access bot runs without bwrap): it ends, unlaunched. */
+static void child_drop(struct waiting *w)
+{
+	int status;
+
+	close(w->go_w);
+	close(w->err_r);
+	if (w->master >= 0) {
+		close(w->master);
+		close(w->slave);
+	}
+	waitpid(w->pid, &status, 0);
+}
+
+/* Let a registered child start: its launch, bwrap's command line and our environment. */
+static void child_launch(struct waiting *w, const struct argv_buf *a,
+			 const struct sandbox_setup *sb)
+{
+	const int keep[3] = {sb->status_w, sb->unix_chan, sb->err_fd};
+
+	if (exec_launch_write(w->go_w, keep, a) != 0)
 		die("cannot start bwrap: %s", strerror(errno));
-	close(gop[1]);
+	close(w->go_w);
+}
+
+/*
+ * One try: fork bwrap (it waits; for the first try it was forked and
+ * registered with the plan: w), register it, let it go, supervise it, and
+ * say whether it started the command. The status pipe and the guard's
+ * channel stay open across tries: their numbers are on bwrap's command line.
+ */
+static int bwrap_try(const struct argv_buf *a, const struct sandbox_setup *sb, int status_r,
+		     struct bwrap_err *err, bool *started, struct waiting *w)
+{
+	struct sigaction sa = {0};
+	struct termios saved, raw;
+	struct run r = {.pidfd = -1, .status_r = status_r, .master = -1, .err = err};
+	struct waiting fresh;
+	bool have_saved = false;
+	int slave;
+
+	if (w == NULL) {
+		child_fork(sb, &fresh);
+		exec_register(fresh.pid);
+		w = &fresh;
+	}
+	r.pid = w->pid;
+	r.master = w->master;
+	slave = w->slave;
+	r.pidfd = (int)syscall(SYS_pidfd_open, r.pid, 0);
+	err->fd = w->err_r;
+	child_launch(w, a, sb);
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -541,7 +607,8 @@ static int bwrap_try(const struct argv_buf *a, const struct sandbox_setup *sb, i
  * (it reported no exit code), so every failed setup is tried again,
  * quietly; the last try's words are shown.
  */
-static int run_bwrap(const struct argv_buf *a, const struct sandbox_setup *sb, int status_r)
+static int run_bwrap(const struct argv_buf *a, const struct sandbox_setup *sb, int status_r,
+		     struct waiting *first)
 {
 	struct bwrap_err err;
 	int status, code, try;
@@ -549,7 +616,7 @@ static int run_bwrap(const struct argv_buf *a, const struct sandbox_setup *sb, i
 
 	for (try = 1;; try++) {
 		memset(&err, 0, sizeof err);
-		status = bwrap_try(a, sb, status_r, &err, &started);
+		status = bwrap_try(a, sb, status_r, &err, &started, try == 1 ? first : NULL);
 		if (started || try == SETUP_TRIES || !WIFEXITED(status) || pending_sig != 0)
 			break;
 		if (err.fd >= 0)
@@ -646,6 +713,13 @@ static int err_fd_open(void)
 	return fd;
 }
 
+/*
+ * The bwrap of the first try is forked before the plan is asked for, and
+ * waits: the plan registers it (one round trip to agentfsd, not two), and
+ * the fork is done while agentfsd decides. What it needs before its launch
+ * is made first: the status pipe, the command's standard error, the
+ * guard's channel and a pty.
+ */
 int cmd_exec(const char *socket_path, int argc, char **argv)
 {
 	cleanup_cjson cJSON *plan = NULL;
@@ -653,19 +727,34 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	struct exec_opts o = {0};
 	struct argv_buf a = {0};
 	struct sandbox_setup sb = {0};
+	struct waiting first;
 	int status_pipe[2], code;
 
 	/* the in-sandbox step as this binary did it before agentfs-enter */
 	if (argc > 1 && strcmp(argv[1], "--as") == 0)
 		return exec_as(argc - 2, argv + 2);
 	parse_options(argc, argv, &o);
-	plan = plan_get(socket_path, o.bot);
-	cwd = choose_cwd(plan, o.cwd);
 	reg.socket = socket_path;
 	reg.bot = o.bot;
 	reg.cmd = o.cmd;
-	if (strcmp(exec_jstr(plan, "sandbox"), "danger-full-access") == 0)
+	sb.tty = isatty(STDIN_FILENO);
+	if (pipe2(status_pipe, O_CLOEXEC) != 0)
+		die("pipe: %s", strerror(errno));
+	sb.status_w = status_pipe[1];
+	sb.err_fd = err_fd_open();
+	sb.unix_chan = exec_unix_guard_chan();
+	child_fork(&sb, &first);
+	plan = plan_get(socket_path, o.bot, first.pid);
+	reg.sent = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "registered"));
+	cwd = choose_cwd(plan, o.cwd);
+	if (strcmp(exec_jstr(plan, "sandbox"), "danger-full-access") == 0) {
+		child_drop(&first);
+		exec_unix_guard_start(NULL, true, sb.unix_chan);
+		close(status_pipe[0]);
+		close(status_pipe[1]);
+		close(sb.err_fd);
 		run_unconfined(plan, o.bot, cwd, o.cmd);
+	}
 	std_fds_check();
 	sb.plan = plan;
 	sb.bwrap = exec_jstr(plan, "bwrap");
@@ -675,20 +764,21 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	sb.uid = (uid_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(plan, "uid"));
 	sb.network = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "network"));
 	sb.userns = geteuid() != 0;
-	sb.tty = isatty(STDIN_FILENO);
 	sb.host_sockets = o.host_sockets;
 	if (sb.userns && (getuid() != sb.uid || geteuid() != sb.uid))
 		die("bot %s runs as uid %u: only root (or that user) can run its commands", o.bot,
 		    (unsigned)sb.uid);
 	if (sb.userns)
 		userns_check();
-	if (pipe2(status_pipe, O_CLOEXEC) != 0)
-		die("pipe: %s", strerror(errno));
-	sb.status_w = status_pipe[1];
-	sb.unix_chan = sb.network ? -1 : exec_unix_guard_start(exec_jstr(plan, "socket"));
-	sb.err_fd = err_fd_open();
+	exec_unix_guard_start(exec_jstr(plan, "socket"), sb.network, sb.unix_chan);
+	if (sb.network)
+		sb.unix_chan = -1;
 	exec_bwrap_args(&a, &sb);
-	code = run_bwrap(&a, &sb, status_pipe[0]);
+	/* the environment bwrap is launched with (child_launch), once HOME and the like are set */
+	exec_loader_vars_clear();
+	if (!reg.sent)
+		exec_register(first.pid);
+	code = run_bwrap(&a, &sb, status_pipe[0], &first);
 	exec_args_free(&a);
 	return code;
 }

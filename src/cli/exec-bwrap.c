@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agentfs exec: bwrap's command line, made from agentfsd's plan (the
- * argument table), and what bwrap tells back: its status on
+ * argument table), sent to the bwrap child forked before it was known (its
+ * launch), and what bwrap tells back: its status on
  * --json-status-fd, read as JSON, and its own standard error, held until
  * it is known whether the setup is tried again.
  */
@@ -406,4 +407,86 @@ int exec_keep_only_fds(const int *keep, size_t n)
 		if (keep[i] >= 0 && fcntl(keep[i], F_SETFD, 0) != 0)
 			return -1;
 	return 0;
+}
+
+/* ---- the launch of a bwrap child forked before the plan ------------------------ */
+
+#define LAUNCH_MAX (64 << 20) /* far above what the kernel would exec */
+
+/*
+ * In the child (cmd-exec.c's bwrap_child): the launch, read to the end of the pipe, into argv and env
+ * (pointers into the buffer, which stays); false if there is none (the
+ * outer agentfs exec gave up, or died) or it is not whole.
+ */
+bool exec_launch_read(int fd, struct launch_head *h, char ***argv, char ***env)
+{
+	size_t len = 0, cap = 65536, i;
+	char *buf = malloc(cap), *p, **v;
+	ssize_t n;
+
+	while (buf != NULL && (n = read(fd, buf + len, cap - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (len += (size_t)n) >= LAUNCH_MAX)
+			return false;
+		if (len == cap && (buf = realloc(buf, cap *= 2)) == NULL)
+			return false;
+	}
+	if (buf == NULL || len < sizeof *h)
+		return false;
+	memcpy(h, buf, sizeof *h);
+	if (h->argc == 0 || h->argc > len || h->envc > len)
+		return false;
+	v = calloc((size_t)h->argc + h->envc + 2, sizeof *v);
+	if (v == NULL)
+		return false;
+	p = buf + sizeof *h;
+	for (i = 0; i < (size_t)h->argc + h->envc; i++) {
+		char *nul = memchr(p, '\0', (size_t)(buf + len - p));
+
+		if (nul == NULL)
+			return false;
+		v[i + (i >= h->argc)] = p;
+		p = nul + 1;
+	}
+	*argv = v;
+	*env = v + h->argc + 1;
+	return p == buf + len;
+}
+
+static void launch_put(char **buf, size_t *len, size_t *cap, const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	if (*len + n > *cap) {
+		*cap = (*len + n) * 2;
+		if ((*buf = realloc(*buf, *cap)) == NULL)
+			die("out of memory");
+	}
+	memcpy(*buf + *len, s, n);
+	*len += n;
+}
+
+/*
+ * In the outer agentfs exec: a waiting child's launch, to fd: keep, then
+ * bwrap's command line a and our environment. 0, or -1 with errno.
+ */
+int exec_launch_write(int fd, const int keep[3], const struct argv_buf *a)
+{
+	struct launch_head h = {{keep[0], keep[1], keep[2]}, (uint32_t)a->n, 0};
+	size_t len = sizeof h, cap = 0, off = 0, i;
+	char *buf = NULL;
+	ssize_t n;
+
+	launch_put(&buf, &len, &cap, "");
+	len = sizeof h;
+	for (i = 0; i < a->n; i++)
+		launch_put(&buf, &len, &cap, a->v[i]);
+	for (i = 0; environ[i] != NULL; i++, h.envc++)
+		launch_put(&buf, &len, &cap, environ[i]);
+	memcpy(buf, &h, sizeof h);
+	while (off < len && ((n = write(fd, buf + off, len - off)) > 0 || errno == EINTR))
+		off += n > 0 ? (size_t)n : 0;
+	free(buf);
+	return off < len ? -1 : 0;
 }

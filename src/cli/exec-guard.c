@@ -562,30 +562,46 @@ static void notif_take(void)
 }
 
 /*
- * Before bwrap starts: the channel agentfs-enter sends the listener on (its end
- * for the sandbox is returned: not close-on-exec, bwrap passes it on), and
- * the AGENT_SOCKET's inode, the one host socket the bot may reach.
+ * Before bwrap is forked: the channel agentfs-enter sends the listener on
+ * (its end for the sandbox is returned: not close-on-exec, bwrap passes it
+ * on).
  */
-int exec_unix_guard_start(const char *agent_socket)
+int exec_unix_guard_chan(void)
 {
-	struct stat st;
 	int sp[2];
 	size_t i;
 
 	for (i = 0; i < MAX_PENDING; i++)
 		guard.walks[i].pidfd = -1;
-	if (agent_socket != NULL && *agent_socket != '\0' && stat(agent_socket, &st) == 0 &&
-	    S_ISSOCK(st.st_mode)) {
-		guard.have_agent = true;
-		guard.agent_dev = st.st_dev;
-		guard.agent_ino = st.st_ino;
-	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp) != 0)
 		die("socketpair: %s", strerror(errno));
 	if (fcntl(sp[0], F_SETFD, FD_CLOEXEC) != 0)
 		die("cannot keep the guard's channel: %s", strerror(errno));
 	guard.chan = sp[0];
 	return sp[1];
+}
+
+/*
+ * Once the plan is known, before bwrap starts: the AGENT_SOCKET's inode, the
+ * one host socket the bot may reach; or, for a bot with network (no
+ * guard), the channel closed (sandbox_end, the sandbox's end, too).
+ */
+void exec_unix_guard_start(const char *agent_socket, bool network, int sandbox_end)
+{
+	struct stat st;
+
+	if (network) {
+		close(guard.chan);
+		close(sandbox_end);
+		guard.chan = -1;
+		return;
+	}
+	if (agent_socket != NULL && *agent_socket != '\0' && stat(agent_socket, &st) == 0 &&
+	    S_ISSOCK(st.st_mode)) {
+		guard.have_agent = true;
+		guard.agent_dev = st.st_dev;
+		guard.agent_ino = st.st_ino;
+	}
 }
 
 /*

@@ -5,6 +5,7 @@
  *                the bot runs as): options, the plan dialogue with
  *                agentfsd, running bwrap and supervising it
  *   exec-bwrap.c bwrap's command line from the plan (the argument table),
+ *                the launch of a waiting bwrap child,
  *                and what bwrap tells back (its status, its stderr)
  *   exec-guard.c the outer agentfs exec's connect guard (seccomp supervisor)
  *   exec-as.c    the sandbox's first program (agentfs-enter, a program of its
@@ -88,6 +89,18 @@ void exec_bwrap_err_read(struct bwrap_err *e);
 void exec_bwrap_err_flush(struct bwrap_err *e, bool done);
 int exec_keep_only_fds(const int *keep, size_t n);
 
+/*
+ * What a bwrap child forked before the plan is sent when it may start
+ * (agentfsd registered it): the descriptors it keeps, then argc and envc
+ * strings, each ended by a NUL, to the end of the pipe.
+ */
+struct launch_head {
+	int keep[3];
+	uint32_t argc, envc;
+};
+int exec_launch_write(int fd, const int keep[3], const struct argv_buf *a);
+bool exec_launch_read(int fd, struct launch_head *h, char ***argv, char ***env);
+
 /* exec-env.c */
 bool exec_in_path(const char *prog);
 void exec_loader_vars_hold(struct argv_buf *a);
@@ -114,7 +127,8 @@ void exec_session_keyring(void);
 #define EXEC_GUARD_FDS 65 /* the most descriptors the guard has poll watch */
 bool exec_socket_var(const char *name);
 void exec_hide_host_sockets(struct argv_buf *a, bool network);
-int exec_unix_guard_start(const char *agent_socket);
+int exec_unix_guard_chan(void);
+void exec_unix_guard_start(const char *agent_socket, bool network, int sandbox_end);
 int exec_unix_guard_pollfds(struct pollfd *pf);
 void exec_unix_guard_serve(const struct pollfd *pf, int n);
 

@@ -355,7 +355,7 @@ bool bots_log(struct request *r, const char *name, uint64_t since, bool follow);
 void bots_changes(struct request *r, const char *name, uint64_t since, const char *after,
 		  bool mark);
 /* plan.c */
-void bots_exec_plan(struct request *r, const char *name, const char *pod);
+void bots_exec_plan(struct request *r, const cJSON *req, const char *pod);
 int plan_config(struct config *cfg, const cJSON *v, char *err, size_t len);
 int plan_dirs(const struct config *cfg, char *err, size_t len);
 /* proto.c */

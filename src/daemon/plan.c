@@ -352,18 +352,21 @@ static char *plan_enter(struct request *r, const struct bot *b)
  * root; one asked for by a bot (a sandbox cannot make another; a bot runs
  * its danger-full-access bots itself, unconfined, as its user); one whose
  * user is not the asking operator's own (agentfsd gives an operator's bots
- * its user, so this is a second lock).
+ * its user, so this is a second lock). A confined bot's plan that brings a
+ * "child" registers it too (sandbox_plan_register), last, once all else
+ * was decided.
  */
-void bots_exec_plan(struct request *r, const char *name, const char *pod)
+void bots_exec_plan(struct request *r, const cJSON *req, const char *pod)
 {
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "name");
 	uid_t op = bots_operator_uid(r);
 	cleanup_free char *bwrap = NULL, *enter = NULL;
 	char owner[PATH_MAX + 16];
-	bool confined;
+	bool confined, registered = false;
 	struct bot *b;
 	cJSON *body;
 
-	if ((b = bot_find_visible(r, name)) == NULL)
+	if ((b = bot_find_visible(r, cJSON_IsString(name) ? name->valuestring : NULL)) == NULL)
 		return;
 	/*
 	 * pod (agentfs-csi, publishing the bot's roots into a pod): the pod as
@@ -415,6 +418,15 @@ void bots_exec_plan(struct request *r, const char *name, const char *pod)
 			 confined && r->peer != NULL && server_peer_uid(r->peer) != 0);
 	if (body == NULL) {
 		bots_fail(r, "internal", "out of memory: no plan was made, nothing was run");
+		return;
+	}
+	if (confined && !sandbox_plan_register(r, b, req, &registered)) {
+		cJSON_Delete(body);
+		return;
+	}
+	if (registered && !cJSON_AddTrueToObject(body, "registered")) {
+		cJSON_Delete(body);
+		bots_fail(r, "internal", "out of memory: nothing was run");
 		return;
 	}
 	request_reply(r, body);

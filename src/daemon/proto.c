@@ -139,8 +139,11 @@ static const struct field f_fork[] = {
 	{"pids_max", cJSON_Number, false},
 	{NULL, 0, false},
 };
-static const struct field f_exec_plan[] = {
-	{"name", cJSON_String, true}, {"pod", cJSON_String, false}, {NULL, 0, false}};
+static const struct field f_exec_plan[] = {{"name", cJSON_String, true},
+					    {"pod", cJSON_String, false},
+					    {"child", cJSON_Number, false},
+					    {"argv", FIELD_STRINGS, false},
+					    {NULL, 0, false}};
 
 static const struct field f_log[] = {{"name", cJSON_String, false},
 				     {"since", cJSON_Number, false},
@@ -533,7 +536,7 @@ static bool proto_exec_plan(struct request *r, const cJSON *req, struct bot_spec
 					    pod->valuestring));
 		return false;
 	}
-	bots_exec_plan(r, name_of(req), pod != NULL ? pod->valuestring : NULL);
+	bots_exec_plan(r, req, pod != NULL ? pod->valuestring : NULL);
 	return false;
 }
 

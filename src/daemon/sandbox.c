@@ -522,6 +522,59 @@ static bool pid_field(struct request *r, const cJSON *req, const char *k, pid_t 
 }
 
 /*
+ * Register the peer's process as running b's commands, with child (its
+ * bwrap, waiting), init (an older client's) and argv (for ps): the work of
+ * exec_register, and of an exec_plan that brings a child. The bot was
+ * found, and is not busy. False after failing the request.
+ */
+static bool sandbox_register(struct request *r, struct bot *b, pid_t child, pid_t init,
+			     const cJSON *argv)
+{
+	pid_t pid = r->peer != NULL ? server_peer_pid(r->peer) : 0;
+	struct sandbox_run *sb;
+	bool added = false;
+
+	if (pid <= 0) {
+		bots_fail(r, "bad_request", "the client's pid is unknown");
+		return false;
+	}
+	/*
+	 * The peer's process must run as the peer's uid: a connect a sandbox's
+	 * guard made for a command (exec-guard.c) carries the bot's uid but the
+	 * pid of a process that is not the command's.
+	 */
+	if (proc_real_uid(pid) != (long)server_peer_uid(r->peer)) {
+		bots_fail(r, "forbidden",
+			  "process %d does not run as uid %u: only a process that connected for "
+			  "itself "
+			  "registers",
+			  (int)pid, (unsigned)server_peer_uid(r->peer));
+		return false;
+	}
+	sb = sandbox_of(b, pid);
+	if (sb == NULL) {
+		if ((sb = sandbox_add(r, b, pid, argv)) == NULL)
+			return false;
+		added = true;
+	}
+	/*
+	 * The bwrap goes into the sandbox's cgroup before it starts, so all it
+	 * starts is there; a client that runs the command itself (an unconfined
+	 * bot's) goes in itself. Either is held by pidfd first: the pid written
+	 * is that process's.
+	 */
+	if ((child > 0 && (!sandbox_set_child(r, sb, child) || !sandbox_enter(r, sb, child))) ||
+	    (init > 0 && sb->initfd < 0 && !sandbox_set_init(r, sb, init)) ||
+	    (added && child <= 0 && init <= 0 && !sandbox_enter(r, sb, pid))) {
+		if (added)
+			sandbox_end(sb);
+		return false;
+	}
+	sandboxes_save();
+	return true;
+}
+
+/*
  * `agentfs exec` says it runs the bot's commands, before it runs anything:
  * the client is the peer itself (SO_PEERPIDFD, or SO_PEERCRED); "argv" is
  * its command, for ps; "child" its bwrap, which waits for this answer
@@ -531,10 +584,8 @@ static bool pid_field(struct request *r, const cJSON *req, const char *k, pid_t 
  */
 void bots_exec_register(struct request *r, const char *name, const cJSON *req)
 {
-	pid_t pid = r->peer != NULL ? server_peer_pid(r->peer) : 0, child, init;
-	struct sandbox_run *sb;
+	pid_t child, init;
 	struct bot *b;
-	bool added = false;
 
 	if ((b = bot_find_visible(r, name)) == NULL)
 		return;
@@ -550,43 +601,28 @@ void bots_exec_register(struct request *r, const char *name, const cJSON *req)
 			  "the operator runs the others");
 		return;
 	}
-	if (pid <= 0) {
-		bots_fail(r, "bad_request", "the client's pid is unknown");
-		return;
-	}
-	/*
-	 * The peer's process must run as the peer's uid: a connect a sandbox's
-	 * guard made for a command (exec-guard.c) carries the bot's uid but the
-	 * pid of a process that is not the command's.
-	 */
-	if (proc_real_uid(pid) != (long)server_peer_uid(r->peer)) {
-		bots_fail(r, "forbidden",
-			  "process %d does not run as uid %u: only a process that connected for "
-			  "itself "
-			  "registers",
-			  (int)pid, (unsigned)server_peer_uid(r->peer));
-		return;
-	}
-	sb = sandbox_of(b, pid);
-	if (sb == NULL) {
-		if ((sb = sandbox_add(r, b, pid, cJSON_GetObjectItemCaseSensitive(req, "argv"))) ==
-		    NULL)
-			return;
-		added = true;
-	}
-	/*
-	 * The bwrap goes into the sandbox's cgroup before it starts, so all it
-	 * starts is there; a client that runs the command itself (an unconfined
-	 * bot's) goes in itself. Either is held by pidfd first: the pid written
-	 * is that process's.
-	 */
-	if ((child > 0 && (!sandbox_set_child(r, sb, child) || !sandbox_enter(r, sb, child))) ||
-	    (init > 0 && sb->initfd < 0 && !sandbox_set_init(r, sb, init)) ||
-	    (added && child <= 0 && init <= 0 && !sandbox_enter(r, sb, pid))) {
-		if (added)
-			sandbox_end(sb);
-		return;
-	}
-	sandboxes_save();
-	request_reply(r, NULL);
+	if (sandbox_register(r, b, child, init, cJSON_GetObjectItemCaseSensitive(req, "argv")))
+		request_reply(r, NULL);
+}
+
+/*
+ * exec_plan's "child" (and "argv"): a confined bot's plan registers the
+ * client with its bwrap, forked and waiting, as exec_register would, so
+ * `agentfs exec` needs one round trip, not two. The plan was decided (the
+ * bot is confined, not busy, and the caller its operator); registered says
+ * whether a child came. False after failing the request: nothing may run.
+ */
+bool sandbox_plan_register(struct request *r, struct bot *b, const cJSON *req, bool *registered)
+{
+	pid_t child;
+
+	*registered = false;
+	if (!pid_field(r, req, "child", &child))
+		return false;
+	if (child <= 0)
+		return true;
+	if (!sandbox_register(r, b, child, 0, cJSON_GetObjectItemCaseSensitive(req, "argv")))
+		return false;
+	*registered = true;
+	return true;
 }

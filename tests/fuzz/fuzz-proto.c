@@ -267,8 +267,11 @@ void bots_status(struct request *r)
 	request_reply(r, body);
 }
 
-void bots_exec_plan(struct request *r, const char *name, const char *pod)
+void bots_exec_plan(struct request *r, const cJSON *req, const char *pod)
 {
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(req, "name");
+	const char *name = cJSON_IsString(n) ? n->valuestring : NULL;
+
 	FUZZ_CHECK(!line_has_nul);
 	FUZZ_CHECK(name != NULL && ref_name_ok(name));
 	FUZZ_CHECK(pod == NULL || pod_name_ok(pod));
