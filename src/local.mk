@@ -32,7 +32,8 @@ src_agentfs_local_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/li
 	$(FUSE_LIBS) $(CJSON_LIBS) $(GIT2_LIBS) -lpthread
 
 # The sandbox's first program (src/enter/enter.c): the in-sandbox step of
-# agentfs exec, linked with the C library alone.  What it shares with agentfs is
+# agentfs exec, linked with the C library alone, statically where configure
+# found that works (ENTER_LDFLAGS).  What it shares with agentfs is
 # compiled here a function to a section, and the linker keeps only what it
 # calls (the outer exec's functions in the same files are dropped).
 pkglibexec_PROGRAMS += src/agentfs-enter
@@ -40,7 +41,7 @@ src_agentfs_enter_SOURCES = src/enter/enter.c src/cli/exec-as.c src/cli/exec-use
 	src/cli/exec-env.c src/common/fdpass.c fusefs/ids.c
 src_agentfs_enter_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS) -ffunction-sections \
 	-fdata-sections
-src_agentfs_enter_LDFLAGS = -Wl,--gc-sections
+src_agentfs_enter_LDFLAGS = -Wl,--gc-sections $(ENTER_LDFLAGS)
 
 sbin_PROGRAMS += src/agentfsd
 src_agentfsd_SOURCES = src/daemon/agentfsd.c src/daemon/conffile.h src/daemon/conffile.c \

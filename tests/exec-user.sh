@@ -37,7 +37,8 @@ is "$out" "" "the sandbox was entered through agentfs-enter"
 is "$(raw '{"op":"exec_plan","name":"u1"}' | jget enter)" "$(realpath "$ENTER")" \
 	"the exec plan names the agentfs-enter beside agentfsd"
 if command -v ldd >/dev/null; then
-	is "$(ldd "$ENTER" | grep -cvE 'linux-vdso|ld-linux|libc\.so|lib(a|ub|t)san|libstdc|libgcc_s|libm\.so')" 0 \
+	# linked statically where configure could (ENTER_LDFLAGS): ldd says so, and no library
+	is "$(ldd "$ENTER" 2>&1 | grep -cvE 'linux-vdso|ld-linux|libc\.so|lib(a|ub|t)san|libstdc|libgcc_s|libm\.so|statically linked')" 0 \
 		"agentfs-enter links the C library alone (sanitizers' runtimes aside)"
 else
 	skip "ldd is missing"

@@ -12,6 +12,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +70,32 @@ static bool plan_id(const cJSON *o, const char *k, uint32_t *out)
 }
 
 /*
+ * The ids of uid from the host's user database (a uid without a name gets
+ * its own number as group), and, as su and sudo do, its HOME, USER and
+ * LOGNAME in our environment, which the command inherits. Only agentfs
+ * calls it: agentfs-enter, linked statically, loads no NSS module.
+ */
+static void user_ids(uid_t uid, struct ids *id)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[16384];
+
+	id->uid = uid;
+	id->gid = (gid_t)uid;
+	id->groups[0] = id->gid;
+	id->ngroups = 1;
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) != 0 || pwp == NULL)
+		return;
+	id->gid = pw.pw_gid;
+	id->ngroups = MAX_GROUPS;
+	if (getgrouplist(pw.pw_name, pw.pw_gid, id->groups, &id->ngroups) < 0)
+		die("%s is in more than %d groups", pw.pw_name, MAX_GROUPS);
+	if (setenv("HOME", pw.pw_dir, 1) != 0 || setenv("USER", pw.pw_name, 1) != 0 ||
+	    setenv("LOGNAME", pw.pw_name, 1) != 0)
+		die("out of memory");
+}
+
+/*
  * The ids the bot's user uid has (and, as su and sudo do, its HOME, USER
  * and LOGNAME in our environment, which the command inherits): from the
  * plan's "user", which agentfsd looked up in its user database (so this
@@ -82,7 +110,7 @@ void exec_plan_ids(const cJSON *plan, uid_t uid, struct ids *id)
 	uint32_t n;
 
 	if (u == NULL) {
-		exec_user_ids(uid, id);
+		user_ids(uid, id);
 		return;
 	}
 	g = cJSON_GetObjectItemCaseSensitive(u, "groups");

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agentfs exec: who the bot's user is, and becoming that user for good
- * inside the sandbox (agentfs-enter) or, for danger-full-access, outside.
+ * agentfs exec: becoming the bot's user for good inside the sandbox
+ * (agentfs-enter) or, for danger-full-access, outside, and the ids it is
+ * given on agentfs-enter's command line. Who the user is comes from the
+ * plan (exec-bwrap.c): nothing here loads an NSS module.
  */
 #include "src/common/agentfs.h"
 #include "fusefs/fusefs.h"
 #include "src/cli/exec.h"
 
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,31 +18,6 @@
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-
-/*
- * The ids of uid from the host's user database (a uid without a name gets
- * its own number as group), and, as su and sudo do, its HOME, USER and
- * LOGNAME in our environment, which the command inherits.
- */
-void exec_user_ids(uid_t uid, struct ids *id)
-{
-	struct passwd pw, *pwp = NULL;
-	char buf[16384];
-
-	id->uid = uid;
-	id->gid = (gid_t)uid;
-	id->groups[0] = id->gid;
-	id->ngroups = 1;
-	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) != 0 || pwp == NULL)
-		return;
-	id->gid = pw.pw_gid;
-	id->ngroups = MAX_GROUPS;
-	if (getgrouplist(pw.pw_name, pw.pw_gid, id->groups, &id->ngroups) < 0)
-		die("%s is in more than %d groups", pw.pw_name, MAX_GROUPS);
-	if (setenv("HOME", pw.pw_dir, 1) != 0 || setenv("USER", pw.pw_name, 1) != 0 ||
-	    setenv("LOGNAME", pw.pw_name, 1) != 0)
-		die("out of memory");
-}
 
 /*
  * Drop whatever capability is left (bwrap hands its own down as inheritable

@@ -5,13 +5,13 @@
  *                the bot runs as): options, the plan dialogue with
  *                agentfsd, running bwrap and supervising it
  *   exec-bwrap.c bwrap's command line from the plan (the argument table),
- *                the launch of a waiting bwrap child,
+ *                who the bot's user is, the launch of a waiting bwrap child,
  *                and what bwrap tells back (its status, its stderr)
  *   exec-guard.c the outer agentfs exec's connect guard (seccomp supervisor)
  *   exec-as.c    the sandbox's first program (agentfs-enter, a program of its
  *                own: enter.c; `agentfs exec --as` for an older agentfsd):
  *                becomes the bot's user, installs the filter, runs the command
- *   exec-user.c  who the bot's user is, and becoming it
+ *   exec-user.c  becoming the bot's user, and its ids on a command line
  *   exec-env.c   the command's environment: -e, --env-file, the loader
  *                variables
  */
@@ -110,7 +110,6 @@ void exec_env_set(const char *assignment);
 void exec_env_file(const char *path);
 
 /* exec-user.c */
-void exec_user_ids(uid_t uid, struct ids *id);
 void exec_become(const struct ids *id);
 void exec_stay(uid_t uid);
 char *exec_ids_format(const struct ids *id);
