@@ -188,6 +188,7 @@ struct guard_view {
 	struct guard_recs botmade; /* every .git and bare-shaped folder a bot made (gitlink.c) */
 	_Atomic size_t nbotmade;   /* botmade.n, for a lock-free "none" */
 	struct home_reuse *homes;  /* the last home scan, for the next guard_open (home.c) */
+	pthread_mutex_t homes_scan; /* held through a home scan, for others to wait on (home.c) */
 	int fan_fd; /* fanotify of the roots' filesystems (-1: none); read in guard_revalidate */
 	int fan_mnt; /* a folder of the first root's filesystem, for open_by_handle_at (-1) */
 };

@@ -413,6 +413,12 @@ int guard_view_new(struct guard_view **vp)
 		free(v);
 		return -rc;
 	}
+	rc = pthread_mutex_init(&v->homes_scan, NULL);
+	if (rc) {
+		pthread_rwlock_destroy(&v->lock);
+		free(v);
+		return -rc;
+	}
 	atomic_init(&v->refs, 1);
 	atomic_init(&v->gen, 1);
 	atomic_init(&v->ntab_hint, 0);
@@ -451,6 +457,7 @@ static void view_free(struct guard_view *v)
 		close(v->fan_fd);
 	if (v->fan_mnt >= 0)
 		close(v->fan_mnt);
+	pthread_mutex_destroy(&v->homes_scan);
 	pthread_rwlock_destroy(&v->lock);
 	free(v);
 }
