@@ -211,7 +211,7 @@ struct journal_slot {
 	uint32_t opcode;
 	uint32_t state; /* 0: none, JS_STARTED, JS_DONE */
 	int64_t result; /* 0 or -errno; a write's count */
-	uint64_t aux;	/* a create's or open's fh */
+	uint64_t aux;	/* the inode number a create made (0: not known) */
 };
 
 #define TABLE_MAGIC "agentfs\x01"
@@ -652,6 +652,8 @@ void journal_thread(unsigned slot);
 void journal_begin(struct fs_mount *m);
 int64_t journal_end(struct fs_mount *m, int64_t r, int again, int already);
 int journal_seen(struct fs_mount *m, int64_t *result);
+void journal_made(struct fs_mount *m, uint64_t ino);
+uint64_t journal_made_before(struct fs_mount *m);
 void journal_adopt(struct fs_mount *m);
 
 /* keep.c: descriptors in the fd store, and the handover to a new server */

@@ -106,6 +106,32 @@ int journal_seen(struct fs_mount *m, int64_t *result)
 	return 0;
 }
 
+/* The create this thread serves made the file of inode number ino (before journal_end) */
+void journal_made(struct fs_mount *m, uint64_t ino)
+{
+	mine(m)->aux = ino;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/*
+ * The inode number the create being served made before a restart, as the
+ * last server noted it; 0 if it did not (killed before, or not a create).
+ */
+uint64_t journal_made_before(struct fs_mount *m)
+{
+	struct table_hdr *h = m->tab.hdr;
+	uint64_t u = fs_cur.unique & ~UNIQUE_RESEND;
+	unsigned k;
+
+	if (!(fs_cur.unique & UNIQUE_RESEND) || !m->adopted)
+		return 0;
+	for (k = 0; k < JOURNAL_SLOTS; k++)
+		if (h->replay[k].state == JS_DONE && h->replay[k].unique == u &&
+		    h->replay[k].opcode == fs_cur.opcode)
+			return h->replay[k].aux;
+	return 0;
+}
+
 /*
  * A mount taken over (restore.c): what the last server's threads were doing
  * goes to the replay list, kept there until the next takeover replaces it,

@@ -184,7 +184,7 @@ static int create_existing(struct fs_mount *m, fuse_req_t req, struct inode *i, 
  * FIFO without a reader is natively. O_NOCTTY always: the server is a
  * session leader and must not take a terminal the host put there.
  */
-static int create_open(int pfd, const char *name, int flags, mode_t mode, bool excl)
+static int create_open(int pfd, const char *name, int flags, mode_t mode, bool excl, ino_t *ino)
 {
 	struct stat st;
 	int fd, fl;
@@ -201,12 +201,55 @@ static int create_open(int pfd, const char *name, int flags, mode_t mode, bool e
 		close(fd);
 		return -ENXIO;
 	}
+	*ino = st.st_ino;
 	if (!(flags & O_NONBLOCK) && ((fl = fcntl(fd, F_GETFL)) < 0 ||
 				       fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)) {
 		fl = -errno;
 		close(fd);
 		return fl;
 	}
+	return fd;
+}
+
+/*
+ * A create the last server made and never answered, opened again after
+ * the caller's own open of it failed with EACCES. The first open could not
+ * fail so: the mode of a file made restricts only the opens after the one
+ * that made it (git makes its objects 0444 and writes them through that
+ * first descriptor), so the bot would see an error a native create never
+ * gives. The file is opened as root, as the first create would have opened
+ * it, only if it is the one made then: the inode the journal noted (when
+ * the last server got that far), a regular file, still empty (its caller
+ * has not had a descriptor to write with) and the caller's own, so the
+ * access is what its owner may give itself anyway with chmod. Through an
+ * O_PATH descriptor checked first, never by the name again. Anything else:
+ * the caller's EACCES.
+ */
+static int create_reopen(struct fs_mount *m, fuse_req_t req, int pfd, const char *name, int flags,
+			 ino_t *ino)
+{
+	uint64_t made = journal_made_before(m);
+	char path[PROC_FD_MAX];
+	struct stat st;
+	int o, fd;
+
+	fs_as_root(m->fs);
+	o = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (o < 0)
+		return -EACCES;
+	if (fstat(o, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != fuse_req_ctx(req)->uid ||
+	    st.st_size != 0 || (made != 0 && st.st_ino != made)) {
+		close(o);
+		return -EACCES;
+	}
+	fsop_proc_path(path, o);
+	/* the /proc/self/fd reopen follows its magic link, to the inode checked */
+	fd = open(path, (flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_TRUNC)) | O_NOCTTY |
+				O_CLOEXEC);
+	close(o);
+	if (fd < 0)
+		return -errno;
+	*ino = st.st_ino;
 	return fd;
 }
 
@@ -220,6 +263,7 @@ void fsop_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	int64_t was = 0;
 	int pfd, fd = -1, r, again = journal_seen(m, &was);
 	bool pt, wr, checked, excl;
+	ino_t ino = 0;
 
 	/*
 	 * Made before a restart and not answered (journal.c): its error, or
@@ -252,9 +296,13 @@ void fsop_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	if (r == 0) {
 		journal_begin(m);
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
-		fd = create_open(pfd, name, fi->flags, mode, excl);
+		fd = create_open(pfd, name, fi->flags, mode, excl, &ino);
+		if (fd == -EACCES && again != 0)
+			fd = create_reopen(m, req, pfd, name, fi->flags, &ino);
 		if (fd < 0)
 			r = fd;
+		else
+			journal_made(m, ino);
 		pthread_rwlock_unlock(&m->fs->ns_lock);
 		journal_end(m, r, again, 0);
 		fs_as_root(m->fs);

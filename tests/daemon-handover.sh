@@ -11,7 +11,8 @@
 # the bot's mount is the same mount (unique mount id) all along. A name change
 # the server did but never answered before it was killed is answered by the
 # next one, and done once (mkdir, create O_EXCL, unlink, rename, link,
-# symlink, rmdir). 50 bots with
+# symlink, rmdir), also a create as git makes its objects (0444, written through the
+# descriptor that made it). 50 bots with
 # files held open across a restart keep them. A keeper killed ends the mounts
 # as a stop does, and the next agentfsd mounts afresh.
 . "$top_srcdir/tests/exec-lib.sh"
@@ -166,7 +167,11 @@ done
 is "$bad" 0 "every file written holds what was written ($rounds files)"
 gitout=$(cat "$W/out/git" 2>/dev/null)
 like "$gitout" "errors 0$" "git committed with no error ($gitout)"
-[ -s "$W/out/git.err" ] && diag "$(head -5 "$W/out/git.err")"
+if [ -s "$W/out/git.err" ]; then
+	diag "$(head -5 "$W/out/git.err")"
+	diag "$(grep -i 'refused\|cannot\|error\|fail' "$D_LOG" | tail -20)"
+	cp "$D_LOG" /var/tmp/handover-fail.log 2>/dev/null
+fi
 commits=$(printf '%s' "$gitout" | awk '{ print $2 }')
 is "$(hgit -C "$W/repo" rev-list --count HEAD)" $((commits + 1)) "every commit is in the repository"
 check "git fsck finds nothing wrong" hgit -C "$W/repo" fsck --no-progress
@@ -201,6 +206,12 @@ crash_after 9 "mkdir" mkdir "$M/cr/dir"
 [ -d "$W/cr/dir" ] && ok "mkdir: the folder is there" || not_ok "mkdir: the folder is there"
 crash_after 35 "create with O_EXCL" sh -c 'set -C; echo x >"$1"' sh "$M/cr/excl"
 is "$(cat "$W/cr/excl" 2>&1)" x "create with O_EXCL: the file holds what was written"
+# as the bot's user, a file made read-only and written through the descriptor that made
+# it, as git makes its objects: opened again as the caller, a 0444 file would be EACCES
+crash_after 35 "create with O_EXCL of a 0444 file, by the bot's command" \
+	ex w1 --cwd "$W/cr" -- sh -c 'umask 222; set -C; echo x >ro'
+is "$(cat "$W/cr/ro" 2>&1)/$(stat -c %a:%U "$W/cr/ro" 2>&1)" "x/444:$EX_USER" \
+	"create with O_EXCL of a 0444 file: it holds what was written, mode and owner as made"
 crash_after 10 "unlink" rm "$M/cr/gone"
 [ ! -e "$W/cr/gone" ] && ok "unlink: the file is gone" || not_ok "unlink: the file is gone"
 crash_after 12,45 "rename" mv "$M/cr/a" "$M/cr/b"
