@@ -211,7 +211,7 @@ struct journal_slot {
 	uint32_t opcode;
 	uint32_t state; /* 0: none, JS_STARTED, JS_DONE */
 	int64_t result; /* 0 or -errno; a write's count */
-	uint64_t aux;	/* the inode number a create made (0: not known) */
+	uint64_t aux;	/* the handle a create opened (0: none yet) */
 };
 
 #define TABLE_MAGIC "agentfs\x01"
@@ -390,6 +390,7 @@ struct fs {
 	atomic_uint pollers;  /* workers in worker_poll() */
 	atomic_uint worker_seq; /* numbers the workers, for their journal slots */
 	uint64_t crash_after;	/* tests only: opcodes after which to die (journal.c) */
+	uint64_t crash_handle;	/* tests only: opcodes after whose handle to die (journal.c) */
 	unsigned max_pollers; /* see worker_poll() */
 	/* fd cache */
 	struct inode lru; /* list head: lru.lru_next most recent */
@@ -652,7 +653,7 @@ void journal_thread(unsigned slot);
 void journal_begin(struct fs_mount *m);
 int64_t journal_end(struct fs_mount *m, int64_t r, int again, int already);
 int journal_seen(struct fs_mount *m, int64_t *result);
-void journal_made(struct fs_mount *m, uint64_t ino);
+void journal_made(struct fs_mount *m, uint64_t fh);
 uint64_t journal_made_before(struct fs_mount *m);
 void journal_adopt(struct fs_mount *m);
 

@@ -324,21 +324,26 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* AGENTFSD_TEST_CRASH=after:N,...: see journal.c */
+/* AGENTFSD_TEST_CRASH=after:N,... or handle:N,...: see journal.c */
 static void fs_test_crash(struct fs *fs)
 {
 	const char *v = getenv("AGENTFSD_TEST_CRASH");
+	uint64_t *set;
 	char *end;
 	unsigned long op;
 
-	if (v == NULL || strncmp(v, "after:", 6) != 0)
+	if (v != NULL && strncmp(v, "after:", 6) == 0)
+		set = &fs->crash_after;
+	else if (v != NULL && strncmp(v, "handle:", 7) == 0)
+		set = &fs->crash_handle;
+	else
 		return;
-	for (v += 6; *v != '\0'; v = *end == ',' ? end + 1 : end) {
+	for (v = strchr(v, ':') + 1; *v != '\0'; v = *end == ',' ? end + 1 : end) {
 		op = strtoul(v, &end, 10);
 		if (end == v)
 			break;
 		if (op < 64)
-			fs->crash_after |= 1ull << op;
+			*set |= 1ull << op;
 	}
 }
 

@@ -29,7 +29,8 @@
 /*
  * For tests/daemon-handover.sh only: AGENTFSD_TEST_CRASH=after:N[,M...]
  * (fs_new) kills the server right after it did a request of opcode N, and
- * before it answered: the worst moment for a name change.
+ * before it answered: the worst moment for a name change; handle:N[,M...]
+ * kills it once a create also opened its handle (journal_made).
  */
 static bool crash_now(uint64_t set)
 {
@@ -106,16 +107,22 @@ int journal_seen(struct fs_mount *m, int64_t *result)
 	return 0;
 }
 
-/* The create this thread serves made the file of inode number ino (before journal_end) */
-void journal_made(struct fs_mount *m, uint64_t ino)
+/*
+ * The create this thread serves (done: journal_end) opened the handle fh,
+ * about to be answered. AGENTFSD_TEST_CRASH=handle:N (tests only) kills
+ * the server here: a handle the kernel never learns of.
+ */
+void journal_made(struct fs_mount *m, uint64_t fh)
 {
-	mine(m)->aux = ino;
+	mine(m)->aux = fh;
 	atomic_signal_fence(memory_order_seq_cst);
+	if (m->fs->crash_handle != 0 && crash_now(m->fs->crash_handle))
+		raise(SIGKILL);
 }
 
 /*
- * The inode number the create being served made before a restart, as the
- * last server noted it; 0 if it did not (killed before, or not a create).
+ * The handle the create being served opened before a restart, as the last
+ * server noted it (the newest such note); 0 if it got no handle that far.
  */
 uint64_t journal_made_before(struct fs_mount *m)
 {
@@ -125,9 +132,9 @@ uint64_t journal_made_before(struct fs_mount *m)
 
 	if (!(fs_cur.unique & UNIQUE_RESEND) || !m->adopted)
 		return 0;
-	for (k = 0; k < JOURNAL_SLOTS; k++)
+	for (k = JOURNAL_SLOTS; k-- > 0;)
 		if (h->replay[k].state == JS_DONE && h->replay[k].unique == u &&
-		    h->replay[k].opcode == fs_cur.opcode)
+		    h->replay[k].opcode == fs_cur.opcode && h->replay[k].aux != 0)
 			return h->replay[k].aux;
 	return 0;
 }

@@ -184,7 +184,7 @@ static int create_existing(struct fs_mount *m, fuse_req_t req, struct inode *i, 
  * FIFO without a reader is natively. O_NOCTTY always: the server is a
  * session leader and must not take a terminal the host put there.
  */
-static int create_open(int pfd, const char *name, int flags, mode_t mode, bool excl, ino_t *ino)
+static int create_open(int pfd, const char *name, int flags, mode_t mode, bool excl)
 {
 	struct stat st;
 	int fd, fl;
@@ -201,7 +201,6 @@ static int create_open(int pfd, const char *name, int flags, mode_t mode, bool e
 		close(fd);
 		return -ENXIO;
 	}
-	*ino = st.st_ino;
 	if (!(flags & O_NONBLOCK) && ((fl = fcntl(fd, F_GETFL)) < 0 ||
 				       fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)) {
 		fl = -errno;
@@ -211,6 +210,50 @@ static int create_open(int pfd, const char *name, int flags, mode_t mode, bool e
 	return fd;
 }
 
+/* Close the handle fh (f) of i, opened with open_flags, and what it counts */
+static void fh_close(struct fs_mount *m, struct inode *i, struct fh_ent *f, uint64_t fh,
+		     int open_flags)
+{
+	bool pt = (f->flags & FHF_PASSTHROUGH) != 0;
+
+	lock_drop(m->fs, f->fd);
+	keep_release(m, fh, f->fd);
+	close(f->fd);
+	fh_gone(m, fh);
+	fs_handle_put(m);
+	backing_open_end(m, i, pt);
+	if (open_writes(open_flags))
+		seal_write_end(m, i);
+	/* Passthrough writes bypass fsop_write_buf: other mounts learn of them here. */
+	if (pt && open_writes(open_flags))
+		fs_invalidate(m, i, NULL, NULL);
+}
+
+/*
+ * A create made before a restart and never answered may have got as far
+ * as its handle (journal_made). The kernel never learnt of that handle, so
+ * no RELEASE would ever close it, and a handle that may write keeps its
+ * file from being renamed onto an index or a ref for good (seal.c waits
+ * for every writer): a bot's git would fail to commit its lock file. It is
+ * closed here, as a RELEASE would, and so is the node the reply would have
+ * given the kernel; the create is then answered with a new handle. Returns
+ * the inode number of the file it made, or 0 if there was no handle.
+ */
+static ino_t create_orphan_close(struct fs_mount *m)
+{
+	struct fuse_file_info fi = {.fh = journal_made_before(m)};
+	struct fh_ent *f;
+	struct inode *i;
+	ino_t made;
+
+	if (fi.fh == 0 || (f = fh_of(m, &fi)) == &fh_none || f->fd < 0 || (i = f->i) == NULL)
+		return 0;
+	made = i->ino;
+	fh_close(m, i, f, fi.fh, f->open_flags);
+	inode_forget(m, i, 1);
+	return made;
+}
+
 /*
  * A create the last server made and never answered, opened again after
  * the caller's own open of it failed with EACCES. The first open could not
@@ -218,17 +261,16 @@ static int create_open(int pfd, const char *name, int flags, mode_t mode, bool e
  * that made it (git makes its objects 0444 and writes them through that
  * first descriptor), so the bot would see an error a native create never
  * gives. The file is opened as root, as the first create would have opened
- * it, only if it is the one made then: the inode the journal noted (when
- * the last server got that far), a regular file, still empty (its caller
+ * it, only if it is the one made then: the inode of the handle the last
+ * server opened for it (when it got that far), a regular file, still empty (its caller
  * has not had a descriptor to write with) and the caller's own, so the
  * access is what its owner may give itself anyway with chmod. Through an
  * O_PATH descriptor checked first, never by the name again. Anything else:
  * the caller's EACCES.
  */
 static int create_reopen(struct fs_mount *m, fuse_req_t req, int pfd, const char *name, int flags,
-			 ino_t *ino)
+			 ino_t made)
 {
-	uint64_t made = journal_made_before(m);
 	char path[PROC_FD_MAX];
 	struct stat st;
 	int o, fd;
@@ -247,10 +289,7 @@ static int create_reopen(struct fs_mount *m, fuse_req_t req, int pfd, const char
 	fd = open(path, (flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_TRUNC)) | O_NOCTTY |
 				O_CLOEXEC);
 	close(o);
-	if (fd < 0)
-		return -errno;
-	*ino = st.st_ino;
-	return fd;
+	return fd < 0 ? -errno : fd;
 }
 
 void fsop_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -263,7 +302,7 @@ void fsop_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	int64_t was = 0;
 	int pfd, fd = -1, r, again = journal_seen(m, &was);
 	bool pt, wr, checked, excl;
-	ino_t ino = 0;
+	ino_t made = 0;
 
 	/*
 	 * Made before a restart and not answered (journal.c): its error, or
@@ -274,8 +313,10 @@ void fsop_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		fuse_reply_err(req, (int)-was);
 		return;
 	}
-	if (again != 0)
+	if (again != 0) {
+		made = create_orphan_close(m);
 		fi->flags &= ~(O_EXCL | O_TRUNC);
+	}
 	excl = (fi->flags & O_EXCL) != 0;
 	/* the mount's share of open files (fs.c), before anything is made */
 	if (!fs_handle_take(m)) {
@@ -296,13 +337,11 @@ void fsop_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	if (r == 0) {
 		journal_begin(m);
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
-		fd = create_open(pfd, name, fi->flags, mode, excl, &ino);
+		fd = create_open(pfd, name, fi->flags, mode, excl);
 		if (fd == -EACCES && again != 0)
-			fd = create_reopen(m, req, pfd, name, fi->flags, &ino);
+			fd = create_reopen(m, req, pfd, name, fi->flags, made);
 		if (fd < 0)
 			r = fd;
-		else
-			journal_made(m, ino);
 		pthread_rwlock_unlock(&m->fs->ns_lock);
 		journal_end(m, r, again, 0);
 		fs_as_root(m->fs);
@@ -342,6 +381,8 @@ void fsop_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	fi->noflush = 1; /* see fsop_flush */
 	pt = backing_open_begin(m, req, i, checked, fi);
 	fi->fh = fh_new(m, i, fd, fh_flags(pt, checked, wr), fi->flags);
+	if (fi->fh != 0)
+		journal_made(m, fi->fh);
 	if (fi->fh == 0 || fuse_reply_create(req, &e, fi) == -ENOENT) {
 		open_unwind(req, m, i, fi, fd, pt, wr);
 		inode_forget(m, i, 1);
@@ -482,20 +523,7 @@ void fsop_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	char *name;
 	int pfd;
 
-	struct fh_ent *f = fh_of(m, fi);
-	bool pt = (f->flags & FHF_PASSTHROUGH) != 0;
-
-	lock_drop(m->fs, f->fd);
-	keep_release(m, fi->fh, f->fd);
-	close(f->fd);
-	fh_gone(m, fi->fh);
-	fs_handle_put(m);
-	backing_open_end(m, i, pt);
-	if (open_writes(fi->flags))
-		seal_write_end(m, i);
-	/* Passthrough writes bypass fsop_write_buf: other mounts learn of them here. */
-	if (pt && open_writes(fi->flags))
-		fs_invalidate(m, i, NULL, NULL);
+	fh_close(m, i, fh_of(m, fi), fi->fh, fi->flags);
 	/* A git config written (in a repository the bot made): its rules may change. */
 	if (m->guard != NULL && open_writes(fi->flags) && role_of(m, i) == GUARD_R_CONFIG &&
 	    (p = inode_pin_parent(m, i, &name)) != NULL) {

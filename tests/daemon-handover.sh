@@ -180,14 +180,16 @@ check "git fsck finds nothing wrong" hgit -C "$W/repo" fsck --no-progress
 # --- a name change done but not answered: answered once, by the next agentfsd ---------------
 # AGENTFSD_TEST_CRASH=after:OPCODES kills the server right after it did such a
 # request (FUSE opcodes) and before it answered: the kernel sends it again to
-# the next server, which must answer what was done, not do it twice.
+# the next server, which must answer what was done, not do it twice;
+# handle:OPCODES once a create also opened its handle.
 crash_after()
 {
 	local ops=$1 desc=$2 op rc
 	shift 2
 	kill -TERM "$D_PID"
 	wait_until 10 eval '[ -z "$(daemon_pids)" ] && state_unlocked'
-	AGENTFSD_TEST_CRASH=after:$ops daemon_start || not_ok "$desc: start with the crash armed"
+	case $ops in *:*) ;; *) ops=after:$ops ;; esac
+	AGENTFSD_TEST_CRASH=$ops daemon_start || not_ok "$desc: start with the crash armed"
 	"$@" >"$T/crash.out" 2>&1 &
 	op=$!
 	wait_until 10 eval '[ -z "$(daemon_pids)" ] && state_unlocked' ||
@@ -212,6 +214,14 @@ crash_after 35 "create with O_EXCL of a 0444 file, by the bot's command" \
 	ex w1 --cwd "$W/cr" -- sh -c 'umask 222; set -C; echo x >ro'
 is "$(cat "$W/cr/ro" 2>&1)/$(stat -c %a:%U "$W/cr/ro" 2>&1)" "x/444:$EX_USER" \
 	"create with O_EXCL of a 0444 file: it holds what was written, mode and owner as made"
+# killed once the create also opened its handle: the kernel never learns of that handle,
+# which must not keep the file from being renamed onto a ref (it may write: the rename
+# waits for every writer), as a bot's git commit renames its lock file
+crash_after handle:35 "a ref's lock file made, then renamed onto the ref, by the bot's command" \
+	ex w1 --cwd "$W/repo" -- sh -c 'set -C; git rev-parse HEAD >.git/refs/heads/side.lock &&
+		mv .git/refs/heads/side.lock .git/refs/heads/side'
+is "$(hgit -C "$W/repo" rev-parse side 2>&1)" "$(hgit -C "$W/repo" rev-parse HEAD)" \
+	"the ref's lock file made with the server killed after its handle: renamed onto the ref"
 crash_after 10 "unlink" rm "$M/cr/gone"
 [ ! -e "$W/cr/gone" ] && ok "unlink: the file is gone" || not_ok "unlink: the file is gone"
 crash_after 12,45 "rename" mv "$M/cr/a" "$M/cr/b"
