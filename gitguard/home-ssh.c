@@ -4,10 +4,13 @@
  * the file, "Include=", quotes, ~ and ~user, relative to ~/.ssh, glob(7)
  * patterns, nested to ssh's own depth) is RO inside the root, NC if
  * missing; a pattern's folder RO-tree.  home.c calls home_ssh() per home.
+ * Also home_expand(): ~, ~user and relative paths, as ssh and git's
+ * configuration (home.c's outside files) both name them.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +23,35 @@
 #define SSH_INCLUDE_DEPTH 16 /* ssh's READCONF_MAX_DEPTH */
 #define SSH_CONFIG_MAX (256 * 1024)
 #define SSH_FILES_MAX 256 /* ssh config files one home's scan reads */
+
+/* "~/x" (HOME), "~user/x", else a path relative to DIR, into OUT; as git's interpolate_path */
+int home_expand(const char *in, const char *dir, const char *home, char *out, size_t outsz)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096], user[256];
+	const char *slash;
+	size_t l;
+	int n;
+
+	if (in[0] == '~' && (in[1] == '/' || !in[1])) {
+		n = snprintf(out, outsz, "%s%s", home, in + 1);
+	} else if (in[0] == '~') {
+		slash = strchr(in, '/');
+		l = slash ? (size_t)(slash - in - 1) : strlen(in + 1);
+		if (l >= sizeof(user))
+			return -ENAMETOOLONG;
+		memcpy(user, in + 1, l);
+		user[l] = '\0';
+		if (getpwnam_r(user, &pw, buf, sizeof(buf), &res) || !res || !res->pw_dir)
+			return -ENOENT;
+		n = snprintf(out, outsz, "%s%s", res->pw_dir, slash ? slash : "");
+	} else if (in[0] == '/') {
+		n = snprintf(out, outsz, "%s", in);
+	} else {
+		n = snprintf(out, outsz, "%s/%s", dir, in);
+	}
+	return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
+}
 
 /* PATH (absolute) inside the root is RO (TREE: RO-tree), NC if missing */
 static int protect_path(struct hscan *h, const char *path, bool tree)

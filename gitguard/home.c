@@ -416,35 +416,6 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 	return rc;
 }
 
-/* "~/x" (HOME), "~user/x", else a path relative to DIR, into OUT; as git's interpolate_path */
-int home_expand(const char *in, const char *dir, const char *home, char *out, size_t outsz)
-{
-	struct passwd pw, *res = NULL;
-	char buf[4096], user[256];
-	const char *slash;
-	size_t l;
-	int n;
-
-	if (in[0] == '~' && (in[1] == '/' || !in[1])) {
-		n = snprintf(out, outsz, "%s%s", home, in + 1);
-	} else if (in[0] == '~') {
-		slash = strchr(in, '/');
-		l = slash ? (size_t)(slash - in - 1) : strlen(in + 1);
-		if (l >= sizeof(user))
-			return -ENAMETOOLONG;
-		memcpy(user, in + 1, l);
-		user[l] = '\0';
-		if (getpwnam_r(user, &pw, buf, sizeof(buf), &res) || !res || !res->pw_dir)
-			return -ENOENT;
-		n = snprintf(out, outsz, "%s%s", res->pw_dir, slash ? slash : "");
-	} else if (in[0] == '/') {
-		n = snprintf(out, outsz, "%s", in);
-	} else {
-		n = snprintf(out, outsz, "%s/%s", dir, in);
-	}
-	return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
-}
-
 static int home_outside(struct hscan *h, const char *path, const char *home, uid_t owner,
 			unsigned depth);
 
