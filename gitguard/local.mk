@@ -76,4 +76,4 @@ tests_unit_guard_refs_SOURCES = tests/unit-guard-refs.c tests/guard-tap.h
 tests_unit_guard_refs_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)
 # The design ships: doc/DESIGN.md, the rule table in agentfs(1), the folders' maps.
 TESTS += tests/docs-map.sh
-EXTRA_DIST += tests/docs-map.sh doc/DESIGN.md
+EXTRA_DIST += tests/docs-map.sh doc/DESIGN.md doc/URING.md
