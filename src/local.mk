@@ -49,7 +49,8 @@ src_agentfsd_SOURCES = src/daemon/agentfsd.c src/daemon/conffile.h src/daemon/co
 	src/daemon/listen.c src/daemon/proto.c \
 	src/daemon/bots-int.h src/daemon/bots.c src/daemon/authority.c src/daemon/configure.c \
 	src/daemon/queries.c src/daemon/plan.c src/daemon/roots.c src/daemon/jobs.c \
-	src/daemon/sandbox-int.h src/daemon/sandbox.c src/daemon/sandbox-ops.c \
+	src/daemon/sandbox-int.h src/daemon/sandbox.c src/daemon/sandbox-disk.c \
+	src/daemon/sandbox-ops.c \
 	src/daemon/cgroup.h src/daemon/cgroup.c src/daemon/restart.c src/daemon/state.c \
 	src/daemon/events.c src/daemon/changes-int.h src/daemon/changes.c src/daemon/ctree.c \
 	src/daemon/ctree-read.c \

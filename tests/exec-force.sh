@@ -105,9 +105,21 @@ check "create keep" afs create keep "$W" --no-network
 run keep -- sleep 9871
 holder=$!
 up keep 1
+# a registration is one line appended to STATE/sandboxes.log, not
+# sandboxes.json rewritten (folded into it at start and at a clean stop)
+grep -q "\"pid\":$holder," "$D_STATE/sandboxes.log" &&
+	ok "the registration is a line of sandboxes.log" || not_ok "the registration is a line of sandboxes.log"
+! grep -q "\"pid\":$holder," "$D_STATE/sandboxes.json" &&
+	ok "... and sandboxes.json was not rewritten for it" ||
+	not_ok "... and sandboxes.json was not rewritten for it"
 daemon_kill9 || bail_out "agentfsd did not die"
+# what a write cut short would leave: a last line without its end
+printf '{"op":"add","bot":"keep","pid":%d,"pid_st' "$holder" >>"$D_STATE/sandboxes.log"
 daemon_start || bail_out "agentfsd did not start again"
 is "$(restored_state keep)" mounted "after kill -9 and a start, keep is back"
+is "$(stat -c %s "$D_STATE/sandboxes.log")" 0 "the log was folded into sandboxes.json at start"
+grep -q "\"pid\":$holder," "$D_STATE/sandboxes.json" &&
+	ok "... which now lists the sandbox" || not_ok "... which now lists the sandbox"
 like "$(afs --json show keep | jget bot.sandboxes.0.pid)" "^$holder\$" "show lists its sandbox again (exec pid $holder)"
 r=$(afs --json rm keep)
 expect_error "rm of keep after the restart is refused: its sandbox runs" running "$r"
@@ -138,6 +150,58 @@ daemon_start || bail_out "agentfsd did not start again"
 is "$(restored_state gone)" mounted "gone is back"
 is "$(sandboxes_of gone)" "" "a sandbox that ended while no daemon ran is forgotten"
 expect_ok "rm of gone works at once" "$(afs --json rm gone)"
+
+# --- the log read back: the last line of a sandbox wins, what is not a record is skipped
+# A process of ours stands for a sandbox (the daemon takes back any record
+# whose pid and start time still match); its record names no cgroup.
+check "create b3" afs create b3 "$W" --no-network
+afs shutdown >/dev/null
+daemon_wait_gone 20 || bail_out "agentfsd did not stop"
+is "$(stat -c %s "$D_STATE/sandboxes.log")" 0 "a clean stop leaves the log empty"
+sleep 9872 &
+fake=$!
+track_pid "$fake"
+fake_start=$(sed 's/.*) //' "/proc/$fake/stat" | cut -d' ' -f20)
+rec()
+{
+	printf '{"op":"%s","bot":"b3","pid":%d,"pid_start":%s,"child":0,"child_start":0,' "$1" "$fake" "$fake_start"
+	printf '"uid":0,"run_uid":0,"started":1,"cgroup":"","memory_max":0,"pids_max":0}\n'
+}
+{
+	rec add
+	rec end
+	printf 'not a record\n{"op":"end","pid":%d}\n{"op":"what","pid":1,"pid_start":1}\n' "$fake"
+	rec add
+	head -c 100000 /dev/zero | tr '\0' x
+	printf '\n{"op":"end","pid":%d,"pid_start":%s' "$fake" "$fake_start"
+} >>"$D_STATE/sandboxes.log"
+daemon_start || bail_out "agentfsd did not start with a log holding lines that are no records"
+is "$(restored_state b3)" mounted "b3 is back"
+like "$(afs --json show b3 | jget bot.sandboxes.0.pid)" "^$fake\$" \
+	"add, end, add: the sandbox is known; the lines that are no records, and a last one cut short, were skipped"
+grep -q "sandboxes.log: skipped 5 lines that are not a whole record" "$D_LOG" &&
+	ok "... and the daemon's log says how many (5)" || not_ok "... and the daemon's log says how many (5)"
+daemon_kill9 || bail_out "agentfsd did not die"
+rec end >>"$D_STATE/sandboxes.log"
+daemon_start || bail_out "agentfsd did not start again"
+is "$(restored_state b3)" mounted "b3 is back again"
+is "$(sandboxes_of b3)" "" "a sandbox whose last line is its end is not taken back"
+# a log that is nothing but noise loses nothing sandboxes.json holds
+daemon_kill9 || bail_out "agentfsd did not die"
+rec add >>"$D_STATE/sandboxes.log"
+daemon_start || bail_out "agentfsd did not start again"
+is "$(restored_state b3)" mounted "b3 is back once more"
+daemon_kill9 || bail_out "agentfsd did not die"
+head -c 300000 /dev/urandom >"$D_STATE/sandboxes.log"
+daemon_start || bail_out "agentfsd did not start with a log of random bytes"
+is "$(restored_state b3)" mounted "with a log of random bytes, the daemon starts"
+like "$(afs --json show b3 | jget bot.sandboxes.0.pid)" "^$fake\$" \
+	"... and still knows the sandbox sandboxes.json lists"
+kill "$fake"
+wait "$fake" 2>/dev/null
+wait_until 5 eval '[ -z "$(sandboxes_of b3)" ]' &&
+	ok "its end is seen" || not_ok "its end is seen"
+expect_ok "rm of b3" "$(afs --json rm b3)"
 
 # --- nothing else can be registered ---------------------------------------------------
 check "create b2" afs create b2 "$W" --no-network

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to src/daemon/sandbox.c (the records: made, kept on disk, registered)
- * and src/daemon/sandbox-ops.c (what is done to them and told of them: limits and
- * cgroups, signals, rm --force, show and ps).
+ * Private to src/daemon/sandbox.c (the records: made, registered, taken
+ * back), src/daemon/sandbox-disk.c (kept on disk) and src/daemon/sandbox-ops.c
+ * (what is done to them and told of them: limits and cgroups, signals,
+ * rm --force, show and ps).
  */
 #ifndef AGENTFS_SANDBOX_INT_H
 #define AGENTFS_SANDBOX_INT_H
@@ -52,6 +53,13 @@ static inline int pidfd_signal(int fd, int sig)
 {
 	return (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
 }
+
+/* sandbox-disk.c */
+void sandboxes_save(void);
+void sandbox_log_add(const struct sandbox_run *sb);
+bool sandbox_log_end(const struct sandbox_run *sb);
+void sandboxes_disk_stop(void);
+cJSON *sandboxes_read(void);
 
 /* sandbox-ops.c */
 void sandbox_cgroup_end(const char *name);

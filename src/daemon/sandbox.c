@@ -2,8 +2,8 @@
 /*
  * Sandboxes: the `agentfs exec` runs of a bot, registered before they start
  * (each in a cgroup of its own), held by pidfd so a signal reaches only the
- * processes that registered, and kept on disk so a restarted daemon still
- * knows them. What is done to them (limits, signals, rm --force) and told
+ * processes that registered, and kept on disk (sandbox-disk.c) so a
+ * restarted daemon still knows them. What is done to them (limits, signals, rm --force) and told
  * of them (show, ps): sandbox-ops.c.
  */
 #include "src/daemon/sandbox-int.h"
@@ -30,8 +30,6 @@ static void close_fd(int *fd)
 
 #define ARGV_MAX_BYTES 4096 /* of a command kept for ps */
 #define ARGV_MAX_ITEMS 64   /* of its arguments */
-#define SANDBOXES_FILE "sandboxes.json"
-#define SANDBOXES_FILE_MAX (SANDBOXES_MAX * 64 * 8 * 1024) /* far above what is written */
 
 static void sandbox_free(struct sandbox_run *sb)
 {
@@ -53,68 +51,6 @@ static void sandbox_end(struct sandbox_run *sb)
 	sandbox_free(sb);
 }
 
-/* ---- on disk ---------------------------------------------------------------- */
-
-static cJSON *sandbox_to_json(const struct sandbox_run *sb)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (o == NULL || cJSON_AddStringToObject(o, "bot", sb->bot->name) == NULL ||
-	    cJSON_AddNumberToObject(o, "pid", sb->pid) == NULL ||
-	    cJSON_AddNumberToObject(o, "pid_start", (double)sb->pid_start) == NULL ||
-	    cJSON_AddNumberToObject(o, "child", sb->child) == NULL ||
-	    cJSON_AddNumberToObject(o, "child_start", (double)sb->child_start) == NULL ||
-	    cJSON_AddNumberToObject(o, "uid", sb->uid) == NULL ||
-	    cJSON_AddNumberToObject(o, "run_uid", sb->run_uid) == NULL ||
-	    cJSON_AddNumberToObject(o, "started", (double)sb->started) == NULL ||
-	    cJSON_AddStringToObject(o, "cgroup", sb->cg) == NULL ||
-	    cJSON_AddNumberToObject(o, "memory_max", (double)sb->memory_max) == NULL ||
-	    cJSON_AddNumberToObject(o, "pids_max", (double)sb->pids_max) == NULL ||
-	    (sb->argv != NULL &&
-	     !cJSON_AddItemToObject(o, "argv", cJSON_Duplicate(sb->argv, true)))) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
-}
-
-/*
- * STATE/sandboxes.json, rewritten whole after each change. Not synced: it
- * must outlive the daemon, not the machine (after a reboot no sandbox runs,
- * and each record's start time no longer matches). A failure is logged:
- * the sandboxes are still known until the daemon stops.
- */
-static void sandboxes_save(void)
-{
-	cleanup_cjson cJSON *root = cJSON_CreateObject();
-	cJSON *arr = cJSON_AddArrayToObject(root, "sandboxes"), *o;
-	struct sandbox_run *sb;
-	struct bot *b;
-	char *text;
-	int r;
-
-	if (arr == NULL)
-		goto oom;
-	TAILQ_FOREACH(b, &bots_state.bots, entry)
-		LIST_FOREACH(sb, &b->sandboxes, entry) {
-			if ((o = sandbox_to_json(sb)) == NULL)
-				goto oom;
-			cJSON_AddItemToArray(arr, o);
-		}
-	text = cJSON_PrintUnformatted(root);
-	if (text == NULL)
-		goto oom;
-	r = write_file_replace(bots_state.cfg->state_dir, SANDBOXES_FILE, text, strlen(text),
-			       false);
-	free(text);
-	if (r != 0)
-		log_msg(LOG_ERR, "cannot save the running sandboxes in %s/%s: %s",
-			bots_state.cfg->state_dir, SANDBOXES_FILE, strerror(-r));
-	return;
-oom:
-	log_msg(LOG_ERR, "cannot save the running sandboxes: out of memory");
-}
-
 /* Set once the daemon stops: the file keeps what still runs, for the next daemon. */
 static bool stopping;
 
@@ -122,6 +58,7 @@ void sandboxes_stop(void)
 {
 	stopping = true;
 	sandbox_cgroups_stop();
+	sandboxes_disk_stop();
 }
 
 /* b is deleted: its sandboxes are no longer followed (they were ended, or rm --force gave up). */
@@ -143,8 +80,11 @@ void sandboxes_free(struct bot *b)
 /* The exec ended: it no longer holds the bot. */
 static void sandbox_gone(evutil_socket_t fd, short what, void *arg)
 {
+	bool whole = sandbox_log_end(arg);
+
 	sandbox_end(arg);
-	sandboxes_save();
+	if (whole)
+		sandboxes_save();
 }
 
 /*
@@ -270,33 +210,17 @@ static bool sandbox_restore_one(const cJSON *o)
 
 /*
  * At start, once the bots are loaded: take back the sandboxes a previous
- * daemon knew, so rm still refuses a bot whose sandbox runs and rm --force
- * still ends it. A record whose process is gone, or whose pid now names
- * another process (its start time differs), is dropped.
+ * daemon knew (sandbox-disk.c), so rm still refuses a bot whose sandbox
+ * runs and rm --force still ends it. A record whose process is gone, or
+ * whose pid now names another process (its start time differs), is
+ * dropped. What is taken back is then written whole, and the log emptied.
  */
 void sandboxes_restore(void)
 {
-	char path[PATH_MAX];
-	cleanup_free char *text = malloc(SANDBOXES_FILE_MAX + 2);
-	cleanup_cjson cJSON *root = NULL;
+	cleanup_cjson cJSON *arr = sandboxes_read();
 	const cJSON *o;
-	ssize_t n;
 
-	if (text == NULL)
-		return;
-	snprintf(path, sizeof path, "%s/%s", bots_state.cfg->state_dir, SANDBOXES_FILE);
-	n = read_text(AT_FDCWD, path, text, SANDBOXES_FILE_MAX + 2);
-	if (n < 0 && errno == ENOENT)
-		return;
-	root = n > 0 && n <= SANDBOXES_FILE_MAX ? cJSON_ParseWithLength(text, (size_t)n) : NULL;
-	if (root == NULL) {
-		log_msg(LOG_WARNING,
-			"%s is unreadable or malformed: sandboxes that still run are "
-			"not known (rm will not see them)",
-			path);
-		return;
-	}
-	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(root, "sandboxes"))
+	cJSON_ArrayForEach(o, arr)
 		sandbox_restore_one(o);
 	sandboxes_save();
 }
@@ -570,7 +494,7 @@ static bool sandbox_register(struct request *r, struct bot *b, pid_t child, pid_
 			sandbox_end(sb);
 		return false;
 	}
-	sandboxes_save();
+	sandbox_log_add(sb);
 	return true;
 }
 
