@@ -15,10 +15,11 @@
  * LOG_SOFT_MAX (at a sandbox's end, off any exec's path) or LOG_HARD_MAX.
  *
  * Neither is synced: they must outlive the daemon, not the machine (after
- * a reboot no sandbox runs, and no start time matches). A daemon killed
- * at any moment leaves whole lines, as each is one write(2) of a regular
- * file; a line that is not whole (a full disk, a machine that stopped),
- * or not a record, is skipped when read, and the others are read. Replaying
+ * a reboot no sandbox runs, and no start time matches). A line cut short
+ * (a daemon killed in its write, a full disk) can only be the last one:
+ * nothing is appended after a write that failed, and the next daemon
+ * empties the log once it has read it. Such a line, or anything else that
+ * is not a record, is skipped when read, and the others are read. Replaying
  * the log over sandboxes.json is idempotent (the last record of a sandbox
  * wins), so a compaction killed between writing sandboxes.json and
  * emptying the log loses nothing.
