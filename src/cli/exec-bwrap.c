@@ -216,20 +216,51 @@ static void binds(struct argv_buf *a, const cJSON *plan)
 	free(sorted);
 }
 
-/* The bot's socket at its own path, and over the control socket's; AGENT_SOCKET names it. */
+/* Is path's folder one the plan hides, an empty tmpfs in the sandbox (hide)? */
+static bool in_hidden_folder(const cJSON *plan, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const cJSON *v;
+
+	if (slash == NULL || slash == path)
+		return false;
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(plan, "hide"))
+		if (cJSON_IsString(v) && strlen(v->valuestring) == (size_t)(slash - path) &&
+		    strncmp(v->valuestring, path, (size_t)(slash - path)) == 0 &&
+		    access(v->valuestring, F_OK) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The bot's socket over the control socket's path, so a client that uses
+ * the default talks as the bot, and at its own path, which AGENT_SOCKET
+ * names. Each bind costs bwrap a mount and a reading of the mount table
+ * (bench/README.md): when the socket's folder is hidden (SOCKET.d, an
+ * empty tmpfs inside), its path is a symbolic link to the bound one
+ * instead, made in that tmpfs, where the bot cannot write.
+ */
 static void agent_socket(struct argv_buf *a, const cJSON *plan)
 {
 	const char *sock = exec_jstr(plan, "socket"), *ctl = exec_jstr(plan, "control_socket");
+	bool over_ctl;
 
 	if (sock == NULL || *sock == '\0')
 		return;
-	exec_arg(a, "--ro-bind");
-	exec_arg(a, sock);
-	exec_arg(a, sock);
-	if (ctl != NULL && access(ctl, F_OK) == 0) {
+	over_ctl = ctl != NULL && *ctl == '/' && access(ctl, F_OK) == 0;
+	if (over_ctl) {
 		exec_arg(a, "--ro-bind");
 		exec_arg(a, sock);
 		exec_arg(a, ctl);
+	}
+	if (over_ctl && in_hidden_folder(plan, sock)) {
+		exec_arg(a, "--symlink");
+		exec_arg(a, ctl);
+		exec_arg(a, sock);
+	} else {
+		exec_arg(a, "--ro-bind");
+		exec_arg(a, sock);
+		exec_arg(a, sock);
 	}
 	exec_arg(a, "--setenv");
 	exec_arg(a, "AGENT_SOCKET");
