@@ -98,7 +98,7 @@ wait_until 5 eval '! pgrep -f "^sleep 9871" >/dev/null' && ok "no process of the
 	not_ok "no process of the sandbox is left"
 
 # --- a restarted daemon still knows them --------------------------------------------
-# The sandboxes are kept in STATE/sandboxes.json with each process's start
+# The sandboxes are kept in STATE/sandboxes.json and its log with each process's start
 # time: after kill -9 and a start, or a clean stop and a start, rm refuses
 # and rm --force ends them; one that ended meanwhile is forgotten.
 check "create keep" afs create keep "$W" --no-network
