@@ -204,16 +204,39 @@ static int top_match(void *arg, uint64_t id, const char *mp, const char *fstype)
 }
 
 /*
+ * Does rt's mount point show rt's own mount, by the id of the mount its
+ * path ends on (statx: no request to the FUSE server, and no reading of
+ * the whole mount table)? Mount ids are not reused while a mount lives, and
+ * rt's lives while it is held. False also when it cannot be told.
+ */
+static bool root_shown(const struct root *rt)
+{
+	struct statx stx;
+
+	return rt->m != NULL && !rt->lost &&
+	       statx(AT_FDCWD, rt->mountpoint,
+		     AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_MNT_ID,
+		     &stx) == 0 &&
+	       (stx.stx_mask & STATX_MNT_ID) && stx.stx_mnt_id == fs_mount_id(rt->m);
+}
+
+/*
  * Every root is mounted, by this daemon, and what its mount point shows is
  * that mount: a root unmounted from outside leaves the bare folder, and
  * binding it would let the command write there, unguarded; another mount
- * put over it would be bound instead. False after failing the request.
+ * put over it would be bound instead. Asked of each mount point first
+ * (root_shown); only when one fails is the mount table read, to mark what
+ * was lost and say why. False after failing the request.
  */
 static bool roots_live(struct request *r, struct bot *b)
 {
 	struct top_mount t;
 	size_t i;
 
+	for (i = 0; i < b->nroots && root_shown(&b->roots[i]); i++)
+		;
+	if (i == b->nroots)
+		return true;
 	restart_check_lost(b);
 	for (i = 0; i < b->nroots; i++) {
 		struct root *rt = &b->roots[i];
