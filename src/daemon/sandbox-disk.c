@@ -45,7 +45,8 @@ static struct {
 	int fd;		/* STATE/sandboxes.log, O_APPEND; -1: none (each change rewrites all) */
 	off_t bytes;	/* its length */
 	bool broken;	/* a write failed: nothing more is appended until it is emptied */
-} sblog = {-1, 0, false};
+	bool warned;	/* that it cannot be opened was said once */
+} sblog = {-1, 0, false, false};
 
 static cJSON *sandbox_to_json(const struct sandbox_run *sb)
 {
@@ -70,8 +71,8 @@ static cJSON *sandbox_to_json(const struct sandbox_run *sb)
 	return o;
 }
 
-/* The log, opened (made if need be) for appends; its length known. */
-static void log_open_once(void)
+/* The log, opened (made if need be) for appends, its length known; not a FIFO nor a link. */
+static void sblog_open(void)
 {
 	char path[PATH_MAX];
 	struct stat st;
@@ -79,13 +80,16 @@ static void log_open_once(void)
 	if (sblog.fd >= 0)
 		return;
 	snprintf(path, sizeof path, "%s/%s", bots_state.cfg->state_dir, SANDBOXES_LOG);
-	sblog.fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	sblog.fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+			0600);
 	if (sblog.fd < 0 || fstat(sblog.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		log_msg(LOG_WARNING,
-			"cannot keep %s: %s; each change of the running sandboxes rewrites %s "
-			"whole",
-			path, sblog.fd < 0 ? strerror(errno) : "not a regular file",
-			SANDBOXES_FILE);
+		if (!sblog.warned)
+			log_msg(LOG_WARNING,
+				"cannot keep %s: %s; each change of the running sandboxes "
+				"rewrites %s whole",
+				path, sblog.fd < 0 ? strerror(errno) : "not a regular file",
+				SANDBOXES_FILE);
+		sblog.warned = true;
 		if (sblog.fd >= 0)
 			close(sblog.fd);
 		sblog.fd = -1;
@@ -128,7 +132,7 @@ void sandboxes_save(void)
 			bots_state.cfg->state_dir, SANDBOXES_FILE, strerror(-r));
 		return;
 	}
-	log_open_once();
+	sblog_open();
 	if (sblog.fd >= 0 && ftruncate(sblog.fd, 0) == 0) {
 		sblog.bytes = 0;
 		sblog.broken = false;
@@ -178,7 +182,7 @@ void sandbox_log_add(const struct sandbox_run *sb)
 {
 	cleanup_cjson cJSON *rec = NULL;
 
-	log_open_once();
+	sblog_open();
 	if (sblog.fd < 0 || sblog.broken || (rec = sandbox_to_json(sb)) == NULL ||
 	    cJSON_AddStringToObject(rec, "op", "add") == NULL || !log_append(rec) ||
 	    sblog.bytes > LOG_HARD_MAX)
@@ -194,7 +198,7 @@ bool sandbox_log_end(const struct sandbox_run *sb)
 {
 	cleanup_cjson cJSON *rec = NULL;
 
-	log_open_once();
+	sblog_open();
 	if (sblog.fd < 0 || sblog.broken)
 		return true;
 	rec = cJSON_CreateObject();
