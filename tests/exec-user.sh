@@ -50,6 +50,25 @@ r=$(raw '{"op":"exec_plan","name":"u1"}')
 is "$(printf '%s' "$r" | jget user.name) $(printf '%s' "$r" | jget user.gid) $(printf '%s' "$r" | jget user.home)" \
 	"$EX_USER $EX_GID /nonexistent" "the exec plan names the bot's user, its group and its home"
 like "$r" "\"groups\":\[([0-9]+,)*$EX_XGID[],]" "... and its supplementary group $EX_GROUP"
+# agentfsd keeps what it looked up 10 s while /etc/passwd and /etc/group stay
+# as they were: a change to them is seen at the next plan
+if command -v gpasswd >/dev/null; then
+	for i in 1 2 3 4 5; do # another test may hold the lock of /etc/group
+		gpasswd -d "$EX_USER" "$EX_GROUP" >/dev/null 2>&1 && break
+		sleep 0.3
+	done
+	unlike "$(raw '{"op":"exec_plan","name":"u1"}')" "\"groups\":\[([0-9]+,)*$EX_XGID[],]" \
+		"a group the user just left is not in the next plan"
+	for i in 1 2 3 4 5; do
+		gpasswd -a "$EX_USER" "$EX_GROUP" >/dev/null 2>&1 && break
+		sleep 0.3
+	done
+	like "$(raw '{"op":"exec_plan","name":"u1"}')" "\"groups\":\[([0-9]+,)*$EX_XGID[],]" \
+		"... and is again once it joins it"
+else
+	skip "gpasswd is missing"
+	skip "gpasswd is missing"
+fi
 # a "user" that is not whole is agentfsd's fault: nothing runs on it
 if command -v python3 >/dev/null; then
 	bad_plan()
