@@ -122,6 +122,31 @@ is "$(afs --json status | jget pid)" "$D_PID" "SIGHUP: the same agentfsd still s
 is "$(mntid "$M")" "$mid" "SIGHUP: the same mount"
 if advanced "$before"; then ok "SIGHUP: the bot's work goes on"; else not_ok "SIGHUP: the bot's work goes on"; fi
 
+# --- a SIGTERM the old agentfsd handles late ----------------------------------------------------
+# Stopped when it is sent SIGTERM, it has not said "handover" in the state
+# folder's lock when the next one gets there (as on a busy machine): the
+# next one waits for it instead of refusing to start.
+term_late()
+{
+	kill -STOP "$1" && kill -TERM "$1" || return 1
+	(sleep 0.3; kill -CONT "$1") &
+	late=$!
+}
+step "SIGTERM handled late by the old agentfsd" term_late
+wait "$late"
+
+# --- a second agentfsd over the same state folder: it refuses, after its wait -----------------
+cg=()
+[ "$D_CGROUP" = config ] || cg=(--cgroup "$D_CGROUP")
+if err=$("$AGENTFSD" --config "$D_CONFIG" --socket "$T/second.sock" --state "$D_STATE" "${cg[@]}" 2>&1); then
+	not_ok "a second agentfsd over the same state folder does not start"
+else
+	ok "a second agentfsd over the same state folder does not start"
+fi
+like "$err" "another agentfsd uses the state folder $D_STATE" "it says another agentfsd uses the state folder"
+is "$(afs --json status | jget pid)" "$D_PID" "the first one still serves"
+is "$(mntid "$M")" "$mid" "the bot's mount is the same mount"
+
 # --- a crash at each step of a handover ------------------------------------------------------
 # the old server's steps: it dies after it stopped serving, or after it kept
 # every open file; the new server's: after it took the descriptors, after it
