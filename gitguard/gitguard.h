@@ -109,6 +109,7 @@ enum guard_rule {
 			   bot reaches */
 	GUARD_RULE_X5,	/* a file git hands to another command as its options */
 	GUARD_RULE_LK,	/* a git lock file no mount of this server made: another git holds it */
+	GUARD_RULE_X6,	/* an exec line in a rebase's todo: git runs it on --continue */
 	/*
 	 * The mount's own settings, no rule of the table: the log names them by
 	 * their words ("read-only mount", "read-only path"), as guard_rule_name()
@@ -361,7 +362,7 @@ void guard_revalidate(struct guard *g);
  * Content-checked files (flag GUARD_CHK): a git folder's `index` and
  * `sharedindex.*` (X2); rebase-merge/ and rebase-apply/ `strategy`,
  * `strategy_opts` and sequencer/`opts` (X4); `apply-opt` and `gpg_sign_opt`
- * there (X5); the refs at a git folder's top, every file under refs/ but a
+ * there (X5); `git-rebase-todo` there (X6); the refs at a git folder's top, every file under refs/ but a
  * lock, `packed-refs`, and a rebase's `head-name`, `update-refs` and
  * `refs-to-delete` (R1).  guard_check() refuses to make them by mknod,
  * mkdir, symlink or link (names.c says which names they are), and X2 files
@@ -382,6 +383,7 @@ void guard_revalidate(struct guard *g);
  */
 #define GUARD_INDEX_MAX (256u << 20) /* an index git writes for ~2M files */
 #define GUARD_SEQ_MAX (64u << 10)    /* strategy files and sequencer/opts */
+#define GUARD_TODO_MAX (16u << 20)   /* a rebase's todo list: ~250,000 commits */
 unsigned guard_content_rule(const struct guard_cls *parent, const char *name);
 size_t guard_content_cap(unsigned rule);
 int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len, size_t hashsz,
@@ -438,6 +440,8 @@ int guard_seq_opts_check(const char *buf, size_t len, const char **why);
 int guard_seq_file_check(const char *name, const char *buf, size_t len, const char **why);
 /* X5: apply-opt and gpg_sign_opt */
 int guard_optfile_check(const char *name, const char *buf, size_t len, const char **why);
+/* X6: a rebase's git-rebase-todo without an exec line */
+int guard_todo_check(const char *buf, size_t len, const char **why);
 
 /*
  * refs.c, R1: pure, for fuzzers.  guard_ref_check: 0 if BUF may be the file

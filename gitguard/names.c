@@ -191,7 +191,9 @@ static bool top_ref(const char *name)
  * `sharedindex.*`; R1 for the refs at its top, every file under refs/ but
  * lock files, and a rebase's head-name, update-refs and refs-to-delete; X4
  * for the strategy files in rebase-merge/, rebase-apply/ and sequencer/;
- * X5 for apply-opt and gpg_sign_opt there; else 0.
+ * X5 for apply-opt and gpg_sign_opt there; X6 for git-rebase-todo there
+ * (git reads it in rebase-merge/ only; elsewhere the check costs nothing);
+ * else 0.
  */
 unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
 {
@@ -214,6 +216,8 @@ unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
 		return GUARD_RULE_X4;
 	if (name_is(name, "apply-opt") || name_is(name, "gpg_sign_opt"))
 		return GUARD_RULE_X5;
+	if (name_is(name, "git-rebase-todo"))
+		return GUARD_RULE_X6;
 	if (name_is(name, "head-name") || name_is(name, "update-refs") ||
 	    name_is(name, "refs-to-delete"))
 		return GUARD_RULE_R1;
@@ -223,7 +227,9 @@ unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
 /* How much of a file of RULE gitguard reads to check it */
 size_t guard_content_cap(unsigned rule)
 {
-	return rule == GUARD_RULE_X2 || rule == GUARD_RULE_R1 ? GUARD_INDEX_MAX : GUARD_SEQ_MAX;
+	if (rule == GUARD_RULE_X2 || rule == GUARD_RULE_R1)
+		return GUARD_INDEX_MAX;
+	return rule == GUARD_RULE_X6 ? GUARD_TODO_MAX : GUARD_SEQ_MAX;
 }
 
 /* 0 if BUF may become the file NAME of rule RULE, else -EROFS with *WHY */
@@ -241,6 +247,8 @@ int guard_content_check(unsigned rule, const char *name, const char *buf, size_t
 		rc = guard_optfile_check(name, buf, len, why);
 	else if (rule == GUARD_RULE_R1)
 		rc = guard_ref_check(name, buf, len, why);
+	else if (rule == GUARD_RULE_X6)
+		rc = guard_todo_check(buf, len, why);
 	return rc ? -EROFS : 0;
 }
 

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * X4, X5 and X6 (at the end: a rebase's todo list without exec lines).
+ *
  * X4: the files from which a rebase, cherry-pick or revert that is continued
  * later takes its merge strategy.  git runs a strategy NAME that is not one
  * of its own built-ins as the program `git-merge-NAME` (sequencer.c
@@ -286,4 +288,47 @@ int guard_optfile_check(const char *name, const char *buf, size_t len, const cha
 		return sign_opt_check(buf, len, why);
 	*why = "not an option file";
 	return -EINVAL;
+}
+
+/*
+ * X6: git-rebase-todo, what the next `git rebase --continue` works through
+ * (sequencer.c parse_insn_line and is_command): a line, its leading blanks
+ * skipped, starts with a command, spelt out or by its letter, and ended by
+ * a blank, CR, LF, NUL or the end.  `exec CMD` (or `x CMD`) runs CMD with
+ * the shell of whoever continues: the person, outside any sandbox.  git
+ * tries the commands before it looks for its comment character, so a line
+ * `x ...` is one whatever core.commentChar says.  git stops at a NUL; this
+ * looks at every byte, so it refuses what git would not even read.
+ */
+static bool todo_exec_line(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (end - p >= 4 && !memcmp(p, "exec", 4))
+		p += 4;
+	else if (p < end && *p == 'x')
+		p++;
+	else
+		return false;
+	return p == end || *p == ' ' || *p == '\t' || *p == '\r' || *p == '\0';
+}
+
+int guard_todo_check(const char *buf, size_t len, const char **why)
+{
+	const char *p = buf, *end = buf + len, *eol;
+
+	if (len > GUARD_TODO_MAX) {
+		*why = "todo list larger than gitguard reads";
+		return -EINVAL;
+	}
+	for (; p < end; p = eol + 1) {
+		eol = memchr(p, '\n', (size_t)(end - p));
+		if (eol == NULL)
+			eol = end;
+		if (todo_exec_line(p, eol)) {
+			*why = "an exec line: git would run it for whoever continues the rebase";
+			return -EINVAL;
+		}
+	}
+	return 0;
 }

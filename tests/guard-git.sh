@@ -125,10 +125,13 @@ check "git rebase -i (sequence editor drops a commit)" run_in "$R" sh -c \
 	 GIT_SEQUENCE_EDITOR='sed -i 1d' git rebase -q -i HEAD~2 && test ! -e r1 && test -e r2 &&
 	 test \"\$(git log -1 --format=%s)\" = r2"
 # X4: the strategy files git writes itself pass the check
-check "git rebase -i with an exec line" run_in "$R" sh -c \
+# X6: an exec line would run on whoever's `git rebase --continue` (guard-todo.sh)
+git_refused "git rebase -i with an exec line" X6 "$R" sh -c \
 	"echo x1 >x1 && git add x1 && git commit -qm x1 &&
-	 GIT_SEQUENCE_EDITOR='sed -i \"1a exec touch exec-ran\"' git rebase -q -i HEAD~1 &&
-	 test -e exec-ran && rm exec-ran"
+	 GIT_SEQUENCE_EDITOR='sed -i \"1a exec touch exec-ran\"' git rebase -q -i HEAD~1"
+check "the refused rebase ran nothing and left no rebase behind" run_in "$R" sh -c \
+	"test ! -e exec-ran && { git rebase --abort 2>/dev/null; true; } && test ! -d .git/rebase-merge &&
+	 test \"\$(git log -1 --format=%s)\" = x1"
 check "git rebase -s ort -X theirs through a conflict" run_in "$R" sh -c \
 	"git switch -q -c xs && echo xs >x1 && git commit -qam xs && git switch -q main &&
 	 echo xm >x1 && git commit -qam xm && git switch -q xs &&

@@ -116,6 +116,8 @@ case_of X3 "a file made in a git folder with an unsafe config" try create "$M/x3
 	-- "one in its work tree" try create "$M/x3/f"
 case_of X4 "a rebase's strategy naming a program" shell_result write_text "$G/rebase-merge/strategy" "$T/pay" \
 	-- "a strategy git has" shell_result write_text "$G/rebase-merge/strategy" ort
+case_of X6 "an exec line in a rebase's todo" shell_result write_text "$G/rebase-merge/git-rebase-todo" "exec make" \
+	-- "a pick line" shell_result write_text "$G/rebase-merge/git-rebase-todo" "pick $OID"
 check "X5: rebase-apply/ made" mkdir "$G/rebase-apply"
 case_of X5 "apply-opt with --build-fake-ancestor" \
 	shell_result write_text "$G/rebase-apply/apply-opt" " '--build-fake-ancestor=$T/x'" \

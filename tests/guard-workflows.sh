@@ -4,7 +4,8 @@
 # clone (origin: a bare repository outside the root) with a submodule made
 # on the host, and stops at the first command that fails: merges with and
 # without conflicts, stash, cherry-pick and revert, rebase (merge backend,
-# -i with exec, --update-refs, --apply, stopped and continued), am, bisect,
+# -i with a break, --update-refs, --apply, stopped and continued; an exec
+# line is refused by X6), am, bisect,
 # notes (merged), replace, a split index, a temporary index, a partial
 # commit, reset, reflog, pack-refs, gc, repack, prune, commit-graph (plain
 # and split), multi-pack-index, maintenance, fsck --lost-found,
@@ -33,7 +34,8 @@ git_workflows()
 	git tag v1 && git tag -a -m ann v2
 	echo r1 >r1 && git add r1 && git commit -qm r1 && echo r2 >r2 && git add r2 && git commit -qm r2
 	GIT_SEQUENCE_EDITOR='sed -i 1d' git rebase -q -i HEAD~2
-	GIT_SEQUENCE_EDITOR='sed -i "1a exec true"' git rebase -q -i HEAD~1
+	GIT_SEQUENCE_EDITOR='sed -i "1a break"' git rebase -q -i HEAD~1
+	git rebase --continue >/dev/null
 	git branch ur HEAD~1
 	git rebase -q --update-refs HEAD~2 >/dev/null 2>&1
 	git checkout -q -b rc main && echo rc >a && git commit -qam rc

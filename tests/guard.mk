@@ -15,6 +15,7 @@ GUARD_TESTS = \
 	tests/guard-reference.sh \
 	tests/guard-index.sh \
 	tests/guard-strategy.sh \
+	tests/guard-todo.sh \
 	tests/guard-hooklink.sh \
 	tests/guard-lock.sh \
 	tests/guard-index-hooks.sh \

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gitguard's pure checks of rules R1 (what a ref file may name), X5 (option
- * files git hands to another command) and D12 (the names git makes in a git
+ * files git hands to another command), X6 (a rebase's todo list) and D12 (the names git makes in a git
  * folder), and which names carry a content rule.
  */
 #include <errno.h>
@@ -25,6 +25,31 @@ static int opt(const char *name, const char *text)
 	const char *why = NULL;
 
 	return guard_optfile_check(name, text, strlen(text), &why);
+}
+
+static int todo(const char *text, size_t len)
+{
+	const char *why = NULL;
+
+	return guard_todo_check(text, len, &why);
+}
+#define TODO(s) todo(s, sizeof(s) - 1)
+
+static void todos(void)
+{
+	tap_ok(TODO("") == 0 && TODO("pick " OID " a\nreword " OID " b\nbreak\n") == 0 &&
+		       TODO("# exec make\n\n") == 0 && TODO("pick " OID " exec x\n") == 0 &&
+		       TODO("execute\nxx y\nfixup -C " OID "\nlabel x\nreset x\n") == 0 &&
+		       TODO("update-ref refs/heads/x\nmerge -C " OID " x # exec y\n") == 0,
+	       "X6: a todo list of every command but exec passes");
+	tap_ok(TODO("exec make\n") == -EINVAL && TODO("pick " OID "\nx make") == -EINVAL &&
+		       TODO("  \t exec make\n") == -EINVAL && TODO("x\tmake\r\n") == -EINVAL &&
+		       TODO("exec\n") == -EINVAL && TODO("x") == -EINVAL &&
+		       TODO("x\r\n") == -EINVAL && TODO("exec\0make\n") == -EINVAL &&
+		       TODO("pick " OID "\0\nexec make\n") == -EINVAL,
+	       "X6: exec or x, after blanks, before a blank, CR, NUL or the end, refused");
+	tap_ok(todo("pick\n", GUARD_TODO_MAX + 1) == -EINVAL,
+	       "X6: a todo list longer than gitguard reads refused");
 }
 
 static void refs(void)
@@ -150,7 +175,8 @@ static void names(void)
 		       guard_content_rule(&seq, "apply-opt") == GUARD_RULE_X5 &&
 		       guard_content_rule(&seq, "gpg_sign_opt") == GUARD_RULE_X5 &&
 		       guard_content_rule(&seq, "strategy") == GUARD_RULE_X4 &&
-		       guard_content_rule(&seq, "git-rebase-todo") == 0 &&
+		       guard_content_rule(&seq, "git-rebase-todo") == GUARD_RULE_X6 &&
+		       guard_content_rule(&seq, "done") == 0 &&
 		       guard_content_rule(&plain, "HEAD") == 0,
 	       "content rules under refs/ and in state folders");
 	tap_ok(guard_git_name_ok(&gitdir, "refs", S_IFDIR) &&
@@ -185,6 +211,7 @@ static void names(void)
 int main(void)
 {
 	refs();
+	todos();
 	options();
 	names();
 	return tap_done();
