@@ -9,7 +9,8 @@
  *   share.c        shares of open files, lock waiters and mounts: a mount's,
  *                  or its share groups'
  *   reader.c       a mount's own reader thread, when the pool serves it too,
- *                  the session's /dev/fuse I/O hooks
+ *                  started after a takeover (fs_readers_start); the
+ *                  session's /dev/fuse I/O hooks
  *   lock.c         blocking locks: the lock thread and its queue
  *   notify.c       invalidations of other mounts' kernel caches: the notifier
  *   mount.c        fs_mount: checks of source and mount point, the guard,
@@ -353,11 +354,13 @@ struct fs_mount {
 	bool kernel_passthrough; /* and the kernel offered it at INIT */
 	atomic_bool passthrough; /* and INIT's reply enabled it (read by every open) */
 	atomic_bool polled;	 /* a worker polls it (worker_poll) */
-	/* Its reader (reader.c): dev_fd, reader and has_reader set before it runs. */
+	/* Its reader (reader.c): dev_fd set before it runs, reader and has_reader after. */
 	int dev_fd;		 /* the reader's blocking clone of fuse_fd, or -1 */
-	pthread_t reader;
-	bool has_reader;	 /* [fs->lock] a reader was started */
+	pthread_t reader;	 /* [fs->lock] once has_reader */
+	/* set under fs->lock; read without it by the pool, which serves m alone until then */
+	atomic_bool has_reader;	 /* a reader was started */
 	bool reader_gone;	 /* [fs->lock] it no longer reads (no signal for it) */
+	bool reader_later;	 /* [fs->lock] taken over: its reader starts in fs_readers_start */
 	pthread_mutex_t arm_lock;
 	unsigned pool_want; /* [arm_lock] reasons the pool serves it too; 0: disarmed */
 	bool in_pool;	    /* [arm_lock] in the pool's epoll set */

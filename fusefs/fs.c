@@ -557,9 +557,12 @@ int fs_attach(struct fs *fs, struct fs_mount *m, struct fs_error *err)
 	m->next = fs->mounts;
 	fs->mounts = m;
 	atomic_fetch_add(&fs->nmounts, 1);
+	/* taken over: the pool serves it at once, its reader comes after the takeover (reader.c) */
+	m->reader_later = m->adopted;
 	pthread_mutex_unlock(&fs->lock);
 	/* in the pool's epoll set only when the mount has no reader (reader.c) */
-	reader_start(m);
+	if (!m->adopted)
+		reader_start(m);
 	if (!m->has_reader)
 		fs_mount_arm(m, EPOLL_CTL_ADD, EPOLLIN);
 	return 0;

@@ -188,6 +188,13 @@ bool fs_handover_has(const struct fs_handover *h, uint64_t mnt_id);
 int fs_adopt(struct fs *fs, struct fs_handover *h, const struct fs_mount_params *p,
 	     struct fs_mount **out, struct fs_error *err);
 void fs_handover_free(struct fs *fs, struct fs_handover *h);
+/*
+ * reader.c: a mount taken over is served by the pool alone at first, so no
+ * bot waits for threads to start; once the takeover is done this gives each
+ * its own reader, as a mount made here has from the start. Never at once
+ * with fs_handover().
+ */
+void fs_readers_start(struct fs *fs);
 unsigned fs_mount_restarts(const struct fs_mount *m);
 bool fs_mount_adopted(const struct fs_mount *m);
 

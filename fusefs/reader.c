@@ -23,6 +23,18 @@
  * its replies there; a reply another thread sends (the lock thread
  * granting a lock the reader read) goes to the session's fd first and, if
  * the kernel does not know it there (ENOENT), to the clone.
+ *
+ * A mount taken over in a restart (restore.c) gets its reader only once
+ * every mount is taken over (fs_readers_start); until then the pool serves
+ * it alone, from the session's fd, as a mount without a reader. Starting a
+ * thread is dear in a process with a hundred of them, in the middle of a
+ * takeover: its stack is mapped and its guard page protected under the
+ * process's mmap lock, which waits for the page faults in flight, and it
+ * must be scheduled on a busy CPU before it reads. That was 1-2 ms of each
+ * mount's takeover, waited for by every bot whose mount came later
+ * (bench/README.md, Restarts). The reader then reads the clone the last
+ * server read (restore.c), which the pool never reads; a request waiting
+ * in the kernel is read from either.
  */
 #include "fusefs/fs-int.h"
 
@@ -295,6 +307,7 @@ void reader_start(struct fs_mount *m)
 {
 	uint32_t src = (uint32_t)m->fuse_fd;
 	pthread_attr_t a;
+	pthread_t t;
 	int fd = m->dev_fd, e;
 
 	/* a mount taken over reads the clone its previous server read (restore.c) */
@@ -310,22 +323,82 @@ void reader_start(struct fs_mount *m)
 	m->dev_fd = fd;
 	pthread_mutex_lock(&m->fs->lock);
 	m->busy++;
-	m->has_reader = true;
 	pthread_mutex_unlock(&m->fs->lock);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	e = pthread_create(&m->reader, &a, reader_main, m);
+	e = pthread_create(&t, &a, reader_main, m);
 	pthread_attr_destroy(&a);
 	if (e != 0) {
 		fs_log(m->fs, FS_LOG_WARN, "%s: no reader of its own (%s): served by the pool alone",
 		       m->mountpoint, strerror(e));
 		pthread_mutex_lock(&m->fs->lock);
 		m->busy--;
-		m->has_reader = false;
 		pthread_mutex_unlock(&m->fs->lock);
 		m->dev_fd = -1;
 		close(fd);
+		return;
 	}
+	/*
+	 * Known to reader_wake from here (a reader already gone is not signalled:
+	 * reader_gone). The caller holds m: it is made here, or taken over and
+	 * held by fs_readers_start, so the reader's end cannot free it meanwhile.
+	 */
+	pthread_mutex_lock(&m->fs->lock);
+	m->reader = t;
+	m->has_reader = true;
+	pthread_mutex_unlock(&m->fs->lock);
+}
+
+/*
+ * A mount the pool served alone gets its reader: out of the pool's epoll
+ * set first (a worker that re-arms it afterwards finds it gone, ENOENT),
+ * then as in fs_attach. A request that comes meanwhile waits in the kernel
+ * for the reader.
+ */
+static void reader_start_late(struct fs_mount *m)
+{
+	pthread_mutex_lock(&m->arm_lock);
+	epoll_ctl(m->fs->epfd, EPOLL_CTL_DEL, m->fuse_fd, NULL);
+	m->in_pool = false;
+	pthread_mutex_unlock(&m->arm_lock);
+	reader_start(m);
+	if (!m->has_reader)
+		fs_mount_arm(m, EPOLL_CTL_ADD, EPOLLIN);
+}
+
+/*
+ * Every mount taken over gets its reader (fusefs.h), each held by a busy
+ * count meanwhile, so an unmount on another thread waits to free it. One
+ * left without (out of memory) is served by the pool, as before.
+ */
+void fs_readers_start(struct fs *fs)
+{
+	struct fs_mount *m, **v;
+	size_t n = 0, k;
+
+	pthread_mutex_lock(&fs->lock);
+	for (m = fs->mounts; m != NULL; m = m->next)
+		n += m->reader_later;
+	v = n > 0 ? malloc(n * sizeof *v) : NULL;
+	n = 0;
+	for (m = fs->mounts; v != NULL && m != NULL; m = m->next) {
+		if (!m->reader_later)
+			continue;
+		m->reader_later = false;
+		if (m->ended || mount_stopping(m))
+			continue;
+		m->busy++;
+		v[n++] = m;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (k = 0; k < n; k++) {
+		reader_start_late(v[k]);
+		pthread_mutex_lock(&fs->lock);
+		if (--v[k]->busy == 0)
+			pthread_cond_broadcast(&fs->cond);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	free(v);
 }
 
 /* Interrupt the reader's read, if it still reads (fs->lock held) */
@@ -358,12 +431,14 @@ void reader_stop(struct fs_mount *m)
 	pthread_mutex_unlock(&m->fs->lock);
 }
 
-/* Once m's busy count is 0 (the reader is done with m). */
+/*
+ * Once m's busy count is 0 (the reader is done with m). A mount taken over
+ * that never got its reader still holds the clone it was handed.
+ */
 void reader_free(struct fs_mount *m)
 {
-	if (!m->has_reader)
-		return;
 	m->has_reader = false;
-	close(m->dev_fd);
+	if (m->dev_fd >= 0)
+		close(m->dev_fd);
 	m->dev_fd = -1;
 }

@@ -254,6 +254,8 @@ static void restored_all(void)
 	log_msg(LOG_INFO, "restored %u bot%s; %u mount%s taken over from the last agentfsd",
 		bots_state.nbots, bots_state.nbots == 1 ? "" : "s", bots_state.taken,
 		bots_state.taken == 1 ? "" : "s");
+	/* served by the pool until now, so that no bot waited for threads to start */
+	fs_readers_start(bots_state.fs);
 }
 
 static void done_restore(struct job *j)
