@@ -38,6 +38,8 @@
  *   backing.c      kernel passthrough: backing files and their counts
  *   closer.c       the closer thread: last closes, off the request path
  *   wire.c         libfuse < 3.17 only: passthrough in INIT and open replies
+ *   uring.c        requests over io_uring (-o uring), doc/URING.md
+ *   uring-keep.c   its arena's fixed place, and its handover to the next server
  *   ops*.c         the FUSE handlers, by kind (ops.h says which file has which)
  *   ids.c          identity switches, the one place that makes them
  *   table.h        table.c's functions and the inline id lookups (part of this file)
@@ -242,6 +244,13 @@ struct table_hdr {
 		char path[1024]; /* from the root */
 	} bot_repos[TABLE_REPOS];
 	char source[PATH_MAX], mountpoint[PATH_MAX];
+	/*
+	 * -o uring (uring.c): the arena kept as m<key>.ring, mapped at ring_addr
+	 * in every server; 0: not over io_uring. Last, so that a table made
+	 * before these fields has them 0.
+	 */
+	uint64_t ring_addr, ring_len;
+	uint32_t ring_nq, ring_epq, ring_payload, ring_slot;
 };
 #define TH_INIT 0x1u	    /* INIT answered, init_* hold it */
 #define TH_PASSTHROUGH 0x2u /* and passthrough was enabled */
@@ -351,6 +360,9 @@ struct fs_mount {
 	bool adopted;		  /* taken over from a previous server (restore.c) */
 	bool initialised;	 /* INIT answered */
 	bool want_passthrough;	 /* not -o nopassthrough */
+	bool want_uring;	 /* -o uring (uring.c) */
+	bool kernel_uring;	 /* and the kernel offered FUSE_OVER_IO_URING at INIT */
+	struct uring_mount *uring; /* set: INIT's reply asked for io_uring (uring.c) */
 	bool kernel_passthrough; /* and the kernel offered it at INIT */
 	atomic_bool passthrough; /* and INIT's reply enabled it (read by every open) */
 	atomic_bool polled;	 /* a worker polls it (worker_poll) */
@@ -626,6 +638,19 @@ void reader_start(struct fs_mount *m);
 void reader_stop(struct fs_mount *m);
 void reader_free(struct fs_mount *m);
 void reader_pool_rearm(struct fs_mount *m);
+
+/* uring.c, uring-keep.c: requests over io_uring, under the same hooks */
+struct uring_mount;
+int uring_prepare(struct fs_mount *m, size_t payload);
+void uring_start(struct fs_mount *m);
+bool uring_reply(struct fs_mount *m, const struct iovec *iov, int count, ssize_t *res);
+void uring_stop(struct fs_mount *m);
+void uring_free(struct fs_mount *m);
+void uring_window_reserve(struct fs *fs);
+const char *uring_adopt(struct fs_mount *m, int memfd);
+void uring_handover(struct fs *fs);
+int uring_memfd(const struct fs_mount *m);
+void wire_begin(void);
 ssize_t fs_dev_read(int fd, void *buf, size_t len);
 ssize_t fs_dev_writev(struct fs_mount *m, int fd, struct iovec *iov, int count);
 #ifdef HAVE_FUSE_PASSTHROUGH
@@ -685,7 +710,7 @@ int mount_session_attach(struct fs_mount *m);
 
 /* mount-opts.c */
 struct mount_opts {
-	bool suid, dev, debug, readonly, noguard, nopassthrough;
+	bool suid, dev, debug, readonly, noguard, nopassthrough, uring;
 	bool noexec, noatime, nodiratime, nonempty;
 	double timeout;
 	int poll_us;

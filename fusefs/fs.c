@@ -433,6 +433,7 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 			pthread_mutex_init(&fs->decide_stripe[i], NULL);
 	}
 	reader_init_signal();
+	uring_window_reserve(fs); /* before anything else may map there (uring-keep.c) */
 	fs_test_crash(fs);
 	if (p->keep != NULL)
 		gitlock_init(); /* its table outlives us too (gitlock.c) */
@@ -597,6 +598,7 @@ int fs_unmount(struct fs_mount *m)
 		close(nullfd);
 	}
 	reader_stop(m);
+	uring_stop(m);
 	pthread_mutex_lock(&fs->lock);
 	while (m->busy > 0)
 		pthread_cond_wait(&fs->cond, &fs->lock);
@@ -631,6 +633,7 @@ void fs_mount_free(struct fs_mount *m)
 				atomic_fetch_sub(&o->siblings, 1);
 		pthread_mutex_unlock(&fs->lock);
 		reader_stop(m);
+		uring_stop(m);
 		pthread_mutex_lock(&fs->lock);
 		while (m->busy > 0)
 			pthread_cond_wait(&fs->cond, &fs->lock);
@@ -644,6 +647,7 @@ void fs_mount_free(struct fs_mount *m)
 	 * thread reply through it too, until the two calls above are done.
 	 */
 	reader_free(m);
+	uring_free(m);
 	if (m->se != NULL) {
 		/* The session owns the fd only once fuse_session_mount() took it. */
 		bool owned = fuse_session_fd(m->se) == m->fuse_fd;

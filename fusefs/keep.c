@@ -71,6 +71,8 @@ void keep_mount(struct fs_mount *m)
 		fs_log(m->fs, FS_LOG_WARN, "cannot keep the lock files' table for a restart");
 	keep_one(m, "table", m->tab.memfd);
 	keep_one(m, "fuse", m->fuse_fd);
+	if (uring_memfd(m) >= 0) /* its io_uring arena (uring-keep.c) */
+		keep_one(m, "ring", uring_memfd(m));
 	if (m->dev_fd >= 0)
 		keep_one(m, "clone", m->dev_fd);
 	rfd = openat(m->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -159,6 +161,7 @@ void keep_unmount(struct fs_mount *m)
 	unkeep_one(m, "table");
 	unkeep_one(m, "fuse");
 	unkeep_one(m, "clone");
+	unkeep_one(m, "ring");
 	unkeep_one(m, "root");
 	for (k = 0; k < m->nmount_fds && k < TABLE_MOUNTS; k++) {
 		snprintf(role, sizeof role, "mnt%u", k);
@@ -257,6 +260,7 @@ int fs_handover(struct fs *fs)
 	}
 	/* every reader at once: a restart's gap grows by the slowest, not by all of them */
 	stop_reading(fs);
+	uring_handover(fs); /* io_uring mounts: no entry left free (uring-keep.c) */
 	pthread_mutex_lock(&fs->lock);
 	for (m = fs->mounts; m != NULL; m = m->next)
 		while (m->handing_over && m->busy > 0)

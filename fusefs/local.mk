@@ -7,7 +7,7 @@ fusefs_libfusefs_a_SOURCES = \
 	fusefs/mount.c fusefs/mount-kernel.c fusefs/mount-opts.c fusefs/mount-ro.c fusefs/notify.c \
 	fusefs/ops.h fusefs/ops.c fusefs/ops-dir.c fusefs/ops-file.c fusefs/ops-lock.c \
 	fusefs/ops-name.c fusefs/ops-xattr.c \
-	fusefs/policy.c fusefs/reader.c fusefs/seal.c fusefs/gitlock.c fusefs/share.c fusefs/table.c fusefs/keep.c fusefs/restore.c fusefs/journal.c
+	fusefs/policy.c fusefs/reader.c fusefs/seal.c fusefs/gitlock.c fusefs/share.c fusefs/table.c fusefs/keep.c fusefs/restore.c fusefs/journal.c fusefs/uring.c fusefs/uring-keep.c
 # libfuse before 3.17 only: passthrough on the wire (configure's probe)
 if FUSE_WIRE
 fusefs_libfusefs_a_SOURCES += fusefs/wire.c

@@ -66,6 +66,8 @@ int mount_parse_options(const char *s, struct mount_opts *o, struct fs_error *er
 			o->noguard = true;
 		else if (strcmp(tok, "nopassthrough") == 0)
 			o->nopassthrough = true;
+		else if (strcmp(tok, "uring") == 0)
+			o->uring = true;
 		else if (strcmp(tok, "rw") == 0 || strcmp(tok, "allow_other") == 0 ||
 			 strcmp(tok, "default_permissions") == 0 ||
 			 strcmp(tok, "auto_unmount") == 0)

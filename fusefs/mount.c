@@ -251,6 +251,14 @@ struct fs_mount *mount_new(struct fs *fs, const struct fs_mount_params *p,
 	m->poll_us = o->poll_us;
 	/* Passthrough reads the source file in the kernel, which sets its atime. */
 	m->want_passthrough = !o->nopassthrough && !o->noatime;
+	m->want_uring = o->uring;
+#ifdef HAVE_FUSE_PASSTHROUGH
+	/* INIT's io_uring flag is added by wire.c, which a libfuse with passthrough does not use */
+	if (o->uring)
+		fs_log(fs, FS_LOG_WARN, "%s: -o uring: not in this build (libfuse 3.17 or later): "
+		       "served over /dev/fuse", p->mountpoint);
+	m->want_uring = false;
+#endif
 	m->ready = p->ready;
 	m->ready_arg = p->ready_arg;
 	m->tag = p->tag;

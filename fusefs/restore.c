@@ -50,7 +50,7 @@ struct handed_fh {
 struct handed_mount {
 	uint64_t key;
 	struct table_hdr *hdr; /* a copy of its table's header, NULL: not readable */
-	int table, fuse, clone, root;
+	int table, fuse, clone, root, ring;
 	int mnt[TABLE_MOUNTS];
 	struct handed_fh *fhs;
 	size_t nfhs;
@@ -92,7 +92,7 @@ static struct handed_mount *handed_of(struct fs_handover *h, uint64_t key)
 	v = &h->v[h->n++];
 	memset(v, 0, sizeof *v);
 	v->key = key;
-	v->table = v->fuse = v->clone = v->root = -1;
+	v->table = v->fuse = v->clone = v->root = v->ring = -1;
 	for (k = 0; k < TABLE_MOUNTS; k++)
 		v->mnt[k] = -1;
 	return v;
@@ -165,6 +165,8 @@ bool fs_handover_add(struct fs_handover *h, const char *name, int fd)
 		set_fd(&hm->clone, fd);
 	} else if (strcmp(role, "root") == 0) {
 		set_fd(&hm->root, fd);
+	} else if (strcmp(role, "ring") == 0) {
+		set_fd(&hm->ring, fd);
 	} else if (strncmp(role, "mnt", 3) == 0 &&
 		   (k = strtoul(role + 3, &end, 10)) < TABLE_MOUNTS && *end == '\0') {
 		set_fd(&hm->mnt[k], fd);
@@ -197,6 +199,7 @@ static void handed_close(struct handed_mount *hm)
 	set_fd(&hm->fuse, -1);
 	set_fd(&hm->clone, -1);
 	set_fd(&hm->root, -1);
+	set_fd(&hm->ring, -1);
 	for (k = 0; k < TABLE_MOUNTS; k++)
 		set_fd(&hm->mnt[k], -1);
 	for (k = 0; k < hm->nfhs; k++)
@@ -232,9 +235,9 @@ static void handed_end(struct fs *fs, struct handed_mount *hm)
 	if (hm->hdr != NULL && !handed_dead(hm))
 		mount_end(fs, hm->hdr->mnt_id);
 	if (fs->p.unkeep != NULL) {
-		static const char *const roles[] = {"table", "fuse", "clone", "root"};
+		static const char *const roles[] = {"table", "fuse", "clone", "root", "ring"};
 
-		for (k = 0; k < 4; k++) {
+		for (k = 0; k < 5; k++) {
 			snprintf(name, sizeof name, "m%016" PRIx64 ".%s", hm->key, roles[k]);
 			fs->p.unkeep(fs->p.keep_arg, name);
 		}
@@ -577,6 +580,15 @@ static int adopt_serve(struct fs *fs, struct fs_mount *m, struct handed_mount *h
 		fs_seterr(err, EIO, "cannot attach the FUSE session to /dev/fuse");
 		return -EIO;
 	}
+	if (m->tab.hdr->ring_len != 0) { /* served over io_uring: its arena first (uring-keep.c) */
+		const char *why = uring_adopt(m, hm->ring);
+
+		hm->ring = -1;
+		if (why != NULL) {
+			fs_seterr(err, EPROTO, "%s", why);
+			return -EPROTO;
+		}
+	}
 	if ((r = replay_init(m, err)) != 0 || (r = restore_nodes(m, err)) != 0)
 		return r;
 	restore_fhs(m, hm);
@@ -588,7 +600,9 @@ static int adopt_serve(struct fs *fs, struct fs_mount *m, struct handed_mount *h
 	    write(m->fuse_fd, &resend, sizeof resend) != (ssize_t)sizeof resend)
 		fs_log(fs, FS_LOG_WARN, "%s: FUSE_NOTIFY_RESEND: %s", m->mountpoint,
 		       strerror(errno));
-	return fs_attach(fs, m, err);
+	if ((r = fs_attach(fs, m, err)) == 0)
+		uring_start(m); /* its entries taken over, its queues poked */
+	return r;
 }
 
 int fs_adopt(struct fs *fs, struct fs_handover *h, const struct fs_mount_params *p,

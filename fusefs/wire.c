@@ -23,6 +23,8 @@
 #define WIRE_INIT_EXT (1u << 30)
 #define WIRE_PASSTHROUGH_HI (1u << 5) /* FUSE_PASSTHROUGH is bit 37: flags2 bit 5 */
 #define WIRE_FOPEN_PASSTHROUGH (1u << 7)
+#define WIRE_URING_HI (1u << 9) /* FUSE_OVER_IO_URING is bit 41: flags2 bit 9 (7.42) */
+#define WIRE_MAX_PAGES (1u << 22)
 
 /* The kernel's fuse_init_in as of 7.36: flags2 follows the 7.6 fields. */
 struct wire_init_in {
@@ -52,9 +54,54 @@ void wire_init_in(struct fs_mount *m, const void *buf, size_t len)
 {
 	const struct wire_init_in *in = buf;
 
-	if (len >= sizeof *in)
+	if (len >= sizeof *in) {
 		m->kernel_passthrough = m->want_passthrough && (in->flags & WIRE_INIT_EXT) &&
 					(in->flags2 & WIRE_PASSTHROUGH_HI);
+		m->kernel_uring = (in->flags & WIRE_INIT_EXT) && (in->flags2 & WIRE_URING_HI);
+	}
+}
+
+/* A request taken from a ring (uring.c): what wire_read() resets. */
+void wire_begin(void)
+{
+	tl_backing_id = 0;
+}
+
+/*
+ * INIT's reply asks for io_uring when -o uring asked, the kernel offered
+ * it and this process has its rings (uring.c); else it logs why not. A
+ * takeover replaying INIT (restore.c) has its rings already, or none.
+ */
+static bool wire_init_uring(struct fs_mount *m, struct wire_init_out *io)
+{
+	size_t pages = io->flags & WIRE_MAX_PAGES ? io->max_pages : 32, payload = 8192;
+	int r;
+
+	if (!m->want_uring || (fs_capture != NULL && m->uring == NULL))
+		return false;
+	if (m->uring != NULL) {
+		io->flags |= WIRE_INIT_EXT;
+		io->flags2 |= WIRE_URING_HI;
+		return true;
+	}
+	if (!m->kernel_uring) {
+		fs_log(m->fs, FS_LOG_WARN, "%s: -o uring: the kernel does not offer io_uring "
+		       "(enable_uring is N, or Linux before 6.14): served over /dev/fuse",
+		       m->mountpoint);
+		return false;
+	}
+	if (io->max_write > payload)
+		payload = io->max_write;
+	if (pages * 4096 > payload)
+		payload = pages * 4096;
+	if ((r = uring_prepare(m, payload)) != 0) {
+		fs_log(m->fs, FS_LOG_WARN, "%s: -o uring: %s: served over /dev/fuse",
+		       m->mountpoint, strerror(-r));
+		return false;
+	}
+	io->flags |= WIRE_INIT_EXT;
+	io->flags2 |= WIRE_URING_HI;
+	return true;
 }
 
 static ssize_t wire_read(int fd, void *buf, size_t len, void *userdata)
@@ -85,14 +132,22 @@ static ssize_t wire_writev(int fd, struct iovec *iov, int count, void *userdata)
 		fs_dev_replied(m, iov, count, n);
 		return n;
 	}
-	if (fs_cur.opcode == FUSE_INIT && m->kernel_passthrough &&
-	    iov[1].iov_len >= sizeof(struct wire_init_out)) {
-		/* Depth 1, that is 0 beneath us: see backing_init(). */
+	if (fs_cur.opcode == FUSE_INIT && iov[1].iov_len >= sizeof(struct wire_init_out)) {
 		io = iov[1].iov_base;
-		io->flags |= WIRE_INIT_EXT;
-		io->flags2 |= WIRE_PASSTHROUGH_HI;
-		io->max_stack_depth = 1;
-		m->passthrough = true;
+		if (m->kernel_passthrough) {
+			/* Depth 1, that is 0 beneath us: see backing_init(). */
+			io->flags |= WIRE_INIT_EXT;
+			io->flags2 |= WIRE_PASSTHROUGH_HI;
+			io->max_stack_depth = 1;
+			m->passthrough = true;
+		}
+		if (wire_init_uring(m, io)) {
+			n = fs_dev_writev(m, fd, iov, count);
+			fs_dev_replied(m, iov, count, n);
+			if (n > 0 && fs_capture == NULL)
+				uring_start(m);
+			return n;
+		}
 	} else if ((fs_cur.opcode == FUSE_OPEN || fs_cur.opcode == FUSE_CREATE) &&
 		   tl_backing_id > 0) {
 		/* An open or create reply: fuse_open_out ends the last argument. */

@@ -445,6 +445,38 @@ need_agentfs()
 	return 0
 }
 
+# need_fuse_uring: new FUSE mounts are offered io_uring for this test
+# (/sys/module/fuse/parameters/enable_uring set to Y, and put back as it was
+# by the trap), else the test is skipped (77): no such parameter (Linux
+# before 6.14), or it cannot be written.
+fuse_uring_param=/sys/module/fuse/parameters/enable_uring
+fuse_uring_was=
+need_fuse_uring()
+{
+	local was
+	[ -e "$fuse_uring_param" ] || skip_all "no FUSE over io_uring here ($fuse_uring_param is missing)"
+	was=$(cat "$fuse_uring_param" 2>/dev/null) || skip_all "cannot read $fuse_uring_param"
+	fuse_uring_was=$was
+	if ! { echo Y >"$fuse_uring_param"; } 2>/dev/null; then
+		fuse_uring_was=
+		skip_all "cannot set $fuse_uring_param"
+	fi
+}
+
+# ring_completions PID: completions so far on PID's io_uring instances (the
+# sum of their CqTail in /proc/PID/fdinfo): grows with each request served
+# over a ring
+ring_completions()
+{
+	local f n=0 t
+	for f in /proc/"$1"/fd/*; do
+		[ "$(readlink "$f" 2>/dev/null)" = "anon_inode:[io_uring]" ] || continue
+		t=$(awk '/^CqTail:/ { print $2 }' /proc/"$1"/fdinfo/"${f##*/}" 2>/dev/null)
+		n=$((n + ${t:-0}))
+	done
+	echo "$n"
+}
+
 # loop_unmount MNT LOOPDIR IMG: for a test that serves a loop-mounted image:
 # the agentfs mount MNT over it, then LOOPDIR, then IMG's loop devices.
 loop_unmount()
@@ -471,6 +503,7 @@ lib_cleanup()
 	local rc=$? m p i
 	trap - EXIT INT TERM
 	set +e
+	[ -n "$fuse_uring_was" ] && echo "$fuse_uring_was" >"$fuse_uring_param"
 	for m in $fs_mounts; do
 		for i in 1 2 3; do
 			is_mounted "$m" || break

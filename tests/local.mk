@@ -23,6 +23,7 @@ FS_TESTS = \
 	tests/fs-fdlimit.sh \
 	tests/fs-identity.sh \
 	tests/fs-passthrough.sh \
+	tests/fs-uring.sh \
 	tests/fs-mount-helper.sh
 TESTS += $(FS_TESTS)
 EXTRA_DIST += tests/lib.sh tests/complete-lib.sh tests/docs-lib.sh tests/README.md $(FS_TESTS)

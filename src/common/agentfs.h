@@ -160,6 +160,7 @@ struct config {
 	uint64_t default_memory_max; /* a sandbox's memory, bytes (0: half the host's) */
 	uint64_t default_pids_max;   /* a sandbox's processes (0: 4096) */
 	unsigned restart_grace; /* seconds the keeper waits for the next agentfsd; 0: no handover */
+	bool uring;		/* bots' mounts served over io_uring (-o uring, fusefs/uring.c) */
 	const char *config_file; /* read at start and on SIGHUP; NULL: none */
 };
 #define RESTART_GRACE_DEFAULT 60

@@ -33,7 +33,7 @@ static const char usage[] =
 	"  --state DIR       where bots are kept (default: /var/lib/agentfs)\n"
 	"  --config FILE     JSON defaults: default_sandbox, default_network,\n"
 	"                    writable, workers, poll_us, max_bots, max_clients,\n"
-	"                    max_changes, changes_memory, restart_grace,\n"
+	"                    max_changes, changes_memory, restart_grace, uring,\n"
 	"                    group, log_target; default: " AGENTFSD_CONFIG ",\n"
 	"                    if it exists (read again on SIGHUP)\n"
 	"  --log-target T    journal, syslog, stderr or file:PATH (default: stderr\n"

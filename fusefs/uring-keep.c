@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What lets an io_uring mount (uring.c) outlive its server, as the rest of
+ * a mount does (keep.c, restore.c; doc/URING.md 3a).
+ *
+ * The kernel keeps the *addresses* of each entry's buffers, and copies
+ * requests and replies there in whichever process commits. So the arena
+ * is a memfd kept with the mount (m<key>.ring) and mapped at the same
+ * address by every server: each process reserves one window of address
+ * space at start (URING_WINDOW_BASE, far from where the kernel and ASan
+ * place mappings), before it maps anything else, and gives each mount its
+ * place in it, written in the table (ring_addr).
+ *
+ * A clean handover (uring_handover) leaves no entry free: an entry free
+ * when the process ends is dropped by the kernel, and a request it gives
+ * one in the meantime fails with ECANCELED. So each ring thread, pinned to
+ * its CPU, closes one open directory of the mount per free entry (opened
+ * beforehand): the RELEASEDIR that follows is a background request, made
+ * on that CPU, which nobody waits for; it takes the free entry, and the
+ * next server answers it with every other request held.
+ *
+ * The next server maps the arena (uring_adopt), takes every entry over by
+ * its record (uring.c), and pokes each queue (uring_poke): a GETATTR of
+ * the mount's root from a thread on that CPU, so that requests that waited
+ * in the queue while no server ran are fetched (a new REGISTER does not).
+ * The root is opened by its path and checked by its mount id, as
+ * mount-kernel.c's mount_abort does: no descriptor of the mount itself is
+ * kept (it would keep it busy at a stop).
+ */
+#include "fusefs/fs-int.h"
+#include "fusefs/uring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+
+#define URING_WINDOW_BASE 0x200000000000ull /* 32 TiB: above ASan's shadow, below its heap */
+#define URING_WINDOW_LEN 0x10000000000ull   /* 1 TiB: 65,536 mounts of 16 MiB */
+#define URING_ALIGN (2ull << 20)
+
+struct range {
+	uint64_t addr, len;
+};
+
+static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
+static bool window;	     /* [wlock] reserved */
+static struct range *used;   /* [wlock] arenas placed, by address */
+static size_t nused;
+
+/* At fs_new, before any mount: the window every server maps arenas in */
+void uring_window_reserve(struct fs *fs)
+{
+	void *p;
+
+	pthread_mutex_lock(&wlock);
+	if (!window) {
+		p = mmap((void *)(uintptr_t)URING_WINDOW_BASE, URING_WINDOW_LEN, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+		if (p == (void *)(uintptr_t)URING_WINDOW_BASE)
+			window = true;
+		else if (p != MAP_FAILED)
+			munmap(p, URING_WINDOW_LEN); /* a kernel that took it as a hint */
+		if (!window)
+			fs_log(fs, FS_LOG_INFO, "no address window for io_uring arenas: -o uring "
+			       "mounts are served over /dev/fuse");
+	}
+	pthread_mutex_unlock(&wlock);
+}
+
+/* [wlock] where [addr, addr + len) would go in used, or -1: not in the window, or not free */
+static ssize_t range_at(uint64_t addr, uint64_t len)
+{
+	size_t k;
+
+	if (addr < URING_WINDOW_BASE || len > URING_WINDOW_LEN ||
+	    addr - URING_WINDOW_BASE > URING_WINDOW_LEN - len)
+		return -1;
+	for (k = 0; k < nused && used[k].addr < addr + len; k++)
+		if (used[k].addr + used[k].len > addr)
+			return -1;
+	return (ssize_t)k;
+}
+
+/*
+ * Map memfd (len bytes) in the window: at WANT (a takeover: the place the
+ * last server gave it), or at the first free place. NULL: no room.
+ */
+char *uring_arena_place(size_t len, int memfd, uint64_t want)
+{
+	uint64_t addr = want != 0 ? want : URING_WINDOW_BASE;
+	struct range *v;
+	ssize_t at = -1;
+	size_t k;
+	void *p = NULL;
+
+	pthread_mutex_lock(&wlock);
+	if (!window)
+		goto out;
+	if (want != 0)
+		at = range_at(addr, len);
+	for (k = 0; want == 0 && at < 0 && k <= nused; k++) {
+		if ((at = range_at(addr, len)) >= 0 || k == nused)
+			break;
+		if (used[k].addr + used[k].len > addr)
+			addr = (used[k].addr + used[k].len + URING_ALIGN - 1) & ~(URING_ALIGN - 1);
+	}
+	if (at < 0 || (v = realloc(used, (nused + 1) * sizeof *v)) == NULL)
+		goto out;
+	used = v;
+	p = mmap((void *)(uintptr_t)addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 memfd, 0);
+	if (p == MAP_FAILED) {
+		p = NULL;
+		goto out;
+	}
+	memmove(&used[at + 1], &used[at], (nused - (size_t)at) * sizeof *used);
+	used[at].addr = addr;
+	used[at].len = len;
+	nused++;
+out:
+	pthread_mutex_unlock(&wlock);
+	return p;
+}
+
+/* The arena at addr is no longer used: its place is reserved again */
+void uring_arena_release(char *addr, size_t len)
+{
+	uint64_t a = (uint64_t)(uintptr_t)addr;
+	size_t k;
+
+	pthread_mutex_lock(&wlock);
+	for (k = 0; k < nused && used[k].addr != a; k++)
+		;
+	if (k < nused) {
+		mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+		     -1, 0);
+		memmove(&used[k], &used[k + 1], (nused - k - 1) * sizeof *used);
+		nused--;
+	}
+	pthread_mutex_unlock(&wlock);
+}
+
+/*
+ * A takeover of a mount whose table says it was served over io_uring:
+ * its arena (MEMFD, the handed m<key>.ring, taken) mapped where the last
+ * server had it, before INIT is replayed. NULL, or why it cannot be.
+ */
+const char *uring_adopt(struct fs_mount *m, int memfd)
+{
+	const struct table_hdr *h = m->tab.hdr;
+	struct stat st;
+	char *arena;
+
+	if (memfd < 0)
+		return "its io_uring arena was not handed over";
+	if (h->ring_nq != (uint32_t)get_nprocs_conf() || h->ring_epq != URING_EPQ_MAX ||
+	    h->ring_slot != URING_HDR_PAGE + h->ring_payload ||
+	    h->ring_len != (uint64_t)h->ring_nq * h->ring_epq * h->ring_slot ||
+	    fstat(memfd, &st) != 0 || (uint64_t)st.st_size != h->ring_len) {
+		close(memfd);
+		return "its io_uring arena has another layout than this agentfsd reads";
+	}
+	arena = uring_arena_place(h->ring_len, memfd, h->ring_addr);
+	if (arena == NULL) {
+		close(memfd);
+		return "its io_uring arena cannot be mapped at its address";
+	}
+	if (uring_prepare_at(m, h->ring_payload, arena, memfd) != 0)
+		return "its io_uring rings cannot be set up";
+	return NULL;
+}
+
+/* The mount's root, by its path, checked by its mount id: an O_PATH descriptor, or -1 */
+int uring_self_open(struct fs_mount *m)
+{
+	struct statx stx;
+	int fd = open(m->mountpoint, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != m->mnt_id) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+struct poke {
+	int fd;
+	unsigned cpu;
+};
+
+static void *poke_main(void *arg)
+{
+	struct poke *p = arg;
+	struct statx stx;
+	cpu_set_t cpus;
+
+	CPU_ZERO(&cpus);
+	CPU_SET(p->cpu, &cpus);
+	if (sched_setaffinity(0, sizeof cpus, &cpus) == 0)
+		statx(p->fd, "", AT_EMPTY_PATH | AT_STATX_FORCE_SYNC, STATX_MODE, &stx);
+	close(p->fd);
+	free(p);
+	return NULL;
+}
+
+/* After a takeover: one GETATTR of the root on each CPU's queue (see the top) */
+void uring_poke(struct fs_mount *m)
+{
+	struct uring_mount *u = m->uring;
+	int self = uring_self_open(m);
+	pthread_attr_t a;
+	pthread_t t;
+	struct poke *p;
+	unsigned k;
+
+	if (self < 0) {
+		fs_log(m->fs, FS_LOG_WARN, "%s: io_uring: cannot open the mount's root: requests "
+		       "that waited for the restart wait for the next one on their CPU",
+		       m->mountpoint);
+		return;
+	}
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	for (k = 0; k < u->nq; k++) {
+		p = malloc(sizeof *p);
+		if (p == NULL || (p->fd = fcntl(self, F_DUPFD_CLOEXEC, 0)) < 0) {
+			free(p);
+			continue;
+		}
+		p->cpu = k;
+		if (pthread_create(&t, &a, poke_main, p) != 0) {
+			close(p->fd);
+			free(p);
+		}
+	}
+	pthread_attr_destroy(&a);
+	close(self);
+}
+
+/*
+ * A restart (fs_handover, the mounts' readers stopped): each io_uring
+ * mount's queues get their open directories for the fill, then the ring
+ * threads hold what comes, fill their free entries and end.
+ */
+void uring_handover(struct fs *fs)
+{
+	struct fs_mount *m;
+	unsigned k, n;
+	int self;
+
+	for (m = fs->mounts; m != NULL; m = m->next) {
+		if (!m->handing_over || m->uring == NULL)
+			continue;
+		self = uring_self_open(m);
+		for (k = 0; k < m->uring->nq && self >= 0; k++) {
+			struct uring_q *q = &m->uring->q[k];
+
+			n = atomic_load(&q->nent);
+			while (q->ndirs < n &&
+			       (q->dirs[q->ndirs] = openat(self, ".", O_RDONLY | O_DIRECTORY |
+								    O_CLOEXEC)) >= 0)
+				q->ndirs++;
+		}
+		if (self < 0)
+			fs_log(fs, FS_LOG_WARN, "%s: io_uring: cannot open the mount's root for the "
+			       "handover: a request that comes meanwhile may fail with ECANCELED",
+			       m->mountpoint);
+		else
+			close(self);
+	}
+	for (m = fs->mounts; m != NULL; m = m->next) /* every mount at once */
+		if (m->handing_over && m->uring != NULL)
+			uring_hold(m, false);
+	for (m = fs->mounts; m != NULL; m = m->next)
+		if (m->handing_over && m->uring != NULL)
+			uring_hold(m, true);
+}
