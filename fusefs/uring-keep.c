@@ -14,10 +14,13 @@
  * A clean handover (uring_handover) leaves no entry free: an entry free
  * when the process ends is dropped by the kernel, and a request it gives
  * one in the meantime fails with ECANCELED. So each ring thread, pinned to
- * its CPU, closes one open directory of the mount per free entry (opened
- * beforehand): the RELEASEDIR that follows is a background request, made
- * on that CPU, which nobody waits for; it takes the free entry, and the
- * next server answers it with every other request held.
+ * its CPU, closes one file of the mount per free entry, opened beforehand
+ * through the mount (folders would not do: agentfs refuses OPENDIR, so
+ * the kernel sends no RELEASEDIR). Opens reply FOPEN_NOFLUSH, so a close
+ * sends only the RELEASE, a background request made on that CPU, which
+ * nobody waits for; it takes the free entry, and the next server answers
+ * it with every other request held. The file is one the kernel holds,
+ * opened by the kernel's own handle for it (open_by_handle_at).
  *
  * The next server maps the arena (uring_adopt), takes every entry over by
  * its record (uring.c), and pokes each queue (uring_poke): a GETATTR of
@@ -246,35 +249,82 @@ void uring_poke(struct fs_mount *m)
 	close(self);
 }
 
+/* A regular file the kernel holds in m (a node id it looked up), or 0 */
+static uint64_t regular_node(struct fs_mount *m)
+{
+	uint64_t id = 0;
+	struct inode *i;
+	uint32_t k;
+
+	pthread_mutex_lock(&m->fs->lock);
+	for (k = 1; k < m->tab.node_hwm && id == 0; k++) {
+		i = node_at(m, k);
+		if (i != NULL && i->type == S_IFREG && i->nlookup > 0)
+			id = node_id(m, i);
+	}
+	pthread_mutex_unlock(&m->fs->lock);
+	return id;
+}
+
+/*
+ * Open the file of node id ID through the mount, by the kernel's own file
+ * handle for it (FUSE's: node id and generation, ours its upper half; the
+ * kernel finds it in its cache, no path is followed): n times, into fds.
+ */
+static unsigned open_node(int self, uint64_t id, int *fds, unsigned n)
+{
+	struct {
+		struct file_handle fh;
+		uint32_t raw[3];
+	} h;
+	unsigned k;
+
+	h.fh.handle_bytes = sizeof h.raw;
+	h.fh.handle_type = 0x81; /* FILEID_INO64_GEN */
+	h.raw[0] = (uint32_t)(id >> 32);
+	h.raw[1] = (uint32_t)id;
+	h.raw[2] = (uint32_t)(id >> 32);
+	for (k = 0; k < n; k++)
+		if ((fds[k] = open_by_handle_at(self, &h.fh, O_RDONLY | O_NONBLOCK | O_NOCTTY |
+								O_CLOEXEC)) < 0)
+			break;
+	return k;
+}
+
 /*
  * A restart (fs_handover, the mounts' readers stopped): each io_uring
- * mount's queues get their open directories for the fill, then the ring
- * threads hold what comes, fill their free entries and end.
+ * mount's queues get open files for the fill, then the ring threads hold
+ * what comes, fill their free entries and end.
  */
 void uring_handover(struct fs *fs)
 {
 	struct fs_mount *m;
-	unsigned k, n;
+	uint64_t id;
+	unsigned k;
 	int self;
 
 	for (m = fs->mounts; m != NULL; m = m->next) {
 		if (!m->handing_over || m->uring == NULL)
 			continue;
+		/* open_by_handle_at takes no O_PATH descriptor; OPENDIR is refused, so this sends none */
 		self = uring_self_open(m);
-		for (k = 0; k < m->uring->nq && self >= 0; k++) {
+		if (self >= 0) {
+			int dir = openat(self, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+			close(self);
+			self = dir;
+		}
+		id = self >= 0 ? regular_node(m) : 0;
+		for (k = 0; k < m->uring->nq && id != 0; k++) {
 			struct uring_q *q = &m->uring->q[k];
 
-			n = atomic_load(&q->nent);
-			while (q->ndirs < n &&
-			       (q->dirs[q->ndirs] = openat(self, ".", O_RDONLY | O_DIRECTORY |
-								    O_CLOEXEC)) >= 0)
-				q->ndirs++;
+			q->nfill = open_node(self, id, q->fill, atomic_load(&q->nent));
 		}
-		if (self < 0)
-			fs_log(fs, FS_LOG_WARN, "%s: io_uring: cannot open the mount's root for the "
-			       "handover: a request that comes meanwhile may fail with ECANCELED",
-			       m->mountpoint);
-		else
+		if (id == 0)
+			fs_log(fs, FS_LOG_INFO, "%s: io_uring: no file to fill the free entries with "
+			       "at the handover: a request that comes meanwhile may fail with "
+			       "ECANCELED", m->mountpoint);
+		if (self >= 0)
 			close(self);
 	}
 	for (m = fs->mounts; m != NULL; m = m->next) /* every mount at once */

@@ -442,7 +442,7 @@ static void arrived(struct uring_q *q, unsigned e, bool from_prefix, bool resent
 	}
 	if (atomic_load(&u->handing))
 		return; /* held for the next server */
-	if (parked(q) == 0 && nent < URING_EPQ_MAX) {
+	if (!q->taking_over && parked(q) == 0 && nent < URING_EPQ_MAX) {
 		atomic_store(&q->nent, nent + 1); /* a free entry for the next request of this CPU */
 		ring_register(q, nent);
 	}
@@ -465,6 +465,7 @@ static void ring_takeover(struct uring_q *q)
 	if (nent == 0)
 		nent = URING_EPQ_START;
 	atomic_store(&q->nent, nent);
+	q->taking_over = true; /* no entry added until each is taken over */
 	for (e = 0; e < nent; e++) {
 		struct uring_ent *ent = &q->ent[e];
 		uint64_t kid = ent->hdr->ent.commit_id;
@@ -490,6 +491,7 @@ static void ring_takeover(struct uring_q *q)
 			ring_register(q, e);
 		}
 	}
+	q->taking_over = false;
 }
 
 /* Replies other threads wrote into q's entries: committed from here */
@@ -556,18 +558,18 @@ static uint64_t now_ns(void)
 }
 
 /*
- * A handover's fill, on q's thread (pinned to q's CPU): one open directory
- * of the mount closed per free entry. Each close sends a RELEASEDIR from
- * this CPU, a background request nobody waits for, which takes a free
- * entry of this queue; the next server answers it. When no entry is free,
- * the kernel has nothing it could give to a server that is gone.
+ * A handover's fill, on q's thread (pinned to q's CPU): one file of the
+ * mount closed per free entry. Each close sends a RELEASE from this CPU,
+ * a background request nobody waits for, which takes a free entry of this
+ * queue; the next server answers it. When no entry is free, the kernel has
+ * nothing it could give to a server that is gone (uring-keep.c).
  */
 static void fill_some(struct uring_q *q)
 {
 	unsigned n = parked(q);
 
-	while (n-- > 0 && q->ndirs > 0)
-		close(q->dirs[--q->ndirs]);
+	while (n-- > 0 && q->nfill > 0)
+		close(q->fill[--q->nfill]);
 }
 
 static void *ring_main(void *arg)
@@ -627,8 +629,8 @@ static void *ring_main(void *arg)
 		fs_log(fs, FS_LOG_WARN, "%s: io_uring queue %u: %u entries still free at the "
 		       "handover: a request given to one now fails with ECANCELED",
 		       m->mountpoint, q->qid, parked(q));
-	while (q->ndirs > 0) /* the rest wait in the queue for the next server */
-		close(q->dirs[--q->ndirs]);
+	while (q->nfill > 0) /* the rest wait in the queue for the next server */
+		close(q->fill[--q->nfill]);
 	tl_q = NULL;
 	fsop_thread_exit();
 	pthread_mutex_lock(&fs->lock);
@@ -719,8 +721,8 @@ void uring_free(struct fs_mount *m)
 	for (k = 0; u->q != NULL && k < u->nq; k++) {
 		if (u->q[k].started)
 			pthread_join(u->q[k].thread, NULL);
-		while (u->q[k].ndirs > 0)
-			close(u->q[k].dirs[--u->q[k].ndirs]);
+		while (u->q[k].nfill > 0)
+			close(u->q[k].fill[--u->q[k].nfill]);
 		ring_unmap(&u->q[k]);
 		pthread_mutex_destroy(&u->q[k].lock);
 	}

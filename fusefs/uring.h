@@ -77,8 +77,9 @@ struct uring_q {
 	bool started;
 	pthread_mutex_t lock;	/* ent[].unique, .commit */
 	_Atomic unsigned nent;	/* entries registered (grows, ring thread) */
-	int dirs[URING_EPQ_MAX]; /* a handover's fill: open directories of the mount */
-	unsigned ndirs;
+	bool taking_over;	/* ring_takeover() runs (ring thread) */
+	int fill[URING_EPQ_MAX]; /* a handover's fill: files of the mount, open (uring-keep.c) */
+	unsigned nfill;
 	struct uring_ent ent[URING_EPQ_MAX];
 };
 

@@ -35,6 +35,7 @@ DAEMON_TESTS = \
 	tests/cli-escape.sh \
 	tests/daemon-log.sh \
 	tests/daemon-handover.sh \
+	tests/daemon-handover-uring.sh \
 	tests/daemon-systemd.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
