@@ -40,6 +40,7 @@
  *   wire.c         libfuse < 3.17 only: passthrough in INIT and open replies
  *   uring.c        requests over io_uring (-o uring), doc/URING.md
  *   uring-keep.c   its arena's fixed place, and its handover to the next server
+ *   uring.h        what those two share: the arena's layout and records
  *   ops*.c         the FUSE handlers, by kind (ops.h says which file has which)
  *   ids.c          identity switches, the one place that makes them
  *   table.h        table.c's functions and the inline id lookups (part of this file)

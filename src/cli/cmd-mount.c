@@ -35,7 +35,8 @@ static const char mount_usage[] =
 	"      --log-json FILE  the same as JSON objects, one a line\n"
 	"  -o OPT[,OPT...]      mount options: ro, rw, suid, nosuid, dev, nodev, exec,\n"
 	"                       noexec, noatime, relatime, nodiratime, nonempty,\n"
-	"                       auto_unmount, noguard, nopassthrough, debug (with -f),\n"
+	"                       auto_unmount, noguard, nopassthrough, uring (requests\n"
+	"                       over io_uring), debug (with -f),\n"
 	"                       fsname=NAME, poll=USEC, timeout=SECONDS (attribute and\n"
 	"                       entry cache), allow_other, default_permissions\n"
 	"  -h, --help           show this help\n";
