@@ -647,7 +647,6 @@ void uring_start(struct fs_mount *m);
 bool uring_reply(struct fs_mount *m, const struct iovec *iov, int count, ssize_t *res);
 void uring_stop(struct fs_mount *m);
 void uring_free(struct fs_mount *m);
-void uring_window_reserve(struct fs *fs);
 const char *uring_adopt(struct fs_mount *m, int memfd);
 void uring_handover(struct fs *fs);
 int uring_memfd(const struct fs_mount *m);

@@ -433,7 +433,6 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 			pthread_mutex_init(&fs->decide_stripe[i], NULL);
 	}
 	reader_init_signal();
-	uring_window_reserve(fs); /* before anything else may map there (uring-keep.c) */
 	fs_test_crash(fs);
 	if (p->keep != NULL)
 		gitlock_init(); /* its table outlives us too (gitlock.c) */

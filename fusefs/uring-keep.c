@@ -6,10 +6,11 @@
  * The kernel keeps the *addresses* of each entry's buffers, and copies
  * requests and replies there in whichever process commits. So the arena
  * is a memfd kept with the mount (m<key>.ring) and mapped at the same
- * address by every server: each process reserves one window of address
- * space at start (URING_WINDOW_BASE, far from where the kernel and ASan
- * place mappings), before it maps anything else, and gives each mount its
- * place in it, written in the table (ring_addr).
+ * address by every server: each process that may serve such a mount
+ * reserves one window of address space (URING_WINDOW_BASE, far from where
+ * the kernel and ASan place mappings: nothing else lands there) at its
+ * first -o uring mount or takeover, and gives each mount its place in it,
+ * written in the table (ring_addr).
  *
  * A clean handover (uring_handover) leaves no entry free: an entry free
  * when the process ends is dropped by the kernel, and a request it gives
@@ -56,12 +57,11 @@ static bool window;	     /* [wlock] reserved */
 static struct range *used;   /* [wlock] arenas placed, by address */
 static size_t nused;
 
-/* At fs_new, before any mount: the window every server maps arenas in */
-void uring_window_reserve(struct fs *fs)
+/* [wlock] The window every server maps arenas in, reserved once: true if it is */
+static bool window_reserve(void)
 {
 	void *p;
 
-	pthread_mutex_lock(&wlock);
 	if (!window) {
 		p = mmap((void *)(uintptr_t)URING_WINDOW_BASE, URING_WINDOW_LEN, PROT_NONE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
@@ -69,11 +69,8 @@ void uring_window_reserve(struct fs *fs)
 			window = true;
 		else if (p != MAP_FAILED)
 			munmap(p, URING_WINDOW_LEN); /* a kernel that took it as a hint */
-		if (!window)
-			fs_log(fs, FS_LOG_INFO, "no address window for io_uring arenas: -o uring "
-			       "mounts are served over /dev/fuse");
 	}
-	pthread_mutex_unlock(&wlock);
+	return window;
 }
 
 /* [wlock] where [addr, addr + len) would go in used, or -1: not in the window, or not free */
@@ -103,7 +100,7 @@ char *uring_arena_place(size_t len, int memfd, uint64_t want)
 	void *p = NULL;
 
 	pthread_mutex_lock(&wlock);
-	if (!window)
+	if (!window_reserve())
 		goto out;
 	if (want != 0)
 		at = range_at(addr, len);
