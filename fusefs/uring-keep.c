@@ -212,38 +212,33 @@ static void *poke_main(void *arg)
 	return NULL;
 }
 
-/* After a takeover: one GETATTR of the root on each CPU's queue (see the top) */
-void uring_poke(struct fs_mount *m)
+/*
+ * After a takeover, once queue CPU's entries are all registered again or
+ * taken over (a request made before would wait behind the others, and a
+ * REGISTER fetches none of them): one GETATTR of the root on that queue,
+ * from a thread pinned to its CPU (see the top).
+ */
+void uring_poke(struct fs_mount *m, unsigned cpu)
 {
-	struct uring_mount *u = m->uring;
-	int self = uring_self_open(m);
+	struct poke *p = malloc(sizeof *p);
 	pthread_attr_t a;
 	pthread_t t;
-	struct poke *p;
-	unsigned k;
 
-	if (self < 0) {
+	if (p == NULL || (p->fd = uring_self_open(m)) < 0) {
+		free(p);
 		fs_log(m->fs, FS_LOG_WARN, "%s: io_uring: cannot open the mount's root: requests "
-		       "that waited for the restart wait for the next one on their CPU",
-		       m->mountpoint);
+		       "that waited for the restart on CPU %u wait for the next one made there",
+		       m->mountpoint, cpu);
 		return;
 	}
+	p->cpu = cpu;
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	for (k = 0; k < u->nq; k++) {
-		p = malloc(sizeof *p);
-		if (p == NULL || (p->fd = fcntl(self, F_DUPFD_CLOEXEC, 0)) < 0) {
-			free(p);
-			continue;
-		}
-		p->cpu = k;
-		if (pthread_create(&t, &a, poke_main, p) != 0) {
-			close(p->fd);
-			free(p);
-		}
+	if (pthread_create(&t, &a, poke_main, p) != 0) {
+		close(p->fd);
+		free(p);
 	}
 	pthread_attr_destroy(&a);
-	close(self);
 }
 
 /* A regular file the kernel holds in m (a node id it looked up), or 0 */

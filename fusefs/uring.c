@@ -594,6 +594,7 @@ static void *ring_main(void *arg)
 		       m->mountpoint, q->qid);
 	if (u->adopted) {
 		ring_takeover(q);
+		uring_poke(m, q->qid);
 	} else {
 		atomic_store(&q->nent, URING_EPQ_START);
 		for (e = 0; e < URING_EPQ_START; e++)
@@ -664,8 +665,6 @@ void uring_start(struct fs_mount *m)
 	}
 	fs_log(m->fs, FS_LOG_INFO, "%s: served over io_uring (%u queues, %d entries each%s)",
 	       m->mountpoint, u->nq, URING_EPQ_START, u->adopted ? ", taken over" : "");
-	if (u->adopted)
-		uring_poke(m);
 }
 
 /* The mount ends: the ring threads end (their busy counts drop). */

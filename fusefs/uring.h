@@ -106,6 +106,6 @@ void uring_hold(struct fs_mount *m, bool wait);
 char *uring_arena_place(size_t len, int memfd, uint64_t want);
 void uring_arena_release(char *addr, size_t len);
 int uring_self_open(struct fs_mount *m);
-void uring_poke(struct fs_mount *m);
+void uring_poke(struct fs_mount *m, unsigned cpu);
 
 #endif
