@@ -195,6 +195,7 @@ like "$gitout" "errors 0$" "git committed with no error ($gitout)"
 if [ -s "$W/out/git.err" ]; then
 	diag "$(head -5 "$W/out/git.err")"
 	diag "$(grep -i 'refused\|cannot\|error\|fail' "$D_LOG" | tail -20)"
+	diag "the bot's refusals:" "$(afs log w1 2>&1 | tail -20)"
 fi
 commits=$(printf '%s' "$gitout" | awk '{ print $2 }')
 is "$(hgit -C "$W/repo" rev-list --count HEAD)" $((commits + 1)) "every commit is in the repository"
