@@ -2,7 +2,7 @@
 # fusefs: the libfuse3 low-level passthrough (static library, one header).
 noinst_LIBRARIES += fusefs/libfusefs.a
 fusefs_libfusefs_a_SOURCES = \
-	fusefs/fusefs.h fusefs/fs-int.h fusefs/table.h \
+	fusefs/fusefs.h fusefs/fs-int.h fusefs/table.h fusefs/uring.h \
 	fusefs/backing.c fusefs/closer.c fusefs/decide.c fusefs/fs.c fusefs/ids.c fusefs/inode.c fusefs/lock.c \
 	fusefs/mount.c fusefs/mount-kernel.c fusefs/mount-opts.c fusefs/mount-ro.c fusefs/notify.c \
 	fusefs/ops.h fusefs/ops.c fusefs/ops-dir.c fusefs/ops-file.c fusefs/ops-lock.c \
