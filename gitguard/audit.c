@@ -235,13 +235,13 @@ static void check_strategy(struct audit *a, int dfd, const char *name, const cha
 /* exec lines (exec or x, git's todo commands) in a todo or done list */
 #define TODO_HEAD 512 /* of a line, after its leading blanks: enough to show the command */
 
-/* One todo line's start (its leading blanks skipped): an exec line? */
+/* One todo line's start (its leading blanks skipped): an exec line (X6's reading)? */
 static void todo_line(struct audit *a, const char *path, const char *p)
 {
-	if (!strncmp(p, "exec", 4) && (p[4] == ' ' || p[4] == '\t'))
-		audit_found(a, path, "exec", "git runs: %s", p + 5);
-	else if (p[0] == 'x' && (p[1] == ' ' || p[1] == '\t'))
-		audit_found(a, path, "exec", "git runs: %s", p + 2);
+	const char *cmd = guard_todo_exec(p, p + strlen(p));
+
+	if (cmd != NULL)
+		audit_found(a, path, "exec", "git runs: %s", cmd);
 	else
 		audit_update_ref_line(a, path, p);
 }

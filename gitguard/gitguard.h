@@ -362,8 +362,8 @@ void guard_revalidate(struct guard *g);
  * Content-checked files (flag GUARD_CHK): a git folder's `index` and
  * `sharedindex.*` (X2); rebase-merge/ and rebase-apply/ `strategy`,
  * `strategy_opts` and sequencer/`opts` (X4); `apply-opt` and `gpg_sign_opt`
- * there (X5); `git-rebase-todo` there (X6); the refs at a git folder's top, every file under refs/ but a
- * lock, `packed-refs`, and a rebase's `head-name`, `update-refs` and
+ * there (X5); `git-rebase-todo` there (X6); the refs at a git folder's
+ * top, every file under refs/ but a lock, `packed-refs`, and a rebase's `head-name`, `update-refs` and
  * `refs-to-delete` (R1).  guard_check() refuses to make them by mknod,
  * mkdir, symlink or link (names.c says which names they are), and X2 files
  * and R1 files but those git writes in place (guard_ref_in_place) cannot be
@@ -440,8 +440,13 @@ int guard_seq_opts_check(const char *buf, size_t len, const char **why);
 int guard_seq_file_check(const char *name, const char *buf, size_t len, const char **why);
 /* X5: apply-opt and gpg_sign_opt */
 int guard_optfile_check(const char *name, const char *buf, size_t len, const char **why);
-/* X6: a rebase's git-rebase-todo without an exec line */
+/*
+ * X6: a rebase's git-rebase-todo without an exec line.  guard_todo_exec:
+ * the command of the todo line [P, END) if it is an exec line (as git's
+ * sequencer reads one), else NULL; audit lists what the check refuses.
+ */
 int guard_todo_check(const char *buf, size_t len, const char **why);
+const char *guard_todo_exec(const char *p, const char *end);
 
 /*
  * refs.c, R1: pure, for fuzzers.  guard_ref_check: 0 if BUF may be the file

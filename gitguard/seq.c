@@ -300,7 +300,7 @@ int guard_optfile_check(const char *name, const char *buf, size_t len, const cha
  * `x ...` is one whatever core.commentChar says.  git stops at a NUL; this
  * looks at every byte, so it refuses what git would not even read.
  */
-static bool todo_exec_line(const char *p, const char *end)
+const char *guard_todo_exec(const char *p, const char *end)
 {
 	while (p < end && (*p == ' ' || *p == '\t'))
 		p++;
@@ -309,8 +309,12 @@ static bool todo_exec_line(const char *p, const char *end)
 	else if (p < end && *p == 'x')
 		p++;
 	else
-		return false;
-	return p == end || *p == ' ' || *p == '\t' || *p == '\r' || *p == '\0';
+		return NULL;
+	if (p < end && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\0')
+		return NULL;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	return p;
 }
 
 int guard_todo_check(const char *buf, size_t len, const char **why)
@@ -325,7 +329,7 @@ int guard_todo_check(const char *buf, size_t len, const char **why)
 		eol = memchr(p, '\n', (size_t)(end - p));
 		if (eol == NULL)
 			eol = end;
-		if (todo_exec_line(p, eol)) {
+		if (guard_todo_exec(p, eol) != NULL) {
 			*why = "an exec line: git would run it for whoever continues the rebase";
 			return -EINVAL;
 		}

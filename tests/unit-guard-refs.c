@@ -48,6 +48,11 @@ static void todos(void)
 		       TODO("x\r\n") == -EINVAL && TODO("exec\0make\n") == -EINVAL &&
 		       TODO("pick " OID "\0\nexec make\n") == -EINVAL,
 	       "X6: exec or x, after blanks, before a blank, CR, NUL or the end, refused");
+	tap_ok(!strcmp(guard_todo_exec("exec  make x", "exec  make x" + 12), "make x") &&
+		       !strcmp(guard_todo_exec("\tx\tmake", "\tx\tmake" + 7), "make") &&
+		       guard_todo_exec("xx make", "xx make" + 7) == NULL &&
+		       guard_todo_exec("exec", "exec" + 4) != NULL,
+	       "X6: the command of an exec line, as audit lists it");
 	tap_ok(todo("pick\n", GUARD_TODO_MAX + 1) == -EINVAL,
 	       "X6: a todo list longer than gitguard reads refused");
 }
