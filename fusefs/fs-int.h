@@ -215,7 +215,7 @@ struct journal_slot {
 	uint32_t opcode;
 	uint32_t state; /* 0: none, JS_STARTED, JS_DONE */
 	int64_t result; /* 0 or -errno; a write's count */
-	uint64_t aux;	/* the handle a create opened (0: none yet) */
+	uint64_t aux;	/* the handle a create opened (0: none yet); or journal_note's */
 };
 
 #define TABLE_MAGIC "agentfs\x01"
@@ -407,6 +407,7 @@ struct fs {
 	atomic_uint worker_seq; /* numbers the workers, for their journal slots */
 	uint64_t crash_after;	/* tests only: opcodes after which to die (journal.c) */
 	uint64_t crash_handle;	/* tests only: opcodes after whose handle to die (journal.c) */
+	uint64_t crash_during;	/* tests only: opcodes after whose syscall to die (journal.c) */
 	unsigned max_pollers; /* see worker_poll() */
 	/* fd cache */
 	struct inode lru; /* list head: lru.lru_next most recent */
@@ -578,6 +579,7 @@ int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked);
 void seal_write_end(struct fs_mount *m, struct inode *i);
 int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np, int npfd,
 		const char *newname, unsigned flags, unsigned rule);
+void seal_renamed(struct fs *fs, dev_t dev, ino_t ino);
 ssize_t seal_checked_write(struct fs_mount *m, struct inode *i, int fh, const char *data,
 			   size_t len, off_t off);
 int seal_checked_truncate_begin(struct fs_mount *m, struct inode *i, off_t size);
@@ -683,6 +685,9 @@ int64_t journal_end(struct fs_mount *m, int64_t r, int again, int already);
 int journal_seen(struct fs_mount *m, int64_t *result);
 void journal_made(struct fs_mount *m, uint64_t fh);
 uint64_t journal_made_before(struct fs_mount *m);
+void journal_note(struct fs_mount *m, uint64_t aux);
+void journal_syscalled(struct fs_mount *m);
+uint64_t journal_aux(struct fs_mount *m);
 void journal_adopt(struct fs_mount *m);
 
 /* keep.c: descriptors in the fd store, and the handover to a new server */

@@ -324,7 +324,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* AGENTFSD_TEST_CRASH=after:N,... or handle:N,...: see journal.c */
+/* AGENTFSD_TEST_CRASH=after:N,..., during:N,... or handle:N,...: see journal.c */
 static void fs_test_crash(struct fs *fs)
 {
 	const char *v = getenv("AGENTFSD_TEST_CRASH");
@@ -334,6 +334,8 @@ static void fs_test_crash(struct fs *fs)
 
 	if (v != NULL && strncmp(v, "after:", 6) == 0)
 		set = &fs->crash_after;
+	else if (v != NULL && strncmp(v, "during:", 7) == 0)
+		set = &fs->crash_during;
 	else if (v != NULL && strncmp(v, "handle:", 7) == 0)
 		set = &fs->crash_handle;
 	else

@@ -16,6 +16,12 @@
  * done, with the result the first one had, without doing it again; started
  * (killed between note and result: the syscall may or may not have run),
  * done again, its "already so" error (EEXIST, ENOENT) taken as success.
+ * "May" is the rule, not the exception: a SIGKILL that comes while a
+ * thread is in a syscall takes effect when the syscall returns. So a
+ * rename and an unlink also note, before their syscall, the inode they
+ * move or remove (journal_note): started, a rename whose inode is under
+ * its new name and no longer under the old one, or an unlink whose name
+ * is gone, was done (ops-name.c).
  * Stores only, in program order (a compiler fence, no syscall): the memory
  * is shared, and what a killed process stored is there for the next one.
  */
@@ -65,6 +71,16 @@ void journal_begin(struct fs_mount *m)
 }
 
 /*
+ * Its syscall returned (tests only: AGENTFSD_TEST_CRASH=during:N dies
+ * here); journal_end() says so too, for a handler whose syscall is its end.
+ */
+void journal_syscalled(struct fs_mount *m)
+{
+	if (m->fs->crash_during != 0 && crash_now(m->fs->crash_during))
+		raise(SIGKILL);
+}
+
+/*
  * ...and was done with result r (0, a count, or -errno). AGAIN is what
  * journal_seen() said: a request that may have been done before takes
  * ALREADY (EEXIST for a name made, ENOENT for one removed) as done.
@@ -73,6 +89,7 @@ int64_t journal_end(struct fs_mount *m, int64_t r, int again, int already)
 {
 	struct journal_slot *j = mine(m);
 
+	journal_syscalled(m);
 	if (again < 0 && already != 0 && r == -already)
 		r = 0;
 	j->result = r;
@@ -104,6 +121,35 @@ int journal_seen(struct fs_mount *m, int64_t *result)
 		*result = j->result;
 		return j->state == JS_DONE ? 1 : -1;
 	}
+	return 0;
+}
+
+/*
+ * What the request this thread serves is about to change, noted before
+ * its syscall (after journal_begin): the inode a rename moves or an unlink
+ * removes, the size of a file before an append. A request killed between
+ * that syscall and journal_end comes again as "started"; journal_aux()
+ * gives this back so its handler can see whether it was done.
+ */
+void journal_note(struct fs_mount *m, uint64_t aux)
+{
+	mine(m)->aux = aux;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* The note of the request being served, from before a restart; 0: none */
+uint64_t journal_aux(struct fs_mount *m)
+{
+	struct table_hdr *h = m->tab.hdr;
+	uint64_t u = fs_cur.unique & ~UNIQUE_RESEND;
+	unsigned k;
+
+	if (!(fs_cur.unique & UNIQUE_RESEND) || !m->adopted)
+		return 0;
+	for (k = JOURNAL_SLOTS; k-- > 0;)
+		if (h->replay[k].state != 0 && h->replay[k].unique == u &&
+		    h->replay[k].opcode == fs_cur.opcode)
+			return h->replay[k].aux;
 	return 0;
 }
 

@@ -175,18 +175,26 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 	if ((pfd = removal_start(req, m, p, again, was)) < 0)
 		return;
 	r = child_of(m, p, pfd, name, &child, &real);
+	if (r == -ENOENT && again < 0 && (child.ino = journal_aux(m)) != 0) {
+		/* killed after it removed the name, before it noted so: done */
+		child.dev = p->dev;
+		r = 0;
+		goto done;
+	}
 	if (r == 0)
 		r = policy_check(m, &PREQ_NAME(req, op, &child, child.type, p, pfd, name, NULL));
 	if (r == 0 && real != NULL && child.nlink > 1)
 		inode_keep_open(m, real); /* it keeps another name: see inode_keep_open() */
 	if (r == 0) {
 		journal_begin(m);
+		journal_note(m, child.ino);
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
 		if (unlinkat(pfd, name, flags) != 0)
 			r = -errno;
 		pthread_rwlock_unlock(&m->fs->ns_lock);
 		r = (int)journal_end(m, r, again, ENOENT);
 	}
+done:
 	if (r == 0) {
 		policy_notify(m, op, p, pfd, name, NULL);
 		policy_changed(m, FS_EV_DELETED, p, name, NULL, NULL, flags != 0);
@@ -224,6 +232,24 @@ static bool is_dir_at(int pfd, const char *name)
 	return fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode);
 }
 
+/*
+ * A rename the kernel sends again, which the last server started and may
+ * have done before it was killed (journal.c): done if newname holds the
+ * inode it noted it was moving and name no longer does (for an exchange:
+ * the other one). Done again, it would fail with ENOENT, or exchange back.
+ */
+static bool rename_was_done(struct fs_mount *m, struct inode *np, int pfd, const char *name,
+			    int npfd, const char *newname)
+{
+	uint64_t moved = journal_aux(m);
+	struct stat st;
+
+	if (moved == 0 || fstatat(npfd, newname, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    st.st_ino != moved || st.st_dev != np->dev)
+		return false;
+	return fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_ino != moved;
+}
+
 void fsop_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		 const char *newname, unsigned int flags)
 {
@@ -251,6 +277,14 @@ void fsop_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t
 	}
 	/* a folder moved with its contents, or an exchange: the guard walks them */
 	decide_enter(m, &h, p, np, op == GUARD_OP_EXCHANGE || is_dir_at(pfd, name));
+	if (again < 0 && rename_was_done(m, np, pfd, name, npfd, newname)) {
+		/* what the rename did is done here as if it had just been made */
+		r = child_of(m, np, npfd, newname, &src, &rsrc);
+		have_dst = op == GUARD_OP_EXCHANGE && child_of(m, p, pfd, name, &dst, &rdst) == 0;
+		if (r == 0 && op == GUARD_OP_RENAME && policy_content_rule(m, np, newname) != 0)
+			seal_renamed(m->fs, src.dev, src.ino);
+		goto done;
+	}
 	r = child_of(m, p, pfd, name, &src, &rsrc);
 	if (r != 0)
 		goto out;
@@ -279,18 +313,21 @@ void fsop_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t
 	rule = r == 0 && op == GUARD_OP_RENAME ? policy_content_rule(m, np, newname) : 0;
 	if (r == 0 && rule != 0) {
 		journal_begin(m);
+		journal_note(m, src.ino);
 		r = seal_rename(m, pfd, name, np, npfd, newname, flags, rule);
 		r = (int)journal_end(m, r, again, 0);
 	} else if (r == 0) {
 		if (rdst != NULL && dst.nlink > 1 && op == GUARD_OP_RENAME)
 			inode_keep_open(m, rdst); /* the name it goes by is replaced */
 		journal_begin(m);
+		journal_note(m, src.ino);
 		pthread_rwlock_rdlock(&m->fs->ns_lock);
 		if (renameat2(pfd, name, npfd, newname, flags) != 0)
 			r = -errno;
 		pthread_rwlock_unlock(&m->fs->ns_lock);
 		r = (int)journal_end(m, r, again, 0);
 	}
+done:
 	if (r == 0) {
 		if (guard_lock_name(name))
 			gitlock_gone(src.dev, src.ino);

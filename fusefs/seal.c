@@ -158,6 +158,16 @@ static void unseal(struct fs *fs, dev_t dev, ino_t ino, bool keep)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+/*
+ * A rename onto a content-checked name that the last server checked and
+ * made, and was killed before it sealed (ops-name.c, a request sent again):
+ * sealed now, as step 5 would have.
+ */
+void seal_renamed(struct fs *fs, dev_t dev, ino_t ino)
+{
+	unseal(fs, dev, ino, true);
+}
+
 /* Log a refusal of OP on name in the folder where (name NULL: on where itself). */
 static int refuse(struct fs_mount *m, const char *op, struct inode *where, const char *name,
 		  unsigned rule, const char *why)
@@ -211,8 +221,12 @@ int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np,
 		r = -errno;
 	else if (now.st_dev != st.st_dev || now.st_ino != st.st_ino || now.st_nlink != 1)
 		r = -EAGAIN;
-	else if (renameat2(pfd, name, npfd, newname, flags) != 0)
-		r = -errno;
+	else {
+		journal_note(m, st.st_ino); /* what a rename sent again looks for */
+		if (renameat2(pfd, name, npfd, newname, flags) != 0)
+			r = -errno;
+		journal_syscalled(m);
+	}
 	pthread_rwlock_unlock(&fs->ns_lock);
 	unseal(fs, st.st_dev, st.st_ino, r == 0);
 	if (r == -EAGAIN)

@@ -257,6 +257,38 @@ crash_after 6 "symlink" ln -s b "$M/cr/sym"
 is "$(readlink "$W/cr/sym" 2>&1)" b "symlink: made"
 crash_after 11 "rmdir" rmdir "$M/cr/dir"
 [ ! -e "$W/cr/dir" ] && ok "rmdir: the folder is gone" || not_ok "rmdir: the folder is gone"
+# during:OPCODES kills it right after the syscall returned, before its result was noted: a
+# SIGKILL that comes while a thread is in a syscall takes effect there. The request comes
+# again as "started, may have been done": done again, a rename would fail (its source is
+# gone) and an unlink too
+echo c >"$W/cr/c"
+echo gone >"$W/cr/gone2"
+own "$W/cr"
+crash_after during:10 "unlink, killed in its syscall" rm "$M/cr/gone2"
+[ ! -e "$W/cr/gone2" ] && ok "unlink, killed in its syscall: the file is gone" ||
+	not_ok "unlink, killed in its syscall: the file is gone"
+crash_after during:9 "mkdir, killed in its syscall" mkdir "$M/cr/dir2"
+[ -d "$W/cr/dir2" ] && ok "mkdir, killed in its syscall: the folder is there" ||
+	not_ok "mkdir, killed in its syscall: the folder is there"
+crash_after during:11 "rmdir, killed in its syscall" rmdir "$M/cr/dir2"
+[ ! -e "$W/cr/dir2" ] && ok "rmdir, killed in its syscall: the folder is gone" ||
+	not_ok "rmdir, killed in its syscall: the folder is gone"
+crash_after during:12,45 "rename, killed in its syscall" mv "$M/cr/c" "$M/cr/d"
+is "$(cat "$W/cr/d" 2>&1)/$([ -e "$W/cr/c" ] && echo still)" "c/" "rename, killed in its syscall: moved once"
+# as git commits: a ref's lock file renamed onto the ref (its content checked first)
+crash_after during:12,45 "a ref's lock file renamed onto the ref, killed in its syscall, by the bot's command" \
+	ex w1 --cwd "$W/repo" -- sh -c 'set -C; git rev-parse HEAD~1 >.git/refs/heads/side3.lock &&
+		mv .git/refs/heads/side3.lock .git/refs/heads/side3'
+is "$(hgit -C "$W/repo" rev-parse side3 2>&1)" "$(hgit -C "$W/repo" rev-parse HEAD~1)" \
+	"the ref's lock file renamed with the server killed in its syscall: the ref is there"
+# and the ref stays sealed as the rename left it: written in place, even with a content
+# that passes (another commit's id over the one there), it is refused
+if ex w1 --cwd "$W/repo" -- sh -c 'git rev-parse HEAD | dd of=.git/refs/heads/side3 conv=notrunc status=none' \
+	>/dev/null 2>&1; then
+	not_ok "the ref renamed in before the kill is sealed: a write in place is refused"
+else
+	ok "the ref renamed in before the kill is sealed: a write in place is refused"
+fi
 is "$(mntid "$M")" "$mid" "after all that, the bot's mount is still the same mount"
 
 # --- 50 bots with open files, restarted together ----------------------------------------------
