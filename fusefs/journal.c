@@ -19,9 +19,10 @@
  * "May" is the rule, not the exception: a SIGKILL that comes while a
  * thread is in a syscall takes effect when the syscall returns. So a
  * rename and an unlink also note, before their syscall, the inode they
- * move or remove (journal_note): started, a rename whose inode is under
- * its new name and no longer under the old one, or an unlink whose name
- * is gone, was done (ops-name.c).
+ * move or remove, an append the size of its file (journal_note): started,
+ * a rename whose inode is under its new name and no longer under the old
+ * one, an unlink whose name is gone (ops-name.c), an append whose bytes
+ * are where the file ended (ops-file.c), was done.
  * Stores only, in program order (a compiler fence, no syscall): the memory
  * is shared, and what a killed process stored is there for the next one.
  */

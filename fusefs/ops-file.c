@@ -454,13 +454,47 @@ static void checked_write(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in
 	fuse_reply_write(req, (size_t)n);
 }
 
+/*
+ * An append the last server started, and may have made before it was
+ * killed (journal.c): made if the file holds its bytes where the file
+ * ended then, as noted before it (the size + 1). Made again, a line would
+ * be there twice; a write at an offset is the same done twice.
+ */
+static bool append_was_made(struct fs_mount *m, struct inode *i, const struct fuse_bufvec *in)
+{
+	const struct fuse_buf *b = &in->buf[0];
+	uint64_t end = journal_aux(m);
+	char path[PROC_FD_MAX], *have;
+	bool made = false;
+	int o, fd;
+
+	if (end == 0 || in->count != 1 || (b->flags & FUSE_BUF_IS_FD) || b->size == 0)
+		return false;
+	/* the handle may be write-only: read through the inode's own file */
+	if ((o = inode_fd_get(m, i)) < 0)
+		return false;
+	fsop_proc_path(path, o);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	inode_fd_put(m, i);
+	if (fd < 0)
+		return false;
+	if ((have = malloc(b->size)) != NULL)
+		made = pread(fd, have, b->size, (off_t)(end - 1)) == (ssize_t)b->size &&
+		       memcmp(have, b->mem, b->size) == 0;
+	free(have);
+	close(fd);
+	return made;
+}
+
 void fsop_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
 	int64_t was = 0;
-	int again = journal_seen(m, &was);
+	int again = journal_seen(m, &was), fd = fh_fd(m, fi);
+	bool append = (fh_of(m, fi)->open_flags & O_APPEND) != 0;
+	struct stat st;
 	ssize_t n;
 
 	/* written before a restart, not answered: its answer (an append is not made twice) */
@@ -471,13 +505,19 @@ void fsop_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_
 			fuse_reply_write(req, (size_t)was);
 		return;
 	}
+	if (again < 0 && append && append_was_made(m, ino_of(m, ino), in)) {
+		fuse_reply_write(req, fuse_buf_size(in));
+		return;
+	}
 	journal_begin(m);
 	if (fh_checked(m, fi)) {
 		checked_write(req, ino, in, off, fi);
 		return;
 	}
+	if (append)
+		journal_note(m, fstat(fd, &st) == 0 ? (uint64_t)st.st_size + 1 : 0);
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	out.buf[0].fd = fh_fd(m, fi);
+	out.buf[0].fd = fd;
 	out.buf[0].pos = off;
 	n = fuse_buf_copy(&out, in, 0);
 	journal_end(m, n, again, 0);

@@ -636,6 +636,12 @@ int fs_adopt(struct fs *fs, struct fs_handover *h, const struct fs_mount_params 
 	}
 	if ((r = mount_parse_options(p->options, &o, err)) != 0)
 		goto fail;
+	/*
+	 * Passthrough as the mount had it, whatever the options say now (the
+	 * daemon's "passthrough" may have changed): it is in the INIT reply the
+	 * kernel holds, which the replay must give again byte for byte.
+	 */
+	o.nopassthrough = !(hm->hdr->flags & TH_PASSTHROUGH);
 	if (fstat(hm->root, &st) != 0 || (m = mount_new(fs, p, &o, st.st_dev)) == NULL) {
 		fs_seterr(err, ENOMEM, "out of memory");
 		r = -ENOMEM;

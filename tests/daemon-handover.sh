@@ -289,6 +289,25 @@ if ex w1 --cwd "$W/repo" -- sh -c 'git rev-parse HEAD | dd of=.git/refs/heads/si
 else
 	ok "the ref renamed in before the kill is sealed: a write in place is refused"
 fi
+# an append through a mount served without passthrough ("passthrough": false in
+# agentfsd.json: the server makes each write), killed in its syscall: made once
+cp "$D_CONFIG" "$T/config.keep"
+sed 's/}$/, "passthrough": false}/' "$T/config.keep" >"$D_CONFIG"
+kill -TERM "$D_PID"
+daemon_start || not_ok "agentfsd starts with passthrough false"
+mkdir -p "$T/np"
+echo one >"$T/np/f"
+afs create --user "$EX_UID" np "$T/np" >/dev/null || not_ok "create a bot np"
+wait_until 10 eval '[ "$(afs --json show np | jget "bot.mounts.0.state")" = mounted ]'
+like "$(grep "$D_MNT/np/0: passthrough" "$D_LOG")" "passthrough off \\(nopassthrough\\)" \
+	"with \"passthrough\": false its mount is served without passthrough"
+crash_after during:16 "an append without passthrough, killed in its syscall" \
+	sh -c 'echo two >>"$1"' sh "$D_MNT/np/0/f"
+is "$(cat "$T/np/f" 2>&1 | tr '\n' ' ')" "one two " "an append killed in its syscall: made once"
+afs rm np >/dev/null || not_ok "remove the bot np"
+mv "$T/config.keep" "$D_CONFIG"
+kill -TERM "$D_PID"
+daemon_start || not_ok "agentfsd starts with passthrough back"
 is "$(mntid "$M")" "$mid" "after all that, the bot's mount is still the same mount"
 
 # --- 50 bots with open files, restarted together ----------------------------------------------

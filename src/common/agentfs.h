@@ -161,6 +161,7 @@ struct config {
 	uint64_t default_pids_max;   /* a sandbox's processes (0: 4096) */
 	unsigned restart_grace; /* seconds the keeper waits for the next agentfsd; 0: no handover */
 	bool uring;		/* bots' mounts served over io_uring (-o uring, fusefs/uring.c) */
+	bool nopassthrough;	/* "passthrough": false: bots' mounts with -o nopassthrough */
 	const char *config_file; /* read at start and on SIGHUP; NULL: none */
 };
 #define RESTART_GRACE_DEFAULT 60

@@ -139,6 +139,13 @@ int config_read(struct config *cfg, const char *file, char *err, size_t len)
 				return -EINVAL;
 			}
 			cfg->uring = cJSON_IsTrue(v);
+		} else if (strcmp(v->string, "passthrough") == 0) {
+			if (!cJSON_IsBool(v)) {
+				snprintf(err, len,
+					 "config field \"passthrough\" must be true or false");
+				return -EINVAL;
+			}
+			cfg->nopassthrough = !cJSON_IsTrue(v);
 		} else if (strcmp(v->string, "poll_us") == 0) {
 			if (cfg_uint(v, "poll_us", 0, 10000, &cfg->poll_us, err, len) != 0)
 				return -EINVAL;
@@ -242,13 +249,15 @@ int config_reload(struct config *cfg, char *err, size_t len)
 		return -EINVAL;
 	}
 	if (n.workers != cfg->workers || n.poll_set != cfg->poll_set || n.uring != cfg->uring ||
+	    n.nopassthrough != cfg->nopassthrough ||
 	    (n.poll_set && n.poll_us != cfg->poll_us) || !same_str(n.group, cfg->group) ||
 	    n.max_changes != cfg->max_changes || n.changes_memory != cfg->changes_memory ||
 	    !same_str(n.bwrap, cfg->bwrap) || !same_str(n.log_target, cfg->log_target))
 		log_msg(LOG_WARNING,
-			"SIGHUP: workers, poll_us, uring, max_changes, changes_memory, group, bwrap "
-			"and log_target take effect at the next start (systemctl restart agentfsd "
-			"keeps the mounts; uring applies to mounts made after it)");
+			"SIGHUP: workers, poll_us, uring, passthrough, max_changes, changes_memory, "
+			"group, bwrap and log_target take effect at the next start (systemctl "
+			"restart agentfsd keeps the mounts; uring and passthrough apply to mounts "
+			"made after it)");
 	cfg->default_sandbox = n.default_sandbox;
 	cfg->default_network = n.default_network;
 	tmp = cfg->extra_writable;

@@ -413,7 +413,11 @@ static void root_params(struct bot *b, const struct root *rt, struct fs_mount_pa
 	if (linked_worktree_of(b, rt, wt, wtlen))
 		mp->linked_worktree = wt;
 	mp->tag = b;
-	mp->options = bots_state.cfg->uring ? "uring" : NULL; /* agentfsd.json's "uring" */
+	/* agentfsd.json's "uring" and "passthrough" */
+	if (bots_state.cfg->uring)
+		mp->options = bots_state.cfg->nopassthrough ? "uring,nopassthrough" : "uring";
+	else
+		mp->options = bots_state.cfg->nopassthrough ? "nopassthrough" : NULL;
 	/* its family's and operator's share of open files, lock waiters and mounts */
 	mp->groups[0] = acct_fs_group(b->fam);
 	mp->groups[1] = acct_fs_group(b->op);
