@@ -15,7 +15,7 @@ command -v unshare >/dev/null || skip_all "unshare is missing"
 command -v python3 >/dev/null || skip_all "python3 is missing"
 
 # --- --check ---------------------------------------------------------------------------------
-printf '{"group": "", "workers": 2, "log_target": "file:/var/log/x.log"}\n' >"$T/good.json"
+printf '{"group": "", "workers": 2, "log_target": "file:/var/log/x.log", "passthrough": false}\n' >"$T/good.json"
 out=$("$AGENTFSD" --check --config "$T/good.json" 2>&1)
 is "$?:$out" "0:agentfsd: $T/good.json is valid" "--check of a valid configuration: exit 0, says so"
 chmod 755 "$T"
@@ -29,7 +29,7 @@ fi
 chmod 700 "$T"
 for bad in '{"log_target": "nowhere"}|"log_target" must be' '{"workers": 0}|"workers" must be' \
 	'{"nosuch": 1}|unknown field "nosuch"' '{"group": "afs-no-such-group"}|no group named' \
-	'not json|is not a JSON object'; do
+	'{"passthrough": "no"}|"passthrough" must be true or false' 'not json|is not a JSON object'; do
 	printf '%s\n' "${bad%%|*}" >"$T/bad.json"
 	out=$("$AGENTFSD" --check --config "$T/bad.json" 2>&1)
 	rc=$?
