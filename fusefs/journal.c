@@ -138,20 +138,33 @@ void journal_note(struct fs_mount *m, uint64_t aux)
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
-/* The note of the request being served, from before a restart; 0: none */
-uint64_t journal_aux(struct fs_mount *m)
+/*
+ * The newest note of the request being served in the last server's list
+ * (MADE: done, with the handle a create opened); NULL: none.
+ */
+static const struct journal_slot *replayed(struct fs_mount *m, bool made)
 {
-	struct table_hdr *h = m->tab.hdr;
+	const struct journal_slot *j;
 	uint64_t u = fs_cur.unique & ~UNIQUE_RESEND;
 	unsigned k;
 
 	if (!(fs_cur.unique & UNIQUE_RESEND) || !m->adopted)
-		return 0;
-	for (k = JOURNAL_SLOTS; k-- > 0;)
-		if (h->replay[k].state != 0 && h->replay[k].unique == u &&
-		    h->replay[k].opcode == fs_cur.opcode)
-			return h->replay[k].aux;
-	return 0;
+		return NULL;
+	for (k = JOURNAL_SLOTS; k-- > 0;) {
+		j = &m->tab.hdr->replay[k];
+		if (j->state != 0 && j->unique == u && j->opcode == fs_cur.opcode &&
+		    (!made || (j->state == JS_DONE && j->aux != 0)))
+			return j;
+	}
+	return NULL;
+}
+
+/* The note of the request being served, from before a restart; 0: none */
+uint64_t journal_aux(struct fs_mount *m)
+{
+	const struct journal_slot *j = replayed(m, false);
+
+	return j != NULL ? j->aux : 0;
 }
 
 /*
@@ -173,17 +186,9 @@ void journal_made(struct fs_mount *m, uint64_t fh)
  */
 uint64_t journal_made_before(struct fs_mount *m)
 {
-	struct table_hdr *h = m->tab.hdr;
-	uint64_t u = fs_cur.unique & ~UNIQUE_RESEND;
-	unsigned k;
+	const struct journal_slot *j = replayed(m, true);
 
-	if (!(fs_cur.unique & UNIQUE_RESEND) || !m->adopted)
-		return 0;
-	for (k = JOURNAL_SLOTS; k-- > 0;)
-		if (h->replay[k].state == JS_DONE && h->replay[k].unique == u &&
-		    h->replay[k].opcode == fs_cur.opcode && h->replay[k].aux != 0)
-			return h->replay[k].aux;
-	return 0;
+	return j != NULL ? j->aux : 0;
 }
 
 /*
