@@ -41,6 +41,34 @@
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 
+/*
+ * ThreadSanitizer cannot see the order the kernel gives: a request that
+ * names what a reply made (a node id, a file handle) comes only after that
+ * reply was committed, maybe on another ring thread. Over /dev/fuse it sees
+ * that order twice over: the reader serves in program order and a pool
+ * worker locks fs->lock before it takes each request (fs.c); and TSan's
+ * read() and writev() hooks acquire and release one object shared by every
+ * descriptor opened as a file, /dev/fuse's among them (with TSAN_OPTIONS
+ * io_sync=0 the /dev/fuse tests still report nothing). Ring threads share
+ * no lock per request and io_uring_enter() is no call TSan hooks, so the
+ * ring path says it with annotations on one process-wide object, as TSan's
+ * file object is: a release before each reply goes to the kernel (each
+ * commit, and each reply fs_dev_writev() hands uring_reply(), whichever
+ * way it then goes), an acquire after each completion harvested.
+ * Annotations rather than a real atomic: they are what TSan models, and
+ * leave no code, fence or shared cache line in other builds (the macros
+ * are empty there).
+ */
+#ifdef __SANITIZE_THREAD__
+#include <sanitizer/tsan_interface.h>
+static char tsan_kernel_order;
+#define KERNEL_ORDER_RELEASE() __tsan_release(&tsan_kernel_order)
+#define KERNEL_ORDER_ACQUIRE() __tsan_acquire(&tsan_kernel_order)
+#else
+#define KERNEL_ORDER_RELEASE() ((void)0)
+#define KERNEL_ORDER_ACQUIRE() ((void)0)
+#endif
+
 #define URING_CMD_REGISTER 1u
 #define URING_CMD_COMMIT_AND_FETCH 2u
 #define URING_EFD_TAG 0xffffu
@@ -141,6 +169,8 @@ static int ring_cmd(struct uring_q *q, unsigned op, unsigned e, uint64_t commit_
 	c->qid = (uint16_t)q->qid;
 	if (op == URING_CMD_REGISTER)
 		__atomic_store_n(&ent->rec->state, UR_IDLE, __ATOMIC_RELEASE);
+	else
+		KERNEL_ORDER_RELEASE(); /* every commit: a reply, another thread's, a takeover's */
 	r = ring_submit(q, sqe);
 	if (r == 0)
 		ent->parked = true;
@@ -316,6 +346,7 @@ bool uring_reply(struct fs_mount *m, const struct iovec *iov, int count, ssize_t
 	size_t total = 0;
 	int i, r = 0;
 
+	KERNEL_ORDER_RELEASE(); /* also a reply that goes to /dev/fuse, or fails below */
 	if (u == NULL || iov[0].iov_len < sizeof *oh || id == 0)
 		return false;
 	for (i = 0; i < count; i++)
@@ -607,6 +638,7 @@ static void *ring_main(void *arg)
 		if (head != tail) {
 			c = q->cqes[head & *q->cq_mask];
 			__atomic_store_n(q->cq_head, head + 1, __ATOMIC_RELEASE);
+			KERNEL_ORDER_ACQUIRE(); /* after every reply committed before it came */
 			completed(q, &c);
 			continue;
 		}
