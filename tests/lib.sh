@@ -454,13 +454,6 @@ fuse_uring_was=
 need_fuse_uring()
 {
 	local was
-	# Not under ThreadSanitizer: its address layout keeps 32 TiB, where the
-	# rings' arenas are mapped (fusefs/uring-keep.c), for itself, and it
-	# does not see that the kernel orders a reply before the next request
-	# on another ring thread (moved elsewhere, the arenas worked and it
-	# reported the reply's writes and the next request's reads as races).
-	ldd "$AGENTFS" 2>/dev/null | grep -q libtsan &&
-		skip_all "agentfs is built with ThreadSanitizer: -o uring is tested in the other builds"
 	[ -e "$fuse_uring_param" ] || skip_all "no FUSE over io_uring here ($fuse_uring_param is missing)"
 	was=$(cat "$fuse_uring_param" 2>/dev/null) || skip_all "cannot read $fuse_uring_param"
 	fuse_uring_was=$was
