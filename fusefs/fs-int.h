@@ -275,6 +275,7 @@ struct mtable {
 	struct table_hdr *hdr;	      /* at map */
 	void *_Atomic *nodes;	      /* NODE_CHUNKS chunks of struct inode, each made once */
 	uint32_t node_hwm, node_free; /* [fs->lock] slots used; free list (0: none) */
+	uint32_t node_ready;	      /* [fs->lock] slots below it made present (table.c) */
 	void *_Atomic *fhs;	      /* FH_CHUNKS chunks of struct fh_ent */
 	uint32_t fh_hwm, fh_free;     /* [fs->lock] */
 };
