@@ -163,7 +163,8 @@ done
 for at in taken adopting restored; do
 	rm -f "$D_STATE/crashed"
 	kill -TERM "$D_PID"
-	AGENTFSD_TEST_CRASH=$at "$AGENTFSD" --socket "$D_SOCK" --state "$D_STATE" >/dev/null 2>&1
+	AGENTFSD_TEST_CRASH=$at "$AGENTFSD" --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE" \
+		"${cg[@]}" >/dev/null 2>&1
 	wait_until 10 eval '[ -z "$(daemon_pids)" ] && state_unlocked'
 	is "$(cat "$D_STATE/crashed" 2>&1)" "$at" "the new server died at '$at'"
 	step "the new server killed at '$at'" true
