@@ -363,8 +363,8 @@ void guard_revalidate(struct guard *g);
  * `sharedindex.*` (X2); rebase-merge/ and rebase-apply/ `strategy`,
  * `strategy_opts` and sequencer/`opts` (X4); `apply-opt` and `gpg_sign_opt`
  * there (X5); `git-rebase-todo` there (X6); the refs at a git folder's
- * top, every file under refs/ but a lock, `packed-refs`, and a rebase's `head-name`, `update-refs` and
- * `refs-to-delete` (R1).  guard_check() refuses to make them by mknod,
+ * top, every file under refs/ but a lock, `packed-refs`, and a rebase's
+ * `head-name`, `update-refs` and `refs-to-delete` (R1).  guard_check() refuses to make them by mknod,
  * mkdir, symlink or link (names.c says which names they are), and X2 files
  * and R1 files but those git writes in place (guard_ref_in_place) cannot be
  * made by a create (git renames a lock file onto them); X2 files cannot be

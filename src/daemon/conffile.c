@@ -50,6 +50,16 @@ static int cfg_uint(const cJSON *v, const char *name, unsigned lo, unsigned hi, 
 	return 0;
 }
 
+static int cfg_bool(const cJSON *v, const char *name, bool *out, char *err, size_t len)
+{
+	if (!cJSON_IsBool(v)) {
+		snprintf(err, len, "config field \"%s\" must be true or false", name);
+		return -EINVAL;
+	}
+	*out = cJSON_IsTrue(v);
+	return 0;
+}
+
 /* What main and config_read allocated in CFG (an exit with it held is a leak to LeakSanitizer). */
 void config_free(struct config *cfg)
 {
@@ -120,13 +130,8 @@ int config_read(struct config *cfg, const char *file, char *err, size_t len)
 				return -EINVAL;
 			}
 		} else if (strcmp(v->string, "default_network") == 0) {
-			if (!cJSON_IsBool(v)) {
-				snprintf(err, len,
-					 "config field \"default_network\" must be true or "
-					 "false");
+			if (cfg_bool(v, "default_network", &cfg->default_network, err, len) != 0)
 				return -EINVAL;
-			}
-			cfg->default_network = cJSON_IsTrue(v);
 		} else if (strcmp(v->string, "writable") == 0) {
 			if (cfg_paths(v, &cfg->extra_writable, err, len) != 0)
 				return -EINVAL;
@@ -134,18 +139,14 @@ int config_read(struct config *cfg, const char *file, char *err, size_t len)
 			if (cfg_uint(v, "workers", 1, 64, &cfg->workers, err, len) != 0)
 				return -EINVAL;
 		} else if (strcmp(v->string, "uring") == 0) {
-			if (!cJSON_IsBool(v)) {
-				snprintf(err, len, "config field \"uring\" must be true or false");
+			if (cfg_bool(v, "uring", &cfg->uring, err, len) != 0)
 				return -EINVAL;
-			}
-			cfg->uring = cJSON_IsTrue(v);
 		} else if (strcmp(v->string, "passthrough") == 0) {
-			if (!cJSON_IsBool(v)) {
-				snprintf(err, len,
-					 "config field \"passthrough\" must be true or false");
+			bool pt;
+
+			if (cfg_bool(v, "passthrough", &pt, err, len) != 0)
 				return -EINVAL;
-			}
-			cfg->nopassthrough = !cJSON_IsTrue(v);
+			cfg->nopassthrough = !pt;
 		} else if (strcmp(v->string, "poll_us") == 0) {
 			if (cfg_uint(v, "poll_us", 0, 10000, &cfg->poll_us, err, len) != 0)
 				return -EINVAL;
