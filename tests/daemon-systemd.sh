@@ -17,7 +17,7 @@ SD="$T/systemd"
 mkdir -p "$SD" "$T/w"
 echo hello >"$T/w/f"
 chown -R 65534 "$T/w"
-printf '{"group": "", "restart_grace": 5}\n' >"$T/cfg.json"
+printf '{"group": "", "restart_grace": 5, "cgroup": "%s"}\n' "$D_CGROUP" >"$T/cfg.json"
 
 notify_log()
 {
@@ -99,7 +99,7 @@ is "$?" 0 "the file held open across both works"
 is "$(cat "$T/hold.out")" "held 1 errors 0" "written and read back through it"
 
 # --- systemctl reload ------------------------------------------------------------------------
-printf '{"group": "", "restart_grace": 5, "max_bots": 7}\n' >"$T/cfg.json"
+printf '{"group": "", "restart_grace": 5, "max_bots": 7, "cgroup": "%s"}\n' "$D_CGROUP" >"$T/cfg.json"
 : >"$SD/notify.log"
 kill -HUP "$(sd_daemon)"
 if wait_until 5 eval 'notify_log | grep -qx READY=1'; then
