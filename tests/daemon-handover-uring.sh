@@ -19,7 +19,8 @@ need_fuse_uring
 RC="$T/restart-client"
 cp "$top_builddir/tests/restart-client" "$RC" || bail_out "tests/restart-client is not built"
 chmod 755 "$T"
-printf '{"group": "", "log_target": "file:%s", "uring": true}\n' "$D_LOG" >"$T/uring.json"
+printf '{"group": "", "log_target": "file:%s", "cgroup": "%s", "uring": true}\n' \
+	"$D_LOG" "$D_CGROUP" >"$T/uring.json"
 D_CONFIG="$T/uring.json"
 
 mntid() { "$RC" mntid "$1"; }

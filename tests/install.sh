@@ -131,8 +131,10 @@ else
 fi
 
 # The example configuration, installed where agentfsd reads it, is valid.
+# --cgroup keeps its sandboxes' cgroups under the test's own (the example
+# names none, so the daemon would make the host's default).
 if "$D$sbindir/agentfsd" --config "$D$sysconfdir/agentfs/agentfsd.json" \
-	--socket "$D_SOCK" --state "$D_STATE" 2>"$T/err"; then
+	--socket "$D_SOCK" --state "$D_STATE" --cgroup "$D_CGROUP" 2>"$T/err"; then
 	ok "agentfsd accepts the installed example configuration"
 	afs shutdown >/dev/null
 	daemon_wait_gone 10
