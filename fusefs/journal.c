@@ -102,30 +102,6 @@ int64_t journal_end(struct fs_mount *m, int64_t r, int again, int already)
 }
 
 /*
- * Is the request being served one the kernel sent again? 0: no (or not a
- * name change or write we noted); 1: it was done, *result is what it gave;
- * -1: it was started, and may have been done.
- */
-int journal_seen(struct fs_mount *m, int64_t *result)
-{
-	struct table_hdr *h = m->tab.hdr;
-	uint64_t u = fs_cur.unique & ~UNIQUE_RESEND;
-	unsigned k;
-
-	if (!(fs_cur.unique & UNIQUE_RESEND) || !m->adopted)
-		return 0;
-	for (k = 0; k < JOURNAL_SLOTS; k++) {
-		struct journal_slot *j = &h->replay[k];
-
-		if (j->state == 0 || j->unique != u || j->opcode != fs_cur.opcode)
-			continue;
-		*result = j->result;
-		return j->state == JS_DONE ? 1 : -1;
-	}
-	return 0;
-}
-
-/*
  * What the request this thread serves is about to change, noted before
  * its syscall (after journal_begin): the inode a rename moves or an unlink
  * removes, the size of a file before an append. A request killed between
@@ -165,6 +141,23 @@ uint64_t journal_aux(struct fs_mount *m)
 	const struct journal_slot *j = replayed(m, false);
 
 	return j != NULL ? j->aux : 0;
+}
+
+/*
+ * Is the request being served one the kernel sent again? 0: no (or not a
+ * name change or write we noted); 1: it was done, *result is what it gave;
+ * -1: it was started, and may have been done. A request sent again twice
+ * (its second server killed too) has two notes: the newer one is believed,
+ * as journal_aux() believes it.
+ */
+int journal_seen(struct fs_mount *m, int64_t *result)
+{
+	const struct journal_slot *j = replayed(m, false);
+
+	if (j == NULL)
+		return 0;
+	*result = j->result;
+	return j->state == JS_DONE ? 1 : -1;
 }
 
 /*
