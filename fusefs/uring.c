@@ -343,7 +343,10 @@ bool uring_reply(struct fs_mount *m, const struct iovec *iov, int count, ssize_t
 	const struct fuse_out_header *oh = iov[0].iov_base;
 	uint64_t id = oh->unique & ~URING_UNIQUE_RESEND;
 	unsigned k, e, first = tl_q != NULL && tl_q->m == m ? tl_q->qid : 0;
+	struct fuse_out_header eh;
+	struct iovec eiov;
 	size_t total = 0;
+	bool over = false;
 	int i, r = 0;
 
 	KERNEL_ORDER_RELEASE(); /* also a reply that goes to /dev/fuse, or fails below */
@@ -364,10 +367,18 @@ bool uring_reply(struct fs_mount *m, const struct iovec *iov, int count, ssize_t
 			continue;
 		}
 		if (total - sizeof *oh > u->payload) {
-			pthread_mutex_unlock(&q->lock);
-			errno = EINVAL;
-			*res = -1;
-			return true;
+			/*
+			 * More than the entry holds (the kernel never asks for
+			 * that): the request fails with EIO, still committed, so
+			 * its caller is answered and the entry comes back.
+			 */
+			eh = (struct fuse_out_header){
+				.len = sizeof eh, .error = -EIO, .unique = oh->unique};
+			eiov = (struct iovec){.iov_base = &eh, .iov_len = sizeof eh};
+			iov = &eiov;
+			count = 1;
+			total = sizeof eh;
+			over = true;
 		}
 		put_reply(u, ent, iov, count, total);
 		if (tl_q == q) {
@@ -381,7 +392,12 @@ bool uring_reply(struct fs_mount *m, const struct iovec *iov, int count, ssize_t
 		if (r != 0)
 			fs_log(m->fs, FS_LOG_WARN, "%s: io_uring queue %u: COMMIT_AND_FETCH: %s",
 			       m->mountpoint, q->qid, strerror(-r));
-		*res = (ssize_t)total;
+		if (over) {
+			errno = EIO;
+			*res = -1;
+		} else {
+			*res = (ssize_t)total;
+		}
 		return true;
 	}
 	return false;
