@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -49,7 +50,8 @@ static struct {
 	int base[2];		  /* v2: [0]; v1: [0] memory, [1] pids; -1: none */
 	char where[2][PATH_MAX];  /* the bases, for messages */
 	char why[PATH_MAX + 256]; /* CG_BROKEN: why */
-} cg = {CG_OFF, {-1, -1}, {"", ""}, ""};
+	int lock;		  /* the first base, for flock (cgroup_sweep); -1: none */
+} cg = {CG_OFF, {-1, -1}, {"", ""}, "", -1};
 
 static const char *const v1_names[2] = {"memory", "pids"};
 
@@ -255,9 +257,19 @@ void cgroup_init(const char *cfg)
 			close(mnt[i]);
 }
 
+/* Let go of the base's lock (cgroup_sweep): a handover, before the next agentfsd starts. */
+void cgroup_unlock(void)
+{
+	if (cg.lock >= 0)
+		close(cg.lock);
+	cg.lock = -1;
+}
+
 void cgroup_stop(void)
 {
 	int i;
+
+	cgroup_unlock();
 
 	for (i = 0; i < 2; i++)
 		if (cg.base[i] >= 0)
@@ -384,36 +396,41 @@ int cgroup_sandbox_enter(const char *name, pid_t pid, char *why, size_t len)
 /*
  * SIGKILL every process in the sandbox's cgroup: cgroup.kill on v2 (Linux
  * 5.14); else each process listed, held by pidfd and checked still listed
- * once held, so a pid reused meanwhile is never signalled.
+ * once held, so a pid reused meanwhile is never signalled. On v1, the
+ * pids hierarchy's list, then the memory one's: a cgroup left half removed
+ * by a daemon that died may have only one of them.
  */
 void cgroup_sandbox_kill(const char *name)
 {
 	char buf[65536], *p, *end, path[64], line[PATH_MAX + 64];
-	int fd, pidfd, pass;
+	int fd, pidfd, pass, i;
 	long pid;
 
-	if (nbases() == 0 || (fd = sandbox_dir(nbases() - 1, name)) < 0)
-		return;
-	if (cg.mode == CG_V2 && write_at(fd, "cgroup.kill", "1") == 0) {
-		close(fd);
-		return;
-	}
-	for (pass = 0; pass < 3 && read_text(fd, "cgroup.procs", buf, sizeof buf) > 0; pass++) {
-		for (p = buf; *p != '\0'; p = end) {
-			pid = strtol(p, &end, 10);
-			if (end == p)
-				break;
-			pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-			if (pidfd < 0)
-				continue;
-			snprintf(path, sizeof path, "/proc/%ld/cgroup", pid);
-			if (read_text(AT_FDCWD, path, line, sizeof line) > 0 &&
-			    strstr(line, name) != NULL)
-				syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-			close(pidfd);
+	for (i = nbases() - 1; i >= 0; i--) {
+		if ((fd = sandbox_dir(i, name)) < 0)
+			continue;
+		if (cg.mode == CG_V2 && write_at(fd, "cgroup.kill", "1") == 0) {
+			close(fd);
+			return;
 		}
+		for (pass = 0; pass < 3 && read_text(fd, "cgroup.procs", buf, sizeof buf) > 0;
+		     pass++) {
+			for (p = buf; *p != '\0'; p = end) {
+				pid = strtol(p, &end, 10);
+				if (end == p)
+					break;
+				pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+				if (pidfd < 0)
+					continue;
+				snprintf(path, sizeof path, "/proc/%ld/cgroup", pid);
+				if (read_text(AT_FDCWD, path, line, sizeof line) > 0 &&
+				    strstr(line, name) != NULL)
+					syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+				close(pidfd);
+			}
+		}
+		close(fd);
 	}
-	close(fd);
 }
 
 /* Remove the sandbox's cgroup: 0, or -EBUSY while a process (a zombie) is still in it. */
@@ -424,6 +441,99 @@ int cgroup_sandbox_remove(const char *name)
 	for (i = 0; i < nbases(); i++)
 		if (unlinkat(cg.base[i], name, AT_REMOVEDIR) != 0 && errno != ENOENT)
 			r = -errno;
+	return r;
+}
+
+/* Is name one a sandbox's cgroup has: BOT.ID, a bot's name, a dot and 16 hex digits? */
+bool cgroup_sandbox_name(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	char bot[BOT_NAME_MAX + 1];
+	size_t n, i;
+
+	if (dot == NULL || strlen(dot + 1) != 16 || (n = (size_t)(dot - name)) > BOT_NAME_MAX)
+		return false;
+	for (i = 1; i <= 16; i++)
+		if (!((dot[i] >= '0' && dot[i] <= '9') || (dot[i] >= 'a' && dot[i] <= 'f')))
+			return false;
+	memcpy(bot, name, n);
+	bot[n] = '\0';
+	return bot_name_ok(bot);
+}
+
+/* Add the sandbox cgroup names in the folder of base i, once each, to *v (*n of them). */
+static int sweep_list(int i, char (**v)[CG_NAME_MAX], size_t *n)
+{
+	int fd = openat(cg.base[i], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char(*more)[CG_NAME_MAX];
+	struct dirent *e;
+	size_t j;
+	DIR *d;
+
+	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_type != DT_DIR || strlen(e->d_name) >= CG_NAME_MAX ||
+		    !cgroup_sandbox_name(e->d_name))
+			continue;
+		for (j = 0; j < *n && strcmp((*v)[j], e->d_name) != 0; j++)
+			;
+		if (j < *n)
+			continue;
+		if ((more = realloc(*v, (*n + 1) * sizeof **v)) == NULL) {
+			closedir(d);
+			return -ENOMEM;
+		}
+		*v = more;
+		snprintf((*v)[(*n)++], CG_NAME_MAX, "%s", e->d_name);
+	}
+	closedir(d);
+	return 0;
+}
+
+/*
+ * At start, once every sandbox a previous agentfsd left running is known:
+ * each cgroup in the bases named as a sandbox's (cgroup_sandbox_name) that
+ * owned() says no sandbox has is given to gone(), which ends it. Only while
+ * no other agentfsd uses the same base: each holds a shared flock on the
+ * first base for its life, and a sweep needs it alone, for another daemon's
+ * sandboxes are not this one's to end. A daemon that just handed over, or
+ * was killed, lets go of it within moments: waited for up to 0.2 s. How
+ * many went to gone(); -EWOULDBLOCK when another daemon uses the base.
+ */
+int cgroup_sweep(bool (*owned)(const char *name), void (*gone)(const char *name))
+{
+	char(*v)[CG_NAME_MAX] = NULL;
+	size_t n = 0, j;
+	int i, tries, r = 0;
+
+	if (nbases() == 0)
+		return 0;
+	if (cg.lock < 0 &&
+	    (cg.lock = openat(cg.base[0], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	for (tries = 0; flock(cg.lock, LOCK_EX | LOCK_NB) != 0; tries++) {
+		if (errno != EWOULDBLOCK || tries >= 100) {
+			r = -EWOULDBLOCK;
+			break;
+		}
+		usleep(2000);
+	}
+	for (i = 0; i < nbases() && r == 0; i++)
+		r = sweep_list(i, &v, &n);
+	for (j = 0; r >= 0 && j < n; j++) {
+		if (!owned(v[j])) {
+			gone(v[j]);
+			r++;
+		}
+	}
+	free(v);
+	/* shared from now on; one taken alone is only for another's sweep, moments */
+	for (tries = 0; flock(cg.lock, LOCK_SH | LOCK_NB) != 0 && tries < 500; tries++)
+		usleep(2000);
 	return r;
 }
 
