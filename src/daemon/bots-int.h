@@ -199,6 +199,7 @@ void roots_restore_bot(struct job *j);
 #define FORCE_GIVE_UP_S 3 /* ... and delete anyway after this much longer */
 void sandboxes_free(struct bot *b);
 void sandboxes_stop(void);
+void sandboxes_handover(void);
 void sandboxes_restore(void);
 unsigned sandboxes_running(struct bot **v, size_t n);
 void sandbox_running_msg(struct bot **v, size_t n, char *out, size_t len);

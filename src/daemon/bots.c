@@ -767,6 +767,7 @@ void bots_handover(void)
 	changes_stop();
 	events_stop();
 	restart_stop();
+	sandboxes_handover();
 	log_msg(LOG_INFO, "handed %d mount%s over to the next agentfsd", n, n == 1 ? "" : "s");
 }
 

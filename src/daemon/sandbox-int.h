@@ -63,7 +63,8 @@ cJSON *sandboxes_read(void);
 
 /* sandbox-ops.c */
 void sandbox_cgroup_end(const char *name);
-void sandbox_cgroups_stop(void);
+void sandbox_cgroups_stop(int wait_ms);
+void sandbox_cgroups_sweep(void);
 void sandbox_signal(struct sandbox_run *sb, int sig);
 
 #endif

@@ -9,11 +9,14 @@
 #include "src/daemon/sandbox-int.h"
 #include "src/daemon/cgroup.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -51,20 +54,51 @@ bool sandbox_limits_within(const struct bot *b, const struct bot *c, char *why, 
 	return true;
 }
 
+/* Milliseconds on the monotonic clock. */
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /*
- * Cgroups of ended sandboxes still holding a process (a zombie being
- * reaped): removed again every 100 ms, for up to 10 s. Loop only.
+ * Cgroups of ended sandboxes still holding a process (one still exiting):
+ * removed again every 100 ms for 10 s, then every 5 s. Loop only. What is
+ * left of them at a stop gets a last pass (sandbox_cgroups_stop); what
+ * still is there then, or would not fit here, the next agentfsd's start
+ * removes (sandbox_cgroups_sweep).
  */
 #define CG_PENDING 64
+#define CG_FAST_TRIES 100 /* 10 s at 100 ms */
 static struct {
-	char name[BOT_NAME_MAX + 24];
+	char name[CG_NAME_MAX];
 	int tries;
 } cg_pending[CG_PENDING];
 static struct event *cg_timer;
 
+/*
+ * For tests/exec-cgsweep.sh only: AGENTFSD_TEST_CGROUP_BUSY=1 makes every
+ * removal of an ended sandbox's cgroup on the loop report EBUSY without
+ * trying, as when a process of it is still exiting, so the cgroup waits on
+ * the list above; the stop's last pass is not fooled.
+ */
+static int cg_remove(const char *name)
+{
+	static int busy = -1;
+
+	if (busy < 0) {
+		const char *v = getenv("AGENTFSD_TEST_CGROUP_BUSY");
+
+		busy = v != NULL && strcmp(v, "1") == 0;
+	}
+	return busy ? -EBUSY : cgroup_sandbox_remove(name);
+}
+
 static void cg_retry(evutil_socket_t fd, short what, void *arg)
 {
-	struct timeval tv = {0, 100 * 1000};
+	struct timeval tv = {5, 0};
 	bool more = false;
 	size_t i;
 
@@ -72,17 +106,20 @@ static void cg_retry(evutil_socket_t fd, short what, void *arg)
 		if (cg_pending[i].name[0] == '\0')
 			continue;
 		cgroup_sandbox_kill(cg_pending[i].name);
-		if (cgroup_sandbox_remove(cg_pending[i].name) == 0 ||
-		    ++cg_pending[i].tries >= 100) {
-			if (cg_pending[i].tries >= 100)
-				log_msg(LOG_WARNING,
-					"the cgroup %s of an ended sandbox is still busy: "
-					"left in place",
-					cg_pending[i].name);
+		if (cg_remove(cg_pending[i].name) == 0) {
 			cg_pending[i].name[0] = '\0';
-		} else {
-			more = true;
+			continue;
 		}
+		if (++cg_pending[i].tries == CG_FAST_TRIES)
+			log_msg(LOG_WARNING,
+				"the cgroup %s/%s of an ended sandbox is still busy after 10 s: "
+				"tried again every 5 s, and at the stop",
+				cgroup_where(), cg_pending[i].name);
+		if (cg_pending[i].tries < CG_FAST_TRIES) {
+			tv.tv_sec = 0;
+			tv.tv_usec = 100 * 1000;
+		}
+		more = true;
 	}
 	if (more && cg_timer != NULL)
 		evtimer_add(cg_timer, &tv);
@@ -92,33 +129,124 @@ static void cg_retry(evutil_socket_t fd, short what, void *arg)
 void sandbox_cgroup_end(const char *name)
 {
 	struct timeval tv = {0, 100 * 1000};
-	size_t i;
+	size_t i, free_slot = CG_PENDING;
 
 	if (name[0] == '\0')
 		return;
 	cgroup_sandbox_kill(name);
-	if (cgroup_sandbox_remove(name) == 0)
+	if (cg_remove(name) == 0)
 		return;
-	for (i = 0; i < CG_PENDING && cg_pending[i].name[0] != '\0'; i++)
-		;
-	if (i == CG_PENDING) {
+	for (i = 0; i < CG_PENDING; i++) {
+		if (strcmp(cg_pending[i].name, name) == 0)
+			return; /* already waited for */
+		if (cg_pending[i].name[0] == '\0' && free_slot == CG_PENDING)
+			free_slot = i;
+	}
+	if (free_slot == CG_PENDING) {
 		log_msg(LOG_WARNING,
-			"the cgroup %s of an ended sandbox is still busy: left in place", name);
+			"the cgroup %s/%s of an ended sandbox is still busy, and %d others are: "
+			"left in place until the next start of agentfsd",
+			cgroup_where(), name, CG_PENDING);
 		return;
 	}
-	snprintf(cg_pending[i].name, sizeof cg_pending[i].name, "%s", name);
-	cg_pending[i].tries = 0;
+	snprintf(cg_pending[free_slot].name, sizeof cg_pending[free_slot].name, "%s", name);
+	cg_pending[free_slot].tries = 0;
 	if (cg_timer == NULL)
 		cg_timer = evtimer_new(bots_state.base, cg_retry, NULL);
 	if (cg_timer != NULL)
 		evtimer_add(cg_timer, &tv);
 }
 
-void sandbox_cgroups_stop(void)
+/*
+ * The daemon stops: the cgroups still waited for are killed and removed
+ * again, every 20 ms for up to wait_ms (a second), so a stop never hangs
+ * on them; 0 tries each once (a handover: the next agentfsd sweeps the
+ * rest). What is still busy after is left for the next start, and said.
+ */
+void sandbox_cgroups_stop(int wait_ms)
 {
+	long long end = mono_ms() + wait_ms;
+	size_t i, left;
+
 	if (cg_timer != NULL)
 		event_free(cg_timer);
 	cg_timer = NULL;
+	for (;;) {
+		left = 0;
+		for (i = 0; i < CG_PENDING; i++) {
+			if (cg_pending[i].name[0] == '\0')
+				continue;
+			cgroup_sandbox_kill(cg_pending[i].name);
+			if (cgroup_sandbox_remove(cg_pending[i].name) == 0)
+				cg_pending[i].name[0] = '\0';
+			else
+				left++;
+		}
+		if (left == 0 || mono_ms() >= end)
+			break;
+		usleep(20 * 1000);
+	}
+	for (i = 0; i < CG_PENDING; i++) {
+		if (cg_pending[i].name[0] != '\0' && wait_ms > 0)
+			log_msg(LOG_WARNING,
+				"the cgroup %s/%s of an ended sandbox is still busy at the stop: "
+				"left in place until the next start of agentfsd",
+				cgroup_where(), cg_pending[i].name);
+		cg_pending[i].name[0] = '\0';
+	}
+}
+
+/* Has a sandbox this daemon follows the cgroup name? */
+static bool cg_owned(const char *name)
+{
+	struct sandbox_run *sb;
+	struct bot *b;
+
+	TAILQ_FOREACH(b, &bots_state.bots, entry)
+		LIST_FOREACH(sb, &b->sandboxes, entry)
+			if (strcmp(sb->cg, name) == 0)
+				return true;
+	return false;
+}
+
+/* A sandbox cgroup no sandbox owns: what runs in it is killed, and it goes. */
+static void cg_leftover(const char *name)
+{
+	long long mem, pids;
+
+	cgroup_sandbox_usage(name, &mem, &pids);
+	if (pids > 0)
+		log_msg(LOG_INFO,
+			"the cgroup %s/%s is of a sandbox no agentfsd follows (its daemon ended "
+			"before removing it): its %lld process%s killed, and it removed",
+			cgroup_where(), name, pids, pids == 1 ? "" : "es");
+	else
+		log_msg(LOG_INFO,
+			"the cgroup %s/%s is of a sandbox no agentfsd follows (its daemon ended "
+			"before removing it): removed",
+			cgroup_where(), name);
+	sandbox_cgroup_end(name);
+}
+
+/*
+ * At start, once the sandboxes still running are taken back: the cgroups
+ * of sandboxes that ended while no daemon could remove them (a stop with
+ * one still busy, a daemon killed or crashed) go. Only names of the
+ * sandboxes' pattern in this daemon's own base, and never while another
+ * agentfsd uses that base (cgroup_sweep).
+ */
+void sandbox_cgroups_sweep(void)
+{
+	int n = cgroup_sweep(cg_owned, cg_leftover);
+
+	if (n == -EWOULDBLOCK)
+		log_msg(LOG_WARNING,
+			"another agentfsd uses the cgroup %s too: cgroups of ended sandboxes "
+			"left there are not removed (each agentfsd needs a \"cgroup\" of its own)",
+			cgroup_where());
+	else if (n < 0)
+		log_msg(LOG_WARNING, "cannot look for cgroups of ended sandboxes in %s: %s",
+			cgroup_where(), strerror(-n));
 }
 
 /*
@@ -174,15 +302,6 @@ struct force {
 	long long start; /* mono_ms() */
 	bool killed;
 };
-
-/* Milliseconds on the monotonic clock. */
-static long long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 unsigned sandboxes_running(struct bot **v, size_t n)
 {

@@ -57,8 +57,20 @@ static bool stopping;
 void sandboxes_stop(void)
 {
 	stopping = true;
-	sandbox_cgroups_stop();
+	sandbox_cgroups_stop(1000);
 	sandboxes_disk_stop();
+}
+
+/*
+ * A handover: the sandboxes live on, followed by the next agentfsd. The
+ * cgroups of ended ones still waited for are tried once (the next one's
+ * start sweeps what is left), and the base's lock let go of, before the
+ * next one can start, for its sweep.
+ */
+void sandboxes_handover(void)
+{
+	sandbox_cgroups_stop(0);
+	cgroup_unlock();
 }
 
 /* b is deleted: its sandboxes are no longer followed (they were ended, or rm --force gave up). */
@@ -213,7 +225,9 @@ static bool sandbox_restore_one(const cJSON *o)
  * daemon knew (sandbox-disk.c), so rm still refuses a bot whose sandbox
  * runs and rm --force still ends it. A record whose process is gone, or
  * whose pid now names another process (its start time differs), is
- * dropped. What is taken back is then written whole, and the log emptied.
+ * dropped. What is taken back is then written whole, and the log emptied;
+ * then the cgroups of sandboxes no one follows any more go (the sweep,
+ * sandbox-ops.c), which must know every sandbox still running first.
  */
 void sandboxes_restore(void)
 {
@@ -223,6 +237,7 @@ void sandboxes_restore(void)
 	cJSON_ArrayForEach(o, arr)
 		sandbox_restore_one(o);
 	sandboxes_save();
+	sandbox_cgroups_sweep();
 }
 
 /* ---- registration ------------------------------------------------------------ */
