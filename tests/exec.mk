@@ -16,7 +16,8 @@ EXEC_TESTS = \
 	tests/exec-keys.sh \
 	tests/exec-operator.sh \
 	tests/exec-linkedwt.sh \
-	tests/exec-cgroup.sh
+	tests/exec-cgroup.sh \
+	tests/exec-cgsweep.sh
 TESTS += $(EXEC_TESTS)
 EXTRA_DIST += tests/exec-lib.sh $(EXEC_TESTS)
 
