@@ -84,7 +84,7 @@ int seal_write_begin(struct fs_mount *m, struct inode *i, bool *checked)
 		i->write_opens++;
 	if (checked != NULL)
 		*checked = m->guard != NULL && S_ISREG(i->type) && i->gcls.kind != GUARD_BOTREPO &&
-			   (i->gcls.flags & GUARD_CHK) && i->gcls.rule != GUARD_RULE_X2;
+			   (i->gcls.flags & GUARD_CHK) && !guard_rule_renamed_only(i->gcls.rule);
 	rule = guard_seal_rule(&i->gcls);
 	pthread_mutex_unlock(&m->fs->lock);
 	if (r != 0) {
@@ -210,7 +210,8 @@ int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np,
 			      "a handle that may write it is still open");
 	}
 	r = guard_content_fd(m->guard, npfd, rule, newname, fd,
-			     rule == GUARD_RULE_X2 ? guard_hash_size(m->guard, npfd) : 20, &why);
+			     guard_rule_renamed_only(rule) ? guard_hash_size(m->guard, npfd) : 20,
+			     &why);
 	close(fd);
 	if (r != 0) {
 		unseal(fs, st.st_dev, st.st_ino, false);
@@ -269,8 +270,8 @@ static int content_after(struct fs_mount *m, struct inode *i, const char *name, 
 	pthread_mutex_lock(&m->fs->lock);
 	rule = (i->gcls.flags & GUARD_CHK) && i->gcls.kind != GUARD_BOTREPO ? i->gcls.rule : 0;
 	pthread_mutex_unlock(&m->fs->lock);
-	if (rule == 0 || rule == GUARD_RULE_X2)
-		return rule == 0 ? 0 : -EROFS; /* an index is never written in place */
+	if (rule == 0 || guard_rule_renamed_only(rule))
+		return rule == 0 ? 0 : -EROFS; /* an index, MERGE_RR: never written in place */
 	cap = guard_content_cap(rule);
 	if (off < 0 || (size_t)off > cap || len > cap - (size_t)off)
 		return refuse(m, "write", i, NULL, rule, "larger than gitguard reads");

@@ -106,6 +106,38 @@ void audit_state_refs(struct audit *a, int dfd, const char *name, const char *pa
 		content_file(a, dfd, name, path, rule);
 }
 
+/*
+ * D10: rerere's records of a conflicted merge.  The next git commit (merge,
+ * cherry-pick...) with rerere on copies the file each names into
+ * rr-cache/ID, or writes a recorded resolution to it: any record is listed,
+ * one git would not write by why.
+ */
+void audit_merge_rr(struct audit *a, int dfd, const char *name, const char *path)
+{
+	const char *why = NULL;
+	size_t len;
+	char *buf;
+	int rc;
+
+	rc = guard_read_file(dfd, name, guard_content_cap(GUARD_RULE_D10), &buf, &len, NULL);
+	if (rc == -ENOENT)
+		return;
+	if (rc) {
+		audit_found(a, path, "state", "rerere records that cannot be checked (%s)",
+			    rc == -EINVAL ? "not a regular file" : strerror(-rc));
+		return;
+	}
+	rc = guard_merge_rr_check(buf, len, a->hashsz, &why);
+	if (rc == -EINVAL)
+		audit_found(a, path, "state", "%s", why);
+	else if (rc)
+		audit_found(a, path, "state",
+			    "rerere records: with rerere on, the next git commit copies the file "
+			    "each names into rr-cache, or writes a resolution to it; review them "
+			    "(tr '\\0' '\\n' <FILE) or remove the file");
+	free(buf);
+}
+
 /* An "update-ref REF" (or "u REF") line of a todo list: REF is updated when it ends */
 void audit_update_ref_line(struct audit *a, const char *path, const char *p)
 {

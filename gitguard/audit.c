@@ -163,6 +163,8 @@ static void index_files(struct audit *a, int dfd, const char *name, const char *
 	/* git commit applies it, merge or no merge (D11 keeps the bot from making it) */
 	else if (!strcmp(name, "MERGE_AUTOSTASH"))
 		audit_found(a, path, "state", "a stash the next git commit applies");
+	else if (!strcmp(name, "MERGE_RR"))
+		audit_merge_rr(a, dfd, name, path);
 	/*
 	 * A bisect in progress: git bisect reset, and the next git bisect
 	 * start, run git checkout on what it names (a branch, or a commit).

@@ -98,13 +98,14 @@ static int check_new(struct guard *g, const struct guard_cls *parent, int parent
 	if (move && c.role == GUARD_R_HOMECFG)
 		return guard_refuse_why(v, GUARD_RULE_H1, "a folder moved in as a home's .config");
 	/*
-	 * X2, X4, X5, R1: a regular file, renamed in (the caller checks its
-	 * content) or, but for X2, made empty and then written with each write
-	 * checked (git writes FETCH_HEAD, MERGE_HEAD and its state files so).
+	 * X2, X4, X5, R1, D10's MERGE_RR: a regular file, renamed in (the
+	 * caller checks its content) or, but for X2 and D10, made empty and
+	 * then written with each write checked (git writes FETCH_HEAD,
+	 * MERGE_HEAD and its state files so).
 	 */
 	if ((c.flags & GUARD_CHK) && !S_ISREG(mode))
 		return guard_refuse_why(v, c.rule, "only a regular file may be put there");
-	if ((c.flags & GUARD_CHK) && !move && c.rule == GUARD_RULE_X2)
+	if ((c.flags & GUARD_CHK) && !move && guard_rule_renamed_only(c.rule))
 		return guard_refuse_why(v, c.rule, "made only by renaming a checked file onto it");
 	if ((c.flags & GUARD_CHK) && !move && c.rule == GUARD_RULE_R1 && !guard_ref_in_place(name))
 		return guard_refuse_why(v, c.rule, "a ref is made by renaming its lock onto it");
@@ -384,11 +385,13 @@ static int check_op(struct guard *g, const struct guard_req *req, struct guard_v
 	switch (req->op) {
 	case GUARD_OP_WRITE:
 		rc = check_write(req->cls, v);
-		/* X2: git writes an index by renaming a lock file onto it, never in place */
+		/* X2, D10: git writes an index and MERGE_RR by renaming a lock onto them */
 		if (!rc && req->cls->kind != GUARD_BOTREPO && (req->cls->flags & GUARD_CHK) &&
-		    req->cls->rule == GUARD_RULE_X2)
-			rc = guard_refuse_why(v, GUARD_RULE_X2,
-					      "index written in place, not renamed in");
+		    guard_rule_renamed_only(req->cls->rule))
+			rc = guard_refuse_why(v, req->cls->rule,
+					      req->cls->rule == GUARD_RULE_X2
+						      ? "index written in place, not renamed in"
+						      : "written in place, not renamed in");
 		return rc;
 	case GUARD_OP_CHMOD:
 		/* H1: a pinned home, ~/.config or a folder above opened to others' writes */

@@ -364,11 +364,12 @@ void guard_revalidate(struct guard *g);
  * `strategy_opts` and sequencer/`opts` (X4); `apply-opt` and `gpg_sign_opt`
  * there (X5); `git-rebase-todo` there (X6); the refs at a git folder's
  * top, every file under refs/ but a lock, `packed-refs`, and a rebase's
- * `head-name`, `update-refs` and `refs-to-delete` (R1).  guard_check() refuses to make them by mknod,
- * mkdir, symlink or link (names.c says which names they are), and X2 files
- * and R1 files but those git writes in place (guard_ref_in_place) cannot be
- * made by a create (git renames a lock file onto them); X2 files cannot be
- * written in place at all.
+ * `head-name`, `update-refs` and `refs-to-delete` (R1); `MERGE_RR` at a git
+ * folder's top (D10).  guard_check() refuses to make them by mknod,
+ * mkdir, symlink or link (names.c says which names they are), and X2 and D10
+ * files and R1 files but those git writes in place (guard_ref_in_place) cannot be
+ * made by a create (git renames a lock file onto them); X2 and D10 files
+ * (guard_rule_renamed_only) cannot be written in place at all.
  * What guard_check() cannot see is the content: the caller must
  *   - on a rename (or exchange) of a regular file onto such a name, call
  *     guard_content_check() on the source, read through an fd it holds, and
@@ -391,6 +392,11 @@ int guard_content_check(unsigned rule, const char *name, const char *buf, size_t
 int guard_content_fd(struct guard *g, int dirfd, unsigned rule, const char *name, int fd,
 		     size_t hashsz, const char **why);
 size_t guard_hash_size(struct guard *g, int gitdir_fd);
+/* rerere.c: D10's MERGE_RR, empty only: 0, -EINVAL for a record git would not write (*WHY
+   says how), -EROFS for one it would */
+int guard_merge_rr_check(const char *buf, size_t len, size_t hashsz, const char **why);
+/* names.c: a rule whose files git only renames onto (X2, D10's MERGE_RR): never written in place */
+bool guard_rule_renamed_only(unsigned rule);
 int guard_index_folder(struct guard *g, int gitdir_fd, const char *name, const char *buf,
 		       size_t len, size_t hashsz, const char **why);
 int guard_index_worktree(struct guard *g, int gitdir_fd, const char *buf, size_t len, size_t hashsz,

@@ -23,6 +23,7 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/index-tree.c \
 	gitguard/index-int.h \
 	gitguard/seq.c \
+	gitguard/rerere.c \
 	gitguard/refs.c \
 	gitguard/names.c \
 	gitguard/rules.c \

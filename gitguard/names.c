@@ -189,7 +189,8 @@ static bool top_ref(const char *name)
 /*
  * Content-checked names (gitguard.h): X2 for a git folder's `index` and
  * `sharedindex.*`; R1 for the refs at its top, every file under refs/ but
- * lock files, and a rebase's head-name, update-refs and refs-to-delete; X4
+ * lock files, and a rebase's head-name, update-refs and refs-to-delete; D10
+ * for MERGE_RR, rerere's records (rerere.c); X4
  * for the strategy files in rebase-merge/, rebase-apply/ and sequencer/;
  * X5 for apply-opt and gpg_sign_opt there; X6 for git-rebase-todo there
  * (git reads it in rebase-merge/ only; elsewhere the check costs nothing);
@@ -202,6 +203,8 @@ unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
 	if (parent->kind == GUARD_GITDIR) {
 		if (name_is(name, "index") || !strncasecmp(name, "sharedindex.", 12))
 			return GUARD_RULE_X2;
+		if (name_is(name, "MERGE_RR"))
+			return GUARD_RULE_D10;
 		return top_ref(name) ? GUARD_RULE_R1 : 0;
 	}
 	if (parent->kind != GUARD_INGIT)
@@ -232,6 +235,11 @@ size_t guard_content_cap(unsigned rule)
 	return rule == GUARD_RULE_X6 ? GUARD_TODO_MAX : GUARD_SEQ_MAX;
 }
 
+bool guard_rule_renamed_only(unsigned rule)
+{
+	return rule == GUARD_RULE_X2 || rule == GUARD_RULE_D10;
+}
+
 /* 0 if BUF may become the file NAME of rule RULE, else -EROFS with *WHY */
 int guard_content_check(unsigned rule, const char *name, const char *buf, size_t len, size_t hashsz,
 			const char **why)
@@ -249,6 +257,8 @@ int guard_content_check(unsigned rule, const char *name, const char *buf, size_t
 		rc = guard_ref_check(name, buf, len, why);
 	else if (rule == GUARD_RULE_X6)
 		rc = guard_todo_check(buf, len, why);
+	else if (rule == GUARD_RULE_D10)
+		rc = guard_merge_rr_check(buf, len, hashsz, why);
 	return rc ? -EROFS : 0;
 }
 

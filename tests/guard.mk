@@ -28,6 +28,7 @@ GUARD_TESTS = \
 	tests/guard-names.sh \
 	tests/guard-gitlink.sh \
 	tests/guard-index-chain.sh \
+	tests/guard-rerere.sh \
 	tests/guard-matrix.sh
 TESTS += $(GUARD_TESTS)
 EXTRA_DIST += $(GUARD_TESTS) tests/guard-lib.sh tests/guard-forge.py tests/guard-workflows.sh

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gitguard's pure checks of rules R1 (what a ref file may name), X5 (option
- * files git hands to another command), X6 (a rebase's todo list) and D12 (the names git makes in a git
- * folder), and which names carry a content rule.
+ * files git hands to another command), X6 (a rebase's todo list), D10 (MERGE_RR, empty
+ * only) and D12 (the names git makes in a git folder), and which names carry a content rule.
  */
 #include <errno.h>
 #include <string.h>
@@ -155,6 +155,30 @@ static void options(void)
 	       "sequencer/opts: options.gpg-sign may not name a key file");
 }
 
+static int merge_rr(const char *text, size_t len)
+{
+	const char *why = NULL;
+
+	return guard_merge_rr_check(text, len, 20, &why);
+}
+
+#define RR(s) merge_rr(s, sizeof(s) - 1)
+
+static void rerere(void)
+{
+	tap_ok(RR("") == 0, "D10: an empty MERGE_RR passes");
+	tap_ok(RR(OID "\tf\0") == -EROFS && RR(OID ".3\tsrc/f.c\0") == -EROFS &&
+		       RR(OID "\tf\0" OID "\tg\0") == -EROFS,
+	       "D10: a record as git writes it is refused (-EROFS)");
+	tap_ok(RR(OID "\t/root/.ssh/id_ed25519\0") == -EINVAL &&
+		       RR(OID "\t../secret\0") == -EINVAL && RR(OID "\t.git/config\0") == -EINVAL &&
+		       RR(OID "\ta/./b\0") == -EINVAL && RR(OID "\tf") == -EINVAL &&
+		       RR(OID ".-1\tf\0") == -EINVAL && RR(OID ".1234567\tf\0") == -EINVAL &&
+		       RR("0123\tf\0") == -EINVAL && RR(OID "x\tf\0") == -EINVAL &&
+		       RR(OID "\t\0") == -EINVAL,
+	       "D10: a record git would not write is malformed (-EINVAL)");
+}
+
 static void names(void)
 {
 	const struct guard_cls gitdir = {.kind = GUARD_GITDIR};
@@ -171,8 +195,13 @@ static void names(void)
 		       guard_content_rule(&gitdir, "packed-refs") == GUARD_RULE_R1 &&
 		       guard_content_rule(&gitdir, "index") == GUARD_RULE_X2 &&
 		       guard_content_rule(&gitdir, "ORIG_HEAD.lock") == 0 &&
-		       guard_content_rule(&gitdir, "MERGE_MSG") == 0,
-	       "content rules at a git folder's top: refs R1, index X2, locks none");
+		       guard_content_rule(&gitdir, "MERGE_MSG") == 0 &&
+		       guard_content_rule(&gitdir, "MERGE_RR") == GUARD_RULE_D10 &&
+		       guard_content_rule(&gitdir, "MERGE_RR.lock") == 0 &&
+		       guard_rule_renamed_only(GUARD_RULE_D10) &&
+		       guard_rule_renamed_only(GUARD_RULE_X2) &&
+		       !guard_rule_renamed_only(GUARD_RULE_R1),
+	       "content rules at a git folder's top: refs R1, index X2, MERGE_RR D10, locks none");
 	tap_ok(guard_content_rule(&refsdir, "main") == GUARD_RULE_R1 &&
 		       guard_content_rule(&refsdir, "main.lock") == 0 &&
 		       guard_content_rule(&seq, "update-refs") == GUARD_RULE_R1 &&
@@ -218,6 +247,7 @@ int main(void)
 	refs();
 	todos();
 	options();
+	rerere();
 	names();
 	return tap_done();
 }
