@@ -409,6 +409,7 @@ struct fs {
 	uint64_t crash_after;	/* tests only: opcodes after which to die (journal.c) */
 	uint64_t crash_handle;	/* tests only: opcodes after whose handle to die (journal.c) */
 	uint64_t crash_during;	/* tests only: opcodes after whose syscall to die (journal.c) */
+	uint64_t crash_resent;	/* tests only: opcodes sent again before whose reply to die */
 	unsigned max_pollers; /* see worker_poll() */
 	/* fd cache */
 	struct inode lru; /* list head: lru.lru_next most recent */
@@ -688,6 +689,7 @@ void journal_made(struct fs_mount *m, uint64_t fh);
 uint64_t journal_made_before(struct fs_mount *m);
 void journal_note(struct fs_mount *m, uint64_t aux);
 void journal_syscalled(struct fs_mount *m);
+void journal_replying(struct fs_mount *m);
 uint64_t journal_aux(struct fs_mount *m);
 void journal_adopt(struct fs_mount *m);
 

@@ -324,7 +324,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* AGENTFSD_TEST_CRASH=after:N,..., during:N,... or handle:N,...: see journal.c */
+/* AGENTFSD_TEST_CRASH=after:N,..., during:N,..., handle:N,... or resent:N,...: see journal.c */
 static void fs_test_crash(struct fs *fs)
 {
 	const char *v = getenv("AGENTFSD_TEST_CRASH");
@@ -338,6 +338,8 @@ static void fs_test_crash(struct fs *fs)
 		set = &fs->crash_during;
 	else if (v != NULL && strncmp(v, "handle:", 7) == 0)
 		set = &fs->crash_handle;
+	else if (v != NULL && strncmp(v, "resent:", 7) == 0)
+		set = &fs->crash_resent;
 	else
 		return;
 	for (v = strchr(v, ':') + 1; *v != '\0'; v = *end == ',' ? end + 1 : end) {

@@ -37,7 +37,10 @@
  * For tests/daemon-handover.sh only: AGENTFSD_TEST_CRASH=after:N[,M...]
  * (fs_new) kills the server right after it did a request of opcode N, and
  * before it answered: the worst moment for a name change; handle:N[,M...]
- * kills it once a create also opened its handle (journal_made).
+ * kills it once a create also opened its handle (journal_made); resent:N
+ * [,M...] just before it answers a request of opcode N that the kernel sent
+ * again (journal_replying): armed in the server after one killed by
+ * during:N, the request comes a third time, its note two takeovers old.
  */
 static bool crash_now(uint64_t set)
 {
@@ -79,6 +82,17 @@ void journal_syscalled(struct fs_mount *m)
 {
 	if (m->fs->crash_during != 0 && crash_now(m->fs->crash_during))
 		raise(SIGKILL);
+}
+
+/* A reply is about to go out for the request this thread serves (tests only) */
+void journal_replying(struct fs_mount *m)
+{
+	if ((fs_cur.unique & UNIQUE_RESEND) && crash_now(m->fs->crash_resent)) {
+		fs_log(m->fs, FS_LOG_WARN,
+		       "AGENTFSD_TEST_CRASH: dying before the answer to opcode %u, sent again",
+		       fs_cur.opcode);
+		raise(SIGKILL);
+	}
 }
 
 /*

@@ -131,6 +131,8 @@ ssize_t fs_dev_writev(struct fs_mount *m, int fd, struct iovec *iov, int count)
 		}
 		return (ssize_t)total;
 	}
+	if (m->fs->crash_resent != 0)
+		journal_replying(m);
 	if (m->uring != NULL && uring_reply(m, iov, count, &n))
 		return n; /* a request a ring entry holds: committed there */
 	n = writev(first, iov, count);

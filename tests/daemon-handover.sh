@@ -11,10 +11,11 @@
 # the bot's mount is the same mount (unique mount id) all along. A name change
 # the server did but never answered before it was killed is answered by the
 # next one, and done once (mkdir, create O_EXCL, unlink, rename, link,
-# symlink, rmdir), also a create as git makes its objects (0444, written through the
-# descriptor that made it). 50 bots with
-# files held open across a restart keep them. A keeper killed ends the mounts
-# as a stop does, and the next agentfsd mounts afresh.
+# symlink, rmdir), also a create as git makes its objects (0444, written
+# through the descriptor that made it), and one sent a third time, its second
+# server killed too. 50 bots with files held open across a restart keep them.
+# A keeper killed ends the mounts as a stop does, and the next agentfsd mounts
+# afresh.
 . "$top_srcdir/tests/exec-lib.sh"
 
 command -v git >/dev/null || skip_all "git is missing"
@@ -220,6 +221,17 @@ crash_after()
 	op=$!
 	wait_until 10 eval '[ -z "$(daemon_pids)" ] && state_unlocked' ||
 		diag "$desc: the server did not die doing it"
+	if [ -n "${crash_next:-}" ]; then
+		# the request, sent again, kills the next server too, as it starts (so the start
+		# fails): the third gets it a third time
+		local lines
+		lines=$(wc -l <"$D_LOG")
+		AGENTFSD_TEST_CRASH=$crash_next daemon_start 2>/dev/null
+		wait_until 10 eval '[ -z "$(daemon_pids)" ] && state_unlocked' ||
+			diag "$desc: the second server did not die"
+		like "$(tail -n +$((lines + 1)) "$D_LOG")" "dying before the answer to opcode [0-9]+, sent again" \
+			"$desc: the second server was killed as it answered it again"
+	fi
 	daemon_start || not_ok "$desc: the next agentfsd starts"
 	wait "$op"
 	rc=$?
@@ -276,6 +288,20 @@ crash_after during:11 "rmdir, killed in its syscall" rmdir "$M/cr/dir2"
 	not_ok "rmdir, killed in its syscall: the folder is gone"
 crash_after during:12,45 "rename, killed in its syscall" mv "$M/cr/c" "$M/cr/d"
 is "$(cat "$W/cr/d" 2>&1)/$([ -e "$W/cr/c" ] && echo still)" "c/" "rename, killed in its syscall: moved once"
+# sent again twice: the first server killed in its syscall, the second just before it
+# answered (resent:OPCODES) from the first one's note; the third finds that note, two
+# takeovers old, and answers from it. Done once, and the call succeeds.
+echo e >"$W/cr/e"
+echo gone >"$W/cr/gone3"
+own "$W/cr"
+crash_next=resent:10 crash_after during:10 "unlink, sent again twice" rm "$M/cr/gone3"
+[ ! -e "$W/cr/gone3" ] && ok "unlink, sent again twice: the file is gone" ||
+	not_ok "unlink, sent again twice: the file is gone"
+crash_next=resent:9 crash_after during:9 "mkdir, sent again twice" mkdir "$M/cr/dir3"
+[ -d "$W/cr/dir3" ] && ok "mkdir, sent again twice: the folder is there" ||
+	not_ok "mkdir, sent again twice: the folder is there"
+crash_next=resent:12,45 crash_after during:12,45 "rename, sent again twice" mv "$M/cr/e" "$M/cr/f"
+is "$(cat "$W/cr/f" 2>&1)/$([ -e "$W/cr/e" ] && echo still)" "e/" "rename, sent again twice: moved once"
 # as git commits: a ref's lock file renamed onto the ref (its content checked first)
 crash_after during:12,45 "a ref's lock file renamed onto the ref, killed in its syscall, by the bot's command" \
 	ex w1 --cwd "$W/repo" -- sh -c 'set -C; git rev-parse HEAD~1 >.git/refs/heads/side3.lock &&
@@ -305,6 +331,9 @@ like "$(grep "$D_MNT/np/0: passthrough" "$D_LOG")" "passthrough off \\(nopassthr
 crash_after during:16 "an append without passthrough, killed in its syscall" \
 	sh -c 'echo two >>"$1"' sh "$D_MNT/np/0/f"
 is "$(cat "$T/np/f" 2>&1 | tr '\n' ' ')" "one two " "an append killed in its syscall: made once"
+crash_next=resent:16 crash_after during:16 "an append without passthrough, sent again twice" \
+	sh -c 'echo three >>"$1"' sh "$D_MNT/np/0/f"
+is "$(cat "$T/np/f" 2>&1 | tr '\n' ' ')" "one two three " "an append sent again twice: made once"
 afs rm np >/dev/null || not_ok "remove the bot np"
 mv "$T/config.keep" "$D_CONFIG"
 kill -TERM "$D_PID"
