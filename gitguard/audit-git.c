@@ -176,6 +176,34 @@ static void objinfo_entry(struct audit *a, int dfd, const char *name, const char
 	audit_found(a, path, "name", "a name git does not make in objects/info");
 }
 
+/* D7: a multi-pack-index naming a pack elsewhere than objects/pack (midx.c) */
+void audit_midx(struct audit *a, int gfd, const char *path)
+{
+	const char *why = NULL;
+	int ofd, pfd, rc;
+	char *buf, *p;
+	size_t len;
+
+	ofd = audit_open_dir(gfd, "objects");
+	pfd = ofd >= 0 ? audit_open_dir(ofd, "pack") : -1;
+	rc = pfd >= 0 ? guard_read_file(pfd, "multi-pack-index", guard_content_cap(GUARD_RULE_D7),
+					&buf, &len, NULL)
+		      : -ENOENT;
+	p = rc != -ENOENT ? audit_join(path, "objects/pack/multi-pack-index") : NULL;
+	if (p && rc)
+		audit_found(a, p, "name", "a multi-pack-index that cannot be checked (%s)",
+			    rc == -EINVAL ? "not a regular file" : strerror(-rc));
+	else if (p && guard_midx_check(buf, len, &why))
+		audit_found(a, p, "name", "%s", why);
+	if (!rc)
+		free(buf);
+	free(p);
+	if (pfd >= 0)
+		close(pfd);
+	if (ofd >= 0)
+		close(ofd);
+}
+
 /* D12: folders in the git folder GFD (PATH) and its objects/ that git does not make */
 void audit_names(struct audit *a, int gfd, const char *path)
 {

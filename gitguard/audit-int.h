@@ -37,6 +37,7 @@ void audit_each_entry(struct audit *a, int dfd, const char *name, const char *pa
 /* audit-git.c */
 void audit_refs(struct audit *a, int gfd, const char *path);
 void audit_names(struct audit *a, int gfd, const char *path);
+void audit_midx(struct audit *a, int gfd, const char *path);
 void audit_state_refs(struct audit *a, int dfd, const char *name, const char *path);
 void audit_merge_rr(struct audit *a, int dfd, const char *name, const char *path);
 void audit_update_ref_line(struct audit *a, const char *path, const char *line);

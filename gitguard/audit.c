@@ -357,6 +357,7 @@ static void gitdir_state(struct audit *a, int dfd, const char *path)
 	audit_each_entry(a, dfd, ".", path, index_files);
 	audit_refs(a, dfd, path);
 	audit_names(a, dfd, path);
+	audit_midx(a, dfd, path);
 	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
 		p = audit_join(path, dirs[i]);
 		if (p)

@@ -157,6 +157,15 @@ int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char
 		case GUARD_R_OBJECTS:
 			if (name_is(name, "info"))
 				out->role = GUARD_R_OBJINFO;
+			else if (name_is(name, "pack") && S_ISDIR(mode))
+				out->role = GUARD_R_OBJPACK;
+			break;
+		case GUARD_R_OBJPACK:
+			/* D7: the multi-pack-index names its packs (names.c) */
+			if ((i = (int)guard_content_rule(parent, name))) {
+				set(out, GUARD_CHK, (uint8_t)i);
+				return 0;
+			}
 			break;
 		case GUARD_R_OBJINFO:
 			if (name_or_lock(name, "alternates") ||

@@ -73,7 +73,8 @@ enum guard_role {
 	GUARD_R_REFS,	   /* D/refs and every folder beneath it: its files are refs (R1) */
 	GUARD_R_LOGS,	   /* D/logs and D/logs/refs of a common folder a linked worktree's bot
 			      reaches (D13: HEAD's log and per-worktree refs' logs are not its) */
-	GUARD_R_HOMECFG,   /* a home's .config folder: its git/ is H1's
+	GUARD_R_HOMECFG,   /* a home's .config folder: its git/ is H1's */
+	GUARD_R_OBJPACK,   /* D/objects/pack: its multi-pack-index is D7's
 			      (the last role: tests/fuzz/fuzz-decide.c checks against it) */
 };
 
@@ -365,7 +366,7 @@ void guard_revalidate(struct guard *g);
  * there (X5); `git-rebase-todo` there (X6); the refs at a git folder's
  * top, every file under refs/ but a lock, `packed-refs`, and a rebase's
  * `head-name`, `update-refs` and `refs-to-delete` (R1); `MERGE_RR` at a git
- * folder's top (D10).  guard_check() refuses to make them by mknod,
+ * folder's top (D10); objects/pack/`multi-pack-index` (D7).  guard_check() refuses to make them by mknod,
  * mkdir, symlink or link (names.c says which names they are), and X2 and D10
  * files and R1 files but those git writes in place (guard_ref_in_place) cannot be
  * made by a create (git renames a lock file onto them); X2 and D10 files
@@ -395,7 +396,10 @@ size_t guard_hash_size(struct guard *g, int gitdir_fd);
 /* rerere.c: D10's MERGE_RR, empty only: 0, -EINVAL for a record git would not write (*WHY
    says how), -EROFS for one it would */
 int guard_merge_rr_check(const char *buf, size_t len, size_t hashsz, const char **why);
-/* names.c: a rule whose files git only renames onto (X2, D10's MERGE_RR): never written in place */
+/* midx.c: D7's objects/pack/multi-pack-index names packs of its folder only (0, or -EINVAL) */
+int guard_midx_check(const char *buf, size_t len, const char **why);
+/* names.c: a rule whose files git only renames onto (X2, D10's MERGE_RR, D7's
+   multi-pack-index): never written in place */
 bool guard_rule_renamed_only(unsigned rule);
 int guard_index_folder(struct guard *g, int gitdir_fd, const char *name, const char *buf,
 		       size_t len, size_t hashsz, const char **why);

@@ -24,6 +24,7 @@ gitguard_libgitguard_a_SOURCES = \
 	gitguard/index-int.h \
 	gitguard/seq.c \
 	gitguard/rerere.c \
+	gitguard/midx.c \
 	gitguard/refs.c \
 	gitguard/names.c \
 	gitguard/rules.c \

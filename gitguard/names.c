@@ -190,7 +190,8 @@ static bool top_ref(const char *name)
  * Content-checked names (gitguard.h): X2 for a git folder's `index` and
  * `sharedindex.*`; R1 for the refs at its top, every file under refs/ but
  * lock files, and a rebase's head-name, update-refs and refs-to-delete; D10
- * for MERGE_RR, rerere's records (rerere.c); X4
+ * for MERGE_RR, rerere's records (rerere.c); D7 for objects/pack/multi-pack-index
+ * (midx.c); X4
  * for the strategy files in rebase-merge/, rebase-apply/ and sequencer/;
  * X5 for apply-opt and gpg_sign_opt there; X6 for git-rebase-todo there
  * (git reads it in rebase-merge/ only; elsewhere the check costs nothing);
@@ -209,6 +210,8 @@ unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
 	}
 	if (parent->kind != GUARD_INGIT)
 		return 0;
+	if (parent->role == GUARD_R_OBJPACK)
+		return name_is(name, "multi-pack-index") ? GUARD_RULE_D7 : 0;
 	if (parent->role == GUARD_R_REFS) {
 		n = strlen(name);
 		return n > 5 && !strcasecmp(name + n - 5, ".lock") ? 0 : GUARD_RULE_R1;
@@ -230,14 +233,14 @@ unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
 /* How much of a file of RULE gitguard reads to check it */
 size_t guard_content_cap(unsigned rule)
 {
-	if (rule == GUARD_RULE_X2 || rule == GUARD_RULE_R1)
+	if (rule == GUARD_RULE_X2 || rule == GUARD_RULE_R1 || rule == GUARD_RULE_D7)
 		return GUARD_INDEX_MAX;
 	return rule == GUARD_RULE_X6 ? GUARD_TODO_MAX : GUARD_SEQ_MAX;
 }
 
 bool guard_rule_renamed_only(unsigned rule)
 {
-	return rule == GUARD_RULE_X2 || rule == GUARD_RULE_D10;
+	return rule == GUARD_RULE_X2 || rule == GUARD_RULE_D10 || rule == GUARD_RULE_D7;
 }
 
 /* 0 if BUF may become the file NAME of rule RULE, else -EROFS with *WHY */
@@ -259,6 +262,8 @@ int guard_content_check(unsigned rule, const char *name, const char *buf, size_t
 		rc = guard_todo_check(buf, len, why);
 	else if (rule == GUARD_RULE_D10)
 		rc = guard_merge_rr_check(buf, len, hashsz, why);
+	else if (rule == GUARD_RULE_D7)
+		rc = guard_midx_check(buf, len, why);
 	return rc ? -EROFS : 0;
 }
 

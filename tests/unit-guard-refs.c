@@ -186,7 +186,9 @@ static void names(void)
 	const struct guard_cls seq = {.kind = GUARD_INGIT, .role = GUARD_R_SEQ};
 	const struct guard_cls objects = {.kind = GUARD_INGIT, .role = GUARD_R_OBJECTS};
 	const struct guard_cls objinfo = {.kind = GUARD_INGIT, .role = GUARD_R_OBJINFO};
+	const struct guard_cls objpack = {.kind = GUARD_INGIT, .role = GUARD_R_OBJPACK};
 	const struct guard_cls plain = {.kind = GUARD_PLAIN};
+	const char *why = NULL;
 
 	tap_ok(guard_content_rule(&gitdir, "HEAD") == GUARD_RULE_R1 &&
 		       guard_content_rule(&gitdir, "ORIG_HEAD") == GUARD_RULE_R1 &&
@@ -211,8 +213,24 @@ static void names(void)
 		       guard_content_rule(&seq, "strategy") == GUARD_RULE_X4 &&
 		       guard_content_rule(&seq, "git-rebase-todo") == GUARD_RULE_X6 &&
 		       guard_content_rule(&seq, "done") == 0 &&
-		       guard_content_rule(&plain, "HEAD") == 0,
-	       "content rules under refs/ and in state folders");
+		       guard_content_rule(&plain, "HEAD") == 0 &&
+		       guard_content_rule(&objpack, "multi-pack-index") == GUARD_RULE_D7 &&
+		       guard_content_rule(&objpack, "multi-pack-index.lock") == 0 &&
+		       guard_content_rule(&objpack, "pack-1.idx") == 0 &&
+		       guard_content_rule(&objects, "multi-pack-index") == 0 &&
+		       guard_rule_renamed_only(GUARD_RULE_D7),
+	       "content rules under refs/, in state folders and objects/pack");
+	tap_ok(guard_midx_check("MIDX", 4, &why) == -EINVAL &&
+		       guard_midx_check("DIRC\1\1\0\0\0\0\0\0", 12, &why) == -EINVAL &&
+		       guard_midx_check("MIDX\1\1\0\0\0\0\0\0"
+					"\0\0\0\0"
+					"\0\0\0\0\0\0\0\30",
+					24, &why) == 0 &&
+		       guard_midx_check("MIDX\1\1\0\0\0\0\0\1"
+					"\0\0\0\0"
+					"\0\0\0\0\0\0\0\30",
+					24, &why) == -EINVAL,
+	       "D7: a multi-pack-index git 2.39 reads, and one naming packs without their names");
 	tap_ok(guard_git_name_ok(&gitdir, "refs", S_IFDIR) &&
 		       guard_git_name_ok(&gitdir, "ORIG_HEAD.lock", S_IFREG) &&
 		       guard_git_name_ok(&gitdir, "sharedindex_Ab12Cd", S_IFREG) &&
