@@ -73,7 +73,10 @@ bool guard_is_home(struct guard *g, uint64_t dev, uint64_t ino)
  * 4 to 8, ~/.config/husky/init.sh for husky 9); and the credential helpers'
  * files (git credential-store's ~/.git-credentials, credential-cache's
  * socket folder ~/.git-credential-cache), which say whose credentials the
- * person's git sends where.  ssh's and gpg's are .ssh and .gnupg (below).
+ * person's git sends where.  And gitk's old settings file, ~/.gitk, which
+ * gitk (git's history viewer, which `git bisect visualize` starts) sources
+ * as Tcl when ~/.config/git/gitk (H1's, in .config/git) is missing.  ssh's
+ * and gpg's are .ssh and .gnupg (below).
  * TREE: a folder, read-only with everything in it.
  */
 struct startup_file {
@@ -87,6 +90,7 @@ static const struct startup_file run_by_git_home[] = {
 	{".nanorc", false},	     {".emacs", false},	     {".emacs.el", false},
 	{".emacs.d", true},	     {".selected_editor", false}, {".huskyrc", false},
 	{".git-credentials", false}, {".git-credential-cache", true},
+	{".gitk", false},
 };
 
 static const struct startup_file run_by_git_config[] = {

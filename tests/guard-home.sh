@@ -325,6 +325,8 @@ is "$(try mkdir "$H/.vim")" EROFS "~/.vim: making it refused"
 is "$(try mkdir "$H/.config/nvim")" EROFS "~/.config/nvim: making it refused"
 is "$(plant "$H/.config/lesskey")" EROFS "~/.config/lesskey: making it refused"
 is "$(plant "$H/.huskyrc")" EROFS "~/.huskyrc (sourced before every husky hook): making it refused"
+refused_by "~/.gitk (gitk's Tcl settings, sourced when ~/.config/git/gitk is missing)" H1 \
+	shell_result write_text "$H/.gitk" "exec touch $MARKS/PWNED-gitk"
 refused_by "~/.less (less's binary lesskey, whose LESSOPEN runs on a paged git log)" H1 \
 	python3 "$FORGE" plant-new "$H/.less" "$PAY/bot.less"
 refused_by "~/.config/less (the same, where less looks under XDG)" H1 \
