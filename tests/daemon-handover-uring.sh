@@ -14,98 +14,25 @@
 # it back.
 . "$top_srcdir/tests/exec-lib.sh"
 
-command -v git >/dev/null || skip_all "git is missing"
 need_fuse_uring
-RC="$T/restart-client"
-cp "$top_builddir/tests/restart-client" "$RC" || bail_out "tests/restart-client is not built"
-chmod 755 "$T"
+. "$top_srcdir/tests/handover-lib.sh"
 printf '{"group": "", "log_target": "file:%s", "cgroup": "%s", "uring": true}\n' \
 	"$D_LOG" "$D_CGROUP" >"$T/uring.json"
 D_CONFIG="$T/uring.json"
 
-mntid() { "$RC" mntid "$1"; }
-restart_with()
-{
-	local old=$D_PID
-	"$@" "$old"
-	daemon_start || return 1
-	[ "$D_PID" != "$old" ] || return 1
-	wait_until 10 eval '[ "$(afs --json show w1 | jget "bot.mounts.0.state")" = mounted ]'
-}
-term_now() { kill -TERM "$1"; }
-term_wait() { kill -TERM "$1" && wait_until 10 eval '! kill -0 '"$1"' 2>/dev/null'; }
-kill9() { kill -KILL "$1" && wait_until 5 eval '[ -z "$(daemon_pids)" ] && state_unlocked'; }
-rounds() { wc -l <"$W/work/held" 2>/dev/null || echo 0; }
-advanced()
-{
-	local since=$1
-	wait_until 10 eval '[ "$(rounds)" -gt $((since + 20)) ]'
-}
-
-ex_start_w1
-M="$D_MNT/w1/0"
-mkdir -p "$W/work" "$W/out" "$W/repo"
-(
-	cd "$W/repo" && git init -q && git config user.name Bot && git config user.email bot@test.invalid &&
-		echo 0 >count && git add count && git commit -qm start
-) || bail_out "cannot make the bot's repository"
-own "$W"
-mid=$(mntid "$M")
-[ -n "$mid" ] || bail_out "no mount id for $M"
+handover_bot
 wait_until 5 grep -q "served over io_uring" "$D_LOG"
 like "$(grep -c "served over io_uring" "$D_LOG")" "^[1-9]" "the bot's mount is served over io_uring"
 
-# work: the bot's command (the work and a git loop beside it) until work/stop
-work()
-{
-	# through the mount: the kernel's cache of names must see them go
-	rm -f "$M/work/stop" "$M/work/held" "$M/out/"*
-	ex w1 --cwd "$W" -- sh -c '
-		"$1" work "$2/work" 600 >"$2/out/work" 2>"$2/out/work.err" &
-		w=$!
-		n=0 e=0
-		cd "$2/repo"
-		while [ ! -e "$2/work/stop" ]; do
-			n=$((n + 1))
-			echo "$n" >count
-			{ git add count && git commit -qm "commit $n"; } 2>>"$2/out/git.err" || e=$((e + 1))
-		done
-		echo "commits $n errors $e" >"$2/out/git"
-		wait "$w"
-	' sh "$RC" "$W" </dev/null >"$T/exec.out" 2>&1 &
-	exec_pid=$!
-	track_pid "$exec_pid"
-	wait_until 20 eval '[ "$(rounds)" -gt 50 ]' || bail_out "the bot's work does not start: $(cat "$T/exec.out" "$W/out/work.err" "$W/out/git.err" 2>&1 | head -5; tail -5 "$D_LOG")"
-}
-
-# work_end: stop the work; WORK and GIT are what it said
-work_end()
-{
-	touch "$W/work/stop"
-	wait_until 60 eval '! kill -0 '"$exec_pid"' 2>/dev/null'
-	wait "$exec_pid"
-	WORK=$(cat "$W/out/work" 2>/dev/null)
-	GIT=$(cat "$W/out/git" 2>/dev/null)
-}
-
+# step WHAT CMD: restart_step, and the mount's ring entries were taken over
 step()
 {
-	local what=$1 before
-	shift
-	before=$(rounds)
-	if restart_with "$@"; then
-		ok "$what: the next agentfsd serves"
-	else
-		not_ok "$what: the next agentfsd serves"
-		return
-	fi
-	is "$(mntid "$M")" "$mid" "$what: the bot's mount is the same mount"
-	if advanced "$before"; then ok "$what: the bot's work goes on"; else not_ok "$what: the bot's work goes on"; fi
+	restart_step "$@" || return
 	like "$(grep "served over io_uring" "$D_LOG" | tail -n 1)" "taken over" \
-		"$what: its io_uring entries were taken over"
+		"$1: its io_uring entries were taken over"
 }
 
-work
+work_start
 step "SIGTERM, the next one started at once" term_now
 step "SIGTERM, the next one started after" term_wait
 mkdir -p "$T/new"
@@ -139,7 +66,7 @@ check "git fsck finds nothing wrong" hgit -C "$W/repo" fsck --no-progress
 grep -i "ECANCELED\|still free at the handover\|no file to fill" "$D_LOG" | head -5 | while read -r l; do diag "$l"; done
 
 # --- SIGKILL: errors counted and reported ------------------------------------------------------
-work
+work_start
 step "SIGKILL" kill9
 step "a second SIGKILL" kill9
 work_end

@@ -17,92 +17,14 @@
 # A keeper killed ends the mounts as a stop does, and the next agentfsd mounts
 # afresh.
 . "$top_srcdir/tests/exec-lib.sh"
+. "$top_srcdir/tests/handover-lib.sh"
 
-command -v git >/dev/null || skip_all "git is missing"
-RC="$T/restart-client"
-cp "$top_builddir/tests/restart-client" "$RC" || bail_out "tests/restart-client is not built"
-chmod 755 "$T"
+handover_bot
+work_start
 
-mntid()
-{
-	"$RC" mntid "$1"
-}
-
-# restart_with CMD...: stop the daemon with CMD (given its pid as $1), start
-# the next one, wait until its bots are restored
-restart_with()
-{
-	local old=$D_PID
-	"$@" "$old"
-	daemon_start || return 1
-	[ "$D_PID" != "$old" ] || return 1
-	wait_until 10 eval '[ "$(afs --json show w1 | jget "bot.mounts.0.state")" = mounted ]'
-}
-term_now() { kill -TERM "$1"; }
-term_wait() { kill -TERM "$1" && wait_until 10 eval '! kill -0 '"$1"' 2>/dev/null'; }
-kill9() { kill -KILL "$1" && wait_until 5 eval '[ -z "$(daemon_pids)" ] && state_unlocked'; }
-
-# rounds: what the bot's work has done so far (lines it appended)
-rounds()
-{
-	wc -l <"$W/work/held" 2>/dev/null || echo 0
-}
-
-# advanced SINCE: the work went on after a restart (a few rounds more)
-advanced()
-{
-	local since=$1
-	wait_until 10 eval '[ "$(rounds)" -gt $((since + 20)) ]'
-}
-
-ex_start_w1
-M="$D_MNT/w1/0"
-mkdir -p "$W/work" "$W/out" "$W/repo"
-(
-	cd "$W/repo" && git init -q && git config user.name Bot && git config user.email bot@test.invalid &&
-		echo 0 >count && git add count && git commit -qm start
-) || bail_out "cannot make the bot's repository"
-own "$W"
-mid=$(mntid "$M")
-[ -n "$mid" ] || bail_out "no mount id for $M"
-
-# The bot's command: the work (restart-client) and a git loop beside it, until
-# work/stop exists; each writes what it did into out/.
-ex w1 --cwd "$W" -- sh -c '
-	"$1" work "$2/work" 600 >"$2/out/work" 2>"$2/out/work.err" &
-	w=$!
-	n=0 e=0
-	cd "$2/repo"
-	while [ ! -e "$2/work/stop" ]; do
-		n=$((n + 1))
-		echo "$n" >count
-		{ git add count && git commit -qm "commit $n"; } 2>>"$2/out/git.err" || e=$((e + 1))
-	done
-	echo "commits $n errors $e" >"$2/out/git"
-	wait "$w"
-' sh "$RC" "$W" </dev/null >"$T/exec.out" 2>&1 &
-exec_pid=$!
-track_pid "$exec_pid"
-wait_until 20 eval '[ "$(rounds)" -gt 50 ]' || bail_out "the bot's work does not start: $(cat "$T/exec.out")"
-
-step()
-{
-	local what=$1 before
-	shift
-	before=$(rounds)
-	if restart_with "$@"; then
-		ok "$what: the next agentfsd serves"
-	else
-		not_ok "$what: the next agentfsd serves"
-		return
-	fi
-	is "$(mntid "$M")" "$mid" "$what: the bot's mount is the same mount"
-	if advanced "$before"; then ok "$what: the bot's work goes on"; else not_ok "$what: the bot's work goes on"; fi
-}
-
-step "SIGTERM, the next one started at once" term_now
-step "SIGTERM, the next one started after" term_wait
-step "SIGKILL" kill9
+restart_step "SIGTERM, the next one started at once" term_now
+restart_step "SIGTERM, the next one started after" term_wait
+restart_step "SIGKILL" kill9
 is "$(afs --json status | jget restarts)" 3 "status counts the restarts its mounts lived through"
 is "$(afs --json show w1 | jget bot.mounts.0.restarts)" 3 "show counts them for the mount"
 
@@ -111,7 +33,7 @@ mkdir -p "$T/new"
 cp "$AGENTFSD" "$T/new/agentfsd"
 AGENTFSD_OLD=$AGENTFSD
 AGENTFSD=$T/new/agentfsd
-step "an upgrade (another agentfsd binary)" term_now
+restart_step "an upgrade (another agentfsd binary)" term_now
 AGENTFSD=$AGENTFSD_OLD
 like "$(tr '\0' ' ' </proc/"$D_PID"/cmdline)" "$T/new/agentfsd" "the new binary serves"
 
@@ -133,7 +55,7 @@ term_late()
 	(sleep 0.3; kill -CONT "$1") &
 	late=$!
 }
-step "SIGTERM handled late by the old agentfsd" term_late
+restart_step "SIGTERM handled late by the old agentfsd" term_late
 wait "$late"
 
 # --- a second agentfsd over the same state folder: it refuses, after its wait -----------------
@@ -158,7 +80,7 @@ for at in handover handed; do
 	wait_until 10 eval '[ -z "$(daemon_pids)" ] && state_unlocked'
 	AGENTFSD_TEST_CRASH=$at daemon_start || not_ok "start with a crash at $at armed"
 	rm -f "$D_STATE/crashed"
-	step "the old server killed at '$at'" term_now
+	restart_step "the old server killed at '$at'" term_now
 	is "$(cat "$D_STATE/crashed" 2>&1)" "$at" "it died at '$at'"
 done
 for at in taken adopting restored; do
@@ -168,16 +90,14 @@ for at in taken adopting restored; do
 		"${cg[@]}" >/dev/null 2>&1
 	wait_until 10 eval '[ -z "$(daemon_pids)" ] && state_unlocked'
 	is "$(cat "$D_STATE/crashed" 2>&1)" "$at" "the new server died at '$at'"
-	step "the new server killed at '$at'" true
+	restart_step "the new server killed at '$at'" true
 done
 
 # --- the end of the work: every call answered, every byte there ------------------------------
 total=$(rounds)
-touch "$W/work/stop"
-wait_until 60 eval '! kill -0 '"$exec_pid"' 2>/dev/null'
-wait "$exec_pid"
-is "$?" 0 "agentfs exec ends with its command's status 0"
-work=$(cat "$W/out/work" 2>/dev/null)
+work_end
+is "$WORK_RC" 0 "agentfs exec ends with its command's status 0"
+work=$WORK
 like "$work" "errors 0$" "the work saw no error ($work)"
 [ -s "$W/out/work.err" ] && diag "$(head -5 "$W/out/work.err")"
 rounds=$(printf '%s' "$work" | awk '{ print $2 }')
@@ -192,7 +112,7 @@ for n in $(seq 0 $((rounds - 1))); do
 	[ "$(cat "$W/work/f.$n" 2>/dev/null)" = "$n" ] || bad=$((bad + 1))
 done
 is "$bad" 0 "every file written holds what was written ($rounds files)"
-gitout=$(cat "$W/out/git" 2>/dev/null)
+gitout=$GIT
 like "$gitout" "errors 0$" "git committed with no error ($gitout)"
 if [ -s "$W/out/git.err" ]; then
 	diag "$(head -5 "$W/out/git.err")"

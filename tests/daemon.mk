@@ -38,7 +38,7 @@ DAEMON_TESTS = \
 	tests/daemon-handover-uring.sh \
 	tests/daemon-systemd.sh
 TESTS += $(DAEMON_TESTS)
-EXTRA_DIST += tests/daemon-lib.sh $(DAEMON_TESTS)
+EXTRA_DIST += tests/daemon-lib.sh tests/handover-lib.sh $(DAEMON_TESTS)
 
 # make install into a DESTDIR, the unit's ExecStart line, the completion.
 TESTS += tests/install.sh
