@@ -754,17 +754,22 @@ static void homes_look(struct guard *g)
 {
 	struct hscan h = {0};
 	int state = WF_SAME, s;
+	char what[PATH_MAX] = "";
 	size_t i;
 
 	pthread_rwlock_rdlock(&g->lock);
 	for (i = 0; i < g->nhwatch && state != WF_CHANGED; i++)
-		if ((s = home_wfile_moved(&g->hwatch[i])) > state)
+		if ((s = home_wfile_moved(&g->hwatch[i])) > state) {
 			state = s;
+			if (s == WF_CHANGED)
+				snprintf(what, sizeof what, "%s", g->hwatch[i].name);
+		}
 	pthread_rwlock_unlock(&g->lock);
 	if (state == WF_SAME)
 		return;
 	if (state == WF_CHANGED)
-		guard_logf(g, "gitguard: a person's git configuration changed: read again");
+		guard_logf(g, "gitguard: a person's git configuration changed (%s): read again",
+			   what);
 	if (homes_scan(g, &h)) {
 		hscan_free(&h);
 		atomic_store(&g->home_reval_ms, -1); /* try again at the next decision */
