@@ -27,10 +27,13 @@
 #define AUDIT_REFS_DEPTH 32	/* folders deep under refs/ */
 #define AUDIT_REFS_FILES 100000 /* loose refs read per git folder */
 
-/* One file NAME in DFD checked as R1 or X5 would check it */
+/* One file NAME in DFD checked as R1, X5 or X7 would check it */
 static void content_file(struct audit *a, int dfd, const char *name, const char *path,
 			 unsigned rule)
 {
+	const char *kind = rule == GUARD_RULE_R1   ? "ref"
+			   : rule == GUARD_RULE_X7 ? "exec"
+						   : "options";
 	const char *why = NULL;
 	size_t len;
 	char *buf;
@@ -40,15 +43,15 @@ static void content_file(struct audit *a, int dfd, const char *name, const char 
 	if (rc == -ENOENT)
 		return;
 	if (rc) {
-		audit_found(a, path, rule == GUARD_RULE_R1 ? "ref" : "options",
-			    "cannot be checked (%s): git may follow what it names",
+		audit_found(a, path, kind, "cannot be checked (%s): git may follow what it names",
 			    rc == -EINVAL ? "not a regular file" : strerror(-rc));
 		return;
 	}
 	if (guard_content_check(rule, name, buf, len, a->hashsz, &why))
-		audit_found(a, path, rule == GUARD_RULE_R1 ? "ref" : "options",
-			    rule == GUARD_RULE_R1 ? "%s: the person's git would write that file"
-						  : "%s: git hands it to another command",
+		audit_found(a, path, kind,
+			    rule == GUARD_RULE_R1   ? "%s: the person's git would write that file"
+			    : rule == GUARD_RULE_X7 ? "%s (in PROMPT_COMMAND mode)"
+						    : "%s: git hands it to another command",
 			    why);
 	free(buf);
 }
@@ -96,13 +99,13 @@ void audit_refs(struct audit *a, int gfd, const char *path)
 	free(p);
 }
 
-/* R1 and X5 for a file of a rebase's, am's or sequencer's state folder */
+/* R1, X5 and X7 for a file of a rebase's, am's or sequencer's state folder */
 void audit_state_refs(struct audit *a, int dfd, const char *name, const char *path)
 {
 	const struct guard_cls seq = {.kind = GUARD_INGIT, .role = GUARD_R_SEQ};
 	unsigned rule = guard_content_rule(&seq, name);
 
-	if (rule == GUARD_RULE_R1 || rule == GUARD_RULE_X5)
+	if (rule == GUARD_RULE_R1 || rule == GUARD_RULE_X5 || rule == GUARD_RULE_X7)
 		content_file(a, dfd, name, path, rule);
 }
 

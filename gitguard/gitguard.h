@@ -111,6 +111,7 @@ enum guard_rule {
 	GUARD_RULE_X5,	/* a file git hands to another command as its options */
 	GUARD_RULE_LK,	/* a git lock file no mount of this server made: another git holds it */
 	GUARD_RULE_X6,	/* an exec line in a rebase's todo: git runs it on --continue */
+	GUARD_RULE_X7,	/* a rebase's step count that is no number: git's prompt runs it */
 	/*
 	 * The mount's own settings, no rule of the table: the log names them by
 	 * their words ("read-only mount", "read-only path"), as guard_rule_name()
@@ -363,7 +364,8 @@ void guard_revalidate(struct guard *g);
  * Content-checked files (flag GUARD_CHK): a git folder's `index` and
  * `sharedindex.*` (X2); rebase-merge/ and rebase-apply/ `strategy`,
  * `strategy_opts` and sequencer/`opts` (X4); `apply-opt` and `gpg_sign_opt`
- * there (X5); `git-rebase-todo` there (X6); the refs at a git folder's
+ * there (X5); `git-rebase-todo` there (X6); `msgnum`, `end`, `next`, `last`
+ * there (X7); the refs at a git folder's
  * top, every file under refs/ but a lock, `packed-refs`, and a rebase's
  * `head-name`, `update-refs` and `refs-to-delete` (R1); `MERGE_RR` at a git
  * folder's top (D10); objects/pack/`multi-pack-index` (D7).  guard_check() refuses to make them by mknod,
@@ -457,6 +459,8 @@ int guard_optfile_check(const char *name, const char *buf, size_t len, const cha
  */
 int guard_todo_check(const char *buf, size_t len, const char **why);
 const char *guard_todo_exec(const char *p, const char *end);
+/* X7: msgnum, end (rebase-merge/), next, last (rebase-apply/): a number */
+int guard_count_check(const char *buf, size_t len, const char **why);
 
 /*
  * refs.c, R1: pure, for fuzzers.  guard_ref_check: 0 if BUF may be the file

@@ -193,7 +193,8 @@ static bool top_ref(const char *name)
  * for MERGE_RR, rerere's records (rerere.c); D7 for objects/pack/multi-pack-index
  * (midx.c); X4
  * for the strategy files in rebase-merge/, rebase-apply/ and sequencer/;
- * X5 for apply-opt and gpg_sign_opt there; X6 for git-rebase-todo there
+ * X5 for apply-opt and gpg_sign_opt there; X7 for msgnum, end, next and last
+ * there (step counts); X6 for git-rebase-todo there
  * (git reads it in rebase-merge/ only; elsewhere the check costs nothing);
  * else 0.
  */
@@ -224,6 +225,9 @@ unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
 		return GUARD_RULE_X5;
 	if (name_is(name, "git-rebase-todo"))
 		return GUARD_RULE_X6;
+	if (name_is(name, "msgnum") || name_is(name, "end") || name_is(name, "next") ||
+	    name_is(name, "last"))
+		return GUARD_RULE_X7;
 	if (name_is(name, "head-name") || name_is(name, "update-refs") ||
 	    name_is(name, "refs-to-delete"))
 		return GUARD_RULE_R1;
@@ -260,6 +264,8 @@ int guard_content_check(unsigned rule, const char *name, const char *buf, size_t
 		rc = guard_ref_check(name, buf, len, why);
 	else if (rule == GUARD_RULE_X6)
 		rc = guard_todo_check(buf, len, why);
+	else if (rule == GUARD_RULE_X7)
+		rc = guard_count_check(buf, len, why);
 	else if (rule == GUARD_RULE_D10)
 		rc = guard_merge_rr_check(buf, len, hashsz, why);
 	else if (rule == GUARD_RULE_D7)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * X4, X5 and X6 (at the end: a rebase's todo list without exec lines).
+ * X4, X5, X6 (at the end: a rebase's todo list without exec lines) and X7
+ * (its step counts, numbers).
  *
  * X4: the files from which a rebase, cherry-pick or revert that is continued
  * later takes its merge strategy.  git runs a strategy NAME that is not one
@@ -333,6 +334,31 @@ int guard_todo_check(const char *buf, size_t len, const char **why)
 			*why = "an exec line: git would run it for whoever continues the rebase";
 			return -EINVAL;
 		}
+	}
+	return 0;
+}
+
+/*
+ * X7: the step counts of a rebase or am in progress, rebase-merge/msgnum and
+ * end, rebase-apply/next and last.  git writes a number and a newline;
+ * git's bash and zsh prompt (contrib/completion/git-prompt.sh, Debian's
+ * /usr/lib/git-core/git-sh-prompt) reads their first lines and, in its
+ * PROMPT_COMMAND mode, puts them in PS1 as they are ("|REBASE 2/5"), which
+ * the shell expands each time it draws the prompt: a "$(command)" there
+ * runs when the person enters the repository.  So: digits, then at most
+ * one newline.  Empty is allowed (git opens the file with O_TRUNC first).
+ */
+int guard_count_check(const char *buf, size_t len, const char **why)
+{
+	size_t n = 0;
+
+	while (n < len && buf[n] >= '0' && buf[n] <= '9')
+		n++;
+	if (n < len && buf[n] == '\n')
+		n++;
+	if (n != len) {
+		*why = "a step count that is no number: git's shell prompt would run it";
+		return -EINVAL;
 	}
 	return 0;
 }

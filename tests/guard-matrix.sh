@@ -118,6 +118,8 @@ case_of X4 "a rebase's strategy naming a program" shell_result write_text "$G/re
 	-- "a strategy git has" shell_result write_text "$G/rebase-merge/strategy" ort
 case_of X6 "an exec line in a rebase's todo" shell_result write_text "$G/rebase-merge/git-rebase-todo" "exec make" \
 	-- "a pick line" shell_result write_text "$G/rebase-merge/git-rebase-todo" "pick $OID"
+case_of X7 "a rebase's step count that is a command" shell_result write_text "$G/rebase-merge/msgnum" '$(make)' \
+	-- "a number" shell_result write_text "$G/rebase-merge/msgnum" 2
 check "X5: rebase-apply/ made" mkdir "$G/rebase-apply"
 case_of X5 "apply-opt with --build-fake-ancestor" \
 	shell_result write_text "$G/rebase-apply/apply-opt" " '--build-fake-ancestor=$T/x'" \

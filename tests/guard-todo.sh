@@ -125,6 +125,9 @@ is "$?" 0 "the todo still holds what git wrote"
 mkdir -p "$M/ok/rm.tmp"
 cp -a "$RM/." "$M/ok/rm.tmp/" 2>/dev/null
 cp "$B/exec" "$M/ok/rm.tmp/git-rebase-todo"
+# no other content-checked file (X7's counts, R1's head-name): the walk refuses
+# a folder by the first protected entry readdir gives
+rm -f "$M/ok/rm.tmp/msgnum" "$M/ok/rm.tmp/end" "$M/ok/rm.tmp/head-name" "$M/ok/rm.tmp/update-refs"
 lines=$(log_lines)
 refusal_is "rebase-merge: a folder holding an exec line renamed in refused" X6 "$(python3 -c "
 import os

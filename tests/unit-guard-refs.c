@@ -212,6 +212,13 @@ static void names(void)
 		       guard_content_rule(&seq, "gpg_sign_opt") == GUARD_RULE_X5 &&
 		       guard_content_rule(&seq, "strategy") == GUARD_RULE_X4 &&
 		       guard_content_rule(&seq, "git-rebase-todo") == GUARD_RULE_X6 &&
+		       guard_content_rule(&seq, "msgnum") == GUARD_RULE_X7 &&
+		       guard_content_rule(&seq, "last") == GUARD_RULE_X7 &&
+		       guard_count_check("", 0, &why) == 0 &&
+		       guard_count_check("12\n", 3, &why) == 0 &&
+		       guard_count_check("$(x)\n", 5, &why) == -EINVAL &&
+		       guard_count_check("1\n2", 3, &why) == -EINVAL &&
+		       guard_count_check("1 ", 2, &why) == -EINVAL &&
 		       guard_content_rule(&seq, "done") == 0 &&
 		       guard_content_rule(&plain, "HEAD") == 0 &&
 		       guard_content_rule(&objpack, "multi-pack-index") == GUARD_RULE_D7 &&
