@@ -16,7 +16,7 @@ bin_PROGRAMS += src/agentfs
 src_agentfs_SOURCES = src/cli/agentfs.c src/cli/say.c src/cli/client.c \
 	src/cli/cmd-bots.c src/cli/cmd-ps.c src/cli/cmd-log.c \
 	src/cli/cmd-exec.c src/cli/exec.h src/cli/exec-as.c src/cli/exec-bwrap.c \
-	src/cli/exec-env.c src/cli/exec-guard.c src/cli/exec-user.c
+	src/cli/exec-env.c src/cli/exec-guard.c src/cli/exec-user.c src/cli/exec-tty.c
 src_agentfs_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS) $(CJSON_CFLAGS)
 src_agentfs_CPPFLAGS = $(AM_CPPFLAGS) -DAGENTFS_LOCAL='"$(pkglibexecdir)/agentfs-local"'
 src_agentfs_LDADD = src/libagentfs-common.a fusefs/libfusefs.a gitguard/libgitguard.a \

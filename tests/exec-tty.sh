@@ -4,7 +4,9 @@
 # gets a new pseudo-terminal of its own as its controlling terminal, job
 # control works, input, ^C, exit status and the caller's terminal mode come
 # through, and TIOCSTI from inside never reaches the caller's terminal
-# (CVE-2017-5226), whether or not stdin is a terminal.
+# (CVE-2017-5226), whether or not stdin is a terminal; with stdin redirected,
+# the command never holds the caller's terminal (it cannot read what is typed
+# there, nor turn its echo off).
 . "$top_srcdir/tests/exec-lib.sh"
 
 command -v ps >/dev/null || skip_all "ps (procps) is missing"
@@ -103,6 +105,40 @@ out=$(PY="$PY" TIOCSTI="$tiocsti" pty_run 15 bash -c '"$@" "$PY" -c "$TIOCSTI" 1
 	sh "${EX[@]}")
 like "$out" "tiocsti: (EIO|EPERM)" "stdin not a terminal: TIOCSTI into the caller's terminal (stdout) is refused ($(printf '%s' "$out" | grep tiocsti:))"
 like "$out" 'outer read:\[\]' "stdin not a terminal: TIOCSTI inside never reaches the caller's terminal as input"
+# stdin is not a terminal, stdout or stderr is the caller's (`make </dev/null`,
+# `cmd | agentfs exec ...`): the command writes to a pty of its own, relayed,
+# never to the caller's terminal itself, which is open for reading too. So it
+# cannot read what the person types there meanwhile (keys meant for the
+# shell, a password) nor change its settings (echo off after exec is gone).
+steal='
+import os, select, sys, termios
+fd = int(sys.argv[1])
+out = sys.stdout if fd == 1 else sys.stderr
+try:
+    a = termios.tcgetattr(fd)
+    a[3] &= ~termios.ECHO
+    termios.tcsetattr(fd, termios.TCSANOW, a)
+except OSError as e:
+    print("tcsetattr:", e, file=out, flush=True)
+print("isatty:", os.isatty(fd), file=out, flush=True)
+print("READY", file=out, flush=True)
+r, _, _ = select.select([fd], [], [], 2)
+try:
+    print("stolen:[%s]" % (os.read(fd, 100).decode().strip() if r else ""), file=out, flush=True)
+except OSError as e:
+    print("stolen:[] (%s)" % e, file=out, flush=True)
+'
+for fd in 1 2; do
+	redir=">$T/steal.out" # the other one goes to a file
+	[ "$fd" = 1 ] && redir="2>$T/steal.err"
+	out=$(PTY_INPUT=$'typed-secret\n' PTY_AFTER=READY PY="$PY" STEAL="$steal" pty_run 20 bash -c \
+		'"$@" "$PY" -c "$STEAL" '"$fd </dev/null $redir"'; stty -a | grep -o -- "-\?echo " | head -n 1; read -t 3 -r line; echo "outer read:[$line]"' \
+		sh "${EX[@]}")
+	like "$out" "isatty: True" "stdin not a terminal, fd $fd the caller's terminal: inside, fd $fd is a terminal"
+	like "$out" "stolen:\[\]" "stdin not a terminal: the command cannot read what is typed on the caller's terminal through fd $fd"
+	like "$out" "outer read:\[typed-secret\]" "stdin not a terminal: what is typed meanwhile stays the caller's (fd $fd)"
+	like "$out" "(^|[^-])echo " "stdin not a terminal: the caller's terminal keeps echo on (fd $fd)"
+done
 # A terminal whose own input ends at once (script(1) with stdin at its end
 # sends ^D): that end of input, pending when exec makes the terminal raw,
 # ends exec's input; it was a NUL byte the command's terminal echoed as ^@.

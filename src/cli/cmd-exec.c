@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <pty.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -303,6 +302,7 @@ static int64_t mono_ms(void)
 struct run {
 	pid_t pid;
 	int pidfd, status_r, master;
+	int out, term; /* where the pty's output goes; the terminal it takes its size from */
 	bool exited, in_open;
 	int status;
 	int64_t sig_since;
@@ -336,7 +336,7 @@ static void relay(struct run *r, const struct pollfd *master, const struct pollf
 
 	if (r->master >= 0 && (master->revents & (POLLIN | POLLHUP | POLLERR))) {
 		n = read(r->master, buf, sizeof buf);
-		if (n <= 0 || write(STDOUT_FILENO, buf, (size_t)n) < 0) {
+		if (n <= 0 || write(r->out, buf, (size_t)n) < 0) {
 			close(r->master);
 			r->master = -1;
 		}
@@ -370,7 +370,7 @@ static void supervise(struct run *r)
 		pass_signal(r);
 		if (winch && r->master >= 0) {
 			winch = 0;
-			if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+			if (ioctl(r->term, TIOCGWINSZ, &ws) == 0)
 				ioctl(r->master, TIOCSWINSZ, &ws);
 		}
 		if (!r->exited && waitpid(r->pid, &r->status, WNOHANG) == r->pid)
@@ -423,10 +423,11 @@ static void __attribute__((noreturn)) child_fail(int err_fd, const char *what)
 
 /*
  * The child that becomes bwrap, until it is let go: on a terminal it takes
- * the pty (a new session, the pty as standard input and as the terminals
- * among output and error; redirected output stays as it is, byte for
- * byte), its own standard error becomes the pipe of bwrap's words (the
- * caller's stays the command's, as err_fd), and only the descriptors bwrap
+ * the pty (a new session, the pty as standard input if that is the
+ * terminal, and as the terminals among output and error; redirected input
+ * and output stay as they are, byte for byte), its own standard error
+ * becomes the pipe of bwrap's words (the caller's stays the command's, as
+ * err_fd), and only the descriptors bwrap
  * is told about stay open. It is forked before the plan is known, and
  * waits for its launch (launch_read): the outer agentfs exec has
  * registered it with agentfsd first. The environment it is sent has none
@@ -442,7 +443,7 @@ bwrap_child(const struct sandbox_setup *sb, int slave, int err_w, const int go[2
 	char **argv, **env;
 
 	if (slave >= 0) {
-		if (setsid() < 0 || dup2(slave, STDIN_FILENO) < 0 ||
+		if (setsid() < 0 || (sb->tty && dup2(slave, STDIN_FILENO) < 0) ||
 		    (out_tty && dup2(slave, STDOUT_FILENO) < 0) ||
 		    (err_tty && dup2(slave, STDERR_FILENO) < 0) || (slave > 2 && close(slave) != 0))
 			child_fail(sb->err_fd, "cannot give the command its terminal");
@@ -460,29 +461,6 @@ bwrap_child(const struct sandbox_setup *sb, int slave, int err_w, const int go[2
 	child_fail(sb->err_fd, argv[0]);
 }
 
-/*
- * What the caller's terminal holds before it goes raw was read in lines:
- * pass it on to the pty now. An end of input among it (^D, as script(1)
- * and the like send when their own input ends) would turn into a NUL byte
- * once raw, which the command's terminal would echo as ^@: it ends our
- * input instead, as it meant. False when the input ended.
- */
-static bool cooked_input(int master)
-{
-	struct pollfd p = {STDIN_FILENO, POLLIN, 0};
-	char buf[4096];
-	ssize_t n;
-
-	while (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
-		n = read(STDIN_FILENO, buf, sizeof buf);
-		if (n <= 0)
-			return false;
-		if (write(master, buf, (size_t)n) != n)
-			return false;
-	}
-	return true;
-}
-
 /* A bwrap child forked, waiting for its launch (bwrap_child). */
 struct waiting {
 	pid_t pid;
@@ -497,15 +475,8 @@ static void child_fork(const struct sandbox_setup *sb, struct waiting *w)
 	w->master = w->slave = -1;
 	if (pipe2(errp, O_CLOEXEC) != 0 || pipe2(gop, O_CLOEXEC) != 0)
 		die("pipe: %s", strerror(errno));
-	if (sb->tty) {
-		struct winsize ws;
-
-		if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) != 0)
-			memset(&ws, 0, sizeof ws);
-		if (openpty(&w->master, &w->slave, NULL, NULL, &ws) != 0 ||
-		    fcntl(w->master, F_SETFD, FD_CLOEXEC) != 0)
-			die("cannot make a pty: %s", strerror(errno));
-	}
+	if (sb->term >= 0)
+		exec_pty_open(sb->term, &w->master, &w->slave);
 	w->pid = fork();
 	if (w->pid < 0)
 		die("fork: %s", strerror(errno));
@@ -553,7 +524,12 @@ static int bwrap_try(const struct argv_buf *a, const struct sandbox_setup *sb, i
 {
 	struct sigaction sa = {0};
 	struct termios saved, raw;
-	struct run r = {.pidfd = -1, .status_r = status_r, .master = -1, .err = err};
+	struct run r = {.pidfd = -1,
+			.status_r = status_r,
+			.master = -1,
+			.out = STDOUT_FILENO,
+			.term = -1,
+			.err = err};
 	struct waiting fresh;
 	bool have_saved = false;
 	int slave;
@@ -575,11 +551,18 @@ static int bwrap_try(const struct argv_buf *a, const struct sandbox_setup *sb, i
 	if (!sb->tty) {
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGQUIT, &sa, NULL);
-	} else {
+	}
+	if (slave >= 0) {
 		close(slave);
+		r.term = sb->term;
+		/* to the caller's terminal: with output redirected, to its error */
+		r.out = !isatty(STDOUT_FILENO) && isatty(STDERR_FILENO) ? STDERR_FILENO
+									: STDOUT_FILENO;
 		sa.sa_handler = on_winch;
 		sigaction(SIGWINCH, &sa, NULL);
-		r.in_open = cooked_input(r.master);
+	}
+	if (sb->tty) {
+		r.in_open = exec_cooked_input(r.master);
 		if (tcgetattr(STDIN_FILENO, &saved) == 0) {
 			have_saved = true;
 			raw = saved;
@@ -738,6 +721,7 @@ int cmd_exec(const char *socket_path, int argc, char **argv)
 	reg.bot = o.bot;
 	reg.cmd = o.cmd;
 	sb.tty = isatty(STDIN_FILENO);
+	sb.term = exec_terminal_fd();
 	if (pipe2(status_pipe, O_CLOEXEC) != 0)
 		die("pipe: %s", strerror(errno));
 	sb.status_w = status_pipe[1];

@@ -51,6 +51,7 @@ struct sandbox_setup {
 	bool network;	   /* the bot has network: no guard */
 	bool userns;	   /* the caller is not root: bwrap makes a user namespace */
 	bool tty;	   /* the command takes our pty as its controlling terminal */
+	int term;	   /* the caller's terminal among its 0, 1, 2, or -1: any makes a pty */
 	bool host_sockets; /* --allow-host-sockets */
 	int status_w;	   /* bwrap's --json-status-fd */
 	int unix_chan;	   /* the guard's channel for agentfs-enter; -1: none (network) */
@@ -83,6 +84,11 @@ void exec_arg(struct argv_buf *a, const char *s);
 void exec_args_free(struct argv_buf *a);
 const char *exec_jstr(const cJSON *o, const char *k);
 void exec_plan_ids(const cJSON *plan, uid_t uid, struct ids *id);
+/* exec-tty.c: the caller's terminal */
+int exec_terminal_fd(void);
+void exec_pty_open(int term, int *master, int *slave);
+bool exec_cooked_input(int master);
+
 void exec_bwrap_args(struct argv_buf *a, const struct sandbox_setup *sb);
 void exec_bwrap_status_read(int fd, struct bwrap_status *st);
 void exec_bwrap_err_read(struct bwrap_err *e);
