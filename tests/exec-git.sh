@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # exec-git: inside `agentfs exec`, git commit works in the bot's folder while
 # git's hooks and config stay read-only; nothing outside the bot's writable
-# roots can be written; a read-only bot writes only /tmp; and a bot makes
-# child bots through AGENT_SOCKET only within its own ceiling.
+# roots can be written; a read-only bot writes only /tmp; a bot makes
+# child bots through AGENT_SOCKET only within its own ceiling; and with
+# rerere on in the person's configuration, git inside has it off.
 . "$top_srcdir/tests/exec-lib.sh"
 
 command -v git >/dev/null || skip_all "git is missing"
@@ -107,5 +108,25 @@ is "$(afs --json ls | jget 'bots.*.name' | sort | tr '\n' ' ')" "c1 g1 r1 " "onl
 out=$(ex c1 -- sh -c 'echo from-c1 >"$1/c1file" && echo x >"$2/c1-in-parent"' sh "$R/sub" "$R" </dev/null 2>&1)
 like "$out" "Read-only file system" "c1's command cannot write g1's folder outside c1's"
 is "$(cat "$R/sub/c1file" 2>&1)" from-c1 "c1's command writes c1's folder"
+
+# rerere on in the person's configuration: off for git in the sandbox, whose rr-cache is
+# read-only and MERGE_RR empty only (D10), so a conflict is an ordinary one, not "unable to
+# write rerere record" (status 128); variables of the caller's GIT_CONFIG_COUNT stay
+hgit -C "$R" config rerere.enabled true
+sleep 2.5 # the mount's attribute cache (2 s): the bot's git must see the new config
+out=$(GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=merge.conflictStyle GIT_CONFIG_VALUE_0=diff3 \
+	ex g1 --cwd "$R" -- sh -c 'git config rerere.enabled; git config merge.conflictStyle
+		{ git checkout -q -b side && echo side >f && git commit -qam side &&
+			git checkout -q - && echo main >f && git commit -qam main; } >/tmp/merge.out 2>&1
+		git merge side >>/tmp/merge.out 2>&1; echo "merge $?"; grep -c "^|||||||" f
+		cat /tmp/merge.out' </dev/null 2>&1)
+is "$(printf '%s' "$out" | head -n 4 | tr '\n' ' ')" "false diff3 merge 1 1 " \
+	"inside, rerere is off and the caller's git variables stay: a conflicted merge stops as a conflict"
+like "$(printf '%s' "$out" | tail -n +5)" "CONFLICT \\(content\\)" "... and says so" ||
+	diag "$out"
+[ -s "$R/.git/MERGE_RR" ] && not_ok "no rerere record was written" || ok "no rerere record was written"
+is "$(hgit -C "$R" config rerere.enabled)" true "the person's configuration still has rerere on"
+ex g1 --cwd "$R" -- git merge --abort </dev/null >/dev/null 2>&1
+is "$(hgit -C "$R" status --porcelain -uno)" "" "the bot aborts its merge: the host's work tree is clean"
 
 done_testing

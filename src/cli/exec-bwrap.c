@@ -320,6 +320,7 @@ void exec_bwrap_args(struct argv_buf *a, const struct sandbox_setup *sb)
 		}
 	exec_hide_host_sockets(a, sb->network);
 	exec_loader_vars_hold(a);
+	exec_git_env(a);
 	hide(a, sb->plan);
 	binds(a, sb->plan);
 	/*

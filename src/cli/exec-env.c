@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agentfs exec: the environment: the loader variables kept from bwrap and
- * agentfs agentfs-enter and given back to the command, and whether a command
- * is in PATH at all (for 127 against 126). Which bwrap runs is agentfsd's
+ * agentfs exec: the environment: git's rerere off, the loader variables
+ * kept from bwrap and agentfs-enter and given back to the command, and
+ * whether a command is in PATH at all (for 127 against 126). Which bwrap runs is agentfsd's
  * decision (src/daemon/plan.c, prog_trusted).
  */
 #include "src/common/agentfs.h"
@@ -45,6 +45,40 @@ void exec_loader_vars_hold(struct argv_buf *a)
 		exec_arg(a, "--unsetenv");
 		exec_arg(a, loader_vars[i]);
 	}
+}
+
+/*
+ * git's rerere is off for the command: its rr-cache is read-only to a bot
+ * and its MERGE_RR may only be empty (rule D10), so with rerere on in the
+ * repository's configuration (the person's) a conflicted merge, cherry-pick
+ * or rebase would stop with "unable to write rerere record". Given as git's
+ * own GIT_CONFIG_COUNT variables, after any the caller set, which stay.
+ */
+void exec_git_env(struct argv_buf *a)
+{
+	const char *v = getenv("GIT_CONFIG_COUNT");
+	char name[48], num[16];
+	unsigned long n = 0;
+	char *end;
+
+	if (v != NULL && *v != '\0') {
+		errno = 0;
+		n = strtoul(v, &end, 10);
+		if (*end != '\0' || errno != 0 || n > 10000)
+			return; /* git refuses such a count itself: leave it to say so */
+	}
+	snprintf(name, sizeof name, "GIT_CONFIG_KEY_%lu", n);
+	exec_arg(a, "--setenv");
+	exec_arg(a, name);
+	exec_arg(a, "rerere.enabled");
+	snprintf(name, sizeof name, "GIT_CONFIG_VALUE_%lu", n);
+	exec_arg(a, "--setenv");
+	exec_arg(a, name);
+	exec_arg(a, "false");
+	snprintf(num, sizeof num, "%lu", n + 1);
+	exec_arg(a, "--setenv");
+	exec_arg(a, "GIT_CONFIG_COUNT");
+	exec_arg(a, num);
 }
 
 void exec_loader_vars_restore(void)

@@ -110,6 +110,7 @@ bool exec_launch_read(int fd, struct launch_head *h, char ***argv, char ***env);
 /* exec-env.c */
 bool exec_in_path(const char *prog);
 void exec_loader_vars_hold(struct argv_buf *a);
+void exec_git_env(struct argv_buf *a);
 void exec_loader_vars_restore(void);
 void exec_loader_vars_clear(void);
 void exec_env_set(const char *assignment);
