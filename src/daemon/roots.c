@@ -403,8 +403,8 @@ static void check_covered(struct job *j, const struct bot *b)
 static bool linked_worktree_of(const struct bot *b, const struct root *rt, char *id, size_t len);
 
 /* What a root's mount is, made or taken over alike; wt holds its linked worktree's id */
-static void root_params(struct bot *b, const struct root *rt, struct fs_mount_params *mp,
-			char *wt, size_t wtlen)
+static void root_params(struct bot *b, const struct root *rt, struct fs_mount_params *mp, char *wt,
+			size_t wtlen)
 {
 	mp->source = rt->path;
 	mp->mountpoint = rt->mountpoint;
@@ -581,10 +581,45 @@ static bool linked_worktree_of(const struct bot *b, const struct root *rt, char 
 }
 
 /*
- * Add pick as a root of b unless a root covers it or it lies beyond the
- * ceiling j holds. Out of memory, it is not added: b gets less, not more.
+ * Is gd the admin folder of a linked worktree of common whose gitdir file
+ * names b's folder's .git back? That record, which git writes beside the
+ * common folder, is the one sign that the folder is that worktree: the
+ * .git at its top may be a bot's (one with allow_new_repos writes it), and
+ * would otherwise hand the next bot made over the folder any git folder.
  */
-static void add_git_root(struct job *j, struct bot *b, const char *pick)
+static bool git_folder_confirms(const struct bot *b, const char *gd, const char *common)
+{
+	char prefix[PATH_MAX], *buf = NULL, *back = NULL, *want = NULL;
+	size_t len, n;
+	bool yes = false;
+	int fd;
+
+	if (common == NULL || snprintf(prefix, sizeof prefix, "%s/worktrees/", common) >= PATH_MAX)
+		return false;
+	n = strlen(prefix);
+	if (strncmp(gd, prefix, n) != 0 || gd[n] == '\0' || strchr(gd + n, '/') != NULL ||
+	    (fd = roots_open_folder(gd)) < 0)
+		return false;
+	if (guard_read_file(fd, "gitdir", PATH_MAX, &buf, &len, NULL) == 0 && len > 0) {
+		buf[strcspn(buf, "\n")] = '\0';
+		back = join_norm(gd, buf); /* relative since git 2.48's worktree.useRelativePaths */
+		yes = back != NULL && asprintf(&want, "%s/.git", b->folder) > 0 &&
+		      strcmp(back, want) == 0;
+	}
+	close(fd);
+	free(buf);
+	free(back);
+	free(want);
+	return yes;
+}
+
+/*
+ * Add pick as a root of b unless a root covers it or it lies beyond the
+ * ceiling j holds; for the operator's bot, a pick the git folder did not
+ * confirm (git_folder_confirms) fails the request instead. Out of memory,
+ * it is not added: b gets less, not more.
+ */
+static void add_git_root(struct job *j, struct bot *b, const char *pick, bool confirmed)
 {
 	bool covered = false, allowed = !j->ceiling_set;
 	struct root *nr, *rt;
@@ -599,6 +634,14 @@ static void add_git_root(struct job *j, struct bot *b, const char *pick)
 			allowed = true;
 	if (covered || !allowed)
 		return;
+	if (!j->ceiling_set && !confirmed && b->sandbox != SANDBOX_DANGER_FULL_ACCESS) {
+		job_seterr(j, EPERM, "forbidden",
+			   "%s: its .git leads to %s, outside it, and no linked worktree's record "
+			   "there names it back: a .git a bot may have written is not followed; "
+			   "give that folder as a writable root if it is yours",
+			   b->folder, pick);
+		return;
+	}
 	nr = realloc(b->roots, (b->nroots + 1) * sizeof *nr);
 	if (nr == NULL)
 		return;
@@ -634,15 +677,17 @@ static void add_git_root(struct job *j, struct bot *b, const char *pick)
 static void add_git_roots(struct job *j, struct bot *b)
 {
 	char *gd, *common;
+	bool confirmed;
 
 	find_git_folders(b, &gd, &common);
 	if (gd == NULL)
 		return;
+	confirmed = git_folder_confirms(b, gd, common);
 	/* The common folder (objects, refs, config) and, if it lies elsewhere, the worktree's own. */
 	if (common != NULL)
-		add_git_root(j, b, common);
-	if (common == NULL || !path_within(gd, common))
-		add_git_root(j, b, gd);
+		add_git_root(j, b, common, confirmed);
+	if (j->error == 0 && (common == NULL || !path_within(gd, common)))
+		add_git_root(j, b, gd, confirmed);
 	free(gd);
 	free(common);
 }
