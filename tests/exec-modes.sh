@@ -96,6 +96,29 @@ printf 'OK=1\nAGENT_SOCKET=/x\n' >"$T/envbad"
 is "$(ex --env-file "$T/envbad" w1 -- true </dev/null >/dev/null 2>&1; echo $?)" 125 \
 	"--env-file with a refused name: 125"
 is "$(ex --env-file "$T/nosuch" w1 -- true </dev/null >/dev/null 2>&1; echo $?)" 125 "--env-file missing: 125"
+# An env file in the bot's folder is the bot's: a symbolic link it made there
+# (or a folder on the way) must not make root's exec read a file of root's
+# and hand it to the command. Links of root's (or the caller's) are followed.
+mkdir -p "$T/secrets" && printf 'SECRET=hunter2\n' >"$T/secrets/root.env" && chmod 600 "$T/secrets/root.env"
+chmod 700 "$T/secrets"
+ex w1 -- sh -c 'ln -s "$1/secrets/root.env" "$2/.env" && ln -s "$1/secrets" "$2/cfg"' sh "$T" "$W" </dev/null
+for f in "$W/.env" "$W/cfg/root.env" "$W/./cfg/../.env"; do
+	out=$(ex --env-file "$f" w1 -- sh -c 'echo "[$SECRET]"' </dev/null 2>&1)
+	rc=$?
+	if [ "$rc" = 125 ] && ! printf '%s' "$out" | grep -q hunter2; then
+		ok "--env-file $f through the bot's link to a root-only file: refused (125)"
+	else
+		not_ok "--env-file $f through the bot's link to a root-only file: refused (125)"
+		diag "status $rc: $out"
+	fi
+done
+like "$(ex --env-file "$W/.env" w1 -- true </dev/null 2>&1)" "symbolic link .* not root's" \
+	"... saying the link is not root's"
+ln -s "$T/secrets/root.env" "$T/rootlink.env"
+is "$(ex --env-file "$T/rootlink.env" w1 -- sh -c 'echo "[$SECRET]"' </dev/null 2>&1)" "[hunter2]" \
+	"--env-file through root's own link works"
+is "$(ex --env-file /dev/stdin w1 -- sh -c 'echo "$P"' < <(printf 'P=stdin\n') 2>&1)" stdin \
+	"--env-file /dev/stdin (root's links to a pipe) works"
 is "$(ex -e LD_LIBRARY_PATH=/nonexistent-$$ w1 -- sh -c 'echo "$LD_LIBRARY_PATH"' </dev/null 2>&1)" \
 	"/nonexistent-$$" "-e LD_LIBRARY_PATH reaches the command (held back from bwrap)"
 

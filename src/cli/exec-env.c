@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agentfs exec: the environment: git's rerere off, the loader variables
+ * agentfs exec: the environment: -e and --env-file (whose path follows
+ * only root's or the caller's symbolic links), git's rerere off, the loader variables
  * kept from bwrap and agentfs-enter and given back to the command, and
  * whether a command is in PATH at all (for 127 against 126). Which bwrap runs is agentfsd's
  * decision (src/daemon/plan.c, prog_trusted).
@@ -10,11 +11,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 
 /*
  * The loader's and glibc's variables may name libraries, modules or files
@@ -166,6 +170,98 @@ void exec_env_set(const char *assignment)
 #define ENV_FILE_MAX (1024 * 1024)
 
 /*
+ * Open path for reading as open(2) would, but follow a symbolic link on
+ * the way only when it is root's or the caller's own (a caller that is not
+ * root runs bots as itself: it reads nothing more for them). An env file
+ * may lie in a bot's folder, which is the bot's to fill: a link it made
+ * there, to a file of root's, would have root's exec read that file into
+ * the command's environment. A link on procfs that ends the path
+ * (/dev/fd/N, /dev/stdin: the kernel's own, to an open file) is opened as
+ * the kernel follows it. -1 with errno; *bad is the link's owner for
+ * EPERM (a link not followed).
+ */
+static int open_owned_links(const char *path, uid_t *bad)
+{
+	char work[2 * PATH_MAX], tmp[2 * PATH_MAX], link[PATH_MAX], *name, *rest;
+	int dir, fd, links = 0;
+	struct statfs sf;
+	struct stat st;
+	ssize_t n;
+	bool last;
+
+	if (snprintf(work, sizeof work, "%s", path) >= (int)sizeof work) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	dir = open(work[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (rest = work; dir >= 0;) {
+		while (*rest == '/')
+			rest++;
+		if (*rest == '\0') /* the path names a folder: reading it fails as it should */
+			break;
+		name = rest;
+		rest += strcspn(rest, "/");
+		if (*rest != '\0')
+			*rest++ = '\0';
+		while (*rest == '/')
+			rest++;
+		last = *rest == '\0';
+		fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) != 0)
+			break;
+		if (!S_ISLNK(st.st_mode)) {
+			close(fd);
+			if (last) {
+				fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+				close(dir);
+				return fd;
+			}
+			fd = openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			close(dir);
+			dir = fd;
+			continue;
+		}
+		if (st.st_uid != 0 && st.st_uid != geteuid()) {
+			close(fd);
+			close(dir);
+			*bad = st.st_uid;
+			errno = EPERM;
+			return -1;
+		}
+		if (last && fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC) {
+			close(fd);
+			fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
+			close(dir);
+			return fd;
+		}
+		n = readlinkat(fd, "", link, sizeof link - 1);
+		close(fd);
+		if (n <= 0 || ++links > 40) {
+			errno = n <= 0 ? EINVAL : ELOOP;
+			break;
+		}
+		link[n] = '\0';
+		if (snprintf(tmp, sizeof tmp, "%s/%s", link, rest) >= (int)sizeof tmp) {
+			errno = ENAMETOOLONG;
+			break;
+		}
+		memcpy(work, tmp, strlen(tmp) + 1);
+		rest = work;
+		if (link[0] == '/') {
+			close(dir);
+			dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		}
+	}
+	if (dir >= 0) {
+		int e = errno;
+
+		close(dir);
+		errno = e;
+	}
+	return -1;
+}
+
+/*
  * exec --env-file FILE: one NAME=VALUE (or NAME) a line, as -e takes it;
  * blank lines and lines starting with # are skipped; the value is the rest
  * of the line as it is (no quotes, no escapes, as docker reads it).
@@ -174,13 +270,19 @@ void exec_env_file(const char *path)
 {
 	char *text = malloc(ENV_FILE_MAX + 2), *line, *next, *p;
 	size_t n = 0;
+	uid_t owner = 0;
 	ssize_t r;
 	int fd;
 
 	if (text == NULL)
 		die("out of memory");
 	/* a pipe too (--env-file <(...)): read to the end */
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_owned_links(path, &owner);
+	if (fd < 0 && errno == EPERM)
+		die("--env-file %s: a symbolic link of uid %u on the way, not root's nor yours, is "
+		    "not followed (in a bot's folder it is the bot's, and would have exec read "
+		    "what it names); give the file's own path",
+		    path, (unsigned)owner);
 	if (fd < 0)
 		die("--env-file %s: %s", path, strerror(errno));
 	while (n <= ENV_FILE_MAX && (r = read(fd, text + n, ENV_FILE_MAX + 1 - n)) != 0) {
