@@ -2,7 +2,7 @@
 # tests/fuzz.mk: libFuzzer targets for the protocol layer and gitguard's
 # parsers and decisions (tests/fuzz/), and the replay of saved inputs.
 #
-#   make fuzz            build tests/fuzz/fuzz-{proto,gitparse,decide} with clang
+#   make fuzz            build tests/fuzz/fuzz-{proto,gitparse,decide,index} with clang
 #   make fuzz-run        run each for FUZZ_SECONDS (600) under nice, one at a time
 #   make check           replays tests/fuzz/regress-*/ and corpus-*/ (gcc is enough)
 #
@@ -16,18 +16,10 @@ FUZZ_CPPFLAGS = -I$(top_srcdir) -I$(top_builddir) -include $(top_builddir)/confi
 FUZZ_BINS = tests/fuzz/fuzz-proto tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decide \
 	tests/fuzz/fuzz-index
 FUZZ_TARGETS = proto gitparse decide index
-FUZZ_GITGUARD_SRC = $(top_srcdir)/gitguard/guard.c $(top_srcdir)/gitguard/classify.c \
-	$(top_srcdir)/gitguard/check.c $(top_srcdir)/gitguard/x1.c $(top_srcdir)/gitguard/repo.c \
-	$(top_srcdir)/gitguard/walk.c $(top_srcdir)/gitguard/content.c \
-	$(top_srcdir)/gitguard/reposcan.c $(top_srcdir)/gitguard/cfgscan.c \
-	$(top_srcdir)/gitguard/resolve.c $(top_srcdir)/gitguard/parse.c \
-	$(top_srcdir)/gitguard/lg2.c $(top_srcdir)/gitguard/path.c \
-	$(top_srcdir)/gitguard/fdio.c $(top_srcdir)/gitguard/grow.c \
-	$(top_srcdir)/gitguard/index.c $(top_srcdir)/gitguard/index-split.c $(top_srcdir)/gitguard/index-tree.c \
-	$(top_srcdir)/gitguard/seq.c $(top_srcdir)/gitguard/sha1.c \
-	$(top_srcdir)/gitguard/home.c $(top_srcdir)/gitguard/home-ssh.c
-FUZZ_GITGUARD_HDR = $(top_srcdir)/gitguard/gitguard.h $(top_srcdir)/gitguard/guard-int.h $(top_srcdir)/gitguard/home-int.h $(top_srcdir)/gitguard/index-int.h \
-	$(top_srcdir)/gitguard/ggutil.h
+# gitguard's fuzzers build the whole library from its own source list
+# (gitguard/local.mk), so a file added there is never missing here.
+FUZZ_GITGUARD_C = `for f in $(gitguard_libgitguard_a_SOURCES); do \
+	case $$f in *.c) printf '%s ' "$(top_srcdir)/$$f" ;; esac; done`
 
 fuzz: $(FUZZ_BINS)
 
@@ -41,32 +33,20 @@ $(FUZZ_BINS): | fuzz-clang
 
 FUZZ_PROTO_SRC = $(top_srcdir)/tests/fuzz/fuzz-proto.c $(top_srcdir)/src/daemon/proto.c \
 	$(top_srcdir)/src/common/util.c $(top_srcdir)/gitguard/path.c
-FUZZ_GITPARSE_SRC = $(top_srcdir)/tests/fuzz/fuzz-gitparse.c $(top_srcdir)/gitguard/parse.c
-FUZZ_DECIDE_SRC = $(top_srcdir)/tests/fuzz/fuzz-decide.c $(FUZZ_GITGUARD_SRC)
-FUZZ_INDEX_SRC = $(top_srcdir)/tests/fuzz/fuzz-index.c $(top_srcdir)/gitguard/index.c \
-	$(top_srcdir)/gitguard/index-split.c $(top_srcdir)/gitguard/index-tree.c \
-	$(top_srcdir)/gitguard/grow.c $(top_srcdir)/gitguard/sha1.c \
-	$(top_srcdir)/gitguard/seq.c $(top_srcdir)/gitguard/parse.c
-
 tests/fuzz/fuzz-proto: $(FUZZ_PROTO_SRC) $(top_srcdir)/src/common/agentfs.h $(top_srcdir)/tests/fuzz/fuzz.h
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(CJSON_CFLAGS) $(FUZZ_FLAGS) -o $@ \
 		$(FUZZ_PROTO_SRC) $(CJSON_LIBS)
 
-tests/fuzz/fuzz-gitparse: $(FUZZ_GITPARSE_SRC) $(top_srcdir)/gitguard/gitguard.h \
-		$(top_srcdir)/tests/fuzz/fuzz.h
-	@$(MKDIR_P) tests/fuzz
-	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_GITPARSE_SRC)
-
-tests/fuzz/fuzz-decide: $(FUZZ_DECIDE_SRC) $(FUZZ_GITGUARD_HDR) $(top_srcdir)/tests/fuzz/fuzz.h
+tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decide tests/fuzz/fuzz-index: \
+		$(gitguard_libgitguard_a_SOURCES) $(top_srcdir)/tests/fuzz/fuzz.h
+tests/fuzz/fuzz-gitparse: $(top_srcdir)/tests/fuzz/fuzz-gitparse.c
+tests/fuzz/fuzz-decide: $(top_srcdir)/tests/fuzz/fuzz-decide.c
+tests/fuzz/fuzz-index: $(top_srcdir)/tests/fuzz/fuzz-index.c
+tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decide tests/fuzz/fuzz-index:
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(GIT2_CFLAGS) $(FUZZ_FLAGS) -pthread -o $@ \
-		$(FUZZ_DECIDE_SRC) $(GIT2_LIBS)
-
-tests/fuzz/fuzz-index: $(FUZZ_INDEX_SRC) $(top_srcdir)/gitguard/gitguard.h \
-		$(top_srcdir)/tests/fuzz/fuzz.h
-	@$(MKDIR_P) tests/fuzz
-	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(FUZZ_FLAGS) -o $@ $(FUZZ_INDEX_SRC)
+		$(top_srcdir)/$@.c $(FUZZ_GITGUARD_C) $(GIT2_LIBS)
 
 # New inputs go to tests/fuzz/work-TARGET/ (not committed); the seeds in
 # corpus-TARGET/ are read, never grown.  Crashes land in tests/fuzz/crash-*.

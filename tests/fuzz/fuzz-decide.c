@@ -458,8 +458,12 @@ static void check_cls(const struct guard_cls *c)
 	FUZZ_CHECK(c->role <= GUARD_R_OBJPACK); /* the last role */
 	FUZZ_CHECK((c->flags & ~(GUARD_RO | GUARD_TREE | GUARD_PIN | GUARD_WT | GUARD_CHK)) == 0);
 	FUZZ_CHECK(c->rule < GUARD_RULE_MAX);
+	/* the content-checked rules: the index, sequencer files, refs, MERGE_RR, midx */
 	if ((c->flags & GUARD_CHK) && !(c->flags & (GUARD_RO | GUARD_TREE)))
-		FUZZ_CHECK(c->rule == GUARD_RULE_X2 || c->rule == GUARD_RULE_X4);
+		FUZZ_CHECK(c->rule == GUARD_RULE_X2 || c->rule == GUARD_RULE_X4 ||
+			   c->rule == GUARD_RULE_X5 || c->rule == GUARD_RULE_X6 ||
+			   c->rule == GUARD_RULE_X7 || c->rule == GUARD_RULE_R1 ||
+			   c->rule == GUARD_RULE_D10 || c->rule == GUARD_RULE_D7);
 	if (c->flags & GUARD_TREE)
 		FUZZ_CHECK(c->flags & GUARD_RO);
 }
