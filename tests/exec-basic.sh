@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # exec-basic: what a workspace-write bot's command sees through `agentfs exec`:
-# the host read-only, its folder writable at its own path, a private /tmp and
+# the host read-only (also what the host mounts meanwhile: no propagation),
+# its folder writable at its own path, a private /tmp and
 # /proc, a new session, death with the client, no network (loopback only),
 # its own socket as AGENT_SOCKET, the daemon's folders hidden, no
 # capabilities to undo any of it, and nothing left on the host afterwards.
@@ -10,7 +11,8 @@
 command -v ps >/dev/null || skip_all "ps (procps) is missing"
 
 W="$T/ws"
-mkdir -p "$W/sub" "$T/sib" "$T/ws2" "$T/wn" "$T/srv"
+mkdir -p "$W/sub" "$T/sib" "$T/ws2" "$T/wn" "$T/srv" "$T/prop" "$T/open"
+chmod 777 "$T/open"
 own "$W" "$T/ws2" "$T/wn"
 echo host-data >"$W/hostfile"
 echo sibling-data >"$T/sib/file"
@@ -41,6 +43,29 @@ out=$(ex w1 -- sh -c 'echo x >"$1"' sh "$T/sib/new" </dev/null 2>&1)
 like "$out" "Read-only file system" "writing next to the bot's folder fails with EROFS"
 [ -e "$T/sib/new" ] && not_ok "the refused write made nothing on the host" ||
 	ok "the refused write made nothing on the host"
+
+# A mount the host makes while the command runs (a USB stick, an automount
+# the bot itself triggers, a new pod volume) under a shared mount (systemd
+# makes every mount shared) would reach the sandbox read-write through
+# mount propagation: the sandbox's mount table is a private copy.
+if mount --bind "$T/prop" "$T/prop" && mount --make-shared "$T/prop" && mkdir -p "$T/prop/sub"; then
+	rm -f "$T/prop.out"
+	ex w1 -- sh -c 'sleep 2; grep -c " $1/prop/sub " /proc/self/mountinfo; touch "$1/prop/sub/bot" 2>/dev/null && echo wrote' \
+		sh "$T" </dev/null >"$T/prop.out" 2>&1 &
+	prop_pid=$!
+	sleep 1
+	mount --bind "$T/open" "$T/prop/sub" || diag "cannot bind $T/open on $T/prop/sub"
+	wait "$prop_pid"
+	is "$(tr '\n' ' ' <"$T/prop.out")" "0 " "a mount made on the host meanwhile does not reach the sandbox"
+	[ -e "$T/open/bot" ] && not_ok "... and the command wrote nothing through it" ||
+		ok "... and the command wrote nothing through it"
+	rm -f "$T/prop.out" "$T/open/bot"
+	umount "$T/prop/sub" 2>/dev/null || umount -l "$T/prop/sub"
+	umount "$T/prop" 2>/dev/null || umount -l "$T/prop"
+else
+	skip "cannot make a shared mount here"
+	skip "cannot make a shared mount here"
+fi
 
 # --- the bot's folder, at its own path, writable ----------------------------
 out=$(cd "$W" && ex w1 -- pwd </dev/null 2>&1)
