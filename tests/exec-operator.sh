@@ -71,6 +71,28 @@ is "$(stat -c %u "$T/ows/f" 2>&1)" "$EX_UID" "what it makes is the operator's on
 like "$(op exec ob -- sh -c 'echo x >"$1/x"' sh "$T/out" </dev/null 2>&1)" "Read-only file system" \
 	"a folder of the operator's outside the roots is read-only inside"
 check "... and nothing was written there" test ! -e "$T/out/x"
+# a mount the host makes meanwhile under a shared mount does not reach the
+# sandbox (exec-basic.sh for root's): the operator's bwrap starts from a
+# private copy too
+mkdir -p "$T/prop" "$T/open" && chmod 777 "$T/open" "$T/prop"
+if mount --bind "$T/prop" "$T/prop" && mount --make-shared "$T/prop" && mkdir -p "$T/prop/sub"; then
+	rm -f "$T/prop.out"
+	op exec ob -- sh -c 'sleep 2; grep -c " $1/prop/sub " /proc/self/mountinfo; touch "$1/prop/sub/bot" 2>/dev/null && echo wrote' \
+		sh "$T" </dev/null >"$T/prop.out" 2>&1 &
+	prop_pid=$!
+	sleep 1
+	mount --bind "$T/open" "$T/prop/sub" || diag "cannot bind $T/open on $T/prop/sub"
+	wait "$prop_pid"
+	is "$(tr '\n' ' ' <"$T/prop.out")" "0 " "a mount made on the host meanwhile does not reach the operator's sandbox"
+	[ -e "$T/open/bot" ] && not_ok "... and the command wrote nothing through it" ||
+		ok "... and the command wrote nothing through it"
+	rm -f "$T/prop.out" "$T/open/bot"
+	umount "$T/prop/sub" 2>/dev/null || umount -l "$T/prop/sub"
+	umount "$T/prop" 2>/dev/null || umount -l "$T/prop"
+else
+	skip "cannot make a shared mount here"
+	skip "cannot make a shared mount here"
+fi
 op exec ob -- sh -c 'echo x >/tmp/p.$1' sh "$$" </dev/null
 check "/tmp is the sandbox's own" test ! -e "/tmp/p.$$"
 is "$(op exec ob -- ls -A "$D_STATE" </dev/null 2>&1)" "" "the daemon's state is hidden"

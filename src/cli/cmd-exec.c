@@ -26,7 +26,6 @@
 #include <termios.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -458,16 +457,7 @@ bwrap_child(const struct sandbox_setup *sb, int slave, int err_w, const int go[2
 		_exit(EXIT_AGENTFS); /* the outer agentfs exec gave up: it said why */
 	if (exec_keep_only_fds(h.keep, 3) != 0)
 		child_fail(sb->err_fd, "cannot close the descriptors the sandbox must not get");
-	/*
-	 * bwrap copies our mount table and makes it a slave of ours: a mount
-	 * the host makes later under a shared mount (systemd makes them all
-	 * shared) would arrive in the sandbox read-write, after bwrap made the
-	 * host read-only. Root's bwrap starts from a private copy instead (this
-	 * child is forked before the plan says whether bwrap makes a user
-	 * namespace: an operator's, which is not root, does; README, Limits).
-	 */
-	if (geteuid() == 0 &&
-	    (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0))
+	if (exec_private_mounts() != 0)
 		child_fail(sb->err_fd, "cannot give the sandbox a mount table of its own");
 	execve(argv[0], argv, env);
 	child_fail(sb->err_fd, argv[0]);

@@ -4,7 +4,8 @@
  * argument table), sent to the bwrap child forked before it was known (its
  * launch), and what bwrap tells back: its status on
  * --json-status-fd, read as JSON, and its own standard error, held until
- * it is known whether the setup is tried again.
+ * it is known whether the setup is tried again; and the private mount
+ * table the bwrap child starts from.
  */
 #include "src/common/agentfs.h"
 #include "src/cli/exec.h"
@@ -14,11 +15,13 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/close_range.h>
+#include <sys/mount.h>
 
 void exec_arg(struct argv_buf *a, const char *s)
 {
@@ -549,4 +552,45 @@ int exec_launch_write(int fd, const int keep[3], const struct argv_buf *a)
 		off += n > 0 ? (size_t)n : 0;
 	free(buf);
 	return off < len ? -1 : 0;
+}
+
+/* Write text to the file at path (a /proc/self file of ours); 0 or -1. */
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? write(fd, text, strlen(text)) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/*
+ * bwrap copies our mount table and makes it a slave of ours: a mount the
+ * host makes later under a shared mount (systemd makes them all shared)
+ * would arrive in the sandbox with its own flags, read-write, after bwrap
+ * made the host read-only. So bwrap starts from a private copy: root's in
+ * a mount namespace of our own; an operator's, which is not root, in a
+ * user namespace of our own too that maps only itself (bwrap, run there
+ * without capabilities, makes its own inside as always). 0 or -1.
+ */
+int exec_private_mounts(void)
+{
+	char map[64];
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+
+	if (geteuid() == 0)
+		return unshare(CLONE_NEWNS) == 0 ? mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)
+						 : -1;
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0 ||
+	    write_file("/proc/self/setgroups", "deny") != 0)
+		return -1;
+	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+	if (write_file("/proc/self/uid_map", map) != 0)
+		return -1;
+	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+	if (write_file("/proc/self/gid_map", map) != 0)
+		return -1;
+	return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
 }

@@ -90,6 +90,7 @@ void exec_pty_open(int term, int *master, int *slave);
 bool exec_cooked_input(int master);
 
 void exec_bwrap_args(struct argv_buf *a, const struct sandbox_setup *sb);
+int exec_private_mounts(void);
 void exec_bwrap_status_read(int fd, struct bwrap_status *st);
 void exec_bwrap_err_read(struct bwrap_err *e);
 void exec_bwrap_err_flush(struct bwrap_err *e, bool done);
