@@ -29,8 +29,8 @@ made=
 fc_cleanup()
 {
 	local rc=$?
-	case $made in *u*) userdel "$usr" 2>/dev/null ;; esac
-	case $made in *g*) groupdel "$grp" 2>/dev/null ;; esac
+	case $made in *u*) host_del userdel "$usr" ;; esac
+	case $made in *g*) host_del groupdel "$grp" ;; esac
 	(exit "$rc")
 	daemon_cleanup
 }

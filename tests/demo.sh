@@ -31,11 +31,11 @@ member=afs-dm$$
 demo_cleanup()
 {
 	local rc=$?
-	userdel "$user" 2>/dev/null
-	groupdel "$user" 2>/dev/null
-	userdel "$member" 2>/dev/null
-	groupdel "$member" 2>/dev/null
-	groupdel "$grp" 2>/dev/null
+	host_del userdel "$user"
+	host_del groupdel "$user"
+	host_del userdel "$member"
+	host_del groupdel "$member"
+	host_del groupdel "$grp"
 	(exit "$rc")
 	daemon_cleanup
 }

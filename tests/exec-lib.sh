@@ -77,9 +77,9 @@ EX_GROUP=afs-g$$
 exec_user_cleanup()
 {
 	local rc=$?
-	userdel "$EX_USER" 2>/dev/null
-	groupdel "$EX_USER" 2>/dev/null
-	groupdel "$EX_GROUP" 2>/dev/null
+	host_del userdel "$EX_USER"
+	host_del groupdel "$EX_USER"
+	host_del groupdel "$EX_GROUP"
 	(exit "$rc")
 	daemon_cleanup
 }

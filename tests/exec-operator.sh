@@ -41,8 +41,8 @@ getent passwd "$OP2" >/dev/null || bail_out "cannot make the user $OP2"
 op_cleanup()
 {
 	local rc=$?
-	userdel "$OP2" 2>/dev/null
-	groupdel "$OP2" 2>/dev/null
+	host_del userdel "$OP2"
+	host_del groupdel "$OP2"
 	(exit "$rc")
 	exec_user_cleanup
 }

@@ -18,8 +18,8 @@ U="agfs-acl$$"
 acl_cleanup()
 {
 	local rc=$?
-	userdel "$U" >/dev/null 2>&1
-	groupdel "$U" >/dev/null 2>&1
+	host_del userdel "$U"
+	host_del groupdel "$U"
 	(exit "$rc")
 	lib_cleanup
 }

@@ -31,8 +31,8 @@ home_cleanup()
 {
 	local rc=$? u
 	for u in "$U" "$U2" "$U3"; do
-		userdel "$u" >/dev/null 2>&1
-		groupdel "$u" >/dev/null 2>&1
+		host_del userdel "$u"
+		host_del groupdel "$u"
 	done
 	(exit "$rc")
 	lib_cleanup

@@ -18,6 +18,8 @@
 #   wait_until SECONDS CMD...           poll CMD every 0.1 s until it succeeds
 #   make_tree DIR NDIRS NFILES          DIR/dN/fM: NDIRS folders of NFILES files
 #   git_test_env                        git with none of the host's configuration
+#   host_del userdel|groupdel NAME      remove a user or group the test made, retried
+#                                       while another test holds /etc/passwd's lock
 # and a trap that unmounts everything the test mounted, kills (by pid) only what
 # it started, and removes $T.  Nothing is left behind, pass or fail.
 #
@@ -40,6 +42,23 @@ tap_n=0
 tap_failed=0
 tap_planned=
 tap_done=
+
+# host_del userdel|groupdel NAME: remove NAME, a user or group the test made.
+# userdel and groupdel fail while another test (make -j) holds the lock on
+# /etc/passwd or /etc/group, as useradd does: retried for up to 3 s, until
+# NAME is gone; a group that is still a user's primary group is the caller's
+# order to get right (userdel first).
+host_del()
+{
+	local cmd=$1 name=$2 db=group i
+	[ "$cmd" = userdel ] && db=passwd
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		getent "$db" "$name" >/dev/null 2>&1 || return 0
+		"$cmd" "$name" >/dev/null 2>&1 && return 0
+		sleep 0.3
+	done
+	return 1
+}
 
 # tap_todo: while set (by todo), results are TAP TODO: a failure is an
 # expected one (XFAIL) and a pass is reported as unexpected (XPASS fails the run)
