@@ -179,28 +179,55 @@ static void objinfo_entry(struct audit *a, int dfd, const char *name, const char
 	audit_found(a, path, "name", "a name git does not make in objects/info");
 }
 
-/* D7: a multi-pack-index naming a pack elsewhere than objects/pack (midx.c) */
-void audit_midx(struct audit *a, int gfd, const char *path)
+/*
+ * D7: the multi-pack-index NAME in the folder DFD (PATH), a layer of git
+ * >= 2.47's chain if LAYER, naming a pack elsewhere than objects/pack (midx.c)
+ */
+static void midx_file(struct audit *a, int dfd, const char *name, bool layer, const char *path)
 {
 	const char *why = NULL;
-	int ofd, pfd, rc;
 	char *buf, *p;
 	size_t len;
+	int rc;
 
-	ofd = audit_open_dir(gfd, "objects");
-	pfd = ofd >= 0 ? audit_open_dir(ofd, "pack") : -1;
-	rc = pfd >= 0 ? guard_read_file(pfd, "multi-pack-index", guard_content_cap(GUARD_RULE_D7),
-					&buf, &len, NULL)
-		      : -ENOENT;
-	p = rc != -ENOENT ? audit_join(path, "objects/pack/multi-pack-index") : NULL;
+	rc = guard_read_file(dfd, name, guard_content_cap(GUARD_RULE_D7), &buf, &len, NULL);
+	p = rc != -ENOENT ? audit_join(path, name) : NULL;
 	if (p && rc)
 		audit_found(a, p, "name", "a multi-pack-index that cannot be checked (%s)",
 			    rc == -EINVAL ? "not a regular file" : strerror(-rc));
-	else if (p && guard_midx_check(buf, len, &why))
+	else if (p && (layer ? guard_midx_layer_check(buf, len, &why)
+			     : guard_midx_check(buf, len, &why)))
 		audit_found(a, p, "name", "%s", why);
 	if (!rc)
 		free(buf);
 	free(p);
+}
+
+/* D7: objects/pack/multi-pack-index and the layers of multi-pack-index.d */
+void audit_midx(struct audit *a, int gfd, const char *path)
+{
+	struct dirent *de;
+	int ofd, pfd, cfd;
+	char *pp, *cp;
+	DIR *d;
+
+	ofd = audit_open_dir(gfd, "objects");
+	pfd = ofd >= 0 ? audit_open_dir(ofd, "pack") : -1;
+	pp = pfd >= 0 ? audit_join(path, "objects/pack") : NULL;
+	if (pp)
+		midx_file(a, pfd, "multi-pack-index", false, pp);
+	cfd = pp ? audit_open_dir(pfd, "multi-pack-index.d") : -1;
+	d = cfd >= 0 ? fdopendir(cfd) : NULL;
+	cp = d ? audit_join(pp, "multi-pack-index.d") : NULL;
+	while (cp && (de = readdir(d)))
+		if (guard_midx_layer_name(de->d_name))
+			midx_file(a, dirfd(d), de->d_name, true, cp);
+	if (d)
+		closedir(d);
+	else if (cfd >= 0)
+		close(cfd);
+	free(cp);
+	free(pp);
 	if (pfd >= 0)
 		close(pfd);
 	if (ofd >= 0)

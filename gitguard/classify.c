@@ -166,6 +166,15 @@ int guard_name_stage(struct guard *g, const struct guard_cls *parent, const char
 				set(out, GUARD_CHK, (uint8_t)i);
 				return 0;
 			}
+			/* D7: git >= 2.47's incremental chain, whose layers name packs too */
+			if (name_is(name, "multi-pack-index.d") && S_ISDIR(mode))
+				out->role = GUARD_R_MIDXD;
+			break;
+		case GUARD_R_MIDXD:
+			if ((i = (int)guard_content_rule(parent, name))) {
+				set(out, GUARD_CHK, (uint8_t)i);
+				return 0;
+			}
 			break;
 		case GUARD_R_OBJINFO:
 			if (name_or_lock(name, "alternates") ||

@@ -74,7 +74,8 @@ enum guard_role {
 	GUARD_R_LOGS,	   /* D/logs and D/logs/refs of a common folder a linked worktree's bot
 			      reaches (D13: HEAD's log and per-worktree refs' logs are not its) */
 	GUARD_R_HOMECFG,   /* a home's .config folder: its git/ is H1's */
-	GUARD_R_OBJPACK,   /* D/objects/pack: its multi-pack-index is D7's
+	GUARD_R_OBJPACK,   /* D/objects/pack: its multi-pack-index is D7's */
+	GUARD_R_MIDXD,	   /* D/objects/pack/multi-pack-index.d: its *.midx layers are D7's
 			      (the last role: tests/fuzz/fuzz-decide.c checks against it) */
 };
 
@@ -368,10 +369,11 @@ void guard_revalidate(struct guard *g);
  * there (X7); the refs at a git folder's
  * top, every file under refs/ but a lock, `packed-refs`, and a rebase's
  * `head-name`, `update-refs` and `refs-to-delete` (R1); `MERGE_RR` at a git
- * folder's top (D10); objects/pack/`multi-pack-index` (D7).  guard_check() refuses to make them by mknod,
- * mkdir, symlink or link (names.c says which names they are), and X2 and D10
- * files and R1 files but those git writes in place (guard_ref_in_place) cannot be
- * made by a create (git renames a lock file onto them); X2 and D10 files
+ * folder's top (D10); objects/pack/`multi-pack-index` and every `*.midx` in
+ * objects/pack/multi-pack-index.d (D7).  guard_check() refuses to make them by mknod,
+ * mkdir, symlink or link (names.c says which names they are), and X2, D10 and
+ * D7 files and R1 files but those git writes in place (guard_ref_in_place) cannot be
+ * made by a create (git renames a lock file onto them); X2, D10 and D7 files
  * (guard_rule_renamed_only) cannot be written in place at all.
  * What guard_check() cannot see is the content: the caller must
  *   - on a rename (or exchange) of a regular file onto such a name, call
@@ -400,6 +402,10 @@ size_t guard_hash_size(struct guard *g, int gitdir_fd);
 int guard_merge_rr_check(const char *buf, size_t len, size_t hashsz, const char **why);
 /* midx.c: D7's objects/pack/multi-pack-index names packs of its folder only (0, or -EINVAL) */
 int guard_midx_check(const char *buf, size_t len, const char **why);
+/* midx.c: the same for a layer of multi-pack-index.d (git >= 2.47), version 1 or 2 */
+int guard_midx_layer_check(const char *buf, size_t len, const char **why);
+/* names.c: is NAME in multi-pack-index.d a layer (NAME.midx, any case)? */
+bool guard_midx_layer_name(const char *name);
 /* names.c: a rule whose files git only renames onto (X2, D10's MERGE_RR, D7's
    multi-pack-index): never written in place */
 bool guard_rule_renamed_only(unsigned rule);

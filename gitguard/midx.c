@@ -16,6 +16,16 @@
  * 4-byte id and an 8-byte offset, the last id 0, offsets rising within the
  * file; the PNAM chunk holds the pack names, each ended by a NUL, in order.
  * Anything this reader cannot follow is refused: git wrote none of it.
+ *
+ * git 2.47 and later also read an incremental chain when there is no plain
+ * file (midx.c load_multi_pack_index_chain): objects/pack/multi-pack-index.d/
+ * multi-pack-index-chain lists layer hashes, each layer is that folder's
+ * multi-pack-index-HASH.midx, in this format (version 1, or 2, which
+ * `git multi-pack-index compact` writes), and its pack names are opened as
+ * objects/pack/NAME just the same.  The chain holds hashes only (git refuses
+ * a line that is not one), so the layers are what is checked, by the same
+ * rule: a bot cannot plant one that the person's newer git, after an
+ * upgrade, follows out of the root.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -59,7 +69,8 @@ static int pack_names(const char *p, size_t len, uint32_t n, const char **why)
 	return 0;
 }
 
-int guard_midx_check(const char *buf, size_t len, const char **why)
+/* A multi-pack-index of version 1 (or up to MAXV) whose pack names are files of objects/pack */
+static int midx_check(const char *buf, size_t len, unsigned maxv, const char **why)
 {
 	const unsigned char *b = (const unsigned char *)buf;
 	uint64_t off, next, pnam_off = 0, pnam_len = 0;
@@ -67,8 +78,9 @@ int guard_midx_check(const char *buf, size_t len, const char **why)
 	uint32_t packs, id;
 	bool seen = false;
 
-	if (len < MIDX_HEADER || memcmp(buf, "MIDX", 4) || b[4] != 1) {
-		*why = "multi-pack-index: not one git 2.39 reads (signature, version)";
+	if (len < MIDX_HEADER || memcmp(buf, "MIDX", 4) || b[4] < 1 || b[4] > maxv) {
+		*why = maxv == 1 ? "multi-pack-index: not one git 2.39 reads (signature, version)"
+				 : "multi-pack-index layer: not one git reads (signature, version)";
 		return -EINVAL;
 	}
 	chunks = b[6];
@@ -106,4 +118,14 @@ int guard_midx_check(const char *buf, size_t len, const char **why)
 		return -EINVAL;
 	}
 	return pack_names(buf + pnam_off, (size_t)pnam_len, packs, why);
+}
+
+int guard_midx_check(const char *buf, size_t len, const char **why)
+{
+	return midx_check(buf, len, 1, why);
+}
+
+int guard_midx_layer_check(const char *buf, size_t len, const char **why)
+{
+	return midx_check(buf, len, 2, why);
 }

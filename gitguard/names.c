@@ -191,7 +191,8 @@ static bool top_ref(const char *name)
  * `sharedindex.*`; R1 for the refs at its top, every file under refs/ but
  * lock files, and a rebase's head-name, update-refs and refs-to-delete; D10
  * for MERGE_RR, rerere's records (rerere.c); D7 for objects/pack/multi-pack-index
- * (midx.c); X4
+ * and every *.midx in objects/pack/multi-pack-index.d, the layers of the
+ * incremental chain git >= 2.47 reads (midx.c); X4
  * for the strategy files in rebase-merge/, rebase-apply/ and sequencer/;
  * X5 for apply-opt and gpg_sign_opt there; X7 for msgnum, end, next and last
  * there (step counts); X6 for git-rebase-todo there
@@ -213,6 +214,8 @@ unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
 		return 0;
 	if (parent->role == GUARD_R_OBJPACK)
 		return name_is(name, "multi-pack-index") ? GUARD_RULE_D7 : 0;
+	if (parent->role == GUARD_R_MIDXD)
+		return guard_midx_layer_name(name) ? GUARD_RULE_D7 : 0;
 	if (parent->role == GUARD_R_REFS) {
 		n = strlen(name);
 		return n > 5 && !strcasecmp(name + n - 5, ".lock") ? 0 : GUARD_RULE_R1;
@@ -232,6 +235,17 @@ unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
 	    name_is(name, "refs-to-delete"))
 		return GUARD_RULE_R1;
 	return 0;
+}
+
+/*
+ * A layer of multi-pack-index.d: git opens multi-pack-index-HASH.midx there;
+ * any NAME.midx (any case: a case-folding file system) is taken for one.
+ */
+bool guard_midx_layer_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 5 && !strcasecmp(name + n - 5, ".midx");
 }
 
 /* How much of a file of RULE gitguard reads to check it */
@@ -268,6 +282,8 @@ int guard_content_check(unsigned rule, const char *name, const char *buf, size_t
 		rc = guard_count_check(buf, len, why);
 	else if (rule == GUARD_RULE_D10)
 		rc = guard_merge_rr_check(buf, len, hashsz, why);
+	else if (rule == GUARD_RULE_D7 && guard_midx_layer_name(name))
+		rc = guard_midx_layer_check(buf, len, why);
 	else if (rule == GUARD_RULE_D7)
 		rc = guard_midx_check(buf, len, why);
 	return rc ? -EROFS : 0;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# guard-midx: rule D7's multi-pack-index (red team round 13).  git 2.39 opens
+# guard-midx: rule D7's multi-pack-index (red team rounds 13 and 15).  git 2.39 opens
 # each pack objects/pack/multi-pack-index names as objects/pack/NAME without
 # checking NAME: "../../../../victim/objects/pack/pack-X.idx" borrows objects
 # from any path, as alternates do, and the person's `git maintenance run
@@ -10,6 +10,11 @@
 # files of objects/pack, every other way refused by rule; the bot's own git
 # writes, verifies and expires its multi-pack-index.  A control plants on the
 # host; then the person's maintenance leaves the pack outside the root alone.
+# Round 15: git >= 2.47 reads, when there is no plain file, the incremental
+# chain objects/pack/multi-pack-index.d/ (multi-pack-index-chain lists the
+# layers multi-pack-index-HASH.midx, whose pack names are opened the same
+# way); its layers are checked as the plain file is, and audit lists one
+# planted on the host.  The host's git 2.39 reads no chain, so no control.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/guard-lib.sh"
 guard_needs python3
@@ -104,6 +109,7 @@ forge "$B/dotdot" ".."
 forge "$B/unended" "pack-0000.idx-"
 forge "$B/plain" "pack-0000.idx"
 printf 'MIDX\002' >"$B/version"
+printf '%s\n' 0123456789abcdef0123456789abcdef01234567 >"$B/chain"
 
 allowed "multi-pack-index: pack names of objects/pack, renamed in" \
 	python3 "$FORGE" plant-rename "$P/multi-pack-index.lock" "$P/multi-pack-index" "$B/plain"
@@ -125,6 +131,41 @@ refused_by "multi-pack-index: a pack outside the root" D7 \
 	python3 "$FORGE" plant-rename "$P/multi-pack-index.lock" "$P/multi-pack-index" "$B/outside"
 rm -f "$P/multi-pack-index.lock"
 
+# ---- git >= 2.47's incremental chain: the layers of multi-pack-index.d ---------------
+rm -f "$S/app/.git/objects/pack/multi-pack-index"
+D="$P/multi-pack-index.d"
+H=0123456789abcdef0123456789abcdef01234567
+cp "$B/plain" "$B/plain2"
+printf '\002' | dd of="$B/plain2" bs=1 seek=4 conv=notrunc status=none
+check "multi-pack-index.d: the folder is made" mkdir "$D"
+allowed "layer: pack names of objects/pack, renamed in" \
+	python3 "$FORGE" plant-rename "$D/midx.tmp" "$D/multi-pack-index-$H.midx" "$B/plain"
+allowed "layer: version 2 (git multi-pack-index compact), renamed in" \
+	python3 "$FORGE" plant-rename "$D/midx.tmp" "$D/multi-pack-index-$H.midx" "$B/plain2"
+allowed "layer: the chain of hashes, written" \
+	python3 "$FORGE" plant-new "$D/multi-pack-index-chain" "$B/chain"
+refused_by "layer: written in place" D7 \
+	python3 "$FORGE" plant-write "$D/multi-pack-index-$H.midx" "$B/outside"
+refused_by "layer: made in place" D7 "$TRYOP" create "$D/multi-pack-index-1$H.midx"
+refused_by "layer: a hard link onto a layer's name" D7 \
+	python3 "$FORGE" plant-link "$D/multi-pack-index-chain" "$D/multi-pack-index-2$H.midx"
+refused_by "layer: a pack outside among its own" D7 \
+	python3 "$FORGE" plant-rename "$D/midx.tmp" "$D/multi-pack-index-3$H.midx" "$B/two"
+refused_by "layer: a name in capitals (a case-folding file system)" D7 \
+	python3 "$FORGE" plant-rename "$D/midx.tmp" "$D/MULTI-PACK-INDEX-$H.MIDX" "$B/outside"
+refused_by "layer: a pack outside the root" D7 \
+	python3 "$FORGE" plant-rename "$D/midx.tmp" "$D/multi-pack-index-$H.midx" "$B/outside"
+rm -f "$D/midx.tmp"
+check "layer: the checked one is still in place" \
+	sh -c "grep -qa 'pack-0000.idx' '$D/multi-pack-index-$H.midx'"
+rm -rf "$S/app/.git/objects/pack/multi-pack-index.d"
+check "a folder for the chain, made in the work tree" mkdir "$M/app/chain"
+allowed "a layer naming a pack outside, in the work tree" \
+	python3 "$FORGE" plant-new "$M/app/chain/multi-pack-index-$H.midx" "$B/outside"
+refused_by "the work tree's folder moved in as multi-pack-index.d" D7 \
+	"$TRYOP" rename "$M/app/chain" "$D"
+rm -rf "$S/app/chain"
+
 fs_umount "$M" || not_ok "umount $M"
 
 # ---- agentfs audit, then the person's plain git on the host --------------------------
@@ -134,6 +175,14 @@ check "audit lists a multi-pack-index planted on the host" \
 	grep -q 'objects/pack/multi-pack-index: name: multi-pack-index: a pack name that is no file' \
 	"$T/audit.out"
 rm -f "$C/app/.git/objects/pack/multi-pack-index"
+mkdir "$C/app/.git/objects/pack/multi-pack-index.d"
+forge "$C/app/.git/objects/pack/multi-pack-index.d/multi-pack-index-$H.midx" \
+	"../../../../../cvictim/objects/pack/$CV"
+"$AGENTFS" audit "$C/app" >"$T/audit2.out" 2>&1
+check "audit lists a layer of multi-pack-index.d planted on the host" \
+	grep -q "multi-pack-index.d/multi-pack-index-$H.midx: name: multi-pack-index: a pack name that is no file" \
+	"$T/audit2.out"
+rm -rf "$C/app/.git/objects/pack/multi-pack-index.d"
 check "host: git maintenance run --task=incremental-repack" \
 	git -C "$S/app" maintenance run --task=incremental-repack
 check "host: git fsck" git -C "$S/app" fsck --no-progress

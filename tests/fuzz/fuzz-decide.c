@@ -455,7 +455,7 @@ static void pick_class(struct in *in, int gi, struct guard_cls *cls, mode_t *mod
 static void check_cls(const struct guard_cls *c)
 {
 	FUZZ_CHECK(c->kind <= GUARD_BOTREPO);
-	FUZZ_CHECK(c->role <= GUARD_R_OBJPACK); /* the last role */
+	FUZZ_CHECK(c->role <= GUARD_R_MIDXD); /* the last role */
 	FUZZ_CHECK((c->flags & ~(GUARD_RO | GUARD_TREE | GUARD_PIN | GUARD_WT | GUARD_CHK)) == 0);
 	FUZZ_CHECK(c->rule < GUARD_RULE_MAX);
 	/* the content-checked rules: the index, sequencer files, refs, MERGE_RR, midx */
