@@ -187,6 +187,7 @@ static void names(void)
 	const struct guard_cls objects = {.kind = GUARD_INGIT, .role = GUARD_R_OBJECTS};
 	const struct guard_cls objinfo = {.kind = GUARD_INGIT, .role = GUARD_R_OBJINFO};
 	const struct guard_cls objpack = {.kind = GUARD_INGIT, .role = GUARD_R_OBJPACK};
+	const struct guard_cls midxd = {.kind = GUARD_INGIT, .role = GUARD_R_MIDXD};
 	const struct guard_cls plain = {.kind = GUARD_PLAIN};
 	const char *why = NULL;
 
@@ -225,8 +226,13 @@ static void names(void)
 		       guard_content_rule(&objpack, "multi-pack-index.lock") == 0 &&
 		       guard_content_rule(&objpack, "pack-1.idx") == 0 &&
 		       guard_content_rule(&objects, "multi-pack-index") == 0 &&
+		       guard_content_rule(&midxd, "multi-pack-index-01ab.midx") == GUARD_RULE_D7 &&
+		       guard_content_rule(&midxd, "x.MIDX") == GUARD_RULE_D7 &&
+		       guard_content_rule(&midxd, "multi-pack-index-chain") == 0 &&
+		       guard_content_rule(&midxd, "multi-pack-index-01ab.bitmap") == 0 &&
+		       guard_content_rule(&midxd, ".midx") == 0 &&
 		       guard_rule_renamed_only(GUARD_RULE_D7),
-	       "content rules under refs/, in state folders and objects/pack");
+	       "content rules under refs/, in state folders, objects/pack and multi-pack-index.d");
 	tap_ok(guard_midx_check("MIDX", 4, &why) == -EINVAL &&
 		       guard_midx_check("DIRC\1\1\0\0\0\0\0\0", 12, &why) == -EINVAL &&
 		       guard_midx_check("MIDX\1\1\0\0\0\0\0\0"
@@ -238,6 +244,24 @@ static void names(void)
 					"\0\0\0\0\0\0\0\30",
 					24, &why) == -EINVAL,
 	       "D7: a multi-pack-index git 2.39 reads, and one naming packs without their names");
+	tap_ok(guard_midx_check("MIDX\2\1\0\0\0\0\0\0"
+				"\0\0\0\0"
+				"\0\0\0\0\0\0\0\30",
+				24, &why) == -EINVAL &&
+		       guard_midx_layer_check("MIDX\2\1\0\0\0\0\0\0"
+					      "\0\0\0\0"
+					      "\0\0\0\0\0\0\0\30",
+					      24, &why) == 0 &&
+		       guard_midx_layer_check("MIDX\3\1\0\0\0\0\0\0"
+					      "\0\0\0\0"
+					      "\0\0\0\0\0\0\0\30",
+					      24, &why) == -EINVAL &&
+		       guard_content_check(GUARD_RULE_D7, "multi-pack-index-01ab.midx",
+					   "MIDX\2\1\0\0\0\0\0\0"
+					   "\0\0\0\0"
+					   "\0\0\0\0\0\0\0\30",
+					   24, 20, &why) == 0,
+	       "D7: a layer of multi-pack-index.d, version 1 or 2 (git >= 2.47)");
 	tap_ok(guard_git_name_ok(&gitdir, "refs", S_IFDIR) &&
 		       guard_git_name_ok(&gitdir, "ORIG_HEAD.lock", S_IFREG) &&
 		       guard_git_name_ok(&gitdir, "sharedindex_Ab12Cd", S_IFREG) &&
