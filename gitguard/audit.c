@@ -153,6 +153,11 @@ static void check_index(struct audit *a, int dfd, const char *name, const char *
 			    "%ld entries git status and git diff do not look at: %s%s; a change to "
 			    "them is not shown (skip-worktree is normal in a sparse checkout)",
 			    n, h.list, n > 3 ? ", ..." : "");
+	if (!strcmp(name, "index") && guard_index_untracked(buf, len, a->hashsz) > 0)
+		audit_found(a, path, "index",
+			    "an untracked cache: git status shows the untracked files it records, "
+			    "not what the folders hold, so a file left out is not shown (git status "
+			    "-uall shows it; normal with core.untrackedCache)");
 	free(buf);
 }
 

@@ -443,6 +443,13 @@ int guard_index_base(const char *buf, size_t len, size_t hashsz, char *hex, cons
  */
 long guard_index_hidden(const char *buf, size_t len, size_t hashsz,
 			void (*fn)(void *arg, const char *path, const char *what), void *arg);
+/*
+ * 1 if BUF has an untracked cache (UNTR), 0 if not, or -EINVAL.  git status
+ * (not -uall, not git add -A) lists the untracked files the cache records
+ * for a folder whose stat data match rather than read it, so one the cache
+ * leaves out is hidden from the person's review (index.c's check_extensions).
+ */
+int guard_index_untracked(const char *buf, size_t len, size_t hashsz);
 int guard_index_replaced(const char *buf, size_t len, const char *shared, size_t slen,
 			 size_t hashsz, guard_index_entry_fn fn, void *arg, const char **why);
 /* FN for each stage of each resolve-undo record (REUC): path, mode, object */

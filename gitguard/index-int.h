@@ -30,6 +30,7 @@ struct ix {
 	bool link;   /* split index: empty names stand for shared entries */
 	bool sdir;   /* sparse index: folder entries are allowed */
 	bool strict; /* check names, modes and order, not only the layout */
+	bool untr;   /* an untracked cache extension (UNTR) was seen */
 	size_t end;  /* offset just past the last entry */
 	const char *why;
 	guard_index_entry_fn fn; /* each named entry of a strict pass, or NULL */

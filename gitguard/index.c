@@ -471,7 +471,12 @@ static int check_extensions(struct ix *x)
 			if (ix_check_tree(x, h + 8, sz) < 0)
 				return -EINVAL;
 		} else if (!memcmp(h, "UNTR", 4) || !memcmp(h, "FSMN", 4)) {
-			/* directories and stat data only: git writes nothing from them */
+			/*
+			 * directories and stat data only: git writes nothing from
+			 * them; but git status trusts UNTR's lists of untracked
+			 * files (guard_index_untracked: audit says so)
+			 */
+			x->untr = x->untr || !memcmp(h, "UNTR", 4);
 		} else if (!memcmp(h, "REUC", 4)) {
 			if (check_reuc(x, h + 8, sz) < 0)
 				return -EINVAL;
@@ -644,6 +649,15 @@ long guard_index_hidden(const char *buf, size_t len, size_t hashsz,
 	if (ix_walk(&x, NULL, NULL))
 		return -EINVAL;
 	return h.n;
+}
+
+int guard_index_untracked(const char *buf, size_t len, size_t hashsz)
+{
+	struct ix x = {.p = (const unsigned char *)buf, .len = len, .hashsz = hashsz};
+
+	if (ix_run(&x, NULL))
+		return -EINVAL;
+	return x.untr;
 }
 
 int guard_index_reuc(const char *buf, size_t len, size_t hashsz, guard_index_entry_fn fn, void *arg,

@@ -6,8 +6,9 @@
 # with a linked worktree and a submodule is clean; then each plant, made in
 # a copy of it, must be reported with its path: a hook, a core.hooksPath
 # file, an exec line of a rebase in progress, a strategy path, a strategy
-# git would run as a program, a forged index, a bare-shaped folder in the
-# work tree, a .git file pointing elsewhere.  The walk follows no symlink and
+# git would run as a program, a forged index, an untracked cache (git status
+# trusts it), a bare-shaped folder in the work tree, a .git file pointing
+# elsewhere.  The walk follows no symlink and
 # survives a chain deeper than it reads.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/guard-lib.sh"
@@ -212,6 +213,36 @@ audit_is "a skip-worktree entry (a change git status hides) is listed" 1 \
 git -C "$R" update-index --no-skip-worktree f
 git -C "$R" update-index --assume-unchanged f
 audit_is "... and an assume-unchanged one" 1 "f (assume-unchanged)" "$T/hidden"
+
+# an untracked cache (UNTR) that leaves out a file: the folder's stat data
+# match, so git status shows what the cache records (red team round 15)
+R=$(fresh untr)
+git -C "$R" config core.untrackedCache true
+mkdir "$R/d"
+echo a >"$R/d/a"
+git -C "$R" add d/a
+git -C "$R" commit -qm d
+sleep 1.1
+echo planted >"$R/d/evil"
+sleep 1.1
+git -C "$R" status --porcelain >/dev/null
+python3 - "$R/.git/index" <<'PY'
+import hashlib, struct, sys
+b = open(sys.argv[1], 'rb').read()[:-20]
+i = b.find(b'UNTR')
+sz = struct.unpack('>I', b[i + 4:i + 8])[0]
+ext = b[i + 8:i + 8 + sz].replace(b'\x01\x00d\x00evil\x00', b'\x00\x00d\x00', 1)
+b = b[:i + 4] + struct.pack('>I', len(ext)) + ext + b[i + 8 + sz:]
+open(sys.argv[1], 'wb').write(b + hashlib.sha1(b).digest())
+PY
+if git -C "$R" status --porcelain | grep -q evil; then
+	not_ok "control: git status hides a file the untracked cache leaves out"
+else
+	ok "control: git status hides a file the untracked cache leaves out"
+fi
+check "... git status -uall shows it" sh -c "git -C '$R' status --porcelain -uall | grep -q d/evil"
+audit_is "an index with an untracked cache is listed" 1 \
+	"repo/.git/index: index: an untracked cache: git status shows the untracked files" "$T/untr"
 
 R=$(fresh shape)
 mkdir -p "$R/docs/q/objects" "$R/docs/q/refs"
