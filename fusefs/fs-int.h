@@ -368,8 +368,12 @@ struct fs_mount {
 	bool kernel_passthrough; /* and the kernel offered it at INIT */
 	atomic_bool passthrough; /* and INIT's reply enabled it (read by every open) */
 	atomic_bool polled;	 /* a worker polls it (worker_poll) */
-	/* Its reader (reader.c): dev_fd set before it runs, reader and has_reader after. */
-	int dev_fd;		 /* the reader's blocking clone of fuse_fd, or -1 */
+	/*
+	 * Its reader (reader.c): dev_fd set before it runs, reader and has_reader
+	 * after. Atomic: a mount taken over is served by the pool while its reader
+	 * starts, and a worker whose reply met ENOENT reads dev_fd meanwhile.
+	 */
+	atomic_int dev_fd;	 /* the reader's blocking clone of fuse_fd, or -1 */
 	pthread_t reader;	 /* [fs->lock] once has_reader */
 	/* set under fs->lock; read without it by the pool, which serves m alone until then */
 	atomic_bool has_reader;	 /* a reader was started */

@@ -118,7 +118,7 @@ void fs_dev_replied(struct fs_mount *m, const struct iovec *iov, int count, ssiz
 ssize_t fs_dev_writev(struct fs_mount *m, int fd, struct iovec *iov, int count)
 {
 	size_t k, total = 0;
-	int first = reading == m ? reply_fd : fd;
+	int first = reading == m ? reply_fd : fd, clone;
 	ssize_t n;
 
 	if (fs_capture != NULL) { /* restore.c replays INIT: its reply is compared, not sent */
@@ -137,8 +137,9 @@ ssize_t fs_dev_writev(struct fs_mount *m, int fd, struct iovec *iov, int count)
 		return n; /* a request a ring entry holds: committed there */
 	n = writev(first, iov, count);
 
-	if (n < 0 && errno == ENOENT && m->dev_fd >= 0)
-		n = writev(first == m->dev_fd ? m->fuse_fd : m->dev_fd, iov, count);
+	/* read from the other of fuse_fd and the reader's clone (a takeover's requests) */
+	if (n < 0 && errno == ENOENT && (clone = m->dev_fd) >= 0)
+		n = writev(first == clone ? m->fuse_fd : clone, iov, count);
 	return n;
 }
 
