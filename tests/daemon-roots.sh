@@ -5,8 +5,9 @@
 # exec uses), a root on a pseudo file system (proc, sysfs, devtmpfs, cgroup,
 # ...: decided by the opened folder's file system, so a bind mount or a
 # subfolder is refused too), and a root at or in agentfsd's own state folder
-# or bots' socket folder, or at its control socket's folder. Each refusal
-# leaves nothing made, mounted or changed.
+# or bots' socket folder, or at its control socket's folder, and a read-only
+# root inside a writable one (it would be writable). Each refusal leaves
+# nothing made, mounted or changed.
 . "$top_srcdir/tests/daemon-lib.sh"
 
 mkdir -p "$T/rootowned" "$T/mine" "$T/bind"
@@ -122,6 +123,31 @@ like "$?:$out" "^125:agentfs: bad_path: $D_STATE/changes is, or lies in, agentfs
 	"configure --readable STATE/changes: refused"
 expect_ok "a folder beside the control socket is no folder of agentfsd's" \
 	"$(afs --json configure u1 --readable "$T/mine")"
+
+# --- a read-only root inside a writable one -----------------------------------------------
+# Served by the writable root's mount, it would be writable: refused, never granted quietly.
+mkdir -p "$T/mine/docs" "$T/w/sub"
+chown 65534 "$T/w" "$T/mine/docs"
+refused ro1 "create --readable inside the bot's folder: refused" bad_path \
+	"$T/mine/docs: a read-only root inside the writable root $T/mine would be writable" \
+	create ro1 "$T/mine" --user 65534 --readable "$T/mine/docs"
+refused ro2 "create --readable inside a --writable root: refused" bad_path \
+	"$T/w/sub: a read-only root inside the writable root $T/w would be writable" \
+	create ro2 "$T/mine" --user 65534 --writable "$T/w" --readable "$T/w/sub"
+refused ro3 "create --readable equal to a --writable root: refused" bad_path \
+	"$T/w: a read-only root inside the writable root $T/w would be writable" \
+	create ro3 "$T/mine" --user 65534 --writable "$T/w" --readable "$T/w"
+out=$(afs configure u1 --readable "$T/rootowned/sub" 2>&1)
+like "$?:$out" "^125:agentfs: bad_path: $T/rootowned/sub: a read-only root inside the writable root $T/rootowned" \
+	"configure --readable inside the folder: refused"
+is "$(afs --json show u1 | jget 'bot.readable.#')" 1 "... and u1 keeps its readable roots"
+expect_ok "a read-only bot may name a readable root inside its folder (nothing is writable)" \
+	"$(afs --json create ro4 "$T/mine" --user 65534 --sandbox read-only --readable "$T/mine/docs")"
+is "$(afs --json show ro4 | jget 'bot.mounts.0.access')" ro "... and its folder is served read-only"
+expect_ok "a readable root holding the writable folder is not inside it" \
+	"$(afs --json create ro5 "$T/mine/docs" --user 65534 --readable "$T/mine")"
+expect_ok "rm ro4" "$(afs --json rm ro4)"
+expect_ok "rm ro5" "$(afs --json rm ro5)"
 
 is "$(afs --json ls | names)" "f2 full u1 u2 " "only the bots allowed exist"
 check "the state file is valid" state_valid

@@ -49,7 +49,8 @@ else:
     os.makedirs(os.path.join(top, name), exist_ok=True)
 # by hand: json.dumps would escape each control byte, and the line outgrow 1 MiB
 q = lambda s: '"' + s + '"'
-sys.stdout.write('{"op":"create","name":%s,"folder":%s,"writable":[%s],"readable":[%s]}' % (
+# read-only: a readable root inside a writable one is refused before any is checked
+sys.stdout.write('{"op":"create","name":%s,"folder":%s,"sandbox":"read-only","writable":[%s],"readable":[%s]}' % (
     q(name), q(os.path.join(top, name)), ",".join(map(q, paths[:n])),
     ",".join(map(q, paths[n:]))))
 PY

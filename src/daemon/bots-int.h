@@ -159,6 +159,7 @@ struct bot *bot_find_visible(struct request *r, const char *name);
 void bots_fail(struct request *r, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 bool bots_ceiling_ok(struct request *r, const struct bot *b);
+bool bots_readable_ok(struct request *r, const struct bot *b);
 bool bots_pods_by_operator(struct request *r, const char *name, const struct bot_spec *s);
 void bots_save_state(void);
 void bot_arm_ttl(struct bot *b);

@@ -80,6 +80,41 @@ bool bots_ceiling_ok(struct request *r, const struct bot *b)
 	return true;
 }
 
+/*
+ * A read-only root inside one of b's writable roots (or equal to one) would
+ * be served by the writable root's mount (bot_plan_roots: a root inside
+ * another needs no mount of its own), so it would be writable: refused
+ * rather than quietly granted. A read-only sandbox writes nowhere.
+ */
+bool bots_readable_ok(struct request *r, const struct bot *b)
+{
+	const struct paths *lists[] = {&b->writable, &bots_state.cfg->extra_writable,
+				       &b->git_roots};
+	const char *outer;
+	size_t i, l, k;
+
+	if (b->sandbox == SANDBOX_READ_ONLY)
+		return true;
+	for (i = 0; i < b->readable.n; i++) {
+		const char *p = b->readable.v[i];
+
+		outer = path_within(p, b->folder) ? b->folder : NULL;
+		for (l = 0; outer == NULL && l < sizeof lists / sizeof *lists; l++)
+			for (k = 0; outer == NULL && k < lists[l]->n; k++)
+				if (path_within(p, lists[l]->v[k]))
+					outer = lists[l]->v[k];
+		if (outer != NULL) {
+			bots_fail(r, "bad_path",
+				  "%s: a read-only root inside the writable root %s would be "
+				  "writable (that root's mount serves it): drop it, or make the "
+				  "sandbox read-only",
+				  p, outer);
+			return false;
+		}
+	}
+	return true;
+}
+
 static char *bot_socket_path(const char *name)
 {
 	char *p;
@@ -435,7 +470,7 @@ static struct bot *bot_new(struct request *r, const char *name, const struct bot
 	if (r->id != NULL && cJSON_IsString(r->id) &&
 	    (b->request_id = strdup(r->id->valuestring)) == NULL)
 		goto nomem;
-	if (!bots_ceiling_ok(r, b)) {
+	if (!bots_ceiling_ok(r, b) || !bots_readable_ok(r, b)) {
 		bot_free(b);
 		return NULL;
 	}

@@ -201,7 +201,7 @@ static bool configure_check(struct request *r, struct bot *b, const struct bot_s
 		bots_fail(r, "forbidden", ROOT_BOT_REFUSED, b->name, "its user");
 		return false;
 	}
-	if (!bots_ceiling_ok(r, next) || (s->has_writable && !folders_exist(r, &s->writable)) ||
+	if (!bots_ceiling_ok(r, next) || !bots_readable_ok(r, next) || (s->has_writable && !folders_exist(r, &s->writable)) ||
 	    (s->has_readable && !folders_exist(r, &s->readable)))
 		return false;
 	TAILQ_FOREACH(c, &bots_state.bots, entry) {
