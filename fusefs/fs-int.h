@@ -65,6 +65,7 @@
 /* libfuse allocates a thread-specific key per session: keep well below. */
 #define FS_MAX_MOUNTS 1000
 #define FS_DECIDE_STRIPES 64 /* decision-hold stripes (decide.c) */
+#define FS_WHOLE_USERS 64     /* users paced in whole decision holds at once (decide.c) */
 #define FS_FD_RESERVE 256     /* descriptors kept from open handles (sockets, state) */
 #define FS_MAX_WAITERS 4096   /* blocking lock requests waiting, over all mounts */
 
@@ -467,6 +468,14 @@ struct fs {
 	 */
 	pthread_rwlock_t decide_all;
 	pthread_mutex_t decide_stripe[FS_DECIDE_STRIPES];
+	/* each user's share of the time decide_all is held whole (decide.c) */
+	pthread_mutex_t whole_lock;
+	pthread_cond_t whole_cond; /* CLOCK_MONOTONIC: a user's hold ended */
+	struct whole_user {
+		uid_t uid;
+		bool used, busy;  /* busy: it holds decide_all whole, or waits for it */
+		uint64_t next_ns; /* its debt is paid then (CLOCK_MONOTONIC) */
+	} whole_users[FS_WHOLE_USERS];
 	struct fs_mount *nt_current; /* mount being notified right now */
 	bool helpers;		     /* lock and notifier threads started */
 	bool stopping;
@@ -554,9 +563,11 @@ struct decide_hold {
 	struct fs *fs; /* NULL: nothing held */
 	bool whole;
 	unsigned n, s[2];
+	int user;	 /* whole: its slot in fs->whole_users, -1 unpaced */
+	uint64_t t0; /* whole: when it was taken */
 };
 void decide_enter(struct fs_mount *m, struct decide_hold *h, const struct inode *p1,
-		  const struct inode *p2, bool whole);
+		  const struct inode *p2, bool whole, uid_t uid);
 void decide_leave(struct decide_hold *h);
 
 /*

@@ -436,6 +436,15 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 		for (i = 0; i < FS_DECIDE_STRIPES; i++)
 			pthread_mutex_init(&fs->decide_stripe[i], NULL);
 	}
+	{
+		pthread_condattr_t ca;
+
+		pthread_mutex_init(&fs->whole_lock, NULL);
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&fs->whole_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	reader_init_signal();
 	fs_test_crash(fs);
 	if (p->keep != NULL)

@@ -328,7 +328,7 @@ void fsop_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		r = pfd;
 		goto out;
 	}
-	decide_enter(m, &h, p, NULL, false);
+	decide_enter(m, &h, p, NULL, false, 0);
 	r = policy_check(m, &PREQ_NAME(req, GUARD_OP_CREATE, NULL, S_IFREG, p, pfd, name, NULL));
 	if (r == 0 && fsop_raises_privilege(mode, S_IFREG, 0))
 		r = -EPERM;

@@ -47,7 +47,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		r = pfd;
 		goto out;
 	}
-	decide_enter(m, &h, p, NULL, false);
+	decide_enter(m, &h, p, NULL, false, 0);
 	r = policy_check(m, &PREQ_NAME(req, op, NULL, mode & S_IFMT, p, pfd, name, link));
 	if (r == 0 && link == NULL && fsop_raises_privilege(mode, mode, 0))
 		r = -EPERM;
@@ -276,7 +276,8 @@ void fsop_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t
 		goto out;
 	}
 	/* a folder moved with its contents, or an exchange: the guard walks them */
-	decide_enter(m, &h, p, np, op == GUARD_OP_EXCHANGE || is_dir_at(pfd, name));
+	decide_enter(m, &h, p, np, op == GUARD_OP_EXCHANGE || is_dir_at(pfd, name),
+		     fuse_req_ctx(req)->uid);
 	if (again < 0 && rename_was_done(m, np, pfd, name, npfd, newname)) {
 		/* what the rename did is done here as if it had just been made */
 		r = child_of(m, np, npfd, newname, &src, &rsrc);
@@ -387,7 +388,7 @@ void fsop_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char 
 	} else {
 		struct decide_hold h;
 
-		decide_enter(m, &h, np, NULL, false);
+		decide_enter(m, &h, np, NULL, false, 0);
 		r = policy_check(m, &PREQ_NAME(req, GUARD_OP_LINK, i, i->type, np, npfd, newname,
 					       NULL));
 		if (r == 0 && again > 0) {

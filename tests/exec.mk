@@ -17,7 +17,8 @@ EXEC_TESTS = \
 	tests/exec-operator.sh \
 	tests/exec-linkedwt.sh \
 	tests/exec-cgroup.sh \
-	tests/exec-cgsweep.sh
+	tests/exec-cgsweep.sh \
+	tests/exec-walks.sh
 TESTS += $(EXEC_TESTS)
 EXTRA_DIST += tests/exec-lib.sh $(EXEC_TESTS)
 
