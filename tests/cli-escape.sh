@@ -4,7 +4,9 @@
 # sub-bot's folder, a file's name and a refused path holding a newline (a
 # forged line), terminal escapes (OSC title, clear screen), a C1 control
 # (CSI) and bytes that are not UTF-8 are printed escaped by show, ls,
-# changes, log and the client's error messages; --json keeps them exact.
+# changes, log and the client's error messages; --json keeps them exact. A
+# log line escapes each field in a part of its own: a long path of control
+# bytes cannot push a refusal's target, rule and command out of it.
 . "$top_srcdir/tests/daemon-lib.sh"
 command -v python3 >/dev/null || skip_all "python3 is missing"
 
@@ -59,6 +61,20 @@ clean "changes: a file's name escaped" "$(afs changes lead 2>&1)"
 like "$(afs changes lead)" 'created +/.*/w/e\\nforged line' "... and listed"
 clean "log: a refused name escaped" "$(afs log lead 2>&1)"
 like "$(afs log lead)" 'refused create of .*hooks/e\\nforged line' "... and listed"
+# A refused rename from 15 folders of 250 control bytes each: escaped (four
+# bytes each), the path once filled the whole line and pushed out the target,
+# the rule and the command, so the log hid what the bot tried.
+C=$(printf '\001%.0s' $(seq 250))
+deep="$M"
+for i in $(seq 15); do deep="$deep/$C"; done
+mkdir -p "$deep" && echo x >"$deep/x"
+mv "$deep/x" "$M/.git/hooks/pre-commit" 2>/dev/null
+line=$(afs log lead | grep 'refused rename' | tail -n 1)
+clean "log: a refused rename from a long path of control bytes escaped" "$line"
+like "$line" ' to .*/w/\.git/hooks/pre-commit: .*\(pid [0-9]+ [^)]+\)$' \
+	"... still naming the target, the rule and the command"
+like "$line" 'refused rename of \.\.\.\\x01' "... the path's start left out, behind ..."
+is "$(afs --json log lead | grep -c 'hooks/pre-commit')" 1 "--json keeps the whole event"
 clean "the error of a bot name with escapes is escaped" "$(afs show "kid$EVIL" 2>&1)"
 clean "the client's own error is escaped" "$("$AGENTFS" mount "$T/no$EVIL" "$T/m" 2>&1)"
 clean "exec's refusal is escaped" "$(afs exec "x$EVIL" -- true 2>&1)"

@@ -351,49 +351,104 @@ static const char *ev_str(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-static void event_format_raw(const cJSON *o, char *buf, size_t len);
+/*
+ * S escaped (gg_escape) into OUT, at most CAP - 1 bytes. Longer, it keeps
+ * its end behind "...", from a '/' near the cut if there is one, else from
+ * an escape's backslash, never from inside a character: the end of a path
+ * names what was touched, as the events keep the ends of long paths.
+ */
+static void escape_end(const char *s, char *out, size_t cap)
+{
+	size_t need = 4 * strlen(s) + 1, n, from, k;
+	char *e;
+
+	if (cap < 8) {
+		if (cap > 0)
+			out[0] = '\0';
+		return;
+	}
+	e = malloc(need);
+	if (e == NULL) {
+		snprintf(out, cap, "?");
+		return;
+	}
+	gg_escape(s, e, need);
+	n = strlen(e);
+	if (n < cap) {
+		memcpy(out, e, n + 1);
+	} else {
+		from = n - (cap - 4);
+		for (k = from; k < n && k < from + 64 && e[k] != '/'; k++)
+			;
+		if (k < n && e[k] == '/')
+			from = k;
+		else
+			for (k = from; k < n && k < from + 4; k++)
+				if (e[k] == '\\') { /* an escape's start */
+					from = k;
+					break;
+				}
+		while (from < n && ((unsigned char)e[from] & 0xc0) == 0x80)
+			from++;
+		snprintf(out, cap, "...%s", e + from);
+	}
+	free(e);
+}
 
 /*
  * One line of text (no newline) for an event object, as agentfs log prints
  * it: paths, names and messages escaped (gg_escape), so a bot's file name
- * cannot forge a line or drive the reader's terminal.
+ * cannot forge a line or drive the reader's terminal. Each field is escaped
+ * within its own part of the line, so a long path of control bytes (four
+ * bytes each, escaped) cannot push the target, rule, pid and command out
+ * of it: a path and a target get a little under half of LEN each.
  */
 void event_format(const cJSON *o, char *buf, size_t len)
 {
-	char raw[8192];
-
-	event_format_raw(o, raw, sizeof raw);
-	gg_escape(raw, buf, len);
-}
-
-static void event_format_raw(const cJSON *o, char *buf, size_t len)
-{
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "time");
-	const char *type = ev_str(o, "type"), *bot = ev_str(o, "bot");
-	char when[32] = "-";
+	size_t part = len > 2048 ? (len - 1280) / 2 : len / 4;
+	char when[32] = "-", bot[272], type[64], op[64], reason[512], comm[80];
+	char *path = malloc(part + 1), *to = malloc(part + 1);
 	time_t s;
 	int n;
 
+	if (path == NULL || to == NULL || len == 0) {
+		if (len > 0)
+			snprintf(buf, len, "(out of memory)");
+		free(path);
+		free(to);
+		return;
+	}
 	if (cJSON_IsNumber(t)) {
 		s = (time_t)t->valuedouble;
 		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", localtime(&s));
 	}
+	escape_end(ev_str(o, "bot"), bot, sizeof bot);
+	escape_end(ev_str(o, "type"), type, sizeof type);
+	escape_end(ev_str(o, "path"), path, part);
+	escape_end(ev_str(o, "to"), to, part);
 	n = snprintf(buf, len, "%s %s%s", when, bot, *bot != '\0' ? " " : "");
 	if (n < 0 || (size_t)n >= len)
-		return;
-	if (strcmp(type, "refused") == 0)
-		snprintf(buf + n, len - (size_t)n, "refused %s of %s%s%s: %s (pid %.0f %s)",
-			 ev_str(o, "op"), ev_str(o, "path"), *ev_str(o, "to") != '\0' ? " to " : "",
-			 ev_str(o, "to"), ev_str(o, "reason"),
+		goto out;
+	if (strcmp(type, "refused") == 0) {
+		escape_end(ev_str(o, "op"), op, sizeof op);
+		escape_end(ev_str(o, "reason"), reason, sizeof reason);
+		escape_end(ev_str(o, "comm"), comm, sizeof comm);
+		snprintf(buf + n, len - (size_t)n, "refused %s of %s%s%s: %s (pid %.0f %s)", op,
+			 path, *to != '\0' ? " to " : "", to, reason,
 			 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "pid")),
-			 *ev_str(o, "comm") != '\0' ? ev_str(o, "comm") : "?");
-	else if (cJSON_GetObjectItemCaseSensitive(o, "message") != NULL)
-		snprintf(buf + n, len - (size_t)n, "%s: %s", type, ev_str(o, "message"));
-	else if (strcmp(type, "renamed") == 0)
-		snprintf(buf + n, len - (size_t)n, "renamed %s -> %s", ev_str(o, "path"),
-			 ev_str(o, "to"));
-	else
-		snprintf(buf + n, len - (size_t)n, "%s %s", type, ev_str(o, "path"));
+			 *comm != '\0' ? comm : "?");
+	} else if (cJSON_GetObjectItemCaseSensitive(o, "message") != NULL) {
+		escape_end(ev_str(o, "message"), path, part);
+		snprintf(buf + n, len - (size_t)n, "%s: %s", type, path);
+	} else if (strcmp(type, "renamed") == 0) {
+		snprintf(buf + n, len - (size_t)n, "renamed %s -> %s", path, to);
+	} else {
+		snprintf(buf + n, len - (size_t)n, "%s %s", type, path);
+	}
+out:
+	free(path);
+	free(to);
 }
 
 /*
