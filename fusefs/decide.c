@@ -22,14 +22,16 @@
  * entries: about half a second). One bot renaming a large folder back and
  * forth from a few processes held it nearly all the time, and another
  * bot's mkdir took 0.25 s instead of 0.3 ms. So each user's whole holds
- * are paced: one at a time, and each adds WHOLE_SHARE - 1 times as long
- * as it lasted to the user's debt, which time pays back; the next begins
- * only while the debt is under WHOLE_BURST_NS (a burst of renames of small
- * folders, each a few dozen microseconds, waits for nothing). So a user
- * holds the server whole at most about a tenth of the time; after a long
- * walk it waits at most WHOLE_WAIT_MAX_NS. The wait is before the hold,
- * holding nothing. A user is the caller's uid, which a bot cannot change;
- * when FS_WHOLE_USERS users are paced at once, others are not.
+ * are paced: one at a time, and each that kept another thread waiting
+ * (decide_waiting, looked at before the hold ends) adds WHOLE_SHARE - 1
+ * times as long as it lasted to the user's debt, which time pays back; the
+ * next begins only while the debt is under WHOLE_BURST_NS. So a user keeps
+ * others waiting at most about a tenth of the time; after a long walk it
+ * waits at most WHOLE_WAIT_MAX_NS. A hold that kept no one waiting costs
+ * nothing: a package manager renaming thousands of folders into place on
+ * a quiet server is not slowed. The wait is before the hold, holding
+ * nothing. A user is the caller's uid, which a bot cannot change; when
+ * FS_WHOLE_USERS users are paced at once, others are not.
  */
 #include "fusefs/fs-int.h"
 
@@ -100,12 +102,15 @@ static int whole_wait(struct fs_mount *m, uid_t uid)
 	return k;
 }
 
-/* h's whole hold ended: WHOLE_SHARE - 1 times as long as it lasted is added to its user's debt. */
-static void whole_done(struct decide_hold *h)
+/*
+ * h's whole hold ended: if it kept someone waiting, WHOLE_SHARE - 1 times
+ * as long as it lasted is added to its user's debt.
+ */
+static void whole_done(struct decide_hold *h, bool kept_waiting)
 {
 	struct fs *fs = h->fs;
 	struct whole_user *u = &fs->whole_users[h->user];
-	uint64_t now = now_ns(), debt = (now - h->t0) * (WHOLE_SHARE - 1);
+	uint64_t now = now_ns(), debt = kept_waiting ? (now - h->t0) * (WHOLE_SHARE - 1) : 0;
 
 	pthread_mutex_lock(&fs->whole_lock);
 	u->busy = false;
@@ -138,11 +143,15 @@ void decide_enter(struct fs_mount *m, struct decide_hold *h, const struct inode 
 	h->whole = whole;
 	if (whole) {
 		h->user = whole_wait(m, uid);
+		atomic_fetch_add(&fs->decide_waiting, 1);
 		pthread_rwlock_wrlock(&fs->decide_all);
+		atomic_fetch_sub(&fs->decide_waiting, 1);
 		h->t0 = now_ns();
 		return;
 	}
+	atomic_fetch_add(&fs->decide_waiting, 1);
 	pthread_rwlock_rdlock(&fs->decide_all);
+	atomic_fetch_sub(&fs->decide_waiting, 1);
 	a = p1 != NULL ? stripe_of(p1) : FS_DECIDE_STRIPES;
 	b = p2 != NULL ? stripe_of(p2) : FS_DECIDE_STRIPES;
 	if (a > b) {
@@ -161,12 +170,16 @@ void decide_enter(struct fs_mount *m, struct decide_hold *h, const struct inode 
 
 void decide_leave(struct decide_hold *h)
 {
+	bool kept_waiting;
+
 	if (h->fs == NULL)
 		return;
 	while (h->n > 0)
 		pthread_mutex_unlock(&h->fs->decide_stripe[h->s[--h->n]]);
+	/* whoever waits now has waited for this hold */
+	kept_waiting = h->whole && atomic_load(&h->fs->decide_waiting) > 0;
 	pthread_rwlock_unlock(&h->fs->decide_all);
 	if (h->whole && h->user >= 0)
-		whole_done(h);
+		whole_done(h, kept_waiting);
 	h->fs = NULL;
 }

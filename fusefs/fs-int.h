@@ -469,6 +469,7 @@ struct fs {
 	pthread_rwlock_t decide_all;
 	pthread_mutex_t decide_stripe[FS_DECIDE_STRIPES];
 	/* each user's share of the time decide_all is held whole (decide.c) */
+	atomic_uint decide_waiting; /* threads waiting to take decide_all */
 	pthread_mutex_t whole_lock;
 	pthread_cond_t whole_cond; /* CLOCK_MONOTONIC: a user's hold ended */
 	struct whole_user {

@@ -5,8 +5,8 @@
 # the server while the guard walks the folder (fusefs/decide.c): w1 renames a
 # folder of 60,000 files from four processes, and w2's mkdir and rmdir went
 # from a fraction of a millisecond to waiting on walk after walk, nearly all
-# the time. Each user's walks now take at most a tenth of the time, while
-# renames of small folders are not slowed.
+# the time. Each user's walks that keep others waiting are now paced to about
+# a tenth of the time, while renames that keep no one waiting are not slowed.
 . "$top_srcdir/tests/exec-lib.sh"
 
 [ -n "$PY" ] || skip_all "python3 is missing"
