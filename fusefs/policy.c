@@ -233,9 +233,35 @@ static bool rl_admit(const struct fs_mount *m, const char *path, unsigned long *
 }
 
 /*
+ * The end of PATH that, escaped as fs_log escapes (a control byte, DEL, a
+ * backslash or a byte past ASCII counted as four), takes at most MAX
+ * bytes, and "..." to put before it when PATH is longer. fs_log's line is
+ * 1 KiB: a path of control bytes escaped whole pushed the target, the
+ * reason, or all of the path but its start, out of it.
+ */
+#define LOG_PATH_MAX 360
+static const char *path_end(const char *path, const char **dots)
+{
+	size_t n = strlen(path), cost = 0;
+
+	*dots = "";
+	while (n > 0) {
+		unsigned char c = (unsigned char)path[n - 1];
+
+		cost += c < 0x20 || c >= 0x7f || c == '\\' ? 4 : 1;
+		if (cost > LOG_PATH_MAX) {
+			*dots = "...";
+			break;
+		}
+		n--;
+	}
+	return path + n;
+}
+
+/*
  * Report a refused op on PATH (a rename or exchange: from PATH to PATH2):
- * every one to the event callback, rate-limited to the log. req NULL: no
- * caller known.
+ * every one to the event callback, rate-limited to the log (each path by
+ * its end, path_end). req NULL: no caller known.
  */
 static int refused_at(struct fs_mount *m, fuse_req_t req, const char *op, const char *path,
 		      const char *path2, bool dir, const char *rule, const char *why)
@@ -247,6 +273,7 @@ static int refused_at(struct fs_mount *m, fuse_req_t req, const char *op, const 
 			      .op = op,
 			      .rule = rule,
 			      .reason = why};
+	const char *d1, *d2 = "", *p1, *p2 = "";
 	unsigned long quiet;
 
 	if (m->fs->p.event != NULL) {
@@ -256,14 +283,16 @@ static int refused_at(struct fs_mount *m, fuse_req_t req, const char *op, const 
 	}
 	if (!rl_admit(m, path, &quiet))
 		return -EROFS;
+	p1 = path_end(path, &d1);
+	if (path2 != NULL)
+		p2 = path_end(path2, &d2);
 	if (quiet > 0)
 		fs_log(m->fs, FS_LOG_INFO,
-		       "%s: refused %s of %s%s%s: %s (and %lu more refusals of it not logged)",
-		       m->mountpoint, op, path, path2 != NULL ? " to " : "", path2 ? path2 : "", why,
-		       quiet);
+		       "%s: refused %s of %s%s%s%s%s: %s (and %lu more refusals of it not logged)",
+		       m->mountpoint, op, d1, p1, path2 != NULL ? " to " : "", d2, p2, why, quiet);
 	else
-		fs_log(m->fs, FS_LOG_INFO, "%s: refused %s of %s%s%s: %s", m->mountpoint, op, path,
-		       path2 != NULL ? " to " : "", path2 ? path2 : "", why);
+		fs_log(m->fs, FS_LOG_INFO, "%s: refused %s of %s%s%s%s%s: %s", m->mountpoint, op,
+		       d1, p1, path2 != NULL ? " to " : "", d2, p2, why);
 	return -EROFS;
 }
 

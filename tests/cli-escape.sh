@@ -5,8 +5,9 @@
 # forged line), terminal escapes (OSC title, clear screen), a C1 control
 # (CSI) and bytes that are not UTF-8 are printed escaped by show, ls,
 # changes, log and the client's error messages; --json keeps them exact. A
-# log line escapes each field in a part of its own: a long path of control
-# bytes cannot push a refusal's target, rule and command out of it.
+# log line escapes each field in a part of its own, and the daemon's log
+# line keeps a path's end: a long path of control bytes cannot push a
+# refusal's target, rule and command out of either.
 . "$top_srcdir/tests/daemon-lib.sh"
 command -v python3 >/dev/null || skip_all "python3 is missing"
 
@@ -75,6 +76,10 @@ like "$line" ' to .*/w/\.git/hooks/pre-commit: .*\(pid [0-9]+ [^)]+\)$' \
 	"... still naming the target, the rule and the command"
 like "$line" 'refused rename of \.\.\.\\x01' "... the path's start left out, behind ..."
 is "$(afs --json log lead | grep -c 'hooks/pre-commit')" 1 "--json keeps the whole event"
+line=$(grep 'refused rename' "$D_LOG" | tail -n 1)
+clean "the daemon's log: that refusal escaped" "$line"
+like "$line" 'refused rename of \.\.\..* to /\.git/hooks/pre-commit: ' \
+	"... naming its target and why, the path's start left out behind ..."
 clean "the error of a bot name with escapes is escaped" "$(afs show "kid$EVIL" 2>&1)"
 clean "the client's own error is escaped" "$("$AGENTFS" mount "$T/no$EVIL" "$T/m" 2>&1)"
 clean "exec's refusal is escaped" "$(afs exec "x$EVIL" -- true 2>&1)"
