@@ -334,6 +334,8 @@ struct fs_mount {
 	char *source, *mountpoint;
 	dev_t source_dev;
 	atomic_uint siblings; /* other mounts on source_dev: 0 skips fs_invalidate */
+	struct excl_dir **excl;	 /* [fs->excl_lock] its source's folder, then those above */
+	size_t nexcl;
 	atomic_bool readonly;
 	unsigned kattrs;	  /* the kernel mount's MOUNT_ATTR_* at mount (immutable) */
 	bool noatime, nodiratime; /* -o: the server's reads leave atimes (immutable) */
@@ -478,6 +480,9 @@ struct fs {
 		uint64_t next_ns; /* its debt is paid then (CLOCK_MONOTONIC) */
 	} whole_users[FS_WHOLE_USERS];
 	struct fs_mount *nt_current; /* mount being notified right now */
+	/* one server per folder (excl.c): the folders its mounts lock */
+	pthread_mutex_t excl_lock;
+	struct excl_dir *excl; /* [excl_lock] */
 	bool helpers;		     /* lock and notifier threads started */
 	bool stopping;
 	gid_t root_groups[64];
@@ -708,6 +713,11 @@ void journal_syscalled(struct fs_mount *m);
 void journal_replying(struct fs_mount *m);
 uint64_t journal_aux(struct fs_mount *m);
 void journal_adopt(struct fs_mount *m);
+
+/* excl.c: one server per folder */
+int excl_take(struct fs_mount *m, int rootfd, bool adopt, struct fs_error *err);
+void excl_drop(struct fs_mount *m);
+void excl_handover(struct fs *fs);
 
 /* keep.c: descriptors in the fd store, and the handover to a new server */
 static inline bool mount_stopping(const struct fs_mount *m)

@@ -424,6 +424,7 @@ struct fs *fs_new(const struct fs_params *p, struct fs_error *err)
 	pthread_cond_init(&fs->cl_cond, NULL);
 	pthread_mutex_init(&fs->nt_lock, NULL);
 	pthread_cond_init(&fs->nt_cond, NULL);
+	pthread_mutex_init(&fs->excl_lock, NULL);
 	fs->nt_tail = &fs->nt_head;
 	{
 		/* a folder rename waits for the creates in flight, not for every later one */
@@ -672,6 +673,7 @@ void fs_mount_free(struct fs_mount *m)
 	}
 	/* Closed: the connection's backing files went with it (backing_inode_free). */
 	m->fuse_fd = -1;
+	excl_drop(m); /* no request of it can come any more */
 	pthread_mutex_lock(&fs->lock);
 	inode_table_clear(m);
 	pthread_mutex_unlock(&fs->lock);

@@ -273,6 +273,7 @@ int fs_handover(struct fs *fs)
 		keep_open_files(m);
 		n++;
 	}
+	excl_handover(fs); /* the next server takes the folders' locks */
 	fs_stop_threads(fs);
 	return (int)n;
 }

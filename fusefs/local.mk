@@ -3,7 +3,7 @@
 noinst_LIBRARIES += fusefs/libfusefs.a
 fusefs_libfusefs_a_SOURCES = \
 	fusefs/fusefs.h fusefs/fs-int.h fusefs/table.h fusefs/uring.h \
-	fusefs/backing.c fusefs/closer.c fusefs/decide.c fusefs/fs.c fusefs/ids.c fusefs/inode.c fusefs/lock.c \
+	fusefs/backing.c fusefs/closer.c fusefs/decide.c fusefs/excl.c fusefs/fs.c fusefs/ids.c fusefs/inode.c fusefs/lock.c \
 	fusefs/mount.c fusefs/mount-kernel.c fusefs/mount-opts.c fusefs/mount-ro.c fusefs/notify.c \
 	fusefs/ops.h fusefs/ops.c fusefs/ops-dir.c fusefs/ops-file.c fusefs/ops-lock.c \
 	fusefs/ops-name.c fusefs/ops-xattr.c \

@@ -377,7 +377,7 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 	/* a group at its share of mounts is refused before the tree is scanned */
 	if ((r = mount_groups(m, p, err)) != 0)
 		goto fail;
-	if ((r = table_init(m, err)) != 0)
+	if ((r = table_init(m, err)) != 0 || (r = excl_take(m, rootfd, false, err)) != 0)
 		goto fail;
 	r = mount_prepare(m, rootfd, p, &o, err);
 	rootfd = -1; /* taken */

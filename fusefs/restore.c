@@ -568,6 +568,10 @@ static int adopt_serve(struct fs *fs, struct fs_mount *m, struct handed_mount *h
 		fs_seterr(err, errno, "source %s: %s", p->source, strerror(errno));
 		return -errno;
 	}
+	if ((r = excl_take(m, rootfd, true, err)) != 0) {
+		close(rootfd);
+		return r;
+	}
 	if ((r = mount_prepare(m, rootfd, p, o, err)) != 0)
 		return r;
 	m->mnt_id = m->tab.hdr->mnt_id;

@@ -31,6 +31,7 @@ DAEMON_TESTS = \
 	tests/cli-conv.sh \
 	tests/daemon-operators.sh \
 	tests/daemon-roots.sh \
+	tests/daemon-excl.sh \
 	tests/cli-gone.sh \
 	tests/cli-escape.sh \
 	tests/daemon-log.sh \

@@ -1,0 +1,88 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# daemon-excl: one server per folder. A seal (a checked file renamed into a
+# git folder stays unwritable) counts the handles of one server process, so
+# two servers of one folder, or of a folder and one inside it, let a bot keep
+# a file open for writing through one, rename it onto a rebase's `strategy`
+# through the other and write it. A second server of a folder, of a folder in
+# it or of a folder holding it is refused, standalone or agentfsd; one
+# agentfsd serves nested roots of its bots; the next agentfsd holds the
+# folders after a handover and after a SIGKILL; an unmount lets them go.
+. "$top_srcdir/tests/daemon-lib.sh"
+
+mkdir -p "$T/h/a/sub" "$T/b" "$T/s" "$T/bot/in" "$T/bot/other" "$T/m1" "$T/m2" "$T/m3"
+chown 65534 "$T/bot" "$T/bot/in" "$T/s"
+busy="another agentfs server already serves"
+
+# refused DESC WANT SOURCE MNT [ARGS...]: agentfs mount fails, says WANT, mounts nothing
+refused()
+{
+	local desc="$1" want="$2" src="$3" mnt="$4" out rc
+	shift 4
+	out=$("$AGENTFS" mount "$@" "$src" "$mnt" 2>&1)
+	rc=$?
+	case "$rc:$out" in
+	"125:agentfs: $want"*) ok "$desc" ;;
+	*) not_ok "$desc"; diag "exit $rc: $out" "want exit 125: agentfs: $want..." ;;
+	esac
+	is_mounted "$mnt" && { not_ok "... and $mnt is not mounted"; fusermount3 -u "$mnt"; return; }
+	ok "... and $mnt is not mounted"
+}
+
+# --- standalone servers -----------------------------------------------------------------
+check "a server of $T/h/a" fs_mount "$T/h/a" "$T/m1"
+refused "a second server of the same folder: refused" \
+	"source $T/h/a: $busy it, or a folder in it (a seal on git's checked files holds within one server" \
+	"$T/h/a" "$T/m2"
+refused "a server of a folder in it: refused, naming the folder served" \
+	"source $T/h/a/sub: $busy $T/h/a, which holds it" "$T/h/a/sub" "$T/m2"
+refused "a server of the folder holding it: refused" "source $T/h: $busy it, or a folder in it" \
+	"$T/h" "$T/m2"
+refused "a read-only one too (agentfsd may make its read-only roots writable)" \
+	"source $T/h/a: $busy it" "$T/h/a" "$T/m2" --ro
+check "a server of a folder beside it mounts" fs_mount "$T/b" "$T/m2"
+check "unmount the first" fs_umount "$T/m1"
+check "... then a folder that was in it mounts" fs_mount "$T/h/a/sub" "$T/m1"
+check "unmount both" eval 'fs_umount "$T/m1" && fs_umount "$T/m2"'
+
+# --- agentfsd beside standalone servers ---------------------------------------------------
+daemon_start || bail_out "agentfsd did not start"
+expect_ok "create a bot over $T/bot" "$(afs --json create --user 65534 x "$T/bot")"
+expect_ok "a bot of the same agentfsd over a folder in it (one server)" \
+	"$(afs --json create --user 65534 y "$T/bot/in")"
+refused "a standalone server of the bot's folder: refused" "source $T/bot: $busy it" \
+	"$T/bot" "$T/m1"
+refused "... of a folder in it: refused" "source $T/bot/other: $busy $T/bot, which holds it" \
+	"$T/bot/other" "$T/m1"
+refused "... of the other bot's folder: refused" "source $T/bot/in: $busy it" "$T/bot/in" "$T/m1"
+check "a standalone server of $T/s" fs_mount "$T/s" "$T/m3"
+r=$(afs --json create --user 65534 z "$T/s")
+expect_error "a bot over a folder a standalone server serves: refused" mount_failed "$r"
+like "$(printf '%s' "$r" | jget error.message)" "source $T/s: $busy it" "... saying why"
+check "unmount the standalone server" fs_umount "$T/m3"
+expect_ok "... then the bot is made" "$(afs --json create --user 65534 z "$T/s")"
+
+# --- the next agentfsd holds the folders -----------------------------------------------
+old=$D_PID
+kill -TERM "$old"
+daemon_start || bail_out "the next agentfsd did not start"
+wait_until 10 eval '[ "$(afs --json show x | jget bot.mounts.0.state)" = mounted ]'
+is "$(afs --json show x | jget bot.mounts.0.state)" mounted "a handover: x is served by the next agentfsd"
+check "... which is another process" test "$D_PID" != "$old"
+refused "after a handover, a standalone server of the bot's folder: refused" \
+	"source $T/bot: $busy it" "$T/bot" "$T/m1"
+refused "... of a folder in it too" "source $T/bot/other: $busy $T/bot" "$T/bot/other" "$T/m1"
+daemon_kill9 || bail_out "agentfsd did not die"
+daemon_start || bail_out "agentfsd did not start after SIGKILL"
+is "$(restored_state x)" mounted "after SIGKILL, x is served again"
+refused "after SIGKILL, a standalone server of the bot's folder: refused" \
+	"source $T/bot: $busy it" "$T/bot" "$T/m1"
+
+# --- deleting the bots lets the folders go ----------------------------------------------
+for b in y x z; do expect_ok "rm $b" "$(afs --json rm $b)"; done
+wait_until 10 eval '[ -z "$(mounts_in "$D_MNT")" ]'
+check "the bots' folders are free: a standalone server of $T/bot mounts" \
+	fs_mount "$T/bot" "$T/m1"
+check "unmount it" fs_umount "$T/m1"
+
+done_testing
