@@ -15,6 +15,8 @@
  *   notify.c       invalidations of other mounts' kernel caches: the notifier
  *   mount.c        fs_mount: checks of source and mount point, the guard,
  *                  the session; opening without links; unmounting by path
+ *   excl.c         one server per folder: each mount's flock on its source
+ *                  folder and the folders above it
  *   mount-opts.c   -o options and the kernel mount flags they make
  *   mount-ro.c     read-only paths and the hard links beneath them
  *   mount-kernel.c the kernel mount: made, found in mountinfo, set read-only,
