@@ -58,7 +58,8 @@ int gg_path_next(const char **p, char *comp, size_t compsz);
 /*
  * A string made safe to print for a person: control characters, DEL,
  * backslash, C1 controls and bytes that are not UTF-8 as \n, \t, \\ or
- * \xHH, so a bot's file name cannot forge lines or drive a terminal.
+ * \xHH, and Unicode's bidirectional controls as \uHHHH, so a bot's file
+ * name cannot forge lines, drive a terminal or show as another name.
  * Truncated to OUTSZ - 1 bytes, always NUL-ended.
  */
 void gg_escape(const char *in, char *out, size_t outsz);

@@ -106,8 +106,11 @@ bool gg_path_rel(char *path)
 	return true;
 }
 
-/* The length of the valid UTF-8 sequence at S that is not a C1 control, or 0 */
-static size_t utf8_len(const unsigned char *s)
+/*
+ * The length of the valid UTF-8 sequence at S that is not a C1 control, or
+ * 0; its code point in *CP.
+ */
+static size_t utf8_len(const unsigned char *s, uint32_t *cp)
 {
 	size_t n, i;
 	uint32_t c;
@@ -124,20 +127,38 @@ static size_t utf8_len(const unsigned char *s)
 	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
 	    (c >= 0xd800 && c <= 0xdfff) || (c >= 0x80 && c <= 0x9f))
 		return 0;
+	*cp = c;
 	return n;
+}
+
+/*
+ * Unicode's bidirectional controls: a name holding U+202E shows what follows
+ * it reversed ("evil\u202egpj.sh" reads as evilhs.jpg), so a refusal's path
+ * could be shown as another. U+061C, U+200E-U+200F, U+202A-U+202E,
+ * U+2066-U+2069.
+ */
+static bool bidi_control(uint32_t c)
+{
+	return c == 0x061c || c == 0x200e || c == 0x200f || (c >= 0x202a && c <= 0x202e) ||
+	       (c >= 0x2066 && c <= 0x2069);
 }
 
 void gg_escape(const char *in, char *out, size_t outsz)
 {
 	const unsigned char *s = (const unsigned char *)in;
-	size_t o = 0, n;
+	size_t o = 0, n, step;
+	uint32_t cp = 0;
 	char e[8];
 
 	if (!outsz)
 		return;
 	while (*s) {
-		n = *s >= 0x80 ? utf8_len(s) : 1;
-		if (*s == '\\')
+		n = *s >= 0x80 ? utf8_len(s, &cp) : 1;
+		step = 1;
+		if (n > 1 && bidi_control(cp)) {
+			snprintf(e, sizeof e, "\\u%04x", (unsigned)cp);
+			step = n;
+		} else if (*s == '\\')
 			snprintf(e, sizeof e, "\\\\");
 		else if (*s == '\n')
 			snprintf(e, sizeof e, "\\n");
@@ -152,7 +173,7 @@ void gg_escape(const char *in, char *out, size_t outsz)
 				break;
 			memcpy(out + o, e, strlen(e));
 			o += strlen(e);
-			s++;
+			s += step;
 			continue;
 		}
 		if (o + n >= outsz)

@@ -3,7 +3,8 @@
 # cli-escape: nothing a bot chose reaches the operator's terminal raw. A
 # sub-bot's folder, a file's name and a refused path holding a newline (a
 # forged line), terminal escapes (OSC title, clear screen), a C1 control
-# (CSI) and bytes that are not UTF-8 are printed escaped by show, ls,
+# (CSI), bytes that are not UTF-8 and Unicode's bidirectional controls
+# (U+202E would show a name reversed) are printed escaped by show, ls,
 # changes, log and the client's error messages; --json keeps them exact. A
 # log line escapes each field in a part of its own, and the daemon's log
 # line keeps a path's end: a long path of control bytes cannot push a
@@ -25,7 +26,8 @@ except UnicodeDecodeError as e:
     text = data.decode("utf-8", "replace")
 for i, ch in enumerate(text):
     o = ord(ch)
-    if (o < 0x20 and ch != "\n") or o == 0x7f or 0x80 <= o <= 0x9f:
+    if (o < 0x20 and ch != "\n") or o == 0x7f or 0x80 <= o <= 0x9f or \
+            o in (0x61c, 0x200e, 0x200f) or 0x202a <= o <= 0x202e or 0x2066 <= o <= 0x2069:
         bad.append("U+%04X at %d" % (o, i))
 for line in text.split("\n"):
     if line.startswith("forged"):
@@ -62,6 +64,11 @@ clean "changes: a file's name escaped" "$(afs changes lead 2>&1)"
 like "$(afs changes lead)" 'created +/.*/w/e\\nforged line' "... and listed"
 clean "log: a refused name escaped" "$(afs log lead 2>&1)"
 like "$(afs log lead)" 'refused create of .*hooks/e\\nforged line' "... and listed"
+# U+202E shows what follows reversed: hooks/evil<RLO>gpj.sh would read as evilhs.jpg
+RLO=$(printf '\xe2\x80\xae')
+echo y >"$M/.git/hooks/evil${RLO}gpj.sh" 2>/dev/null
+clean "log: a refused name with a bidirectional control escaped" "$(afs log lead 2>&1)"
+like "$(afs log lead)" 'refused create of .*hooks/evil\\u202egpj\.sh' "... as \\u202e"
 # A refused rename from 15 folders of 250 control bytes each: escaped (four
 # bytes each), the path once filled the whole line and pushed out the target,
 # the rule and the command, so the log hid what the bot tried.

@@ -155,6 +155,9 @@ int main(void)
 			{"c1\xc2\x9b", "c1\\xc2\\x9b"},
 			{"bad\xff\xc3", "bad\\xff\\xc3"},
 			{"over\xc0\xaf", "over\\xc0\\xaf"},
+			{"evil\xe2\x80\xaegpj.sh", "evil\\u202egpj.sh"},
+			{"\xe2\x81\xa6x\xe2\x81\xa9\xd8\x9c", "\\u2066x\\u2069\\u061c"},
+			{"\xe2\x80\x8fm\xe2\x80\x8b", "\\u200fm\xe2\x80\x8b"},
 		};
 		char out[64];
 		size_t i;
