@@ -97,7 +97,7 @@ static void dir_put(struct fs *fs, struct excl_dir *d, bool ex)
 		d->nsh--;
 	if (d->nex + d->nsh > 0) {
 		/* shared where exclusive was: not atomic (flock(2)), so another may come between */
-		if (ex && d->nex == 0 && dir_lock(d) != 0)
+		if (ex && d->nex == 0 && !fs->excl_off && dir_lock(d) != 0)
 			flock(d->fd, LOCK_UN);
 		return;
 	}
@@ -250,12 +250,17 @@ void excl_drop(struct fs_mount *m)
 	pthread_mutex_unlock(&m->fs->excl_lock);
 }
 
-/* A handover: every lock goes now, before the next server takes the mounts over */
+/*
+ * A handover: every lock goes now, before the next server takes the mounts
+ * over, and none is taken again (a mount not handed over that ends later
+ * must not take back a shared lock the next server needs exclusive).
+ */
 void excl_handover(struct fs *fs)
 {
 	struct excl_dir *d;
 
 	pthread_mutex_lock(&fs->excl_lock);
+	fs->excl_off = true;
 	for (d = fs->excl; d != NULL; d = d->next)
 		flock(d->fd, LOCK_UN);
 	pthread_mutex_unlock(&fs->excl_lock);

@@ -485,6 +485,7 @@ struct fs {
 	/* one server per folder (excl.c): the folders its mounts lock */
 	pthread_mutex_t excl_lock;
 	struct excl_dir *excl; /* [excl_lock] */
+	bool excl_off;	       /* [excl_lock] handed over: no lock is taken again */
 	bool helpers;		     /* lock and notifier threads started */
 	bool stopping;
 	gid_t root_groups[64];
