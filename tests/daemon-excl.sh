@@ -42,6 +42,7 @@ refused "a read-only one too (agentfsd may make its read-only roots writable)" \
 	"source $T/h/a: $busy it" "$T/h/a" "$T/m2" --ro
 check "a server of a folder beside it mounts" fs_mount "$T/b" "$T/m2"
 check "unmount the first" fs_umount "$T/m1"
+check "... its server lets the folder go" served_free "$T/h/a"
 check "... then a folder that was in it mounts" fs_mount "$T/h/a/sub" "$T/m1"
 check "unmount both" eval 'fs_umount "$T/m1" && fs_umount "$T/m2"'
 
@@ -60,6 +61,7 @@ r=$(afs --json create --user 65534 z "$T/s")
 expect_error "a bot over a folder a standalone server serves: refused" mount_failed "$r"
 like "$(printf '%s' "$r" | jget error.message)" "source $T/s: $busy it" "... saying why"
 check "unmount the standalone server" fs_umount "$T/m3"
+check "... which lets the folder go" served_free "$T/s"
 expect_ok "... then the bot is made" "$(afs --json create --user 65534 z "$T/s")"
 
 # --- the next agentfsd holds the folders -----------------------------------------------
@@ -81,6 +83,7 @@ refused "after SIGKILL, a standalone server of the bot's folder: refused" \
 # --- deleting the bots lets the folders go ----------------------------------------------
 for b in y x z; do expect_ok "rm $b" "$(afs --json rm $b)"; done
 wait_until 10 eval '[ -z "$(mounts_in "$D_MNT")" ]'
+check "agentfsd lets the bots' folders go" served_free "$T/bot"
 check "the bots' folders are free: a standalone server of $T/bot mounts" \
 	fs_mount "$T/bot" "$T/m1"
 check "unmount it" fs_umount "$T/m1"

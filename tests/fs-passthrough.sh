@@ -119,6 +119,7 @@ exec 7<&-
 # -o nopassthrough: served by read and write requests, same bytes (one
 # server per folder: the first one goes first).
 fs_umount "$M" || bail_out "cannot unmount $M"
+served_free "$S" || bail_out "the first server still holds $S"
 if ! fs_mount_fg -o nopassthrough "$S" "$M2" 2>"$T/log2"; then
 	bail_out "mount -o nopassthrough: $(cat "$T/log2")"
 fi

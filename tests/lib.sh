@@ -301,6 +301,14 @@ wait_until()
 	return 0
 }
 
+# served_free DIR: wait (up to 10 s) until no agentfs server holds DIR (one
+# server per folder: a server ends a moment after `agentfs umount` returns,
+# longer under load, and lets its flock of DIR go then)
+served_free()
+{
+	wait_until 10 flock -n "$1" true
+}
+
 # N and M are zero-padded to one width (seq -w); each file holds "file N/M".
 make_tree()
 {
