@@ -766,6 +766,9 @@ int mount_make(struct fs_mount *m, int mpfd, const struct mount_opts *o, struct 
 int mount_detach(struct fs_mount *m);
 void mount_end(struct fs *fs, uint64_t mnt_id);
 int mountinfo_path_of(uint64_t id, char *path, size_t len);
+int mountinfo_each_source(int (*fn)(void *arg, uint64_t id, const char *mp, const char *fstype,
+				    const char *source),
+			  void *arg);
 int mount_set_kernel_ro(struct fs_mount *m, bool readonly);
 void fs_seterr(struct fs_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

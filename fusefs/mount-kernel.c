@@ -36,10 +36,11 @@ static void unescape(char *s)
 
 /*
  * Call fn for each line of /proc/self/mountinfo with the mount id, mount
- * point and fstype; stops when fn returns nonzero and returns that.
+ * point, fstype and source; stops when fn returns nonzero and returns that.
  */
-int fs_mountinfo_each(int (*fn)(void *arg, uint64_t id, const char *mp, const char *fstype),
-		      void *arg)
+int mountinfo_each_source(int (*fn)(void *arg, uint64_t id, const char *mp, const char *fstype,
+				    const char *source),
+			  void *arg)
 {
 	char *line = NULL, *f[12], *save;
 	size_t cap = 0;
@@ -61,11 +62,36 @@ int fs_mountinfo_each(int (*fn)(void *arg, uint64_t id, const char *mp, const ch
 		if (i >= 11 || f[i] == NULL || f[i + 1] == NULL)
 			continue;
 		unescape(f[4]);
-		r = fn(arg, strtoull(f[0], NULL, 10), f[4], f[i + 1]);
+		if (f[i + 2] != NULL)
+			unescape(f[i + 2]);
+		r = fn(arg, strtoull(f[0], NULL, 10), f[4], f[i + 1], f[i + 2] != NULL ? f[i + 2] : "");
 	}
 	free(line);
 	fclose(mi);
 	return r;
+}
+
+struct each_plain {
+	int (*fn)(void *arg, uint64_t id, const char *mp, const char *fstype);
+	void *arg;
+};
+
+static int plain_line(void *arg, uint64_t id, const char *mp, const char *fstype,
+		      const char *source)
+{
+	struct each_plain *e = arg;
+
+	(void)source;
+	return e->fn(e->arg, id, mp, fstype);
+}
+
+/* mountinfo_each_source without the source */
+int fs_mountinfo_each(int (*fn)(void *arg, uint64_t id, const char *mp, const char *fstype),
+		      void *arg)
+{
+	struct each_plain e = {fn, arg};
+
+	return mountinfo_each_source(plain_line, &e);
 }
 
 struct find_path {

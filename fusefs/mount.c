@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 
@@ -431,30 +433,57 @@ static int lexical_abs(const char *path, char *out, size_t len)
 struct find_top {
 	const char *path;
 	bool agentfs;
+	char source[PATH_MAX]; /* its source as mountinfo says (fsname=, else the folder) */
 };
 
 /* Mounts stack: the last line for the path is the one on top. */
-static int match_top(void *arg, uint64_t id, const char *mp, const char *fstype)
+static int match_top(void *arg, uint64_t id, const char *mp, const char *fstype,
+		     const char *source)
 {
 	struct find_top *ft = arg;
 
-	if (strcmp(mp, ft->path) == 0)
+	(void)id;
+	if (strcmp(mp, ft->path) == 0) {
 		ft->agentfs = strcmp(fstype, "fuse.agentfs") == 0;
+		snprintf(ft->source, sizeof ft->source, "%s", source);
+	}
 	return 0;
 }
 
-/* Unmount an agentfs mount by path; refuses anything that is not one. */
+/*
+ * After an unmount: wait (up to 5 s) until the server has let the source
+ * folder go (excl.c), so the next mount of it, or of a folder in it, is not
+ * refused while the server ends. A source that is no folder (fsname=) is
+ * not waited for.
+ */
+static void wait_server_gone(const char *source)
+{
+	struct timespec pause = {0, 10 * 1000 * 1000};
+	int fd, i;
+
+	if (source[0] != '/' ||
+	    (fd = open(source, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return;
+	for (i = 0; i < 500 && flock(fd, LOCK_SH | LOCK_NB) != 0; i++)
+		nanosleep(&pause, NULL);
+	close(fd);
+}
+
+/*
+ * Unmount an agentfs mount by path; refuses anything that is not one. Not
+ * lazy, it returns once the server has let its folder go.
+ */
 int fs_kernel_umount(const char *path, bool lazy, struct fs_error *err)
 {
 	char abs[PATH_MAX];
-	struct find_top ft = {abs, false};
+	struct find_top ft = {.path = abs};
 	int r;
 
 	if ((r = lexical_abs(path, abs, sizeof abs)) != 0) {
 		fs_seterr(err, -r, "%s: %s", path, strerror(-r));
 		return r;
 	}
-	if ((r = fs_mountinfo_each(match_top, &ft)) < 0) {
+	if ((r = mountinfo_each_source(match_top, &ft)) < 0) {
 		fs_seterr(err, -r, "/proc/self/mountinfo: %s", strerror(-r));
 		return r;
 	}
@@ -468,5 +497,7 @@ int fs_kernel_umount(const char *path, bool lazy, struct fs_error *err)
 			  r == EBUSY ? " (in use; -z detaches it lazily)" : "");
 		return -r;
 	}
+	if (!lazy)
+		wait_server_gone(ft.source);
 	return 0;
 }
