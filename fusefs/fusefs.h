@@ -205,6 +205,9 @@ int fs_become(uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
 /* mount.c */
 int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **out,
 	     struct fs_error *err);
+/* excl.c: a server about to end lets its folders go (one server per folder) */
+void fs_folders_release(struct fs *fs);
+
 /* Unmount an agentfs mount; not lazy, return once its server let its source folder go */
 int fs_kernel_umount(const char *path, bool lazy, struct fs_error *err);
 

@@ -321,8 +321,10 @@ static int serve(struct fs_mount_params *mp, bool foreground)
 	 * write went to the source as it came. Tearing down the tables one
 	 * inode at a time (a close and a free each, 10,000+ on a large tree)
 	 * kept the process alive for seconds after its unmount on a busy
-	 * machine; the kernel reclaims all of it at once at exit.
+	 * machine; the kernel reclaims all of it at once at exit. Its folders'
+	 * locks go first: the kernel closes descriptors only after memory.
 	 */
+	fs_folders_release(fs);
 	_exit(0);
 }
 
