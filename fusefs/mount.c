@@ -240,6 +240,8 @@ struct fs_mount *mount_new(struct fs *fs, const struct fs_mount_params *p,
 	m->fuse_fd = -1;
 	m->dev_fd = -1;
 	m->tab.memfd = -1;
+	/* Not 0: a mount that fails before its root is open must close nothing (fd 0 is not its) */
+	m->root.fd = -1;
 	pthread_mutex_init(&m->arm_lock, NULL);
 	m->source = strdup(p->source);
 	m->mountpoint = strdup(p->mountpoint);

@@ -60,6 +60,15 @@ check "a standalone server of $T/s" fs_mount "$T/s" "$T/m3"
 r=$(afs --json create --user 65534 z "$T/s")
 expect_error "a bot over a folder a standalone server serves: refused" mount_failed "$r"
 like "$(printf '%s' "$r" | jget error.message)" "source $T/s: $busy it" "... saying why"
+# A mount that failed before its root was open closed the daemon's fd 0 (a
+# field left 0): the first such failure closed /dev/null there, the next the
+# socket of the client that had got fd 0, whose reply was lost.
+for i in 2 3; do
+	expect_error "... refused again ($i), and answered" mount_failed \
+		"$(afs --json create --user 65534 z "$T/s" 2>&1)"
+done
+check "... the daemon's standard input is still /dev/null" \
+	test "$(readlink "/proc/$D_PID/fd/0")" = /dev/null
 check "unmount the standalone server" fs_umount "$T/m3"
 check "... which lets the folder go" served_free "$T/s"
 expect_ok "... then the bot is made" "$(afs --json create --user 65534 z "$T/s")"
