@@ -331,6 +331,12 @@ daemon_cleanup()
 {
 	local rc=$? p i m
 	set +e
+	# A failed check: the daemon's own account of it goes with the TAP output
+	# (the log is removed with $T; CI keeps only what the test printed).
+	if [ "${tap_failed:-0}" -gt 0 ] && [ -s "${D_LOG:-}" ]; then
+		echo "# the last lines of agentfsd's log:"
+		tail -n 60 "$D_LOG" | sed 's/^/#   /'
+	fi
 	if [ -n "${T:-}" ]; then
 		daemon_kill TERM
 		for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30; do

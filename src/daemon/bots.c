@@ -206,6 +206,7 @@ static void done_create(struct job *j)
 
 	b->busy = false;
 	if (j->error != 0) {
+		log_msg(LOG_INFO, "bot %s not made: %s", b->name, j->msg);
 		bots_fail(&j->req, j->code, "%s", j->msg);
 		TAILQ_REMOVE(&bots_state.bots, b, entry);
 		bots_state.nbots--;
