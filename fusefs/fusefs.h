@@ -208,8 +208,12 @@ int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **o
 /* excl.c: a server about to end lets its folders go (one server per folder) */
 void fs_folders_release(struct fs *fs);
 
-/* Unmount an agentfs mount; not lazy, return once its server let its source folder go */
-int fs_kernel_umount(const char *path, bool lazy, struct fs_error *err);
+/*
+ * Unmount an agentfs mount; not lazy, return once its server let its source
+ * folder go, or set *lingering (its pid, or -1) if it still serves a copy
+ * of the mount in another mount namespace five seconds later
+ */
+int fs_kernel_umount(const char *path, bool lazy, pid_t *lingering, struct fs_error *err);
 
 /* mount-kernel.c */
 int fs_mountinfo_each(int (*fn)(void *arg, uint64_t id, const char *mp, const char *fstype),

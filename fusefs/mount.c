@@ -22,6 +22,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 
 void fs_seterr(struct fs_error *err, int code, const char *fmt, ...)
 {
@@ -452,35 +453,64 @@ static int match_top(void *arg, uint64_t id, const char *mp, const char *fstype,
 	return 0;
 }
 
+/* The pid holding an exclusive flock of fd's folder (/proc/locks); -1 if none is seen */
+static pid_t flock_holder(int fd)
+{
+	unsigned long long ino;
+	unsigned maj, mnr;
+	char line[256];
+	pid_t found = -1;
+	struct stat st;
+	long pid;
+	FILE *f;
+
+	if (fstat(fd, &st) != 0 || (f = fopen("/proc/locks", "re")) == NULL)
+		return -1;
+	while (found < 0 && fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "%*d: FLOCK ADVISORY WRITE %ld %x:%x:%llu", &pid, &maj, &mnr,
+			   &ino) == 4 &&
+		    maj == major(st.st_dev) && mnr == minor(st.st_dev) && ino == st.st_ino)
+			found = (pid_t)pid;
+	fclose(f);
+	return found;
+}
+
 /*
  * After an unmount: wait (up to 5 s) until the server has let the source
  * folder go (excl.c), so the next mount of it, or of a folder in it, is not
- * refused while the server ends. A source that is no folder (fsname=) is
- * not waited for.
+ * refused while the server ends. 0 once it has (or for a source that is no
+ * folder, fsname=, not waited for); else the server still serves a copy of
+ * the mount elsewhere: its pid, or -1 if /proc/locks does not say.
  */
-static void wait_server_gone(const char *source)
+static pid_t wait_server_gone(const char *source)
 {
 	struct timespec pause = {0, 10 * 1000 * 1000};
+	pid_t holder = 0;
 	int fd, i;
 
 	if (source[0] != '/' ||
 	    (fd = open(source, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return;
+		return 0;
 	for (i = 0; i < 500 && flock(fd, LOCK_SH | LOCK_NB) != 0; i++)
 		nanosleep(&pause, NULL);
+	if (i == 500 && flock(fd, LOCK_SH | LOCK_NB) != 0)
+		holder = flock_holder(fd);
 	close(fd);
+	return holder;
 }
 
 /*
  * Unmount an agentfs mount by path; refuses anything that is not one. Not
- * lazy, it returns once the server has let its folder go.
+ * lazy, it returns once the server has let its folder go, or *lingering
+ * says it has not (wait_server_gone); it is 0 otherwise.
  */
-int fs_kernel_umount(const char *path, bool lazy, struct fs_error *err)
+int fs_kernel_umount(const char *path, bool lazy, pid_t *lingering, struct fs_error *err)
 {
 	char abs[PATH_MAX];
 	struct find_top ft = {.path = abs};
 	int r;
 
+	*lingering = 0;
 	if ((r = lexical_abs(path, abs, sizeof abs)) != 0) {
 		fs_seterr(err, -r, "%s: %s", path, strerror(-r));
 		return r;
@@ -500,6 +530,6 @@ int fs_kernel_umount(const char *path, bool lazy, struct fs_error *err)
 		return -r;
 	}
 	if (!lazy)
-		wait_server_gone(ft.source);
+		*lingering = wait_server_gone(ft.source);
 	return 0;
 }

@@ -46,6 +46,40 @@ check "... its server lets the folder go" served_free "$T/h/a"
 check "... then a folder that was in it mounts" fs_mount "$T/h/a/sub" "$T/m1"
 check "unmount both" eval 'fs_umount "$T/m1" && fs_umount "$T/m2"'
 
+# --- a copy of the mount in another mount namespace -------------------------------------
+# A namespace made while a folder is mounted (a sandbox or container binding
+# a folder above it) holds a copy of the mount; with no propagation from
+# here, an unmount here leaves the copy, and its server serves it on (the
+# CI's exec tests did this to a test beside them). umount says so and names
+# the server; the folder stays served; SIGTERM ends the server and the copy.
+served_free "$T/b" || bail_out "$T/b is still served"
+echo kept >"$T/b/f"
+check "a server of $T/b" fs_mount "$T/b" "$T/m2"
+unshare -m --propagation private bash -c '
+	until [ -e "$1/go1" ]; do sleep 0.05; done
+	cat "$1/m2/f" >"$1/copy1" 2>&1
+	until [ -e "$1/go2" ]; do sleep 0.05; done
+	cat "$1/m2/f" >"$1/copy2" 2>&1
+	sleep 60' copy "$T" &
+track_pid $!
+wait_until 10 eval '[ "$(readlink /proc/$!/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ]'
+out=$("$AGENTFS" umount "$T/m2" 2>&1)
+check "unmount it here" test $? = 0
+srv=$(printf '%s\n' "$out" | sed -n 's/.* its server (pid \([0-9]*\)) still runs.*/\1/p')
+like "$out" "^agentfs: $T/m2 is unmounted, but its server \\(pid [0-9]+\\) still runs: a copy of the mount lives on in another mount namespace" \
+	"... which says its server still runs, and why"
+like "$(tr '\0' ' ' <"/proc/${srv:-0}/cmdline" 2>/dev/null)" "agentfs mount $T/b $T/m2" \
+	"... naming the server's pid"
+touch "$T/go1"
+wait_until 10 test -s "$T/copy1"
+is "$(cat "$T/copy1")" kept "... which serves the copy on"
+refused "... and keeps the folder: a fresh server is refused" "source $T/b: $busy it" "$T/b" "$T/m2"
+kill -TERM "${srv:-0}" 2>/dev/null
+check "SIGTERM ends the server, and the folder is free" served_free "$T/b"
+touch "$T/go2"
+wait_until 10 test -s "$T/copy2"
+like "$(cat "$T/copy2")" "Transport endpoint is not connected" "... the copy with it"
+
 # --- agentfsd beside standalone servers ---------------------------------------------------
 daemon_start || bail_out "agentfsd did not start"
 expect_ok "create a bot over $T/bot" "$(afs --json create --user 65534 x "$T/bot")"

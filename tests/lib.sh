@@ -432,13 +432,30 @@ fs_mount_nofile()
 	return "$rc"
 }
 
+#
+# A mount namespace made while MNT was mounted (another test's sandbox: each
+# binds the host's / with every mount under it, and nothing propagates on a
+# host whose / is private) keeps a copy of the mount, and its server serves
+# that copy on after the unmount here, holding its folder: agentfs umount
+# says so, naming the server. A server of ours is then ended, as a person
+# would, so the test's next mount of the folder is not refused.
 fs_umount()
 {
+	local out rc pid
 	if [ "${AGENTFS_TEST_BINDFS:-0}" = 1 ]; then
 		fusermount3 -u "$1"
-	else
-		"$AGENTFS" umount "$1"
+		return
 	fi
+	out=$("$AGENTFS" umount "$1" 2>&1)
+	rc=$?
+	[ -n "$out" ] && printf '%s\n' "$out" >&2
+	pid=$(printf '%s\n' "$out" | sed -n 's/.* its server (pid \([0-9]*\)) still runs: a copy .*/\1/p')
+	if [ "$rc" = 0 ] && [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null |
+		grep -qF -- "$T/"; then
+		diag "a copy of $1 in another mount namespace kept its server: ended it (SIGTERM)"
+		kill -TERM "$pid"
+	fi
+	return "$rc"
 }
 
 # The filesystem type a mount made by fs_mount should show.

@@ -476,6 +476,7 @@ int cmd_umount(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct fs_error err = {0};
+	pid_t lingering;
 	bool lazy = false;
 	int c;
 
@@ -495,7 +496,25 @@ int cmd_umount(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		die_usage("umount", "umount needs MOUNTPOINT");
-	if (fs_kernel_umount(argv[optind], lazy, &err) != 0)
+	if (fs_kernel_umount(argv[optind], lazy, &lingering, &err) != 0)
 		die("%s", err.msg);
+	/*
+	 * Unmounted here, but a copy of the mount made by another mount
+	 * namespace while it was mounted (a sandbox or container that bound a
+	 * folder above it, with no mount propagation from here) keeps the
+	 * connection, and the server serves it on.
+	 */
+	if (lingering != 0) {
+		char pid[32] = "";
+
+		if (lingering > 0)
+			snprintf(pid, sizeof pid, " (pid %ld)", (long)lingering);
+		fprintf(stderr,
+			"agentfs: %s is unmounted, but its server%s still runs: a copy of the mount "
+			"lives on in another mount namespace (a sandbox or container started while it "
+			"was mounted). The server ends when the last copy goes (end it now with "
+			"SIGTERM); until then its folder cannot be served again.\n",
+			cli_escape(argv[optind]), pid);
+	}
 	return 0;
 }
