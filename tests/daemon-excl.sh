@@ -123,6 +123,21 @@ is "$(restored_state x)" mounted "after SIGKILL, x is served again"
 refused "after SIGKILL, a standalone server of the bot's folder: refused" \
 	"source $T/bot: $busy it" "$T/bot" "$T/m1"
 
+# --- a bot's root unmounted from outside while a copy of it lives on -------------------------
+# agentfsd serves the copy on (a sandbox's, in practice) and keeps the folder;
+# umount names agentfsd and does not advise a SIGTERM (that would only restart it).
+zm=$(afs --json show z | jget bot.mounts.0.mountpoint)
+unshare -m --propagation private sleep 60 &
+cp=$!
+track_pid "$cp"
+wait_until 10 eval '[ "$(readlink /proc/'"$cp"'/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ]'
+out=$("$AGENTFS" umount "$zm" 2>&1)
+like "$out" "^agentfs: $zm is unmounted, but agentfsd \\(pid $D_PID\\) still serves a copy of it in another mount namespace \\(a sandbox of the bot: agentfs ps lists them\\); it lets the folder go when the copy goes\\.$" \
+	"a bot's root unmounted here while a copy lives on: umount names agentfsd"
+kill "$cp"
+wait "$cp" 2>/dev/null
+check "... which lets the folder go when the copy goes" served_free "$T/s"
+
 # --- deleting the bots lets the folders go ----------------------------------------------
 for b in y x z; do expect_ok "rm $b" "$(afs --json rm $b)"; done
 wait_until 10 eval '[ -z "$(mounts_in "$D_MNT")" ]'

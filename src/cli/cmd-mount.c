@@ -505,10 +505,28 @@ int cmd_umount(int argc, char **argv)
 	 * connection, and the server serves it on.
 	 */
 	if (lingering != 0) {
-		char pid[32] = "";
+		char pid[32] = "", comm[64] = "", path[64];
+		FILE *f;
 
-		if (lingering > 0)
+		if (lingering > 0) {
 			snprintf(pid, sizeof pid, " (pid %ld)", (long)lingering);
+			snprintf(path, sizeof path, "/proc/%ld/comm", (long)lingering);
+			if ((f = fopen(path, "re")) != NULL) {
+				if (fgets(comm, sizeof comm, f) == NULL)
+					comm[0] = '\0';
+				comm[strcspn(comm, "\n")] = '\0';
+				fclose(f);
+			}
+		}
+		/* a bot's root: its sandbox holds the copy, and a SIGTERM would only restart agentfsd */
+		if (strcmp(comm, "agentfsd") == 0) {
+			fprintf(stderr,
+				"agentfs: %s is unmounted, but agentfsd%s still serves a copy of it in "
+				"another mount namespace (a sandbox of the bot: agentfs ps lists them); "
+				"it lets the folder go when the copy goes.\n",
+				cli_escape(argv[optind]), pid);
+			return 0;
+		}
 		fprintf(stderr,
 			"agentfs: %s is unmounted, but its server%s still runs: a copy of the mount "
 			"lives on in another mount namespace (a sandbox or container started while it "
