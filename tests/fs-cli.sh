@@ -122,13 +122,25 @@ if fs_mount "$T/src" "$T/m"; then
 	ok "mount without -f returns with the folder mounted"
 	is "$(cat "$T/m/file" 2>&1)" hello "the mount answers right after mount returns"
 	is "$(fs_type "$T/m")" "$FS_TYPE" "the mount's type is $FS_TYPE"
+	copied=
 	if [ -z "$bindfs_mode" ]; then
-		check "agentfs umount exits 0" "$AGENTFS" umount "$T/m"
+		out=$("$AGENTFS" umount "$T/m" 2>&1)
+		is "$?" 0 "agentfs umount exits 0"
+		# A sandbox another test started meanwhile may hold a copy of the
+		# mount (the host's / is private here): then the server rightly
+		# serves it on, umount says so, and this check cannot be made.
+		case "$out" in *"a copy of the mount lives on in another mount namespace"*)
+			copied=$out ;;
+		*) is "$out" "" "... and says nothing" ;;
+		esac
 	else
 		check "fusermount3 -u exits 0" fusermount3 -u "$T/m"
 	fi
 	check "nothing is mounted after umount" eval '! is_mounted "$T/m"'
-	if [ -z "$bindfs_mode" ]; then
+	if [ -n "$copied" ]; then
+		skip "the background server exits after umount (not here: $copied)"
+		kill -TERM $(lib_our_servers) 2>/dev/null
+	elif [ -z "$bindfs_mode" ]; then
 		if wait_until 5 eval '[ -z "$(lib_our_servers)" ]'; then
 			ok "the background server exits after umount"
 		else
