@@ -453,7 +453,7 @@ static int match_top(void *arg, uint64_t id, const char *mp, const char *fstype,
 	return 0;
 }
 
-/* The pid holding an exclusive flock of fd's folder (/proc/locks); -1 if none is seen */
+/* The pid holding an exclusive flock of fd's folder (/proc/locks); -1 if none is named */
 static pid_t flock_holder(int fd)
 {
 	unsigned long long ino;
@@ -466,11 +466,15 @@ static pid_t flock_holder(int fd)
 
 	if (fstat(fd, &st) != 0 || (f = fopen("/proc/locks", "re")) == NULL)
 		return -1;
-	while (found < 0 && fgets(line, sizeof line, f) != NULL)
+	while (fgets(line, sizeof line, f) != NULL) {
 		if (sscanf(line, "%*d: FLOCK ADVISORY WRITE %ld %x:%x:%llu", &pid, &maj, &mnr,
 			   &ino) == 4 &&
-		    maj == major(st.st_dev) && mnr == minor(st.st_dev) && ino == st.st_ino)
-			found = (pid_t)pid;
+		    maj == major(st.st_dev) && mnr == minor(st.st_dev) && ino == st.st_ino) {
+			/* 0: a process of a pid namespace we cannot see into */
+			found = pid > 0 ? (pid_t)pid : -1;
+			break;
+		}
+	}
 	fclose(f);
 	return found;
 }
