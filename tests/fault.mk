@@ -11,6 +11,7 @@ FAULT_TESTS = \
 	tests/fault-kill.sh \
 	tests/fault-flood.sh \
 	tests/fault-fds.sh \
+	tests/fault-errpaths.sh \
 	tests/fault-enospc.sh \
 	tests/fault-valgrind.sh
 TESTS += $(FAULT_TESTS)

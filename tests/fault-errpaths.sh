@@ -1,0 +1,215 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# fault-errpaths: agentfsd's failure paths leave what it holds as it was. A
+# create, configure or rm that fails part way must close only what it
+# opened: before cbf45e0 a mount that failed before its root was open closed
+# fd 0 of the daemon, then whatever got fd 0 next (a client's socket). Each
+# part below makes requests fail from outside and checks that every
+# descriptor the daemon held before is still open on the same file, that
+# its standard input is still /dev/null, that another bot's mount still
+# serves (through a file held open across it) and that the next
+# request is answered:
+#  - creates with 1 to 14 descriptors free (RLIMIT_NOFILE of the running
+#    daemon lowered): they fail at every step of a mount (the folder, the
+#    mount point, its lock, the guard's scan, fsmount) or succeed;
+#  - roots that are not folders, missing writable paths, a bot's folder
+#    removed while it is mounted, then the bot deleted;
+#  - a restart whose new daemon is short of descriptors: each bot is mounted
+#    (taken over or afresh) or says why not, and the roots it says are
+#    mounted serve;
+#  - the keeper of the next daemon killed, then a create and an rm (nothing
+#    can be kept for a restart).
+. "$top_srcdir/tests/daemon-lib.sh"
+
+command -v prlimit >/dev/null || skip_all "prlimit is missing (util-linux)"
+
+TAB=$(printf '\t')
+
+# fd_table: "N<TAB>what it is open on" of each descriptor of the daemon, sorted for join
+fd_table()
+{
+	local f
+	for f in /proc/"$D_PID"/fd/*; do
+		printf '%s\t%s\n' "${f##*/}" "$(readlink "$f" 2>/dev/null)"
+	done | sort
+}
+
+# fds_changed BEFORE: each descriptor of BEFORE closed or open on something else now
+fds_changed()
+{
+	fd_table >"$T/fds.now"
+	join -t "$TAB" "$1" "$T/fds.now" | awk -F '\t' '$2 != $3 { print $1 ": " $2 " -> " $3 }'
+	join -t "$TAB" -v 1 "$1" "$T/fds.now" | awk -F '\t' '{ print $1 ": " $2 " -> closed" }'
+}
+
+# holds DESC BEFORE: the daemon holds what it held, fd 0 is /dev/null, a's mount
+# serves (a fresh read, and the next line of the file held open on fd 7), and
+# it answers
+HELD=0
+holds()
+{
+	local desc="$1" before="$2" changed line
+	changed=$(fds_changed "$before")
+	if [ -z "$changed" ]; then
+		ok "$desc: every descriptor the daemon held is still open on the same file"
+	else
+		not_ok "$desc: every descriptor the daemon held is still open on the same file"
+		diag "$changed"
+	fi
+	is "$(readlink "/proc/$D_PID/fd/0")" /dev/null "... its standard input is still /dev/null"
+	is "$(timeout 5 cat "$D_MNT/a/0/f" 2>&1)" "a" "... bot a's mount still serves"
+	HELD=$((HELD + 1))
+	read -r -t 5 line <&7 || line="(no line: $?)"
+	is "$line" "line $HELD" "... and the file held open on it reads on"
+	is "$(afs --json status | jget pid)" "$D_PID" "... and the next request is answered"
+}
+
+# answered DESC REPLY: a reply came, made or an error with a code
+answered()
+{
+	local okv code
+	okv=$(printf '%s' "$2" | jget ok 2>/dev/null)
+	code=$(printf '%s' "$2" | jget error.code 2>/dev/null)
+	case "$okv:$code" in
+	true:* | false:?*) return 0 ;;
+	esac
+	diag "$1: no reply: $2"
+	return 1
+}
+
+folder()
+{
+	mkdir -p "$T/$1"
+	echo "$1" >"$T/$1/f"
+	chown -R 65534 "$T/$1"
+}
+
+nfds()
+{
+	ls "/proc/$D_PID/fd" | wc -l
+}
+
+# --- a daemon with one bot, its file held open ----------------------------------------
+folder a
+seq -f 'line %g' 20 >"$T/a/held"
+chown 65534 "$T/a/held"
+daemon_start || bail_out "agentfsd did not start"
+expect_ok "create bot a" "$(afs --json create --user 65534 a "$T/a")" || bail_out "no bot a"
+exec 7<"$D_MNT/a/0/held" || bail_out "cannot open a file of bot a"
+fd_table >"$T/fds.0"
+diag "the daemon holds $(wc -l <"$T/fds.0") descriptors with one bot"
+
+# --- creates short of descriptors -----------------------------------------------------
+# The soft limit of the running daemon is lowered to what it holds plus K for
+# one create, then raised back: a create whose client the daemon cannot accept
+# yet is answered once the limit is back.
+outcomes=
+bad=
+for k in 1 2 3 4 5 6 7 8 9 10 11 12 14; do
+	folder "c$k"
+	prlimit --pid "$D_PID" --nofile=$(($(nfds) + k)):4096 || bail_out "prlimit --pid failed"
+	rm -f "$T/create.out"
+	timeout 30 "$AGENTFS" --socket "$D_SOCK" --json create --user 65534 "c$k" "$T/c$k" \
+		>"$T/create.out" 2>&1 &
+	cpid=$!
+	wait_until 5 eval '! kill -0 $cpid 2>/dev/null'
+	prlimit --pid "$D_PID" --nofile=4096:4096
+	wait "$cpid"
+	r=$(cat "$T/create.out")
+	answered "c$k" "$r" || bad="$bad c$k"
+	if [ "$(printf '%s' "$r" | jget ok)" = true ]; then
+		outcomes="$outcomes c$k:made"
+	else
+		outcomes="$outcomes c$k:$(printf '%s' "$r" | jget error.message | sed "s|$T/||g")"
+	fi
+done
+diag "creates with few descriptors free:$outcomes"
+is "$bad" "" "every create short of descriptors was answered"
+holds "after creates short of descriptors" "$T/fds.0"
+for b in $(afs --json ls | jget 'bots.*.name'); do
+	case "$b" in c*) afs --json rm "$b" >/dev/null || diag "rm $b failed" ;; esac
+done
+is "$(afs --json ls | names)" "a " "the bots made meanwhile are deleted"
+
+# --- roots that are not folders, or go away -------------------------------------------
+touch "$T/file"
+expect_error "a bot over a file: refused" bad_path \
+	"$(afs --json create --user 65534 nf "$T/file")"
+expect_error "a bot with a missing writable path: refused" bad_path \
+	"$(afs --json create --user 65534 --writable "$T/missing" nw "$T/a")"
+folder gone
+expect_ok "create bot g" "$(afs --json create --user 65534 g "$T/gone")"
+expect_error "configure g with a missing writable path: refused" bad_path \
+	"$(afs --json configure --writable "$T/missing" g)"
+rm -rf "$T/gone"
+r=$(afs --json rm g)
+answered "rm g" "$r" && ok "a bot whose folder was removed while mounted: rm is answered"
+expect_error "... and its folder cannot be a new bot's" bad_path \
+	"$(afs --json create --user 65534 g2 "$T/gone")"
+holds "after roots that are not folders or went away" "$T/fds.0"
+
+# --- a restart short of descriptors ----------------------------------------------------
+exec 7<&-
+for i in 1 2 3 4 5; do
+	folder "r$i"
+	expect_ok "create bot r$i" "$(afs --json create --user 65534 "r$i" "$T/r$i")"
+done
+daemon_kill TERM
+daemon_wait_gone 10 || bail_out "agentfsd did not stop"
+# a limit that leaves some takeovers and some fresh mounts short (what fails varies)
+prlimit --nofile=56:56 -- "$AGENTFSD" --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE" \
+	--cgroup "$D_CGROUP" || bail_out "agentfsd did not start under prlimit"
+D_PID=$(daemon_pids "$D_SOCK" | head -n 1)
+[ -n "$D_PID" ] || bail_out "no agentfsd pid"
+wait_until 20 eval '! afs --json ls | grep -q "\"mounting\""'
+is "$(afs --json status | jget pid)" "$D_PID" "a daemon short of descriptors at a restart answers"
+for f in 0 1 2; do
+	is "$(readlink "/proc/$D_PID/fd/$f")" /dev/null "... its fd $f is /dev/null"
+done
+half=
+served=
+for b in a r1 r2 r3 r4 r5; do
+	s=$(afs --json show "$b")
+	st=$(printf '%s' "$s" | jget bot.mounts.0.state)
+	if [ "$st" = mounted ]; then
+		[ "$(timeout 5 cat "$D_MNT/$b/0/f" 2>&1)" = "$b" ] || half="$half $b(mounted, not serving)"
+		served="$served $b"
+	elif [ -z "$(printf '%s' "$s" | jget bot.mounts.0.error)" ]; then
+		half="$half $b($st without a reason)"
+	fi
+done
+diag "served after the restart:$served"
+is "$half" "" "each bot's root serves, or says why it is not mounted"
+is "$(mounts_in "$D_MNT" | awk '{ print $2 }' | sort)" \
+	"$(for b in $served; do echo "$D_MNT/$b/0"; done | sort)" \
+	"... and the mounts under the state folder are exactly those said to be mounted"
+# --- the keeper killed ------------------------------------------------------------------
+# A daemon started as usual takes the mounts over from the one short of
+# descriptors; then its keeper is killed.
+daemon_kill TERM
+daemon_wait_gone 10 || bail_out "agentfsd did not stop"
+daemon_start || bail_out "agentfsd did not start"
+wait_until 20 eval '! afs --json ls | grep -q "\"mounting\""'
+is "$(timeout 5 cat "$D_MNT/a/0/f" 2>&1)" a "the next daemon serves bot a"
+exec 7<"$D_MNT/a/0/held" || bail_out "cannot open a file of bot a"
+HELD=0
+fd_table >"$T/fds.1"
+k=$(keeper_pids)
+if [ -n "$k" ]; then
+	kill -KILL $k
+	wait_until 5 eval '[ -z "$(keeper_pids)" ]'
+	folder nk
+	expect_ok "with the keeper killed, a bot is made all the same" \
+		"$(afs --json create --user 65534 nk "$T/nk")"
+	is "$(timeout 5 cat "$D_MNT/nk/0/f" 2>&1)" nk "... and serves"
+	expect_ok "... and is deleted" "$(afs --json rm nk)"
+	holds "after the keeper was killed" "$T/fds.1"
+else
+	skip "no keeper runs"
+fi
+exec 7<&-
+expect_ok "shutdown" "$(afs --json shutdown)"
+daemon_wait_gone 10
+is "$(mounts_in "$T" | wc -l)" 0 "nothing is left mounted"
+
+done_testing
