@@ -764,8 +764,8 @@ int mount_ro_paths(struct fs_mount *m, int rootfd, const struct fs_mount_params 
 /* mount-kernel.c */
 int mount_make(struct fs_mount *m, int mpfd, const struct mount_opts *o, struct fs_error *err);
 int mount_detach(struct fs_mount *m);
-void mount_end(struct fs *fs, uint64_t mnt_id);
-int mountinfo_path_of(uint64_t id, char *path, size_t len);
+void mount_end(struct fs *fs, uint64_t mnt_id, const char *expect);
+int mountinfo_path_of(uint64_t id, const char *expect, char *path, size_t len);
 int mountinfo_each_source(int (*fn)(void *arg, uint64_t id, const char *mp, const char *fstype,
 				    const char *source),
 			  void *arg);

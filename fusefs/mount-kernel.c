@@ -110,11 +110,34 @@ static int match_id(void *arg, uint64_t id, const char *mp, const char *fstype)
 	return 1;
 }
 
-int mountinfo_path_of(uint64_t id, char *path, size_t len)
+/*
+ * Where mount id is: from /proc/self/mountinfo, or, when that cannot be
+ * read (out of descriptors: EMFILE), at EXPECT (NULL: nowhere) if the
+ * mount whose root is there is that one. Read as "not mounted", an EMFILE
+ * left a mount a failed takeover or create should have ended in place,
+ * dead, at the bot's mount point. statx of a path opens nothing, and
+ * AT_STATX_DONT_SYNC asks the server nothing (there may be none: a mount
+ * handed over is served by no one yet). 0; -ENOENT: not mounted; -errno.
+ */
+int mountinfo_path_of(uint64_t id, const char *expect, char *path, size_t len)
 {
 	struct find_path fp = {id, path, len};
+	struct statx stx;
+	int r = fs_mountinfo_each(match_id, &fp);
 
-	return fs_mountinfo_each(match_id, &fp) == 1 ? 0 : -ENOENT;
+	if (r == 1)
+		return 0;
+	if (r == 0)
+		return -ENOENT;
+	if (expect == NULL || strlen(expect) >= len ||
+	    statx(AT_FDCWD, expect, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC,
+		  STATX_MNT_ID, &stx) != 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != id ||
+	    !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+	    !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return r;
+	strcpy(path, expect);
+	return 0;
 }
 
 static int fsconfig_str(int fsfd, const char *key, const char *value)
@@ -286,12 +309,18 @@ static void mount_abort(struct fs *fs, uint64_t mnt_id, const char *path)
  * A mount handed over that no server takes (restore.c): its connection
  * ends, and it is detached, by its mount id.
  */
-void mount_end(struct fs *fs, uint64_t mnt_id)
+void mount_end(struct fs *fs, uint64_t mnt_id, const char *expect)
 {
 	char path[PATH_MAX];
+	int r;
 
-	if (mnt_id == 0 || mountinfo_path_of(mnt_id, path, sizeof path) != 0)
+	if (mnt_id == 0 || (r = mountinfo_path_of(mnt_id, expect, path, sizeof path)) == -ENOENT)
 		return;
+	if (r != 0) {
+		fs_log(fs, FS_LOG_WARN, "%s: cannot end it: the mount table: %s", expect,
+		       strerror(-r));
+		return;
+	}
 	mount_abort(fs, mnt_id, path);
 	if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL)
 		fs_log(fs, FS_LOG_WARN, "%s: cannot detach it: %s", path, strerror(errno));
@@ -305,9 +334,16 @@ int mount_detach(struct fs_mount *m)
 {
 	char path[PATH_MAX];
 	bool kept;
+	int r;
 
-	if (m->mnt_id == 0 || mountinfo_path_of(m->mnt_id, path, sizeof path) != 0)
+	if (m->mnt_id == 0 ||
+	    (r = mountinfo_path_of(m->mnt_id, m->mountpoint, path, sizeof path)) == -ENOENT)
 		return 0; /* not mounted (any more) */
+	if (r != 0) {
+		fs_log(m->fs, FS_LOG_WARN, "%s: cannot detach it: the mount table: %s",
+		       m->mountpoint, strerror(-r));
+		return r;
+	}
 	/* kept is fs->lock's: the reader sets it when FUSE_INIT is answered (keep.c) */
 	pthread_mutex_lock(&m->fs->lock);
 	kept = m->kept;
@@ -332,8 +368,10 @@ int mount_set_kernel_ro(struct fs_mount *m, bool readonly)
 	struct statx stx;
 	int fd, r = 0;
 
-	if (m->mnt_id == 0 || mountinfo_path_of(m->mnt_id, path, sizeof path) != 0)
+	if (m->mnt_id == 0)
 		return -ENOENT;
+	if ((r = mountinfo_path_of(m->mnt_id, m->mountpoint, path, sizeof path)) != 0)
+		return r;
 	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

@@ -233,7 +233,7 @@ static void handed_end(struct fs *fs, struct handed_mount *hm)
 
 	hm->done = true;
 	if (hm->hdr != NULL && !handed_dead(hm))
-		mount_end(fs, hm->hdr->mnt_id);
+		mount_end(fs, hm->hdr->mnt_id, hm->hdr->mountpoint);
 	if (fs->p.unkeep != NULL) {
 		static const char *const roles[] = {"table", "fuse", "clone", "root", "ring"};
 
@@ -288,6 +288,7 @@ static const char *hdr_unusable(const struct handed_mount *hm, const struct fs_m
 {
 	const struct table_hdr *h = hm->hdr;
 	char path[PATH_MAX];
+	int r;
 
 	if (memcmp(h->magic, TABLE_MAGIC, sizeof h->magic) != 0)
 		return "its table is not an agentfs table";
@@ -309,8 +310,10 @@ static const char *hdr_unusable(const struct handed_mount *hm, const struct fs_m
 	/* unmounted from outside meanwhile (a lost root): mounted afresh, as a restart always did */
 	if (handed_dead(hm))
 		return "its connection has ended (unmounted from outside)";
-	if (mountinfo_path_of(h->mnt_id, path, sizeof path) != 0 ||
-	    strcmp(path, h->mountpoint) != 0)
+	r = mountinfo_path_of(h->mnt_id, h->mountpoint, path, sizeof path);
+	if (r != 0 && r != -ENOENT)
+		return "the mount table cannot be read, nor its mount point looked at";
+	if (r != 0 || strcmp(path, h->mountpoint) != 0)
 		return "it is no longer mounted there";
 	return NULL;
 }

@@ -18,7 +18,9 @@
 #    (taken over or afresh) or says why not, and the roots it says are
 #    mounted serve;
 #  - the keeper of the next daemon killed, then a create and an rm (nothing
-#    can be kept for a restart).
+#    can be kept for a restart);
+#  - a daemon that cannot open /proc/self/mountinfo (EMFILE, from
+#    tests/fault-inject.so): it takes a bot's root over, and an rm unmounts.
 . "$top_srcdir/tests/daemon-lib.sh"
 
 command -v prlimit >/dev/null || skip_all "prlimit is missing (util-linux)"
@@ -208,6 +210,43 @@ else
 	skip "no keeper runs"
 fi
 exec 7<&-
+# --- the mount table unreadable ---------------------------------------------------------
+# A process out of descriptors cannot open /proc/self/mountinfo. Read as "not
+# mounted there", that failed a takeover and left the kernel mount it should
+# have ended in place, dead at the bot's mount point (mounted afresh: "already
+# a mount point"), and an rm left the bot's root mounted. The fault library
+# refuses every open of the mount table (EMFILE) in the next daemon.
+FAULT_SO="$top_builddir/tests/fault-inject.so"
+[ -f "$FAULT_SO" ] || bail_out "$FAULT_SO is not built (make check builds it)"
+if ldd "$AGENTFSD" 2>/dev/null | grep -Eq 'lib[at]san'; then
+	skip "agentfsd is built with a sanitizer: the fault library cannot be preloaded"
+else
+	daemon_kill TERM
+	daemon_wait_gone 10 || bail_out "agentfsd did not stop"
+	daemon_start || bail_out "agentfsd did not start"
+	folder u
+	seq -f 'line %g' 20 >"$T/u/held"
+	expect_ok "create bot u" "$(afs --json create --user 65534 u "$T/u")"
+	exec 8<"$D_MNT/u/0/held" || bail_out "cannot open a file of bot u"
+	daemon_kill TERM
+	daemon_wait_gone 10 || bail_out "agentfsd did not stop"
+	LD_PRELOAD="$FAULT_SO" FAULT_MOUNTINFO=1 FAULT_LOG="$T/faults" daemon_start ||
+		bail_out "agentfsd does not start with the fault library"
+	wait_until 20 eval '! afs --json ls | grep -q "\"mounting\""'
+	like "$(cat "$T/faults" 2>/dev/null)" "mountinfo" \
+		"a daemon that cannot read the mount table starts (the fault was hit)"
+	is "$(afs --json show u | jget bot.mounts.0.state)" mounted "... and takes bot u's root over"
+	read -r -t 5 line <&8 || line="(no line: $?)"
+	is "$line" "line 1" "... the file held open on it across the restart reads on"
+	exec 8<&-
+	expect_ok "... rm u" "$(afs --json rm u)"
+	is "$(mounts_in "$D_MNT/u")" "" "... which leaves nothing mounted"
+	folder v
+	expect_ok "... a bot made there" "$(afs --json create --user 65534 v "$T/v")"
+	is "$(timeout 5 cat "$D_MNT/v/0/f" 2>&1)" v "... serves"
+	expect_ok "... and is deleted" "$(afs --json rm v)"
+	is "$(mounts_in "$D_MNT/v")" "" "... which leaves nothing mounted"
+fi
 expect_ok "shutdown" "$(afs --json shutdown)"
 daemon_wait_gone 10
 is "$(mounts_in "$T" | wc -l)" 0 "nothing is left mounted"

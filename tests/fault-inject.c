@@ -12,6 +12,9 @@
  *                          ENOMEM, once
  *   FAULT_ALLOC_LIBS=WORD  count the calls from the libraries whose file
  *                          name holds WORD too (say libcjson)
+ *   FAULT_MOUNTINFO=1      every open of /proc/self/mountinfo (open, open64,
+ *                          fopen, fopen64) fails with EMFILE, as it does
+ *                          for a process out of descriptors
  *   FAULT_LOG=FILE         a line is appended for each failure made
  *
  * Only calls from the program's own code (and the libraries named) are
@@ -230,4 +233,73 @@ int asprintf(char **out, const char *fmt, ...)
 	n = vasprintf(out, fmt, ap);
 	va_end(ap);
 	return n;
+}
+
+/* FAULT_MOUNTINFO: is path the mount table, to be refused? */
+static int mountinfo_fails(const char *path)
+{
+	if (getenv("FAULT_MOUNTINFO") == NULL || path == NULL ||
+	    strcmp(path, "/proc/self/mountinfo") != 0)
+		return 0;
+	note("mountinfo");
+	errno = EMFILE;
+	return 1;
+}
+
+static int open_real(const char *name, const char *path, int flags, mode_t mode)
+{
+	int (*real)(const char *, int, ...) =
+		(int (*)(const char *, int, ...))dlsym(RTLD_NEXT, name);
+
+	if (mountinfo_fails(path))
+		return -1;
+	return real(path, flags, mode);
+}
+
+int open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	va_list ap;
+
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	return open_real("open", path, flags, mode);
+}
+
+int open64(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	va_list ap;
+
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	return open_real("open64", path, flags, mode);
+}
+
+FILE *fopen(const char *path, const char *how)
+{
+	static FILE *(*real)(const char *, const char *);
+
+	if (mountinfo_fails(path))
+		return NULL;
+	if (real == NULL)
+		real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen");
+	return real(path, how);
+}
+
+FILE *fopen64(const char *path, const char *how)
+{
+	static FILE *(*real)(const char *, const char *);
+
+	if (mountinfo_fails(path))
+		return NULL;
+	if (real == NULL)
+		real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen64");
+	return real(path, how);
 }
