@@ -86,6 +86,23 @@ folder()
 	chown -R 65534 "$T/$1"
 }
 
+# restores: how many times a daemon logged that its restore is done (restored_all:
+# what the last one handed over and no bot took is closed then)
+restores()
+{
+	local n
+	n=$(grep -c ': restored [0-9]* bot' "$D_LOG" 2>/dev/null)
+	echo "${n:-0}"
+}
+
+# restored N: wait until a daemon is done restoring, the N+1th time
+restored()
+{
+	wait_until 20 eval '[ "$(restores)" -gt '"$1"' ]' ||
+		diag "no daemon said it restored its bots (log: $(restores) times)"
+	wait_until 20 eval '! afs --json ls | grep -q "\"mounting\""'
+}
+
 nfds()
 {
 	ls "/proc/$D_PID/fd" | wc -l
@@ -95,7 +112,9 @@ nfds()
 folder a
 seq -f 'line %g' 20 >"$T/a/held"
 chown 65534 "$T/a/held"
+n=$(restores)
 daemon_start || bail_out "agentfsd did not start"
+restored "$n"
 expect_ok "create bot a" "$(afs --json create --user 65534 a "$T/a")" || bail_out "no bot a"
 exec 7<"$D_MNT/a/0/held" || bail_out "cannot open a file of bot a"
 fd_table >"$T/fds.0"
@@ -159,11 +178,12 @@ done
 daemon_kill TERM
 daemon_wait_gone 10 || bail_out "agentfsd did not stop"
 # a limit that leaves some takeovers and some fresh mounts short (what fails varies)
+n=$(restores)
 prlimit --nofile=56:56 -- "$AGENTFSD" --config "$D_CONFIG" --socket "$D_SOCK" --state "$D_STATE" \
 	--cgroup "$D_CGROUP" || bail_out "agentfsd did not start under prlimit"
 D_PID=$(daemon_pids "$D_SOCK" | head -n 1)
 [ -n "$D_PID" ] || bail_out "no agentfsd pid"
-wait_until 20 eval '! afs --json ls | grep -q "\"mounting\""'
+restored "$n"
 is "$(afs --json status | jget pid)" "$D_PID" "a daemon short of descriptors at a restart answers"
 for f in 0 1 2; do
 	is "$(readlink "/proc/$D_PID/fd/$f")" /dev/null "... its fd $f is /dev/null"
@@ -190,8 +210,9 @@ is "$(mounts_in "$D_MNT" | awk '{ print $2 }' | sort)" \
 # descriptors; then its keeper is killed.
 daemon_kill TERM
 daemon_wait_gone 10 || bail_out "agentfsd did not stop"
+n=$(restores)
 daemon_start || bail_out "agentfsd did not start"
-wait_until 20 eval '! afs --json ls | grep -q "\"mounting\""'
+restored "$n"
 is "$(timeout 5 cat "$D_MNT/a/0/f" 2>&1)" a "the next daemon serves bot a"
 exec 7<"$D_MNT/a/0/held" || bail_out "cannot open a file of bot a"
 HELD=0
@@ -223,16 +244,19 @@ if ldd "$AGENTFSD" 2>/dev/null | grep -Eq 'lib[at]san'; then
 else
 	daemon_kill TERM
 	daemon_wait_gone 10 || bail_out "agentfsd did not stop"
+	n=$(restores)
 	daemon_start || bail_out "agentfsd did not start"
+	restored "$n"
 	folder u
 	seq -f 'line %g' 20 >"$T/u/held"
 	expect_ok "create bot u" "$(afs --json create --user 65534 u "$T/u")"
 	exec 8<"$D_MNT/u/0/held" || bail_out "cannot open a file of bot u"
 	daemon_kill TERM
 	daemon_wait_gone 10 || bail_out "agentfsd did not stop"
+	n=$(restores)
 	LD_PRELOAD="$FAULT_SO" FAULT_MOUNTINFO=1 FAULT_LOG="$T/faults" daemon_start ||
 		bail_out "agentfsd does not start with the fault library"
-	wait_until 20 eval '! afs --json ls | grep -q "\"mounting\""'
+	restored "$n"
 	like "$(cat "$T/faults" 2>/dev/null)" "mountinfo" \
 		"a daemon that cannot read the mount table starts (the fault was hit)"
 	is "$(afs --json show u | jget bot.mounts.0.state)" mounted "... and takes bot u's root over"
