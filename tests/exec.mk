@@ -13,6 +13,7 @@ EXEC_TESTS = \
 	tests/exec-sockets.sh \
 	tests/exec-lost.sh \
 	tests/exec-force.sh \
+	tests/exec-unsure.sh \
 	tests/exec-keys.sh \
 	tests/exec-operator.sh \
 	tests/exec-linkedwt.sh \

@@ -12,6 +12,9 @@
  *                          ENOMEM, once
  *   FAULT_ALLOC_LIBS=WORD  count the calls from the libraries whose file
  *                          name holds WORD too (say libcjson)
+ *   FAULT_PIDFD=1          every pidfd_open (the raw syscall) fails with
+ *                          EMFILE, as it does for a process out of
+ *                          descriptors
  *   FAULT_MOUNTINFO=1      every open of /proc/self/mountinfo (open, open64,
  *                          fopen, fopen64) fails with EMFILE, as it does
  *                          for a process out of descriptors
@@ -158,6 +161,13 @@ long syscall(long nr, ...)
 		errno = EPERM;
 		return -1;
 	}
+#ifdef SYS_pidfd_open
+	if (nr == SYS_pidfd_open && getenv("FAULT_PIDFD") != NULL) {
+		note("pidfd_open");
+		errno = EMFILE;
+		return -1;
+	}
+#endif
 	if (real == NULL)
 		real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
 	return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);

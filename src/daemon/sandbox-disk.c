@@ -108,6 +108,7 @@ void sandboxes_save(void)
 {
 	cleanup_cjson cJSON *root = cJSON_CreateObject();
 	cJSON *arr = cJSON_AddArrayToObject(root, "sandboxes"), *o;
+	const cJSON *u;
 	struct sandbox_run *sb;
 	struct bot *b;
 	char *text;
@@ -121,6 +122,12 @@ void sandboxes_save(void)
 				goto oom;
 			cJSON_AddItemToArray(arr, o);
 		}
+	/* those the start could not take back, as they were (sandbox.c) */
+	cJSON_ArrayForEach(u, sandboxes_unsure()) {
+		if ((o = cJSON_Duplicate(u, true)) == NULL)
+			goto oom;
+		cJSON_AddItemToArray(arr, o);
+	}
 	text = cJSON_PrintUnformatted(root);
 	if (text == NULL)
 		goto oom;

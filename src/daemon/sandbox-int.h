@@ -56,6 +56,7 @@ static inline int pidfd_signal(int fd, int sig)
 
 /* sandbox-disk.c */
 void sandboxes_save(void);
+const cJSON *sandboxes_unsure(void); /* sandbox.c: records not taken back, kept */
 void sandbox_log_add(const struct sandbox_run *sb);
 bool sandbox_log_end(const struct sandbox_run *sb);
 void sandboxes_disk_stop(void);

@@ -199,6 +199,7 @@ void sandbox_cgroups_stop(int wait_ms)
 /* Has a sandbox this daemon follows the cgroup name? */
 static bool cg_owned(const char *name)
 {
+	const cJSON *u, *cg;
 	struct sandbox_run *sb;
 	struct bot *b;
 
@@ -206,6 +207,12 @@ static bool cg_owned(const char *name)
 		LIST_FOREACH(sb, &b->sandboxes, entry)
 			if (strcmp(sb->cg, name) == 0)
 				return true;
+	/* a sandbox the start could not take back may still run there (sandbox.c) */
+	cJSON_ArrayForEach(u, sandboxes_unsure()) {
+		cg = cJSON_GetObjectItemCaseSensitive(u, "cgroup");
+		if (cJSON_IsString(cg) && strcmp(cg->valuestring, name) == 0)
+			return true;
+	}
 	return false;
 }
 

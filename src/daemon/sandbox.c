@@ -102,19 +102,23 @@ static void sandbox_gone(evutil_socket_t fd, short what, void *arg)
 /*
  * Hold pid by pidfd, with its start time; the time is read once the pidfd
  * is held, and the pidfd checked alive after, so both name one process.
- * 0, or -1 if it is gone.
+ * 0; -ESRCH if it is gone; another -errno if it could not be held (out
+ * of descriptors), which says nothing of the process.
  */
 static int hold(pid_t pid, int *fd, unsigned long long *start)
 {
 	char state;
 	pid_t ppid;
+	int e;
 
 	*fd = pidfd_open_pid(pid);
-	if (*fd < 0)
-		return -1;
+	if (*fd < 0) {
+		e = errno;
+		return e == ESRCH || e == EINVAL ? -ESRCH : -e; /* EMFILE: not known to be gone */
+	}
 	if (proc_stat(pid, &state, &ppid, start) != 0 || pidfd_signal(*fd, 0) != 0) {
 		close_fd(fd);
-		return -1;
+		return -ESRCH;
 	}
 	return 0;
 }
@@ -123,12 +127,15 @@ static int hold(pid_t pid, int *fd, unsigned long long *start)
 static int hold_again(pid_t pid, unsigned long long start, int *fd)
 {
 	unsigned long long now;
+	int r;
 
-	if (pid <= 1 || hold(pid, fd, &now) != 0)
-		return -1;
+	if (pid <= 1)
+		return -ESRCH;
+	if ((r = hold(pid, fd, &now)) != 0)
+		return r;
 	if (now != start) {
 		close_fd(fd);
-		return -1;
+		return -ESRCH;
 	}
 	return 0;
 }
@@ -173,6 +180,38 @@ static double num(const cJSON *o, const char *k)
 	return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
+/*
+ * Records taken back at start whose process could not be held (pidfd_open
+ * failed, out of descriptors, which says nothing of the process): not
+ * followed, but not dropped either. They stay in the file as they were,
+ * and their cgroups are not swept (which would kill what runs there), until
+ * the next start looks again. Loop only.
+ */
+static cJSON *unsure;
+
+const cJSON *sandboxes_unsure(void)
+{
+	return unsure;
+}
+
+static void unsure_keep(const cJSON *o, const struct bot *b, pid_t pid, const char *why)
+{
+	cJSON *copy;
+
+	log_msg(LOG_WARNING,
+		"bot %s: cannot take back its sandbox (agentfs exec pid %d): %s; left running, "
+		"and on disk for the next start (rm does not see it meanwhile)",
+		b->name, (int)pid, why);
+	if (unsure == NULL)
+		unsure = cJSON_CreateArray();
+	if (unsure == NULL || (copy = cJSON_Duplicate(o, true)) == NULL) {
+		log_msg(LOG_ERR, "bot %s: out of memory: the record of pid %d is lost", b->name,
+			(int)pid);
+		return;
+	}
+	cJSON_AddItemToArray(unsure, copy);
+}
+
 /* One record of the file: taken back if its bot and its exec still exist. */
 static bool sandbox_restore_one(const cJSON *o)
 {
@@ -180,6 +219,7 @@ static bool sandbox_restore_one(const cJSON *o)
 	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(o, "argv");
 	struct bot *b = cJSON_IsString(name) ? bot_find(name->valuestring) : NULL;
 	struct sandbox_run *sb;
+	int r;
 
 	if (b == NULL || b->deleting || num(o, "pid") < 2 || num(o, "uid") < 0 ||
 	    num(o, "run_uid") < 0 || b->nsandboxes >= SANDBOXES_MAX ||
@@ -196,9 +236,12 @@ static bool sandbox_restore_one(const cJSON *o)
 			 cJSON_GetObjectItemCaseSensitive(o, "cgroup")->valuestring);
 	sb->memory_max = num(o, "memory_max") > 0 ? (uint64_t)num(o, "memory_max") : 0;
 	sb->pids_max = num(o, "pids_max") > 0 ? (uint64_t)num(o, "pids_max") : 0;
-	if (hold_again(sb->pid, (unsigned long long)num(o, "pid_start"), &sb->pidfd) != 0) {
+	if ((r = hold_again(sb->pid, (unsigned long long)num(o, "pid_start"), &sb->pidfd)) != 0) {
 		/* it ended while no daemon ran: what may be left of it goes */
-		sandbox_cgroup_end(sb->cg);
+		if (r == -ESRCH)
+			sandbox_cgroup_end(sb->cg);
+		else
+			unsure_keep(o, b, sb->pid, strerror(-r));
 		sandbox_discard(sb);
 		return false;
 	}
@@ -211,6 +254,7 @@ static bool sandbox_restore_one(const cJSON *o)
 		sb->child_start = (unsigned long long)num(o, "child_start");
 	}
 	if (!sandbox_watch(sb)) {
+		unsure_keep(o, b, sb->pid, "cannot watch it: out of memory");
 		sandbox_discard(sb);
 		return false;
 	}
