@@ -332,7 +332,9 @@ struct fs_mount {
 	uint32_t slot, slot_gen; /* slot_gen 0: not attached to the pool */
 	struct fuse_session *se;
 	int fuse_fd;
-	uint64_t mnt_id; /* the kernel's mount id, for detaching */
+	uint64_t mnt_id; /* the kernel's mount id, for detaching (reused: mount_fd_ours) */
+	uint64_t mnt_uid; /* its 64-bit id, never reused (Linux 6.8), or 0 */
+	dev_t kdev;	  /* its superblock's device, or 0 */
 	char *source, *mountpoint;
 	dev_t source_dev;
 	atomic_uint siblings; /* other mounts on source_dev: 0 skips fs_invalidate */
@@ -762,8 +764,13 @@ int mount_ro_paths(struct fs_mount *m, int rootfd, const struct fs_mount_params 
 		   struct fs_error *err);
 
 /* mount-kernel.c */
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U /* Linux 6.8: a mount id that is never reused */
+#endif
 int mount_make(struct fs_mount *m, int mpfd, const struct mount_opts *o, struct fs_error *err);
 int mount_detach(struct fs_mount *m);
+void mount_learn(struct fs_mount *m, int fd);
+bool mount_fd_ours(const struct fs_mount *m, int fd);
 void mount_end(struct fs *fs, uint64_t mnt_id, const char *expect);
 int mountinfo_path_of(uint64_t id, const char *expect, char *path, size_t len);
 int mountinfo_each_source(int (*fn)(void *arg, uint64_t id, const char *mp, const char *fstype,

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 /* Unescape a mountinfo field (\040 for space and so on) in place. */
 static void unescape(char *s)
@@ -191,11 +192,9 @@ static int mount_legacy(struct fs_mount *m, int mpfd, const struct mount_opts *o
 	/* The mount root is known to the kernel: no request is sent for it. */
 	fd = openat(AT_FDCWD, m->mountpoint, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
-		if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) == 0) {
-			if (stx.stx_mask & STATX_MNT_ID)
-				m->mnt_id = stx.stx_mnt_id;
+		mount_learn(m, fd);
+		if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx) == 0)
 			set_readahead(stx.stx_dev_major, stx.stx_dev_minor);
-		}
 		close(fd);
 	}
 	return 0;
@@ -263,11 +262,9 @@ int mount_make(struct fs_mount *m, int mpfd, const struct mount_opts *o, struct 
 		errno = e;
 		goto fail;
 	}
-	if (statx(mfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) == 0) {
-		if (stx.stx_mask & STATX_MNT_ID)
-			m->mnt_id = stx.stx_mnt_id;
+	mount_learn(m, mfd);
+	if (statx(mfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx) == 0)
 		set_readahead(stx.stx_dev_major, stx.stx_dev_minor);
-	}
 	close(mfd);
 	return 0;
 fail:
@@ -280,39 +277,78 @@ fail:
 }
 
 /*
- * End the FUSE connection of the mount at path, checked to be ours by its
- * mount id. While the fd store holds the connection's descriptors too,
- * closing ours does not end it; MNT_FORCE does: for FUSE it aborts the
- * connection (fuse_umount_begin) before the umount itself, which fails
- * with EBUSY here (we hold the mount open to check it), and that is fine.
+ * Which mount is ours. mountinfo names a mount by a 32-bit id that the
+ * kernel gives again, lowest first, as soon as the mount is gone: once ours
+ * is unmounted (by a person, or while a copy in another namespace keeps its
+ * connection) the mount at our old id may be anyone's, and detaching or
+ * remounting it by that id alone would act on it. So our mount is also
+ * known by its superblock's device, which no other superblock has while
+ * ours lives, and on Linux 6.8 and later by its 64-bit id, never reused.
+ * Learnt from an fd of our mount's root, just made or checked by path.
  */
-static void mount_abort(struct fs *fs, uint64_t mnt_id, const char *path)
+void mount_learn(struct fs_mount *m, int fd)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID))
+		return;
+	m->mnt_id = stx.stx_mnt_id;
+	m->kdev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID_UNIQUE, &stx) == 0 &&
+	    (stx.stx_mask & STATX_MNT_ID_UNIQUE))
+		m->mnt_uid = stx.stx_mnt_id;
+}
+
+/* Is fd the root of our mount (mount_learn)? */
+bool mount_fd_ours(const struct fs_mount *m, int fd)
+{
+	struct statx stx;
+
+	if (m->mnt_id == 0 ||
+	    statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != m->mnt_id ||
+	    !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+	    !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return false;
+	if (m->kdev != 0 && makedev(stx.stx_dev_major, stx.stx_dev_minor) != m->kdev)
+		return false;
+	return m->mnt_uid == 0 ||
+	       (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID_UNIQUE, &stx) == 0 &&
+		(stx.stx_mask & STATX_MNT_ID_UNIQUE) && stx.stx_mnt_id == m->mnt_uid);
+}
+
+/*
+ * End the FUSE connection of the mount whose root is fd, then detach that
+ * mount, through the fd: no path is looked up again between the check and
+ * the act. While the fd store holds the connection's descriptors too,
+ * closing ours does not end it; MNT_FORCE does: for FUSE it aborts the
+ * connection (fuse_umount_begin) before the umount itself, which fails with
+ * EBUSY (we hold the mount open), and that is fine. 0 or -errno.
+ */
+static int detach_fd(struct fs *fs, int fd, const char *path, bool abort)
 {
 	char self[64];
-	struct statx stx;
-	int fd;
 
-	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) == 0 &&
-	    (stx.stx_mask & STATX_MNT_ID) && stx.stx_mnt_id == mnt_id) {
-		snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-		if (umount2(self, MNT_FORCE) != 0 && errno != EBUSY)
-			fs_log(fs, FS_LOG_WARN, "%s: cannot abort its connection: %s", path,
-			       strerror(errno));
-	}
-	close(fd);
+	snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+	if (abort && umount2(self, MNT_FORCE) != 0 && errno != EBUSY)
+		fs_log(fs, FS_LOG_WARN, "%s: cannot abort its connection: %s", path,
+		       strerror(errno));
+	if (umount2(self, MNT_DETACH) == 0 || errno == EINVAL)
+		return 0;
+	return -errno;
 }
 
 /*
  * A mount handed over that no server takes (restore.c): its connection
- * ends, and it is detached, by its mount id.
+ * ends, and it is detached, found by its mount id at the path it was
+ * handed over with (at any other, the id is another mount's now).
  */
 void mount_end(struct fs *fs, uint64_t mnt_id, const char *expect)
 {
 	char path[PATH_MAX];
-	int r;
+	struct statx stx;
+	int r, fd;
 
 	if (mnt_id == 0 || (r = mountinfo_path_of(mnt_id, expect, path, sizeof path)) == -ENOENT)
 		return;
@@ -321,20 +357,27 @@ void mount_end(struct fs *fs, uint64_t mnt_id, const char *expect)
 		       strerror(-r));
 		return;
 	}
-	mount_abort(fs, mnt_id, path);
-	if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL)
-		fs_log(fs, FS_LOG_WARN, "%s: cannot detach it: %s", path, strerror(errno));
+	if (strcmp(path, expect) != 0 ||
+	    (fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) == 0 &&
+	    (stx.stx_mask & STATX_MNT_ID) && stx.stx_mnt_id == mnt_id &&
+	    (r = detach_fd(fs, fd, path, true)) != 0)
+		fs_log(fs, FS_LOG_WARN, "%s: cannot detach it: %s", path, strerror(-r));
+	close(fd);
 }
 
 /*
- * Detach our mount by its mount id: whatever path it has now, the right one
- * ends. We keep no fd on the mount, since any would make umount(8) EBUSY.
+ * Detach our mount, found by its mount id: whatever path it has now, the
+ * right one ends; a mount that only took over our id after ours went is
+ * left alone (mount_fd_ours). We keep no fd on the mount, since any would
+ * make umount(8) EBUSY.
  */
 int mount_detach(struct fs_mount *m)
 {
 	char path[PATH_MAX];
 	bool kept;
-	int r;
+	int r, fd;
 
 	if (m->mnt_id == 0 ||
 	    (r = mountinfo_path_of(m->mnt_id, m->mountpoint, path, sizeof path)) == -ENOENT)
@@ -344,15 +387,20 @@ int mount_detach(struct fs_mount *m)
 		       m->mountpoint, strerror(-r));
 		return r;
 	}
+	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!mount_fd_ours(m, fd)) {
+		close(fd);
+		return 0; /* ours is gone: another mount has its id now */
+	}
 	/* kept is fs->lock's: the reader sets it when FUSE_INIT is answered (keep.c) */
 	pthread_mutex_lock(&m->fs->lock);
 	kept = m->kept;
 	pthread_mutex_unlock(&m->fs->lock);
-	if (kept)
-		mount_abort(m->fs, m->mnt_id, path);
-	if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL)
-		return 0;
-	return -errno;
+	r = detach_fd(m->fs, fd, path, kept);
+	close(fd);
+	return r;
 }
 
 /*
@@ -365,7 +413,6 @@ int mount_set_kernel_ro(struct fs_mount *m, bool readonly)
 {
 	struct mount_attr attr = {0};
 	char path[PATH_MAX];
-	struct statx stx;
 	int fd, r = 0;
 
 	if (m->mnt_id == 0)
@@ -375,8 +422,7 @@ int mount_set_kernel_ro(struct fs_mount *m, bool readonly)
 	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
-	    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != m->mnt_id) {
+	if (!mount_fd_ours(m, fd)) {
 		close(fd);
 		return -ESTALE;
 	}

@@ -557,6 +557,24 @@ static void restore_mount_fds(struct fs_mount *m, struct handed_mount *hm)
 	m->nmount_fds = n;
 }
 
+/*
+ * The rest of what names the mount taken over (mount_learn), from its root
+ * at its mount point, where hdr_unusable found the id: asks the server
+ * nothing (AT_STATX_DONT_SYNC), as no one serves it yet.
+ */
+static void adopt_learn(struct fs_mount *m)
+{
+	struct statx stx;
+	int fd = open(m->mountpoint, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) == 0 &&
+	    (stx.stx_mask & STATX_MNT_ID) && stx.stx_mnt_id == m->mnt_id)
+		mount_learn(m, fd);
+	close(fd);
+}
+
 /* The serving part of fs_adopt, on a mount whose table is mapped */
 static int adopt_serve(struct fs *fs, struct fs_mount *m, struct handed_mount *hm,
 		       const struct fs_mount_params *p, const struct mount_opts *o,
@@ -578,6 +596,7 @@ static int adopt_serve(struct fs *fs, struct fs_mount *m, struct handed_mount *h
 	if ((r = mount_prepare(m, rootfd, p, o, err)) != 0)
 		return r;
 	m->mnt_id = m->tab.hdr->mnt_id;
+	adopt_learn(m);
 	m->kattrs = m->tab.hdr->kattrs;
 	m->fuse_fd = hm->fuse;
 	hm->fuse = -1;

@@ -189,13 +189,11 @@ const char *uring_adopt(struct fs_mount *m, int memfd)
 /* The mount's root, by its path, checked by its mount id: an O_PATH descriptor, or -1 */
 int uring_self_open(struct fs_mount *m)
 {
-	struct statx stx;
 	int fd = open(m->mountpoint, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
 		return -1;
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
-	    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != m->mnt_id) {
+	if (!mount_fd_ours(m, fd)) {
 		close(fd);
 		return -1;
 	}

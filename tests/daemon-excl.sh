@@ -63,6 +63,7 @@ unshare -m --propagation private bash -c '
 	sleep 60' copy "$T" &
 track_pid $!
 wait_until 10 eval '[ "$(readlink /proc/$!/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ]'
+old_id=$(awk -v p="$T/m2" '$5 == p { print $1 }' /proc/self/mountinfo)
 out=$("$AGENTFS" umount "$T/m2" 2>&1)
 check "unmount it here" test $? = 0
 srv=$(printf '%s\n' "$out" | sed -n 's/.* its server (pid \([0-9]*\)) still runs.*/\1/p')
@@ -74,8 +75,26 @@ touch "$T/go1"
 wait_until 10 test -s "$T/copy1"
 is "$(cat "$T/copy1")" kept "... which serves the copy on"
 refused "... and keeps the folder: a fresh server is refused" "source $T/b: $busy it" "$T/b" "$T/m2"
+# The kernel gives a gone mount's id (mountinfo's first field) to the next
+# mount, lowest first: small mounts until one has the server's old id. The
+# server, ending, detached the mount with that id: someone else's.
+mkdir "$T/ids"
+reused=
+for i in $(seq 300); do
+	mkdir "$T/ids/$i" && mount -t tmpfs -o size=4k ids "$T/ids/$i" || break
+	[ "$(awk -v p="$T/ids/$i" '$5 == p { print $1 }' /proc/self/mountinfo)" = "$old_id" ] &&
+		reused=$T/ids/$i && break
+done
 kill -TERM "${srv:-0}" 2>/dev/null
 check "SIGTERM ends the server, and the folder is free" served_free "$T/b"
+if [ -n "$reused" ]; then
+	check "... and the mount that took its old id ($old_id) is left alone" is_mounted "$reused"
+else
+	skip "... and the mount that took its old id is left alone (no mount got id $old_id)"
+fi
+for m in $(awk -v p="$T/ids/" 'index($5, p) == 1 { print $5 }' /proc/self/mountinfo); do
+	umount "$m"
+done
 touch "$T/go2"
 wait_until 10 test -s "$T/copy2"
 like "$(cat "$T/copy2")" "Transport endpoint is not connected" "... the copy with it"
