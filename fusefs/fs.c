@@ -10,6 +10,7 @@
 #include "fusefs/fs-int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <time.h>
 #include <stdarg.h>
@@ -752,6 +753,23 @@ void *fs_mount_tag(const struct fs_mount *m)
 uint64_t fs_mount_id(const struct fs_mount *m)
 {
 	return m->mnt_id;
+}
+
+/*
+ * Is the mount on top at path m's own (mount_fd_ours: by id, device and,
+ * where the kernel has it, the id never reused)? Opening a mount's root
+ * asks its server nothing.
+ */
+bool fs_mount_is_at(const struct fs_mount *m, const char *path)
+{
+	int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	bool ours;
+
+	if (fd < 0)
+		return false;
+	ours = mount_fd_ours(m, fd);
+	close(fd);
+	return ours;
 }
 
 const char *fs_mount_point(const struct fs_mount *m)

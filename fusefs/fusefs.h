@@ -154,6 +154,8 @@ const char *fs_mount_source(const struct fs_mount *m);
 void *fs_mount_tag(const struct fs_mount *m);
 const char *fs_mount_point(const struct fs_mount *m);
 uint64_t fs_mount_id(const struct fs_mount *m);
+/* Is the mount on top at path m's own mount (its id alone is reused once it is gone)? */
+bool fs_mount_is_at(const struct fs_mount *m, const char *path);
 unsigned fs_mount_count(struct fs *fs);
 
 /* share.c: share groups, named as the log says them ("bot lead's family") */

@@ -304,20 +304,15 @@ static int top_match(void *arg, uint64_t id, const char *mp, const char *fstype)
 }
 
 /*
- * Does rt's mount point show rt's own mount, by the id of the mount its
- * path ends on (statx: no request to the FUSE server, and no reading of
- * the whole mount table)? Mount ids are not reused while a mount lives, and
- * rt's lives while it is held. False also when it cannot be told.
+ * Does rt's mount point show rt's own mount (fs_mount_is_at: no request to
+ * the FUSE server, and no reading of the whole mount table)? Not by the
+ * mount id alone: unmounted from outside while a sandbox keeps its
+ * connection, rt's mount is gone and its id may be another's. False also
+ * when it cannot be told.
  */
 static bool root_shown(const struct root *rt)
 {
-	struct statx stx;
-
-	return rt->m != NULL && !rt->lost &&
-	       statx(AT_FDCWD, rt->mountpoint,
-		     AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_MNT_ID,
-		     &stx) == 0 &&
-	       (stx.stx_mask & STATX_MNT_ID) && stx.stx_mnt_id == fs_mount_id(rt->m);
+	return rt->m != NULL && !rt->lost && fs_mount_is_at(rt->m, rt->mountpoint);
 }
 
 /*
@@ -355,7 +350,7 @@ static bool roots_live(struct request *r, struct bot *b)
 		}
 		t = (struct top_mount){rt->mountpoint, 0, false};
 		if (fs_mountinfo_each(top_match, &t) != 0 || !t.agentfs ||
-		    t.id != fs_mount_id(rt->m)) {
+		    t.id != fs_mount_id(rt->m) || !fs_mount_is_at(rt->m, rt->mountpoint)) {
 			bots_fail(r, "mount_lost",
 				  "%s of bot %s is not mounted (its mount %s was unmounted or "
 				  "covered "
