@@ -119,8 +119,12 @@ int scan_watch(struct cfgscan *s, int dirfd, const char *name, const struct stat
 		fd = w->gfd; /* the git folder itself: no fd of its own */
 	} else {
 		fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-		if (fd < 0)
+		if (fd < 0) {
+			/* unwatched, a change to it would go unseen: closed as when there are too many */
+			scan_x3(s, "a configuration file or hooks folder cannot be watched: out of "
+				   "descriptors");
 			return 0;
+		}
 	}
 	f = &w->f[w->n];
 	f->name = strdup(name);
