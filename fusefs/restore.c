@@ -231,7 +231,7 @@ static void handed_end(struct fs *fs, struct handed_mount *hm)
 	char name[64];
 	size_t k;
 
-	hm->done = true;
+	/* done is h->lock's: fs_adopt set it when it took hm; fs_handover_free runs alone */
 	if (hm->hdr != NULL && !handed_dead(hm))
 		mount_end(fs, hm->hdr->mnt_id, hm->hdr->mountpoint);
 	if (fs->p.unkeep != NULL) {
