@@ -153,9 +153,10 @@ wait_until 10 eval '[ "$(readlink /proc/'"$cp"'/ns/mnt)" != "$(readlink /proc/se
 out=$("$AGENTFS" umount "$zm" 2>&1)
 like "$out" "^agentfs: $zm is unmounted, but agentfsd \\(pid $D_PID\\) still serves a copy of it in another mount namespace \\(a sandbox of the bot: agentfs ps lists them\\); it lets the folder go when the copy goes\\.$" \
 	"a bot's root unmounted here while a copy lives on: umount names agentfsd"
+# (that it then lets the folder go is not checked: a sandbox of a test beside
+# this one may hold a copy too, for as long as it runs)
 kill "$cp"
 wait "$cp" 2>/dev/null
-check "... which lets the folder go when the copy goes" served_free "$T/s"
 
 # --- deleting the bots lets the folders go ----------------------------------------------
 for b in y x z; do expect_ok "rm $b" "$(afs --json rm $b)"; done
