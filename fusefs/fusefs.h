@@ -156,6 +156,16 @@ const char *fs_mount_point(const struct fs_mount *m);
 uint64_t fs_mount_id(const struct fs_mount *m);
 /* Is the mount on top at path m's own mount (its id alone is reused once it is gone)? */
 bool fs_mount_is_at(const struct fs_mount *m, const char *path);
+/*
+ * What names a mount for good: the id mountinfo shows (reused once the mount
+ * is gone), its superblock's device, and its 64-bit id (Linux 6.8+, never
+ * reused; 0 where unknown). fs_mount_ident_at: is fd (O_PATH) its root?
+ */
+struct fs_mount_ident {
+	uint64_t id, uid, dev;
+};
+void fs_mount_ident(const struct fs_mount *m, struct fs_mount_ident *out);
+bool fs_mount_ident_at(const struct fs_mount_ident *ident, int fd);
 unsigned fs_mount_count(struct fs *fs);
 
 /* share.c: share groups, named as the log says them ("bot lead's family") */

@@ -300,22 +300,39 @@ void mount_learn(struct fs_mount *m, int fd)
 		m->mnt_uid = stx.stx_mnt_id;
 }
 
-/* Is fd the root of our mount (mount_learn)? */
-bool mount_fd_ours(const struct fs_mount *m, int fd)
+/* What names m's mount for good (mount_learn), for a process without m (the watcher) */
+void fs_mount_ident(const struct fs_mount *m, struct fs_mount_ident *out)
+{
+	out->id = m->mnt_id;
+	out->uid = m->mnt_uid;
+	out->dev = m->kdev;
+}
+
+/* Is fd the root of the mount named by ident? */
+bool fs_mount_ident_at(const struct fs_mount_ident *ident, int fd)
 {
 	struct statx stx;
 
-	if (m->mnt_id == 0 ||
+	if (ident->id == 0 ||
 	    statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
-	    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != m->mnt_id ||
+	    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != ident->id ||
 	    !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
 	    !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
 		return false;
-	if (m->kdev != 0 && makedev(stx.stx_dev_major, stx.stx_dev_minor) != m->kdev)
+	if (ident->dev != 0 && makedev(stx.stx_dev_major, stx.stx_dev_minor) != ident->dev)
 		return false;
-	return m->mnt_uid == 0 ||
+	return ident->uid == 0 ||
 	       (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID_UNIQUE, &stx) == 0 &&
-		(stx.stx_mask & STATX_MNT_ID_UNIQUE) && stx.stx_mnt_id == m->mnt_uid);
+		(stx.stx_mask & STATX_MNT_ID_UNIQUE) && stx.stx_mnt_id == ident->uid);
+}
+
+/* Is fd the root of our mount (mount_learn)? */
+bool mount_fd_ours(const struct fs_mount *m, int fd)
+{
+	struct fs_mount_ident ident;
+
+	fs_mount_ident(m, &ident);
+	return fs_mount_ident_at(&ident, fd);
 }
 
 /*

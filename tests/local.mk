@@ -22,6 +22,7 @@ FS_TESTS = \
 	tests/fs-coherence.sh \
 	tests/fs-fdlimit.sh \
 	tests/fs-identity.sh \
+	tests/fs-mountid.sh \
 	tests/fs-passthrough.sh \
 	tests/fs-uring.sh \
 	tests/fs-mount-helper.sh

@@ -148,7 +148,7 @@ static bool has_option(const char *opts, const char *name)
 }
 
 struct watch_find {
-	uint64_t id;
+	struct fs_mount_ident ident;
 	char path[PATH_MAX];
 };
 
@@ -156,24 +156,28 @@ static int watch_match(void *arg, uint64_t id, const char *mp, const char *fstyp
 {
 	struct watch_find *wf = arg;
 
-	if (id != wf->id || strcmp(fstype, "fuse.agentfs") != 0 || strlen(mp) >= sizeof wf->path)
+	if (id != wf->ident.id || strcmp(fstype, "fuse.agentfs") != 0 ||
+	    strlen(mp) >= sizeof wf->path)
 		return 0;
 	strcpy(wf->path, mp);
 	return 1;
 }
 
 /*
- * The watcher of -o auto_unmount: reads the mount id, then waits for the
- * server's end. A server that ends on its own says 'Q' first; one killed or
- * crashed leaves a dead mount (ENOTCONN) that nobody would clear, so the
- * watcher detaches it, by the id it was told.
+ * The watcher of -o auto_unmount: reads what names the mount, then waits
+ * for the server's end. A server that ends on its own says 'Q' first; one
+ * killed or crashed leaves a dead mount (ENOTCONN) that nobody would clear,
+ * so the watcher detaches it: found by its id, and checked to be it by its
+ * device and never-reused id (the id alone is another mount's once the
+ * server's was unmounted), through an fd of its root.
  */
 static int watcher(int fd)
 {
 	struct watch_find wf = {0};
+	char c[64], self[64];
 	bool quit = false;
-	char c[32];
 	ssize_t n, i;
+	int root, r;
 
 	for (;;) {
 		n = read(fd, c, sizeof c);
@@ -185,16 +189,25 @@ static int watcher(int fd)
 		for (i = 0; i < n; i++) {
 			if (c[i] == 'Q') {
 				quit = true;
-			} else if (c[i] == 'M' && n - i > (ssize_t)sizeof wf.id) {
-				memcpy(&wf.id, c + i + 1, sizeof wf.id);
-				i += sizeof wf.id;
+			} else if (c[i] == 'M' && n - i > (ssize_t)sizeof wf.ident) {
+				memcpy(&wf.ident, c + i + 1, sizeof wf.ident);
+				i += sizeof wf.ident;
 			}
 		}
 	}
-	if (quit || wf.id == 0 || fs_mountinfo_each(watch_match, &wf) != 1)
+	if (quit || wf.ident.id == 0 || fs_mountinfo_each(watch_match, &wf) != 1)
 		return 0;
-	if (umount2(wf.path, MNT_DETACH | UMOUNT_NOFOLLOW) != 0) {
-		syslog(LOG_ERR, "auto_unmount: cannot unmount %s: %s", wf.path, strerror(errno));
+	root = open(wf.path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (root < 0 || !fs_mount_ident_at(&wf.ident, root)) {
+		if (root >= 0)
+			close(root);
+		return 0; /* the server's mount is gone: its id is another's now */
+	}
+	snprintf(self, sizeof self, "/proc/self/fd/%d", root);
+	r = umount2(self, MNT_DETACH) == 0 ? 0 : errno;
+	close(root);
+	if (r != 0) {
+		syslog(LOG_ERR, "auto_unmount: cannot unmount %s: %s", wf.path, strerror(r));
 		return 1;
 	}
 	syslog(LOG_NOTICE, "auto_unmount: the server of %s ended; unmounted it", wf.path);
@@ -263,8 +276,8 @@ static int serve(struct fs_mount_params *mp, bool foreground)
 	sigset_t set;
 	struct fs *fs;
 	int sig, watch = -1;
-	char msg[1 + sizeof(uint64_t)];
-	uint64_t id;
+	char msg[1 + sizeof(struct fs_mount_ident)];
+	struct fs_mount_ident ident;
 
 	/*
 	 * Before the mount: libfuse's -o debug writes to stderr from the
@@ -302,9 +315,9 @@ static int serve(struct fs_mount_params *mp, bool foreground)
 	/* Relative paths were resolved by fs_mount: leave the folder free now. */
 	if (!foreground && chdir("/") != 0)
 		syslog(LOG_WARNING, "chdir /: %s", strerror(errno));
-	id = fs_mount_id(m);
+	fs_mount_ident(m, &ident);
 	msg[0] = 'M';
-	memcpy(msg + 1, &id, sizeof id);
+	memcpy(msg + 1, &ident, sizeof ident);
 	watcher_say(watch, msg, sizeof msg);
 	for (;;) {
 		sig = sigwaitinfo(&set, NULL);
