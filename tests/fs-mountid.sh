@@ -95,6 +95,9 @@ fi
 # --- SIGKILL: the auto_unmount watcher detaches its own mount only -----------------------
 check "a server of $T/b with -o auto_unmount" fs_mount -o auto_unmount "$T/b" "$T/m"
 old=$(mount_id "$T/m")
+# the watcher is the server's child, with its command line; it names itself
+# once it runs, which on a busy machine can be after the mount is there
+wait_until 5 eval '[ -n "$(watchers)" ]'
 srv=$(server_of "$T/m")
 copied
 out=$("$AGENTFS" umount "$T/m" 2>&1)
