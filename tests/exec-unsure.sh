@@ -40,6 +40,38 @@ afs shutdown >/dev/null
 daemon_wait_gone 20 || bail_out "agentfsd did not stop"
 check "... also after that daemon stops" grep -q "\"pid\":$holder," "$D_STATE/sandboxes.json"
 
+# The same when sandboxes.json itself cannot be read at start (out of
+# descriptors): it used to be read as empty, rewritten without the sandbox,
+# and the sandbox's cgroup swept (its command killed). Now the file is
+# kept, nothing is swept, rm is refused (it cannot tell), and the file is
+# read again once it can be: here, when the fault goes.
+: >"$T/fault-on"
+from=$(($(wc -l <"$D_LOG") + 1))
+LD_PRELOAD="$FAULT_SO" FAULT_OPEN_NAME=sandboxes.json FAULT_OPEN_WHILE="$T/fault-on" \
+	FAULT_LOG="$T/faults2" daemon_start || bail_out "agentfsd does not start with the fault library"
+is "$(restored_state keep)" mounted "a daemon that cannot read sandboxes.json starts with keep"
+like "$(cat "$T/faults2" 2>/dev/null)" open "... (the fault was hit)"
+like "$(tail -n +"$from" "$D_LOG")" "cannot read .*sandboxes.json: Too many open files" \
+	"... and its log says it cannot read sandboxes.json, and why"
+sleep 0.5
+check "... its sandbox's exec still runs" kill -0 "$holder"
+check "... and its command (its cgroup not swept)" pgrep -f "^sleep 9873"
+check "... sandboxes.json still lists it" grep -q "\"pid\":$holder," "$D_STATE/sandboxes.json"
+check "... another exec of keep works meanwhile" \
+	"$AGENTFS" --socket "$D_SOCK" exec keep -- true </dev/null
+out=$(afs --json rm keep)
+expect_error "... rm of keep is refused: the daemon cannot tell" running "$out"
+like "$out" "sandboxes.json could not be read" "... and says why"
+rm -f "$T/fault-on"
+out=$(afs --json rm keep)
+expect_error "once it can be read, rm of keep is refused: its sandbox runs" running "$out"
+like "$out" "$holder" "... and names it"
+like "$(afs --json show keep | jget bot.sandboxes.0.pid)" "^$holder\$" "... it is taken back"
+afs shutdown >/dev/null
+daemon_wait_gone 20 || bail_out "agentfsd did not stop"
+check "... and sandboxes.json lists it after that daemon stops" \
+	grep -q "\"pid\":$holder," "$D_STATE/sandboxes.json"
+
 daemon_start || bail_out "agentfsd did not start again"
 is "$(restored_state keep)" mounted "the next daemon starts with keep"
 like "$(afs --json show keep | jget bot.sandboxes.0.pid)" "^$holder\$" "... and takes its sandbox back"

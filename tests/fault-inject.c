@@ -18,6 +18,10 @@
  *   FAULT_MOUNTINFO=1      every open of /proc/self/mountinfo (open, open64,
  *                          fopen, fopen64) fails with EMFILE, as it does
  *                          for a process out of descriptors
+ *   FAULT_OPEN_NAME=NAME   every open of a path whose last part is NAME
+ *                          (open, open64, openat, openat64, fopen,
+ *                          fopen64) fails with EMFILE; with
+ *                          FAULT_OPEN_WHILE=FILE, only while FILE exists
  *   FAULT_LOG=FILE         a line is appended for each failure made
  *
  * Only calls from the program's own code (and the libraries named) are
@@ -245,11 +249,21 @@ int asprintf(char **out, const char *fmt, ...)
 	return n;
 }
 
-/* FAULT_MOUNTINFO: is path the mount table, to be refused? */
-static int mountinfo_fails(const char *path)
+/* FAULT_MOUNTINFO, FAULT_OPEN_NAME: is the open of path to be refused? */
+static int open_fails(const char *path)
 {
-	if (getenv("FAULT_MOUNTINFO") == NULL || path == NULL ||
-	    strcmp(path, "/proc/self/mountinfo") != 0)
+	const char *name = getenv("FAULT_OPEN_NAME"), *last;
+
+	if (path == NULL)
+		return 0;
+	last = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
+	if (name != NULL && strcmp(last, name) == 0 &&
+	    (getenv("FAULT_OPEN_WHILE") == NULL || access(getenv("FAULT_OPEN_WHILE"), F_OK) == 0)) {
+		note("open");
+		errno = EMFILE;
+		return 1;
+	}
+	if (getenv("FAULT_MOUNTINFO") == NULL || strcmp(path, "/proc/self/mountinfo") != 0)
 		return 0;
 	note("mountinfo");
 	errno = EMFILE;
@@ -261,7 +275,7 @@ static int open_real(const char *name, const char *path, int flags, mode_t mode)
 	int (*real)(const char *, int, ...) =
 		(int (*)(const char *, int, ...))dlsym(RTLD_NEXT, name);
 
-	if (mountinfo_fails(path))
+	if (open_fails(path))
 		return -1;
 	return real(path, flags, mode);
 }
@@ -292,11 +306,47 @@ int open64(const char *path, int flags, ...)
 	return open_real("open64", path, flags, mode);
 }
 
+static int openat_real(const char *name, int dirfd, const char *path, int flags, mode_t mode)
+{
+	int (*real)(int, const char *, int, ...) =
+		(int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, name);
+
+	if (open_fails(path))
+		return -1;
+	return real(dirfd, path, flags, mode);
+}
+
+int openat(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	va_list ap;
+
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	return openat_real("openat", dirfd, path, flags, mode);
+}
+
+int openat64(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	va_list ap;
+
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	return openat_real("openat64", dirfd, path, flags, mode);
+}
+
 FILE *fopen(const char *path, const char *how)
 {
 	static FILE *(*real)(const char *, const char *);
 
-	if (mountinfo_fails(path))
+	if (open_fails(path))
 		return NULL;
 	if (real == NULL)
 		real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen");
@@ -307,7 +357,7 @@ FILE *fopen64(const char *path, const char *how)
 {
 	static FILE *(*real)(const char *, const char *);
 
-	if (mountinfo_fails(path))
+	if (open_fails(path))
 		return NULL;
 	if (real == NULL)
 		real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen64");

@@ -672,6 +672,16 @@ bool bots_delete(struct request *r, const char *name, bool force)
 		bots_fail(r, "internal", "out of memory");
 		return false;
 	}
+	if (!sandboxes_known() && !force) {
+		free(v);
+		bots_fail(r, "running",
+			  "cannot tell whether bot %s (or a bot it made) has a running sandbox: "
+			  "%s/sandboxes.json could not be read (the daemon's log says why): nothing "
+			  "was deleted; `agentfs rm --force %s` deletes it anyway, without ending "
+			  "sandboxes the daemon does not know",
+			  b->name, bots_state.cfg->state_dir, b->name);
+		return false;
+	}
 	running = sandboxes_running(v, n);
 	sandbox_running_msg(v, n, pids, sizeof pids);
 	free(v);

@@ -46,7 +46,8 @@ static struct {
 	off_t bytes;	/* its length */
 	bool broken;	/* a write failed: nothing more is appended until it is emptied */
 	bool warned;	/* that it cannot be opened was said once */
-} sblog = {-1, 0, false, false};
+	bool unread;	/* the start could not read what the files hold: never rewritten */
+} sblog = {-1, 0, false, false, false};
 
 static cJSON *sandbox_to_json(const struct sandbox_run *sb)
 {
@@ -106,14 +107,23 @@ static void sblog_open(void)
  */
 void sandboxes_save(void)
 {
-	cleanup_cjson cJSON *root = cJSON_CreateObject();
-	cJSON *arr = cJSON_AddArrayToObject(root, "sandboxes"), *o;
+	cleanup_cjson cJSON *root = NULL;
+	cJSON *arr, *o;
 	const cJSON *u;
 	struct sandbox_run *sb;
 	struct bot *b;
 	char *text;
 	int r;
 
+	if (sblog.unread && !sandboxes_take_back()) {
+		log_msg(LOG_WARNING,
+			"%s/%s is not rewritten: it could not be read yet, and may list "
+			"sandboxes that still run (changes go to %s)",
+			bots_state.cfg->state_dir, SANDBOXES_FILE, SANDBOXES_LOG);
+		return;
+	}
+	root = cJSON_CreateObject();
+	arr = cJSON_AddArrayToObject(root, "sandboxes");
 	if (arr == NULL)
 		goto oom;
 	TAILQ_FOREACH(b, &bots_state.bots, entry)
@@ -280,7 +290,7 @@ static bool replay_line(cJSON *arr, const char *line, size_t len)
  * without its newline is what a write cut short left. A line too long to
  * be a record is skipped to its end. The count of lines skipped.
  */
-static unsigned replay(int fd, cJSON *arr)
+static unsigned replay(int fd, cJSON *arr, bool *whole)
 {
 	cleanup_free char *line = malloc(LOG_LINE_MAX);
 	char chunk[16384];
@@ -289,13 +299,17 @@ static unsigned replay(int fd, cJSON *arr)
 	bool skipping = false;
 	ssize_t n;
 
-	if (line == NULL)
+	if (line == NULL) {
+		*whole = false;
 		return 1;
+	}
 	while ((n = read(fd, chunk, sizeof chunk)) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
+		if (n < 0) {
+			*whole = false;
 			return bad + 1;
+		}
 		for (i = 0; i < (size_t)n; i++) {
 			if (chunk[i] == '\n') {
 				if (skipping || (len > 0 && !replay_line(arr, line, len)))
@@ -315,9 +329,13 @@ static unsigned replay(int fd, cJSON *arr)
 /*
  * What a previous daemon left: the records of sandboxes.json with the log
  * replayed over them, as an array the caller owns (never NULL but without
- * memory). An unreadable sandboxes.json or a log with lines that are not
+ * memory). A malformed sandboxes.json or a log with lines that are not
  * records is said in the log and read as far as it goes: nothing here stops
- * the daemon from starting.
+ * the daemon from starting. A file that could not be read at all (out of
+ * descriptors or memory, an I/O error) says nothing of what it holds:
+ * sandboxes_unread() is then true, and nothing may rewrite the files (the
+ * records would be lost for good) nor end a cgroup they may name until a
+ * read succeeds.
  */
 cJSON *sandboxes_read(void)
 {
@@ -327,36 +345,58 @@ cJSON *sandboxes_read(void)
 	cJSON *arr = NULL, *o;
 	struct stat st;
 	unsigned bad;
+	bool whole;
 	ssize_t n;
 	int fd, e;
 
 	snprintf(path, sizeof path, "%s/%s", bots_state.cfg->state_dir, SANDBOXES_FILE);
+	errno = ENOMEM;
 	n = text != NULL ? read_text(AT_FDCWD, path, text, SANDBOXES_FILE_MAX + 2) : -1;
 	e = n < 0 ? errno : 0;
+	whole = e == 0 || e == ENOENT;
 	root = n > 0 && n <= SANDBOXES_FILE_MAX ? cJSON_ParseWithLength(text, (size_t)n) : NULL;
 	o = cJSON_GetObjectItemCaseSensitive(root, "sandboxes");
 	if (cJSON_IsArray(o))
 		arr = cJSON_DetachItemViaPointer(root, o);
-	else if (e != ENOENT)
+	else if (e != 0 && e != ENOENT)
 		log_msg(LOG_WARNING,
-			"%s is unreadable or malformed: sandboxes it listed that still run are "
-			"not known (rm will not see them)",
+			"cannot read %s: %s: sandboxes it lists that still run are not known "
+			"for now (rm does not see them); the file is kept as it is, and read "
+			"again before it would be rewritten",
+			path, strerror(e));
+	else if (e == 0)
+		log_msg(LOG_WARNING,
+			"%s is malformed: sandboxes it listed that still run are not known "
+			"(rm will not see them)",
 			path);
-	if (arr == NULL && (arr = cJSON_CreateArray()) == NULL)
+	if (arr == NULL && (arr = cJSON_CreateArray()) == NULL) {
+		sblog.unread = true;
 		return NULL;
+	}
 	snprintf(path, sizeof path, "%s/%s", bots_state.cfg->state_dir, SANDBOXES_LOG);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
-		if (errno != ENOENT)
-			log_msg(LOG_WARNING, "cannot read %s: %s: sandboxes registered since %s "
-					     "was written are not known",
-				path, strerror(errno), SANDBOXES_FILE);
-		return arr;
+		e = errno;
+		if (e != ENOENT)
+			log_msg(LOG_WARNING,
+				"cannot read %s: %s: sandboxes registered since %s was written "
+				"are not known for now (rm does not see them)",
+				path, strerror(e), SANDBOXES_FILE);
+		/* a link there (ELOOP) is no log of ours: nothing to read again */
+		whole = whole && (e == ENOENT || e == ELOOP);
+		goto out;
 	}
-	bad = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? replay(fd, arr) : 1;
+	bad = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? replay(fd, arr, &whole) : 1;
 	close(fd);
 	if (bad > 0)
 		log_msg(LOG_WARNING, "%s: skipped %u line%s that %s not a whole record", path, bad,
 			bad == 1 ? "" : "s", bad == 1 ? "is" : "are");
+out:
+	sblog.unread = !whole;
 	return arr;
+}
+
+bool sandboxes_unread(void)
+{
+	return sblog.unread;
 }

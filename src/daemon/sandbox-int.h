@@ -61,6 +61,8 @@ void sandbox_log_add(const struct sandbox_run *sb);
 bool sandbox_log_end(const struct sandbox_run *sb);
 void sandboxes_disk_stop(void);
 cJSON *sandboxes_read(void);
+bool sandboxes_unread(void);
+bool sandboxes_take_back(void); /* sandbox.c */
 
 /* sandbox-ops.c */
 void sandbox_cgroup_end(const char *name);

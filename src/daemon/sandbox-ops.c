@@ -310,6 +310,16 @@ struct force {
 	bool killed;
 };
 
+/*
+ * Does the daemon know every sandbox that may still run? Not while the
+ * files the start could not read are unread (sandbox-disk.c): they are read
+ * again here.
+ */
+bool sandboxes_known(void)
+{
+	return !sandboxes_unread() || sandboxes_take_back();
+}
+
 unsigned sandboxes_running(struct bot **v, size_t n)
 {
 	unsigned count = 0;

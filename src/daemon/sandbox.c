@@ -264,6 +264,35 @@ static bool sandbox_restore_one(const cJSON *o)
 	return true;
 }
 
+/* Is the sandbox of record o followed already, or kept as unsure? */
+static bool known(const cJSON *o)
+{
+	unsigned long long start = (unsigned long long)num(o, "pid_start");
+	pid_t pid = (pid_t)num(o, "pid");
+	struct sandbox_run *sb;
+	const cJSON *u;
+	struct bot *b;
+
+	TAILQ_FOREACH(b, &bots_state.bots, entry)
+		LIST_FOREACH(sb, &b->sandboxes, entry)
+			if (sb->pid == pid && sb->pid_start == start)
+				return true;
+	cJSON_ArrayForEach(u, unsure)
+		if ((pid_t)num(u, "pid") == pid && (unsigned long long)num(u, "pid_start") == start)
+			return true;
+	return false;
+}
+
+/* Every record of arr taken back, but those known already (a second read). */
+static void take_back(const cJSON *arr)
+{
+	const cJSON *o;
+
+	cJSON_ArrayForEach(o, arr)
+		if (!known(o))
+			sandbox_restore_one(o);
+}
+
 /*
  * At start, once the bots are loaded: take back the sandboxes a previous
  * daemon knew (sandbox-disk.c), so rm still refuses a bot whose sandbox
@@ -271,17 +300,40 @@ static bool sandbox_restore_one(const cJSON *o)
  * whose pid now names another process (its start time differs), is
  * dropped. What is taken back is then written whole, and the log emptied;
  * then the cgroups of sandboxes no one follows any more go (the sweep,
- * sandbox-ops.c), which must know every sandbox still running first.
+ * sandbox-ops.c), which must know every sandbox still running first: so
+ * when the files could not be read (out of descriptors, say), neither the
+ * rewrite nor the sweep happens, and the files are read again before any
+ * later rewrite.
  */
 void sandboxes_restore(void)
 {
 	cleanup_cjson cJSON *arr = sandboxes_read();
-	const cJSON *o;
 
-	cJSON_ArrayForEach(o, arr)
-		sandbox_restore_one(o);
+	take_back(arr);
+	if (sandboxes_unread()) {
+		log_msg(LOG_WARNING,
+			"cgroups of ended sandboxes are not looked for at this start: a sandbox "
+			"the unread files list may still run in one");
+		return;
+	}
 	sandboxes_save();
 	sandbox_cgroups_sweep();
+}
+
+/*
+ * The start could not read the files (sandboxes_unread()): read them
+ * again, before anything would rewrite them. True once read, and what they
+ * list that no one follows yet taken back.
+ */
+bool sandboxes_take_back(void)
+{
+	cleanup_cjson cJSON *arr = sandboxes_read();
+
+	if (sandboxes_unread())
+		return false;
+	log_msg(LOG_INFO, "the sandboxes' files are read now: sandboxes they list are taken back");
+	take_back(arr);
+	return true;
 }
 
 /* ---- registration ------------------------------------------------------------ */
