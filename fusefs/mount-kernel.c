@@ -308,13 +308,13 @@ void fs_mount_ident(const struct fs_mount *m, struct fs_mount_ident *out)
 	out->dev = m->kdev;
 }
 
-/* Is fd the root of the mount named by ident? */
-bool fs_mount_ident_at(const struct fs_mount_ident *ident, int fd)
+/* Is (dirfd, path) the root of the mount named by ident? flags: AT_EMPTY_PATH or a path's */
+static bool ident_is(const struct fs_mount_ident *ident, int dirfd, const char *path, int flags)
 {
 	struct statx stx;
 
-	if (ident->id == 0 ||
-	    statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) != 0 ||
+	flags |= AT_STATX_DONT_SYNC;
+	if (ident->id == 0 || statx(dirfd, path, flags, STATX_MNT_ID, &stx) != 0 ||
 	    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != ident->id ||
 	    !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
 	    !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
@@ -322,8 +322,14 @@ bool fs_mount_ident_at(const struct fs_mount_ident *ident, int fd)
 	if (ident->dev != 0 && makedev(stx.stx_dev_major, stx.stx_dev_minor) != ident->dev)
 		return false;
 	return ident->uid == 0 ||
-	       (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID_UNIQUE, &stx) == 0 &&
+	       (statx(dirfd, path, flags, STATX_MNT_ID_UNIQUE, &stx) == 0 &&
 		(stx.stx_mask & STATX_MNT_ID_UNIQUE) && stx.stx_mnt_id == ident->uid);
+}
+
+/* Is fd the root of the mount named by ident? */
+bool fs_mount_ident_at(const struct fs_mount_ident *ident, int fd)
+{
+	return ident_is(ident, fd, "", AT_EMPTY_PATH);
 }
 
 /* Is fd the root of our mount (mount_learn)? */
@@ -357,6 +363,28 @@ static int detach_fd(struct fs *fs, int fd, const char *path, bool abort)
 }
 
 /*
+ * detach_fd without a descriptor, for a process that has none left
+ * (EMFILE, ENFILE): left mounted, a dead mount would stay in the bot's way
+ * until the next start. The same check, by path (a link is not followed),
+ * then the same umounts by that path. Between the check and the umount
+ * another mount could only be put there by whoever may mount on that path:
+ * root, or its owner with fusermount, over their own folder.
+ */
+static int detach_path(struct fs *fs, const struct fs_mount_ident *ident, const char *path,
+		       bool abort)
+{
+	if (!ident_is(ident, AT_FDCWD, path, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT))
+		return 0;
+	fs_log(fs, FS_LOG_WARN, "%s: out of descriptors: detaching it by its path", path);
+	if (abort && umount2(path, MNT_FORCE | UMOUNT_NOFOLLOW) != 0 && errno != EBUSY)
+		fs_log(fs, FS_LOG_WARN, "%s: cannot abort its connection: %s", path,
+		       strerror(errno));
+	if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL)
+		return 0;
+	return -errno;
+}
+
+/*
  * A mount handed over that no server takes (restore.c): its connection
  * ends, and it is detached, found by its mount id at the path it was
  * handed over with (at any other, the id is another mount's now).
@@ -374,8 +402,13 @@ void mount_end(struct fs *fs, uint64_t mnt_id, const char *expect)
 		       strerror(-r));
 		return;
 	}
-	if (strcmp(path, expect) != 0 ||
-	    (fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	if (strcmp(path, expect) != 0)
+		return;
+	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) &&
+	    (r = detach_path(fs, &(struct fs_mount_ident){.id = mnt_id}, path, true)) != 0)
+		fs_log(fs, FS_LOG_WARN, "%s: cannot detach it: %s", path, strerror(-r));
+	if (fd < 0)
 		return;
 	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) == 0 &&
 	    (stx.stx_mask & STATX_MNT_ID) && stx.stx_mnt_id == mnt_id &&
@@ -392,6 +425,7 @@ void mount_end(struct fs *fs, uint64_t mnt_id, const char *expect)
  */
 int mount_detach(struct fs_mount *m)
 {
+	struct fs_mount_ident ident;
 	char path[PATH_MAX];
 	bool kept;
 	int r, fd;
@@ -405,9 +439,9 @@ int mount_detach(struct fs_mount *m)
 		return r;
 	}
 	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0 && errno != EMFILE && errno != ENFILE)
 		return errno == ENOENT ? 0 : -errno;
-	if (!mount_fd_ours(m, fd)) {
+	if (fd >= 0 && !mount_fd_ours(m, fd)) {
 		close(fd);
 		return 0; /* ours is gone: another mount has its id now */
 	}
@@ -415,6 +449,10 @@ int mount_detach(struct fs_mount *m)
 	pthread_mutex_lock(&m->fs->lock);
 	kept = m->kept;
 	pthread_mutex_unlock(&m->fs->lock);
+	if (fd < 0) {
+		fs_mount_ident(m, &ident);
+		return detach_path(m->fs, &ident, path, kept);
+	}
 	r = detach_fd(m->fs, fd, path, kept);
 	close(fd);
 	return r;

@@ -18,8 +18,9 @@
  *   FAULT_MOUNTINFO=1      every open of /proc/self/mountinfo (open, open64,
  *                          fopen, fopen64) fails with EMFILE, as it does
  *                          for a process out of descriptors
- *   FAULT_OPEN_NAME=NAME   every open of a path whose last part is NAME
- *                          (open, open64, openat, openat64, fopen,
+ *   FAULT_OPEN_NAME=NAME   every open of a path whose last parts are NAME
+ *                          ("sandboxes.json", "mnt/e/0": the path is NAME or
+ *                          ends with "/NAME"; open, open64, openat, openat64, fopen,
  *                          fopen64) fails with EMFILE; with
  *                          FAULT_OPEN_WHILE=FILE, only while FILE exists
  *   FAULT_LOG=FILE         a line is appended for each failure made
@@ -252,12 +253,13 @@ int asprintf(char **out, const char *fmt, ...)
 /* FAULT_MOUNTINFO, FAULT_OPEN_NAME: is the open of path to be refused? */
 static int open_fails(const char *path)
 {
-	const char *name = getenv("FAULT_OPEN_NAME"), *last;
+	const char *name = getenv("FAULT_OPEN_NAME");
+	size_t n = name != NULL ? strlen(name) : 0, len = path != NULL ? strlen(path) : 0;
 
 	if (path == NULL)
 		return 0;
-	last = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
-	if (name != NULL && strcmp(last, name) == 0 &&
+	if (n > 0 && len >= n && strcmp(path + len - n, name) == 0 &&
+	    (len == n || path[len - n - 1] == '/') &&
 	    (getenv("FAULT_OPEN_WHILE") == NULL || access(getenv("FAULT_OPEN_WHILE"), F_OK) == 0)) {
 		note("open");
 		errno = EMFILE;

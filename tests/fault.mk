@@ -12,6 +12,7 @@ FAULT_TESTS = \
 	tests/fault-flood.sh \
 	tests/fault-fds.sh \
 	tests/fault-errpaths.sh \
+	tests/fault-detach.sh \
 	tests/fault-enospc.sh \
 	tests/fault-valgrind.sh
 TESTS += $(FAULT_TESTS)
