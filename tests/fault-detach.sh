@@ -23,6 +23,16 @@ for b in d e f; do
 	chown -R 65534 "$T/$b"
 done
 mounted() { mounts_in "$D_MNT/$1" | grep -q .; }
+# gone BOT DESC: no mount is left at BOT's mount points
+gone()
+{
+	if mounted "$1"; then
+		not_ok "$2"
+		diag "$(mounts_in "$D_MNT/$1")"
+	else
+		ok "$2"
+	fi
+}
 # start_faulty BOT: a daemon that cannot open BOT's mount point while $T/on exists
 start_faulty()
 {
@@ -43,12 +53,7 @@ from=$(($(wc -l <"$D_LOG") + 1))
 expect_ok "rm of bot d while its mount point cannot be opened (EMFILE)" "$(afs --json rm d)"
 rm -f "$T/on"
 like "$(cat "$T/faults" 2>/dev/null)" open "... (the fault was hit)"
-if mounted d; then
-	not_ok "... and its mount is gone"
-	diag "$(mounts_in "$D_MNT/d")"
-else
-	ok "... and its mount is gone"
-fi
+gone d "... and its mount is gone"
 like "$(tail -n +"$from" "$D_LOG")" "out of descriptors: detaching it by its path" \
 	"... the log says how it was detached"
 is "$(cat "$D_MNT/e/0/file")" e "bot e still serves"
@@ -73,12 +78,7 @@ start_faulty e || bail_out "agentfsd did not start again"
 wait_until 10 eval '[ -s "$T/faults" ] && ! mounted e'
 rm -f "$T/on"
 like "$(cat "$T/faults" 2>/dev/null)" open "the next daemon, its mount points unopenable: the fault was hit"
-if mounted e; then
-	not_ok "... the mount of e, which no bot takes, is gone"
-	diag "$(mounts_in "$D_MNT/e")"
-else
-	ok "... the mount of e, which no bot takes, is gone"
-fi
+gone e "... the mount of e, which no bot takes, is gone"
 is "$(restored_state f)" mounted "... bot f is taken over"
 is "$(cat "$D_MNT/f/0/file")" f "... and serves"
 expect_ok "rm f" "$(afs --json rm f)"

@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <link.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -272,96 +273,75 @@ static int open_fails(const char *path)
 	return 1;
 }
 
-static int open_real(const char *name, const char *path, int flags, mode_t mode)
+/* The mode that follows an open's flags, if they say one does; else 0 */
+#define OPEN_MODE(flags, mode)                                 \
+	do {                                                   \
+		va_list ap_;                                   \
+		if ((flags) & (O_CREAT | O_TMPFILE)) {         \
+			va_start(ap_, flags);                  \
+			(mode) = va_arg(ap_, mode_t);          \
+			va_end(ap_);                           \
+		}                                              \
+	} while (0)
+#define NO_DIRFD INT_MIN /* open, open64: no dirfd argument */
+
+/* An interposed open: the fault, or the real call of that name. */
+static int open_real(const char *name, int dirfd, const char *path, int flags, mode_t mode)
 {
-	int (*real)(const char *, int, ...) =
-		(int (*)(const char *, int, ...))dlsym(RTLD_NEXT, name);
+	void *real = dlsym(RTLD_NEXT, name);
 
 	if (open_fails(path))
 		return -1;
-	return real(path, flags, mode);
+	if (dirfd == NO_DIRFD)
+		return ((int (*)(const char *, int, ...))real)(path, flags, mode);
+	return ((int (*)(int, const char *, int, ...))real)(dirfd, path, flags, mode);
 }
 
 int open(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
-	va_list ap;
 
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	return open_real("open", path, flags, mode);
+	OPEN_MODE(flags, mode);
+	return open_real("open", NO_DIRFD, path, flags, mode);
 }
 
 int open64(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
-	va_list ap;
 
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	return open_real("open64", path, flags, mode);
-}
-
-static int openat_real(const char *name, int dirfd, const char *path, int flags, mode_t mode)
-{
-	int (*real)(int, const char *, int, ...) =
-		(int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, name);
-
-	if (open_fails(path))
-		return -1;
-	return real(dirfd, path, flags, mode);
+	OPEN_MODE(flags, mode);
+	return open_real("open64", NO_DIRFD, path, flags, mode);
 }
 
 int openat(int dirfd, const char *path, int flags, ...)
 {
 	mode_t mode = 0;
-	va_list ap;
 
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	return openat_real("openat", dirfd, path, flags, mode);
+	OPEN_MODE(flags, mode);
+	return open_real("openat", dirfd, path, flags, mode);
 }
 
 int openat64(int dirfd, const char *path, int flags, ...)
 {
 	mode_t mode = 0;
-	va_list ap;
 
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	return openat_real("openat64", dirfd, path, flags, mode);
+	OPEN_MODE(flags, mode);
+	return open_real("openat64", dirfd, path, flags, mode);
+}
+
+static FILE *fopen_real(const char *name, const char *path, const char *how)
+{
+	if (open_fails(path))
+		return NULL;
+	return ((FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, name))(path, how);
 }
 
 FILE *fopen(const char *path, const char *how)
 {
-	static FILE *(*real)(const char *, const char *);
-
-	if (open_fails(path))
-		return NULL;
-	if (real == NULL)
-		real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen");
-	return real(path, how);
+	return fopen_real("fopen", path, how);
 }
 
 FILE *fopen64(const char *path, const char *how)
 {
-	static FILE *(*real)(const char *, const char *);
-
-	if (open_fails(path))
-		return NULL;
-	if (real == NULL)
-		real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen64");
-	return real(path, how);
+	return fopen_real("fopen64", path, how);
 }
