@@ -224,8 +224,14 @@ int uring_prepare_at(struct fs_mount *m, size_t payload, char *arena, int memfd)
 	unsigned k, e;
 	int r = -ENOMEM;
 
-	if (u == NULL)
+	if (u == NULL) {
+		/* an adopted arena and its memfd are ours from the call on, as below */
+		if (arena != NULL)
+			uring_arena_release(arena, (size_t)h->ring_len);
+		if (memfd >= 0)
+			close(memfd);
 		return -ENOMEM;
+	}
 	u->memfd = memfd;
 	u->nq = (unsigned)get_nprocs_conf();
 	u->payload = (payload + 4095) & ~(size_t)4095;
