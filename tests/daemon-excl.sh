@@ -78,12 +78,21 @@ refused "... and keeps the folder: a fresh server is refused" "source $T/b: $bus
 # The kernel gives a gone mount's id (mountinfo's first field) to the next
 # mount, lowest first: small mounts until one has the server's old id. The
 # server, ending, detached the mount with that id: someone else's.
+# While another process's mount holds the id (a test beside this one), the
+# last small mount goes and the next tries again a moment later (3 s at most).
 mkdir "$T/ids"
 reused=
+waits=0
 for i in $(seq 300); do
 	mkdir "$T/ids/$i" && mount -t tmpfs -o size=4k ids "$T/ids/$i" || break
-	[ "$(awk -v p="$T/ids/$i" '$5 == p { print $1 }' /proc/self/mountinfo)" = "$old_id" ] &&
-		reused=$T/ids/$i && break
+	got=$(awk -v p="$T/ids/$i" '$5 == p { print $1 }' /proc/self/mountinfo)
+	[ "$got" = "$old_id" ] && reused=$T/ids/$i && break
+	if [ "$got" -gt "$old_id" ]; then
+		umount "$T/ids/$i"
+		waits=$((waits + 1))
+		[ "$waits" -ge 30 ] && break
+		sleep 0.1
+	fi
 done
 kill -TERM "${srv:-0}" 2>/dev/null
 check "SIGTERM ends the server, and the folder is free" served_free "$T/b"
