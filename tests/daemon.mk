@@ -37,6 +37,7 @@ DAEMON_TESTS = \
 	tests/daemon-log.sh \
 	tests/daemon-handover.sh \
 	tests/daemon-handover-uring.sh \
+	tests/daemon-keeper.sh \
 	tests/daemon-systemd.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh tests/handover-lib.sh $(DAEMON_TESTS)

@@ -274,6 +274,8 @@ void fdstore_handed_done(void);
 void fdstore_notify(const char *msg);
 void fdstore_release(const char *state_dir);
 void fdstore_set_grace(unsigned seconds);
+void fdstore_watch(struct event_base *base);
+void fdstore_unwatch(void);
 ssize_t fdstore_recv(int s, char *buf, size_t len, int *fd);
 
 /* keeper.c: agentfsd --keeper */

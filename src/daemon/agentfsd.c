@@ -514,6 +514,7 @@ static int serve(struct config *cfg)
 		if (sigs[i] == NULL || event_add(sigs[i], NULL) != 0)
 			startup_fail("cannot handle signals: out of memory");
 	watchdog_start(base);
+	fdstore_watch(base);
 	log_msg(LOG_INFO, "agentfsd %s listening on %s", PACKAGE_VERSION, cfg->socket_path);
 	report_ready(cfg);
 	event_base_dispatch(base);
@@ -534,6 +535,7 @@ static int serve(struct config *cfg)
 	server_free(srv);
 	for (i = 0; i < 3; i++)
 		event_free(sigs[i]);
+	fdstore_unwatch();
 	event_base_free(base);
 	if (!restart)
 		fdstore_release(cfg->state_dir);

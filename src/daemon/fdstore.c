@@ -17,6 +17,19 @@
  * agentfsd left is "handed over" until taken (fdstore_take) or let go.
  * Calls from any thread: each is one datagram or SEQPACKET message, which
  * the kernel keeps whole.
+ *
+ * The keeper is a process like any other: SIGKILL, the OOM killer or a
+ * crash end it while agentfsd runs, and with it everything it held. So
+ * agentfsd remembers what it holds (kept[]: the name and a duplicate of
+ * our own, closed when dropped; what the keeper handed over at start is
+ * there too), watches its connection in the event loop (fdstore_watch: the
+ * keeper never sends unasked, so a readable connection is an ended one),
+ * and starts a new keeper that is given all of it again (keeper_replace).
+ * Each kept descriptor is thus open twice in agentfsd: the caller's and
+ * kept[]'s. The callers (fusefs, listen.c, restart.c) close theirs when
+ * they please, often before the drop, so kept[] cannot borrow theirs.
+ * One lock (keep_lock) covers kept[], the keeper's connection and each
+ * message on it: a put from a job thread and a refill never interleave.
  */
 #include "src/common/agentfs.h"
 
@@ -34,11 +47,22 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include <event2/event.h>
+
 #define LISTEN_FDS_START 3
+#define KEPT_NBUCKETS 1024
+#define KEEPER_TRIES 3 /* keepers started in a row for one that ended */
 
 struct handed {
 	char *name;
 	int fd;
+};
+
+/* What the keeper holds for us, each with a duplicate of our own */
+struct kept {
+	struct kept *next;
+	int fd;
+	char name[];
 };
 
 /* Set up before any thread runs (fdstore_early, fdstore_open); then immutable but handed. */
@@ -51,10 +75,97 @@ static struct {
 	struct sockaddr_un keeper; /* where the keeper listens, or is to be started */
 	char state_dir[PATH_MAX];
 	unsigned grace;
-	pthread_mutex_t lock; /* handed */
+	pthread_mutex_t lock; /* handed; taken before keep_lock */
 	struct handed *handed;
 	size_t nhanded;
-} fds = {.kind = FDSTORE_NONE, .sock = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+	/* the keeper: sock, grace, kept, nkept, released, watch (kind is atomic) */
+	pthread_mutex_t keep_lock;
+	struct kept *kept[KEPT_NBUCKETS];
+	size_t nkept;
+	bool released;	    /* agentfs shutdown: the keeper ends, and stays ended */
+	struct event *watch; /* sock readable: the keeper ended */
+} fds = {.kind = FDSTORE_NONE,
+	 .sock = -1,
+	 .lock = PTHREAD_MUTEX_INITIALIZER,
+	 .keep_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The kind changes while threads read it: a keeper that cannot be replaced makes it NONE. */
+static enum fdstore_kind kind_get(void)
+{
+	return __atomic_load_n(&fds.kind, __ATOMIC_ACQUIRE);
+}
+
+static void kind_set(enum fdstore_kind k)
+{
+	__atomic_store_n(&fds.kind, k, __ATOMIC_RELEASE);
+}
+
+static struct kept **kept_find(const char *name)
+{
+	uint64_t h = 1469598103934665603ull;
+	struct kept **pp;
+	const char *s;
+
+	for (s = name; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	for (pp = &fds.kept[h % KEPT_NBUCKETS]; *pp != NULL; pp = &(*pp)->next)
+		if (strcmp((*pp)->name, name) == 0)
+			break;
+	return pp;
+}
+
+/* Remember that the keeper holds fd under name (a duplicate of ours); 0 or -errno */
+static int kept_add(const char *name, int fd)
+{
+	struct kept **pp = kept_find(name), *k;
+	int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+	if (dup < 0)
+		return -errno;
+	if (*pp != NULL) {
+		close((*pp)->fd);
+		(*pp)->fd = dup;
+		return 0;
+	}
+	k = malloc(sizeof *k + strlen(name) + 1);
+	if (k == NULL) {
+		close(dup);
+		return -ENOMEM;
+	}
+	k->next = NULL;
+	k->fd = dup;
+	strcpy(k->name, name);
+	*pp = k;
+	fds.nkept++;
+	return 0;
+}
+
+static void kept_del(const char *name)
+{
+	struct kept **pp = kept_find(name), *k = *pp;
+
+	if (k == NULL)
+		return;
+	*pp = k->next;
+	close(k->fd);
+	free(k);
+	fds.nkept--;
+}
+
+static void kept_clear(void)
+{
+	struct kept *k;
+	size_t b;
+
+	for (b = 0; b < KEPT_NBUCKETS; b++) {
+		while ((k = fds.kept[b]) != NULL) {
+			fds.kept[b] = k->next;
+			close(k->fd);
+			free(k);
+		}
+	}
+	fds.nkept = 0;
+}
 
 static int handed_add(const char *name, int fd)
 {
@@ -150,7 +261,7 @@ ssize_t fdstore_recv(int s, char *buf, size_t len, int *fd)
 /* A message to systemd (READY=1, STOPPING=1, ...); nothing without systemd. */
 void fdstore_notify(const char *msg)
 {
-	if (fds.kind == FDSTORE_SYSTEMD)
+	if (kind_get() == FDSTORE_SYSTEMD)
 		fdpass_send(fds.sock, &fds.addr, fds.addr_len, msg, -1);
 }
 
@@ -161,6 +272,8 @@ static int keeper_connect(const struct sockaddr_un *sa);
 /*
  * The first descriptor to keep starts the keeper (the control socket's,
  * in main(), before any thread): a daemon that fails to start leaves none.
+ * Later only keeper_replace() starts one. With keep_lock held, or before
+ * any thread runs.
  */
 static int keeper_spawn(void)
 {
@@ -169,7 +282,7 @@ static int keeper_spawn(void)
 
 	if (keeper_start(&fds.keeper, fds.state_dir, fds.grace, err, sizeof err) != 0) {
 		log_msg(LOG_ERR, "%s: a restart will be a stop", err);
-		fds.kind = FDSTORE_NONE;
+		kind_set(FDSTORE_NONE);
 		return -1;
 	}
 	for (tries = 0; tries < 200 && (fds.sock = keeper_connect(&fds.keeper)) < 0; tries++)
@@ -177,27 +290,54 @@ static int keeper_spawn(void)
 	if (fds.sock < 0) {
 		log_msg(LOG_ERR, "cannot reach the keeper at %s: %s: a restart will be a stop",
 			fds.keeper.sun_path, strerror(-fds.sock));
-		fds.kind = FDSTORE_NONE;
+		fds.sock = -1;
+		kind_set(FDSTORE_NONE);
 		return -1;
 	}
 	snprintf(msg, sizeof msg, "G%u", fds.grace);
 	return fdpass_send(fds.sock, NULL, 0, msg, -1);
 }
 
+/* The keeper ended under this send: the watch gives the next one what kept[] holds. */
+static bool keeper_gone(int r)
+{
+	return r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN;
+}
+
+/* fdstore_put to the keeper, with keep_lock held */
+static int keeper_put(const char *name, int fd)
+{
+	char msg[512];
+	int r;
+
+	if (kind_get() != FDSTORE_KEEPER) /* none could be started again */
+		return -ENOTSUP;
+	if (fds.sock < 0 && keeper_spawn() != 0)
+		return -EPIPE;
+	if ((r = kept_add(name, fd)) != 0)
+		return r;
+	snprintf(msg, sizeof msg, "P%s", name);
+	r = fdpass_send(fds.sock, NULL, 0, msg, fd);
+	if (r != 0 && !keeper_gone(r))
+		kept_del(name); /* not kept (a keeper that stopped reading) */
+	return keeper_gone(r) ? 0 : r;
+}
+
 /* Keep fd under name (a duplicate: fd stays the caller's); 0 or -errno. */
 int fdstore_put(const char *name, int fd)
 {
 	char msg[512];
+	int r;
 
-	switch (fds.kind) {
+	switch (kind_get()) {
 	case FDSTORE_SYSTEMD:
 		snprintf(msg, sizeof msg, "FDSTORE=1\nFDNAME=%s", name);
 		return fdpass_send(fds.sock, &fds.addr, fds.addr_len, msg, fd);
 	case FDSTORE_KEEPER:
-		if (fds.sock < 0 && keeper_spawn() != 0)
-			return -EPIPE;
-		snprintf(msg, sizeof msg, "P%s", name);
-		return fdpass_send(fds.sock, NULL, 0, msg, fd);
+		pthread_mutex_lock(&fds.keep_lock);
+		r = keeper_put(name, fd);
+		pthread_mutex_unlock(&fds.keep_lock);
+		return r;
 	default:
 		return -ENOTSUP;
 	}
@@ -208,15 +348,18 @@ void fdstore_drop(const char *name)
 {
 	char msg[512];
 
-	switch (fds.kind) {
+	switch (kind_get()) {
 	case FDSTORE_SYSTEMD:
 		snprintf(msg, sizeof msg, "FDSTOREREMOVE=1\nFDNAME=%s", name);
 		fdpass_send(fds.sock, &fds.addr, fds.addr_len, msg, -1);
 		break;
 	case FDSTORE_KEEPER:
 		snprintf(msg, sizeof msg, "D%s", name);
+		pthread_mutex_lock(&fds.keep_lock);
+		kept_del(name);
 		if (fds.sock >= 0)
 			fdpass_send(fds.sock, NULL, 0, msg, -1);
+		pthread_mutex_unlock(&fds.keep_lock);
 		break;
 	default:
 		break;
@@ -225,7 +368,7 @@ void fdstore_drop(const char *name)
 
 enum fdstore_kind fdstore_kind(void)
 {
-	return fds.kind;
+	return kind_get();
 }
 
 /* The descriptor the previous agentfsd kept under name, now the caller's; -1: none. */
@@ -332,7 +475,13 @@ static int keeper_list(char *err, size_t errlen)
 		if (buf[0] != 'F' || fd < 0 || handed_add(buf + 1, fd) != 0) {
 			if (fd >= 0)
 				close(fd);
+			continue;
 		}
+		/* still the keeper's: one to give again to a next keeper */
+		if ((r = kept_add(buf + 1, fd)) != 0)
+			log_msg(LOG_WARNING,
+				"restart: %s: %s: a next keeper would not be given it",
+				buf + 1, strerror(-r));
 	}
 }
 
@@ -423,7 +572,7 @@ static int open_systemd(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "socket: %s", strerror(errno));
 		return -errno;
 	}
-	fds.kind = FDSTORE_SYSTEMD;
+	kind_set(FDSTORE_SYSTEMD);
 	return 0;
 }
 
@@ -452,7 +601,7 @@ int fdstore_open(const char *state_dir, unsigned grace, char *err, size_t errlen
 	}
 	snprintf(fds.state_dir, sizeof fds.state_dir, "%s", state_dir);
 	fds.grace = grace;
-	fds.kind = FDSTORE_KEEPER;
+	kind_set(FDSTORE_KEEPER);
 	fds.sock = keeper_connect(&fds.keeper);
 	if (fds.sock < 0)
 		return 0; /* none: started with the first descriptor kept */
@@ -468,11 +617,13 @@ void fdstore_set_grace(unsigned seconds)
 {
 	char msg[32];
 
+	pthread_mutex_lock(&fds.keep_lock);
 	fds.grace = seconds;
-	if (fds.kind != FDSTORE_KEEPER || fds.sock < 0)
-		return;
-	snprintf(msg, sizeof msg, "G%u", seconds);
-	fdpass_send(fds.sock, NULL, 0, msg, -1);
+	if (kind_get() == FDSTORE_KEEPER && fds.sock >= 0) {
+		snprintf(msg, sizeof msg, "G%u", seconds);
+		fdpass_send(fds.sock, NULL, 0, msg, -1);
+	}
+	pthread_mutex_unlock(&fds.keep_lock);
 }
 
 /* agentfs shutdown: the store lets go of everything (mounts end as a stop ends them). */
@@ -480,9 +631,140 @@ void fdstore_release(const char *state_dir)
 {
 	char path[PATH_MAX];
 
-	if (fds.kind != FDSTORE_KEEPER || fds.sock < 0)
+	if (kind_get() != FDSTORE_KEEPER)
 		return;
-	fdpass_send(fds.sock, NULL, 0, "R", -1);
-	snprintf(path, sizeof path, "%s/keeper.sock", state_dir);
-	unlink(path);
+	pthread_mutex_lock(&fds.keep_lock);
+	fds.released = true; /* its end is no news: no next keeper */
+	if (fds.sock >= 0) {
+		fdpass_send(fds.sock, NULL, 0, "R", -1);
+		snprintf(path, sizeof path, "%s/keeper.sock", state_dir);
+		unlink(path);
+	}
+	kept_clear();
+	pthread_mutex_unlock(&fds.keep_lock);
+}
+
+/* Everything kept[] holds, to a keeper just started; 0 or -errno (it ended too) */
+static int keeper_refill(void)
+{
+	char msg[512];
+	struct kept *k;
+	size_t b;
+	int r;
+
+	for (b = 0; b < KEPT_NBUCKETS; b++) {
+		for (k = fds.kept[b]; k != NULL; k = k->next) {
+			snprintf(msg, sizeof msg, "P%s", k->name);
+			if ((r = fdpass_send(fds.sock, NULL, 0, msg, k->fd)) != 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static void on_keeper(evutil_socket_t s, short what, void *arg);
+
+/* Watch the keeper's connection; with keep_lock held, in the loop's thread */
+static void watch_arm(struct event_base *base)
+{
+	if (fds.watch != NULL)
+		event_free(fds.watch);
+	fds.watch = event_new(base, fds.sock, EV_READ | EV_PERSIST, on_keeper, base);
+	if (fds.watch == NULL || event_add(fds.watch, NULL) != 0)
+		log_msg(LOG_WARNING, "cannot watch the keeper: out of memory: if it ends, a "
+				     "restart or crash of agentfsd ends every mount");
+}
+
+/*
+ * The keeper ended while we run, and with it what it held: a restart or a
+ * crash of agentfsd now would end every mount. A new keeper is given all
+ * of it again; one that ends again while being given it is replaced too,
+ * KEEPER_TRIES times in a row. With keep_lock held, in the loop's thread.
+ */
+static void keeper_replace(struct event_base *base)
+{
+	size_t n = fds.nkept;
+	int tries, r = 0;
+
+	event_free(fds.watch);
+	fds.watch = NULL;
+	close(fds.sock);
+	fds.sock = -1;
+	log_msg(LOG_WARNING,
+		"the keeper (%s) ended: it held %zu descriptors (the mounts, their open files, "
+		"the sockets) so that a restart or crash of agentfsd is invisible to the bots; "
+		"starting a new keeper and giving it all of them again",
+		fds.keeper.sun_path, n);
+	for (tries = 0; tries < KEEPER_TRIES; tries++) {
+		if (keeper_spawn() != 0) { /* logged: a restart will be a stop */
+			kept_clear();
+			return;
+		}
+		if ((r = keeper_refill()) == 0) {
+			watch_arm(base);
+			log_msg(LOG_INFO, "a new keeper holds the %zu descriptors: a restart or crash "
+					  "of agentfsd is invisible to the bots again", n);
+			return;
+		}
+		close(fds.sock);
+		fds.sock = -1;
+	}
+	log_msg(LOG_ERR, "the new keepers ended too while given the descriptors (%s): none is "
+			 "kept any more, a restart or crash of agentfsd ends every mount",
+		strerror(-r));
+	kind_set(FDSTORE_NONE);
+	kept_clear();
+}
+
+static void on_keeper(evutil_socket_t s, short what, void *arg)
+{
+	char buf[512];
+	ssize_t n;
+	int fd;
+
+	(void)what;
+	pthread_mutex_lock(&fds.keep_lock);
+	if (s != fds.sock || kind_get() != FDSTORE_KEEPER)
+		goto out; /* an old connection's last event */
+	n = recv(s, buf, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		goto out;
+	if (n > 0) { /* a message not asked for: not a keeper's; dropped */
+		if (fdstore_recv(s, buf, sizeof buf, &fd) >= 0 && fd >= 0)
+			close(fd);
+		goto out;
+	}
+	if (fds.released) { /* agentfs shutdown told it to end */
+		event_free(fds.watch);
+		fds.watch = NULL;
+		goto out;
+	}
+	keeper_replace(arg);
+out:
+	pthread_mutex_unlock(&fds.keep_lock);
+}
+
+/*
+ * In the event loop, before it runs: notice at once when the keeper ends
+ * (the keeper never sends unasked: its connection readable is its end).
+ * Starts the keeper if nothing was kept yet.
+ */
+void fdstore_watch(struct event_base *base)
+{
+	if (kind_get() != FDSTORE_KEEPER)
+		return;
+	pthread_mutex_lock(&fds.keep_lock);
+	if (!fds.released && (fds.sock >= 0 || keeper_spawn() == 0))
+		watch_arm(base);
+	pthread_mutex_unlock(&fds.keep_lock);
+}
+
+/* Before the loop is freed */
+void fdstore_unwatch(void)
+{
+	pthread_mutex_lock(&fds.keep_lock);
+	if (fds.watch != NULL)
+		event_free(fds.watch);
+	fds.watch = NULL;
+	pthread_mutex_unlock(&fds.keep_lock);
 }
