@@ -98,12 +98,19 @@ struct fs_params {
 	 * Where descriptors go that must outlive the process, so another
 	 * server can take its mounts over (fs_adopt): each mount's /dev/fuse
 	 * descriptors, table and source, and files holding locks. keep()
-	 * holds a duplicate of fd under name (fd stays the caller's), 0 or
-	 * -errno; unkeep() lets go of it. Called from any thread, also with
-	 * the server's lock held: quick, never waiting long. NULL: nothing
-	 * outlives the process.
+	 * holds a duplicate of fd under name, 0 or -errno; unkeep() lets go
+	 * of it. fd is lent (how 0): it stays open at that number until
+	 * unkeep(name) has returned, as the store may duplicate it again
+	 * (for a keeper that replaces one that ended); FS_KEEP_GIVE: fd is
+	 * the store's from now, whatever keep() returns; FS_KEEP_BACK: fd
+	 * was handed over under name (fs_handover_add) and is the mount's
+	 * for good now: the store has it already, lent from here on. Called
+	 * from any thread, also with the server's lock held: quick, never
+	 * waiting long. NULL: nothing outlives the process.
 	 */
-	int (*keep)(void *arg, const char *name, int fd);
+	int (*keep)(void *arg, const char *name, int fd, int how);
+#define FS_KEEP_GIVE 1
+#define FS_KEEP_BACK 2
 	void (*unkeep)(void *arg, const char *name);
 	void *keep_arg;
 };
@@ -191,7 +198,9 @@ int fs_handover(struct fs *fs);
  * is ended). fs_adopt() may run on several threads at once, each for
  * another mount point; fs_handover_add() and fs_handover_free() run alone,
  * before and after them. fs_handover_free() ends what no one adopted. A mount's
- * restarts counts the servers it outlived.
+ * restarts counts the servers it outlived. fs_mount_keep_back() (keep.c),
+ * once fs_adopt() gave m, tells the store what of it m holds for good now
+ * (fs_params.keep, FS_KEEP_BACK).
  */
 struct fs_handover;
 struct fs_handover *fs_handover_new(void);
@@ -200,6 +209,7 @@ bool fs_handover_has(const struct fs_handover *h, uint64_t mnt_id);
 int fs_adopt(struct fs *fs, struct fs_handover *h, const struct fs_mount_params *p,
 	     struct fs_mount **out, struct fs_error *err);
 void fs_handover_free(struct fs *fs, struct fs_handover *h);
+void fs_mount_keep_back(struct fs_mount *m);
 /*
  * reader.c: a mount taken over is served by the pool alone at first, so no
  * bot waits for threads to start; once the takeover is done this gives each

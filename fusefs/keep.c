@@ -7,7 +7,9 @@
  * (flock and OFD locks belong to our open file, and would go with us).
  * fs_params.keep puts a duplicate in the fd store (systemd's, or the
  * keeper's), under a name this file makes: "m<key>.<role>", the key being
- * the mount's, in its table.
+ * the mount's, in its table. Each descriptor kept stays open here until
+ * unkept (the store may give it again from ours: fusefs.h), but the
+ * source folder's, which is the store's.
  *
  * A mount is kept once INIT is answered (before, there is nothing to take
  * over: the next server mounts afresh). A lock's file is kept before the
@@ -32,14 +34,15 @@ void keep_name(const struct fs_mount *m, char *buf, size_t len, const char *role
 	snprintf(buf, len, "m%016" PRIx64 ".%s", m->tab.hdr->key, role);
 }
 
-static int keep_one(struct fs_mount *m, const char *role, int fd)
+/* how: FS_KEEP_GIVE, FS_KEEP_BACK (fusefs.h) */
+static int keep_one(struct fs_mount *m, const char *role, int fd, int how)
 {
 	char name[64];
 	int r;
 
 	keep_name(m, name, sizeof name, role);
-	r = m->fs->p.keep(m->fs->p.keep_arg, name, fd);
-	if (r != 0)
+	r = m->fs->p.keep(m->fs->p.keep_arg, name, fd, how);
+	if (r != 0 && !(how & FS_KEEP_BACK))
 		fs_log(m->fs, FS_LOG_WARN, "%s: cannot keep %s for a restart: %s", m->mountpoint,
 		       role, strerror(-r));
 	return r;
@@ -66,20 +69,18 @@ void keep_mount(struct fs_mount *m)
 
 	if (m->fs->p.keep == NULL || m->tab.memfd < 0 || m->kept)
 		return;
-	if ((rfd = gitlock_to_keep()) >= 0 &&
-	    m->fs->p.keep(m->fs->p.keep_arg, "gitlocks", rfd) != 0)
+	if ((rfd = gitlock_to_keep()) >= 0 && /* open for the process's life: lent */
+	    m->fs->p.keep(m->fs->p.keep_arg, "gitlocks", rfd, 0) != 0)
 		fs_log(m->fs, FS_LOG_WARN, "cannot keep the lock files' table for a restart");
-	keep_one(m, "table", m->tab.memfd);
-	keep_one(m, "fuse", m->fuse_fd);
+	keep_one(m, "table", m->tab.memfd, 0);
+	keep_one(m, "fuse", m->fuse_fd, 0);
 	if (uring_memfd(m) >= 0) /* its io_uring arena (uring-keep.c) */
-		keep_one(m, "ring", uring_memfd(m));
+		keep_one(m, "ring", uring_memfd(m), 0);
 	if (m->dev_fd >= 0)
-		keep_one(m, "clone", m->dev_fd);
+		keep_one(m, "clone", m->dev_fd, 0);
 	rfd = openat(m->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rfd >= 0) {
-		keep_one(m, "root", rfd);
-		close(rfd);
-	}
+	if (rfd >= 0) /* the store's: we need no readable one */
+		keep_one(m, "root", rfd, FS_KEEP_GIVE);
 	pthread_mutex_lock(&m->fs->lock);
 	m->kept = true; /* an underlying mount met from now on is kept by keep_mount_fd() */
 	n = m->nmount_fds;
@@ -89,9 +90,53 @@ void keep_mount(struct fs_mount *m)
 	pthread_mutex_unlock(&m->fs->lock);
 	for (k = 0; fds != NULL && k < n && k < TABLE_MOUNTS; k++) {
 		snprintf(role, sizeof role, "mnt%zu", k);
-		keep_one(m, role, fds[k]);
+		keep_one(m, role, fds[k], 0);
 	}
 	free(fds);
+}
+
+/*
+ * m was taken over (fs_adopt): what the store held of it and the mount
+ * took is the mount's for good now (closed only after keep_unmount), so
+ * the store may give it to a next keeper (FS_KEEP_BACK). Its source folder
+ * went with the handover: a new one is the store's.
+ */
+void fs_mount_keep_back(struct fs_mount *m)
+{
+	struct fh_ent *c;
+	char role[32];
+	uint32_t k;
+	int rfd;
+
+	if (m->fs->p.keep == NULL || !m->kept)
+		return;
+	keep_one(m, "table", m->tab.memfd, FS_KEEP_BACK);
+	keep_one(m, "fuse", m->fuse_fd, FS_KEEP_BACK);
+	if (uring_memfd(m) >= 0)
+		keep_one(m, "ring", uring_memfd(m), FS_KEEP_BACK);
+	if (m->dev_fd >= 0)
+		keep_one(m, "clone", m->dev_fd, FS_KEEP_BACK);
+	rfd = openat(m->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd >= 0)
+		keep_one(m, "root", rfd, FS_KEEP_GIVE | FS_KEEP_BACK);
+	/* under the lock that fh_gone closes a handle's record under: a released one is dropped */
+	pthread_mutex_lock(&m->fs->lock);
+	for (k = 0; k < m->nmount_fds && k < TABLE_MOUNTS; k++) {
+		snprintf(role, sizeof role, "mnt%u", k);
+		keep_one(m, role, m->mount_fds[k], FS_KEEP_BACK);
+	}
+	for (k = 1; k < m->tab.fh_hwm; k++) {
+		c = atomic_load(&m->tab.fhs[k >> FH_SHIFT]);
+		if (c == NULL)
+			continue;
+		c += k & (FH_CHUNK - 1);
+		if (c->fd >= 0 && (c->flags & FHF_KEPT)) {
+			snprintf(role, sizeof role, "fh%" PRIx64,
+				 (uint64_t)atomic_load(&c->gen) << 32 | k);
+			keep_one(m, role, c->fd, FS_KEEP_BACK);
+		}
+	}
+	pthread_mutex_unlock(&m->fs->lock);
 }
 
 /* Underlying mount number idx of the source was met (fs->lock held): keep its fd. */
@@ -102,7 +147,7 @@ void keep_mount_fd(struct fs_mount *m, size_t idx)
 	if (m->fs->p.keep == NULL || !m->kept || idx >= TABLE_MOUNTS)
 		return;
 	snprintf(role, sizeof role, "mnt%zu", idx);
-	keep_one(m, role, m->mount_fds[idx]);
+	keep_one(m, role, m->mount_fds[idx], 0);
 }
 
 /* A lock is about to be granted on fh: its file is kept first, once. */
@@ -120,7 +165,7 @@ void keep_lock(struct fs_mount *m, uint64_t fh, int fd)
 	if (kept)
 		return;
 	snprintf(role, sizeof role, "fh%" PRIx64, fh);
-	if (keep_one(m, role, fd) == 0)
+	if (keep_one(m, role, fd, 0) == 0) /* lent: keep_release drops it before the close */
 		fh_set_kept(m, fh);
 }
 

@@ -266,9 +266,11 @@ int fdstore_early(void);
 int fdstore_open(const char *state_dir, unsigned grace, char *err, size_t errlen);
 enum fdstore_kind fdstore_kind(void);
 int fdstore_put(const char *name, int fd);
+int fdstore_give(const char *name, int fd);
+void fdstore_back(const char *name, int fd, bool give);
+void fdstore_forget(const char *name);
 void fdstore_drop(const char *name);
 int fdstore_take(const char *name);
-int fdstore_take_socket(const char *name, const char *path);
 void fdstore_handed_each(bool (*fn)(void *arg, const char *name, int fd), void *arg);
 void fdstore_handed_done(void);
 void fdstore_notify(const char *msg);
@@ -278,8 +280,12 @@ void fdstore_watch(struct event_base *base);
 void fdstore_unwatch(void);
 ssize_t fdstore_recv(int s, char *buf, size_t len, int *fd);
 
-/* keeper.c: agentfsd --keeper */
+/* keeper.c: agentfsd --keeper, and how agentfsd starts and reaches it */
+struct sockaddr_un;
 int keeper_main(int argc, char **argv);
+int keeper_start(const char *self, const struct sockaddr_un *sa, const char *state_dir,
+		 unsigned grace, char *err, size_t errlen);
+int keeper_connect(const struct sockaddr_un *sa);
 
 /* server.c (the peers) and listen.c (the sockets: server_listen, server_unlisten,
  * server_listener_path, server_shutdown, server_handover) */

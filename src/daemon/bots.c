@@ -715,10 +715,14 @@ static void ttl_expired(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(b->ttl_ev, &tv);
 }
 
-static int keep_cb(void *arg, const char *name, int fd)
+static int keep_cb(void *arg, const char *name, int fd, int how)
 {
 	(void)arg;
-	return fdstore_put(name, fd);
+	if (how & FS_KEEP_BACK) {
+		fdstore_back(name, fd, (how & FS_KEEP_GIVE) != 0);
+		return 0;
+	}
+	return (how & FS_KEEP_GIVE) ? fdstore_give(name, fd) : fdstore_put(name, fd);
 }
 
 static void unkeep_cb(void *arg, const char *name)

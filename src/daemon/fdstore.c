@@ -15,19 +15,24 @@
  * The store holds a duplicate; agentfsd keeps using its own. A name is
  * given once ("FDSTORE" adds, the keeper replaces); what the previous
  * agentfsd left is "handed over" until taken (fdstore_take) or let go.
- * Calls from any thread: each is one datagram or SEQPACKET message, which
- * the kernel keeps whole.
+ * Calls from any thread: each is one datagram or SEQPACKET message.
  *
  * The keeper is a process like any other: SIGKILL, the OOM killer or a
  * crash end it while agentfsd runs, and with it everything it held. So
- * agentfsd remembers what it holds (kept[]: the name and a duplicate of
- * our own, closed when dropped; what the keeper handed over at start is
- * there too), watches its connection in the event loop (fdstore_watch: the
- * keeper never sends unasked, so a readable connection is an ended one),
- * and starts a new keeper that is given all of it again (keeper_replace).
- * Each kept descriptor is thus open twice in agentfsd: the caller's and
- * kept[]'s. The callers (fusefs, listen.c, restart.c) close theirs when
- * they please, often before the drop, so kept[] cannot borrow theirs.
+ * agentfsd remembers what it holds (kept[]), watches its connection in the
+ * event loop (fdstore_watch: the keeper never sends unasked, so a readable
+ * connection is an ended one), and starts a new keeper that is given all
+ * of it again (keeper_replace), from the descriptors agentfsd holds anyway:
+ * kept[] owns only what was given to it (fdstore_give), no kept descriptor
+ * is open twice here. As no number may be trusted once its owner could
+ * have closed it (numbers are reused at once):
+ *  - fdstore_put lends fd: its owner keeps it open at that number until
+ *    fdstore_drop (or fdstore_forget) of its name has returned;
+ *  - what the previous keeper handed over is lent by handed[] until taken;
+ *    once taken (fdstore_take, fdstore_handed_each) its number is
+ *    forgotten, until its taker says it holds it for good (fdstore_back);
+ *  - a name whose descriptor is forgotten is not given to a next keeper
+ *    (it is as soon as it is back).
  * One lock (keep_lock) covers kept[], the keeper's connection and each
  * message on it: a put from a job thread and a refill never interleave.
  */
@@ -58,10 +63,12 @@ struct handed {
 	int fd;
 };
 
-/* What the keeper holds for us, each with a duplicate of our own */
+/* What the keeper holds for us, and where it is in this process */
 struct kept {
 	struct kept *next;
-	int fd;
+	int fd;	    /* -1: taken, not back yet (not to be given to a next keeper) */
+	bool own;   /* fd is kept[]'s (fdstore_give), else lent by its owner */
+	bool given; /* the running keeper has it */
 	char name[];
 };
 
@@ -82,7 +89,7 @@ static struct {
 	pthread_mutex_t keep_lock;
 	struct kept *kept[KEPT_NBUCKETS];
 	size_t nkept;
-	bool released;	    /* agentfs shutdown: the keeper ends, and stays ended */
+	bool released;	     /* agentfs shutdown: the keeper ends, and stays ended */
 	struct event *watch; /* sock readable: the keeper ended */
 } fds = {.kind = FDSTORE_NONE,
 	 .sock = -1,
@@ -114,40 +121,51 @@ static struct kept **kept_find(const char *name)
 	return pp;
 }
 
-/* Remember that the keeper holds fd under name (a duplicate of ours); 0 or -errno */
-static int kept_add(const char *name, int fd)
+/* Where name's descriptor is now (fd, own: kept[]'s); its entry, NULL: out of memory */
+static struct kept *kept_set(const char *name, int fd, bool own)
 {
-	struct kept **pp = kept_find(name), *k;
-	int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	struct kept **pp = kept_find(name), *k = *pp;
 
-	if (dup < 0)
-		return -errno;
-	if (*pp != NULL) {
-		close((*pp)->fd);
-		(*pp)->fd = dup;
-		return 0;
-	}
-	k = malloc(sizeof *k + strlen(name) + 1);
 	if (k == NULL) {
-		close(dup);
-		return -ENOMEM;
+		k = malloc(sizeof *k + strlen(name) + 1);
+		if (k == NULL)
+			return NULL;
+		k->next = NULL;
+		strcpy(k->name, name);
+		*pp = k;
+		fds.nkept++;
+	} else if (k->own && k->fd >= 0 && k->fd != fd) {
+		close(k->fd);
 	}
-	k->next = NULL;
-	k->fd = dup;
-	strcpy(k->name, name);
-	*pp = k;
-	fds.nkept++;
-	return 0;
+	k->fd = fd;
+	k->own = own;
+	k->given = false;
+	return k;
 }
 
-static void kept_del(const char *name)
+/* name's descriptor is not to be trusted any more (taken, or closed by its owner) */
+static void kept_forget(const char *name)
+{
+	struct kept *k = *kept_find(name);
+
+	if (k == NULL)
+		return;
+	if (k->own && k->fd >= 0)
+		close(k->fd);
+	k->fd = -1;
+	k->own = false;
+}
+
+/* name is let go of; a descriptor of kept[]'s own is closed unless keep_fd */
+static void kept_del(const char *name, bool keep_fd)
 {
 	struct kept **pp = kept_find(name), *k = *pp;
 
 	if (k == NULL)
 		return;
 	*pp = k->next;
-	close(k->fd);
+	if (k->own && k->fd >= 0 && !keep_fd)
+		close(k->fd);
 	free(k);
 	fds.nkept--;
 }
@@ -160,11 +178,36 @@ static void kept_clear(void)
 	for (b = 0; b < KEPT_NBUCKETS; b++) {
 		while ((k = fds.kept[b]) != NULL) {
 			fds.kept[b] = k->next;
-			close(k->fd);
+			if (k->own && k->fd >= 0)
+				close(k->fd);
 			free(k);
 		}
 	}
 	fds.nkept = 0;
+}
+
+/* Handed-over fd is taken: its number is the taker's now (fds.lock held) */
+static void handed_taken(const char *name, int fd)
+{
+	struct kept *k;
+
+	pthread_mutex_lock(&fds.keep_lock);
+	k = *kept_find(name);
+	if (k != NULL && !k->own && k->fd == fd)
+		kept_forget(name);
+	pthread_mutex_unlock(&fds.keep_lock);
+}
+
+/* Handed-over fd was left by who was asked to take it: handed[] lends it again */
+static void handed_untaken(const char *name, int fd)
+{
+	struct kept *k;
+
+	pthread_mutex_lock(&fds.keep_lock);
+	k = *kept_find(name);
+	if (k != NULL && k->fd < 0)
+		k->fd = fd;
+	pthread_mutex_unlock(&fds.keep_lock);
 }
 
 static int handed_add(const char *name, int fd)
@@ -221,53 +264,12 @@ out:
 	return top;
 }
 
-/*
- * One message from s into buf (a string) and the one descriptor it carries
- * (-1: none; any more are closed, one a message): its length, 0 at the
- * end, -1 with errno.
- */
-ssize_t fdstore_recv(int s, char *buf, size_t len, int *fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
-	struct iovec iov = {buf, len - 1};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof cbuf};
-	struct cmsghdr *c;
-	ssize_t n;
-	int k, nfd, got;
-
-	*fd = -1;
-	n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-	if (n < 0)
-		return -1;
-	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (k = 0; k < nfd; k++) {
-			memcpy(&got, CMSG_DATA(c) + k * sizeof(int), sizeof got);
-			if (*fd < 0)
-				*fd = got;
-			else
-				close(got);
-		}
-	}
-	buf[n] = '\0';
-	return n;
-}
-
 /* A message to systemd (READY=1, STOPPING=1, ...); nothing without systemd. */
 void fdstore_notify(const char *msg)
 {
 	if (kind_get() == FDSTORE_SYSTEMD)
 		fdpass_send(fds.sock, &fds.addr, fds.addr_len, msg, -1);
 }
-
-static int keeper_start(const struct sockaddr_un *sa, const char *state_dir, unsigned grace,
-			char *err, size_t errlen);
-static int keeper_connect(const struct sockaddr_un *sa);
 
 /*
  * The first descriptor to keep starts the keeper (the control socket's,
@@ -280,7 +282,7 @@ static int keeper_spawn(void)
 	char err[512], msg[32];
 	int tries;
 
-	if (keeper_start(&fds.keeper, fds.state_dir, fds.grace, err, sizeof err) != 0) {
+	if (keeper_start(fds.self, &fds.keeper, fds.state_dir, fds.grace, err, sizeof err) != 0) {
 		log_msg(LOG_ERR, "%s: a restart will be a stop", err);
 		kind_set(FDSTORE_NONE);
 		return -1;
@@ -304,9 +306,10 @@ static bool keeper_gone(int r)
 	return r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN;
 }
 
-/* fdstore_put to the keeper, with keep_lock held */
-static int keeper_put(const char *name, int fd)
+/* fdstore_put (own: fdstore_give) to the keeper, with keep_lock held; fd is not closed here */
+static int keeper_put(const char *name, int fd, bool own)
 {
+	struct kept *k;
 	char msg[512];
 	int r;
 
@@ -314,16 +317,22 @@ static int keeper_put(const char *name, int fd)
 		return -ENOTSUP;
 	if (fds.sock < 0 && keeper_spawn() != 0)
 		return -EPIPE;
-	if ((r = kept_add(name, fd)) != 0)
-		return r;
+	if ((k = kept_set(name, fd, own)) == NULL)
+		return -ENOMEM;
 	snprintf(msg, sizeof msg, "P%s", name);
 	r = fdpass_send(fds.sock, NULL, 0, msg, fd);
-	if (r != 0 && !keeper_gone(r))
-		kept_del(name); /* not kept (a keeper that stopped reading) */
+	if (r == 0)
+		k->given = true;
+	else if (!keeper_gone(r))
+		kept_del(name, true); /* not kept (a keeper that stopped reading) */
 	return keeper_gone(r) ? 0 : r;
 }
 
-/* Keep fd under name (a duplicate: fd stays the caller's); 0 or -errno. */
+/*
+ * Keep fd under name; 0 or -errno. fd is lent: the caller keeps it open at
+ * that number until fdstore_drop(name) (or fdstore_forget) has returned,
+ * as a next keeper may be given it from there.
+ */
 int fdstore_put(const char *name, int fd)
 {
 	char msg[512];
@@ -335,12 +344,71 @@ int fdstore_put(const char *name, int fd)
 		return fdpass_send(fds.sock, &fds.addr, fds.addr_len, msg, fd);
 	case FDSTORE_KEEPER:
 		pthread_mutex_lock(&fds.keep_lock);
-		r = keeper_put(name, fd);
+		r = keeper_put(name, fd, false);
 		pthread_mutex_unlock(&fds.keep_lock);
 		return r;
 	default:
 		return -ENOTSUP;
 	}
+}
+
+/* fdstore_put of a descriptor the caller has no use for: the store's now, whatever happens */
+int fdstore_give(const char *name, int fd)
+{
+	int r;
+
+	if (kind_get() != FDSTORE_KEEPER) {
+		r = fdstore_put(name, fd);
+		close(fd);
+		return r;
+	}
+	pthread_mutex_lock(&fds.keep_lock);
+	r = keeper_put(name, fd, true);
+	pthread_mutex_unlock(&fds.keep_lock);
+	if (r != 0)
+		close(fd);
+	return r;
+}
+
+/*
+ * What the caller took from the store (fdstore_take, fdstore_handed_each)
+ * is kept under name still, and it holds it for good now at fd, lent as by
+ * fdstore_put (give: fd is the store's, as by fdstore_give). Nothing if name
+ * was dropped or put again meanwhile. A keeper started since is given it.
+ */
+void fdstore_back(const char *name, int fd, bool give)
+{
+	struct kept *k;
+	char msg[512];
+
+	if (kind_get() != FDSTORE_KEEPER) {
+		if (give)
+			close(fd);
+		return;
+	}
+	pthread_mutex_lock(&fds.keep_lock);
+	k = *kept_find(name);
+	if (k == NULL || k->fd >= 0) {
+		if (give)
+			close(fd);
+	} else {
+		k->fd = fd;
+		k->own = give;
+		snprintf(msg, sizeof msg, "P%s", name);
+		if (!k->given && fds.sock >= 0 && fdpass_send(fds.sock, NULL, 0, msg, fd) == 0)
+			k->given = true;
+	}
+	pthread_mutex_unlock(&fds.keep_lock);
+}
+
+/* The caller closes what it put under name, which stays kept (a restart) */
+void fdstore_forget(const char *name)
+{
+	if (kind_get() != FDSTORE_KEEPER)
+		return;
+	pthread_mutex_lock(&fds.keep_lock);
+	kept_forget(name);
+	pthread_mutex_unlock(&fds.keep_lock);
 }
 
 /* Let go of what is kept under name. */
@@ -356,7 +424,7 @@ void fdstore_drop(const char *name)
 	case FDSTORE_KEEPER:
 		snprintf(msg, sizeof msg, "D%s", name);
 		pthread_mutex_lock(&fds.keep_lock);
-		kept_del(name);
+		kept_del(name, false);
 		if (fds.sock >= 0)
 			fdpass_send(fds.sock, NULL, 0, msg, -1);
 		pthread_mutex_unlock(&fds.keep_lock);
@@ -371,7 +439,10 @@ enum fdstore_kind fdstore_kind(void)
 	return kind_get();
 }
 
-/* The descriptor the previous agentfsd kept under name, now the caller's; -1: none. */
+/*
+ * The descriptor the previous agentfsd kept under name, now the caller's
+ * (still kept: a next keeper is given it only once fdstore_back); -1: none.
+ */
 int fdstore_take(const char *name)
 {
 	size_t k;
@@ -381,6 +452,7 @@ int fdstore_take(const char *name)
 	for (k = 0; k < fds.nhanded; k++) {
 		if (fds.handed[k].fd >= 0 && strcmp(fds.handed[k].name, name) == 0) {
 			fd = fds.handed[k].fd;
+			handed_taken(name, fd);
 			fds.handed[k].fd = -1;
 			break;
 		}
@@ -390,46 +462,25 @@ int fdstore_take(const char *name)
 }
 
 /*
- * The socket the last agentfsd kept under name, if it still listens at
- * path: then it is taken as it is, and a client that connected while no
- * agentfsd ran, waiting in its backlog, is answered now, where a new socket
- * would have refused it (ENOENT, ECONNREFUSED). -1: none (any other is closed).
+ * Each handed-over descriptor not yet taken: fn takes it (true: then as by
+ * fdstore_take) or leaves it.
  */
-int fdstore_take_socket(const char *name, const char *path)
-{
-	struct sockaddr_un sa;
-	struct stat st;
-	socklen_t len;
-	int fd = fdstore_take(name), on = 0;
-
-	if (fd < 0)
-		return -1;
-	len = sizeof on;
-	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on) {
-		len = sizeof sa;
-		memset(&sa, 0, sizeof sa);
-		if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0 &&
-		    sa.sun_family == AF_UNIX &&
-		    strncmp(sa.sun_path, path, sizeof sa.sun_path) == 0 && lstat(path, &st) == 0 &&
-		    S_ISSOCK(st.st_mode) &&
-		    /* the loop accepts until EAGAIN: a blocking socket would stall it */
-		    (on = fcntl(fd, F_GETFL)) >= 0 &&
-		    ((on & O_NONBLOCK) || fcntl(fd, F_SETFL, on | O_NONBLOCK) == 0))
-			return fd;
-	}
-	close(fd);
-	return -1;
-}
-
-/* Each handed-over descriptor not yet taken: fn takes it (true) or leaves it. */
 void fdstore_handed_each(bool (*fn)(void *arg, const char *name, int fd), void *arg)
 {
 	size_t k;
 
 	pthread_mutex_lock(&fds.lock);
-	for (k = 0; k < fds.nhanded; k++)
-		if (fds.handed[k].fd >= 0 && fn(arg, fds.handed[k].name, fds.handed[k].fd))
-			fds.handed[k].fd = -1;
+	for (k = 0; k < fds.nhanded; k++) {
+		struct handed *h = &fds.handed[k];
+
+		if (h->fd < 0)
+			continue;
+		handed_taken(h->name, h->fd); /* before fn: it may give it back at once */
+		if (fn(arg, h->name, h->fd))
+			h->fd = -1;
+		else
+			handed_untaken(h->name, h->fd);
+	}
 	pthread_mutex_unlock(&fds.lock);
 }
 
@@ -457,6 +508,7 @@ void fdstore_handed_done(void)
 /* Everything a running keeper holds, as handed over; 0 or -errno */
 static int keeper_list(char *err, size_t errlen)
 {
+	struct kept *k;
 	char buf[512];
 	int fd, r;
 
@@ -477,81 +529,14 @@ static int keeper_list(char *err, size_t errlen)
 				close(fd);
 			continue;
 		}
-		/* still the keeper's: one to give again to a next keeper */
-		if ((r = kept_add(buf + 1, fd)) != 0)
+		/* still the keeper's; lent by handed[] to give to a next keeper */
+		if ((k = kept_set(buf + 1, fd, false)) != NULL)
+			k->given = true;
+		else
 			log_msg(LOG_WARNING,
-				"restart: %s: %s: a next keeper would not be given it",
-				buf + 1, strerror(-r));
+				"restart: %s: out of memory: a next keeper would not be given it",
+				buf + 1);
 	}
-}
-
-static int keeper_connect(const struct sockaddr_un *sa)
-{
-	struct timeval tv = {5, 0};
-	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	if (s < 0)
-		return -errno;
-	if (connect(s, (const struct sockaddr *)sa, sizeof *sa) != 0) {
-		int e = errno;
-
-		close(s);
-		return -e;
-	}
-	/* a keeper that stopped reading must not hold a worker for ever */
-	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	return s;
-}
-
-/*
- * Start a keeper on sa: the socket is made and bound here, and becomes its
- * descriptor 3; it leaves our session (setsid) and is not our child (a
- * second fork), so it outlives us however we end.
- */
-static int keeper_start(const struct sockaddr_un *sa, const char *state_dir, unsigned grace,
-			char *err, size_t errlen)
-{
-	char gs[16], *argv[] = {fds.self, "--keeper", (char *)state_dir, gs, NULL};
-	int ls, st, e;
-	pid_t pid;
-
-	snprintf(gs, sizeof gs, "%u", grace);
-	if (fds.self[0] == '\0') {
-		snprintf(err, errlen, "cannot start the keeper: /proc/self/exe unreadable");
-		return -ENOENT;
-	}
-	ls = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (ls < 0)
-		goto fail;
-	unlink(sa->sun_path); /* a stale one: a keeper there would have answered */
-	if (bind(ls, (const struct sockaddr *)sa, sizeof *sa) != 0 ||
-	    chmod(sa->sun_path, 0600) != 0 || listen(ls, 8) != 0)
-		goto fail;
-	pid = fork();
-	if (pid < 0)
-		goto fail;
-	if (pid == 0) {
-		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		if (setsid() < 0 || fork() != 0)
-			_exit(0);
-		if (dup2(ls, 3) != 3 || nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 ||
-		    dup2(nul, 2) < 0)
-			_exit(127);
-		execv(fds.self, argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	close(ls);
-	return 0;
-fail:
-	e = errno;
-	if (ls >= 0)
-		close(ls);
-	snprintf(err, errlen, "cannot start the keeper at %s: %s", sa->sun_path, strerror(e));
-	return -e;
 }
 
 static int open_systemd(const char *path, char *err, size_t errlen)
@@ -644,19 +629,29 @@ void fdstore_release(const char *state_dir)
 	pthread_mutex_unlock(&fds.keep_lock);
 }
 
-/* Everything kept[] holds, to a keeper just started; 0 or -errno (it ended too) */
-static int keeper_refill(void)
+/*
+ * Everything kept[] holds, to a keeper just started: 0 or -errno (it ended
+ * too). *left: those taken and not back yet, given once back (fdstore_back).
+ */
+static int keeper_refill(size_t *left)
 {
 	char msg[512];
 	struct kept *k;
 	size_t b;
 	int r;
 
+	*left = 0;
 	for (b = 0; b < KEPT_NBUCKETS; b++) {
 		for (k = fds.kept[b]; k != NULL; k = k->next) {
+			k->given = false;
+			if (k->fd < 0) {
+				(*left)++;
+				continue;
+			}
 			snprintf(msg, sizeof msg, "P%s", k->name);
 			if ((r = fdpass_send(fds.sock, NULL, 0, msg, k->fd)) != 0)
 				return r;
+			k->given = true;
 		}
 	}
 	return 0;
@@ -683,7 +678,7 @@ static void watch_arm(struct event_base *base)
  */
 static void keeper_replace(struct event_base *base)
 {
-	size_t n = fds.nkept;
+	size_t n = fds.nkept, left;
 	int tries, r = 0;
 
 	event_free(fds.watch);
@@ -700,17 +695,25 @@ static void keeper_replace(struct event_base *base)
 			kept_clear();
 			return;
 		}
-		if ((r = keeper_refill()) == 0) {
+		if ((r = keeper_refill(&left)) == 0) {
 			watch_arm(base);
-			log_msg(LOG_INFO, "a new keeper holds the %zu descriptors: a restart or crash "
-					  "of agentfsd is invisible to the bots again", n);
+			log_msg(LOG_INFO,
+				"a new keeper holds the %zu descriptors: a restart or crash "
+				"of agentfsd is invisible to the bots again",
+				n - left);
+			if (left > 0)
+				log_msg(LOG_INFO,
+					"%zu more, taken over at start and not in use yet, "
+					"are given to it once they are",
+					left);
 			return;
 		}
 		close(fds.sock);
 		fds.sock = -1;
 	}
-	log_msg(LOG_ERR, "the new keepers ended too while given the descriptors (%s): none is "
-			 "kept any more, a restart or crash of agentfsd ends every mount",
+	log_msg(LOG_ERR,
+		"the new keepers ended too while given the descriptors (%s): none is "
+		"kept any more, a restart or crash of agentfsd ends every mount",
 		strerror(-r));
 	kind_set(FDSTORE_NONE);
 	kept_clear();

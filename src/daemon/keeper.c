@@ -29,11 +29,13 @@
  * take a descriptor from anyone but root. It drops every capability before
  * it serves: holding and passing descriptors needs none, and a keeper
  * that could be made to do more than that is one more root process to
- * attack.
+ * attack. How agentfsd starts it and reaches it is here too (fdstore.c
+ * uses them).
  */
 #include "src/common/agentfs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,7 +46,10 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 
 #define KEEPER_CLIENTS 8 /* an agentfsd, and the one taking over from it */
 #define KEEPER_NBUCKETS 4096
@@ -224,6 +229,112 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * One message from s into buf (a string) and the one descriptor it carries
+ * (-1: none; any more are closed, one a message): its length, 0 at the
+ * end, -1 with errno.
+ */
+ssize_t fdstore_recv(int s, char *buf, size_t len, int *fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+	struct iovec iov = {buf, len - 1};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof cbuf};
+	struct cmsghdr *c;
+	ssize_t n;
+	int k, nfd, got;
+
+	*fd = -1;
+	n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -1;
+	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (k = 0; k < nfd; k++) {
+			memcpy(&got, CMSG_DATA(c) + k * sizeof(int), sizeof got);
+			if (*fd < 0)
+				*fd = got;
+			else
+				close(got);
+		}
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+int keeper_connect(const struct sockaddr_un *sa)
+{
+	struct timeval tv = {5, 0};
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		return -errno;
+	if (connect(s, (const struct sockaddr *)sa, sizeof *sa) != 0) {
+		int e = errno;
+
+		close(s);
+		return -e;
+	}
+	/* a keeper that stopped reading must not hold a worker for ever */
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	return s;
+}
+
+/*
+ * Start a keeper on sa: the socket is made and bound here, and becomes its
+ * descriptor 3; it leaves our session (setsid) and is not our child (a
+ * second fork), so it outlives us however we end.
+ */
+int keeper_start(const char *self, const struct sockaddr_un *sa, const char *state_dir,
+		 unsigned grace, char *err, size_t errlen)
+{
+	char gs[16], *argv[] = {(char *)self, "--keeper", (char *)state_dir, gs, NULL};
+	int ls, st, e;
+	pid_t pid;
+
+	snprintf(gs, sizeof gs, "%u", grace);
+	if (self[0] == '\0') {
+		snprintf(err, errlen, "cannot start the keeper: /proc/self/exe unreadable");
+		return -ENOENT;
+	}
+	ls = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (ls < 0)
+		goto fail;
+	unlink(sa->sun_path); /* a stale one: a keeper there would have answered */
+	if (bind(ls, (const struct sockaddr *)sa, sizeof *sa) != 0 ||
+	    chmod(sa->sun_path, 0600) != 0 || listen(ls, 8) != 0)
+		goto fail;
+	pid = fork();
+	if (pid < 0)
+		goto fail;
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (setsid() < 0 || fork() != 0)
+			_exit(0);
+		if (dup2(ls, 3) != 3 || nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 ||
+		    dup2(nul, 2) < 0)
+			_exit(127);
+		execv(self, argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	close(ls);
+	return 0;
+fail:
+	e = errno;
+	if (ls >= 0)
+		close(ls);
+	snprintf(err, errlen, "cannot start the keeper at %s: %s", sa->sun_path, strerror(e));
+	return -e;
 }
 
 /* agentfsd --keeper STATE GRACE, descriptor 3 listening (agentfsd's fdstore.c starts it) */

@@ -9,6 +9,7 @@
 #include "src/daemon/server-int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +257,38 @@ static uid_t bot_socket_uid(const struct bot *b)
 	return b->uid_set && b->uid != 0 ? b->uid : b->owner_uid;
 }
 
+/*
+ * The socket the last agentfsd kept under name, if it still listens at
+ * path: then it is taken as it is, and a client that connected while no
+ * agentfsd ran, waiting in its backlog, is answered now, where a new socket
+ * would have refused it (ENOENT, ECONNREFUSED). -1: none (any other is closed).
+ */
+static int take_socket(const char *name, const char *path)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	socklen_t len;
+	int fd = fdstore_take(name), on = 0;
+
+	if (fd < 0)
+		return -1;
+	len = sizeof on;
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on) {
+		len = sizeof sa;
+		memset(&sa, 0, sizeof sa);
+		if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0 &&
+		    sa.sun_family == AF_UNIX &&
+		    strncmp(sa.sun_path, path, sizeof sa.sun_path) == 0 && lstat(path, &st) == 0 &&
+		    S_ISSOCK(st.st_mode) &&
+		    /* the loop accepts until EAGAIN: a blocking socket would stall it */
+		    (on = fcntl(fd, F_GETFL)) >= 0 &&
+		    ((on & O_NONBLOCK) || fcntl(fd, F_SETFL, on | O_NONBLOCK) == 0))
+			return fd;
+	}
+	close(fd);
+	return -1;
+}
+
 /* A new socket bound at path, its mode set; -errno with err filled */
 static int socket_bind(struct server *srv, const char *path, struct bot *bot, char *err,
 		       size_t errlen)
@@ -329,7 +362,7 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 	}
 	snprintf(store_name, sizeof store_name, "%s%s", bot != NULL ? "bot." : "ctl",
 		 bot != NULL ? bot->name : "");
-	fd = fdstore_take_socket(store_name, path);
+	fd = take_socket(store_name, path);
 	handed = fd >= 0;
 	if (!handed && (fd = socket_bind(srv, path, bot, err, errlen)) < 0)
 		return fd;
@@ -365,9 +398,10 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 		return -ENOMEM;
 	}
 	LIST_INSERT_HEAD(&srv->listeners, ls, entry);
-	/* kept for the next agentfsd (fdstore.c); a handed one is kept already */
-	if (!handed && fdstore_kind() != FDSTORE_NONE &&
-	    fdstore_put(store_name, ls->fd) != 0)
+	/* kept for the next agentfsd (fdstore.c); a handed one is kept already, ours now */
+	if (handed)
+		fdstore_back(store_name, ls->fd, false);
+	else if (fdstore_kind() != FDSTORE_NONE && fdstore_put(store_name, ls->fd) != 0)
 		log_msg(LOG_WARNING, "cannot keep %s for a restart", path);
 	if (bot != NULL)
 		bot->sock = ls;
@@ -384,12 +418,14 @@ static void listener_free(struct listener *ls, bool keep)
 {
 	LIST_REMOVE(ls, entry);
 	event_free(ls->ev);
-	close(ls->fd);
 	event_free(ls->retry);
 	if (!keep) {
 		unlink(ls->path);
 		fdstore_drop(ls->store_name);
+	} else {
+		fdstore_forget(ls->store_name); /* the store's stays, ours goes */
 	}
+	close(ls->fd); /* lent to the store until here (fdstore_put) */
 	free(ls->path);
 	free(ls);
 }

@@ -339,7 +339,11 @@ static int restore_bots(char *err, size_t errlen)
  */
 static bool take_handed(void *arg, const char *name, int fd)
 {
-	return fs_handover_add(arg, name, fd);
+	if (!fs_handover_add(arg, name, fd))
+		return false;
+	if (strcmp(name, "gitlocks") == 0) /* gitlock.c's for good: it is never closed */
+		fdstore_back(name, fd, false);
+	return true;
 }
 
 /*
@@ -353,6 +357,8 @@ static void count_restart(void)
 
 	if (fd >= 0 && pread(fd, &n, sizeof n, 0) == (ssize_t)sizeof n)
 		bots_state.restarts = ++n;
+	if (fd >= 0) /* ours until restart_stop */
+		fdstore_back("daemon", fd, false);
 	if (fd < 0 && fdstore_kind() != FDSTORE_NONE &&
 	    (fd = memfd_create("agentfsd", MFD_CLOEXEC)) >= 0 && fdstore_put("daemon", fd) != 0) {
 		close(fd);
@@ -387,8 +393,10 @@ int restart_start(char *err, size_t errlen)
 
 void restart_stop(void)
 {
-	if (bots_state.restarts_fd >= 0)
+	if (bots_state.restarts_fd >= 0) {
+		fdstore_forget("daemon"); /* the store's stays, for the next agentfsd */
 		close(bots_state.restarts_fd);
+	}
 	bots_state.restarts_fd = -1;
 	if (bots_state.mountinfo_ev != NULL)
 		event_free(bots_state.mountinfo_ev);

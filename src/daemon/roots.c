@@ -440,8 +440,10 @@ static bool root_adopt(struct bot *b, struct root *rt)
 		return false;
 	root_params(b, rt, &mp, wt, sizeof wt);
 	r = fs_adopt(bots_state.fs, bots_state.handover, &mp, &rt->m, &err);
-	if (r == 0)
+	if (r == 0) {
+		fs_mount_keep_back(rt->m); /* a next keeper may be given it (fdstore.c) */
 		return true;
+	}
 	if (r != -ENOENT)
 		log_msg(LOG_WARNING, "bot %s: %s; mounting it afresh", b->name, err.msg);
 	return false;
