@@ -17,8 +17,9 @@
 #  - a restart whose new daemon is short of descriptors: each bot is mounted
 #    (taken over or afresh) or says why not, and the roots it says are
 #    mounted serve;
-#  - the keeper of the next daemon killed, then a create and an rm (nothing
-#    can be kept for a restart);
+#  - the keeper of the next daemon killed: the daemon starts a new one and
+#    gives it everything again, then a create and an rm; it holds what it
+#    held but its old keeper's connection, plus exactly the new keeper's;
 #  - a daemon that cannot open /proc/self/mountinfo (EMFILE, from
 #    tests/fault-inject.so): it takes a bot's root over, and an rm unmounts.
 . "$top_srcdir/tests/daemon-lib.sh"
@@ -101,6 +102,12 @@ restored()
 	wait_until 20 eval '[ "$(restores)" -gt '"$1"' ]' ||
 		diag "no daemon said it restored its bots (log: $(restores) times)"
 	wait_until 20 eval '! afs --json ls | grep -q "\"mounting\""'
+}
+
+# keeper_conn: the daemon's end of its connection to the keeper (a socket inode, from ss)
+keeper_conn()
+{
+	ss -xn 2>/dev/null | awk -v p="$D_STATE/keeper.sock" '$1 == "u_seq" && $5 == p { print $8 }'
 }
 
 nfds()
@@ -207,7 +214,8 @@ is "$(mounts_in "$D_MNT" | awk '{ print $2 }' | sort)" \
 	"... and the mounts under the state folder are exactly those said to be mounted"
 # --- the keeper killed ------------------------------------------------------------------
 # A daemon started as usual takes the mounts over from the one short of
-# descriptors; then its keeper is killed.
+# descriptors; then its keeper is killed: a new one is started and given
+# everything again, from what the daemon holds (it holds no copies).
 daemon_kill TERM
 daemon_wait_gone 10 || bail_out "agentfsd did not stop"
 n=$(restores)
@@ -218,17 +226,32 @@ exec 7<"$D_MNT/a/0/held" || bail_out "cannot open a file of bot a"
 HELD=0
 fd_table >"$T/fds.1"
 k=$(keeper_pids)
-if [ -n "$k" ]; then
+c0=$(keeper_conn)
+if [ -z "$k" ]; then
+	skip "no keeper runs"
+elif ! command -v ss >/dev/null; then
+	skip "ss is missing (iproute2): the keeper's connection cannot be told"
+else
+	is "$(grep -c "$TAB""socket:\[$c0\]\$" "$T/fds.1")" 1 "the daemon holds one connection to its keeper"
+	mark=$(wc -l <"$D_LOG")
 	kill -KILL $k
-	wait_until 5 eval '[ -z "$(keeper_pids)" ]'
+	wait_until 5 eval '! kill -0 '"$k"' 2>/dev/null && [ -n "$(keeper_pids)" ] && [ -n "$(keeper_conn)" ]'
+	wait_until 5 eval 'tail -n +'"$((mark + 1))"' "$D_LOG" | grep -q "a new keeper holds the"'
+	c1=$(keeper_conn)
+	is "$(keeper_pids | wc -w):$([ -n "$c1" ] && [ "$c1" != "$c0" ] && echo new)" "1:new" \
+		"with the keeper killed, a new keeper runs, connected to the daemon"
+	like "$(tail -n +"$((mark + 1))" "$D_LOG")" "a new keeper holds the [0-9]+ descriptors" \
+		"... and the daemon says it gave it everything again"
 	folder nk
-	expect_ok "with the keeper killed, a bot is made all the same" \
-		"$(afs --json create --user 65534 nk "$T/nk")"
+	expect_ok "... a bot is made" "$(afs --json create --user 65534 nk "$T/nk")"
 	is "$(timeout 5 cat "$D_MNT/nk/0/f" 2>&1)" nk "... and serves"
 	expect_ok "... and is deleted" "$(afs --json rm nk)"
-	holds "after the keeper was killed" "$T/fds.1"
-else
-	skip "no keeper runs"
+	# the old keeper's connection goes; the new keeper's is the one descriptor more
+	grep -v "$TAB""socket:\[$c0\]\$" "$T/fds.1" >"$T/fds.1k"
+	fd_table >"$T/fds.2"
+	is "$(join -t "$TAB" -v 2 "$T/fds.1k" "$T/fds.2" | cut -f 2)" "socket:[$c1]" \
+		"... and the daemon holds one descriptor more than before but the old keeper's: the new keeper's connection"
+	holds "after the keeper was killed" "$T/fds.1k"
 fi
 exec 7<&-
 # --- the mount table unreadable ---------------------------------------------------------
