@@ -22,15 +22,6 @@ bot_count()
 }
 
 daemon_start || bail_out "agentfsd did not start"
-# The first mount puts the daemon's lock-file table in the fd store for the
-# daemon's life, which agentfsd then holds twice (its own and the copy it
-# keeps to give a next keeper, fdstore.c): a first bot is made and deleted
-# before the descriptors are counted.
-mkdir "$T/warm"
-expect_ok "a first bot, made and deleted before counting" \
-	"$(afs --json create --user 65534 warm "$T/warm")"
-afs rm warm >/dev/null
-wait_until 5 eval '[ -z "$(mounts_in "$T")" ]'
 pid0=$D_PID
 fds0=$(ls "/proc/$D_PID/fd" | wc -l)
 fds0_list=$(ls -l "/proc/$D_PID/fd" | awk '{ print $9, $10, $11 }')
