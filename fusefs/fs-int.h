@@ -153,9 +153,10 @@ struct inode_table {
  * holds it: what a new server needs to serve the ids the kernel still uses.
  * Records are written under fs->lock before the reply that gives the id out.
  */
-#define NODE_SHIFT 12
+#define NODE_SHIFT 13
 #define NODE_CHUNK (1u << NODE_SHIFT)
-#define NODE_CHUNKS 1024u /* 4M nodes a mount */
+#define NODE_CHUNKS 512u /* 4M nodes a mount */
+#define NODE_CHUNK_MAP (2u << 20) /* a chunk of inodes past the first: one 2 MB huge page */
 #define FH_SHIFT 12
 #define FH_CHUNK (1u << FH_SHIFT)
 #define FH_CHUNKS 256u /* 1M open handles a mount */

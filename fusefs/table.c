@@ -35,6 +35,8 @@
 _Static_assert(sizeof(struct node_rec) == 512, "node records are 512 bytes");
 _Static_assert(sizeof(struct fh_rec) == 32, "handle records are 32 bytes");
 _Static_assert(sizeof(struct table_hdr) <= TABLE_HDR_SIZE, "the header fits its room");
+_Static_assert((size_t)NODE_CHUNK * sizeof(struct inode) <= NODE_CHUNK_MAP,
+	       "a chunk of inodes fits a huge page");
 
 #define NODE_BASE ((uint64_t)TABLE_HDR_SIZE)
 #define FH_BASE (NODE_BASE + (uint64_t)NODE_CHUNKS * NODE_CHUNK * sizeof(struct node_rec))
@@ -42,6 +44,42 @@ _Static_assert(sizeof(struct table_hdr) <= TABLE_HDR_SIZE, "the header fits its 
 
 /* What a stale or unknown fh names: every call on it fails with EBADF. */
 struct fh_ent fh_none = {.fd = -1};
+
+/*
+ * The inodes of node slots are in chunks of NODE_CHUNK: the first an
+ * anonymous mapping of its size, its pages made as nodes are, so an idle
+ * mount holds little; every later one a 2 MB huge page where transparent
+ * huge pages are allowed (madvise, Debian's default), so a first git
+ * status does not pay a page's first touch every 16 nodes (some
+ * microseconds each in a VM, bench/README.md). Where they are off, it is
+ * only memory.
+ */
+static size_t node_chunk_len(unsigned k)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return k == 0 ? ((size_t)NODE_CHUNK * sizeof(struct inode) + page - 1) & ~(page - 1)
+		      : NODE_CHUNK_MAP;
+}
+
+static struct inode *node_chunk_new(unsigned k)
+{
+	size_t len = node_chunk_len(k), lead;
+	char *p = mmap(NULL, k == 0 ? len : 2 * len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (k == 0)
+		return (struct inode *)p;
+	/* 2 MB aligned: the part before and the part after go back */
+	lead = (NODE_CHUNK_MAP - ((uintptr_t)p & (NODE_CHUNK_MAP - 1))) & (NODE_CHUNK_MAP - 1);
+	if (lead > 0)
+		munmap(p, lead);
+	munmap(p + lead + len, len - lead);
+	madvise(p + lead, len, MADV_HUGEPAGE);
+	return (struct inode *)(p + lead);
+}
 
 /*
  * A new mount's tables. Without a memfd (out of descriptors, say) the
@@ -114,7 +152,8 @@ void table_free(struct fs_mount *m)
 
 	if (t->nodes != NULL)
 		for (c = 0; c < NODE_CHUNKS; c++)
-			free(atomic_load(&t->nodes[c]));
+			if (atomic_load(&t->nodes[c]) != NULL)
+				munmap(atomic_load(&t->nodes[c]), node_chunk_len(c));
 	if (t->fhs != NULL)
 		for (c = 0; c < FH_CHUNKS; c++)
 			free(atomic_load(&t->fhs[c]));
@@ -269,12 +308,24 @@ static void *slot(void *_Atomic *chunks, uint32_t idx, unsigned shift, size_t si
 	return c + (idx & ((1u << shift) - 1)) * size;
 }
 
+/* Slot idx of the node table, its chunk made if need be; NULL: out of memory */
+static struct inode *node_slot(struct mtable *t, uint32_t idx)
+{
+	unsigned k = idx >> NODE_SHIFT;
+	struct inode *c = atomic_load_explicit(&t->nodes[k], memory_order_relaxed);
+
+	if (c == NULL) {
+		if ((c = node_chunk_new(k)) == NULL)
+			return NULL;
+		atomic_store_explicit(&t->nodes[k], c, memory_order_release);
+	}
+	return c + (idx & (NODE_CHUNK - 1));
+}
+
 /* Slot idx of the node table, or of the handle table, made if need be (restore.c) */
 struct inode *node_at(struct fs_mount *m, uint32_t idx)
 {
-	return idx < NODE_CHUNKS * NODE_CHUNK
-		       ? slot(m->tab.nodes, idx, NODE_SHIFT, sizeof(struct inode))
-		       : NULL;
+	return idx < NODE_CHUNKS * NODE_CHUNK ? node_slot(&m->tab, idx) : NULL;
 }
 
 struct fh_ent *fh_at(struct fs_mount *m, uint32_t idx)
@@ -307,13 +358,13 @@ struct inode *node_new(struct fs_mount *m)
 
 	if (t->node_free != 0) {
 		idx = t->node_free;
-		i = slot(t->nodes, idx, NODE_SHIFT, sizeof *i);
+		i = node_slot(t, idx);
 		t->node_free = i->free_next;
 	} else {
 		if (t->node_hwm >= NODE_CHUNKS * NODE_CHUNK)
 			return NULL;
 		idx = t->node_hwm;
-		i = slot(t->nodes, idx, NODE_SHIFT, sizeof *i);
+		i = node_slot(t, idx);
 		if (i == NULL)
 			return NULL;
 		if (idx >= t->node_ready)
