@@ -165,103 +165,7 @@ struct inode_table {
 #define JOURNAL_SLOTS 66 /* a mount's reader, 64 workers, the lock thread */
 #define TABLE_REPOS 32	 /* repositories the bot made that a takeover keeps as its own */
 
-/* node_rec.flags */
-#define NR_BYNAME 0x1u	 /* no handle yet: opened by parent and name, checked */
-#define NR_BIRTH 0x2u	 /* birth_* known */
-#define NR_SEALED 0x4u	 /* inode.sealed */
-#define NR_NAME_CUT 0x8u /* the name did not fit: not reopened by name */
-
-/* A node's durable record (512 bytes; restore.c rebuilds the inode from it). */
-struct node_rec {
-	uint32_t gen; /* 0: a free slot; written last when a node is made */
-	uint32_t flags;
-	uint64_t dev, ino;
-	uint64_t nlookup; /* the kernel's references */
-	uint64_t parent;  /* its folder's node id, 0: none */
-	int64_t birth_sec;
-	uint32_t birth_nsec;
-	uint32_t type; /* S_IFMT bits */
-	uint32_t cls;  /* CLS_* */
-	int32_t backing_id;
-	int32_t mount_idx; /* its handle's underlying mount (table_hdr.mount_ids), -1: none */
-	uint32_t handle_bytes;
-	int32_t handle_type;
-	uint32_t nlink;
-	unsigned char handle[HANDLE_MAX];
-	char name[256];
-	char pad[48];
-};
-
-/* fh_ent.flags and fh_rec.flags */
-#define FHF_PASSTHROUGH 0x1u /* backing_open_begin() said yes */
-#define FHF_CHECKED 0x2u     /* writes to an X4 file: each checked (seal.c) */
-#define FHF_KEPT 0x4u	     /* its fd is held by the fd store too (locks outlive us) */
-#define FHF_WRITES 0x8u	     /* opened to write: counted in write_opens */
-
-/* An open handle's durable record */
-struct fh_rec {
-	uint32_t gen; /* 0: free */
-	uint32_t flags;
-	uint64_t node; /* node id */
-	int32_t open_flags;
-	uint32_t pad[3];
-};
-
-/*
- * The request a thread is serving, for one that comes again after a crash
- * (FUSE_NOTIFY_RESEND): a name change or write done but not answered is
- * answered from here, not done twice (restore.c, journal.c).
- */
-#define JS_STARTED 1u
-#define JS_DONE 2u
-struct journal_slot {
-	uint64_t unique; /* without FUSE_UNIQUE_RESEND; 0: none */
-	uint32_t opcode;
-	uint32_t state; /* 0: none, JS_STARTED, JS_DONE */
-	int64_t result; /* 0 or -errno; a write's count */
-	uint64_t aux;	/* the handle a create opened (0: none yet); or journal_note's */
-};
-
-#define TABLE_MAGIC "agentfs\x01"
-#define TABLE_VERSION 1u
-
-/* The first 64 KiB of a mount's table memfd: what the mount is, and how it was set up */
-struct table_hdr {
-	char magic[8];
-	uint32_t version, hdr_size, node_rec_size, fh_rec_size;
-	uint64_t node_base, fh_base, size;
-	uint32_t node_hwm, fh_hwm; /* slots ever used */
-	uint64_t key;		   /* names its descriptors in the fd store (keep.c) */
-	uint64_t mnt_id;
-	uint32_t kattrs;
-	uint32_t flags; /* TH_* */
-	uint32_t restarts;
-	uint32_t nmount_ids;
-	int64_t mounted_at;
-	uint32_t init_in_len, init_out_len;
-	unsigned char init_in[128], init_out[128]; /* INIT's bytes, after the in header */
-	int32_t mount_ids[TABLE_MOUNTS];
-	struct journal_slot journal[JOURNAL_SLOTS]; /* each serving thread's, now (journal.c) */
-	struct journal_slot replay[JOURNAL_SLOTS];  /* the last server's, for requests resent */
-	uint32_t nbot_repos; /* the repositories the bot made (allow_new_repos), for a takeover */
-	struct table_repo {
-		uint64_t dev, ino;
-		char path[1024]; /* from the root */
-	} bot_repos[TABLE_REPOS];
-	char source[PATH_MAX], mountpoint[PATH_MAX];
-	/*
-	 * -o uring (uring.c): the arena kept as m<key>.ring, mapped at ring_addr
-	 * in every server; 0: not over io_uring. Last, so that a table made
-	 * before these fields has them 0.
-	 */
-	uint64_t ring_addr, ring_len;
-	uint32_t ring_nq, ring_epq, ring_payload, ring_slot;
-};
-#define TH_INIT 0x1u	    /* INIT answered, init_* hold it */
-#define TH_PASSTHROUGH 0x2u /* and passthrough was enabled */
-#define TH_HANDLES 0x4u	    /* the source has file handles */
-#define TH_RESEND 0x8u	    /* the kernel resends requests a dead server read (FUSE_HAS_RESEND) */
-#define TABLE_HDR_SIZE 65536u
+#include "fusefs/table-rec.h" /* the table memfd's layout */
 
 /* An open handle (table.c): fi->fh names it */
 struct fh_ent {
@@ -282,6 +186,7 @@ struct mtable {
 	uint32_t node_ready;	      /* [fs->lock] slots below it made present (table.c) */
 	void *_Atomic *fhs;	      /* FH_CHUNKS chunks of struct fh_ent */
 	uint32_t fh_hwm, fh_free;     /* [fs->lock] */
+	uint32_t ovf_hwm, ovf_free;   /* [fs->lock] overflow records used; free list */
 };
 
 /*

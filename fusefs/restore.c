@@ -54,7 +54,8 @@ struct handed_mount {
 	int mnt[TABLE_MOUNTS];
 	struct handed_fh *fhs;
 	size_t nfhs;
-	bool done; /* adopted, or ended */
+	bool done;	/* adopted, or ended */
+	bool converted; /* its table is a new one (adopt_convert), lent to the store */
 };
 
 /*
@@ -292,11 +293,12 @@ static const char *hdr_unusable(const struct handed_mount *hm, const struct fs_m
 
 	if (memcmp(h->magic, TABLE_MAGIC, sizeof h->magic) != 0)
 		return "its table is not an agentfs table";
-	if (h->version != TABLE_VERSION || h->hdr_size != TABLE_HDR_SIZE ||
-	    h->node_rec_size != sizeof(struct node_rec) ||
-	    h->fh_rec_size != sizeof(struct fh_rec) ||
-	    h->size !=
-		    (uint64_t)h->fh_base + (uint64_t)FH_CHUNKS * FH_CHUNK * sizeof(struct fh_rec))
+	if (!table_v1_layout(h) &&
+	    (h->version != TABLE_VERSION || h->hdr_size != TABLE_HDR_SIZE ||
+	     h->node_rec_size != sizeof(struct node_rec) ||
+	     h->fh_rec_size != sizeof(struct fh_rec) || h->node_base != NODE_BASE ||
+	     h->fh_base != FH_BASE || h->ovf_base != OVF_BASE ||
+	     h->ovf_rec_size != sizeof(struct node_ovf) || h->size != TABLE_SIZE))
 		return "its table has another layout than this agentfsd reads";
 	if (!(h->flags & TH_INIT) || h->init_in_len < 16 || h->init_out_len < 24)
 		return "its kernel INIT was not recorded";
@@ -369,6 +371,7 @@ static bool born_after(const struct inode *a, const struct inode *b)
 /* Node idx from its record r (fs->lock held): false when out of memory */
 static bool restore_node(struct fs_mount *m, struct inode *i, const struct node_rec *r)
 {
+	struct rec_names n;
 	struct inode *o;
 
 	i->used = true;
@@ -386,21 +389,21 @@ static bool restore_node(struct fs_mount *m, struct inode *i, const struct node_
 	i->backing_id = r->backing_id;
 	i->owner = m;
 	i->fd = -1;
-	i->mount_fd_idx = r->mount_idx;
 	i->ggen = UINT64_MAX; /* classified again at its next use */
-	if (r->mount_idx >= 0 && (size_t)r->mount_idx < m->nmount_fds && r->handle_bytes > 0 &&
-	    r->handle_bytes <= HANDLE_MAX) {
-		i->handle = malloc(sizeof *i->handle + r->handle_bytes);
+	rec_names_get(&m->tab, r, &n);
+	i->mount_fd_idx = n.mount_idx;
+	if (n.mount_idx >= 0 && (size_t)n.mount_idx < m->nmount_fds && n.handle_bytes > 0) {
+		i->handle = malloc(sizeof *i->handle + n.handle_bytes);
 		if (i->handle == NULL)
 			return false;
-		i->handle->handle_bytes = r->handle_bytes;
-		i->handle->handle_type = r->handle_type;
-		memcpy(i->handle->f_handle, r->handle, r->handle_bytes);
+		i->handle->handle_bytes = n.handle_bytes;
+		i->handle->handle_type = n.handle_type;
+		memcpy(i->handle->f_handle, n.handle, n.handle_bytes);
 	}
 	/* no handle: found again by its folder and name, checked by identity (inode.c) */
 	i->byname = i->handle == NULL;
 	i->lazy = i->handle == NULL && m->handles && !S_ISDIR(i->type);
-	if (!(r->flags & NR_NAME_CUT) && (i->name = strndup(r->name, sizeof r->name - 1)) == NULL)
+	if (!n.name_cut && (i->name = strdup(n.name)) == NULL)
 		return false;
 	o = inode_find(m, i->dev, i->ino);
 	if (o == NULL || o == &m->root) {
@@ -440,6 +443,7 @@ static int restore_nodes(struct fs_mount *m, struct fs_error *err)
 			res = -ENOMEM;
 		}
 	}
+	table_ovf_rebuild(t); /* its free overflow records, from the live ones */
 	for (k = 1; k < t->node_hwm && res == 0; k++) {
 		i = node_at(m, k);
 		if (!i->used || (r = node_rec(m, i))->parent == 0)
@@ -631,6 +635,40 @@ static int adopt_serve(struct fs *fs, struct fs_mount *m, struct handed_mount *h
 	return r;
 }
 
+/*
+ * A table of version 1 (an older agentfsd's, at an upgrade): converted
+ * into a new memfd (noderec.c), which replaces the old one in the fd store
+ * under its name, so a later server finds this version's. A server killed
+ * between the store's two steps leaves the mount without a table there:
+ * the next one ends it and mounts afresh.
+ */
+static int adopt_convert(struct fs *fs, struct handed_mount *hm, struct fs_error *err)
+{
+	char name[64];
+	int fd;
+
+	if (hm->hdr->version != 1)
+		return 0;
+	fd = table_convert_v1(hm->table);
+	if (fd < 0) {
+		fs_seterr(err, -fd, "cannot convert its table of version 1: %s", strerror(-fd));
+		return fd;
+	}
+	set_fd(&hm->table, fd);
+	if (fs->p.keep != NULL) {
+		/* lent, as keep_mount's: open at that number until unkept (fs_adopt's fail too) */
+		snprintf(name, sizeof name, "m%016" PRIx64 ".table", hm->key);
+		if (fs->p.unkeep != NULL)
+			fs->p.unkeep(fs->p.keep_arg, name);
+		hm->converted = true;
+		if (fs->p.keep(fs->p.keep_arg, name, fd, 0) != 0)
+			fs_log(fs, FS_LOG_WARN, "%s: cannot keep its converted table for a restart",
+			       hm->hdr->mountpoint);
+	}
+	fs_log(fs, FS_LOG_INFO, "%s: its table converted from version 1", hm->hdr->mountpoint);
+	return 0;
+}
+
 int fs_adopt(struct fs *fs, struct fs_handover *h, const struct fs_mount_params *p,
 	     struct fs_mount **out, struct fs_error *err)
 {
@@ -676,6 +714,8 @@ int fs_adopt(struct fs *fs, struct fs_handover *h, const struct fs_mount_params 
 	/* counted in its bot's groups as a fresh mount is, or refused as one */
 	if ((r = mount_groups(m, p, err)) != 0)
 		goto fail;
+	if ((r = adopt_convert(fs, hm, err)) != 0)
+		goto fail;
 	if ((r = table_map(m, hm->table)) != 0) {
 		fs_seterr(err, -r, "cannot map the table of %s: %s", p->mountpoint, strerror(-r));
 		goto fail;
@@ -698,6 +738,12 @@ int fs_adopt(struct fs *fs, struct fs_handover *h, const struct fs_mount_params 
 fail:
 	if (m != NULL) {
 		m->kept = false; /* the store's copies go below, by name */
+		if (hm->converted && hm->table < 0 && fs->p.unkeep != NULL) {
+			char name[64]; /* the new table is the mount's: unkept before it is closed */
+
+			snprintf(name, sizeof name, "m%016" PRIx64 ".table", hm->key);
+			fs->p.unkeep(fs->p.keep_arg, name);
+		}
 		fs_mount_free(m);
 	}
 	handed_end(fs, hm);

@@ -32,15 +32,8 @@
 #endif
 #define POPULATE_NODES 256u /* node slots made present at once, at most: 190 KiB */
 
-_Static_assert(sizeof(struct node_rec) == 512, "node records are 512 bytes");
-_Static_assert(sizeof(struct fh_rec) == 32, "handle records are 32 bytes");
-_Static_assert(sizeof(struct table_hdr) <= TABLE_HDR_SIZE, "the header fits its room");
 _Static_assert((size_t)NODE_CHUNK * sizeof(struct inode) <= NODE_CHUNK_MAP,
 	       "a chunk of inodes fits a huge page");
-
-#define NODE_BASE ((uint64_t)TABLE_HDR_SIZE)
-#define FH_BASE (NODE_BASE + (uint64_t)NODE_CHUNKS * NODE_CHUNK * sizeof(struct node_rec))
-#define TABLE_SIZE (FH_BASE + (uint64_t)FH_CHUNKS * FH_CHUNK * sizeof(struct fh_rec))
 
 /* What a stale or unknown fh names: every call on it fails with EBADF. */
 struct fh_ent fh_none = {.fd = -1};
@@ -81,42 +74,18 @@ static struct inode *node_chunk_new(unsigned k)
 	return (struct inode *)(p + lead);
 }
 
-/*
- * A new mount's tables. Without a memfd (out of descriptors, say) the
- * records go to anonymous memory: the mount works, but cannot be handed to
- * another server.
- */
+/* A new mount's tables (the memfd's layout: noderec.c) */
 int table_init(struct fs_mount *m, struct fs_error *err)
 {
 	struct mtable *t = &m->tab;
 
-	t->memfd = memfd_create("agentfs-table", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (t->memfd >= 0 && (ftruncate(t->memfd, (off_t)TABLE_SIZE) != 0 ||
-			      fcntl(t->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)) {
-		close(t->memfd);
-		t->memfd = -1;
-	}
-	t->map = mmap(NULL, TABLE_SIZE, PROT_READ | PROT_WRITE,
-		      t->memfd >= 0 ? MAP_SHARED : MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
-		      t->memfd, 0);
 	t->nodes = calloc(NODE_CHUNKS, sizeof *t->nodes);
 	t->fhs = calloc(FH_CHUNKS, sizeof *t->fhs);
-	if (t->map == MAP_FAILED || t->nodes == NULL || t->fhs == NULL) {
-		if (t->map == MAP_FAILED)
-			t->map = NULL;
+	if (t->nodes == NULL || t->fhs == NULL || table_create(t) != 0) {
 		table_free(m);
 		fs_seterr(err, ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
-	t->hdr = (struct table_hdr *)t->map;
-	memcpy(t->hdr->magic, TABLE_MAGIC, sizeof t->hdr->magic);
-	t->hdr->version = TABLE_VERSION;
-	t->hdr->hdr_size = TABLE_HDR_SIZE;
-	t->hdr->node_rec_size = sizeof(struct node_rec);
-	t->hdr->fh_rec_size = sizeof(struct fh_rec);
-	t->hdr->node_base = NODE_BASE;
-	t->hdr->fh_base = FH_BASE;
-	t->hdr->size = TABLE_SIZE;
 	if (getrandom(&t->hdr->key, sizeof t->hdr->key, GRND_NONBLOCK) != sizeof t->hdr->key)
 		t->hdr->key =
 			(uint64_t)(uintptr_t)m ^ (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid();
@@ -251,7 +220,7 @@ void table_bot_repos(struct fs_mount *m)
 
 struct node_rec *node_rec(struct fs_mount *m, const struct inode *i)
 {
-	return (struct node_rec *)(m->tab.map + NODE_BASE) + i->idx;
+	return table_rec(&m->tab, i->idx);
 }
 
 struct fh_rec *fh_rec(struct fs_mount *m, uint32_t idx)
@@ -384,7 +353,7 @@ struct inode *node_new(struct fs_mount *m)
 /* The kernel forgot i: its slot goes back, its generation moves on (fs->lock held) */
 void node_gone(struct fs_mount *m, struct inode *i)
 {
-	node_rec(m, i)->gen = 0;
+	rec_gone(&m->tab, node_rec(m, i));
 	i->used = false;
 	atomic_store_explicit(&i->gen, atomic_load_explicit(&i->gen, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
@@ -392,20 +361,35 @@ void node_gone(struct fs_mount *m, struct inode *i)
 	m->tab.node_free = i->idx;
 }
 
+/* Its handle and name into the record, as the inode has them now (fs->lock held) */
+static void node_rec_names(struct fs_mount *m, struct inode *i, struct node_rec *r)
+{
+	struct rec_names n = {.mount_idx = -1};
+	size_t len = i->name != NULL ? strlen(i->name) : 0;
+
+	if (i->handle != NULL && i->handle->handle_bytes > 0 &&
+	    i->handle->handle_bytes <= HANDLE_MAX && i->mount_fd_idx >= 0 &&
+	    i->mount_fd_idx < TABLE_MOUNTS) {
+		n.handle_type = i->handle->handle_type;
+		n.handle_bytes = (uint8_t)i->handle->handle_bytes;
+		n.mount_idx = (int8_t)i->mount_fd_idx;
+		memcpy(n.handle, i->handle->f_handle, n.handle_bytes);
+	}
+	n.name_cut = len >= sizeof n.name;
+	if (!n.name_cut)
+		memcpy(n.name, i->name != NULL ? i->name : "", len + 1);
+	rec_names_set(&m->tab, r, &n);
+	if (n.mount_idx >= 0)
+		r->flags &= ~NR_BYNAME;
+}
+
 /* Its folder and name, as inode_set_parent() changed them (fs->lock held) */
 void node_rec_place(struct fs_mount *m, struct inode *i)
 {
 	struct node_rec *r = node_rec(m, i);
-	size_t n = i->name != NULL ? strlen(i->name) : 0;
 
 	r->parent = i->parent != NULL ? node_id(m, i->parent) : 0;
-	if (n < sizeof r->name) {
-		memcpy(r->name, i->name != NULL ? i->name : "", n + 1);
-		r->flags &= ~NR_NAME_CUT;
-	} else {
-		r->name[0] = '\0';
-		r->flags |= NR_NAME_CUT;
-	}
+	node_rec_names(m, i, r);
 }
 
 /* Its file handle, made now (fs->lock held) */
@@ -413,16 +397,7 @@ void node_rec_handle(struct fs_mount *m, struct inode *i)
 {
 	struct node_rec *r = node_rec(m, i);
 
-	if (i->handle == NULL || i->handle->handle_bytes > HANDLE_MAX ||
-	    i->mount_fd_idx >= TABLE_MOUNTS) {
-		r->mount_idx = -1;
-		return;
-	}
-	memcpy(r->handle, i->handle->f_handle, i->handle->handle_bytes);
-	r->handle_bytes = i->handle->handle_bytes;
-	r->handle_type = i->handle->handle_type;
-	r->mount_idx = i->mount_fd_idx;
-	r->flags &= ~NR_BYNAME;
+	node_rec_names(m, i, r);
 }
 
 /* The whole record of a node just made (fs->lock held); its generation last */
@@ -439,14 +414,12 @@ void node_rec_fill(struct fs_mount *m, struct inode *i)
 	r->nlookup = i->nlookup;
 	r->birth_sec = i->birth.sec;
 	r->birth_nsec = i->birth.nsec;
-	r->type = i->type;
+	r->type = (uint16_t)i->type;
 	r->cls = i->cls;
 	r->backing_id = i->backing_id;
 	r->nlink = (uint32_t)i->nlink;
-	r->handle_bytes = 0;
-	r->mount_idx = -1;
-	node_rec_handle(m, i);
-	node_rec_place(m, i);
+	r->parent = i->parent != NULL ? node_id(m, i->parent) : 0;
+	node_rec_names(m, i, r);
 	/* no store above may move past this one: a process killed here leaves a free slot */
 	atomic_signal_fence(memory_order_seq_cst);
 	r->gen = atomic_load_explicit(&i->gen, memory_order_relaxed);

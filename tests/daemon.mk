@@ -38,6 +38,7 @@ DAEMON_TESTS = \
 	tests/daemon-handover.sh \
 	tests/daemon-handover-uring.sh \
 	tests/daemon-keeper.sh \
+	tests/daemon-upgrade.sh \
 	tests/daemon-systemd.sh
 TESTS += $(DAEMON_TESTS)
 EXTRA_DIST += tests/daemon-lib.sh tests/handover-lib.sh $(DAEMON_TESTS)

@@ -47,6 +47,13 @@ tests_unit_authority_SOURCES = tests/unit-authority.c tests/guard-tap.h src/daem
 tests_unit_authority_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_unit_authority_LDADD = src/libagentfs-common.a gitguard/libgitguard.a $(CJSON_LIBS)
 
+# The node records of a mount's table memfd (fusefs/noderec.c): a version 1 table
+# converted, a live record's switch, the overflow free list. No root needed.
+check_PROGRAMS += tests/unit-noderec
+TESTS += tests/unit-noderec
+tests_unit_noderec_SOURCES = tests/unit-noderec.c tests/guard-tap.h fusefs/noderec.c
+tests_unit_noderec_CFLAGS = $(AM_CFLAGS) $(FUSE_CFLAGS)
+
 # gitguard's layout questions (gitguard/layout.c), in a temporary folder.
 check_PROGRAMS += tests/unit-guard-layout
 TESTS += tests/unit-guard-layout
