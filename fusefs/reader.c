@@ -314,6 +314,7 @@ void reader_start(struct fs_mount *m)
 	pthread_attr_t a;
 	pthread_t t;
 	int fd = m->dev_fd, e;
+	bool taken = fd >= 0;
 
 	/* a mount taken over reads the clone its previous server read (restore.c) */
 	if (fd < 0)
@@ -339,8 +340,15 @@ void reader_start(struct fs_mount *m)
 		pthread_mutex_lock(&m->fs->lock);
 		m->busy--;
 		pthread_mutex_unlock(&m->fs->lock);
-		m->dev_fd = -1;
-		close(fd);
+		/*
+		 * A clone taken over stays m's (reader_free closes it): the fd
+		 * store may know it by this number (fs_mount_keep_back) until
+		 * the mount is unkept. Only one opened here goes.
+		 */
+		if (!taken) {
+			m->dev_fd = -1;
+			close(fd);
+		}
 		return;
 	}
 	/*
