@@ -27,7 +27,7 @@ keys_cleanup()
 		case "$id" in [0-9]*) as_user "$KEYS" unlink "$id" @u >/dev/null ;; esac
 	done
 	(exit "$rc")
-	exec_user_cleanup
+	daemon_cleanup
 }
 trap keys_cleanup EXIT
 

@@ -71,19 +71,18 @@ elif command -v python3 >/dev/null 2>&1; then
 fi
 
 # A user and an extra group of our own; useradd may meet another test's
-# lock on /etc/passwd, so it is retried.
+# lock on /etc/passwd, so it is retried. They go last, once the daemon, its
+# sandboxes and every process of the test are gone (userdel refuses a user
+# whose processes run: under a sanitizer they could outlive a first try).
 EX_USER=afs-u$$
 EX_GROUP=afs-g$$
-exec_user_cleanup()
+exec_user_del()
 {
-	local rc=$?
-	host_del userdel "$EX_USER"
-	host_del groupdel "$EX_USER"
-	host_del groupdel "$EX_GROUP"
-	(exit "$rc")
-	daemon_cleanup
+	host_del userdel "$EX_USER" && host_del groupdel "$EX_USER" &&
+		host_del groupdel "$EX_GROUP" ||
+		echo "# exec-lib.sh: cannot delete the test user $EX_USER or its groups" >&2
 }
-trap exec_user_cleanup EXIT
+lib_exit_hook=exec_user_del
 command -v useradd >/dev/null || skip_all "useradd is missing"
 for _i in 1 2 3 4 5 6 7 8 9 10; do
 	getent group "$EX_GROUP" >/dev/null || groupadd "$EX_GROUP" 2>/dev/null

@@ -38,15 +38,13 @@ for _i in 1 2 3 4 5 6 7 8 9 10; do
 	sleep 0.3
 done
 getent passwd "$OP2" >/dev/null || bail_out "cannot make the user $OP2"
-op_cleanup()
+op_user_del()
 {
-	local rc=$?
-	host_del userdel "$OP2"
-	host_del groupdel "$OP2"
-	(exit "$rc")
-	exec_user_cleanup
+	host_del userdel "$OP2" && host_del groupdel "$OP2" ||
+		echo "# exec-operator.sh: cannot delete the user $OP2" >&2
+	exec_user_del
 }
-trap op_cleanup EXIT
+lib_exit_hook=op_user_del
 op() { as_u "$EX_USER" "$AGENTFS" --socket "$D_SOCK" "$@"; }
 op2() { as_u "$OP2" "$AGENTFS" --socket "$D_SOCK" "$@"; }
 

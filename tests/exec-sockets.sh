@@ -23,7 +23,7 @@ exec_sockets_cleanup()
 	local rc=$?
 	rm -rf "$RUN"
 	(exit "$rc")
-	exec_user_cleanup
+	daemon_cleanup
 }
 trap exec_sockets_cleanup EXIT
 mkdir -m 0755 "$RUN" || bail_out "cannot make $RUN"

@@ -542,6 +542,10 @@ loop_unmount()
 	return 0
 }
 
+# lib_exit_hook: a command lib_cleanup runs last, once every process and
+# mount of the test is gone (exec-lib.sh deletes its test user then)
+lib_exit_hook=
+
 lib_cleanup()
 {
 	local rc=$? m p i
@@ -584,6 +588,7 @@ lib_cleanup()
 		echo "# test stopped early (status $rc) after $tap_n results"
 		[ "$rc" -eq 0 ] && rc=99
 	fi
+	[ -n "$lib_exit_hook" ] && $lib_exit_hook
 	exit "$rc"
 }
 
