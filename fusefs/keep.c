@@ -95,6 +95,28 @@ void keep_mount(struct fs_mount *m)
 	free(fds);
 }
 
+/* Each kept file of m given back to the store (back), or let go of */
+static void kept_fhs(struct fs_mount *m, bool back)
+{
+	struct fh_ent *c;
+	char role[32];
+	uint32_t k;
+
+	for (k = 1; k < m->tab.fh_hwm; k++) {
+		c = atomic_load(&m->tab.fhs[k >> FH_SHIFT]);
+		if (c == NULL)
+			continue;
+		c += k & (FH_CHUNK - 1);
+		if (c->fd < 0 || !(c->flags & FHF_KEPT))
+			continue;
+		snprintf(role, sizeof role, "fh%" PRIx64, (uint64_t)atomic_load(&c->gen) << 32 | k);
+		if (back)
+			keep_one(m, role, c->fd, FS_KEEP_BACK);
+		else
+			unkeep_one(m, role);
+	}
+}
+
 /*
  * m was taken over (fs_adopt): what the store held of it and the mount
  * took is the mount's for good now (closed only after keep_unmount), so
@@ -103,7 +125,6 @@ void keep_mount(struct fs_mount *m)
  */
 void fs_mount_keep_back(struct fs_mount *m)
 {
-	struct fh_ent *c;
 	char role[32];
 	uint32_t k;
 	int rfd;
@@ -125,17 +146,7 @@ void fs_mount_keep_back(struct fs_mount *m)
 		snprintf(role, sizeof role, "mnt%u", k);
 		keep_one(m, role, m->mount_fds[k], FS_KEEP_BACK);
 	}
-	for (k = 1; k < m->tab.fh_hwm; k++) {
-		c = atomic_load(&m->tab.fhs[k >> FH_SHIFT]);
-		if (c == NULL)
-			continue;
-		c += k & (FH_CHUNK - 1);
-		if (c->fd >= 0 && (c->flags & FHF_KEPT)) {
-			snprintf(role, sizeof role, "fh%" PRIx64,
-				 (uint64_t)atomic_load(&c->gen) << 32 | k);
-			keep_one(m, role, c->fd, FS_KEEP_BACK);
-		}
-	}
+	kept_fhs(m, true);
 	pthread_mutex_unlock(&m->fs->lock);
 }
 
@@ -197,7 +208,6 @@ void keep_release(struct fs_mount *m, uint64_t fh, int fd)
 /* The mount ends: the store lets go of all of it. */
 void keep_unmount(struct fs_mount *m)
 {
-	struct fh_ent *c;
 	char role[32];
 	uint32_t k;
 
@@ -212,17 +222,7 @@ void keep_unmount(struct fs_mount *m)
 		snprintf(role, sizeof role, "mnt%u", k);
 		unkeep_one(m, role);
 	}
-	for (k = 1; k < m->tab.fh_hwm; k++) {
-		c = atomic_load(&m->tab.fhs[k >> FH_SHIFT]);
-		if (c == NULL)
-			continue;
-		c += k & (FH_CHUNK - 1);
-		if (c->fd >= 0 && (c->flags & FHF_KEPT)) {
-			snprintf(role, sizeof role, "fh%" PRIx64,
-				 (uint64_t)atomic_load(&c->gen) << 32 | k);
-			unkeep_one(m, role);
-		}
-	}
+	kept_fhs(m, false);
 	m->kept = false;
 }
 
