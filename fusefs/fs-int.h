@@ -24,6 +24,10 @@
  *   inode.c        inodes: lookups, references, the O_PATH fd cache, file handles
  *   table.c        the tables ids index: node ids, open handles, (dev, ino); their
  *                  records in the mount's table memfd, which outlive the process
+ *   noderec.c      the node records' layout in that memfd (a handle and name
+ *                  inline, or in an overflow record), and the conversion of a
+ *                  table of version 1 at an upgrade
+ *   table-rec.h    the table memfd's layout (part of this file)
  *   keep.c         what outlives the process for a restart: the mounts' /dev/fuse
  *                  descriptors, tables and locked files in the fd store; fs_handover
  *   restore.c      taking a kept mount over: fs_adopt, the same kernel mount
