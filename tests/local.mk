@@ -47,6 +47,14 @@ tests_unit_authority_SOURCES = tests/unit-authority.c tests/guard-tap.h src/daem
 tests_unit_authority_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_unit_authority_LDADD = src/libagentfs-common.a gitguard/libgitguard.a $(CJSON_LIBS)
 
+# keeper_start (src/daemon/keeper.c) with descriptor 3 free or taken: the
+# keeper it starts listens on 3. Root (the keeper serves root only) and a
+# built src/agentfsd (it is the keeper).
+check_PROGRAMS += tests/unit-keeper
+TESTS += tests/unit-keeper
+tests_unit_keeper_SOURCES = tests/unit-keeper.c tests/guard-tap.h src/daemon/keeper.c
+tests_unit_keeper_LDADD = src/libagentfs-common.a
+
 # The node records of a mount's table memfd (fusefs/noderec.c): a version 1 table
 # converted, a live record's switch, the overflow free list. No root needed.
 check_PROGRAMS += tests/unit-noderec

@@ -288,6 +288,19 @@ int keeper_connect(const struct sockaddr_un *sa)
 }
 
 /*
+ * fd as descriptor at, kept across exec. dup2() onto itself changes
+ * nothing, so a descriptor already there (a socket made while 3 was the
+ * lowest free one) would keep its close-on-exec flag and be gone in the
+ * keeper, which then never answers.
+ */
+static int fd_at(int fd, int at)
+{
+	if (fd == at)
+		return fcntl(at, F_SETFD, 0);
+	return dup2(fd, at) == at ? 0 : -1;
+}
+
+/*
  * Start a keeper on sa: the socket is made and bound here, and becomes its
  * descriptor 3; it leaves our session (setsid) and is not our child (a
  * second fork), so it outlives us however we end.
@@ -315,12 +328,13 @@ int keeper_start(const char *self, const struct sockaddr_un *sa, const char *sta
 	if (pid < 0)
 		goto fail;
 	if (pid == 0) {
-		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+		int nul;
 
 		if (setsid() < 0 || fork() != 0)
 			_exit(0);
-		if (dup2(ls, 3) != 3 || nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 ||
-		    dup2(nul, 2) < 0)
+		/* 3 first: /dev/null must not be opened there and then replaced */
+		if (fd_at(ls, 3) != 0 || (nul = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0 ||
+		    fd_at(nul, 0) != 0 || fd_at(nul, 1) != 0 || fd_at(nul, 2) != 0)
 			_exit(127);
 		execv(self, argv);
 		_exit(127);
@@ -345,9 +359,16 @@ int keeper_main(int argc, char **argv)
 	unsigned grace = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 60;
 	int64_t deadline = 0;
 	struct rlimit rl;
-	int nclients = 0, k, c, timeout;
+	int nclients = 0, k, c, timeout, on = 0;
+	socklen_t len = sizeof on;
 
 	close_range(4, ~0U, 0);
+	/* without it, poll would report 3 invalid for ever: say so and end */
+	if (getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0 || !on) {
+		fprintf(stderr, "agentfsd --keeper: descriptor 3 is not a listening socket "
+				"(agentfsd starts its keeper itself)\n");
+		return 1;
+	}
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
