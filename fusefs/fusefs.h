@@ -104,13 +104,17 @@ struct fs_params {
 	 * (for a keeper that replaces one that ended); FS_KEEP_GIVE: fd is
 	 * the store's from now, whatever keep() returns; FS_KEEP_BACK: fd
 	 * was handed over under name (fs_handover_add) and is the mount's
-	 * for good now: the store has it already, lent from here on. Called
+	 * for good now: the store has it already, lent from here on;
+	 * FS_KEEP_REPLACE: something may be kept under name already, which fd
+	 * replaces, in one step where the store can (the keeper; systemd's
+	 * store keeps several under one name, so it is let go of first). Called
 	 * from any thread, also with the server's lock held: quick, never
 	 * waiting long. NULL: nothing outlives the process.
 	 */
 	int (*keep)(void *arg, const char *name, int fd, int how);
 #define FS_KEEP_GIVE 1
 #define FS_KEEP_BACK 2
+#define FS_KEEP_REPLACE 4
 	void (*unkeep)(void *arg, const char *name);
 	void *keep_arg;
 };

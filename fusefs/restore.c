@@ -638,8 +638,11 @@ static int adopt_serve(struct fs *fs, struct fs_mount *m, struct handed_mount *h
 /*
  * A table of version 1 (an older agentfsd's, at an upgrade): converted
  * into a new memfd (noderec.c), which replaces the old one in the fd store
- * under its name, so a later server finds this version's. A server killed
- * between the store's two steps leaves the mount without a table there:
+ * under its name, so a later server finds this version's. The keeper
+ * replaces it in one step: a server killed at any point leaves the old
+ * table there or the new one, and the next converts again or takes the
+ * new. systemd's store takes two (the old let go of, the new added): a
+ * server killed between them leaves the mount without a table there, and
  * the next one ends it and mounts afresh.
  */
 static int adopt_convert(struct fs *fs, struct handed_mount *hm, struct fs_error *err)
@@ -658,10 +661,8 @@ static int adopt_convert(struct fs *fs, struct handed_mount *hm, struct fs_error
 	if (fs->p.keep != NULL) {
 		/* lent, as keep_mount's: open at that number until unkept (fs_adopt's fail too) */
 		snprintf(name, sizeof name, "m%016" PRIx64 ".table", hm->key);
-		if (fs->p.unkeep != NULL)
-			fs->p.unkeep(fs->p.keep_arg, name);
 		hm->converted = true;
-		if (fs->p.keep(fs->p.keep_arg, name, fd, 0) != 0)
+		if (fs->p.keep(fs->p.keep_arg, name, fd, FS_KEEP_REPLACE) != 0)
 			fs_log(fs, FS_LOG_WARN, "%s: cannot keep its converted table for a restart",
 			       hm->hdr->mountpoint);
 	}

@@ -722,6 +722,9 @@ static int keep_cb(void *arg, const char *name, int fd, int how)
 		fdstore_back(name, fd, (how & FS_KEEP_GIVE) != 0);
 		return 0;
 	}
+	/* the keeper replaces what it holds under a name; systemd adds one more */
+	if ((how & FS_KEEP_REPLACE) && fdstore_kind() == FDSTORE_SYSTEMD)
+		fdstore_drop(name);
 	return (how & FS_KEEP_GIVE) ? fdstore_give(name, fd) : fdstore_put(name, fd);
 }
 
