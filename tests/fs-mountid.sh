@@ -32,11 +32,13 @@ copied()
 
 # take_id ID MOUNT-CMD...: fill the ids below ID with small mounts, then run
 # MOUNT-CMD (a mount made by it should get ID: the lowest free one); the
-# fillers stay until the end. 0 when ID is free for MOUNT-CMD.
+# fillers stay until the end. 0 when ID is free for MOUNT-CMD. While
+# another process's mount holds ID (a test beside this one), the filler that
+# got a higher id goes and the next tries again a moment later (3 s at most).
 nids=0
 take_id()
 {
-	local want="$1" i got
+	local want="$1" i got waits=0
 	shift
 	for i in $(seq $((nids + 1)) $((nids + 400))); do
 		nids=$i
@@ -48,21 +50,49 @@ take_id()
 			"$@"
 			return
 		fi
-		[ "$got" -gt "$want" ] && return 1
+		if [ "$got" -gt "$want" ]; then
+			umount "$T/ids/$i"
+			waits=$((waits + 1))
+			[ "$waits" -ge 30 ] && return 1
+			sleep 0.1
+		fi
 	done
 	return 1
 }
 
-# server_of MNT: the pid of the agentfs server of MNT (its command line)
+# ppid_of PID: its parent's pid (the field after the state in /proc/PID/stat,
+# read past the name in parentheses)
+ppid_of()
+{
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	s=${s##*) }
+	s=${s#* }
+	echo "${s%% *}"
+}
+
+# server_of SOURCE MNT: the pid of the agentfs server of SOURCE at MNT, and
+# nothing unless exactly one process is it. Its -o auto_unmount watcher is
+# a fork of it (src/cli/cmd-mount.c): the same command line, and the same
+# name until it has named itself agentfs-unmount, which on a busy machine
+# can be after the mount is there. The watcher's parent is the server; the
+# server's (it left the `agentfs mount` that started it) is none of ours.
 server_of()
 {
-	local p
-	for p in $(lib_our_servers); do
-		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = agentfs-unmount ] && continue
+	local ours p pp found=
+	ours=" $(lib_our_servers | tr '\n' ' ') "
+	for p in $ours; do
 		case "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" in
-		*"agentfs mount "*" $1 ") echo "$p" ;;
+		*"agentfs mount "*"$1 $2 ") ;;
+		*) continue ;;
 		esac
-	done | head -n 1
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = agentfs-unmount ] && continue
+		pp=$(ppid_of "$p") || continue
+		case "$ours" in *" $pp "*) continue ;; esac
+		[ -n "$found" ] && return 1
+		found=$p
+	done
+	[ -n "$found" ] && echo "$found"
 }
 
 # watchers: the pids of our auto_unmount watchers
@@ -74,47 +104,108 @@ watchers()
 	done
 }
 
+# source_free SOURCE: no process of ours serves SOURCE or watches a mount of
+# it, and no server holds its folder's flock (fusefs/excl.c)
+source_free()
+{
+	local p
+	for p in $(lib_our_servers); do
+		case "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" in
+		*"agentfs mount "*" $1 "*) return 1 ;;
+		esac
+	done
+	flock -n "$1" true
+}
+
+# Each part needs a mount to take the old id of its server's mount; a test
+# beside this one (make -j) may make a mount first and hold that id for
+# longer than take_id waits. A try that got no such mount ends its server,
+# and the part is tried again with a fresh one, 3 times at most. The next
+# try starts once the last one's processes are gone and its folders free (5 s
+# at most); if they are not, the part is skipped: that is this harness's race
+# with the kernel's process teardown, which the checks are not about.
+# try_part NAME SKIP-DESC FOLDER...: runs NAME_try (0: its checks ran; 1: no
+# mount got the old id, its server ended; 2: it failed, its checks said so)
+try_part()
+{
+	local name="$1" desc="$2" try rc f
+	shift 2
+	for try in 1 2 3; do
+		again=
+		[ "$try" -gt 1 ] && again=" (try $try)"
+		"${name}_try"
+		rc=$?
+		[ "$rc" = 1 ] || return 0
+		if [ "$try" = 3 ]; then
+			skip "$desc (no mount got its old id in 3 tries)"
+			return 0
+		fi
+		for f in "$@"; do
+			if ! wait_until 5 source_free "$f"; then
+				skip "$desc (the processes of try $try did not let $f go in 5 s)"
+				diag "ours still running: $(lib_our_servers | tr '\n' ' ')"
+				return 0
+			fi
+		done
+	done
+}
+
 # --- SIGTERM: the server detaches its own mount only -------------------------------------
-check "a server of $T/a" fs_mount "$T/a" "$T/m"
-old=$(mount_id "$T/m")
-srv=$(server_of "$T/m")
-copied
-out=$("$AGENTFS" umount "$T/m" 2>&1)
-like "$out" "still runs: a copy of the mount lives on" "unmounted here; a copy keeps its server"
 fs_mounts="$T/p $fs_mounts"
-if take_id "$old" mount -t tmpfs -o size=4k other "$T/p" && [ "$(mount_id "$T/p")" = "$old" ]; then
+term_try()
+{
+	check "a server of $T/a$again" fs_mount "$T/a" "$T/m" || return 2
+	old=$(mount_id "$T/m")
+	srv=$(server_of "$T/a" "$T/m")
+	[ -n "$srv" ] || { not_ok "... which is one process of ours$again"; return 2; }
+	copied
+	out=$("$AGENTFS" umount "$T/m" 2>&1)
+	like "$out" "still runs: a copy of the mount lives on" "unmounted here; a copy keeps its server$again"
+	if take_id "$old" mount -t tmpfs -o size=4k other "$T/p" &&
+		[ "$(mount_id "$T/p")" = "$old" ]; then
+		kill -TERM "$srv"
+		check "SIGTERM ends the server: its folder is free" served_free "$T/a"
+		check "... and the mount that has its old id ($old) now is left alone" is_mounted "$T/p"
+		umount "$T/p"
+		return 0
+	fi
+	diag "no mount got id $old here: $(mount_id "$T/p") (another took it first)"
+	is_mounted "$T/p" && umount "$T/p"
 	kill -TERM "$srv"
-	check "SIGTERM ends the server: its folder is free" served_free "$T/a"
-	check "... and the mount that has its old id ($old) now is left alone" is_mounted "$T/p"
-	umount "$T/p"
-else
-	skip "the mount with its old id is left alone (no mount got id $old here)"
-	kill -TERM "$srv"
-fi
+	return 1
+}
+try_part term "the mount with its old id is left alone" "$T/a"
 
 # --- SIGKILL: the auto_unmount watcher detaches its own mount only -----------------------
-check "a server of $T/b with -o auto_unmount" fs_mount -o auto_unmount "$T/b" "$T/m"
-old=$(mount_id "$T/m")
-# the watcher is the server's child, with its command line; it names itself
-# once it runs, which on a busy machine can be after the mount is there
-wait_until 5 eval '[ -n "$(watchers)" ]'
-srv=$(server_of "$T/m")
-copied
-out=$("$AGENTFS" umount "$T/m" 2>&1)
-like "$out" "still runs: a copy of the mount lives on" "unmounted here; a copy keeps its server"
-# another agentfs mount takes the id: the watcher looks for a fuse.agentfs mount
-served_free "$T/a"
-if take_id "$old" fs_mount "$T/a" "$T/p" && [ "$(mount_id "$T/p")" = "$old" ]; then
+kill_try()
+{
+	check "a server of $T/b with -o auto_unmount$again" fs_mount -o auto_unmount "$T/b" "$T/m" ||
+		return 2
+	old=$(mount_id "$T/m")
+	srv=$(server_of "$T/b" "$T/m")
+	[ -n "$srv" ] || { not_ok "... which is one process of ours$again"; return 2; }
+	# the watcher must run (it names itself once it does) before the server is killed
+	wait_until 5 eval '[ -n "$(watchers)" ]'
+	copied
+	out=$("$AGENTFS" umount "$T/m" 2>&1)
+	like "$out" "still runs: a copy of the mount lives on" "unmounted here; a copy keeps its server$again"
+	# another agentfs mount takes the id: the watcher looks for a fuse.agentfs mount
+	if take_id "$old" fs_mount "$T/a" "$T/p" && [ "$(mount_id "$T/p")" = "$old" ]; then
+		kill -KILL "$srv"
+		wait_until 10 eval '[ -z "$(watchers)" ]'
+		check "... SIGKILLed, its watcher leaves the agentfs mount that has its old id ($old) alone" \
+			is_mounted "$T/p"
+		is "$(cat "$T/p/f" 2>&1)" a "... which still serves"
+		fs_umount "$T/p"
+		return 0
+	fi
+	diag "no mount got id $old here: $(mount_id "$T/p") (another took it first)"
+	is_mounted "$T/p" && fs_umount "$T/p"
 	kill -KILL "$srv"
-	wait_until 10 eval '[ -z "$(watchers)" ]'
-	check "... SIGKILLed, its watcher leaves the agentfs mount that has its old id ($old) alone" \
-		is_mounted "$T/p"
-	is "$(cat "$T/p/f" 2>&1)" a "... which still serves"
-	fs_umount "$T/p"
-else
-	skip "the watcher leaves the mount with its old id alone (no mount got id $old here: $(mount_id "$T/p"))"
-	kill -KILL "$srv"
-fi
+	return 1
+}
+wait_until 5 source_free "$T/a"
+try_part kill "the watcher leaves the mount with its old id alone" "$T/b" "$T/a"
 
 for m in $(awk -v p="$T/ids/" 'index($5, p) == 1 { print $5 }' /proc/self/mountinfo); do
 	umount "$m"
