@@ -116,6 +116,7 @@ fresh_try()
 {
 	local cp
 	wait_until 5 eval '! kill -0 "${srv:-0}" 2>/dev/null && flock -n "$T/b" true' || return 3
+	fs_mounts="$T/m2 $fs_mounts" # not kept from check's subshell
 	check "... a fresh server of $T/b (try $1)" fs_mount "$T/b" "$T/m2" || return 2
 	unshare -m --propagation private sleep 60 &
 	cp=$!

@@ -14,6 +14,8 @@ command -v unshare >/dev/null || skip_all "unshare is missing (util-linux)"
 unshare -m --propagation private true 2>/dev/null || skip_all "cannot make a mount namespace"
 
 mkdir -p "$T/a" "$T/b" "$T/m" "$T/p" "$T/ids"
+# (a mount made by `check ... fs_mount` is not in fs_mounts: a subshell's)
+fs_mounts="$T/m $T/p $fs_mounts"
 echo a >"$T/a/f"
 echo b >"$T/b/f"
 
@@ -95,6 +97,19 @@ server_of()
 	[ -n "$found" ] && echo "$found"
 }
 
+# no_server MNT: server_of found no one server of MNT: a failure, which
+# shows ours, and MNT unmounted for the next part
+no_server()
+{
+	local p
+	not_ok "... which is one process of ours$again"
+	for p in $(lib_our_servers); do
+		diag "pid $p, parent $(ppid_of "$p"), $(cat "/proc/$p/comm" 2>/dev/null):" \
+			"  $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+	done
+	"$AGENTFS" umount "$1"
+}
+
 # watchers: the pids of our auto_unmount watchers
 watchers()
 {
@@ -105,13 +120,16 @@ watchers()
 }
 
 # source_free SOURCE: no process of ours serves SOURCE or watches a mount of
-# it, and no server holds its folder's flock (fusefs/excl.c)
+# it, and no server holds its folder's flock (fusefs/excl.c). A server lets
+# its folders go before it exits, and may take a while to (ThreadSanitizer
+# sleeps a second at exit): a fresh server beside it would be a second one
+# of the same command line.
 source_free()
 {
 	local p
 	for p in $(lib_our_servers); do
-		case "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" in
-		*"agentfs mount "*" $1 "*) return 1 ;;
+		case " $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" in
+		*" $1 "*) return 1 ;;
 		esac
 	done
 	flock -n "$1" true
@@ -151,13 +169,12 @@ try_part()
 }
 
 # --- SIGTERM: the server detaches its own mount only -------------------------------------
-fs_mounts="$T/p $fs_mounts"
 term_try()
 {
 	check "a server of $T/a$again" fs_mount "$T/a" "$T/m" || return 2
 	old=$(mount_id "$T/m")
 	srv=$(server_of "$T/a" "$T/m")
-	[ -n "$srv" ] || { not_ok "... which is one process of ours$again"; return 2; }
+	[ -n "$srv" ] || { no_server "$T/m"; return 2; }
 	copied
 	out=$("$AGENTFS" umount "$T/m" 2>&1)
 	like "$out" "still runs: a copy of the mount lives on" "unmounted here; a copy keeps its server$again"
@@ -183,7 +200,7 @@ kill_try()
 		return 2
 	old=$(mount_id "$T/m")
 	srv=$(server_of "$T/b" "$T/m")
-	[ -n "$srv" ] || { not_ok "... which is one process of ours$again"; return 2; }
+	[ -n "$srv" ] || { no_server "$T/m"; return 2; }
 	# the watcher must run (it names itself once it does) before the server is killed
 	wait_until 5 eval '[ -n "$(watchers)" ]'
 	copied
