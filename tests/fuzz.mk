@@ -2,7 +2,7 @@
 # tests/fuzz.mk: libFuzzer targets for the protocol layer and gitguard's
 # parsers and decisions (tests/fuzz/), and the replay of saved inputs.
 #
-#   make fuzz            build tests/fuzz/fuzz-{proto,gitparse,decide,index} with clang
+#   make fuzz            build tests/fuzz/fuzz-{proto,gitparse,decide,index,content} with clang
 #   make fuzz-run        run each for FUZZ_SECONDS (600) under nice, one at a time
 #   make check           replays tests/fuzz/regress-*/ and corpus-*/ (gcc is enough)
 #
@@ -14,8 +14,8 @@ FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined 
 	-fno-sanitize-recover=undefined
 FUZZ_CPPFLAGS = -I$(top_srcdir) -I$(top_builddir) -include $(top_builddir)/config.h
 FUZZ_BINS = tests/fuzz/fuzz-proto tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decide \
-	tests/fuzz/fuzz-index
-FUZZ_TARGETS = proto gitparse decide index
+	tests/fuzz/fuzz-index tests/fuzz/fuzz-content
+FUZZ_TARGETS = proto gitparse decide index content
 # gitguard's fuzzers build the whole library from its own source list
 # (gitguard/local.mk), so a file added there is never missing here.
 FUZZ_GITGUARD_C = `for f in $(gitguard_libgitguard_a_SOURCES); do \
@@ -38,12 +38,13 @@ tests/fuzz/fuzz-proto: $(FUZZ_PROTO_SRC) $(top_srcdir)/src/common/agentfs.h $(to
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(CJSON_CFLAGS) $(FUZZ_FLAGS) -o $@ \
 		$(FUZZ_PROTO_SRC) $(CJSON_LIBS)
 
-tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decide tests/fuzz/fuzz-index: \
+tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decide tests/fuzz/fuzz-index tests/fuzz/fuzz-content: \
 		$(gitguard_libgitguard_a_SOURCES) $(top_srcdir)/tests/fuzz/fuzz.h
 tests/fuzz/fuzz-gitparse: $(top_srcdir)/tests/fuzz/fuzz-gitparse.c
 tests/fuzz/fuzz-decide: $(top_srcdir)/tests/fuzz/fuzz-decide.c
 tests/fuzz/fuzz-index: $(top_srcdir)/tests/fuzz/fuzz-index.c
-tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decide tests/fuzz/fuzz-index:
+tests/fuzz/fuzz-content: $(top_srcdir)/tests/fuzz/fuzz-content.c
+tests/fuzz/fuzz-gitparse tests/fuzz/fuzz-decide tests/fuzz/fuzz-index tests/fuzz/fuzz-content:
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_CPPFLAGS) $(GIT2_CFLAGS) $(FUZZ_FLAGS) -pthread -o $@ \
 		$(top_srcdir)/$@.c $(FUZZ_GITGUARD_C) $(GIT2_LIBS)
@@ -67,7 +68,7 @@ CLEANFILES += $(FUZZ_BINS)
 # make check: every saved input replayed through the same entry points,
 # built with the ordinary compiler and without libFuzzer (TAP, one per input).
 FUZZ_REPLAYS = tests/fuzz/replay-proto tests/fuzz/replay-gitparse tests/fuzz/replay-decide \
-	tests/fuzz/replay-index
+	tests/fuzz/replay-index tests/fuzz/replay-content
 check_PROGRAMS += $(FUZZ_REPLAYS)
 TESTS += $(FUZZ_REPLAYS)
 
@@ -92,6 +93,12 @@ tests_fuzz_replay_index_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h \
 tests_fuzz_replay_index_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"index"'
 tests_fuzz_replay_index_LDADD = gitguard/libgitguard.a
 
+tests_fuzz_replay_content_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h \
+	tests/fuzz/fuzz-content.c
+tests_fuzz_replay_content_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"content"'
+tests_fuzz_replay_content_LDADD = gitguard/libgitguard.a $(GIT2_LIBS)
+
 EXTRA_DIST += tests/fuzz/README tests/fuzz/proto.dict tests/fuzz/corpus-index \
 	tests/fuzz/corpus-proto tests/fuzz/corpus-gitparse tests/fuzz/corpus-decide \
+	tests/fuzz/corpus-content \
 	tests/fuzz/regress-proto tests/fuzz/regress-gitparse tests/fuzz/regress-decide
