@@ -396,6 +396,11 @@ static int x1_start(struct x1walk *w, const char *parent_path, int parent_fd)
 	int rc = -EAGAIN, k;
 
 	for (k = 0; k < X1_TRIES && rc == -EAGAIN; k++) {
+		/* a try given up (-EAGAIN) may have filled the verdict on its way */
+		if (k > 0 && w->v) {
+			w->v->rule = w->v->reason = NULL;
+			w->v->code = GUARD_RULE_NONE;
+		}
 		if (w->fd >= 0)
 			close(w->fd);
 		w->fd = fcntl(w->g->root_fd, F_DUPFD_CLOEXEC, 3);
