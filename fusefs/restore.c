@@ -529,6 +529,7 @@ static void restore_fhs(struct fs_mount *m, struct handed_mount *hm)
 		f->i = i;
 		f->flags = r->flags;
 		f->open_flags = r->open_flags;
+		atomic_store_explicit(&f->gen, r->gen, memory_order_release); /* as fh_new */
 		fs_handle_add(m);
 		pthread_mutex_lock(&m->fs->lock);
 		if (r->flags & FHF_WRITES)

@@ -498,6 +498,14 @@ uint64_t fh_new(struct fs_mount *m, struct inode *i, int fd, uint32_t flags, int
 	f->i = i;
 	f->flags = flags;
 	f->open_flags = open_flags;
+	/*
+	 * The same generation again, now with release: a thread that finds the
+	 * handle by it (fh_of, no lock) reads these fields. The fh reaches it
+	 * through the kernel (this reply, its next request), an order the
+	 * hardware keeps but ThreadSanitizer cannot see; this one it can.
+	 */
+	atomic_store_explicit(&f->gen, atomic_load_explicit(&f->gen, memory_order_relaxed),
+			      memory_order_release);
 	r = fh_rec(m, idx);
 	r->flags = flags;
 	r->node = node_id(m, i);

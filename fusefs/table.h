@@ -65,7 +65,8 @@ static inline struct fh_ent *fh_of(struct fs_mount *m, const struct fuse_file_in
 	    (c = atomic_load_explicit(&m->tab.fhs[idx >> FH_SHIFT], memory_order_acquire)) == NULL)
 		return &fh_none;
 	c += idx & (FH_CHUNK - 1);
-	return atomic_load_explicit(&c->gen, memory_order_relaxed) == gen ? c : &fh_none;
+	/* acquire: pairs with fh_new's release, so fd, i and flags are the handle's */
+	return atomic_load_explicit(&c->gen, memory_order_acquire) == gen ? c : &fh_none;
 }
 
 static inline int fh_fd(struct fs_mount *m, const struct fuse_file_info *fi)
