@@ -465,6 +465,13 @@ void node_rec_fill(struct fs_mount *m, struct inode *i)
 	/* no store above may move past this one: a process killed here leaves a free slot */
 	atomic_signal_fence(memory_order_seq_cst);
 	r->gen = atomic_load_explicit(&i->gen, memory_order_relaxed);
+	/*
+	 * The inode's generation again, with release: node_of() finds it by
+	 * that, with no lock, and its callers read what never changes (type,
+	 * dev, ino) unlocked. The id reaches them through the kernel, an order
+	 * ThreadSanitizer cannot see (as fh_new).
+	 */
+	atomic_store_explicit(&i->gen, r->gen, memory_order_release);
 }
 
 /*

@@ -44,7 +44,8 @@ static inline struct inode *node_of(struct fs_mount *m, fuse_ino_t id)
 		    NULL)
 		return &m->stale; /* a stale id: every use fails with ESTALE */
 	c += idx & (NODE_CHUNK - 1);
-	return atomic_load_explicit(&c->gen, memory_order_relaxed) == gen ? c : &m->stale;
+	/* acquire: pairs with node_rec_fill's release (the node's fields) */
+	return atomic_load_explicit(&c->gen, memory_order_acquire) == gen ? c : &m->stale;
 }
 
 static inline fuse_ino_t node_id(struct fs_mount *m, struct inode *i)
