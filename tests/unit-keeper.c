@@ -8,7 +8,8 @@
  * onto itself leaves that flag set, so the keeper would start without it.
  *
  * Each case starts a real keeper (agentfsd --keeper, from top_builddir),
- * connects as agentfsd does, keeps a descriptor, lists it back and ends
+ * connects and talks to it as agentfsd does (keeper_connect, fdpass_send,
+ * fdstore_recv), keeps a descriptor, lists it back and ends
  * the keeper (R). Root only: the keeper accepts no one else.
  */
 #include "src/common/agentfs.h"
@@ -35,46 +36,6 @@ static void sleep_ms(long ms)
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
 	nanosleep(&ts, NULL);
-}
-
-/* Send msg, with fd if >= 0, as fdstore.c does. */
-static int send_msg(int s, const char *msg, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {(void *)msg, strlen(msg)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	struct cmsghdr *c;
-
-	if (fd >= 0) {
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof cbuf;
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof fd);
-	}
-	return sendmsg(s, &mh, MSG_NOSIGNAL) == (ssize_t)iov.iov_len ? 0 : -1;
-}
-
-/* One message into buf (NUL-terminated); its descriptor in *fd, or -1. */
-static ssize_t recv_msg(int s, char *buf, size_t len, int *fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {buf, len - 1};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			    .msg_controllen = sizeof cbuf};
-	struct cmsghdr *c;
-	ssize_t n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-
-	*fd = -1;
-	if (n < 0)
-		return n;
-	buf[n] = '\0';
-	c = CMSG_FIRSTHDR(&mh);
-	if (c != NULL && c->cmsg_type == SCM_RIGHTS)
-		memcpy(fd, CMSG_DATA(c), sizeof *fd);
-	return n;
 }
 
 /*
@@ -108,10 +69,10 @@ static void one(const char *what, bool want3)
 		return;
 	if (pipe(pipefd) != 0 || fstat(pipefd[0], &a) != 0)
 		abort();
-	r = send_msg(s, "Punit-keeper.pipe", pipefd[0]);
+	r = fdpass_send(s, NULL, 0, "Punit-keeper.pipe", pipefd[0]);
 	if (r == 0)
-		r = send_msg(s, "L", -1);
-	while (r == 0 && recv_msg(s, buf, sizeof buf, &fd) > 0) {
+		r = fdpass_send(s, NULL, 0, "L", -1);
+	while (r == 0 && fdstore_recv(s, buf, sizeof buf, &fd) > 0) {
 		if (strncmp(buf, "F", 1) == 0 && strcmp(buf + 1, "unit-keeper.pipe") == 0 && fd >= 0) {
 			listed = true;
 			same = fstat(fd, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
@@ -123,7 +84,7 @@ static void one(const char *what, bool want3)
 	}
 	tap_ok(listed && same, "%s: what it keeps comes back (listed %d, same pipe %d)", what,
 	       listed, same);
-	send_msg(s, "R", -1);
+	fdpass_send(s, NULL, 0, "R", -1);
 	close(s);
 	close(pipefd[0]);
 	close(pipefd[1]);
