@@ -34,6 +34,10 @@ EXTRA_DIST += tests/lib.sh tests/complete-lib.sh tests/docs-lib.sh tests/README.
 TESTS += tests/cli-docs.sh
 EXTRA_DIST += tests/cli-docs.sh tests/readme-install.sh
 
+# The test wrapper ends a test that hangs (tests/tap-skip.sh).
+TESTS += tests/tap-timeout.sh
+EXTRA_DIST += tests/tap-timeout.sh
+
 # The differential tester: a short run in make check, a long one by hand.
 check_PROGRAMS += tests/fs-diff
 tests_fs_diff_SOURCES = tests/fs-diff.c
