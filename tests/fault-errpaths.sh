@@ -12,6 +12,9 @@
 #  - creates with 1 to 14 descriptors free (RLIMIT_NOFILE of the running
 #    daemon lowered): they fail at every step of a mount (the folder, the
 #    mount point, its lock, the guard's scan, fsmount) or succeed;
+#  - no descriptor free at all: a client is told so within seconds (on the
+#    descriptor the daemon keeps in reserve for it), not left waiting, and
+#    the log says so once;
 #  - roots that are not folders, missing writable paths, a bot's folder
 #    removed while it is mounted, then the bot deleted;
 #  - a restart whose new daemon is short of descriptors: each bot is mounted
@@ -159,6 +162,38 @@ for b in $(afs --json ls | jget 'bots.*.name'); do
 done
 is "$(afs --json ls | names)" "a " "the bots made meanwhile are deleted"
 
+# --- no descriptor free at all ---------------------------------------------------------
+# The soft limit at the lowest descriptor free: no accept can work (the
+# limit bounds descriptor numbers). Before, a client waited in the backlog
+# for as long as the shortage lasted (forever, for a daemon whose mounts'
+# open files filled its table) and the log had a line five times a second.
+lowest_free()
+{
+	ls "/proc/$D_PID/fd" | sort -n | awk 'BEGIN { n = 0 } $1 == n { n++ } END { print n }'
+}
+mark=$(wc -l <"$D_LOG")
+prlimit --pid "$D_PID" --nofile="$(lowest_free)":4096 || bail_out "prlimit --pid failed"
+start=$SECONDS
+r=$(timeout 30 "$AGENTFS" --socket "$D_SOCK" --json status 2>&1)
+took=$((SECONDS - start))
+sleep 1 # a second more of the shortage: the log must not grow with it
+prlimit --pid "$D_PID" --nofile=4096:4096
+expect_error "a client of a daemon with no descriptor free is told so" limit "$r"
+like "$(printf '%s' "$r" | jget error.message)" \
+	"out of file descriptors \(its limit is [0-9]+\).*Raise its limit" "... saying what to do"
+if [ "$took" -lt 10 ]; then
+	ok "... within seconds (${took} s), not left waiting"
+else
+	not_ok "... within seconds (${took} s), not left waiting"
+fi
+is "$(afs --json status | jget pid)" "$D_PID" "... and with descriptors free again the next client is served"
+log=$(tail -n +"$((mark + 1))" "$D_LOG")
+is "$(printf '%s\n' "$log" | grep -c 'clients wait until descriptors are free')" 1 \
+	"... the daemon logged the shortage once"
+like "$log" "accepting clients again after [0-9]+ ms out of descriptors \(1 told so\)" \
+	"... and its end, with how many clients were told"
+holds "after no descriptor was free" "$T/fds.0"
+
 # --- roots that are not folders, or go away -------------------------------------------
 touch "$T/file"
 expect_error "a bot over a file: refused" bad_path \
@@ -191,27 +226,55 @@ prlimit --nofile=56:56 -- "$AGENTFSD" --config "$D_CONFIG" --socket "$D_SOCK" --
 D_PID=$(daemon_pids "$D_SOCK" | head -n 1)
 [ -n "$D_PID" ] || bail_out "no agentfsd pid"
 restored "$n"
-is "$(afs --json status | jget pid)" "$D_PID" "a daemon short of descriptors at a restart answers"
+# It answers: its status, or (the servers of the roots it mounted took every
+# descriptor left: how many varies) that it is out of descriptors.
+r=$(timeout 30 "$AGENTFS" --socket "$D_SOCK" --json status 2>&1)
+short=
+case "$(printf '%s' "$r" | jget pid):$(printf '%s' "$r" | jget error.code)" in
+"$D_PID":) ok "a daemon short of descriptors at a restart answers" ;;
+:limit)
+	short=1
+	ok "a daemon short of descriptors at a restart answers (that it is out of descriptors)"
+	;;
+*)
+	not_ok "a daemon short of descriptors at a restart answers"
+	diag "got: $r"
+	;;
+esac
 for f in 0 1 2; do
 	is "$(readlink "/proc/$D_PID/fd/$f")" /dev/null "... its fd $f is /dev/null"
 done
 half=
 served=
 for b in a r1 r2 r3 r4 r5; do
-	s=$(afs --json show "$b")
+	[ -z "$short" ] || break
+	s=$(timeout 30 "$AGENTFS" --socket "$D_SOCK" --json show "$b" 2>&1)
 	st=$(printf '%s' "$s" | jget bot.mounts.0.state)
-	if [ "$st" = mounted ]; then
-		[ "$(timeout 5 cat "$D_MNT/$b/0/f" 2>&1)" = "$b" ] || half="$half $b(mounted, not serving)"
+	if [ "$(printf '%s' "$s" | jget error.code)" = limit ]; then
+		short=1
+	elif [ "$st" = mounted ]; then
+		# it serves: the file, or (its server out of descriptors) EMFILE, not a hang or ENOTCONN
+		out=$(timeout 5 cat "$D_MNT/$b/0/f" 2>&1)
+		case "$out" in
+		"$b") ;;
+		*"Too many open files"*) diag "$b answers, out of descriptors: $out" ;;
+		*) half="$half $b(mounted, not serving: $out)" ;;
+		esac
 		served="$served $b"
 	elif [ -z "$(printf '%s' "$s" | jget bot.mounts.0.error)" ]; then
 		half="$half $b($st without a reason)"
 	fi
 done
-diag "served after the restart:$served"
-is "$half" "" "each bot's root serves, or says why it is not mounted"
-is "$(mounts_in "$D_MNT" | awk '{ print $2 }' | sort)" \
-	"$(for b in $served; do echo "$D_MNT/$b/0"; done | sort)" \
-	"... and the mounts under the state folder are exactly those said to be mounted"
+if [ -n "$short" ]; then
+	skip "the daemon is out of descriptors after the restart: it cannot say which roots it mounted"
+	skip "... nor which mounts are its"
+else
+	diag "served after the restart:$served"
+	is "$half" "" "each bot's root serves, or says why it is not mounted"
+	is "$(mounts_in "$D_MNT" | awk '{ print $2 }' | sort)" \
+		"$(for b in $served; do echo "$D_MNT/$b/0"; done | sort)" \
+		"... and the mounts under the state folder are exactly those said to be mounted"
+fi
 # --- the keeper killed ------------------------------------------------------------------
 # A daemon started as usual takes the mounts over from the one short of
 # descriptors; then its keeper is killed: a new one is started and given

@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -27,6 +29,16 @@
  * before more come.
  */
 #define ACCEPT_BURST 64
+
+/*
+ * Out of descriptors (every mount's server shares this process's table with
+ * the sockets), a client waits in the backlog until one is free. A shortage
+ * that lasts (a limit too low for what the bots hold open) would keep every
+ * client waiting with no word: after SHORT_TELL_MS each waiting client is
+ * accepted on the descriptor kept in reserve for it, told why and closed.
+ */
+#define SHORT_TELL_MS 1000
+#define SHORT_RETRY_MS 200
 
 /* One error line for a client whose user may not use this socket, then close. */
 static void peer_refuse(int fd, const struct listener *ls)
@@ -176,6 +188,92 @@ static void listener_accept(struct listener *ls, int fd)
 	server_peer_add(srv, fd, ls->bot, &cred, fam, op);
 }
 
+static long long ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1000LL + (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+/* One error line to a client accepted on the reserve, then close. */
+static void peer_tell_short(int fd)
+{
+	struct rlimit rl;
+	char line[512];
+	int n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		rl.rlim_cur = 0;
+	n = snprintf(line, sizeof line,
+		     "{\"ok\":false,\"error\":{\"code\":\"limit\",\"message\":"
+		     "\"agentfsd is out of file descriptors (its limit is %llu): it cannot serve "
+		     "clients until some are free. Raise its limit (LimitNOFILE=, or prlimit "
+		     "--nofile) and restart it (the mounts stay), or end what holds files open "
+		     "in the bots' roots\"}}\n",
+		     (unsigned long long)rl.rlim_cur);
+	if (write(fd, line, (size_t)n) < 0)
+		log_msg(LOG_DEBUG, "write: %s", strerror(errno));
+	close(fd);
+}
+
+/*
+ * Tell the clients waiting on ls that there are no descriptors for them:
+ * each accepted on the reserve, answered and closed, the reserve taken again
+ * (a server's thread may take the slot first: then the rest wait).
+ */
+static void listener_tell_short(struct listener *ls)
+{
+	struct server *srv = ls->srv;
+	int i, fd;
+
+	for (i = 0; i < ACCEPT_BURST; i++) {
+		if (srv->reserve < 0 &&
+		    (srv->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+			return;
+		close(srv->reserve);
+		fd = accept4(ls->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		srv->reserve = -1;
+		if (fd < 0) {
+			srv->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			return;
+		}
+		peer_tell_short(fd);
+		srv->told++;
+	}
+}
+
+/* Accepts fail for want of descriptors: log the shortage once, tell the waiting once it lasts. */
+static void listener_short(struct listener *ls, int e)
+{
+	struct server *srv = ls->srv;
+	struct timeval pause = {0, SHORT_RETRY_MS * 1000};
+
+	if (srv->short_since.tv_sec == 0 && srv->short_since.tv_nsec == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &srv->short_since);
+		srv->told = 0;
+		log_msg(LOG_WARNING,
+			"accept on %s: %s: clients wait until descriptors are free, and "
+			"are told so after %d ms",
+			ls->path, strerror(e), SHORT_TELL_MS);
+	} else if (ms_since(&srv->short_since) >= SHORT_TELL_MS) {
+		listener_tell_short(ls);
+	}
+	event_del(ls->ev);
+	event_add(ls->retry, &pause);
+}
+
+/* An accept worked: a shortage, if there was one, is over. */
+static void listener_unshort(struct server *srv)
+{
+	if (srv->short_since.tv_sec == 0 && srv->short_since.tv_nsec == 0)
+		return;
+	log_msg(LOG_NOTICE,
+		"accepting clients again after %lld ms out of descriptors (%lu told so)",
+		ms_since(&srv->short_since), srv->told);
+	srv->short_since = (struct timespec){0, 0};
+}
+
 /*
  * Clients wait on ls: accept a burst of them. A client reconnecting as
  * fast as it is served would otherwise keep the loop here and every other
@@ -185,12 +283,12 @@ static void listener_accept(struct listener *ls, int fd)
 static void listener_ready(evutil_socket_t lfd, short what, void *arg)
 {
 	struct listener *ls = arg;
-	struct timeval pause = {0, 200 * 1000};
 	int i, fd, e;
 
 	for (i = 0; i < ACCEPT_BURST; i++) {
 		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd >= 0) {
+			listener_unshort(ls->srv);
 			listener_accept(ls, fd);
 			continue;
 		}
@@ -200,9 +298,7 @@ static void listener_ready(evutil_socket_t lfd, short what, void *arg)
 		if (e == EAGAIN || e == EWOULDBLOCK)
 			return;
 		if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-			log_msg(LOG_WARNING, "accept on %s: %s; pausing", ls->path, strerror(e));
-			event_del(ls->ev);
-			event_add(ls->retry, &pause);
+			listener_short(ls, e);
 			return;
 		}
 		log_msg(LOG_ERR, "accept on %s: %s", ls->path, strerror(e));

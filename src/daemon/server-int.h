@@ -10,6 +10,7 @@
 
 #include "src/common/agentfs.h"
 
+#include <time.h>
 #include <sys/socket.h>
 
 /*
@@ -62,6 +63,10 @@ struct server {
 	TAILQ_HEAD(, peer) peers;
 	unsigned npeers;
 	unsigned nctl; /* of them, on the control socket */
+	/* out of descriptors (listen.c): */
+	int reserve;		     /* /dev/null, given up to tell a waiting client why */
+	struct timespec short_since; /* accepts fail for want of descriptors since (0: they do not) */
+	unsigned long told;	     /* clients told so in this shortage */
 };
 
 /* server.c: serve a client listen.c admitted; fd, fam and op are its (held) */

@@ -55,6 +55,8 @@ struct server *server_create(struct event_base *base, struct config *cfg)
 	}
 	srv->base = base;
 	srv->cfg = cfg;
+	/* none: told clients wait instead (listen.c tries again to open it) */
+	srv->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	LIST_INIT(&srv->listeners);
 	TAILQ_INIT(&srv->peers);
 	return srv;
@@ -566,5 +568,7 @@ void server_free(struct server *srv)
 		}
 		peer_free(p);
 	}
+	if (srv->reserve >= 0)
+		close(srv->reserve);
 	free(srv);
 }
