@@ -117,8 +117,16 @@ static int walk_make(int dir, const char *rel, bool v2, char *why, size_t len)
 	char copy[PATH_MAX], *name, *save = NULL;
 	int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3), next, r;
 
-	if (fd < 0 || snprintf(copy, sizeof copy, "%s", rel) >= (int)sizeof copy)
-		return fd < 0 ? -errno : -ENAMETOOLONG;
+	if (fd < 0) {
+		r = -errno;
+		snprintf(why, len, "cannot open the cgroups: %s", strerror(-r));
+		return r;
+	}
+	if (snprintf(copy, sizeof copy, "%s", rel) >= (int)sizeof copy) {
+		snprintf(why, len, "the cgroup path %s is too long", rel);
+		close(fd);
+		return -ENAMETOOLONG;
+	}
 	for (name = strtok_r(copy, "/", &save);; name = strtok_r(NULL, "/", &save)) {
 		if (v2 && (r = write_at(fd, "cgroup.subtree_control", "+memory +pids")) != 0) {
 			snprintf(why, len,
@@ -184,18 +192,26 @@ static int base_open(int mnt, const char *hier, const char *where, const char *c
 	return 0;
 }
 
-static int mount_of(const char *path, long magic)
+/*
+ * The hierarchy mounted at path (magic: its file system), an O_PATH fd; -1
+ * if there is none, with the reason in *err when it is not that (EMFILE).
+ */
+static int mount_of(const char *path, long magic, int *err)
 {
 	struct statfs sfs;
 	int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-	if (fd < 0)
-		return -1;
-	if (fstatfs(fd, &sfs) != 0 || sfs.f_type != magic) {
-		close(fd);
+	if (fd < 0) {
+		if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+			*err = errno;
 		return -1;
 	}
-	return fd;
+	if (fstatfs(fd, &sfs) != 0)
+		*err = errno;
+	else if (sfs.f_type == magic)
+		return fd;
+	close(fd);
+	return -1;
 }
 
 /* Has the v2 hierarchy at fd the memory and pids controllers? */
@@ -215,7 +231,7 @@ static bool v2_has_controllers(int fd)
  */
 void cgroup_init(const char *cfg)
 {
-	int root, mnt[2] = {-1, -1}, i;
+	int root, mnt[2] = {-1, -1}, i, err = 0;
 	char where[PATH_MAX];
 
 	if (cfg != NULL && cfg[0] == '\0') {
@@ -225,7 +241,7 @@ void cgroup_init(const char *cfg)
 	if (cfg == NULL)
 		cfg = "/agentfs";
 	cg.mode = CG_BROKEN;
-	root = mount_of(CG_ROOT, CGROUP2_SUPER_MAGIC);
+	root = mount_of(CG_ROOT, CGROUP2_SUPER_MAGIC, &err);
 	if (root >= 0 && v2_has_controllers(root)) {
 		if (base_open(root, "", CG_ROOT, cfg, true, 0) == 0)
 			cg.mode = CG_V2;
@@ -236,9 +252,12 @@ void cgroup_init(const char *cfg)
 		close(root);
 	for (i = 0; i < 2; i++) {
 		snprintf(where, sizeof where, CG_ROOT "/%s", v1_names[i]);
-		mnt[i] = mount_of(where, CGROUP_SUPER_MAGIC);
+		mnt[i] = mount_of(where, CGROUP_SUPER_MAGIC, &err);
 	}
-	if (mnt[0] < 0 || mnt[1] < 0) {
+	if ((mnt[0] < 0 || mnt[1] < 0) && err != 0) {
+		snprintf(cg.why, sizeof cg.why, "cannot look at the cgroups under " CG_ROOT ": %s",
+			 strerror(err));
+	} else if (mnt[0] < 0 || mnt[1] < 0) {
 		snprintf(cg.why, sizeof cg.why,
 			 "the host has neither cgroup v2 with memory and pids at " CG_ROOT
 			 " nor the v1 memory and pids hierarchies at " CG_ROOT
