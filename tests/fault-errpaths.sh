@@ -190,7 +190,7 @@ is "$(afs --json status | jget pid)" "$D_PID" "... and with descriptors free aga
 log=$(tail -n +"$((mark + 1))" "$D_LOG")
 is "$(printf '%s\n' "$log" | grep -c 'clients wait until descriptors are free')" 1 \
 	"... the daemon logged the shortage once"
-like "$log" "accepting clients again after [0-9]+ ms out of descriptors \(1 told so\)" \
+like "$log" "accepting clients again: out of descriptors for [0-9]+ ms at least \(1 told so\)" \
 	"... and its end, with how many clients were told"
 holds "after no descriptor was free" "$T/fds.0"
 

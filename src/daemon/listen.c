@@ -188,12 +188,22 @@ static void listener_accept(struct listener *ls, int fd)
 	server_peer_add(srv, fd, ls->bot, &cred, fam, op);
 }
 
+static long long ms_between(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) * 1000LL + (b->tv_nsec - a->tv_nsec) / 1000000;
+}
+
 static long long ms_since(const struct timespec *t)
 {
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - t->tv_sec) * 1000LL + (now.tv_nsec - t->tv_nsec) / 1000000;
+	return ms_between(t, &now);
+}
+
+static bool short_now(const struct server *srv)
+{
+	return srv->short_since.tv_sec != 0 || srv->short_since.tv_nsec != 0;
 }
 
 /* One error line to a client accepted on the reserve, then close. */
@@ -243,13 +253,18 @@ static void listener_tell_short(struct listener *ls)
 	}
 }
 
-/* Accepts fail for want of descriptors: log the shortage once, tell the waiting once it lasts. */
+/*
+ * Accepts fail for want of descriptors: log the shortage once, tell the
+ * waiting once it lasts. While clients wait, accepts fail every
+ * SHORT_RETRY_MS; a failure after a quiet second (the shortage may have
+ * ended with no client to see it) begins a new shortage, grace and all.
+ */
 static void listener_short(struct listener *ls, int e)
 {
 	struct server *srv = ls->srv;
 	struct timeval pause = {0, SHORT_RETRY_MS * 1000};
 
-	if (srv->short_since.tv_sec == 0 && srv->short_since.tv_nsec == 0) {
+	if (!short_now(srv) || ms_since(&srv->short_last) > SHORT_TELL_MS) {
 		clock_gettime(CLOCK_MONOTONIC, &srv->short_since);
 		srv->told = 0;
 		log_msg(LOG_WARNING,
@@ -259,6 +274,7 @@ static void listener_short(struct listener *ls, int e)
 	} else if (ms_since(&srv->short_since) >= SHORT_TELL_MS) {
 		listener_tell_short(ls);
 	}
+	clock_gettime(CLOCK_MONOTONIC, &srv->short_last);
 	event_del(ls->ev);
 	event_add(ls->retry, &pause);
 }
@@ -266,11 +282,12 @@ static void listener_short(struct listener *ls, int e)
 /* An accept worked: a shortage, if there was one, is over. */
 static void listener_unshort(struct server *srv)
 {
-	if (srv->short_since.tv_sec == 0 && srv->short_since.tv_nsec == 0)
+	if (!short_now(srv))
 		return;
 	log_msg(LOG_NOTICE,
-		"accepting clients again after %lld ms out of descriptors (%lu told so)",
-		ms_since(&srv->short_since), srv->told);
+		"accepting clients again: out of descriptors for %lld ms at least (%lu "
+		"told so)",
+		ms_between(&srv->short_since, &srv->short_last), srv->told);
 	srv->short_since = (struct timespec){0, 0};
 }
 

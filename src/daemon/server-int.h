@@ -66,6 +66,7 @@ struct server {
 	/* out of descriptors (listen.c): */
 	int reserve;		     /* /dev/null, given up to tell a waiting client why */
 	struct timespec short_since; /* accepts fail for want of descriptors since (0: they do not) */
+	struct timespec short_last;  /* ... and the last failed then */
 	unsigned long told;	     /* clients told so in this shortage */
 };
 
