@@ -52,9 +52,10 @@ if answers "$D_SOCK.d/k1.sock"; then not_ok "nothing answers on k1's socket"; el
 t0=$(date +%s)
 if daemon_start; then ok "agentfsd starts over the dead one's leftovers"; else not_ok "agentfsd starts over the dead one's leftovers"; fi
 is "$(afs --json ls | names)" "k1 k2 kc " "the same bots"
-# A bot's socket is made again once its roots are (restart.c done_restore):
-# after a start that takes nothing over (the keeper died too) that is a
-# moment after the control socket answers, longer on a busy machine.
+# A bot's socket takes clients once its roots are back (restart.c
+# done_restore; a client waits until then, below): after a start that takes
+# nothing over (the keeper died too) that is a moment after the control
+# socket answers, longer on a busy machine.
 for b in k1 k2 kc; do
 	wait_until 10 answers "$D_SOCK.d/$b.sock"
 	is "$(as "$b" status 2>/dev/null | jget bot)" "$b" "$b's socket answers as $b"
@@ -82,6 +83,44 @@ daemon_start || not_ok "agentfsd starts a third time"
 wait_until 5 eval '[ "$(afs --json show k2 | jget "bot.mounts.*.state" | sort -u)" = mounted ]'
 is "$(mount_points)" "$want_mounts" "after a second crash and restart: still one mount per root"
 is "$(timeout 5 cat "$D_MNT/k1/0/file" 2>&1)" content "and k1's mount answers"
+
+# --- a bot's client while its roots are mounted again ---------------------------
+# After a crash the next daemon mounts each bot's roots again before their
+# clients are served. A bot's socket is there from the start: a client that
+# connects meanwhile waits for its answer, as across a handover (before, it
+# found no one listening and was told agentfsd was not running). The fault
+# library holds the open of k1's root folder (w1) while a file exists, so
+# the restore is caught in that window.
+FAULT_SO="$top_builddir/tests/fault-inject.so"
+[ -f "$FAULT_SO" ] || bail_out "$FAULT_SO is not built (make check builds it)"
+if ldd "$AGENTFSD" 2>/dev/null | grep -Eq 'lib[at]san'; then
+	skip "agentfsd is built with a sanitizer: the fault library cannot be preloaded"
+	skip "... (a client waits for k1's restore)"
+	skip "... (and is answered)"
+else
+	kill9_all
+	touch "$T/hold"
+	LD_PRELOAD="$FAULT_SO" FAULT_OPEN_HOLD=w1 FAULT_OPEN_WHILE="$T/hold" FAULT_LOG="$T/faults" \
+		daemon_start || not_ok "agentfsd starts with the fault library"
+	wait_until 10 eval 'grep -q hold "$T/faults" 2>/dev/null'
+	is "$(afs --json show k1 | jget bot.mounts.0.state)" mounting \
+		"while k1's roots are mounted again after a crash, it says so"
+	as k1 status >"$T/held.out" 2>&1 &
+	cpid=$!
+	sleep 1
+	if kill -0 "$cpid" 2>/dev/null; then
+		ok "... and a client of k1's socket waits meanwhile, not refused"
+	else
+		not_ok "... and a client of k1's socket waits meanwhile, not refused"
+		diag "it ended with: $(cat "$T/held.out")"
+	fi
+	rm -f "$T/hold"
+	wait_until 15 eval '! kill -0 '"$cpid"' 2>/dev/null'
+	kill "$cpid" 2>/dev/null
+	wait "$cpid"
+	is "$(jget bot <"$T/held.out" 2>/dev/null)" k1 "... and is answered as k1 once they are back"
+	wait_until 5 eval '[ "$(afs --json show k2 | jget "bot.mounts.*.state" | sort -u)" = mounted ]'
+fi
 
 # --- ttl ------------------------------------------------------------------------
 r=$(afs --json create --user 65534 t1 "$T/w4" --ttl 2)

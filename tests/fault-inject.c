@@ -23,7 +23,11 @@
  *                          ends with "/NAME"; open, open64, openat, openat64, fopen,
  *                          fopen64) fails with EMFILE; with
  *                          FAULT_OPEN_WHILE=FILE, only while FILE exists
- *   FAULT_LOG=FILE         a line is appended for each failure made
+ *   FAULT_OPEN_HOLD=NAME   with FAULT_OPEN_WHILE=FILE: an open of a path whose
+ *                          last parts are NAME waits while FILE exists, then
+ *                          goes on (a step caught in the middle)
+ *   FAULT_LOG=FILE         a line is appended for each failure made (and
+ *                          each open held)
  *
  * Only calls from the program's own code (and the libraries named) are
  * counted, so the others (libevent, libc) run as always and the failure
@@ -251,16 +255,34 @@ int asprintf(char **out, const char *fmt, ...)
 	return n;
 }
 
+/* Is path NAME, or does it end with "/NAME"? */
+static int path_ends(const char *path, const char *name)
+{
+	size_t n = name != NULL ? strlen(name) : 0, len = strlen(path);
+
+	return n > 0 && len >= n && strcmp(path + len - n, name) == 0 &&
+	       (len == n || path[len - n - 1] == '/');
+}
+
+/* FAULT_OPEN_HOLD: wait here while FAULT_OPEN_WHILE exists */
+static void open_hold(const char *path)
+{
+	const char *file = getenv("FAULT_OPEN_WHILE");
+
+	if (file == NULL || !path_ends(path, getenv("FAULT_OPEN_HOLD")) || access(file, F_OK) != 0)
+		return;
+	note("hold");
+	while (access(file, F_OK) == 0)
+		usleep(50 * 1000);
+}
+
 /* FAULT_MOUNTINFO, FAULT_OPEN_NAME: is the open of path to be refused? */
 static int open_fails(const char *path)
 {
-	const char *name = getenv("FAULT_OPEN_NAME");
-	size_t n = name != NULL ? strlen(name) : 0, len = path != NULL ? strlen(path) : 0;
-
 	if (path == NULL)
 		return 0;
-	if (n > 0 && len >= n && strcmp(path + len - n, name) == 0 &&
-	    (len == n || path[len - n - 1] == '/') &&
+	open_hold(path);
+	if (path_ends(path, getenv("FAULT_OPEN_NAME")) &&
 	    (getenv("FAULT_OPEN_WHILE") == NULL || access(getenv("FAULT_OPEN_WHILE"), F_OK) == 0)) {
 		note("open");
 		errno = EMFILE;

@@ -287,11 +287,15 @@ int keeper_start(const char *self, const struct sockaddr_un *sa, const char *sta
 		 unsigned grace, char *err, size_t errlen);
 int keeper_connect(const struct sockaddr_un *sa);
 
-/* server.c (the peers) and listen.c (the sockets: server_listen, server_unlisten,
- * server_listener_path, server_shutdown, server_handover) */
+/* server.c (the peers) and listen.c (the sockets: server_listen, server_listen_hold,
+ * server_accept_start, server_unlisten, server_listener_path, server_shutdown,
+ * server_handover) */
 struct server *server_create(struct event_base *base, struct config *cfg);
 void server_handover(struct server *srv);
 int server_listen(struct server *srv, const char *path, struct bot *bot, char *err, size_t errlen);
+int server_listen_hold(struct server *srv, const char *path, struct bot *bot, char *err,
+		       size_t errlen);
+int server_accept_start(struct listener *ls);
 void server_unlisten(struct server *srv, struct bot *bot);
 const char *server_listener_path(const struct listener *ls);
 void server_reply(struct peer *p, cJSON *reply);

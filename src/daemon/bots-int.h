@@ -164,6 +164,7 @@ bool bots_pods_by_operator(struct request *r, const char *name, const struct bot
 void bots_save_state(void);
 void bot_arm_ttl(struct bot *b);
 bool bot_activate(struct bot *b, char *err, size_t errlen);
+bool bot_socket_hold(struct bot *b, char *err, size_t errlen);
 void bot_remove(struct bot *b);
 bool bots_collect(struct bot *b, struct bot ***v, size_t *n);
 bool bots_collect_idle(struct request *r, struct bot *b, struct bot ***v, size_t *n);

@@ -170,8 +170,13 @@ void bot_arm_ttl(struct bot *b)
 	evtimer_add(b->ttl_ev, &tv);
 }
 
-/* Give a bot that now exists its socket and timer; false if the socket failed. */
-bool bot_activate(struct bot *b, char *err, size_t errlen)
+/*
+ * A bot being restored gets its socket before its roots are back, taking no
+ * client yet: one that connects meanwhile waits (as across a handover)
+ * instead of finding no socket after a crash. False if it failed (then
+ * bot_activate tries again).
+ */
+bool bot_socket_hold(struct bot *b, char *err, size_t errlen)
 {
 	cleanup_free char *sock = bot_socket_path(b->name);
 
@@ -179,8 +184,26 @@ bool bot_activate(struct bot *b, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
-	if (server_listen(bots_state.srv, sock, b, err, errlen) != 0)
+	return server_listen_hold(bots_state.srv, sock, b, err, errlen) == 0;
+}
+
+/* Give a bot that now exists its socket (or start the one held) and timer; false if it failed. */
+bool bot_activate(struct bot *b, char *err, size_t errlen)
+{
+	cleanup_free char *sock = NULL;
+
+	if (b->sock != NULL) {
+		if (server_accept_start(b->sock) != 0) {
+			snprintf(err, errlen, "cannot accept on %s: out of memory",
+				 server_listener_path(b->sock));
+			return false;
+		}
+	} else if ((sock = bot_socket_path(b->name)) == NULL) {
+		snprintf(err, errlen, "out of memory");
 		return false;
+	} else if (server_listen(bots_state.srv, sock, b, err, errlen) != 0) {
+		return false;
+	}
 	bot_arm_ttl(b);
 	return true;
 }

@@ -461,7 +461,13 @@ static int socket_bind(struct server *srv, const char *path, struct bot *bot, ch
 	return fd;
 }
 
-int server_listen(struct server *srv, const char *path, struct bot *bot, char *err, size_t errlen)
+/*
+ * Listen on path (bound now, or taken back from the fd store), accepting
+ * clients at once or (hold) only from server_accept_start on: until then a
+ * client that connects waits in the backlog.
+ */
+static int listen_on(struct server *srv, const char *path, struct bot *bot, bool hold, char *err,
+		     size_t errlen)
 {
 	char store_name[BOT_NAME_MAX + 8];
 	struct listener *ls;
@@ -496,7 +502,7 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 	ls->retry = evtimer_new(srv->base, listener_retry, ls);
 	if (ls->ev == NULL || ls->retry == NULL || listen(fd, listen_backlog()) != 0 ||
 	    (bot == NULL && event_priority_set(ls->ev, PRIO_OPERATOR) != 0) ||
-	    event_add(ls->ev, NULL) != 0) {
+	    (!hold && event_add(ls->ev, NULL) != 0)) {
 		e = errno;
 		if (ls->ev != NULL)
 			event_free(ls->ev);
@@ -519,6 +525,22 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 	if (bot != NULL)
 		bot->sock = ls;
 	return 0;
+}
+
+int server_listen(struct server *srv, const char *path, struct bot *bot, char *err, size_t errlen)
+{
+	return listen_on(srv, path, bot, false, err, errlen);
+}
+
+int server_listen_hold(struct server *srv, const char *path, struct bot *bot, char *err,
+		       size_t errlen)
+{
+	return listen_on(srv, path, bot, true, err, errlen);
+}
+
+int server_accept_start(struct listener *ls)
+{
+	return event_add(ls->ev, NULL) == 0 ? 0 : -ENOMEM;
 }
 
 const char *server_listener_path(const struct listener *ls)

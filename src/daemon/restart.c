@@ -299,6 +299,7 @@ static void watch_mounts(void)
 /* Restore the saved bots: plan their roots and mount them on the job thread. */
 static int restore_bots(char *err, size_t errlen)
 {
+	char why[512];
 	struct bot *b;
 	struct job *j;
 
@@ -325,6 +326,10 @@ static int restore_bots(char *err, size_t errlen)
 		j->uid = b->owner_uid; /* a root mounted afresh is checked again (roots.c) */
 		j->lane = b->fam;      /* families are restored side by side (jobs.c) */
 		j->run = roots_restore_bot;
+		/* its clients wait from now on, served once done_restore starts its socket */
+		if (!bot_socket_hold(b, why, sizeof why))
+			log_msg(LOG_WARNING, "bot %s: %s (tried again once its roots are back)",
+				b->name, why);
 		bots_state.restoring++;
 		j->done = done_restore;
 		job_submit(j);
