@@ -296,6 +296,7 @@ int server_listen(struct server *srv, const char *path, struct bot *bot, char *e
 int server_listen_hold(struct server *srv, const char *path, struct bot *bot, char *err,
 		       size_t errlen);
 int server_accept_start(struct listener *ls);
+bool server_closed(const struct server *srv);
 void server_unlisten(struct server *srv, struct bot *bot);
 const char *server_listener_path(const struct listener *ls);
 void server_reply(struct peer *p, cJSON *reply);

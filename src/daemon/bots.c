@@ -192,6 +192,9 @@ bool bot_activate(struct bot *b, char *err, size_t errlen)
 {
 	cleanup_free char *sock = NULL;
 
+	/* stopping or handing over (a restore ended by jobs_stop): the next agentfsd makes it */
+	if (server_closed(bots_state.srv))
+		return true;
 	if (b->sock != NULL) {
 		if (server_accept_start(b->sock) != 0) {
 			snprintf(err, errlen, "cannot accept on %s: out of memory",

@@ -474,6 +474,10 @@ static int listen_on(struct server *srv, const char *path, struct bot *bot, bool
 	bool handed;
 	int fd, e;
 
+	if (srv->closed) {
+		snprintf(err, errlen, "agentfsd is stopping: no new socket (%s)", path);
+		return -ESHUTDOWN;
+	}
 	if (strlen(path) >= sizeof((struct sockaddr_un *)0)->sun_path) {
 		snprintf(err, errlen, "socket path too long (%zu bytes, at most %zu): %s",
 			 strlen(path), sizeof((struct sockaddr_un *)0)->sun_path - 1, path);
@@ -552,6 +556,8 @@ const char *server_listener_path(const struct listener *ls)
 static void listener_free(struct listener *ls, bool keep)
 {
 	LIST_REMOVE(ls, entry);
+	if (ls->bot != NULL && ls->bot->sock == ls)
+		ls->bot->sock = NULL;
 	event_free(ls->ev);
 	event_free(ls->retry);
 	if (!keep) {
@@ -584,6 +590,7 @@ void server_shutdown(struct server *srv)
 {
 	struct listener *ls;
 
+	srv->closed = true;
 	while ((ls = LIST_FIRST(&srv->listeners)) != NULL)
 		listener_free(ls, false);
 }
@@ -593,6 +600,12 @@ void server_handover(struct server *srv)
 {
 	struct listener *ls;
 
+	srv->closed = true;
 	while ((ls = LIST_FIRST(&srv->listeners)) != NULL)
 		listener_free(ls, true);
+}
+
+bool server_closed(const struct server *srv)
+{
+	return srv->closed;
 }

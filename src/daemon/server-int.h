@@ -68,6 +68,7 @@ struct server {
 	struct timespec short_since; /* accepts fail for want of descriptors since (0: they do not) */
 	struct timespec short_last;  /* ... and the last failed then */
 	unsigned long told;	     /* clients told so in this shortage */
+	bool closed;		     /* server_shutdown or server_handover: no more sockets */
 };
 
 /* server.c: serve a client listen.c admitted; fd, fam and op are its (held) */
