@@ -96,7 +96,10 @@ FAULT_SO="$top_builddir/tests/fault-inject.so"
 if ldd "$AGENTFSD" 2>/dev/null | grep -Eq 'lib[at]san'; then
 	skip "agentfsd is built with a sanitizer: the fault library cannot be preloaded"
 	skip "... (a client waits for k1's restore)"
-	skip "... (and is answered)"
+	skip "... (a restart meanwhile)"
+	skip "... (the client is answered)"
+	skip "... (k1's socket serves)"
+	skip "... (k1's mount answers)"
 else
 	kill9_all
 	touch "$T/hold"
@@ -114,12 +117,24 @@ else
 		not_ok "... and a client of k1's socket waits meanwhile, not refused"
 		diag "it ended with: $(cat "$T/held.out")"
 	fi
+	# A restart now, with k1's restore still held: the daemon stops accepting,
+	# finishes the restore (once let go) and hands over; the next one answers.
+	daemon_kill TERM
+	sleep 0.5
 	rm -f "$T/hold"
+	if daemon_wait_gone 15; then
+		ok "... a restart meanwhile: the daemon finishes k1's restore and hands over"
+	else
+		not_ok "... a restart meanwhile: the daemon finishes k1's restore and hands over"
+	fi
+	daemon_start || not_ok "the next agentfsd starts"
 	wait_until 15 eval '! kill -0 '"$cpid"' 2>/dev/null'
 	kill "$cpid" 2>/dev/null
 	wait "$cpid"
-	is "$(jget bot <"$T/held.out" 2>/dev/null)" k1 "... and is answered as k1 once they are back"
+	is "$(jget bot <"$T/held.out" 2>/dev/null)" k1 "... and the waiting client is answered as k1 by the next one"
 	wait_until 5 eval '[ "$(afs --json show k2 | jget "bot.mounts.*.state" | sort -u)" = mounted ]'
+	is "$(as k1 status 2>/dev/null | jget bot)" k1 "... whose k1 socket serves"
+	is "$(timeout 5 cat "$D_MNT/k1/0/file" 2>&1)" content "... and k1's mount answers"
 fi
 
 # --- ttl ------------------------------------------------------------------------
