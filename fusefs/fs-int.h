@@ -415,6 +415,10 @@ struct fs {
 /* table.c: the (dev, ino) hash of a mount's inodes */
 void inode_table_init(struct inode_table *t);
 struct inode *inode_find(struct fs_mount *m, dev_t dev, ino_t ino);
+struct inode *inode_find_file(struct fs_mount *m, const struct stat *st,
+			      const struct inode_birth *b);
+int inode_stat_birth(int dirfd, const char *name, int flags, struct stat *st,
+		     struct inode_birth *b);
 bool inode_table_room(struct inode_table *t);
 void inode_hash(struct inode_table *t, struct inode *i);
 void inode_unhash(struct fs_mount *m, struct inode *i);

@@ -175,8 +175,8 @@ static int mount_fd_index(struct fs_mount *fs, int mount_id, int fd, mode_t type
  * statx of NAME in DIRFD (FLAGS: 0, or AT_EMPTY_PATH for DIRFD itself),
  * never following a symlink, as a struct stat and the birth time.
  */
-static int stat_birth(int dirfd, const char *name, int flags, struct stat *st,
-		      struct inode_birth *b)
+int inode_stat_birth(int dirfd, const char *name, int flags, struct stat *st,
+		     struct inode_birth *b)
 {
 	struct statx x;
 
@@ -245,7 +245,7 @@ static int open_by_name(struct fs_mount *m, struct inode *i)
 		errno = e == ENOENT || e == ENOTDIR ? ESTALE : e;
 		return -1;
 	}
-	if (stat_birth(fd, "", AT_EMPTY_PATH, &st, &b) != 0 || st.st_dev != i->dev ||
+	if (inode_stat_birth(fd, "", AT_EMPTY_PATH, &st, &b) != 0 || st.st_dev != i->dev ||
 	    st.st_ino != i->ino || (st.st_mode & S_IFMT) != i->type || !b.known ||
 	    !same_birth(&b, &i->birth)) {
 		close(fd);
@@ -454,6 +454,27 @@ static struct inode *inode_match(struct fs_mount *m, const struct stat *st,
 }
 
 /*
+ * The table's entry of the file ST and B describe, for a check of a name
+ * that is not looked up (an unlink's, a rename's; fs->lock held): NULL if
+ * none, or if the entry is of a file that had the number before and is gone
+ * (born earlier, no fd pinning its number), which lends the new file
+ * nothing. Else the entry (also one born later: ST is then of a file gone
+ * since, and the entry's file holds the number now).
+ */
+struct inode *inode_find_file(struct fs_mount *m, const struct stat *st,
+			      const struct inode_birth *b)
+{
+	struct inode *i = inode_find(m, st->st_dev, st->st_ino);
+
+	if (i == NULL || i == &m->root || i->fd >= 0 || !b->known || !i->birth.known ||
+	    same_birth(&i->birth, b))
+		return i;
+	if (i->birth.sec > b->sec || (i->birth.sec == b->sec && i->birth.nsec > b->nsec))
+		return i;
+	return NULL;
+}
+
+/*
  * Look name up in parent: a statx of the name in the parent's fd, never a
  * path walk. A name whose inode we hold (revalidations, readdirplus of a
  * known folder) costs nothing more. A new file gets no fd (git status never
@@ -481,7 +502,7 @@ static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	pfd = inode_fd_get(m, parent);
 	if (pfd < 0)
 		return pfd;
-	r = made ? 0 : stat_birth(pfd, name, 0, &st, &b);
+	r = made ? 0 : inode_stat_birth(pfd, name, 0, &st, &b);
 	if (r == 0 && !made) {
 		/* the reference taken under the lock keeps a known inode alive */
 		pthread_mutex_lock(&fs->lock);
@@ -497,7 +518,7 @@ static int lookup(struct fs_mount *m, struct inode *parent, const char *name,
 	}
 	if (r == 0 && i == NULL && (made || S_ISDIR(st.st_mode) || !b.known)) {
 		fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		r = fd < 0 ? -errno : stat_birth(fd, "", AT_EMPTY_PATH, &st, &b);
+		r = fd < 0 ? -errno : inode_stat_birth(fd, "", AT_EMPTY_PATH, &st, &b);
 		if (r == 0 && (S_ISDIR(st.st_mode) || !m->handles))
 			h = handle_of(fd, &mount_id);
 	}

@@ -102,6 +102,7 @@ void fsop_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const cha
 static int child_of(struct fs_mount *m, struct inode *p, int pfd, const char *name,
 		    struct inode *out, struct inode **real)
 {
+	struct inode_birth b;
 	struct guard_cls pgc;
 	struct stat st;
 	struct inode *i;
@@ -111,8 +112,8 @@ static int child_of(struct fs_mount *m, struct inode *p, int pfd, const char *na
 	out->standin = true;
 	out->fd = -1; /* a stand-in has no cached fd */
 	*real = NULL;
-	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-		return -errno;
+	if ((r = inode_stat_birth(pfd, name, 0, &st, &b)) != 0)
+		return r;
 	out->dev = st.st_dev;
 	out->ino = st.st_ino;
 	out->type = st.st_mode & S_IFMT;
@@ -130,7 +131,8 @@ static int child_of(struct fs_mount *m, struct inode *p, int pfd, const char *na
 	}
 	pthread_mutex_lock(&m->fs->lock);
 	out->cls = policy_classify(m, p, &st);
-	i = inode_find(m, st.st_dev, st.st_ino);
+	/* not an entry of a gone file whose number this one got: it would lend its class */
+	i = inode_find_file(m, &st, &b);
 	if (i != NULL) {
 		out->cls |= i->cls;
 		if (guard_cls_protected(&i->gcls) && !guard_cls_protected(&out->gcls))

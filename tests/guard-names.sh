@@ -106,6 +106,11 @@ is "$?" 0 "the bot's git workflows run through the mount"
 [ -s "$T/mounted.log" ] && diag "$(tail -5 "$T/mounted.log")"
 bad=$(grep -E "rule (D12|R1|X5|D13) \(" "$GUARD_LOG")
 is "$bad" "" "no refusal by D12, R1, X5 or D13 while they ran"
+# git goes on past a refused unlink with a warning: say what refused it
+if grep -q "unable to unlink" "$T/mounted.log"; then
+	diag "git could not remove a file it made; the mount's refusals:"
+	diag "$(grep -F "refused" "$GUARD_LOG" | tail -20)"
+fi
 
 # ---- every name git made natively, made through the mount -----------------------
 G="$M/scratch/.git"
