@@ -429,6 +429,23 @@ static void inode_set_gcls(struct fs_mount *m, struct inode *i, const struct gua
 }
 
 /*
+ * How the table's entry i (not NULL) stands to the file B describes, which
+ * has its number: the same file (or not known otherwise: an fd pins its
+ * number, or no birth times), one born later, or one born earlier and gone.
+ */
+enum entry_age { ENTRY_SAME, ENTRY_NEWER, ENTRY_GONE };
+
+static enum entry_age entry_age(const struct fs_mount *m, const struct inode *i,
+				const struct inode_birth *b)
+{
+	if (i == &m->root || i->fd >= 0 || !b->known || !i->birth.known || same_birth(&i->birth, b))
+		return ENTRY_SAME;
+	if (i->birth.sec > b->sec || (i->birth.sec == b->sec && i->birth.nsec > b->nsec))
+		return ENTRY_NEWER;
+	return ENTRY_GONE;
+}
+
+/*
  * The entry of the file ST and B describe, NULL if none, or ERR_STALE. An
  * entry with that (dev, ino) but born earlier is of a file that had the
  * number before and is gone (an entry without an fd does not pin its
@@ -444,13 +461,17 @@ static struct inode *inode_match(struct fs_mount *m, const struct stat *st,
 {
 	struct inode *i = inode_find(m, st->st_dev, st->st_ino);
 
-	if (i == NULL || i == &m->root || i->fd >= 0 || !b->known || !i->birth.known ||
-	    same_birth(&i->birth, b))
+	if (i == NULL)
+		return NULL;
+	switch (entry_age(m, i, b)) {
+	case ENTRY_SAME:
 		return i;
-	if (i->birth.sec > b->sec || (i->birth.sec == b->sec && i->birth.nsec > b->nsec))
+	case ENTRY_NEWER:
 		return ERR_STALE;
-	inode_unhash(m, i);
-	return NULL;
+	default:
+		inode_unhash(m, i);
+		return NULL;
+	}
 }
 
 /*
@@ -466,12 +487,7 @@ struct inode *inode_find_file(struct fs_mount *m, const struct stat *st,
 {
 	struct inode *i = inode_find(m, st->st_dev, st->st_ino);
 
-	if (i == NULL || i == &m->root || i->fd >= 0 || !b->known || !i->birth.known ||
-	    same_birth(&i->birth, b))
-		return i;
-	if (i->birth.sec > b->sec || (i->birth.sec == b->sec && i->birth.nsec > b->nsec))
-		return i;
-	return NULL;
+	return i != NULL && entry_age(m, i, b) == ENTRY_GONE ? NULL : i;
 }
 
 /*
