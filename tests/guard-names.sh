@@ -150,6 +150,13 @@ printf '[core]\n\tfsmonitor = true\n' >"$M/app/stage/evil/config"
 refused_by "a folder renamed into a git folder under another name" D12 \
 	try rename "$M/app/stage/evil" "$G/evil"
 refused_by "a .git made in a git folder" D12 try mkdir "$G/.git"
+# git fsck --lost-found in the workflows makes it when objects were left
+# dangling. Now and then they are, a known defect (the refusals are printed
+# after check 4): an inode number the guard recorded for a hook's other names
+# (REC_LINKS), left by a hook that is gone, can be reused by git's temporary
+# object, which has two names between its link() and unlink(): its unlink is
+# refused as the hook's (D3). So lost-found is removed first, on the host.
+rm -rf "$S/app/.git/lost-found"
 allowed "a name git makes (lost-found) made by hand" try mkdir "$G/lost-found"
 fs_umount "$M" || not_ok "umount $M"
 
