@@ -272,14 +272,6 @@ static pid_t command_pid(pid_t init)
 	return atoi(buf) > 0 ? (pid_t)atoi(buf) : -1;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * A signal that came before the command is there to take it (bwrap has not
  * reported its init yet, or the init has not started the command) waits

@@ -215,6 +215,15 @@ void client_fail(cJSON *rep) __attribute__((noreturn));
 /* cmd-log.c */
 int cmd_events(const char *socket_path, bool json, int argc, char **argv);
 
+/* Milliseconds on the monotonic clock (inline: the keeper links no util.c). */
+static inline int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* util.c */
 struct fs_event;
 double event_now(void);

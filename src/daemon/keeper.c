@@ -223,14 +223,6 @@ static void drop_capabilities(void)
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * One message from s into buf (a string) and the one descriptor it carries
  * (-1: none; any more are closed, one a message): its length, 0 at the
@@ -383,12 +375,12 @@ int keeper_main(int argc, char **argv)
 	pfd[0].events = POLLIN;
 	while (!stop) {
 		if (nclients == 0 && deadline == 0)
-			deadline = now_ms() + (int64_t)grace * 1000;
+			deadline = mono_ms() + (int64_t)grace * 1000;
 		if (nclients > 0)
 			deadline = 0;
-		if (deadline != 0 && now_ms() >= deadline)
+		if (deadline != 0 && mono_ms() >= deadline)
 			break; /* no agentfsd took over: let go */
-		timeout = deadline != 0 ? (int)(deadline - now_ms()) : -1;
+		timeout = deadline != 0 ? (int)(deadline - mono_ms()) : -1;
 		if (poll(pfd, 1 + (nfds_t)nclients, timeout < 0 && deadline != 0 ? 0 : timeout) <
 		    0) {
 			if (errno == EINTR)

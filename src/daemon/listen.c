@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -40,6 +39,14 @@
 #define SHORT_TELL_MS 1000
 #define SHORT_RETRY_MS 200
 
+/* A one-line answer to a client not served (it is nonblocking: a short line fits), then close. */
+static void say_and_close(int fd, const char *line, int n)
+{
+	if (write(fd, line, (size_t)n) < 0)
+		log_msg(LOG_DEBUG, "write: %s", strerror(errno));
+	close(fd);
+}
+
 /* One error line for a client whose user may not use this socket, then close. */
 static void peer_refuse(int fd, const struct listener *ls)
 {
@@ -63,9 +70,7 @@ static void peer_refuse(int fd, const struct listener *ls)
 			"{\"ok\":false,\"error\":{\"code\":\"forbidden\",\"message\":"
 			"\"permission denied: this bot's socket is for root and uid %u only\"}}\n",
 			(unsigned)ls->owner);
-	if (write(fd, line, (size_t)n) < 0)
-		log_msg(LOG_DEBUG, "write: %s", strerror(errno));
-	close(fd);
+	say_and_close(fd, line, n);
 }
 
 /*
@@ -178,32 +183,12 @@ static void listener_accept(struct listener *ls, int fd)
 			busy, sizeof busy,
 			"{\"ok\":false,\"error\":{\"code\":\"limit\",\"message\":\"%s\"}}\n", why);
 
-		if (write(fd, busy, (size_t)n) < 0)
-			log_msg(LOG_DEBUG, "write: %s", strerror(errno));
-		close(fd);
+		say_and_close(fd, busy, n);
 		acct_put(fam);
 		acct_put(op);
 		return;
 	}
 	server_peer_add(srv, fd, ls->bot, &cred, fam, op);
-}
-
-static long long ms_between(const struct timespec *a, const struct timespec *b)
-{
-	return (b->tv_sec - a->tv_sec) * 1000LL + (b->tv_nsec - a->tv_nsec) / 1000000;
-}
-
-static long long ms_since(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return ms_between(t, &now);
-}
-
-static bool short_now(const struct server *srv)
-{
-	return srv->short_since.tv_sec != 0 || srv->short_since.tv_nsec != 0;
 }
 
 /* One error line to a client accepted on the reserve, then close. */
@@ -222,9 +207,7 @@ static void peer_tell_short(int fd)
 		     "--nofile) and restart it (the mounts stay), or end what holds files open "
 		     "in the bots' roots\"}}\n",
 		     (unsigned long long)rl.rlim_cur);
-	if (write(fd, line, (size_t)n) < 0)
-		log_msg(LOG_DEBUG, "write: %s", strerror(errno));
-	close(fd);
+	say_and_close(fd, line, n);
 }
 
 /*
@@ -263,18 +246,19 @@ static void listener_short(struct listener *ls, int e)
 {
 	struct server *srv = ls->srv;
 	struct timeval pause = {0, SHORT_RETRY_MS * 1000};
+	int64_t now = mono_ms();
 
-	if (!short_now(srv) || ms_since(&srv->short_last) > SHORT_TELL_MS) {
-		clock_gettime(CLOCK_MONOTONIC, &srv->short_since);
+	if (srv->short_since == 0 || now - srv->short_last > SHORT_TELL_MS) {
+		srv->short_since = now;
 		srv->told = 0;
 		log_msg(LOG_WARNING,
 			"accept on %s: %s: clients wait until descriptors are free, and "
 			"are told so after %d ms",
 			ls->path, strerror(e), SHORT_TELL_MS);
-	} else if (ms_since(&srv->short_since) >= SHORT_TELL_MS) {
+	} else if (now - srv->short_since >= SHORT_TELL_MS) {
 		listener_tell_short(ls);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &srv->short_last);
+	srv->short_last = now;
 	event_del(ls->ev);
 	event_add(ls->retry, &pause);
 }
@@ -282,13 +266,13 @@ static void listener_short(struct listener *ls, int e)
 /* An accept worked: a shortage, if there was one, is over. */
 static void listener_unshort(struct server *srv)
 {
-	if (!short_now(srv))
+	if (srv->short_since == 0)
 		return;
 	log_msg(LOG_NOTICE,
 		"accepting clients again: out of descriptors for %lld ms at least (%lu "
 		"told so)",
-		ms_between(&srv->short_since, &srv->short_last), srv->told);
-	srv->short_since = (struct timespec){0, 0};
+		(long long)(srv->short_last - srv->short_since), srv->told);
+	srv->short_since = 0;
 }
 
 /*

@@ -154,14 +154,6 @@ static bool same_stamp(const struct file_stamp *a, const struct file_stamp *b)
 	       a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* uid's user, kept and still good (a copy, the caller's); NULL if none. */
 static cJSON *user_kept(uid_t uid, const struct file_stamp *pw, const struct file_stamp *gr)
 {
@@ -172,7 +164,7 @@ static cJSON *user_kept(uid_t uid, const struct file_stamp *pw, const struct fil
 
 		if (k->user == NULL || k->uid != uid)
 			continue;
-		if (now_ms() - k->at_ms < USER_KEEP_MS && same_stamp(&k->pw, pw) &&
+		if (mono_ms() - k->at_ms < USER_KEEP_MS && same_stamp(&k->pw, pw) &&
 		    same_stamp(&k->gr, gr))
 			return cJSON_Duplicate(k->user, true);
 		cJSON_Delete(k->user);
@@ -194,7 +186,7 @@ static void user_keep(uid_t uid, const cJSON *u, const struct file_stamp *pw,
 	if (i < USERS_KEPT)
 		k = &kept_users[i];
 	cJSON_Delete(k->user);
-	*k = (struct kept_user){cJSON_Duplicate(u, true), uid, now_ms(), *pw, *gr};
+	*k = (struct kept_user){cJSON_Duplicate(u, true), uid, mono_ms(), *pw, *gr};
 }
 
 /*

@@ -54,15 +54,6 @@ bool sandbox_limits_within(const struct bot *b, const struct bot *c, char *why, 
 	return true;
 }
 
-/* Milliseconds on the monotonic clock. */
-static long long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * Cgroups of ended sandboxes still holding a process (one still exiting):
  * removed again every 100 ms for 10 s, then every 5 s. Loop only. What is

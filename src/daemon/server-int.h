@@ -10,7 +10,6 @@
 
 #include "src/common/agentfs.h"
 
-#include <time.h>
 #include <sys/socket.h>
 
 /*
@@ -65,8 +64,8 @@ struct server {
 	unsigned nctl; /* of them, on the control socket */
 	/* out of descriptors (listen.c): */
 	int reserve;		     /* /dev/null, given up to tell a waiting client why */
-	struct timespec short_since; /* accepts fail for want of descriptors since (0: they do not) */
-	struct timespec short_last;  /* ... and the last failed then */
+	int64_t short_since;	     /* accepts fail for want of descriptors since (mono_ms; 0: no) */
+	int64_t short_last;	     /* ... and the last failed then */
 	unsigned long told;	     /* clients told so in this shortage */
 	bool closed;		     /* server_shutdown or server_handover: no more sockets */
 };
