@@ -459,7 +459,9 @@ static void policy_classes(struct fs_mount *m, const struct preq *r, struct guar
 /*
  * The facts only the filesystem has (gitguard.h, struct guard_req) into G:
  * the mount's settings, the seal, the inode's names, its lock files. *FD: a
- * folder's descriptor pinned for a CHMOD (gitguard looks for its .git).
+ * folder's descriptor pinned for a CHMOD (gitguard looks for its .git), or
+ * a file's with several names written or linked (gitguard tells it from a
+ * gone protected file whose number it has).
  */
 static void policy_facts(struct fs_mount *m, const struct preq *r, struct guard_req *g, int *fd)
 {
@@ -478,9 +480,13 @@ static void policy_facts(struct fs_mount *m, const struct preq *r, struct guard_
 	if (m->guard == NULL)
 		return; /* no rule table: the mount's settings alone are judged */
 	lock_facts(m, r, g);
-	if (g->op == GUARD_OP_CHMOD && r->ino != NULL && S_ISDIR(r->ino->type) && !r->ino->standin &&
-	    (*fd = inode_fd_get(m, r->ino)) >= 0)
-		g->fd = *fd;
+	if (r->ino == NULL || r->ino->standin)
+		return;
+	if (S_ISDIR(r->ino->type) ? g->op == GUARD_OP_CHMOD
+				  : g->nlink > 1 && (g->op == GUARD_OP_WRITE || g->op == GUARD_OP_CHMOD ||
+						     g->op == GUARD_OP_CHOWN || g->op == GUARD_OP_LINK))
+		if ((*fd = inode_fd_get(m, r->ino)) >= 0)
+			g->fd = *fd;
 }
 
 static const char *link_target(struct fs_mount *m, const struct preq *r, char *buf);

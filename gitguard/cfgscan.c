@@ -160,8 +160,7 @@ static int on_include(struct cfgscan *s, const char *value)
 	s->pin_rule = GUARD_RULE_W3;
 	switch (guard_resolve(s->g, s->basefd, path, true, scan_pin, s, &res)) {
 	case RES_INSIDE:
-		rc = recs_add(&s->r->recs, res.st.st_dev, res.st.st_ino, NULL, GUARD_RO,
-			      GUARD_RULE_W3);
+		rc = recs_add_file(&s->r->recs, res.fd, "", &res.st, GUARD_RO, GUARD_RULE_W3);
 		if (rc)
 			break;
 		if (!S_ISREG(res.st.st_mode)) {
@@ -228,8 +227,8 @@ int scan_protect(struct cfgscan *s, int fromfd, const char *path, uint8_t rule,
 		dir = S_ISDIR(res.st.st_mode);
 		/* walked already (a link to a folder seen before, a loop of links) */
 		walked = dir && recs_has(&s->r->recs, res.st.st_dev, res.st.st_ino, GUARD_TREE);
-		rc = recs_add(&s->r->recs, res.st.st_dev, res.st.st_ino, NULL,
-			      GUARD_RO | (dir ? GUARD_TREE : 0), rule);
+		rc = recs_add_file(&s->r->recs, res.fd, "", &res.st,
+				   GUARD_RO | (dir ? GUARD_TREE : 0), rule);
 		/*
 		 * A folder: every file in it is known by its inode (HL), down to
 		 * the files hooks source (husky's .husky/_/husky.sh), and every
@@ -317,8 +316,9 @@ int scan_hook_links(struct cfgscan *s, int fromfd, const char *sub, uint8_t link
 			rc = scan_protect(s, dirfd(d), de->d_name, GUARD_RULE_D3, NULL);
 		else if (linked_rule && S_ISREG(st.st_mode))
 			/* a hook's other names, made before it became one or later */
-			rc = recs_add(&s->r->recs, st.st_dev, st.st_ino, NULL,
-				      GUARD_RO | (st.st_nlink < 2 ? REC_LINKS : 0), linked_rule);
+			rc = recs_add_file(&s->r->recs, dirfd(d), de->d_name, &st,
+					   GUARD_RO | (st.st_nlink < 2 ? REC_LINKS : 0),
+					   linked_rule);
 	}
 	closedir(d);
 	return rc;

@@ -322,6 +322,8 @@ static int check_facts(const struct guard_req *req, struct guard_verdict *v)
 				"a git lock file this mount did not make: another git holds it");
 }
 
+static int check_inode_at(struct guard *g, const struct stat *st, int fd, struct guard_verdict *v);
+
 /* HL: another name, made on the host, of a protected file is protected too */
 static int check_other_name(struct guard *g, const struct guard_req *req, struct guard_verdict *v)
 {
@@ -336,7 +338,7 @@ static int check_other_name(struct guard *g, const struct guard_req *req, struct
 	st.st_ino = (ino_t)req->ino;
 	st.st_mode = req->mode & S_IFMT;
 	st.st_nlink = req->nlink;
-	return guard_check_inode(g, &st, v);
+	return check_inode_at(g, &st, req->fd, v);
 }
 
 static int check_op(struct guard *g, const struct guard_req *req, struct guard_verdict *v);
@@ -479,17 +481,24 @@ static int check_op(struct guard *g, const struct guard_req *req, struct guard_v
 /*
  * A write-open of an inode with several names: is it a protected file reached
  * through an ordinary name?  Cheap: nothing but a test when nothing is recorded.
+ * FD, if not -1, is the inode's O_PATH descriptor: it tells a file from a gone
+ * one whose number it has (guard_rec_file).
  */
-int guard_check_inode(struct guard *g, const struct stat *st, struct guard_verdict *v)
+static int check_inode_at(struct guard *g, const struct stat *st, int fd, struct guard_verdict *v)
 {
 	uint8_t rule = 0, f;
 
 	if (S_ISDIR(st->st_mode) || st->st_nlink < 2 || !guard_rec_any(g))
 		return 0;
-	f = guard_rec_inode(g, st->st_dev, st->st_ino, &rule);
+	f = guard_rec_file(g, st, fd, -1, NULL, &rule);
 	if (f & (GUARD_RO | GUARD_TREE))
 		return guard_refuse(v, rule ? rule : GUARD_RULE_HL);
 	return 0;
+}
+
+int guard_check_inode(struct guard *g, const struct stat *st, struct guard_verdict *v)
+{
+	return check_inode_at(g, st, -1, v);
 }
 
 /*

@@ -437,15 +437,17 @@ int guard_classify(struct guard *g, const struct guard_cls *parent, int parent_f
 		}
 	}
 close:
-	if (own >= 0)
+	if (own >= 0) {
 		close(own);
+		fd = -1;
+	}
 	if (rc)
 		return rc;
 tables:
 	if (out->kind != GUARD_BOTREPO && guard_rec_any(g)) {
 		uint8_t rule = 0, f;
 
-		f = guard_rec_inode(g, st->st_dev, st->st_ino, &rule);
+		f = guard_rec_file(g, st, fd, parent_fd, name, &rule);
 		/* a folder's link count is no hard link: a reused number is no one's */
 		if ((f & REC_LINKS) && (S_ISDIR(st->st_mode) || st->st_nlink < 2))
 			f = 0;

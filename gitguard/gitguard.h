@@ -223,6 +223,9 @@ enum guard_op {
  *     path onto what it locks;
  *   - dev, ino, nlink: cls's inode as the filesystem last saw it; more than
  *     one name asks whether it is another name of a protected file (HL).
+ *     For WRITE, CHMOD, CHOWN and LINK of such a file, fd may be its O_PATH
+ *     descriptor: its birth time tells it from a protected file that is gone
+ *     and whose number it was given (without it, the number alone decides).
  * What gitguard can learn through a descriptor the request carries anyway
  * it learns itself: whether a folder opened to others' writes holds .git (a
  * work tree's top, G3) is an fstatat of the CHMOD's fd.

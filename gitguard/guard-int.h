@@ -33,10 +33,17 @@
  */
 #define REC_LINKS 0x40
 
-/* One protected inode, or a missing name (NC) in a folder when name != NULL. */
+/*
+ * One protected inode, or a missing name (NC) in a folder when name != NULL.
+ * BORN, when known (not 0), is the file's birth time in nanoseconds: a file
+ * born at another time that has its number now is another file, which the
+ * record does not cover (the recorded one is gone, its number given out
+ * again before the repository was read again).
+ */
 struct guard_rec {
 	uint64_t dev;
 	uint64_t ino;
+	int64_t born;
 	char *name;
 	uint8_t flags;
 	uint8_t rule;
@@ -263,6 +270,9 @@ void guard_logf(struct guard *g, const char *fmt, ...) __attribute__((format(pri
 int guard_err_set(struct guard_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 bool recs_has(const struct guard_recs *r, uint64_t dev, uint64_t ino, uint8_t flags);
+int64_t guard_born_at(int dirfd, const char *name, uint64_t dev, uint64_t ino);
+int recs_add_file(struct guard_recs *r, int dirfd, const char *name, const struct stat *st,
+		  uint8_t flags, uint8_t rule);
 int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name, uint8_t flags,
 	     uint8_t rule);
 void recs_clear(struct guard_recs *r);
@@ -273,6 +283,8 @@ int guard_own_rebuild(struct guard *g);
    and the guard's own table; takes the locks itself (none may be held) */
 uint8_t guard_view_inode(struct guard_view *v, uint64_t dev, uint64_t ino, uint8_t *rule);
 uint8_t guard_rec_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *rule);
+uint8_t guard_rec_file(struct guard *g, const struct stat *st, int fd, int dirfd, const char *name,
+		       uint8_t *rule);
 uint8_t guard_rec_missing(struct guard *g, uint64_t dev, uint64_t ino, const char *name,
 			  uint8_t *rule);
 /* Is anything recorded at all?  Lock-free */

@@ -9,6 +9,8 @@
 #include <strings.h>
 #include <unistd.h>
 #include <sys/fanotify.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "gitguard/ggutil.h"
 #include "gitguard/guard-int.h"
@@ -57,8 +59,8 @@ uint64_t guard_generation(struct guard *g)
 	return atomic_load(&g->view->gen);
 }
 
-int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name, uint8_t flags,
-	     uint8_t rule)
+static int recs_put(struct guard_recs *r, uint64_t dev, uint64_t ino, int64_t born,
+		    const char *name, uint8_t flags, uint8_t rule)
 {
 	struct guard_rec *v;
 	size_t i;
@@ -72,6 +74,9 @@ int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name,
 			if ((v->flags | flags) != v->flags && !v->rule)
 				v->rule = rule;
 			v->flags = ((v->flags | flags) & ~REC_LINKS) | links;
+			/* two births for one number: it may be either file's, so no date */
+			if (v->born != born)
+				v->born = 0;
 			return 0;
 		}
 	}
@@ -80,6 +85,7 @@ int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name,
 	v = &r->v[r->n];
 	v->dev = dev;
 	v->ino = ino;
+	v->born = born;
 	v->name = NULL;
 	if (name && !(v->name = strdup(name)))
 		return -ENOMEM;
@@ -87,6 +93,41 @@ int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name,
 	v->rule = rule;
 	r->n++;
 	return 0;
+}
+
+int recs_add(struct guard_recs *r, uint64_t dev, uint64_t ino, const char *name, uint8_t flags,
+	     uint8_t rule)
+{
+	return recs_put(r, dev, ino, 0, name, flags, rule);
+}
+
+/*
+ * The birth time of NAME in DIRFD (NAME "": DIRFD itself), in nanoseconds,
+ * if it is the file (DEV, INO); 0 if the file system keeps none, or NAME is
+ * another file now.
+ */
+int64_t guard_born_at(int dirfd, const char *name, uint64_t dev, uint64_t ino)
+{
+	struct statx sx;
+	int flags = AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC | (*name ? 0 : AT_EMPTY_PATH);
+
+	if (statx(dirfd, name, flags, STATX_INO | STATX_BTIME, &sx) < 0 ||
+	    !(sx.stx_mask & STATX_BTIME) || sx.stx_ino != ino ||
+	    makedev(sx.stx_dev_major, sx.stx_dev_minor) != dev)
+		return 0;
+	return (int64_t)sx.stx_btime.tv_sec * 1000000000 + sx.stx_btime.tv_nsec;
+}
+
+/*
+ * Records the file NAME in DIRFD, whose lstat is ST, by its inode and birth
+ * time: a scan's record of a protected file (a hook, a config) that outlives
+ * the file until the next scan covers no new file that gets its number.
+ */
+int recs_add_file(struct guard_recs *r, int dirfd, const char *name, const struct stat *st,
+		  uint8_t flags, uint8_t rule)
+{
+	return recs_put(r, st->st_dev, st->st_ino, guard_born_at(dirfd, name, st->st_dev, st->st_ino),
+			NULL, flags, rule);
 }
 
 /* Whether (dev, ino) is recorded, without a name, with one of FLAGS */
@@ -215,9 +256,13 @@ static size_t tab_first(const struct guard_rec *tab, size_t ntab, uint64_t dev, 
 	return lo;
 }
 
-/* Flags recorded for an inode in TAB */
+/*
+ * Flags recorded for an inode in TAB: those of its records that cover the
+ * file born at BORN (0: unknown, every record covers it).  *DATED, if given,
+ * is set when a record of the number carries a birth time.
+ */
 static uint8_t tab_inode(const struct guard_rec *tab, size_t ntab, uint64_t dev, uint64_t ino,
-			 uint8_t *rule)
+			 int64_t born, uint8_t *rule, bool *dated)
 {
 	uint8_t flags = 0, links = REC_LINKS;
 	size_t i;
@@ -228,6 +273,10 @@ static uint8_t tab_inode(const struct guard_rec *tab, size_t ntab, uint64_t dev,
 		if (r->dev != dev || r->ino != ino)
 			break;
 		if (r->name)
+			continue;
+		if (r->born && dated)
+			*dated = true;
+		if (r->born && born && r->born != born)
 			continue;
 		if (!flags && rule)
 			*rule = r->rule;
@@ -260,7 +309,7 @@ static uint8_t tab_missing(const struct guard_rec *tab, size_t ntab, uint64_t de
 /* Flags the view records for an inode; its lock held shared */
 uint8_t guard_view_inode(struct guard_view *v, uint64_t dev, uint64_t ino, uint8_t *rule)
 {
-	return tab_inode(v->tab, v->ntab, dev, ino, rule);
+	return tab_inode(v->tab, v->ntab, dev, ino, 0, rule, NULL);
 }
 
 bool guard_rec_any(struct guard *g)
@@ -268,20 +317,24 @@ bool guard_rec_any(struct guard *g)
 	return atomic_load(&g->view->ntab_hint) || atomic_load(&g->nown_hint);
 }
 
-/* Flags recorded for an inode, the view's and then the guard's own; no lock held. */
-uint8_t guard_rec_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *rule)
+/*
+ * Flags recorded for an inode, the view's and then the guard's own, that
+ * cover the file born at BORN (0: any); no lock held.
+ */
+static uint8_t rec_inode(struct guard *g, uint64_t dev, uint64_t ino, int64_t born, uint8_t *rule,
+			 bool *dated)
 {
 	struct guard_view *v = g->view;
 	uint8_t f = 0, o = 0, r1 = 0, r2 = 0;
 
 	if (atomic_load(&v->ntab_hint)) {
 		pthread_rwlock_rdlock(&v->lock);
-		f = tab_inode(v->tab, v->ntab, dev, ino, &r1);
+		f = tab_inode(v->tab, v->ntab, dev, ino, born, &r1, dated);
 		pthread_rwlock_unlock(&v->lock);
 	}
 	if (atomic_load(&g->nown_hint)) {
 		pthread_rwlock_rdlock(&g->lock);
-		o = tab_inode(g->own, g->nown, dev, ino, &r2);
+		o = tab_inode(g->own, g->nown, dev, ino, born, &r2, dated);
 		pthread_rwlock_unlock(&g->lock);
 	}
 	if (rule && (f || o))
@@ -289,6 +342,34 @@ uint8_t guard_rec_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *ru
 	if (f && o)
 		return ((f | o) & ~REC_LINKS) | (f & o & REC_LINKS);
 	return f | o;
+}
+
+uint8_t guard_rec_inode(struct guard *g, uint64_t dev, uint64_t ino, uint8_t *rule)
+{
+	return rec_inode(g, dev, ino, 0, rule, NULL);
+}
+
+/*
+ * Flags recorded for the file ST, reached as FD (O_PATH; -1: none) or NAME
+ * in DIRFD: only records of the file itself, not of a gone file whose number
+ * it has, when a record says when its file was born.  The birth time is
+ * read only then (a statx): most numbers carry no record at all.
+ */
+uint8_t guard_rec_file(struct guard *g, const struct stat *st, int fd, int dirfd, const char *name,
+		       uint8_t *rule)
+{
+	bool dated = false;
+	int64_t born = 0;
+	uint8_t f;
+
+	f = rec_inode(g, st->st_dev, st->st_ino, 0, rule, &dated);
+	if (!dated)
+		return f;
+	if (fd >= 0)
+		born = guard_born_at(fd, "", st->st_dev, st->st_ino);
+	else if (dirfd >= 0 && name)
+		born = guard_born_at(dirfd, name, st->st_dev, st->st_ino);
+	return born ? rec_inode(g, st->st_dev, st->st_ino, born, rule, NULL) : f;
 }
 
 /* Flags recorded for a missing NAME in the folder (dev, ino); no lock held. */

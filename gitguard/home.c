@@ -265,9 +265,9 @@ int home_record(struct hscan *h, int kind, const struct resolved *res, bool tree
 	struct stat st;
 
 	if (kind == RES_INSIDE)
-		return recs_add(&h->r.recs, res->st.st_dev, res->st.st_ino, NULL,
-				GUARD_RO | (tree || S_ISDIR(res->st.st_mode) ? GUARD_TREE : 0),
-				GUARD_RULE_H1);
+		return recs_add_file(&h->r.recs, res->fd, "", &res->st,
+				     GUARD_RO | (tree || S_ISDIR(res->st.st_mode) ? GUARD_TREE : 0),
+				     GUARD_RULE_H1);
 	if (kind == RES_MISSING && !fstat(res->dirfd, &st))
 		return recs_add(&h->r.recs, st.st_dev, st.st_ino, res->name, GUARD_RO | GUARD_TREE,
 				GUARD_RULE_H1);
@@ -386,8 +386,8 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 
 	switch (guard_resolve(h->g, homefd, name, true, home_pin_cb, h, &res)) {
 	case RES_INSIDE:
-		rc = recs_add(&h->r.recs, res.st.st_dev, res.st.st_ino, NULL,
-			      GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_H1);
+		rc = recs_add_file(&h->r.recs, res.fd, "", &res.st,
+				   GUARD_RO | (S_ISDIR(res.st.st_mode) ? GUARD_TREE : 0), GUARD_RULE_H1);
 		if (rc)
 			break;
 		/* a folder not scanned (~/.ssh, ~/.gnupg): the symlinks in it followed */
@@ -399,8 +399,7 @@ static int home_inside(struct hscan *h, int homefd, const char *name, const char
 			rc = scan_file(h, res.dirfd, res.name, owner, name);
 		else if (sub && S_ISDIR(res.st.st_mode) &&
 			 !fstatat(res.fd, sub, &st, AT_SYMLINK_NOFOLLOW)) {
-			rc = recs_add(&h->r.recs, st.st_dev, st.st_ino, NULL, GUARD_RO,
-				      GUARD_RULE_H1);
+			rc = recs_add_file(&h->r.recs, res.fd, sub, &st, GUARD_RO, GUARD_RULE_H1);
 			if (!rc && S_ISREG(st.st_mode))
 				rc = scan_file(h, res.fd, sub, owner, name);
 		}

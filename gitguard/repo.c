@@ -80,7 +80,8 @@ static bool recs_equal(const struct guard_recs *a, const struct guard_recs *b)
 	for (i = 0; i < a->n; i++) {
 		const struct guard_rec *x = &a->v[i], *y = &b->v[i];
 
-		if (x->dev != y->dev || x->ino != y->ino || x->flags != y->flags ||
+		if (x->dev != y->dev || x->ino != y->ino || x->born != y->born ||
+		    x->flags != y->flags ||
 		    !x->name != !y->name || (x->name && strcmp(x->name, y->name)))
 			return false;
 	}

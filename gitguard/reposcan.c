@@ -23,7 +23,8 @@
 /*
  * A protected file: remember its inode so its other names are protected
  * too, those it has now and those the person gives it later (a backup
- * link into the work tree). One name for now: REC_LINKS.
+ * link into the work tree). One name for now: REC_LINKS. By its birth
+ * time too: once it is gone, a new file given its number is not it.
  */
 static int hl_file(struct guard_repo *r, int dirfd, const char *name, uint8_t rule)
 {
@@ -31,8 +32,8 @@ static int hl_file(struct guard_repo *r, int dirfd, const char *name, uint8_t ru
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode))
 		return 0;
-	return recs_add(&r->recs, st.st_dev, st.st_ino, NULL,
-			GUARD_RO | (st.st_nlink < 2 ? REC_LINKS : 0), rule);
+	return recs_add_file(&r->recs, dirfd, name, &st, GUARD_RO | (st.st_nlink < 2 ? REC_LINKS : 0),
+			     rule);
 }
 
 /*

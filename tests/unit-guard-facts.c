@@ -13,12 +13,39 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gitguard/gitguard.h"
 #include "tests/guard-tap.h"
 
 #include "tests/guard-unit.h"
+
+/*
+ * The coarse monotonic clock gitguard paces its looks for host changes by
+ * (guard_revalidate), held still while clock_frozen: a host change is then
+ * not seen by the next decisions, as it is not for GUARD_REVAL_MS in a
+ * mount. Defined here, it is the clock libgitguard.a's code calls.
+ */
+static bool clock_frozen;
+static struct timespec clock_at;
+
+int clock_gettime(clockid_t clk, struct timespec *ts)
+{
+	if (clock_frozen && clk == CLOCK_MONOTONIC_COARSE) {
+		*ts = clock_at;
+		return 0;
+	}
+	return (int)syscall(SYS_clock_gettime, clk, ts);
+}
+
+static void freeze_clock(bool on)
+{
+	if (on)
+		syscall(SYS_clock_gettime, CLOCK_MONOTONIC_COARSE, &clock_at);
+	clock_frozen = on;
+}
 
 static void git_repo(const char *dir)
 {
@@ -204,6 +231,88 @@ static void test_other_name(void)
 	CODE(&r, ALLOWED, "its times may change");
 }
 
+/*
+ * A protected file's record outlives the file until the repository is read
+ * again; its number may be given to a new file meanwhile (ext4 gives the
+ * lowest free one). git's temporary object has two names between its link()
+ * and unlink(): the record of a hook that had one name (kept for the names
+ * the person may give it later) must not make that object the hook. The
+ * record's birth time tells them apart; the hook still here keeps it.
+ */
+static void test_reused_number(void)
+{
+	struct guard_req r;
+	struct guard_cls c;
+	struct stat st, ost;
+	char obj[32];
+	bool reused = false;
+	int k, fd, ofd, wfd;
+
+	new_root("reuse", false);
+	git_repo("r");
+	sh("printf '#!/bin/sh\\nexit 0\\n' >r/.git/hooks/pre-push && "
+	   "printf '#!/bin/sh\\nexit 0\\n' >r/.git/hooks/post-merge && mkdir r/w");
+	IS(try_write("r/.git/hooks/pre-push"), "D3", "a hook with one name (the repository is read)");
+	freeze_clock(true);
+	IS(try_write("r/a.txt"), "", "a decision (the last look at the host before the changes)");
+	if (fstatat(rootfd, "r/.git/hooks/pre-push", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		die("pre-push");
+	/* the person removes the hook; a new file of the bot's gets its number */
+	sh("rm r/.git/hooks/pre-push");
+	sync();
+	wfd = openat(rootfd, "r/w", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (wfd < 0)
+		die("r/w");
+	for (k = 0; k < 20000 && !reused; k++) {
+		snprintf(obj, sizeof(obj), "fill-%d", k);
+		fd = openat(wfd, obj, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0)
+			die(obj);
+		if (fstat(fd, &ost) == 0 && ost.st_ino == st.st_ino && ost.st_dev == st.st_dev)
+			reused = true;
+		close(fd);
+	}
+	close(wfd);
+	sh("cd r/w && for f in fill-*; do [ \"$f\" = fill-%d ] || rm -f \"$f\"; done", k - 1);
+	if (!reused) {
+		printf("ok %d # SKIP this file system gave the hook's number to no new file\n", ++tap_n);
+		printf("ok %d # SKIP (the same)\n", ++tap_n);
+		printf("ok %d # SKIP (the same)\n", ++tap_n);
+	} else {
+		sh("cd r/w && mv fill-%d tmp_obj && ln tmp_obj obj", k - 1);
+		IS(try_remove("r/w/tmp_obj"), "",
+		   "its second name removed, before the repository is read again (not D3)");
+		c = cls_of("r/a.txt");
+		ofd = openat(rootfd, "r/w/obj", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (ofd < 0 || fstat(ofd, &ost) < 0)
+			die("obj");
+		r = req_of(GUARD_OP_WRITE, &c, S_IFREG);
+		r.dev = ost.st_dev;
+		r.ino = ost.st_ino;
+		r.nlink = ost.st_nlink;
+		r.fd = ofd;
+		CODE(&r, ALLOWED, "written through either name, with its descriptor given (HL)");
+		r.fd = -1;
+		CODE(&r, GUARD_RULE_D3, "... without one the number alone decides (the careful side)");
+		close(ofd);
+	}
+	/* the hook that is still here, given a second name by the person, stays a hook */
+	sh("ln r/.git/hooks/post-merge r/w/backup");
+	IS(try_write("r/w/backup"), "D3", "another name of a hook that is here: refused (D3)");
+	c = cls_of("r/a.txt"); /* a class cached before the other name was made */
+	ofd = openat(rootfd, "r/w/backup", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (ofd < 0 || fstat(ofd, &ost) < 0)
+		die("backup");
+	r = req_of(GUARD_OP_WRITE, &c, S_IFREG);
+	r.dev = ost.st_dev;
+	r.ino = ost.st_ino;
+	r.nlink = ost.st_nlink;
+	r.fd = ofd;
+	CODE(&r, GUARD_RULE_D3, "... with its descriptor given too (HL)");
+	close(ofd);
+	freeze_clock(false);
+}
+
 /* gen: classes older than what the decision's look for host changes found are sent back */
 static void test_generation(void)
 {
@@ -234,6 +343,7 @@ int main(void)
 	test_lock();
 	test_worktree_top();
 	test_other_name();
+	test_reused_number();
 	test_generation();
 	return unit_end();
 }
