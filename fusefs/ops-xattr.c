@@ -3,7 +3,9 @@
 #include "fusefs/fs-int.h"
 #include "fusefs/ops.h"
 
+#include <endian.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
@@ -17,13 +19,55 @@ static bool xattr_privileged(const char *name)
  * A POSIX ACL is a chmod by other means: the access ACL rewrites the mode's
  * bits and may grant write to named users and groups, a folder's default
  * ACL does the same for everything made in it later.  Setting one is judged
- * as a chmod that adds every write bit (H1 refuses it on a home, ~/.config
- * and the folders above, the RO rules everywhere they refuse a chmod).
+ * as a chmod to the bits it grants (H1 refuses one that adds a write bit on
+ * a home, ~/.config and the folders above, G3 one that opens a git folder's
+ * file to others, the RO rules everywhere they refuse a chmod).
  */
 static bool xattr_is_acl(const char *name)
 {
 	return strcmp(name, "system.posix_acl_access") == 0 ||
 	       strcmp(name, "system.posix_acl_default") == 0;
+}
+
+#define ACL_XATTR_VERSION 2 /* the kernel's posix_acl_xattr header */
+#define ACL_USER_OBJ 0x01
+#define ACL_GROUP_OBJ 0x04
+#define ACL_OTHER 0x20
+
+/*
+ * The permission bits ACL (SIZE bytes, as setxattr carries it) grants: a
+ * minimal one (owner, group, others, once each: what `cp -p` and `sed -i`
+ * copy from a file with no ACL) is the mode it stands for; anything else
+ * (named users or groups, a mask, a form not understood) is taken as every
+ * bit, as if it granted write to all.
+ */
+static mode_t acl_mode(const char *acl, size_t size)
+{
+	uint32_t version;
+	uint16_t tag, perm;
+	mode_t mode = 0;
+	unsigned seen = 0, bit;
+	size_t k;
+
+	if (size != 4 + 3 * 8)
+		return 0777;
+	memcpy(&version, acl, 4);
+	if (le32toh(version) != ACL_XATTR_VERSION)
+		return 0777;
+	for (k = 0; k < 3; k++) {
+		memcpy(&tag, acl + 4 + 8 * k, 2);
+		memcpy(&perm, acl + 4 + 8 * k + 2, 2);
+		tag = le16toh(tag);
+		perm = le16toh(perm);
+		if (perm > 7)
+			return 0777;
+		bit = tag == ACL_USER_OBJ ? 6 : tag == ACL_GROUP_OBJ ? 3 : tag == ACL_OTHER ? 0 : 9;
+		if (bit == 9 || (seen & (1u << bit)))
+			return 0777;
+		seen |= 1u << bit;
+		mode |= (mode_t)perm << bit;
+	}
+	return mode;
 }
 
 /*
@@ -62,7 +106,8 @@ static void xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const
 		r = -EPERM;
 	else if (value != NULL && xattr_is_acl(name))
 		r = policy_check(m, &PREQ_INODE(req, GUARD_OP_CHMOD, ino_of(m, ino),
-						(ino_of(m, ino)->type & S_IFMT) | 0777));
+						(ino_of(m, ino)->type & S_IFMT) |
+							acl_mode(value, size)));
 	else
 		r = policy_check(
 			m, &PREQ_INODE(req, GUARD_OP_WRITE, ino_of(m, ino), ino_of(m, ino)->type));

@@ -112,6 +112,38 @@ try:
 except OSError as e:
     print(errno.errorcode.get(e.errno))' "$G")" "$lines" "$G"
 is "$(stat -c %a "$S/app/.git" "$S/app")" "$(printf '775\n755')" "the host modes are as before but g+w"
+# an access ACL of owner, group and others only is the chmod it stands for:
+# sed -i and cp -p copy one from a file with no ACL
+acl_min()
+{
+	python3 - "$@" <<'PY' 2>&1
+import errno, os, struct, sys
+u, g, o = (int(c) for c in sys.argv[2])
+acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, 0xffffffff)
+                                      for t, p in [(1, u), (4, g), (0x20, o)])
+try:
+    os.setxattr(sys.argv[1], "system.posix_acl_access", acl)
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+PY
+}
+printf 'x\n' >"$G/COMMIT_EDITMSG"
+is "$(acl_min "$G/COMMIT_EDITMSG" 644)" OK "an ACL that is mode 0644 on a file in a git folder: allowed"
+is "$(stat -c %a "$S/app/.git/COMMIT_EDITMSG")" 644 "... its mode on the host"
+lines=$(log_lines)
+refusal_is "an ACL that is mode 0646 there refused" G3 "$(acl_min "$G/COMMIT_EDITMSG" 646)" \
+	"$lines" "$G/COMMIT_EDITMSG"
+lines=$(log_lines)
+refusal_is "an ACL that is mode 0755 on a hook refused" D3 \
+	"$(acl_min "$G/hooks/pre-commit.sample" 755)" "$lines" "$G/hooks/pre-commit.sample"
+# what a bot's non-interactive rebase does: GIT_SEQUENCE_EDITOR='sed -i ...'
+mkdir "$G/rebase-merge"
+printf 'pick 1\npick 2\n' >"$G/rebase-merge/git-rebase-todo"
+is "$(cd "$G/rebase-merge" && sed -i 1d git-rebase-todo 2>&1; echo "status $?")" "status 0" \
+	"sed -i of a rebase's todo: no warning (it copies the file's mode as an ACL)"
+is "$(cat "$S/app/.git/rebase-merge/git-rebase-todo")" "pick 2" "... and the todo is edited"
+rm -r "$G/rebase-merge"
 
 # rr-cache (D10): a planted resolution would be written at the person's next conflict
 refused_by "making rr-cache (it turns rerere on) refused" D10 \
