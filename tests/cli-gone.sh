@@ -127,6 +127,26 @@ is "$?" 125 "log w1 --follow ends with 125 when the daemon is killed"
 like "$(cat "$T/fw1.err")" "^agentfs: agentfsd stopped: the log ends here$" "... and says it stopped"
 daemon_start || bail_out "agentfsd did not start again"
 
+# --- a daemon that does not answer: stopped ---------------------------------------------------
+kill -STOP "$D_PID"
+fails "AGENTFS_TIMEOUT: a stopped daemon, given up on after that long, and said so" \
+	"agentfsd \\(pid $D_PID\\) did not answer in 2 s \\(AGENTFS_TIMEOUT\\): it is stopped \\(SIGSTOP, or a debugger holds it\\): kill -CONT it. The request may or may not have been done: look before asking again" \
+	env AGENTFS_TIMEOUT=2 "$AGENTFS" --socket "$D_SOCK" status
+fails "AGENTFS_TIMEOUT that is no number of seconds: refused before a request is sent" \
+	"AGENTFS_TIMEOUT is 2x: it must be a number of seconds from 1 to 86400" \
+	env AGENTFS_TIMEOUT=2x "$AGENTFS" --socket "$D_SOCK" status
+# without one the client waits, and says why after 15 s
+afs status >"$T/slow.out" 2>"$T/slow.err" &
+slow=$!
+wait_until 40 grep -q "has not answered" "$T/slow.err"
+like "$(cat "$T/slow.err")" \
+	"^agentfs: agentfsd \\(pid $D_PID\\) has not answered in 15 s: it is stopped \\(SIGSTOP, or a debugger holds it\\): kill -CONT it; still waiting" \
+	"no timeout: after 15 s the client says the daemon is stopped, and waits"
+kill -CONT "$D_PID"
+wait "$slow"
+is "$?" 0 "... and is answered once it runs again"
+like "$(cat "$T/slow.out")" "^pid +$D_PID$" "... with the status"
+
 # --- inside a sandbox, after its daemon stopped -----------------------------------------------
 ex w1 -- sh -c 'while [ ! -e "$1/go" ]; do sleep 0.1; done; "$2" status' sh "$T" "$AGENTFS" \
 	</dev/null >"$T/sb.out" 2>"$T/sb.err" &

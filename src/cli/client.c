@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,6 +271,90 @@ static void show_progress(const char *line, bool *shown)
 	*shown = true;
 }
 
+/*
+ * A reply slower than SLOW_NOTE_MS gets a line on stderr saying what the
+ * daemon is doing, as far as /proc tells: a daemon that is stopped (SIGSTOP,
+ * a debugger) or stuck would otherwise leave its client waiting with no
+ * word. AGENTFS_TIMEOUT=SECONDS makes the client give up after that long.
+ * The clock restarts with every byte (a scan's progress lines).
+ */
+#define SLOW_NOTE_MS 15000
+#define TIMEOUT_MAX_S 86400
+
+static int64_t reply_timeout_ms(void)
+{
+	const char *s = getenv("AGENTFS_TIMEOUT");
+	char *end;
+	long v;
+
+	if (s == NULL || *s == '\0')
+		return 0;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end != '\0' || v < 0 || v > TIMEOUT_MAX_S)
+		die("AGENTFS_TIMEOUT is %s: it must be a number of seconds from 1 to %d (0 or unset: "
+		    "wait as long as agentfsd takes)",
+		    cli_escape(s), TIMEOUT_MAX_S);
+	return (int64_t)v * 1000;
+}
+
+/* "agentfsd (pid N)", or with the socket's path when the pid is not known; in BUF */
+static const char *daemon_name(const char *path, char *buf, size_t size)
+{
+	if (reached.pid > 0)
+		snprintf(buf, size, "agentfsd (pid %d)", (int)reached.pid);
+	else
+		snprintf(buf, size, "agentfsd at %s", cli_escape(path));
+	return buf;
+}
+
+/* What the daemon that has not answered is doing, as /proc tells */
+static const char *daemon_doing(void)
+{
+	pid_t ppid;
+	char st;
+
+	if (reached.pid <= 0 || proc_stat(reached.pid, &st, &ppid, NULL) != 0)
+		return "it may be stopped, busy or stuck (its pid is not known here)";
+	if (st == 'T' || st == 't')
+		return "it is stopped (SIGSTOP, or a debugger holds it): kill -CONT it";
+	if (st == 'D')
+		return "it waits in the kernel (a file system or disk that does not answer?)";
+	return "it runs, busy or stuck: its log may say why";
+}
+
+/* Waits until FD has something to read; says so when it takes long, dies at AGENTFS_TIMEOUT. */
+static void wait_reply(int fd, const char *path, int64_t timeout, int64_t *since, bool *noted)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int64_t now, left;
+	char name[PATH_MAX + 32];
+	int r;
+
+	for (;;) {
+		now = mono_ms();
+		if (!*noted && now - *since >= SLOW_NOTE_MS) {
+			fprintf(stderr,
+				"agentfs: %s has not answered in %d s: %s; still waiting (Ctrl-C gives "
+				"up, as AGENTFS_TIMEOUT=SECONDS does by itself)\n",
+				daemon_name(path, name, sizeof name), SLOW_NOTE_MS / 1000,
+				daemon_doing());
+			*noted = true;
+		}
+		if (timeout > 0 && now - *since >= timeout)
+			die("%s did not answer in %lld s (AGENTFS_TIMEOUT): %s. The request may or "
+			    "may not have been done: look before asking again",
+			    daemon_name(path, name, sizeof name), (long long)(timeout / 1000),
+			    daemon_doing());
+		left = *noted ? INT32_MAX : SLOW_NOTE_MS - (now - *since);
+		if (timeout > 0 && timeout - (now - *since) < left)
+			left = timeout - (now - *since);
+		r = poll(&p, 1, (int)left);
+		if (r > 0 || (r < 0 && errno != EINTR))
+			return;
+	}
+}
+
 /* Send one request line and read one reply line; NULL if the connection was lost. */
 char *client_exchange(const char *path, const char *text)
 {
@@ -276,7 +362,8 @@ char *client_exchange(const char *path, const char *text)
 	char *buf, *nl;
 	ssize_t r;
 	int fd = client_connect(path);
-	bool shown = false;
+	int64_t timeout = reply_timeout_ms(), since;
+	bool shown = false, noted = false;
 
 	/* A send that fails still reads: a refusing daemon says why, then closes. */
 	while (off < len) {
@@ -290,6 +377,7 @@ char *client_exchange(const char *path, const char *text)
 	buf = malloc(cap);
 	if (buf == NULL)
 		die("out of memory");
+	since = mono_ms();
 	for (;;) {
 		if (n + 1 >= cap) {
 			char *nb = realloc(buf, cap *= 2);
@@ -298,11 +386,13 @@ char *client_exchange(const char *path, const char *text)
 				die("out of memory");
 			buf = nb;
 		}
+		wait_reply(fd, path, timeout, &since, &noted);
 		r = read(fd, buf + n, cap - n - 1);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
+		since = mono_ms();
 		n += (size_t)r;
 		buf[n] = '\0';
 		while ((nl = memchr(buf, '\n', n)) != NULL &&
