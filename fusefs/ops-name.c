@@ -8,7 +8,9 @@
 #include "fusefs/fs-int.h"
 #include "fusefs/ops.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +168,35 @@ static int removal_start(fuse_req_t req, struct fs_mount *m, struct inode *p, in
 	return pfd;
 }
 
+/*
+ * Whether the folder NAME in PFD holds anything: its rmdir can only fail
+ * (ENOTEMPTY), and is answered so without a decision. git tries to remove
+ * every folder above a file it removed (remove_path: .git after
+ * .git/MERGE_RR), and rm -r a protected tree's folders after their files
+ * were refused: judged, each was a refusal in the log that changed nothing.
+ * Nothing is removed on this answer, so no race with a change can matter.
+ */
+static bool dir_has_entries(int pfd, const char *name)
+{
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+	int fd;
+
+	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		close(fd);
+		return false;
+	}
+	while (!found && (de = readdir(d)) != NULL)
+		found = strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	return found;
+}
+
 static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, int flags)
 {
 	struct fs_mount *m = req_mount(req);
@@ -183,7 +214,10 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, in
 		r = 0;
 		goto done;
 	}
-	if (r == 0)
+	if (r == 0 && flags != 0 && m->guard != NULL && guard_cls_protected(&child.gcls) &&
+	    dir_has_entries(pfd, name))
+		r = -ENOTEMPTY;
+	else if (r == 0)
 		r = policy_check(m, &PREQ_NAME(req, op, &child, child.type, p, pfd, name, NULL));
 	if (r == 0 && real != NULL && child.nlink > 1)
 		inode_keep_open(m, real); /* it keeps another name: see inode_keep_open() */

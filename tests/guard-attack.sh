@@ -464,7 +464,14 @@ like "$(tail -n 1 "$GUARD_LOG")" \
 	"a refused rename names its source and its destination"
 refused_by "rename deep/nest/.git" G3 try rename "$M/deep/nest/.git" "$M/deep/nest/.git-old"
 refused_by "rename deep/nest/.git out into plain/" G3 try rename "$M/deep/nest/.git" "$M/plain/stolen-git"
-refused_by "rmdir deep/nest/.git" G3 try rmdir "$M/deep/nest/.git"
+# an rmdir that can only fail is answered so, with no decision and nothing
+# logged (git's remove_path tries each folder above a file it removed)
+lines=$(wc -l <"$GUARD_LOG")
+is "$(try rmdir "$M/deep/nest/.git")" ENOTEMPTY "rmdir deep/nest/.git: not empty"
+is "$(tail -n +"$((lines + 1))" "$GUARD_LOG")" "" "... and no refusal logged"
+mkdir "$S/deep/nest/.git/hooks/empty"
+refused_by "rmdir of an empty folder in a hooks folder" D3 try rmdir "$M/deep/nest/.git/hooks/empty"
+rmdir "$S/deep/nest/.git/hooks/empty"
 refused_by "exchange plain/evil-dir with deep/" G3 try rename-exchange "$(fresh dir)" "$M/deep"
 refused_by "exchange plain/evil-dir with deep/nest/.git" G3 try rename-exchange "$(fresh dir)" "$M/deep/nest/.git"
 refused_by "exchange plain/evil-dir with the root's .git" G3 try rename-exchange "$(fresh dir)" "$M/.git"

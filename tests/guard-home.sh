@@ -221,7 +221,7 @@ is "$(plant "$H/.config/git/config.new")" EROFS "~/.config/git: a new file refus
 is "$(try mkdir "$H/.config/git/hooks")" EROFS "~/.config/git: a hooks folder refused"
 is "$(try rename "$H/.config/git" "$H/.config/git.old")" EROFS "~/.config/git: rename away refused"
 is "$(try rename "$H/.config" "$H/config.old")" EROFS "~/.config: rename away refused"
-is "$(try rmdir "$H/.config")" EROFS "~/.config: rmdir refused"
+is "$(try rmdir "$H/.config")" ENOTEMPTY "~/.config: rmdir fails, it holds git/config"
 mkdir -p "$H/cfg2/git"
 cat "$PAY/bot.cfg" >"$H/cfg2/git/config"
 is "$(try rename "$H/cfg2" "$H/.config")" EROFS "~/.config: a new one renamed over it refused"

@@ -10,7 +10,7 @@
 # (tests/guard-workflows.sh: merges, stash, cherry-pick, revert, rebase of
 # every backend, am, bisect, notes, replace, split and temporary indexes, gc,
 # repack, commit-graph, multi-pack-index, maintenance, fsck, push, fetch,
-# pull...) run through the mount with no refusal by D12 (nor R1, X5, D13),
+# pull...) run through the mount with no refusal at all,
 # and, when strace is installed, every name git 2.39 made at those three
 # levels when the same workflows ran natively is made through the mount in
 # a scratch repository without a D12 refusal.  Then every other name is
@@ -104,8 +104,10 @@ mount_or_stop "writable mount" fs_mount --log "$GUARD_LOG" "$S" "$M"
 git_workflows "$M/app" >"$T/mounted.log" 2>&1
 is "$?" 0 "the bot's git workflows run through the mount"
 [ -s "$T/mounted.log" ] && diag "$(tail -5 "$T/mounted.log")"
-bad=$(grep -E "rule (D12|R1|X5|D13) \(" "$GUARD_LOG")
-is "$bad" "" "no refusal by D12, R1, X5 or D13 while they ran"
+# not one refusal: what git does in its own folders for the bot's work is
+# allowed, and an rmdir that could only fail (git tries each folder above a
+# file it removed) is answered ENOTEMPTY without one
+is "$(grep -F "refused" "$GUARD_LOG")" "" "no refusal of any rule while they ran"
 # git goes on past a refused unlink with a warning: none may be refused.
 # The guard once took git's temporary object, which has two names between
 # its link() and unlink(), for a hook or config file gone since the last
