@@ -503,19 +503,40 @@ int guard_check_inode(struct guard *g, const struct stat *st, struct guard_verdi
 
 /*
  * Records a repository the bot made (allow_new_repos), for this guard only:
- * the other roots of the view keep guarding it as any repository.
+ * the other roots of the view keep guarding it as any repository.  BORN is
+ * its birth time (0: not known): the record covers that folder, not a later
+ * one given its number once the bot removed it (guard_bot_repo).
  */
-int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path)
+static int bot_repo_add(struct guard *g, uint64_t dev, uint64_t ino, int64_t born,
+			const char *path)
 {
-	struct guard_bot *b;
+	struct guard_bot *b = NULL;
 	char *p = NULL;
 	bool bot;
+	size_t i;
 
-	/* known before as someone else's (through any root of the view): it stays guarded */
-	if (guard_repo_known(g, dev, ino, &bot))
-		return 0;
 	if (path && !(p = strdup(path)))
 		return -ENOMEM;
+	pthread_rwlock_wrlock(&g->lock);
+	/* its number had a record: of this folder, or of one the bot removed */
+	for (i = 0; i < g->nbots && !b; i++)
+		if (g->bots[i].dev == dev && g->bots[i].ino == ino)
+			b = &g->bots[i];
+	if (b) {
+		b->born = born;
+		if (p) {
+			free(b->path);
+			b->path = p;
+		}
+		pthread_rwlock_unlock(&g->lock);
+		return 0;
+	}
+	pthread_rwlock_unlock(&g->lock);
+	/* known before as someone else's (through any root of the view): it stays guarded */
+	if (guard_repo_known(g, dev, ino, -1, &bot)) {
+		free(p);
+		return 0;
+	}
 	pthread_rwlock_wrlock(&g->lock);
 	if (gg_grow(&g->bots, &g->abots, g->nbots + 1, sizeof(*g->bots), 8)) {
 		pthread_rwlock_unlock(&g->lock);
@@ -525,6 +546,7 @@ int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *
 	b = &g->bots[g->nbots++];
 	b->dev = dev;
 	b->ino = ino;
+	b->born = born;
 	b->path = p;
 	atomic_store(&g->has_bots, true);
 	pthread_rwlock_unlock(&g->lock);
@@ -532,6 +554,28 @@ int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *
 	guard_logf(g, "gitguard: new repository made by the bot: %s",
 		   path ? path : "(path unknown)");
 	return 0;
+}
+
+/*
+ * A repository the bot made, given back after a restart: PATH (from the
+ * root) tells its birth time if it still leads to it.
+ */
+int guard_add_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, const char *path)
+{
+	const char *rel = path;
+	int64_t born = 0;
+	int fd;
+
+	while (rel && *rel == '/')
+		rel++;
+	if (rel) {
+		fd = gg_open_nofollow(g->root_fd, *rel ? rel : ".", O_PATH | O_DIRECTORY, true);
+		if (fd >= 0) {
+			born = guard_born_at(fd, "", dev, ino);
+			close(fd);
+		}
+	}
+	return bot_repo_add(g, dev, ino, born, path);
 }
 
 /* The path of the folder holding PATH, in BUF */
@@ -571,22 +615,25 @@ bool guard_notify(struct guard *g, const struct guard_event *ev)
 	if (ev->st && g->allow_new) {
 		bool isdir = S_ISDIR(ev->st->st_mode);
 
-		if (name_is_dotgit(ev->name) && isdir) {
-			changed = !guard_add_bot_repo(g, ev->st->st_dev, ev->st->st_ino, ev->path);
+		if ((name_is_dotgit(ev->name) && isdir) ||
+		    (isdir && name_is_bare(ev->name) && p->kind != GUARD_GITDIR)) {
+			changed = !bot_repo_add(g, ev->st->st_dev, ev->st->st_ino,
+						guard_born_at(ev->parent_fd, ev->name,
+							      ev->st->st_dev, ev->st->st_ino),
+						ev->path);
 		} else if (name_is_dotgit(ev->name)) {
 			pthread_rwlock_wrlock(&g->lock);
-			if (!recs_add(&g->botrecs, ev->st->st_dev, ev->st->st_ino, NULL, REC_BOT,
-				      GUARD_RULE_W1))
+			if (!recs_add_file(&g->botrecs, ev->parent_fd, ev->name, ev->st, REC_BOT,
+					   GUARD_RULE_W1))
 				guard_own_rebuild(g);
 			pthread_rwlock_unlock(&g->lock);
 			guard_botmade_add(g, ev->st->st_dev, ev->st->st_ino);
 			changed = true;
-		} else if (isdir && name_is_bare(ev->name) && p->kind != GUARD_GITDIR) {
-			changed = !guard_add_bot_repo(g, ev->st->st_dev, ev->st->st_ino, ev->path);
 		} else if (shape_bit(ev->name) && p->kind != GUARD_GITDIR && ev->parent_fd >= 0 &&
 			   guard_shape(ev->parent_fd, &has)) {
-			changed = !guard_add_bot_repo(g, p->dev, p->ino,
-						      dirname_of(ev->path, buf, sizeof(buf)));
+			changed = !bot_repo_add(g, p->dev, p->ino,
+						guard_born_at(ev->parent_fd, "", p->dev, p->ino),
+						dirname_of(ev->path, buf, sizeof(buf)));
 		}
 	}
 	if (p->kind == GUARD_GITDIR && ev->parent_fd >= 0) {

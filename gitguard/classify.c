@@ -331,7 +331,7 @@ static int note_worktree_top(struct guard *g, int fd)
 		return rc;
 	}
 	if (guard_rec_any(g))
-		f = guard_rec_inode(g, st.st_dev, st.st_ino, NULL);
+		f = guard_rec_file(g, &st, -1, fd, ".git", NULL);
 	return f & REC_BOT ? 0 : guard_note_dotgit(g, fd, ".git", &st);
 }
 
@@ -366,10 +366,10 @@ int guard_note_top(struct guard *g, int fd)
 	return note_worktree_top(g, fd);
 }
 
-/* Is this folder a git folder even though its name does not say so? */
-static bool known_gitdir(struct guard *g, const struct stat *st, bool *bot)
+/* Is this folder (open as FD) a git folder even though its name does not say so? */
+static bool known_gitdir(struct guard *g, const struct stat *st, int fd, bool *bot)
 {
-	return guard_repo_known(g, st->st_dev, st->st_ino, bot);
+	return guard_repo_known(g, st->st_dev, st->st_ino, fd, bot);
 }
 
 /*
@@ -410,7 +410,7 @@ int guard_classify(struct guard *g, const struct guard_cls *parent, int parent_f
 			goto close;
 		}
 		if (out->kind != GUARD_GITDIR) {
-			if (known_gitdir(g, st, &bot)) {
+			if (known_gitdir(g, st, fd, &bot)) {
 				out->kind = GUARD_GITDIR;
 			} else if (parent->kind == GUARD_BOTREPO) {
 				/* a folder git made in the bot's repository is the bot's too */
@@ -428,7 +428,7 @@ int guard_classify(struct guard *g, const struct guard_cls *parent, int parent_f
 		uint8_t f = 0;
 
 		if (guard_rec_any(g))
-			f = guard_rec_inode(g, st->st_dev, st->st_ino, NULL);
+			f = guard_rec_file(g, st, -1, parent_fd, name, NULL);
 		if (f & REC_BOT) {
 			out->flags = 0;
 			out->rule = 0;

@@ -204,7 +204,8 @@ struct guard_view {
 struct guard_bot {
 	uint64_t dev;
 	uint64_t ino;
-	char *path; /* where it was made, if fusefs said */
+	int64_t born; /* its birth time (guard_born_at), 0: not known */
+	char *path;   /* where it was made, if fusefs said */
 };
 
 /*
@@ -295,7 +296,7 @@ size_t guard_root_count(struct guard *g);
 /* The owners of the view's roots, at most MAX of them, no duplicates; the count */
 size_t guard_root_owners(struct guard *g, uid_t *out, size_t max);
 /* Is (dev, ino) a repository this guard's bot made?  Takes g->lock */
-bool guard_bot_repo(struct guard *g, uint64_t dev, uint64_t ino);
+bool guard_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, int fd);
 bool name_is(const char *name, const char *want);
 bool name_is_dotgit(const char *name);
 bool name_is_bare(const char *name);
@@ -339,7 +340,7 @@ void resolved_close(struct resolved *r);
 int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guard_repo *out);
 bool guard_repo_rescan(struct guard *g, uint64_t dev, uint64_t ino, int dfd);
 int guard_note_pointer(struct guard *g, int startfd, const char *path);
-bool guard_repo_known(struct guard *g, uint64_t dev, uint64_t ino, bool *bot);
+bool guard_repo_known(struct guard *g, uint64_t dev, uint64_t ino, int fd, bool *bot);
 /* FN for each core.hooksPath the scan of (dev, ino) read: relative ones, then absolute ones */
 void guard_repo_hooks(struct guard *g, uint64_t dev, uint64_t ino,
 		      void (*fn)(void *arg, const char *rel), void *arg);

@@ -394,9 +394,15 @@ uint8_t guard_rec_missing(struct guard *g, uint64_t dev, uint64_t ino, const cha
 	return f | o;
 }
 
-/* Is (dev, ino) a repository this guard's bot made? */
-bool guard_bot_repo(struct guard *g, uint64_t dev, uint64_t ino)
+/*
+ * Is (dev, ino), open as FD (-1: not at hand), a repository this guard's bot
+ * made?  Not one with the number of a repository the bot made and removed:
+ * a record with a birth time covers only the folder born then, and without
+ * FD to read the folder's, it covers nothing (the folder stays guarded).
+ */
+bool guard_bot_repo(struct guard *g, uint64_t dev, uint64_t ino, int fd)
 {
+	int64_t born = 0;
 	bool found = false;
 	size_t i;
 
@@ -404,8 +410,13 @@ bool guard_bot_repo(struct guard *g, uint64_t dev, uint64_t ino)
 		return false;
 	pthread_rwlock_rdlock(&g->lock);
 	for (i = 0; i < g->nbots && !found; i++)
-		found = g->bots[i].dev == dev && g->bots[i].ino == ino;
+		if (g->bots[i].dev == dev && g->bots[i].ino == ino) {
+			born = g->bots[i].born;
+			found = true;
+		}
 	pthread_rwlock_unlock(&g->lock);
+	if (found && born)
+		found = fd >= 0 && guard_born_at(fd, "", dev, ino) == born;
 	return found;
 }
 

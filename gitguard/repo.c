@@ -53,15 +53,15 @@ void guard_repo_hooks(struct guard *g, uint64_t dev, uint64_t ino,
 }
 
 /*
- * Is (dev, ino) a git folder: one this guard's bot made (*BOT), a repository
- * of the view, or a folder a pointer names (REC_GITDIR)?
+ * Is (dev, ino), open as FD (or -1), a git folder: one this guard's bot made
+ * (*BOT), a repository of the view, or a folder a pointer names (REC_GITDIR)?
  */
-bool guard_repo_known(struct guard *g, uint64_t dev, uint64_t ino, bool *bot)
+bool guard_repo_known(struct guard *g, uint64_t dev, uint64_t ino, int fd, bool *bot)
 {
 	struct guard_view *v = g->view;
 	bool known;
 
-	*bot = guard_bot_repo(g, dev, ino);
+	*bot = guard_bot_repo(g, dev, ino, fd);
 	if (*bot)
 		return true;
 	pthread_rwlock_rdlock(&v->lock);
@@ -140,7 +140,7 @@ int guard_repo_get(struct guard *g, int dfd, const struct stat *dst, struct guar
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (guard_bot_repo(g, dst->st_dev, dst->st_ino)) {
+	if (guard_bot_repo(g, dst->st_dev, dst->st_ino, dfd)) {
 		out->bot = true;
 		return 0;
 	}

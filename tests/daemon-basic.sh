@@ -115,6 +115,13 @@ is "$(jget 'bots.*.name' <"$D_STATE/bots.json")" b2 "shutdown keeps b2 in the st
 daemon_start && ok "agentfsd starts again" || not_ok "agentfsd starts again"
 is "$(restored_state b2)" mounted "after a restart b2 is mounted again"
 check "b2's mount answers" timeout 5 ls "$D_MNT/b2/0"
+# a repository a bot made is still its own after a takeover (found by its
+# path from the root, and its birth time, not its inode number alone)
+mkdir -p "$T/work3"
+expect_ok "create b3, which may make repositories" \
+	"$(afs --json create --user 65534 b3 "$T/work3" --allow-new-repos)"
+check "b3 makes a repository" git init -q "$D_MNT/b3/0/mine"
+check "... and writes a hook in it" sh -c "echo one >'$D_MNT/b3/0/mine/.git/hooks/pre-commit'"
 mounts_before=$(mounts_in "$T")
 kill -TERM "$D_PID"
 if daemon_wait_gone 5; then ok "SIGTERM: the daemon exits"; else not_ok "SIGTERM: the daemon exits"; fi
@@ -132,6 +139,9 @@ daemon_start && ok "agentfsd starts over them" || not_ok "agentfsd starts over t
 wait "$waiter"
 is "$(jget pid <"$T/waited")" "$D_PID" "the client that connected in between is answered by it"
 is "$(mounts_in "$T")" "$mounts_before" "it took the same mounts over"
+check "b3's repository is still its own: it writes the hook again" \
+	sh -c "echo two >'$D_MNT/b3/0/mine/.git/hooks/pre-commit'"
+expect_ok "rm b3" "$(afs --json rm b3)"
 expect_ok "shutdown" "$(afs --json shutdown)"
 daemon_wait_gone 5
 wait_until 5 eval '[ -z "$(keeper_pids)" ]'

@@ -68,6 +68,58 @@ mkdir -p "$M/app/later/deeper"
 allowed "a repository in a folder below it (no gitlink names that)" try mkdir "$M/app/later/deeper/.git"
 check "a repository of the bot's elsewhere still works" sh -c "cd '$M' && git init -q other && test -d other/.git"
 
+# ---- a repository the bot made and removed: its number is not the bot's -------------
+# ext4 gives a freed inode number to the next folder made near it; a record of
+# the bot's repository by number alone would make the person's next
+# repository there the bot's, unguarded: its hooks writable through the mount
+mkdir -p "$M/reuse"
+check "the bot makes a repository" git init -q "$M/reuse/mine"
+hook mine-own >"$T/own-hook"
+is "$(shell_result cp "$T/own-hook" "$M/reuse/mine/.git/hooks/pre-commit")" OK \
+	"... and writes its hooks: it is the bot's"
+gone_ino=$(stat -c %i "$S/reuse/mine/.git")
+check "the bot removes it" rm -rf "$M/reuse/mine"
+# the person's next folder there gets its number (ext4 skips a number freed
+# in the last 10-15 s once its inode table block is written: tried for 30 s)
+reused=$(python3 - "$S/reuse" "$gone_ino" <<'PY'
+import os, sys, time
+d, want = sys.argv[1], int(sys.argv[2])
+for attempt in range(30):
+    made, hit = [], None
+    for k in range(100):
+        p = os.path.join(d, "cand-%d-%d" % (attempt, k))
+        os.mkdir(p)
+        if os.stat(p).st_ino == want:
+            hit = p
+            break
+        made.append(p)
+    for p in made:
+        os.rmdir(p)
+    if hit:
+        os.mkdir(os.path.join(d, "theirs"))
+        os.rename(hit, os.path.join(d, "theirs", ".git"))
+        print("yes")
+        break
+    time.sleep(1)
+PY
+)
+if [ "$reused" = yes ]; then
+	git -C "$S/reuse/theirs" init -q && git -C "$S/reuse/theirs" commit -q --allow-empty -m theirs
+	is "$(stat -c %i "$S/reuse/theirs/.git")" "$gone_ino" \
+		"host: the person's new repository has the number of the bot's removed one"
+	hook reused-number >"$T/reuse-hook"
+	refused_by "a hook in the person's repository with that number: refused" D3 \
+		shell_result sh -c "cp '$T/reuse-hook' '$M/reuse/theirs/.git/hooks/pre-commit' &&
+			chmod +x '$M/reuse/theirs/.git/hooks/pre-commit'"
+	check "host: the person's commit there" git -C "$S/reuse/theirs" commit -q --allow-empty -m two
+	no_marker "host: ... runs nothing of the bot's" reused-number
+else
+	skip "this file system gave the removed repository's number to no new folder"
+	skip "(the same)"
+	skip "(the same)"
+	skip "(the same)"
+fi
+
 fs_umount "$M" || not_ok "umount $M"
 # the bot's own git in its repository ran its fsmonitor (the bot's business): from here
 # on a marker would be the person's git running it
