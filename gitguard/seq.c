@@ -18,8 +18,17 @@
  *   rebase-merge/strategy, rebase-apply/strategy        one line: the name
  *   rebase-merge/strategy_opts, rebase-apply/...         one line of options
  *   sequencer/opts                                       a config file
- * Strategy options are never executed: they reach the strategy as "--OPT"
- * arguments, so they only need to be one line of printable characters.
+ * Strategy options reach the strategy as "--OPT" arguments, and git's own
+ * "resolve" and "octopus" are shell scripts that hand them on unquoted:
+ * git-merge-resolve runs `git read-tree -u -m --aggressive $bases ...` with
+ * them among $bases, so "--index-output=PATH" makes the person's `git
+ * rebase --continue` write an index file at PATH (an authorized_keys), and
+ * a quoted option with a space in it is split into two there. So each
+ * option (split as git's split_cmdline does, a leading "--" dropped) must
+ * be one git's merge machinery knows (merge-recursive.c parse_merge_opt):
+ * ours, theirs, subtree[=TREE-PATH], patience, histogram,
+ * diff-algorithm=NAME, the ignore-*-space and ignore-cr-at-eol ones,
+ * [no-]renormalize, no-renames, find-renames[=N], rename-threshold=N.
  *
  * X5: files git hands to another command as its options (builtin/am.c
  * am_load, builtin/rebase.c read_basic_state, sequencer.c
@@ -81,6 +90,92 @@ static bool opt_ok(const char *s)
 	return one_line(s, &n) && n == strlen(s);
 }
 
+/* Are the N bytes at S all of CLASS (letters, digits and the characters in EXTRA)? */
+static bool all_of(const char *s, size_t n, bool letters, bool digits, const char *extra)
+{
+	size_t i;
+
+	if (!n)
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((letters && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) ||
+		      (digits && c >= '0' && c <= '9') || (c && strchr(extra, c))))
+			return false;
+	}
+	return true;
+}
+
+/* One strategy option (N bytes at S, "--" or not): one git's merge machinery takes */
+static bool xopt_ok(const char *s, size_t n)
+{
+	static const char *const plain[] = {
+		"ours", "theirs", "subtree", "patience", "histogram", "ignore-space-change",
+		"ignore-all-space", "ignore-space-at-eol", "ignore-cr-at-eol", "renormalize",
+		"no-renormalize", "no-renames", "find-renames", NULL};
+	static const struct {
+		const char *key;
+		bool letters, digits;
+		const char *extra;
+	} valued[] = {
+		{"subtree=", true, true, "_./+-"}, /* a path in the tree, never a '-' first */
+		{"diff-algorithm=", true, false, ""},
+		{"find-renames=", false, true, ".%"},
+		{"rename-threshold=", false, true, ".%"},
+	};
+	size_t i, k;
+
+	if (n >= 2 && s[0] == '-' && s[1] == '-') {
+		s += 2;
+		n -= 2;
+	}
+	for (i = 0; plain[i]; i++)
+		if (strlen(plain[i]) == n && !memcmp(s, plain[i], n))
+			return true;
+	for (i = 0; i < sizeof(valued) / sizeof(valued[0]); i++) {
+		k = strlen(valued[i].key);
+		if (n > k && !memcmp(s, valued[i].key, k) && s[k] != '-' &&
+		    all_of(s + k, n - k, valued[i].letters, valued[i].digits, valued[i].extra))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * strategy_opts: options as git writes them (" --ours --subtree=a",
+ * newer git sq-quotes each: " '--ours'"), split on spaces; a token may be
+ * single-quoted whole. Double quotes and backslashes, which git's
+ * split_cmdline would read, are never written by git: refused.
+ */
+static bool xopts_line_ok(const char *s, size_t n)
+{
+	size_t i = 0, start;
+
+	while (i < n) {
+		if (s[i] == ' ') {
+			i++;
+			continue;
+		}
+		if (s[i] == '\'') {
+			start = ++i;
+			while (i < n && s[i] != '\'')
+				i++;
+			if (i == n || !xopt_ok(s + start, i - start) ||
+			    (i + 1 < n && s[i + 1] != ' '))
+				return false;
+			i++;
+			continue;
+		}
+		start = i;
+		while (i < n && s[i] != ' ')
+			i++;
+		if (!xopt_ok(s + start, i - start))
+			return false;
+	}
+	return true;
+}
+
 struct seqck {
 	const char *why;
 };
@@ -93,8 +188,8 @@ static int on_opt(void *arg, enum guard_cfg_key key, const char *value)
 		c->why = "options.strategy is not a plain strategy name";
 		return 1;
 	}
-	if (key == GUARD_CFG_STRATEGY_OPT && !opt_ok(value)) {
-		c->why = "options.strategy-option with a control character";
+	if (key == GUARD_CFG_STRATEGY_OPT && !xopt_ok(value, strlen(value))) {
+		c->why = "options.strategy-option that is not one of git's merge options";
 		return 1;
 	}
 	return 0;
@@ -161,8 +256,15 @@ int guard_seq_file_check(const char *name, const char *buf, size_t len, const ch
 		*why = "strategy file with more than one line or a control character";
 		return -EINVAL;
 	}
-	if (!strcasecmp(name, "strategy_opts") || !n)
-		return 0; /* options, or the empty file write_file() truncates to first */
+	if (!n)
+		return 0; /* the empty file write_file() truncates to first */
+	if (!strcasecmp(name, "strategy_opts")) {
+		if (xopts_line_ok(buf, n))
+			return 0;
+		*why = "strategy_opts with an option that is not one of git's merge options "
+		       "(git-merge-resolve hands them on to read-tree)";
+		return -EINVAL;
+	}
 	if (n >= sizeof(tmp)) {
 		*why = "strategy name too long";
 		return -EINVAL;

@@ -110,6 +110,22 @@ rm -f "$RM/strategy.tmp"
 refused_by "strategy_opts: two lines renamed onto it refused" X4 \
 	python3 "$FORGE" plant-rename "$RM/opts.tmp" "$RM/strategy_opts" "$B/twolines"
 rm -f "$RM/opts.tmp"
+# git-merge-resolve hands strategy options on, unquoted, to git read-tree,
+# whose --index-output=PATH writes an index file at PATH: the person's
+# `git rebase --continue` (strategy resolve) would overwrite any file
+echo "the person's keys" >"$T/victim"
+printf ' --index-output=%s\n' "$T/victim" >"$B/xopt-out"
+refused_by "strategy_opts: --index-output=PATH renamed onto it refused" X4 \
+	python3 "$FORGE" plant-rename "$RM/opts.tmp" "$RM/strategy_opts" "$B/xopt-out"
+rm -f "$RM/opts.tmp"
+printf " '--ours --index-output=%s'\n" "$T/victim" >"$B/xopt-split"
+refused_by "strategy_opts: a quoted option the script splits in two refused" X4 \
+	python3 "$FORGE" plant-new "$RM/strategy_opts" "$B/xopt-split"
+rm -f "$RM/strategy_opts"
+printf " --ours '--find-renames=40%%'\n" >"$B/xopt-ours"
+allowed "strategy_opts: git's own merge options written" \
+	python3 "$FORGE" plant-new "$RM/strategy_opts" "$B/xopt-ours"
+rm -f "$RM/strategy_opts"
 echo "$EVIL" >"$R/evil-in-root"
 rm -f "$RM/strategy"
 refused_by "strategy: a hard link onto it refused" X4 python3 "$FORGE" plant-link "$R/evil-in-root" "$RM/strategy"
@@ -172,5 +188,6 @@ is "$?" 0 "host: git rebase --continue finishes"
 (cd "$S/cp" && echo b >f && git add f && git cherry-pick --continue) >"$T/host-cp.log" 2>&1
 is "$?" 0 "host: git cherry-pick --continue finishes"
 no_marker "host: no planted strategy ran" x4-bot
+is "$(cat "$T/victim")" "the person's keys" "host: no file an option named was written"
 
 done_testing

@@ -331,14 +331,44 @@ int main(void)
 	       "strategy file with a path, two lines or a NUL refused");
 	tap_ok(guard_seq_file_check("strategy_opts", " --theirs --subtree=a/b\n", 24, &why) == 0,
 	       "strategy_opts with a path value allowed");
-	tap_ok(guard_seq_file_check("strategy_opts", "--x\n--y\n", 8, &why) < 0,
+	tap_ok(guard_seq_file_check("strategy_opts", "--ours\n--theirs\n", 16, &why) < 0,
 	       "strategy_opts over two lines refused");
+	{
+		static const char *const xok[] = {
+			" --ours", " '--theirs' '--subtree=lib/x'", " --patience --renormalize",
+			" --find-renames=50% --rename-threshold=30", " --diff-algorithm=histogram",
+			" --ignore-space-at-eol --no-renames", " theirs", NULL};
+		static const char *const xbad[] = {
+			/* git-merge-resolve hands it to read-tree: an index written anywhere */
+			" --index-output=/root/.ssh/authorized_keys",
+			" --ours --index-output=x", " '--ours --index-output=x'", " \"--ours\"",
+			" --ours\\ x", " --subtree=-x", " --find-renames=1;x", " --exclude-per-directory=x",
+			" 'ours", " --recurse-submodules", " --x", NULL};
+		bool all = true;
+		int k;
+
+		for (k = 0; xok[k]; k++)
+			if (guard_seq_file_check("strategy_opts", xok[k], strlen(xok[k]), &why) != 0) {
+				printf("# refused: [%s]: %s\n", xok[k], why);
+				all = false;
+			}
+		tap_ok(all, "strategy_opts with git's merge options allowed, quoted or not");
+		all = true;
+		for (k = 0; xbad[k]; k++)
+			if (guard_seq_file_check("strategy_opts", xbad[k], strlen(xbad[k]), &why) == 0) {
+				printf("# allowed: [%s]\n", xbad[k]);
+				all = false;
+			}
+		tap_ok(all, "strategy_opts with another option, a split or a quote refused (X4)");
+	}
 	{
 		const char ok[] = "[options]\n\tstrategy = ort\n\tstrategy-option = theirs\n"
 				  "\tsignoff = true\n";
 		const char evil[] = "[options]\n\tstrategy = x/../tools/fmt.sh\n";
 		const char evil2[] = "[OPTIONS]\nStrategy=\"a/b\"\n";
 		const char broken[] = "[options\nstrategy = ort\n";
+		const char evilx[] = "[options]\n\tstrategy = resolve\n"
+				     "\tstrategy-option = index-output=/root/.ssh/authorized_keys\n";
 
 		tap_ok(guard_seq_opts_check(ok, sizeof(ok) - 1, &why) == 0,
 		       "sequencer/opts from git");
@@ -348,6 +378,8 @@ int main(void)
 		       "sequencer/opts: case and quotes do not hide it");
 		tap_ok(guard_seq_opts_check(broken, sizeof(broken) - 1, &why) < 0,
 		       "sequencer/opts that does not parse refused");
+		tap_ok(guard_seq_opts_check(evilx, sizeof(evilx) - 1, &why) < 0,
+		       "sequencer/opts with a strategy-option not git's refused");
 	}
 	/* split index: a replacement takes the shared entry's name */
 	tap_ok(split1(0100644, 0, 1, true) == 0 && seen == 1,
