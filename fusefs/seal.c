@@ -15,7 +15,10 @@
  *	still be counted for a moment; a handle kept open is refused after
  *	SEAL_WAIT_MS), then refuse every new write-open and truncate of it;
  *	kernel passthrough writes bypass the server, so counting handles is
- *	the only way to know none is left;
+ *	how to know none is left, but for one thing: a shared writable mapping
+ *	of a passthrough handle maps the backing file, which it keeps open for
+ *	writing after the handle's RELEASE. So the file must also be open for
+ *	writing nowhere (no_writer: a read lease is granted only then);
  *   3. read it through the descriptor and check it;
  *   4. under ns_lock held exclusively (every other name change of this
  *	server holds it shared) check that the name is still that inode,
@@ -134,6 +137,32 @@ static bool seal(struct fs *fs, dev_t dev, ino_t ino)
 	return ok;
 }
 
+/*
+ * Step 2, the kernel's side: is the file FD (read-only) open for writing
+ * nowhere, not even by a mapping?  fcntl(2) grants a read lease only then
+ * (the kernel's count of the inode's writers, which every open file
+ * description for writing holds, a mapping's included); it is let go at
+ * once. A file system without leases (EINVAL) or a server without
+ * CAP_LEASE on another's file (EACCES) cannot tell: the handles' count
+ * decides alone, as before. Waits out a writer for up to SEAL_WAIT_MS
+ * (another server's last close being processed).
+ */
+static bool no_writer(int fd)
+{
+	int k;
+
+	for (k = 0; k < SEAL_WAIT_MS / 10; k++) {
+		if (fcntl(fd, F_SETLEASE, F_RDLCK) == 0) {
+			fcntl(fd, F_SETLEASE, F_UNLCK);
+			return true;
+		}
+		if (errno != EAGAIN)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 /* Step 5, or the undoing of step 2 when the rename did not happen. */
 static void unseal(struct fs *fs, dev_t dev, ino_t ino, bool keep)
 {
@@ -208,6 +237,13 @@ int seal_rename(struct fs_mount *m, int pfd, const char *name, struct inode *np,
 		close(fd);
 		return refuse(m, "rename", np, newname, rule,
 			      "a handle that may write it is still open");
+	}
+	if (!no_writer(fd)) {
+		close(fd);
+		unseal(fs, st.st_dev, st.st_ino, false);
+		return refuse(m, "rename", np, newname, rule,
+			      "it is still open for writing (a shared mapping, or a process "
+			      "outside the mount)");
 	}
 	r = guard_content_fd(m->guard, npfd, rule, newname, fd,
 			     guard_rule_renamed_only(rule) ? guard_hash_size(m->guard, npfd) : 20,

@@ -120,6 +120,44 @@ mv "$RM/todo.save" "$RM/git-rebase-todo"
 is "$?" 0 "todo: git's own todo renamed back in place"
 cmp -s "$RM/git-rebase-todo" "$B/clean"
 is "$?" 0 "the todo still holds what git wrote"
+# a clean todo mapped shared and writable, its descriptor closed (RELEASE),
+# renamed onto the todo, then written through the mapping: with kernel
+# passthrough the mapping keeps the backing file open for writing after
+# the release, which the handles' count does not see
+refused_by "todo: a clean one still mapped for writing, renamed onto it, refused" X6 \
+	python3 - "$RM/todo.map" "$RM/git-rebase-todo" "$B/clean" "$MARKS" <<'PY'
+import ctypes, errno, os, sys, time
+# libc's mmap: Python's mmap keeps a duplicate of the descriptor open
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+libc.msync.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+src, dst, clean, marks = sys.argv[1:5]
+base = open(clean, "rb").read()
+good = base + b"#" * 200 + b"\n"
+bad = base + (b"exec touch %s/PWNED-x6-bot-mmap" % marks.encode()).ljust(200) + b"\n"
+fd = os.open(src, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, good)
+p = libc.mmap(None, len(good), 3, 1, fd, 0)  # PROT_READ|PROT_WRITE, MAP_SHARED
+if p in (None, ctypes.c_void_p(-1).value):
+    sys.exit("mmap failed")
+os.close(fd)
+time.sleep(0.2)
+try:
+    os.rename(src, dst)
+    res = "OK"
+except OSError as e:
+    res = errno.errorcode.get(e.errno, str(e.errno))
+ctypes.memmove(p, bad, len(bad))
+libc.msync(p, len(bad), 4)  # MS_SYNC
+libc.munmap(p, len(bad))
+print(res)
+PY
+rm -f "$RM/todo.map"
+cmp -s "$RM/git-rebase-todo" "$B/clean"
+is "$?" 0 "... and the todo still holds what git wrote"
 
 # a whole rebase-merge folder with an exec line, renamed in
 mkdir -p "$M/ok/rm.tmp"
