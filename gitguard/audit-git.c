@@ -12,6 +12,10 @@
  *   name     a folder in a git folder (or its objects/) that git never makes
  *   gitlink  an index entry for a repository whose git folder is in the
  *            work tree (git status runs git there)
+ *   index    an index entry whose stat data match the work tree's file but
+ *            whose object is not that file's content: git status and git
+ *            diff take the file for unchanged, so a change is hidden from
+ *            the person's review
  *   home     a lesskey file, source or binary
  * Through descriptors, no link followed, bounded like the rest of audit.
  */
@@ -21,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "gitguard/audit-int.h"
 
@@ -326,6 +331,77 @@ void audit_gitlinks(struct audit *a, int gfd, int topfd, const char *top)
 		return;
 	guard_index_entries(buf, len, a->hashsz, gitlink_entry, &l, &why);
 	strs_free(&l.seen);
+	free(buf);
+}
+
+#define AUDIT_HASH_MAX (256u << 20) /* bytes of one file read to compare it with the index */
+
+struct hidden_changes {
+	struct audit *a;
+	int topfd;
+	const char *top;
+};
+
+/* Would git take the file ST for the entry E unchanged (read-cache.c ie_match_stat)? */
+static bool stat_matches(const struct guard_index_stat *e, const struct stat *st)
+{
+	return e->mtime_sec == (uint32_t)st->st_mtim.tv_sec &&
+	       e->mtime_nsec == (uint32_t)st->st_mtim.tv_nsec &&
+	       e->ctime_sec == (uint32_t)st->st_ctim.tv_sec &&
+	       e->ctime_nsec == (uint32_t)st->st_ctim.tv_nsec && e->size == (uint32_t)st->st_size &&
+	       e->ino == (uint32_t)st->st_ino && e->uid == (uint32_t)st->st_uid &&
+	       e->gid == (uint32_t)st->st_gid;
+}
+
+static int hidden_change(void *arg, const char *path, uint32_t mode, const unsigned char *oid,
+			 const struct guard_index_stat *e)
+{
+	struct hidden_changes *h = arg;
+	unsigned char sum[20];
+	struct stat st;
+	size_t len;
+	char *buf, *p;
+	int fd;
+
+	(void)mode;
+	fd = gg_open_nofollow(h->topfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, true);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !stat_matches(e, &st) ||
+	    (uint64_t)st.st_size > AUDIT_HASH_MAX ||
+	    guard_read_fd(fd, AUDIT_HASH_MAX, &buf, &len, NULL)) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	guard_blob_sha1(buf, len, sum);
+	free(buf);
+	if (memcmp(sum, oid, 20) && (p = audit_join(h->top, path))) {
+		audit_found(h->a, p, "index",
+			    "hidden change: the index's size and times for it match the file, so "
+			    "git status and git diff take it for unchanged, but it is not the "
+			    "content the index names (touch it, then git diff shows the change)");
+		free(p);
+	}
+	return 0;
+}
+
+/*
+ * Entries of the index of GFD, whose work tree is TOPFD (TOP), that hide a
+ * change: a bot that stages a file and then puts the old object back in
+ * its entry, stat data kept, leaves a change git never looks at. Each file
+ * whose stat data match is read and hashed (SHA-1 repositories only).
+ */
+void audit_index_changes(struct audit *a, int gfd, int topfd, const char *top)
+{
+	struct hidden_changes h = {.a = a, .topfd = topfd, .top = top};
+	size_t len;
+	char *buf;
+
+	if (topfd < 0 || a->hashsz != 20 ||
+	    guard_read_file(gfd, "index", GUARD_INDEX_MAX, &buf, &len, NULL))
+		return;
+	guard_index_files(buf, len, a->hashsz, hidden_change, &h);
 	free(buf);
 }
 

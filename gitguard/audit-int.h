@@ -42,6 +42,7 @@ void audit_state_refs(struct audit *a, int dfd, const char *name, const char *pa
 void audit_merge_rr(struct audit *a, int dfd, const char *name, const char *path);
 void audit_update_ref_line(struct audit *a, const char *path, const char *line);
 void audit_gitlinks(struct audit *a, int gfd, int topfd, const char *top);
+void audit_index_changes(struct audit *a, int gfd, int topfd, const char *top);
 void audit_home_file(struct audit *a, int dfd, const char *name, const char *path);
 
 #endif

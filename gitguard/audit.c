@@ -606,6 +606,7 @@ static void gitdir(struct audit *a, int fd, const char *path, int topfd, const c
 	hooks_path(a, fd, topfd, top, path);
 	gitdir_state(a, fd, path);
 	audit_gitlinks(a, fd, topfd, top);
+	audit_index_changes(a, fd, topfd, top);
 	stash(a, fd, path);
 	p = audit_join(path, "worktrees");
 	if (p)

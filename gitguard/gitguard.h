@@ -453,6 +453,24 @@ long guard_index_hidden(const char *buf, size_t len, size_t hashsz,
  * leaves out is hidden from the person's review (index.c's check_extensions).
  */
 int guard_index_untracked(const char *buf, size_t len, size_t hashsz);
+/*
+ * The stat data an index entry records, which git status and git diff
+ * compare with the file's lstat before they ever read it (read-cache.c
+ * ie_match_stat): a match is taken for "unchanged".
+ */
+struct guard_index_stat {
+	uint32_t ctime_sec, ctime_nsec, mtime_sec, mtime_nsec;
+	uint32_t dev, ino, mode, uid, gid, size;
+};
+/*
+ * FN(ARG, path, mode, object, stat) for each entry of BUF that git compares
+ * with the work tree by its stat data: stage 0, a regular file, neither
+ * assume-unchanged, skip-worktree nor intent-to-add. 0, or -EINVAL.
+ */
+int guard_index_files(const char *buf, size_t len, size_t hashsz,
+		      int (*fn)(void *arg, const char *path, uint32_t mode,
+				const unsigned char *oid, const struct guard_index_stat *st),
+		      void *arg);
 int guard_index_replaced(const char *buf, size_t len, const char *shared, size_t slen,
 			 size_t hashsz, guard_index_entry_fn fn, void *arg, const char **why);
 /* FN for each stage of each resolve-undo record (REUC): path, mode, object */

@@ -651,6 +651,52 @@ long guard_index_hidden(const char *buf, size_t len, size_t hashsz,
 	return h.n;
 }
 
+struct files {
+	int (*fn)(void *arg, const char *path, uint32_t mode, const unsigned char *oid,
+		  const struct guard_index_stat *st);
+	void *arg;
+};
+
+static int file_entry(struct ix *x, uint32_t i, const char *name, size_t nlen, uint32_t mode,
+		      const unsigned char *oid)
+{
+	struct files *f = x->each_arg;
+	const unsigned char *s = oid - IDX_STAT;
+	struct guard_index_stat st;
+
+	(void)i;
+	if (!nlen || (mode != 0100644 && mode != 0100755) || (x->cur_flags & (IDX_STAGE | 0x8000u)) ||
+	    (x->cur_xflags & IDX_X_ALLOWED))
+		return 0;
+	st.ctime_sec = ix_be32(s);
+	st.ctime_nsec = ix_be32(s + 4);
+	st.mtime_sec = ix_be32(s + 8);
+	st.mtime_nsec = ix_be32(s + 12);
+	st.dev = ix_be32(s + 16);
+	st.ino = ix_be32(s + 20);
+	st.mode = ix_be32(s + 24);
+	st.uid = ix_be32(s + 28);
+	st.gid = ix_be32(s + 32);
+	st.size = ix_be32(s + 36);
+	return f->fn(f->arg, name, mode, oid, &st) ? -EINVAL : 0;
+}
+
+int guard_index_files(const char *buf, size_t len, size_t hashsz,
+		      int (*fn)(void *arg, const char *path, uint32_t mode,
+				const unsigned char *oid, const struct guard_index_stat *st),
+		      void *arg)
+{
+	struct ix x = {.p = (const unsigned char *)buf, .len = len, .hashsz = hashsz};
+	struct files f = {.fn = fn, .arg = arg};
+
+	if (ix_run(&x, NULL))
+		return -EINVAL;
+	x.each = file_entry;
+	x.each_arg = &f;
+	x.why = NULL;
+	return ix_walk(&x, NULL, NULL) ? -EINVAL : 0;
+}
+
 int guard_index_untracked(const char *buf, size_t len, size_t hashsz)
 {
 	struct ix x = {.p = (const unsigned char *)buf, .len = len, .hashsz = hashsz};

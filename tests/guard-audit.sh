@@ -7,7 +7,7 @@
 # a copy of it, must be reported with its path: a hook, a core.hooksPath
 # file, an exec line of a rebase in progress, a strategy path, a strategy
 # git would run as a program, a forged index, an untracked cache (git status
-# trusts it), a bare-shaped folder in the work tree, a .git file pointing
+# trusts it), an index entry that hides a change, a bare-shaped folder in the work tree, a .git file pointing
 # elsewhere.  The walk follows no symlink and
 # survives a chain deeper than it reads.
 . "$top_srcdir/tests/lib.sh"
@@ -243,6 +243,22 @@ fi
 check "... git status -uall shows it" sh -c "git -C '$R' status --porcelain -uall | grep -q d/evil"
 audit_is "an index with an untracked cache is listed" 1 \
 	"repo/.git/index: index: an untracked cache: git status shows the untracked files" "$T/untr"
+
+# a staged change whose entry is given the old object back, stat data kept:
+# git takes the file for unchanged and never reads it
+R=$(fresh hidden)
+old=$(git -C "$R" rev-parse HEAD:f)
+sleep 1.1
+echo 'all: ; touch PWNED' >"$R/f"
+sleep 1.1
+git -C "$R" add f
+python3 "$FORGE" repoint "$R/.git/index" f "$old" "$T/hidden.idx" && mv "$T/hidden.idx" "$R/.git/index"
+is "$(git -C "$R" status --porcelain)" "" "control: git status shows nothing of a change the index hides"
+is "$(git -C "$R" diff HEAD --stat)" "" "control: ... nor does git diff HEAD"
+audit_is "an index entry hiding a change is listed" 1 \
+	"repo/f: index: hidden change: the index's size and times for it match the file" "$T/hidden"
+touch "$R/f"
+like "$(git -C "$R" diff HEAD --stat)" "f | " "... and touching it shows the change, as the finding says"
 
 R=$(fresh shape)
 mkdir -p "$R/docs/q/objects" "$R/docs/q/refs"

@@ -12,6 +12,10 @@
                                        extension) marks the root invalid and
                                        the top folder DIR valid: COUNT entries,
                                        tree object TREE
+  repoint IN PATH SHA OUT              copy the index IN (v2 or v3) to OUT with
+                                       PATH's object name made SHA, its stat
+                                       data kept (git takes the file for
+                                       unchanged and never reads it)
   plant-rename SRC DST FILE            copy FILE to SRC, close, rename SRC onto DST
   plant-write DST FILE                 open DST for writing in place, write FILE
   plant-new DST FILE                   create or truncate DST, write FILE
@@ -80,9 +84,29 @@ def write_file(path, data, mode="wb"):
         f.write(data)
 
 
+def repoint(src, path, sha):
+    b = bytearray(open(src, "rb").read())
+    sig, ver, n = struct.unpack(">4sII", b[:12])
+    if sig != b"DIRC" or ver not in (2, 3):
+        sys.exit("repoint: not an index of version 2 or 3")
+    off = 12
+    for _ in range(n):
+        flags = struct.unpack(">H", b[off + 60:off + 62])[0]
+        ext = 2 if (ver >= 3 and flags & 0x4000) else 0
+        start = off + 62 + ext
+        name = bytes(b[start:b.index(b"\0", start)])
+        if name == path.encode():
+            b[off + 40:off + 60] = bytes.fromhex(sha)
+        off += (62 + ext + len(name) + 8) & ~7
+    body = bytes(b[:-20])
+    return body + hashlib.sha1(body).digest()
+
+
 def main(argv):
     cmd = argv[1]
-    if cmd == "index":
+    if cmd == "repoint":
+        write_file(argv[5], repoint(argv[2], argv[3], argv[4]))
+    elif cmd == "index":
         ents = []
         for spec in argv[4:]:
             mode, sha, path = spec.split(":", 2)
