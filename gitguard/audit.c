@@ -12,6 +12,9 @@
  *   shape      a bare-shaped folder inside a work tree, a .git file pointing
  *              elsewhere than a worktree or submodule git folder, a .git
  *              symlink
+ *   name       a name at a work tree's top starting with '+' or '-': git
+ *              mergetool and difftool hand a top-level path to vimdiff as it
+ *              is (no "./", no "--"), and vim runs "+CMD" as a command
  * The walk uses descriptors only (openat with O_NOFOLLOW, fstatat without
  * following), never follows a symlink, is iterative, and is bounded in depth
  * and entries.
@@ -667,12 +670,18 @@ static int visit(struct audit *a, struct frame *f, const char *name, const char 
 		 bool *in_tree)
 {
 	int dfd = dirfd(f->d), fd;
-	struct stat st;
+	struct stat st, top;
 	bool shape;
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -1;
 	audit_home_file(a, dfd, name, path);
+	if ((name[0] == '+' || name[0] == '-') &&
+	    !fstatat(dfd, ".git", &top, AT_SYMLINK_NOFOLLOW))
+		audit_found(a, path, "name",
+			    "a name at a work tree's top that vim reads as %s: git mergetool and "
+			    "git difftool hand it to vimdiff as it is (rename it before using them)",
+			    name[0] == '+' ? "a command to run" : "an option");
 	if (name_is_dotgit(name)) {
 		if (S_ISDIR(st.st_mode)) {
 			fd = audit_open_dir(dfd, name);

@@ -7,7 +7,8 @@
 # a copy of it, must be reported with its path: a hook, a core.hooksPath
 # file, an exec line of a rebase in progress, a strategy path, a strategy
 # git would run as a program, a forged index, an untracked cache (git status
-# trusts it), an index entry that hides a change, a bare-shaped folder in the work tree, a .git file pointing
+# trusts it), an index entry that hides a change, a name vim runs at a work
+# tree's top, a bare-shaped folder in the work tree, a .git file pointing
 # elsewhere.  The walk follows no symlink and
 # survives a chain deeper than it reads.
 . "$top_srcdir/tests/lib.sh"
@@ -259,6 +260,17 @@ audit_is "an index entry hiding a change is listed" 1 \
 	"repo/f: index: hidden change: the index's size and times for it match the file" "$T/hidden"
 touch "$R/f"
 like "$(git -C "$R" diff HEAD --stat)" "f | " "... and touching it shows the change, as the finding says"
+
+# vim runs "+CMD" given as a file name; git mergetool and difftool hand a
+# top-level path to vimdiff as it is
+R=$(fresh vimname)
+mkdir -p "$R/src/routes"
+: >"$R/src/routes/+page.svelte"
+audit_is "a name below the top starting with '+' (SvelteKit's) is not listed" 0 "" "$T/vimname"
+: >"$R/+!touch PWNED"
+audit_is "a name at a work tree's top starting with '+' is listed" 1 \
+	"repo/+!touch PWNED: name: a name at a work tree's top that vim reads as a command to run" \
+	"$T/vimname"
 
 R=$(fresh shape)
 mkdir -p "$R/docs/q/objects" "$R/docs/q/refs"
