@@ -232,6 +232,26 @@ static void test_other_name(void)
 }
 
 /*
+ * A write of REL under the class C (cached before), with the facts fusefs
+ * gathers for a file with several names: its numbers and its O_PATH
+ * descriptor, left in *FDP to close.
+ */
+static struct guard_req write_req(const struct guard_cls *c, const char *rel, int *fdp)
+{
+	struct guard_req r = req_of(GUARD_OP_WRITE, c, S_IFREG);
+	struct stat st;
+
+	*fdp = openat(rootfd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (*fdp < 0 || fstat(*fdp, &st) < 0)
+		die(rel);
+	r.dev = st.st_dev;
+	r.ino = st.st_ino;
+	r.nlink = st.st_nlink;
+	r.fd = *fdp;
+	return r;
+}
+
+/*
  * A protected file's record outlives the file until the repository is read
  * again; its number may be given to a new file meanwhile (ext4 gives the
  * lowest free one). git's temporary object has two names between its link()
@@ -283,14 +303,7 @@ static void test_reused_number(void)
 		IS(try_remove("r/w/tmp_obj"), "",
 		   "its second name removed, before the repository is read again (not D3)");
 		c = cls_of("r/a.txt");
-		ofd = openat(rootfd, "r/w/obj", O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (ofd < 0 || fstat(ofd, &ost) < 0)
-			die("obj");
-		r = req_of(GUARD_OP_WRITE, &c, S_IFREG);
-		r.dev = ost.st_dev;
-		r.ino = ost.st_ino;
-		r.nlink = ost.st_nlink;
-		r.fd = ofd;
+		r = write_req(&c, "r/w/obj", &ofd);
 		CODE(&r, ALLOWED, "written through either name, with its descriptor given (HL)");
 		r.fd = -1;
 		CODE(&r, GUARD_RULE_D3, "... without one the number alone decides (the careful side)");
@@ -300,14 +313,7 @@ static void test_reused_number(void)
 	sh("ln r/.git/hooks/post-merge r/w/backup");
 	IS(try_write("r/w/backup"), "D3", "another name of a hook that is here: refused (D3)");
 	c = cls_of("r/a.txt"); /* a class cached before the other name was made */
-	ofd = openat(rootfd, "r/w/backup", O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (ofd < 0 || fstat(ofd, &ost) < 0)
-		die("backup");
-	r = req_of(GUARD_OP_WRITE, &c, S_IFREG);
-	r.dev = ost.st_dev;
-	r.ino = ost.st_ino;
-	r.nlink = ost.st_nlink;
-	r.fd = ofd;
+	r = write_req(&c, "r/w/backup", &ofd);
 	CODE(&r, GUARD_RULE_D3, "... with its descriptor given too (HL)");
 	close(ofd);
 	freeze_clock(false);
