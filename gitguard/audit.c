@@ -12,6 +12,8 @@
  *   shape      a bare-shaped folder inside a work tree, a .git file pointing
  *              elsewhere than a worktree or submodule git folder, a .git
  *              symlink
+ *   exclude    patterns in info/exclude: untracked files they match are
+ *              not shown by git status
  *   name       a name at a work tree's top starting with '+' or '-': git
  *              mergetool and difftool hand a top-level path to vimdiff as it
  *              is (no "./", no "--"), and vim runs "+CMD" as a command
@@ -582,6 +584,50 @@ static void stash(struct audit *a, int fd, const char *path)
 	free(p);
 }
 
+#define AUDIT_EXCLUDE_MAX (1u << 20) /* bytes of info/exclude read */
+
+/*
+ * info/exclude: patterns git status leaves out of its list of untracked
+ * files, kept in the git folder where no diff shows them. A bot's line
+ * there hides a file it left in the work tree (a conftest.py, a local.mk a
+ * Makefile includes) from the person's review; listed with its first
+ * patterns.
+ */
+static void info_exclude(struct audit *a, int fd, const char *path)
+{
+	char shown[160] = "", *buf, *p, *line, *end;
+	size_t len, n = 0, l;
+	int ifd = audit_open_dir(fd, "info"), rc;
+
+	if (ifd < 0)
+		return;
+	rc = guard_read_file(ifd, "exclude", AUDIT_EXCLUDE_MAX, &buf, &len, NULL);
+	close(ifd);
+	if (rc)
+		return;
+	for (line = buf; line < buf + len; line = end + 1) {
+		end = memchr(line, '\n', (size_t)(buf + len - line));
+		if (!end)
+			end = buf + len;
+		while (line < end && (*line == ' ' || *line == '\t' || *line == '\r'))
+			line++;
+		if (line == end || *line == '#')
+			continue;
+		l = strlen(shown);
+		if (n++ < 3 && l + 4 < sizeof shown)
+			snprintf(shown + l, sizeof shown - l, "%s%.*s", l ? ", " : "",
+				 (int)(end - line > 40 ? 40 : end - line), line);
+	}
+	free(buf);
+	if (n && (p = audit_join(path, "info/exclude"))) {
+		audit_found(a, p, "exclude",
+			    "%zu patterns git status hides untracked files by (%s%s): what they "
+			    "match is not shown for review (git status --ignored shows it)",
+			    n, shown, n > 3 ? ", ..." : "");
+		free(p);
+	}
+}
+
 static void gitdir(struct audit *a, int fd, const char *path, int topfd, const char *top)
 {
 	struct guard_cfg cfg = {0};
@@ -610,6 +656,7 @@ static void gitdir(struct audit *a, int fd, const char *path, int topfd, const c
 	gitdir_state(a, fd, path);
 	audit_gitlinks(a, fd, topfd, top);
 	audit_index_changes(a, fd, topfd, top);
+	info_exclude(a, fd, path);
 	stash(a, fd, path);
 	p = audit_join(path, "worktrees");
 	if (p)

@@ -7,8 +7,8 @@
 # a copy of it, must be reported with its path: a hook, a core.hooksPath
 # file, an exec line of a rebase in progress, a strategy path, a strategy
 # git would run as a program, a forged index, an untracked cache (git status
-# trusts it), an index entry that hides a change, a name vim runs at a work
-# tree's top, a bare-shaped folder in the work tree, a .git file pointing
+# trusts it), an index entry that hides a change, info/exclude patterns, a
+# name vim runs at a work tree's top, a bare-shaped folder in the work tree, a .git file pointing
 # elsewhere.  The walk follows no symlink and
 # survives a chain deeper than it reads.
 . "$top_srcdir/tests/lib.sh"
@@ -271,6 +271,16 @@ audit_is "a name below the top starting with '+' (SvelteKit's) is not listed" 0 
 audit_is "a name at a work tree's top starting with '+' is listed" 1 \
 	"repo/+!touch PWNED: name: a name at a work tree's top that vim reads as a command to run" \
 	"$T/vimname"
+
+# info/exclude: untracked files it matches are not shown by git status
+R=$(fresh exclude)
+mkdir -p "$R/tests"
+echo 'def pytest_configure(): pass' >"$R/tests/conftest.py"
+printf '# a comment\n\n/tests/conftest.py\n' >>"$R/.git/info/exclude"
+is "$(git -C "$R" status --porcelain)" "" "control: git status does not show a file info/exclude matches"
+audit_is "info/exclude with a pattern is listed" 1 \
+	"repo/.git/info/exclude: exclude: 1 patterns git status hides untracked files by (/tests/conftest.py)" \
+	"$T/exclude"
 
 R=$(fresh shape)
 mkdir -p "$R/docs/q/objects" "$R/docs/q/refs"
