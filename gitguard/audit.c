@@ -12,8 +12,9 @@
  *   shape      a bare-shaped folder inside a work tree, a .git file pointing
  *              elsewhere than a worktree or submodule git folder, a .git
  *              symlink
- *   exclude    patterns in info/exclude: untracked files they match are
- *              not shown by git status
+ *   exclude    patterns in info/exclude, or a .gitignore that matches
+ *              itself: untracked files they match are not shown by git
+ *              status
  *   name       a name at a work tree's top starting with '+' or '-': git
  *              mergetool and difftool hand a top-level path to vimdiff as it
  *              is (no "./", no "--"), and vim runs "+CMD" as a command
@@ -628,6 +629,52 @@ static void info_exclude(struct audit *a, int fd, const char *path)
 	}
 }
 
+/* Does the .gitignore line L (N bytes, trimmed) match the file itself? */
+static bool ignores_itself(const char *l, size_t n)
+{
+	static const char *const self[] = {"*", "/*", ".*", "/.*", ".gitignore", "/.gitignore",
+					   "*.gitignore", ".git*", "/.git*", ".gitignore*", NULL};
+	size_t i;
+
+	for (i = 0; self[i]; i++)
+		if (strlen(self[i]) == n && !memcmp(l, self[i], n))
+			return true;
+	return false;
+}
+
+/*
+ * A .gitignore (NAME in DFD) in a work tree whose patterns match itself and
+ * that no later "!.gitignore" takes back: if it is not tracked, git status
+ * shows neither it nor the files it hides. The keep-an-empty-folder form
+ * ("*" then "!.gitignore") is not listed.
+ */
+static void self_ignoring(struct audit *a, int dfd, const char *name, const char *path)
+{
+	char *buf, *line, *end;
+	bool hidden = false;
+	size_t len, n;
+
+	if (guard_read_file(dfd, name, AUDIT_EXCLUDE_MAX, &buf, &len, NULL))
+		return;
+	for (line = buf; line < buf + len; line = end + 1) {
+		end = memchr(line, '\n', (size_t)(buf + len - line));
+		if (!end)
+			end = buf + len;
+		n = (size_t)(end - line);
+		while (n && (line[n - 1] == ' ' || line[n - 1] == '\r' || line[n - 1] == '\t'))
+			n--;
+		if (n && line[0] == '!')
+			hidden = hidden && !ignores_itself(line + 1, n - 1);
+		else if (ignores_itself(line, n))
+			hidden = true;
+	}
+	free(buf);
+	if (hidden)
+		audit_found(a, path, "exclude",
+			    "a .gitignore that matches itself: if it is not tracked, git status shows "
+			    "neither it nor the files it hides (git status --ignored shows them)");
+}
+
 static void gitdir(struct audit *a, int fd, const char *path, int topfd, const char *top)
 {
 	struct guard_cfg cfg = {0};
@@ -741,8 +788,11 @@ static int visit(struct audit *a, struct frame *f, const char *name, const char 
 		}
 		return -1;
 	}
-	if (!S_ISDIR(st.st_mode))
+	if (!S_ISDIR(st.st_mode)) {
+		if (f->gitdepth > 0 && S_ISREG(st.st_mode) && !strcmp(name, ".gitignore"))
+			self_ignoring(a, dfd, name, path);
 		return -1;
+	}
 	fd = audit_open_dir(dfd, name);
 	if (fd < 0) {
 		audit_failed(a, path, "cannot open", errno);

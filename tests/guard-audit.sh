@@ -282,6 +282,20 @@ audit_is "info/exclude with a pattern is listed" 1 \
 	"repo/.git/info/exclude: exclude: 1 patterns git status hides untracked files by (/tests/conftest.py)" \
 	"$T/exclude"
 
+# a .gitignore that matches itself hides itself and what it hides
+R=$(fresh selfignore)
+mkdir -p "$R/cache" "$R/keep"
+printf '*\n' >"$R/cache/.gitignore"
+echo 'include evil.mk' >"$R/cache/local.mk"
+printf '*\n!.gitignore\n' >"$R/keep/.gitignore"
+git -C "$R" add keep/.gitignore
+is "$(git -C "$R" status --porcelain)" "A  keep/.gitignore" \
+	"control: git status shows neither a self-ignoring .gitignore nor what it hides"
+audit_is "a .gitignore that matches itself is listed" 1 \
+	"repo/cache/.gitignore: exclude: a .gitignore that matches itself" "$T/selfignore"
+unlike "$("$AGENTFS" audit "$T/selfignore" 2>&1)" "keep/.gitignore" \
+	"... one that takes itself back (\"!.gitignore\", to keep a folder) is not"
+
 R=$(fresh shape)
 mkdir -p "$R/docs/q/objects" "$R/docs/q/refs"
 echo 'ref: refs/heads/main' >"$R/docs/q/HEAD"
