@@ -190,14 +190,7 @@ static void index_files(struct audit *a, int dfd, const char *name, const char *
 /* git's strategies: try_merge_command runs git-merge-NAME for any other */
 static bool builtin_strategy(const char *s)
 {
-	static const char *const names[] = {"ort",     "recursive", "resolve",
-					    "octopus", "ours",	    "subtree"};
-	size_t i;
-
-	for (i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (!strcmp(s, names[i]))
-			return true;
-	return false;
+	return guard_strategy_name_ok(s);
 }
 
 static int on_strategy(void *arg, enum guard_cfg_key key, const char *value)
@@ -227,21 +220,26 @@ static void check_strategy(struct audit *a, int dfd, const char *name, const cha
 			    rc == -EFBIG ? "larger than 64 KiB" : strerror(-rc));
 		return;
 	}
-	if (guard_seq_file_check(name, buf, len, &why) < 0) {
-		audit_found(a, path, "strategy", "%s", why);
-	} else if (!strcmp(name, "strategy")) {
+	rc = guard_seq_file_check(name, buf, len, &why);
+	if (!strcmp(name, "strategy")) {
 		n = len;
 		while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 			n--;
-		snprintf(strat, sizeof strat, "%.*s", (int)n, buf);
+		if (n < sizeof strat)
+			snprintf(strat, sizeof strat, "%.*s", (int)n, buf);
 	} else if (!strcmp(name, "opts")) {
 		struct guard_cfg cfg = {.fn = on_strategy, .arg = strat, .seq = true};
 
 		guard_config_scan(buf, len, &cfg);
 	}
-	if (strat[0] && !builtin_strategy(strat))
-		audit_found(a, path, "strategy", "strategy '%s': git runs the program git-merge-%s",
+	/* a plain name git does not ship: say which program runs; else the check's why */
+	if (strat[0] && !builtin_strategy(strat) && !strpbrk(strat, "/ \t"))
+		audit_found(a, path, "strategy",
+			    "strategy '%s': git runs the program git-merge-%s (its exec path, then "
+			    "PATH)",
 			    strat, strat);
+	else if (rc < 0)
+		audit_found(a, path, "strategy", "%s", why);
 	free(buf);
 }
 

@@ -9,9 +9,11 @@
  * try_merge_command, or `git merge -s NAME` for merges in a rebase, which
  * looks it up with the exec path first, then PATH).  A NAME with a '/' makes
  * that a path relative to where git runs: `x/../tools/fmt.sh` runs the
- * worktree's tools/fmt.sh.  So a strategy must be a plain name:
- * [A-Za-z0-9_.+-]+, the characters of every strategy git ships and of the
- * programs people install as git-merge-*.
+ * worktree's tools/fmt.sh; and a plain NAME is looked up in the person's
+ * PATH, which may hold a folder in the bot's reach (./node_modules/.bin, a
+ * relative entry): git-merge-NAME planted there runs.  So a strategy must
+ * be one git ships: ort, recursive, resolve, octopus, ours, subtree (the
+ * two scripts among them are found in git's exec path first).
  *
  * Files (sequencer.c read_populate_opts and read_strategy_opts,
  * builtin/rebase.c read_basic_state, which reads both state folders):
@@ -57,13 +59,14 @@
 
 bool guard_strategy_name_ok(const char *s)
 {
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || strchr("_.+-", *s)))
-			return false;
-	return true;
+	static const char *const names[] = {"ort",     "recursive", "resolve",
+					    "octopus", "ours",	    "subtree"};
+	size_t i;
+
+	for (i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strcmp(s, names[i]))
+			return true;
+	return false;
 }
 
 /* One line of text: no NUL or control character but a final LF or CRLF. */
@@ -185,7 +188,7 @@ static int on_opt(void *arg, enum guard_cfg_key key, const char *value)
 	struct seqck *c = arg;
 
 	if (key == GUARD_CFG_STRATEGY && !guard_strategy_name_ok(value)) {
-		c->why = "options.strategy is not a plain strategy name";
+		c->why = "options.strategy is not a strategy git ships";
 		return 1;
 	}
 	if (key == GUARD_CFG_STRATEGY_OPT && !xopt_ok(value, strlen(value))) {
@@ -272,7 +275,8 @@ int guard_seq_file_check(const char *name, const char *buf, size_t len, const ch
 	memcpy(tmp, buf, n);
 	tmp[n] = '\0';
 	if (!guard_strategy_name_ok(tmp)) {
-		*why = "strategy is not a plain strategy name (git would run it as a path)";
+		*why = "strategy is not one git ships (git would run git-merge-NAME from PATH, "
+		       "or a path)";
 		return -EINVAL;
 	}
 	return 0;

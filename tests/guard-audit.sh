@@ -99,7 +99,7 @@ cp "$T/todo.saved" "$R/.git/rebase-merge/git-rebase-todo"
 head -c 70000 /dev/zero | tr '\0' a >"$R/.git/rebase-merge/strategy"
 audit_is "a strategy file too large to check is a finding" 1 "strategy: cannot be checked" "$T/ex"
 echo 'x/../tools/fmt.sh' >"$R/.git/rebase-merge/strategy"
-audit_is "a strategy that is a path" 1 "rebase-merge/strategy: strategy: strategy is not a plain" \
+audit_is "a strategy that is a path" 1 "rebase-merge/strategy: strategy: strategy is not one git ships" \
 	"$T/ex"
 echo 'mine' >"$R/.git/rebase-merge/strategy"
 audit_is "a strategy git runs as git-merge-mine" 1 "git runs the program git-merge-mine" "$T/ex"

@@ -81,12 +81,17 @@ check "rebase through the mount stops at the conflict" test -d "$R/.git/rebase-m
 strategy_payload "$R" bot-rebase
 RM="$R/.git/rebase-merge"
 printf '%s\n' "$EVIL" >"$B/evil"
-printf 'x' >"$B/ok"
+printf 'ort' >"$B/ok"
+printf 'mine\n' >"$B/mine"
 printf -- '--theirs\n--x\n' >"$B/twolines"
 
 refused_by "strategy: create and write a path in one piece refused" X4 \
 	python3 "$FORGE" plant-new "$RM/strategy" "$B/evil"
-forge_is "strategy: a plain name may be written" ok plant-write "$RM/strategy" "$B/ok"
+forge_is "strategy: one git ships may be written" ok plant-write "$RM/strategy" "$B/ok"
+# git runs git-merge-mine from the person's PATH, which may hold a folder of
+# the bot's (./node_modules/.bin)
+refused_by "strategy: a plain name git does not ship refused" X4 \
+	python3 "$FORGE" plant-write "$RM/strategy" "$B/mine"
 is "$(python3 -c "
 import mmap, os
 fd = os.open('$RM/strategy', os.O_RDWR)
@@ -97,7 +102,7 @@ try:
 except OSError as e:
     print('refused')
 m.close(); os.close(fd)
-print(open('$S/rb/.git/rebase-merge/strategy').read())" | tail -1)" "x" \
+print(open('$S/rb/.git/rebase-merge/strategy').read())" | tail -1)" "ort" \
 	"strategy: a write through a shared mapping does not reach the file"
 refused_by "strategy: overwritten with a path refused" X4 \
 	python3 "$FORGE" plant-write "$RM/strategy" "$B/evil"

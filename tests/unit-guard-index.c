@@ -315,7 +315,9 @@ int main(void)
 		"strips more than the previous path", "v4 over-long strip refused");
 
 	tap_ok(guard_strategy_name_ok("ort") && guard_strategy_name_ok("recursive") &&
-		       guard_strategy_name_ok("my_strat-2.0+x"),
+		       guard_strategy_name_ok("resolve") && guard_strategy_name_ok("octopus") &&
+		       guard_strategy_name_ok("ours") && guard_strategy_name_ok("subtree") &&
+		       !guard_strategy_name_ok("my_strat-2.0+x") && !guard_strategy_name_ok("Ort"),
 	       "plain strategy names");
 	tap_ok(!guard_strategy_name_ok("x/../tools/fmt.sh") && !guard_strategy_name_ok("/bin/sh") &&
 		       !guard_strategy_name_ok("") && !guard_strategy_name_ok("a b") &&
