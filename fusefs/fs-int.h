@@ -525,6 +525,8 @@ void seal_renamed(struct fs *fs, dev_t dev, ino_t ino);
 ssize_t seal_checked_write(struct fs_mount *m, struct inode *i, int fh, const char *data,
 			   size_t len, off_t off);
 int seal_checked_truncate_begin(struct fs_mount *m, struct inode *i, off_t size);
+int seal_made_empty(struct fs_mount *m, struct inode *p, const char *name, unsigned rule);
+void seal_checked_release(struct fs_mount *m, struct inode *i);
 void seal_checked_truncate_end(struct fs_mount *m);
 
 /* gitlock.c: which git lock files (guard_lock_name) a mount made: the fact rule LK asks */
@@ -619,6 +621,7 @@ void *notify_thread(void *fs);
 void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *parent,
 		   const char *name);
 void notify_forget_mount(struct fs *fs, struct fs_mount *m);
+void fs_invalidate_entry(struct fs_mount *m, struct inode *parent, const char *name);
 
 /* journal.c: name changes and writes done but not answered before a crash */
 void journal_thread(unsigned slot);

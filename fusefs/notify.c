@@ -77,6 +77,21 @@ void fs_invalidate(struct fs_mount *from, struct inode *ino, struct inode *paren
 	pthread_mutex_unlock(&fs->lock);
 }
 
+/*
+ * NAME in PARENT went behind the kernel's back (the server removed it on
+ * its own): every mount that knows PARENT, this one too, drops the entry.
+ */
+void fs_invalidate_entry(struct fs_mount *m, struct inode *parent, const char *name)
+{
+	fuse_ino_t id;
+
+	pthread_mutex_lock(&m->fs->lock);
+	id = nodeid(m, parent);
+	pthread_mutex_unlock(&m->fs->lock);
+	inval_queue(m->fs, m, 0, id, name);
+	fs_invalidate(m, NULL, parent, name);
+}
+
 void *notify_thread(void *arg)
 {
 	struct fs *fs = arg;

@@ -560,10 +560,14 @@ void fsop_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
 	struct inode *i = ino_of(m, ino), *p;
+	bool checked = fh_checked(m, fi) && open_writes(fi->flags);
 	char *name;
 	int pfd;
 
 	fh_close(m, i, fh_of(m, fi), fi->fh, fi->flags);
+	/* left empty, a strategy file would name the strategy "" (seal.c) */
+	if (checked)
+		seal_checked_release(m, i);
 	/* A git config written (in a repository the bot made): its rules may change. */
 	if (m->guard != NULL && open_writes(fi->flags) && role_of(m, i) == GUARD_R_CONFIG &&
 	    (p = inode_pin_parent(m, i, &name)) != NULL) {

@@ -42,6 +42,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	struct fuse_entry_param e;
 	struct decide_hold h;
 	int64_t was = 0;
+	unsigned rule;
 	int pfd, r, again = journal_seen(m, &was);
 
 	pfd = inode_fd_get(m, p);
@@ -51,6 +52,9 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	}
 	decide_enter(m, &h, p, NULL, false, 0);
 	r = policy_check(m, &PREQ_NAME(req, op, NULL, mode & S_IFMT, p, pfd, name, link));
+	/* an empty file that stays so: its content is checked now (seal.c) */
+	if (r == 0 && S_ISREG(mode) && (rule = policy_content_rule(m, p, name)) != 0)
+		r = seal_made_empty(m, p, name, rule);
 	if (r == 0 && link == NULL && fsop_raises_privilege(mode, mode, 0))
 		r = -EPERM;
 	if (r == 0)

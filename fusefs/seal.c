@@ -30,7 +30,12 @@
  * or O_TRUNC, one write, close; FETCH_HEAD through stdio) reaches the server
  * (no passthrough for such handles) and is applied only if the content it
  * leaves passes; chk_lock serialises those writes so two of them cannot
- * combine into an unchecked content.
+ * combine into an unchecked content. An X4 strategy file may be empty only
+ * for the moment between an O_TRUNC and git's write, while a handle may
+ * write it: left empty when the last such handle closes (git would run the
+ * strategy "", git-merge-) it is removed (seal_checked_release); made empty
+ * with no handle (mknod, a truncate by path) it is refused. Every other
+ * content, empty included, is checked as it is left.
  */
 #include "fusefs/fs-int.h"
 
@@ -295,7 +300,7 @@ static int content_fd(struct fs_mount *m, struct inode *i)
  * with chk_lock.
  */
 static int content_after(struct fs_mount *m, struct inode *i, const char *name, const char *data,
-			 size_t len, off_t off)
+			 size_t len, off_t off, bool handle)
 {
 	size_t cap, have, size;
 	const char *why = NULL;
@@ -331,6 +336,10 @@ static int content_after(struct fs_mount *m, struct inode *i, const char *name, 
 	}
 	if (data != NULL)
 		memcpy(buf + off, data, len);
+	if (size == 0 && handle && rule == GUARD_RULE_X4) {
+		free(buf);
+		return 0; /* a strategy file emptied before git's write: checked at the close */
+	}
 	r = guard_content_check(rule, name, buf, size, 20, &why);
 	free(buf);
 	return r != 0 ? refuse(m, "write", i, NULL, rule, why) : 0;
@@ -358,7 +367,7 @@ ssize_t seal_checked_write(struct fs_mount *m, struct inode *i, int fh, const ch
 	if (name == NULL)
 		return -EROFS;
 	pthread_mutex_lock(&m->fs->chk_lock);
-	r = content_after(m, i, name, data, len, off);
+	r = content_after(m, i, name, data, len, off, true);
 	n = r != 0 ? r : pwrite(fh, data, len, off);
 	if (n < 0 && r == 0)
 		n = -errno;
@@ -367,16 +376,25 @@ ssize_t seal_checked_write(struct fs_mount *m, struct inode *i, int fh, const ch
 	return n;
 }
 
-/* Begin a truncate of a checked file to size: returns with chk_lock held when 0. */
+/*
+ * Begin a truncate of a checked file to size: returns with chk_lock held
+ * when 0. It passes empty only while a handle may still write the file (an
+ * O_TRUNC open's truncate comes with no handle, after the open): its close
+ * decides. The truncate itself counts as one writer (seal_write_begin).
+ */
 int seal_checked_truncate_begin(struct fs_mount *m, struct inode *i, off_t size)
 {
 	char *name = name_of(m, i);
+	bool handle;
 	int r;
 
 	if (name == NULL)
 		return -EROFS;
+	pthread_mutex_lock(&m->fs->lock);
+	handle = writers(m->fs, i->dev, i->ino) > 1;
+	pthread_mutex_unlock(&m->fs->lock);
 	pthread_mutex_lock(&m->fs->chk_lock);
-	r = content_after(m, i, name, NULL, 0, size);
+	r = content_after(m, i, name, NULL, 0, size, handle);
 	if (r != 0)
 		pthread_mutex_unlock(&m->fs->chk_lock);
 	free(name);
@@ -386,4 +404,62 @@ int seal_checked_truncate_begin(struct fs_mount *m, struct inode *i, off_t size)
 void seal_checked_truncate_end(struct fs_mount *m)
 {
 	pthread_mutex_unlock(&m->fs->chk_lock);
+}
+
+/* An empty file made by NAME in P with no handle (mknod): 0 if its rule takes it. */
+int seal_made_empty(struct fs_mount *m, struct inode *p, const char *name, unsigned rule)
+{
+	const char *why = NULL;
+
+	if (guard_rule_renamed_only(rule) || guard_content_check(rule, name, "", 0, 20, &why) == 0)
+		return 0;
+	return refuse(m, "create", p, name, rule, why);
+}
+
+/*
+ * A write handle of the checked file i closed: if it left i empty and the
+ * rule refuses that, i is removed by its name, when that is still i (the
+ * next git reads no such file, as before the write), and the removal logged.
+ */
+void seal_checked_release(struct fs_mount *m, struct inode *i)
+{
+	const char *why = NULL;
+	struct stat st;
+	struct inode *p;
+	bool gone = false;
+	unsigned rule;
+	char *name;
+	int pfd;
+
+	/* the last writer's close decides: another handle may still write it */
+	pthread_mutex_lock(&m->fs->lock);
+	rule = (i->gcls.flags & GUARD_CHK) && i->gcls.kind != GUARD_BOTREPO ? i->gcls.rule : 0;
+	if (writers(m->fs, i->dev, i->ino) > 0 || rule != GUARD_RULE_X4)
+		rule = 0;
+	pthread_mutex_unlock(&m->fs->lock);
+	if (rule == 0 || guard_rule_renamed_only(rule) || (p = inode_pin_parent(m, i, &name)) == NULL)
+		return;
+	pfd = inode_fd_get(m, p);
+	/* under chk_lock: no checked write of it can run between the look and the unlink */
+	pthread_mutex_lock(&m->fs->chk_lock);
+	if (pfd >= 0 && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size == 0 && (uint64_t)st.st_dev == i->dev && (uint64_t)st.st_ino == i->ino &&
+	    guard_content_check(rule, name, "", 0, 20, &why) != 0) {
+		pthread_rwlock_rdlock(&m->fs->ns_lock);
+		gone = unlinkat(pfd, name, 0) == 0;
+		pthread_rwlock_unlock(&m->fs->ns_lock);
+	}
+	pthread_mutex_unlock(&m->fs->chk_lock);
+	if (gone) {
+		char msg[256];
+
+		snprintf(msg, sizeof msg, "%s: left empty at its close, removed", why);
+		refuse(m, "write", p, name, rule, msg);
+		policy_notify(m, GUARD_OP_UNLINK, p, pfd, name, NULL);
+		fs_invalidate_entry(m, p, name);
+	}
+	if (pfd >= 0)
+		inode_fd_put(m, p);
+	inode_unpin(m, p);
+	free(name);
 }

@@ -259,13 +259,17 @@ int guard_seq_file_check(const char *name, const char *buf, size_t len, const ch
 		*why = "strategy file with more than one line or a control character";
 		return -EINVAL;
 	}
-	if (!n)
-		return 0; /* the empty file write_file() truncates to first */
 	if (!strcasecmp(name, "strategy_opts")) {
-		if (xopts_line_ok(buf, n))
+		if (!n || xopts_line_ok(buf, n))
 			return 0;
 		*why = "strategy_opts with an option that is not one of git's merge options "
 		       "(git-merge-resolve hands them on to read-tree)";
+		return -EINVAL;
+	}
+	if (!n) {
+		/* read as the strategy "": git runs git-merge- (PATH). A write of
+		   the file passes through empty; fusefs checks it at the close */
+		*why = "an empty strategy (git would run the program git-merge-)";
 		return -EINVAL;
 	}
 	if (n >= sizeof(tmp)) {

@@ -87,7 +87,8 @@ printf -- '--theirs\n--x\n' >"$B/twolines"
 
 refused_by "strategy: create and write a path in one piece refused" X4 \
 	python3 "$FORGE" plant-new "$RM/strategy" "$B/evil"
-forge_is "strategy: one git ships may be written" ok plant-write "$RM/strategy" "$B/ok"
+# (the refused write left it empty at its close: it was removed)
+forge_is "strategy: one git ships may be written" ok plant-new "$RM/strategy" "$B/ok"
 # git runs git-merge-mine from the person's PATH, which may hold a folder of
 # the bot's (./node_modules/.bin)
 refused_by "strategy: a plain name git does not ship refused" X4 \
@@ -108,6 +109,29 @@ refused_by "strategy: overwritten with a path refused" X4 \
 	python3 "$FORGE" plant-write "$RM/strategy" "$B/evil"
 refused_by "strategy: a path appended in a second write refused" X4 \
 	python3 "$FORGE" plant-append "$RM/strategy" "/../tools/fmt.sh"
+# an empty strategy is the strategy "": git runs git-merge- from PATH. Empty
+# is what an O_TRUNC leaves before git's write; left so at the close, the
+# file is removed; made empty with no handle, refused
+lines=$(log_lines)
+is "$(shell_result sh -c ": >'$RM/strategy'")" OK "strategy: emptied through a handle (: >)"
+if wait_until 5 test ! -e "$S/rb/.git/rebase-merge/strategy"; then
+	ok "strategy: ... left empty at the close, removed"
+else
+	not_ok "strategy: ... left empty at the close, removed"
+fi
+like "$(tail -n +"$((lines + 1))" "$GUARD_LOG")" "rule X4 \\(an empty strategy .*removed\\)" \
+	"strategy: ... and the removal logged"
+forge_is "strategy: one git ships written again" ok plant-new "$RM/strategy" "$B/ok"
+refused_by "strategy: truncated to nothing by path refused" X4 \
+	python3 "$FORGE" plant-trunc "$RM/strategy" 0
+rm -f "$RM/strategy"
+refused_by "strategy: made empty by mknod refused" X4 python3 -c "
+import errno, os, stat, sys
+try:
+    os.mknod(sys.argv[1], stat.S_IFREG | 0o644); print('ok')
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))" "$RM/strategy"
+forge_is "strategy: one git ships written anew" ok plant-new "$RM/strategy" "$B/ok"
 refused_by "strategy: extended with zeros refused" X4 python3 "$FORGE" plant-trunc "$RM/strategy" 100
 refused_by "strategy: a file renamed onto it refused" X4 \
 	python3 "$FORGE" plant-rename "$RM/strategy.tmp" "$RM/strategy" "$B/evil"

@@ -324,9 +324,12 @@ int main(void)
 		       !guard_strategy_name_ok("a;b"),
 	       "strategy names with a path or other characters refused");
 	tap_ok(guard_seq_file_check("strategy", "ort\n", 4, &why) == 0 &&
-		       guard_seq_file_check("strategy", "", 0, &why) == 0 &&
 		       guard_seq_file_check("strategy", "ort", 3, &why) == 0,
-	       "strategy file: 'ort\\n', 'ort', empty");
+	       "strategy file: 'ort\\n', 'ort'");
+	tap_ok(guard_seq_file_check("strategy", "", 0, &why) < 0 &&
+		       guard_seq_file_check("strategy", "\n", 1, &why) < 0 &&
+		       guard_seq_file_check("strategy_opts", "", 0, &why) == 0,
+	       "an empty strategy refused (git runs git-merge-), empty strategy_opts not");
 	tap_ok(guard_seq_file_check("strategy", "x/../tools/fmt.sh\n", 18, &why) < 0 &&
 		       guard_seq_file_check("strategy", "ort\nx\n", 6, &why) < 0 &&
 		       guard_seq_file_check("strategy", "or\0t", 4, &why) < 0,
