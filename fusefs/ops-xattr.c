@@ -21,7 +21,9 @@ static bool xattr_privileged(const char *name)
  * ACL does the same for everything made in it later.  Setting one is judged
  * as a chmod to the bits it grants (H1 refuses one that adds a write bit on
  * a home, ~/.config and the folders above, G3 one that opens a git folder's
- * file to others, the RO rules everywhere they refuse a chmod).
+ * file to others, and a default ACL that gives others write anywhere: a
+ * git folder made there later would have it; the RO rules everywhere they
+ * refuse a chmod).
  */
 static bool xattr_is_acl(const char *name)
 {
@@ -104,10 +106,13 @@ static void xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const
 	 */
 	if (xattr_privileged(name) && (value != NULL || strcmp(name, "security.capability") != 0))
 		r = -EPERM;
-	else if (value != NULL && xattr_is_acl(name))
-		r = policy_check(m, &PREQ_INODE(req, GUARD_OP_CHMOD, ino_of(m, ino),
-						(ino_of(m, ino)->type & S_IFMT) |
-							acl_mode(value, size)));
+	else if (value != NULL && xattr_is_acl(name)) {
+		struct preq pr = PREQ_INODE(req, GUARD_OP_CHMOD, ino_of(m, ino),
+					    (ino_of(m, ino)->type & S_IFMT) | acl_mode(value, size));
+
+		pr.g.default_acl = strcmp(name, "system.posix_acl_default") == 0;
+		r = policy_check(m, &pr);
+	}
 	else
 		r = policy_check(
 			m, &PREQ_INODE(req, GUARD_OP_WRITE, ino_of(m, ino), ino_of(m, ino)->type));

@@ -301,6 +301,16 @@ static int check_facts(const struct guard_req *req, struct guard_verdict *v)
 		return 0;
 	case GUARD_OP_CHMOD:
 		/*
+		 * G3 for what is made in a folder later: a default ACL giving
+		 * every account write overrides the person's umask, so the git
+		 * folder the person makes there (git init, a clone) has a config
+		 * and hooks another account can write. Anywhere in the root.
+		 */
+		if (req->default_acl && (req->mode & S_IWOTH))
+			return guard_refuse_why(v, GUARD_RULE_G3,
+						"a default ACL that opens what is made in the folder "
+						"later (a git folder) to other accounts' writes");
+		/*
 		 * G3 for a work tree's top (a folder holding .git): opened to
 		 * every account's writes, another could put its own .git in place.
 		 * Unknown (no descriptor): refused.

@@ -221,6 +221,8 @@ enum guard_op {
  *     made: which locks a mount made is the mount's record (inode and birth
  *     time).  In a git folder, LK: another git holds it and will rename it by
  *     path onto what it locks;
+ *   - default_acl: a CHMOD that is a folder's default ACL (mode: the bits
+ *     it gives everything made in the folder later, umask overridden);
  *   - dev, ino, nlink: cls's inode as the filesystem last saw it; more than
  *     one name asks whether it is another name of a protected file (HL).
  *     For WRITE, CHMOD, CHOWN and LINK of such a file, fd may be its O_PATH
@@ -252,6 +254,7 @@ struct guard_req {
 	bool ro_mount, ro_path, sealed, lock_foreign, victim_lock_foreign;
 	uint64_t dev, ino;
 	nlink_t nlink;
+	bool default_acl; /* CHMOD: mode is what a folder's default ACL gives what is made in it */
 };
 
 /* A change that succeeded, for guard_notify(). */

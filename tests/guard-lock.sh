@@ -137,7 +137,29 @@ refusal_is "an ACL that is mode 0646 there refused" G3 "$(acl_min "$G/COMMIT_EDI
 lines=$(log_lines)
 refusal_is "an ACL that is mode 0755 on a hook refused" D3 \
 	"$(acl_min "$G/hooks/pre-commit.sample" 755)" "$lines" "$G/hooks/pre-commit.sample"
-# what a bot's non-interactive rebase does: GIT_SEQUENCE_EDITOR='sed -i ...'
+# a default ACL overrides the umask of what is made in the folder later: one
+# giving every account write makes the git folder the person makes there
+# (git init, a clone) writable by another account, its config included
+acl_default()
+{
+	python3 - "$@" <<'PY' 2>&1
+import errno, os, struct, sys
+u, g, o = (int(c) for c in sys.argv[2])
+acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, 0xffffffff)
+                                      for t, p in [(1, u), (4, g), (0x20, o)])
+try:
+    os.setxattr(sys.argv[1], "system.posix_acl_default", acl)
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+PY
+}
+mkdir -p "$M/vendor" "$M/docs"
+lines=$(log_lines)
+refusal_is "a default ACL giving every account write, on a plain folder, refused" G3 \
+	"$(acl_default "$M/vendor" 777)" "$lines" "$M/vendor"
+is "$(acl_default "$M/docs" 755)" OK "a default ACL of mode 0755 on a plain folder: allowed"
+
 mkdir "$G/rebase-merge"
 printf 'pick 1\npick 2\n' >"$G/rebase-merge/git-rebase-todo"
 is "$(cd "$G/rebase-merge" && sed -i 1d git-rebase-todo 2>&1; echo "status $?")" "status 0" \
@@ -179,5 +201,8 @@ is "$?" 0 "host: git restore and commit succeed"
 is "$(git -C "$S/app" ls-files | tr '\n' ' ')" "a b " "host: the index is the person's and the bot's commit"
 is "$(ls "$S/app/.git/hooks" | grep -v '\.sample$' | tr '\n' ' ')" "" "host: no hook appeared"
 no_marker "host: nothing the bot planted ran"
+(umask 022 && git init -q "$S/vendor/lib")
+is "$(stat -c %a "$S/vendor/lib/.git/config" "$S/vendor/lib/.git/hooks")" "$(printf '644\n755')" \
+	"host: the person's git init in the folder: its config and hooks are not others' to write"
 
 done_testing
