@@ -116,13 +116,19 @@ is "$(stat -c %a "$S/app/.git" "$S/app")" "$(printf '775\n755')" "the host modes
 # sed -i and cp -p copy one from a file with no ACL
 acl_min()
 {
+	acl_set_min "$1" system.posix_acl_access "$2"
+}
+# acl_set_min PATH XATTR UGO: set the ACL of owner, group and others only
+# with the permission digits UGO; prints OK or the errno's name
+acl_set_min()
+{
 	python3 - "$@" <<'PY' 2>&1
 import errno, os, struct, sys
-u, g, o = (int(c) for c in sys.argv[2])
+u, g, o = (int(c) for c in sys.argv[3])
 acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, 0xffffffff)
                                       for t, p in [(1, u), (4, g), (0x20, o)])
 try:
-    os.setxattr(sys.argv[1], "system.posix_acl_access", acl)
+    os.setxattr(sys.argv[1], sys.argv[2], acl)
     print("OK")
 except OSError as e:
     print(errno.errorcode.get(e.errno, e.errno))
@@ -142,17 +148,7 @@ refusal_is "an ACL that is mode 0755 on a hook refused" D3 \
 # (git init, a clone) writable by another account, its config included
 acl_default()
 {
-	python3 - "$@" <<'PY' 2>&1
-import errno, os, struct, sys
-u, g, o = (int(c) for c in sys.argv[2])
-acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, 0xffffffff)
-                                      for t, p in [(1, u), (4, g), (0x20, o)])
-try:
-    os.setxattr(sys.argv[1], "system.posix_acl_default", acl)
-    print("OK")
-except OSError as e:
-    print(errno.errorcode.get(e.errno, e.errno))
-PY
+	acl_set_min "$1" system.posix_acl_default "$2"
 }
 mkdir -p "$M/vendor" "$M/docs"
 lines=$(log_lines)
