@@ -235,6 +235,13 @@ static void fsop_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int 
 		seal_checked_truncate_end(m);
 	if (valid & FUSE_SET_ATTR_SIZE)
 		seal_write_end(m, i);
+	/*
+	 * A truncate that passed empty while a handle was open: if that
+	 * handle closed meanwhile, its close saw this truncate as a writer
+	 * and left the check to whoever ends last (seal.c)
+	 */
+	if (checked)
+		seal_checked_release(m, i);
 	if (fd < 0)
 		goto out;
 	if (r == 0 && fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)

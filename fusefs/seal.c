@@ -417,9 +417,11 @@ int seal_made_empty(struct fs_mount *m, struct inode *p, const char *name, unsig
 }
 
 /*
- * A write handle of the checked file i closed: if it left i empty and the
- * rule refuses that, i is removed by its name, when that is still i (the
- * next git reads no such file, as before the write), and the removal logged.
+ * A write handle of the checked file i closed, or a truncate of it ended:
+ * if no writer is left, i is empty and the rule refuses that, i is removed
+ * by its name, when that is still i (the next git reads no such file, as
+ * before the write), and the removal logged. Each writer's end counts
+ * itself out before it looks, so the last one to end sees none left.
  */
 void seal_checked_release(struct fs_mount *m, struct inode *i)
 {
