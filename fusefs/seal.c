@@ -439,7 +439,7 @@ void seal_checked_release(struct fs_mount *m, struct inode *i)
 	if (writers(m->fs, i->dev, i->ino) > 0 || rule != GUARD_RULE_X4)
 		rule = 0;
 	pthread_mutex_unlock(&m->fs->lock);
-	if (rule == 0 || guard_rule_renamed_only(rule) || (p = inode_pin_parent(m, i, &name)) == NULL)
+	if (rule == 0 || (p = inode_pin_parent(m, i, &name)) == NULL)
 		return;
 	pfd = inode_fd_get(m, p);
 	/* under chk_lock: no checked write of it can run between the look and the unlink */

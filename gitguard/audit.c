@@ -187,12 +187,6 @@ static void index_files(struct audit *a, int dfd, const char *name, const char *
 			"it (git log -1 $(cat FILE)) first");
 }
 
-/* git's strategies: try_merge_command runs git-merge-NAME for any other */
-static bool builtin_strategy(const char *s)
-{
-	return guard_strategy_name_ok(s);
-}
-
 static int on_strategy(void *arg, enum guard_cfg_key key, const char *value)
 {
 	char *out = arg;
@@ -233,7 +227,7 @@ static void check_strategy(struct audit *a, int dfd, const char *name, const cha
 		guard_config_scan(buf, len, &cfg);
 	}
 	/* a plain name git does not ship: say which program runs; else the check's why */
-	if (strat[0] && !builtin_strategy(strat) && !strpbrk(strat, "/ \t"))
+	if (strat[0] && !guard_strategy_name_ok(strat) && !strpbrk(strat, "/ \t"))
 		audit_found(a, path, "strategy",
 			    "strategy '%s': git runs the program git-merge-%s (its exec path, then "
 			    "PATH)",
