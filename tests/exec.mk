@@ -18,6 +18,7 @@ EXEC_TESTS = \
 	tests/exec-operator.sh \
 	tests/exec-linkedwt.sh \
 	tests/exec-cgroup.sh \
+	tests/exec-rootlink.sh \
 	tests/exec-cgsweep.sh \
 	tests/exec-walks.sh
 TESTS += $(EXEC_TESTS)

@@ -21,7 +21,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/close_range.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 
 void exec_arg(struct argv_buf *a, const char *s)
 {
@@ -141,12 +143,23 @@ static int by_depth(const void *a, const void *b)
 }
 
 /*
- * The host read-only; fresh /dev, /dev/shm, /proc and /tmp. Order
- * matters: each later bind lands on what the earlier ones made.
+ * The host read-only and a fresh /tmp, before the roots (a root under /tmp
+ * lands in that tmpfs). Order matters: each later bind lands on what the
+ * earlier ones made.
  */
-static const char *const base_args[] = {
-	"--ro-bind", "/",      "/",	"--dev",   "/dev",  "--perms", "01777", "--tmpfs",
-	"/dev/shm",  "--proc", "/proc", "--perms", "01777", "--tmpfs", "/tmp",	NULL};
+static const char *const base_args[] = {"--ro-bind", "/",      "/",    "--perms",
+					"01777",     "--tmpfs", "/tmp", NULL};
+
+/*
+ * Fresh /dev, /dev/shm and /proc, after the roots. A root's path is where
+ * bwrap binds it, following symbolic links; a bot that may write the folder
+ * above another bot's root can swap that root's folder for a link to /dev
+ * between root_path_check's look and bwrap's bind. Made after the roots,
+ * these are bwrap's own wherever a root landed, and so is EXEC_SELF, which
+ * bwrap then runs as root by its path.
+ */
+static const char *const late_args[] = {"--dev",   "/dev",	"--perms", "01777", "--tmpfs",
+					"/dev/shm", "--proc", "/proc",	NULL};
 
 /*
  * /proc/keys lists every key the reader may view: those its user keeps in
@@ -193,6 +206,31 @@ static void hide(struct argv_buf *a, const cJSON *plan)
 	}
 }
 
+/*
+ * A root's path must lead to a folder without a symbolic link on the way:
+ * bwrap would bind the root where the link points. agentfsd keeps each path
+ * as it was resolved when the bot was made; a link there now is a change
+ * since, by whoever may write the folder above (the bot that made this one,
+ * say), and the sandbox is not started. Without openat2 (Linux 5.6) only
+ * late_args' order stands.
+ */
+static void root_path_check(const char *path)
+{
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+
+	if (fd >= 0) {
+		close(fd);
+		return;
+	}
+	if (errno == ELOOP || errno == ENOTDIR)
+		die("the root %s is no longer a folder at that path (a symbolic link is on the "
+		    "way, made after the bot was): not starting the sandbox; agentfs delete the "
+		    "bot, or put the folder back",
+		    path);
+}
+
 /* Each root from its mount, at its own path, parents before nested roots. */
 static void binds(struct argv_buf *a, const cJSON *plan)
 {
@@ -210,6 +248,7 @@ static void binds(struct argv_buf *a, const cJSON *plan)
 	}
 	qsort(sorted, n, sizeof *sorted, by_depth);
 	for (i = 0; i < n; i++) {
+		root_path_check(exec_jstr(sorted[i], "path"));
 		exec_arg(a, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sorted[i], "writable"))
 				    ? "--bind"
 				    : "--ro-bind");
@@ -315,17 +354,18 @@ void exec_bwrap_args(struct argv_buf *a, const struct sandbox_setup *sb)
 		die("cannot find agentfs itself: %s", strerror(errno));
 	exec_arg(a, sb->bwrap);
 	args(a, base_args);
+	exec_hide_host_sockets(a, sb->network);
+	exec_loader_vars_hold(a);
+	exec_git_env(a);
+	hide(a, sb->plan);
+	binds(a, sb->plan);
+	args(a, late_args);
 	for (i = 0; proc_keys[i] != NULL; i++)
 		if (access(proc_keys[i], F_OK) == 0) {
 			exec_arg(a, "--dev-bind");
 			exec_arg(a, "/dev/null");
 			exec_arg(a, proc_keys[i]);
 		}
-	exec_hide_host_sockets(a, sb->network);
-	exec_loader_vars_hold(a);
-	exec_git_env(a);
-	hide(a, sb->plan);
-	binds(a, sb->plan);
 	/*
 	 * agentfs-enter (or agentfs itself, for exec --as, from an older
 	 * agentfsd), at a path of its own: it may live in a hidden folder, or

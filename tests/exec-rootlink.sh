@@ -1,0 +1,66 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# exec-rootlink: a bot that may write the folder above another bot's root
+# (a lead over its task's folder) swaps that folder for a symbolic link.
+# bwrap binds a root where its path leads, following links, so the task's
+# root could land on the sandbox's /dev, where bwrap then binds
+# agentfs-enter and runs it as root by its path: the bot's own program in
+# its place, with CAP_SETUID. agentfs exec refuses a root whose path holds a
+# link; one swapped in after that look lands under bwrap's own /dev and
+# /proc, made after the roots.
+. "$top_srcdir/tests/exec-lib.sh"
+
+ex_start_w1
+mkdir -p "$W/sub"
+own "$W/sub"
+out=$(ex w1 -- "$AGENTFS" --json create c1 "$W/sub" </dev/null 2>/dev/null)
+expect_ok "inside, w1 creates c1 over $W/sub" "$out"
+is "$(ex c1 -- sh -c 'test -c /dev/null && echo ok' </dev/null 2>&1)" ok "c1 starts while its folder is in place"
+
+# $W/sub, seen from $W, as a link to /dev: as many ".." as $W has names
+up=$(printf '%s' "$W" | sed 's|/[^/]*|../|g')
+# what w1 leaves in c1's folder, which would be the sandbox's /dev: a marker
+# and, where agentfs-enter would be bound, a link to its own program
+plant="mv $W/sub $W/sub2 && ln -s ${up}dev $W/sub && touch $W/sub2/bot-marker &&
+printf '#!/bin/sh\ntouch $W/sub2/pwned\n' >$W/sub2/pwn && chmod 755 $W/sub2/pwn && ln -s pwn $W/sub2/.agentfs-exec"
+out=$(ex w1 -- sh -c "$plant" </dev/null 2>&1)
+is "$out" "" "w1 swaps c1's folder for a link to /dev and plants its program"
+is "$(readlink "$W/sub")" "${up}dev" "on the host, $W/sub is the link"
+
+# --- the link is there when agentfs exec looks ------------------------------------
+out=$(ex c1 -- true </dev/null 2>&1)
+st=$?
+is "$st" 125 "agentfs exec c1 fails (125)"
+like "$out" "the root $W/sub is no longer a folder at that path \\(a symbolic link is on the way" \
+	"and says the root's path holds a link"
+check "the bot's program did not run" test ! -e "$W/sub2/pwned"
+
+# --- the link comes after the look (bwrap's stand-in swaps it in) ----------------
+# Put the folder back, let agentfs exec look, and swap it for the link just
+# before the real bwrap binds: c1's root lands on /dev, and /dev must still
+# be bwrap's own, agentfs-enter in it.
+restore() { rm -f "$W/sub" && mv "$W/sub2" "$W/sub"; }
+restore || bail_out "cannot put $W/sub back"
+mkdir -p "$T/fakebin"
+cat >"$T/fakebin/bwrap" <<EOF
+#!/bin/bash
+if [ -e "$T/swap" ]; then
+	rm -f "$T/swap"
+	mv "$W/sub" "$W/sub2" && ln -s "${up}dev" "$W/sub"
+fi
+exec "$BWRAP" "\$@"
+EOF
+chmod 755 "$T/fakebin/bwrap"
+ex_daemon_again --config "$(ex_bwrap_config "$T/fakebin/bwrap")"
+restored_state w1 >/dev/null
+touch "$T/swap"
+out=$(ex c1 -- sh -c 'test -c /dev/null && echo null; test -e /dev/bot-marker && echo marker;
+	cmp -s /dev/.agentfs-exec /proc/self/exe || true; grep ^CapEff /proc/self/status' </dev/null 2>&1)
+check "the stand-in swapped the folder in the window" test -L "$W/sub"
+like "$out" "^null" "the sandbox's /dev is bwrap's own ($(echo $out))"
+unlike "$out" "marker" "not the bot's folder bound there"
+like "$out" "CapEff:[[:space:]]+0+$" "the command runs without capabilities"
+check "the bot's program did not run" test ! -e "$W/sub2/pwned"
+restore
+
+done_testing
