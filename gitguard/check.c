@@ -243,6 +243,43 @@ static int check_exchanged_links(struct guard *g, const struct guard_req *req,
 }
 
 /*
+ * X8: names git's own tools write or move a file to in a work tree, taking
+ * what is there as it is: git mergetool moves the conflicted file to
+ * NAME_BACKUP_PID.EXT (mv into a folder a symlink there names: the bot's
+ * file, with its mode, in ~/.local/bin), writes NAME_BASE_PID.EXT,
+ * NAME_LOCAL_PID.EXT and NAME_REMOTE_PID.EXT (a shell redirect follows the
+ * link) and keeps the backup as NAME.orig (mv again); git apply --reject
+ * writes NAME.rej with fopen. The pid can be guessed or sprayed; .orig and
+ * .rej need no guess. No symlink may have such a name, wherever it leads.
+ */
+static bool tool_name(const char *name)
+{
+	static const char *const tags[] = {"_BACKUP_", "_BASE_", "_LOCAL_", "_REMOTE_", NULL};
+	size_t n = name ? strlen(name) : 0;
+	const char *const *t;
+	const char *p;
+
+	if (n == 0)
+		return false;
+	if ((n >= 5 && !strcmp(name + n - 5, ".orig")) || (n >= 4 && !strcmp(name + n - 4, ".rej")))
+		return true;
+	for (t = tags; *t; t++)
+		for (p = strstr(name, *t); p; p = strstr(p + 1, *t))
+			if (p[strlen(*t)] >= '0' && p[strlen(*t)] <= '9')
+				return true;
+	return false;
+}
+
+static int check_tool_name(unsigned mode, const char *name, struct guard_verdict *v)
+{
+	if (!S_ISLNK(mode) || !tool_name(name))
+		return 0;
+	return guard_refuse_why(v, GUARD_RULE_X8,
+				"a symlink named as a file git mergetool or git apply --reject "
+				"writes or moves there (it would follow the link)");
+}
+
+/*
  * The one symlink git makes in a git folder: HEAD as "refs/...", with
  * core.preferSymlinkRefs (refs/files-backend.c create_ref_symlink).
  */
@@ -436,6 +473,8 @@ static int check_op(struct guard *g, const struct guard_req *req, struct guard_v
 		/* its content is its target, checked there: as for a ref renamed in (R1) */
 		rc = check_new(g, req->parent, req->parent_fd, req->parent_path, req->name, mode,
 			       S_ISREG(mode), v);
+		if (!rc)
+			rc = check_tool_name(mode, req->name, v);
 		if (!rc && S_ISLNK(mode))
 			rc = guard_check_x1(g, req->parent_path, req->parent_fd, req->parent,
 					    req->target, v);
@@ -451,6 +490,8 @@ static int check_op(struct guard *g, const struct guard_req *req, struct guard_v
 			return guard_refuse(v, req->cls->rule);
 		rc = check_new(g, req->parent, req->parent_fd, req->parent_path, req->name,
 			       req->mode & S_IFMT, false, v);
+		if (!rc)
+			rc = check_tool_name(req->mode, req->name, v);
 		return rc ? rc : check_moved_link(g, req, v);
 	case GUARD_OP_UNLINK:
 	case GUARD_OP_RMDIR:
@@ -459,6 +500,8 @@ static int check_op(struct guard *g, const struct guard_req *req, struct guard_v
 		moved = !same_folder(req);
 		rc = check_move(g, req->cls, req->mode, req->fd, req->parent, req->parent_fd,
 				req->parent_path, req->name, req->victim, moved, v);
+		if (!rc)
+			rc = check_tool_name(req->mode, req->name, v);
 		/* renamed in its own folder, a symlink's target leads where it led: no X1 again */
 		return rc || !moved ? rc : check_moved_link(g, req, v);
 	case GUARD_OP_EXCHANGE:
@@ -472,6 +515,10 @@ static int check_op(struct guard *g, const struct guard_req *req, struct guard_v
 			rc = guard_refuse(v, req->cls->rule);
 		if (!rc && (req->victim->flags & GUARD_CHK) && req->victim->kind != GUARD_BOTREPO)
 			rc = guard_refuse(v, req->victim->rule);
+		if (!rc)
+			rc = check_tool_name(req->mode, req->name, v);
+		if (!rc)
+			rc = check_tool_name(req->victim_mode, req->src_name, v);
 		/* X1: a symlink's target means something else in the other folder */
 		if (!rc && !same_folder(req))
 			rc = check_exchanged_links(g, req, v);

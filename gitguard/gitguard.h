@@ -113,6 +113,7 @@ enum guard_rule {
 	GUARD_RULE_LK,	/* a git lock file no mount of this server made: another git holds it */
 	GUARD_RULE_X6,	/* an exec line in a rebase's todo: git runs it on --continue */
 	GUARD_RULE_X7,	/* a rebase's step count that is no number: git's prompt runs it */
+	GUARD_RULE_X8,	/* a symlink named as a file git's tools write or move there (mergetool) */
 	/*
 	 * The mount's own settings, no rule of the table: the log names them by
 	 * their words ("read-only mount", "read-only path"), as guard_rule_name()

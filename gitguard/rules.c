@@ -43,6 +43,7 @@ static const struct {
 	[GUARD_RULE_LK] = {"LK", "a git lock file this mount did not make: another git holds it"},
 	[GUARD_RULE_X6] = {"X6", "an exec line in a rebase's todo"},
 	[GUARD_RULE_X7] = {"X7", "a rebase's step count that is no number"},
+	[GUARD_RULE_X8] = {"X8", "a symlink where git's tools write or move a file"},
 	[GUARD_RULE_RO_MOUNT] = {"read-only mount", "read-only mount"},
 	[GUARD_RULE_RO_PATH] = {"read-only path", "read-only path"},
 };

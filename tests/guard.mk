@@ -31,6 +31,7 @@ GUARD_TESTS = \
 	tests/guard-rerere.sh \
 	tests/guard-midx.sh \
 	tests/guard-prompt.sh \
+	tests/guard-mergetool.sh \
 	tests/guard-matrix.sh
 TESTS += $(GUARD_TESTS)
 EXTRA_DIST += $(GUARD_TESTS) tests/guard-lib.sh tests/guard-forge.py tests/guard-workflows.sh
