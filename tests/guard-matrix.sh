@@ -110,6 +110,8 @@ case_of W3 "an include target written" try write "$M/r/inc.cfg" \
 	-- "another .cfg beside it" try create "$M/r/other.cfg"
 case_of X1 "a symbolic link into a git folder" try symlink ../r/.git/hooks "$M/plain/l" \
 	-- "one into the work tree" try symlink ../r/a "$M/plain/l2"
+case_of X8 "a symbolic link named as git mergetool's backup" try symlink "$T" "$M/plain/f.orig" \
+	-- "a file of that name" try create "$M/plain/g.orig"
 case_of X2 "the index written in place" try write "$G/index" \
 	-- "git add (the index renamed in from index.lock)" shell_result sh -c "cd '$M/r' && echo n >n && git add n"
 case_of X3 "a file made in a git folder with an unsafe config" try create "$M/x3/.git/COMMIT_EDITMSG" \
