@@ -156,6 +156,7 @@ static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode,
 		      struct guard_verdict *v)
 {
 	unsigned budget = GUARD_WALK_BUDGET;
+	bool botrepo = cls->kind == GUARD_BOTREPO;
 	struct guard_cls dc;
 	struct stat st;
 	int rc;
@@ -165,13 +166,20 @@ static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode,
 		rc = check_remove(victim, v);
 	if (!rc)
 		rc = check_new(g, parent, parent_fd, parent_path, name, mode, true, v);
-	if (rc || !S_ISDIR(mode) || cls->kind == GUARD_BOTREPO)
+	if (rc || !S_ISDIR(mode))
 		return rc;
-	if (fd < 0)
+	if (!botrepo && fd < 0)
 		return guard_refuse_why(v, GUARD_RULE_G3, "folder rename without its fd");
 	/* G3: no git folder beneath, nor anything else protected */
-	rc = guard_walk(g, fd, cls, &budget, moves, true, v);
-	if (rc || parent->kind == GUARD_PLAIN || parent->kind == GUARD_BOTREPO)
+	if (!botrepo)
+		rc = guard_walk(g, fd, cls, &budget, moves, true, &botrepo, v);
+	/* G1: a bot's repository moved into a work tree not the bot's (gitlink.c) */
+	if (!rc && botrepo && moves && parent->kind != GUARD_BOTREPO)
+		rc = parent_fd >= 0 ? guard_botrepo_moved_in(g, parent_fd, v)
+				    : guard_refuse_why(v, GUARD_RULE_G1,
+						       "a repository moved to a folder not known");
+	if (rc || cls->kind == GUARD_BOTREPO || parent->kind == GUARD_PLAIN ||
+	    parent->kind == GUARD_BOTREPO)
 		return rc;
 	/* into a git folder: what would each entry be there? */
 	if (fstat(fd, &st) < 0)
@@ -189,7 +197,7 @@ static int check_move(struct guard *g, const struct guard_cls *cls, mode_t mode,
 	if (guard_cls_protected(&dc))
 		return guard_refuse(v, dc.kind == GUARD_GITDIR ? GUARD_RULE_G3 : dc.rule);
 	budget = GUARD_WALK_BUDGET;
-	return guard_walk(g, fd, &dc, &budget, false, false, v);
+	return guard_walk(g, fd, &dc, &budget, false, false, NULL, v);
 }
 
 /* Does REQ's rename stay in one folder?  (Unknown: no) */

@@ -149,6 +149,55 @@ int guard_top_gitdir(struct guard *g, int topfd)
 	return fd;
 }
 
+/* Is the git folder GFD one this guard's bot made? */
+static bool bot_gitdir(struct guard *g, int gfd)
+{
+	struct stat st;
+
+	return !fstat(gfd, &st) && guard_bot_repo(g, st.st_dev, st.st_ino, gfd);
+}
+
+/*
+ * G1: a bot's repository in the work tree of one it did not make. Its
+ * config and hooks are the bot's; the person's git takes it for a
+ * submodule as soon as a gitlink names it, and gitlinks come from more than
+ * the bot's index: a commit the person merges or checks out, a stash, the
+ * person's own git add -A.
+ */
+static int foreign_around(struct guard_verdict *v)
+{
+	return guard_refuse_why(v, GUARD_RULE_G1,
+				"a repository inside the work tree of one the bot did not make "
+				"(the person's git would take it for a submodule and run what "
+				"its config names)");
+}
+
+/*
+ * G1 with allow_new_repos for a folder holding a bot's repository moved to
+ * the folder PARENT_FD: -EROFS with V when it or a folder above it (to "/")
+ * is the work tree top of a repository the bot did not make, else 0.
+ */
+int guard_botrepo_moved_in(struct guard *g, int parent_fd, struct guard_verdict *v)
+{
+	struct stat st;
+	int cur = fcntl(parent_fd, F_DUPFD_CLOEXEC, 3), gfd, n, rc = 0;
+
+	if (cur < 0)
+		return guard_refuse_why(v, GUARD_RULE_G1, "a repository moved to a folder not known");
+	for (n = 0; !rc && n < GUARD_WALK_DEPTH; n++) {
+		gfd = guard_top_gitdir(g, cur);
+		if (gfd >= 0) {
+			if (!bot_gitdir(g, gfd))
+				rc = foreign_around(v);
+			close(gfd);
+		}
+		if (rc || fstat(cur, &st) || gg_step_up(&cur, &st))
+			break;
+	}
+	close(cur);
+	return rc;
+}
+
 /*
  * G1 with allow_new_repos: a .git made in the folder PARENT_FD, whose path
  * from the root is PARENT_PATH ("" or "." for the root): -EROFS with V when
@@ -191,7 +240,9 @@ int guard_gitlink_claimed(struct guard *g, int parent_fd, const char *parent_pat
 		}
 		/* FULL + START: the new .git's folder, seen from CUR */
 		gfd = guard_top_gitdir(g, cur);
-		if (gfd >= 0 && index_tracks(g, gfd, full + start))
+		if (gfd >= 0 && !bot_gitdir(g, gfd))
+			rc = foreign_around(v);
+		else if (gfd >= 0 && index_tracks(g, gfd, full + start))
 			rc = guard_refuse_why(v, GUARD_RULE_G1,
 					      "a repository here would be a gitlink of the one "
 					      "around it, whose git status runs git in it");

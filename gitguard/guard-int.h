@@ -449,10 +449,11 @@ int guard_check_x1(struct guard *g, const char *parent_path, int parent_fd,
  * walk.c: nothing protected beneath the folder DFD of class DCLS (0, or
  * -EROFS and V). MOVING: the folder leaves where it is, and whatever is
  * found is refused as G3; else it enters a git folder, and an entry is
- * refused by its own rule there.
+ * refused by its own rule there. *BOTREPO (if not NULL) is set when a
+ * repository of the bot's is beneath.
  */
 int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget, bool links,
-	       bool moving, struct guard_verdict *v);
+	       bool moving, bool *botrepo, struct guard_verdict *v);
 
 /* gitlink.c: gitlinks to a bot's repository (X2, and G1 under allow_new_repos) */
 void guard_botmade_add(struct guard *g, uint64_t dev, uint64_t ino);
@@ -461,6 +462,7 @@ int guard_gitlink_check(struct guard *g, int topfd, const char *buf, size_t len,
 			const char **why);
 int guard_gitlink_claimed(struct guard *g, int parent_fd, const char *parent_path,
 			  struct guard_verdict *v);
+int guard_botrepo_moved_in(struct guard *g, int parent_fd, struct guard_verdict *v);
 /* The git folder of the work tree top TOPFD: its .git folder, or where its .git file leads
    inside the view's roots; an O_PATH fd, or -1 */
 int guard_top_gitdir(struct guard *g, int topfd);

@@ -40,6 +40,7 @@ struct wstate {
 	struct guard_verdict *v;
 	bool links; /* X1: the folder changes parent, so no relative symlink may climb out */
 	bool moving; /* G3: the folder moves away from where it is (see walk_protected) */
+	bool botrepo; /* a repository of the bot's is beneath */
 };
 
 /*
@@ -181,6 +182,7 @@ static int walk_push(struct wstate *w, const char *name)
 		return guard_refuse_why(w->v, GUARD_RULE_G3, "folder cannot be checked");
 	}
 	if (c.kind == GUARD_BOTREPO) {
+		w->botrepo = true;
 		close(cfd);
 		return 0;
 	}
@@ -241,7 +243,7 @@ static int walk_pop(struct wstate *w)
  * folder moves to another parent (X1, walk_link).
  */
 int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned *budget, bool links,
-	       bool moving, struct guard_verdict *v)
+	       bool moving, bool *botrepo, struct guard_verdict *v)
 {
 	struct wstate w = {
 		.g = g, .budget = budget, .v = v, .alloc = 64, .links = links, .moving = moving};
@@ -281,5 +283,7 @@ out:
 		free(top->names);
 	}
 	free(w.lv);
+	if (botrepo)
+		*botrepo = w.botrepo;
 	return rc;
 }

@@ -4,12 +4,16 @@
 # repository the bot makes is the bot's, its config included
 # (core.fsmonitor); staged as a gitlink in the person's index, with its .git
 # in place, the person's git status starts git in it, which runs what that
-# config names.  Through a mount with --allow-new-repos: the bot's own
-# repositories work, but an index holding a gitlink to one of them is
-# refused (X2), and so is a .git made in a folder the index already tracks
-# as a gitlink (G1: the entry first, the repository after).  Then the
-# person's git status on the host runs nothing.  A control shows git 2.39
-# runs a nested repository's fsmonitor for a gitlink.
+# config names.  A gitlink does not need the bot's index: a commit of the
+# bot's the person merges or checks out, a stash, the person's own git add
+# -A make one (red team round three).  Through a mount with
+# --allow-new-repos: the bot's own repositories work outside every work
+# tree of a repository it did not make, but none is made (git init, a .git
+# file, a .git moved in) or moved (itself, or a folder holding one) inside
+# one (G1; X2 still refuses an index with a gitlink to a bot's repository,
+# which G1 leaves nowhere to be).  Then the person's git status, add -A and commit on the host run
+# nothing.  A control shows git 2.39 runs a nested repository's fsmonitor
+# for a gitlink.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/guard-lib.sh"
 
@@ -53,20 +57,26 @@ fi
 mount_or_stop "writable mount, new repositories allowed" \
 	fs_mount --allow-new-repos --log "$GUARD_LOG" "$S" "$M"
 
-check "the bot makes its own repository, with an fsmonitor in its config" nested "$M/app/nest" gitlink-bot
-check "the bot commits in it" sh -c "cd '$M/app/nest' && echo n >n && git add n && git commit -qm n"
-git_refused "git add of the bot's repository as a gitlink" X2 "$M/app" git add nest
-oid=$(git -C "$M/app/nest" rev-parse HEAD)
-git_refused "a gitlink to it by update-index" X2 "$M/app" \
-	git update-index --add --cacheinfo "160000,$oid,nest"
-check "a gitlink for a folder with no repository yet is staged" sh -c \
+git_refused "git init of a repository inside the person's work tree" G1 "$M/app" git init -q nest
+check "the bot makes its own repository outside it, with an fsmonitor in its config" nested "$M/nest" gitlink-bot
+check "the bot commits in it" sh -c "cd '$M/nest' && echo n >n && git add n && git commit -qm n"
+git_refused "git clone of it into the person's work tree" G1 "$M/app" git clone -q "$M/nest" nest2
+refused_by "it moved into the person's work tree" G1 try rename "$M/nest" "$M/app/nest"
+check "a folder holding it (moved there, outside any work tree)" sh -c "mkdir '$M/box' && mv '$M/nest' '$M/box/nest'"
+refused_by "that folder moved into the person's work tree" G1 try rename "$M/box" "$M/app/box"
+mkdir -p "$M/app/sub"
+refused_by "its .git moved into a folder of the person's work tree" G1 try rename "$M/box/nest/.git" "$M/app/sub/.git"
+refused_by "a .git file there naming it" G1 shell_result write_text "$M/app/sub/.git" "gitdir: ../../box/nest/.git"
+check "it moved back, outside any work tree" mv "$M/box/nest" "$M/nest"
+oid=$(git -C "$M/nest" rev-parse HEAD)
+check "a gitlink for a folder with no repository is staged" sh -c \
 	"cd '$M/app' && git update-index --add --cacheinfo '160000,$oid,later'"
-mkdir -p "$M/app/later"
-git_refused "then a repository made there" G1 "$M/app" git init -q later
-refused_by "... or a .git file made there" G1 shell_result write_text "$M/app/later/.git" "gitdir: ../nest/.git"
 mkdir -p "$M/app/later/deeper"
-allowed "a repository in a folder below it (no gitlink names that)" try mkdir "$M/app/later/deeper/.git"
+git_refused "then a repository made there" G1 "$M/app" git init -q later
+refused_by "... or a .git file made there" G1 shell_result write_text "$M/app/later/.git" "gitdir: ../../nest/.git"
+refused_by "a repository in a folder below it (no gitlink names that)" G1 try mkdir "$M/app/later/deeper/.git"
 check "a repository of the bot's elsewhere still works" sh -c "cd '$M' && git init -q other && test -d other/.git"
+check "and one inside the bot's own repository" sh -c "cd '$M/nest' && git init -q inner && test -d inner/.git"
 
 # ---- a repository the bot made and removed: its number is not the bot's -------------
 # ext4 gives a freed inode number to the next folder made near it; a record of
@@ -131,6 +141,11 @@ check "host: git diff" git -C "$S/app" diff
 check "host: no repository in the gitlinked folder" test ! -e "$S/app/later/.git"
 is "$(git -C "$S/app" ls-files -s | awk '$1 == 160000 { print $4 }')" later \
 	"host: the only gitlink is the one with no repository"
+check "host: git add -A" git -C "$S/app" add -A
+check "host: git status after it" git -C "$S/app" status
+check "host: git commit" git -C "$S/app" commit -q -m "host after attacks"
+is "$(git -C "$S/app" ls-files -s | awk '$1 == 160000 { print $4 }')" later \
+	"host: git add -A found no repository of the bot's to stage"
 no_marker "host: nothing the bot planted ran" gitlink-bot
 
 done_testing
