@@ -5,7 +5,8 @@
 # forged line), terminal escapes (OSC title, clear screen), a C1 control
 # (CSI), bytes that are not UTF-8 and Unicode's bidirectional controls
 # (U+202E would show a name reversed) are printed escaped by show, ls,
-# changes, log and the client's error messages; --json keeps them exact. A
+# changes, log and the client's error messages; --json keeps them exact (C1,
+# DEL and bidi controls as \u escapes, the same JSON). A
 # log line escapes each field in a part of its own, and the daemon's log
 # line keeps a path's end: a long path of control bytes cannot push a
 # refusal's target, rule and command out of either.
@@ -60,6 +61,29 @@ clean "show of two bots escaped" "$(afs show lead kid 2>&1)"
 M="$D_MNT/lead/0"
 echo x >"$M/$EVIL.txt"
 echo y >"$M/.git/hooks/$EVIL" 2>/dev/null
+# --json: cJSON escapes only what is below 0x20; the C1 controls in UTF-8
+# (U+009B CSI, U+009D OSC ... U+009C: the clipboard), DEL and the bidi
+# controls go out as \u escapes, the same JSON
+JNAME=$'j\xc2\x9b31m\xc2\x9d52;c;eA==\xc2\x9c\x7fz\xe2\x80\xaez'
+echo x >"$M/$JNAME.txt"
+cat >"$T/jsoncheck.py" <<'PY'
+import json, sys
+data = sys.stdin.buffer.read()
+want = sys.argv[1].encode("utf-8", "surrogateescape").decode("utf-8")
+raw = [b for b in (b"\xc2\x9b", b"\xc2\x9d", b"\xc2\x9c", b"\x7f", b"\xe2\x80\xae") if b in data]
+found = any(want in line for line in json.dumps(json.loads(data.decode("utf-8", "surrogateescape")),
+                                                  ensure_ascii=False).split('"'))
+print("raw %r" % raw if raw else ("exact" if found else "name not found"))
+PY
+is "$(afs --json changes lead | python3 "$T/jsoncheck.py" "$JNAME.txt")" exact \
+	"changes --json: C1, DEL and bidi controls as \\u escapes, the name exact"
+echo y >"$M/.git/hooks/$JNAME" 2>/dev/null
+out=$(afs --json log lead)
+case "$out" in
+*$'\xc2\x9b'* | *$'\xc2\x9d'* | *$'\x7f'* | *$'\xe2\x80\xae'*) not_ok "log --json: the refused name's controls as \\u escapes" ;;
+*'j\u009b31m\u009d52;c;eA==\u009c\u007fz\u202ez'*) ok "log --json: the refused name's controls as \\u escapes" ;;
+*) not_ok "log --json: the refused name's controls as \\u escapes"; diag "$out" ;;
+esac
 clean "changes: a file's name escaped" "$(afs changes lead 2>&1)"
 like "$(afs changes lead)" 'created +/.*/w/e\\nforged line' "... and listed"
 clean "log: a refused name escaped" "$(afs log lead 2>&1)"

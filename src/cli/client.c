@@ -233,7 +233,7 @@ int client_error(const cJSON *rep, const char *raw)
 	const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
 
 	if (raw != NULL)
-		printf("%s\n", raw);
+		printf("%s\n", cli_json(raw));
 	else
 		fprintf(stderr, "agentfs: %s: %s\n", code != NULL ? cli_escape(code) : "error",
 			msg != NULL ? cli_escape(msg) : "agentfsd gave no reason");

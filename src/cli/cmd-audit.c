@@ -174,7 +174,7 @@ int cmd_audit(int argc, char **argv)
 		text = cJSON_Print(o.arr);
 		if (text == NULL)
 			die("out of memory");
-		puts(text);
+		puts(cli_json(text));
 		free(text);
 		cJSON_Delete(o.arr);
 	}

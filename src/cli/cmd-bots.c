@@ -492,7 +492,7 @@ static int cmd_names(const char *socket_path, bool json, int argc, char **argv)
 			die("out of memory");
 		reply = ask(socket_path, req, &rep);
 		if (json)
-			printf("%s%s", shown++ > 0 ? "," : "", reply);
+			printf("%s%s", shown++ > 0 ? "," : "", cli_json(reply));
 		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
 			rc = json ? EXIT_AGENTFS : client_error(rep, NULL);
 			continue;
@@ -535,7 +535,7 @@ static int cmd_ls(const char *socket_path, bool json, int argc, char **argv)
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")))
 		return client_error(rep, json && !quiet ? reply : NULL);
 	if (json && !quiet)
-		printf("%s\n", reply);
+		printf("%s\n", cli_json(reply));
 	else
 		print_list(rep, quiet);
 	return 0;
@@ -658,7 +658,7 @@ int cmd_client(const char *socket_path, bool json, int argc, char **argv)
 		if (!json)
 			hint_real_path(rep);
 	} else if (json)
-		printf("%s\n", reply);
+		printf("%s\n", cli_json(reply));
 	else
 		print_reply(op, rep);
 	return rc;

@@ -85,7 +85,7 @@ static void print_event(const cJSON *o)
 	char line[8192];
 
 	event_format(o, line, sizeof line);
-	printf("%s\n", line);
+	printf("%s\n", cli_json(line));
 }
 
 /*
@@ -181,7 +181,7 @@ static int cmd_log(const char *socket_path, bool json, int argc, char **argv)
 			return client_error(o, json ? line : NULL);
 		}
 		if (json) {
-			printf("%s\n", line);
+			printf("%s\n", cli_json(line));
 		} else if (first) {
 			v = cJSON_GetObjectItemCaseSensitive(o, "dropped");
 			if (cJSON_GetNumberValue(v) > 0)
@@ -328,7 +328,7 @@ static int cmd_changes(const char *socket_path, bool json, int argc, char **argv
 			die("out of memory");
 		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")))
 			return client_error(rep, json ? text : NULL);
-		printf("%s\n", text);
+		printf("%s\n", cli_json(text));
 		return 0;
 	}
 	if (mark)

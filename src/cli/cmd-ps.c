@@ -89,7 +89,7 @@ int cmd_ps(const char *socket_path, bool json, int argc, char **argv)
 
 		if (text == NULL)
 			die("out of memory");
-		printf("%s\n", text);
+		printf("%s\n", cli_json(text));
 		free(text);
 		return 0;
 	}

@@ -184,6 +184,8 @@ void die_usage(const char *cmd, const char *fmt, ...)
 void usage_error(const char *cmd, const char *arg, int opt) __attribute__((noreturn));
 char *default_socket_path(void);
 const char *cli_escape(const char *s);
+/* JSON text with DEL, C1, bidi controls and U+2028/9 as \uXXXX: the same JSON, safe to print. */
+const char *cli_json(const char *t);
 
 /* cmd-exec.c */
 int cmd_exec(const char *socket_path, int argc, char **argv);
