@@ -57,6 +57,22 @@ wait "$holder" 2>/dev/null
 wait_until 5 eval '[ -z "$(sandboxes_of lead)" ]' &&
 	ok "a sandbox that ended is forgotten" || not_ok "a sandbox that ended is forgotten"
 
+# --- rm at once after an exec ends: its end is known, not waited for -------------
+# (the exec's end and the rm can reach the daemon in one turn of its loop)
+check "create quick" afs create quick "$W/sub" --no-network
+bad=0
+for i in $(seq 30); do
+	ex quick -- true </dev/null >/dev/null 2>&1
+	r=$(afs --json rm quick)
+	if [ "$(printf '%s' "$r" | jget ok)" != true ]; then
+		bad=$((bad + 1))
+		diag "round $i: $r"
+	fi
+	afs create quick "$W/sub" --no-network >/dev/null 2>&1 || break
+done
+is "$bad" 0 "exec, then rm at once, 30 times: never refused as running"
+afs rm quick >/dev/null 2>&1
+
 # --- a bot's bot's sandbox holds its maker too -------------------------------------
 run kid -- sleep 9871
 kidrun=$!

@@ -204,6 +204,7 @@ void sandboxes_stop(void);
 void sandboxes_handover(void);
 void sandboxes_restore(void);
 unsigned sandboxes_running(struct bot **v, size_t n);
+void sandboxes_settle(struct bot **v, size_t n);
 bool sandboxes_known(void);
 void sandbox_running_msg(struct bot **v, size_t n, char *out, size_t len);
 bool sandbox_force_delete(struct request *r, struct bot *b);

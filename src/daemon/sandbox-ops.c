@@ -316,6 +316,7 @@ unsigned sandboxes_running(struct bot **v, size_t n)
 	unsigned count = 0;
 	size_t i;
 
+	sandboxes_settle(v, n);
 	for (i = 0; i < n; i++)
 		count += v[i]->nsandboxes;
 	return count;

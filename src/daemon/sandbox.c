@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,6 +98,28 @@ static void sandbox_gone(evutil_socket_t fd, short what, void *arg)
 	sandbox_end(arg);
 	if (whole)
 		sandboxes_save();
+}
+
+/*
+ * The records of the sandboxes of the bots V[0..N) whose client has ended
+ * but whose pidfd event the loop has not yet taken: a client that ran
+ * `agentfs exec B -- true; agentfs rm B` has its rm read in the same turn
+ * of the loop as its exec's end, maybe first. Ended here as the event would.
+ */
+void sandboxes_settle(struct bot **v, size_t n)
+{
+	struct sandbox_run *sb, *next;
+	struct pollfd pfd;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		for (sb = LIST_FIRST(&v[i]->sandboxes); sb != NULL; sb = next) {
+			next = LIST_NEXT(sb, entry);
+			pfd.fd = sb->pidfd;
+			pfd.events = POLLIN;
+			if (sb->pidfd >= 0 && poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN))
+				sandbox_gone(sb->pidfd, EV_READ, sb);
+		}
 }
 
 /*
