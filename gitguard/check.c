@@ -260,7 +260,7 @@ static int check_exchanged_links(struct guard *g, const struct guard_req *req,
  * writes NAME.rej with fopen. The pid can be guessed or sprayed; .orig and
  * .rej need no guess. No symlink may have such a name, wherever it leads.
  */
-static bool tool_name(const char *name)
+bool guard_tool_name(const char *name)
 {
 	static const char *const tags[] = {"_BACKUP_", "_BASE_", "_LOCAL_", "_REMOTE_", NULL};
 	size_t n = name ? strlen(name) : 0;
@@ -280,7 +280,7 @@ static bool tool_name(const char *name)
 
 static int check_tool_name(unsigned mode, const char *name, struct guard_verdict *v)
 {
-	if (!S_ISLNK(mode) || !tool_name(name))
+	if (!S_ISLNK(mode) || !guard_tool_name(name))
 		return 0;
 	return guard_refuse_why(v, GUARD_RULE_X8,
 				"a symlink named as a file git mergetool or git apply --reject "

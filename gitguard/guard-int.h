@@ -463,6 +463,8 @@ int guard_gitlink_check(struct guard *g, int topfd, const char *buf, size_t len,
 int guard_gitlink_claimed(struct guard *g, int parent_fd, const char *parent_path,
 			  struct guard_verdict *v);
 int guard_botrepo_moved_in(struct guard *g, int parent_fd, struct guard_verdict *v);
+/* check.c: X8's names, where git mergetool and git apply --reject write or move a file */
+bool guard_tool_name(const char *name);
 /* The git folder of the work tree top TOPFD: its .git folder, or where its .git file leads
    inside the view's roots; an O_PATH fd, or -1 */
 int guard_top_gitdir(struct guard *g, int topfd);

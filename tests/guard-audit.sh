@@ -272,6 +272,17 @@ audit_is "a name at a work tree's top starting with '+' is listed" 1 \
 	"repo/+!touch PWNED: name: a name at a work tree's top that vim reads as a command to run" \
 	"$T/vimname"
 
+# X8's names: git mergetool moves its backup to NAME.orig, following a link
+# there (one checked out from a bot's commit, or made on the host)
+R=$(fresh toollink)
+mkdir -p "$R/tools"
+ln -s "$T" "$R/tools/origin"
+: >"$R/tools/run.orig"
+audit_is "a file named run.orig, a link named origin: not listed" 0 "" "$T/toollink"
+ln -s "$T" "$R/tools/run_BACKUP_77"
+audit_is "a symbolic link named as mergetool's backup is listed" 1 \
+	"repo/tools/run_BACKUP_77: link: a symbolic link named as a file git mergetool" "$T/toollink"
+
 # info/exclude: untracked files it matches are not shown by git status
 R=$(fresh exclude)
 mkdir -p "$R/tests"
