@@ -320,7 +320,8 @@ int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, 
 		rc = -EROFS;
 	/* a gitlink to a repository a bot made (gitlink.c) */
 	if (!rc)
-		rc = guard_gitlink_check(g, w.topfd, buf, len, hashsz, why);
+		rc = guard_gitlink_check(g, w.topfd, buf, len, split, splitlen, shared, sharedlen,
+					 hashsz, why);
 out:
 	for (i = 0; i < w.n; i++)
 		free(w.p[i].path);

@@ -477,6 +477,14 @@ int guard_index_files(const char *buf, size_t len, size_t hashsz,
 		      void *arg);
 int guard_index_replaced(const char *buf, size_t len, const char *shared, size_t slen,
 			 size_t hashsz, guard_index_entry_fn fn, void *arg, const char **why);
+/*
+ * guard_index_replaced, and FN also for each entry of SHARED that BUF takes
+ * as it is (neither replaced nor deleted): with BUF's own named entries,
+ * every entry git sees.  Nothing when BUF is no split index, or when SHARED
+ * is NULL and BUF replaces nothing (git, finding no shared index, dies).
+ */
+int guard_index_from_shared(const char *buf, size_t len, const char *shared, size_t slen,
+			    size_t hashsz, guard_index_entry_fn fn, void *arg, const char **why);
 /* FN for each stage of each resolve-undo record (REUC): path, mode, object */
 int guard_index_reuc(const char *buf, size_t len, size_t hashsz, guard_index_entry_fn fn, void *arg,
 		     const char **why);

@@ -80,14 +80,27 @@ static int gitlink_entry(void *arg, const char *path, uint32_t mode, const unsig
 	return 0;
 }
 
-int guard_gitlink_check(struct guard *g, int topfd, const char *buf, size_t len, size_t hashsz,
+/*
+ * X2: BUF's entries and resolve-undo records (`git checkout -m` stages them
+ * again); with SPLIT (BUF or the index that takes entries from BUF) and its
+ * SHARED, also every shared entry the split index takes: a replacement
+ * under the shared name, and one kept as the shared index has it.
+ */
+int guard_gitlink_check(struct guard *g, int topfd, const char *buf, size_t len, const char *split,
+			size_t splitlen, const char *shared, size_t sharedlen, size_t hashsz,
 			const char **why)
 {
 	struct gitlinks l = {.g = g, .topfd = topfd};
 
 	if (!g || topfd < 0 || !atomic_load(&g->view->nbotmade))
 		return 0;
-	return guard_index_entries(buf, len, hashsz, gitlink_entry, &l, why) < 0 ? -EROFS : 0;
+	if (guard_index_entries(buf, len, hashsz, gitlink_entry, &l, why) < 0 ||
+	    guard_index_reuc(buf, len, hashsz, gitlink_entry, &l, why) < 0)
+		return -EROFS;
+	if (split && guard_index_from_shared(split, splitlen, shared, sharedlen, hashsz,
+					     gitlink_entry, &l, why) < 0)
+		return -EROFS;
+	return 0;
 }
 
 static int claimed_entry(void *arg, const char *path, uint32_t mode, const unsigned char *oid,
@@ -102,23 +115,29 @@ static int claimed_entry(void *arg, const char *path, uint32_t mode, const unsig
 	return 0;
 }
 
-/* Does the index of the git folder GFD (and its shared index) track WANT as a gitlink? */
+/*
+ * Does the index of the git folder GFD track WANT as a gitlink: an entry, a
+ * resolve-undo record, an entry of its shared index, or a replacement of one?
+ */
 static bool index_tracks(struct guard *g, int gfd, const char *want)
 {
 	struct gitlinks l = {.want = want};
-	char hex[2 * 32 + 1], sname[sizeof("sharedindex.") + sizeof(hex)], *buf;
-	size_t len, hs = guard_hash_size(g, gfd);
+	char hex[2 * 32 + 1], sname[sizeof("sharedindex.") + sizeof(hex)], *buf, *sbuf;
+	size_t len, slen, hs = guard_hash_size(g, gfd);
 	const char *why = NULL;
 
 	if (guard_read_file(gfd, "index", GUARD_INDEX_MAX, &buf, &len, NULL))
 		return false;
 	if (guard_index_entries(buf, len, hs, claimed_entry, &l, &why) >= 0 && !l.found &&
+	    guard_index_reuc(buf, len, hs, claimed_entry, &l, &why) >= 0 && !l.found &&
 	    guard_index_base(buf, len, hs, hex, &why) == 1) {
-		free(buf);
 		snprintf(sname, sizeof(sname), "sharedindex.%s", hex);
-		if (guard_read_file(gfd, sname, GUARD_INDEX_MAX, &buf, &len, NULL))
-			return false;
-		guard_index_entries(buf, len, hs, claimed_entry, &l, &why);
+		if (!guard_read_file(gfd, sname, GUARD_INDEX_MAX, &sbuf, &slen, NULL)) {
+			/* every shared entry, deleted or not, and what replaces one */
+			guard_index_entries(sbuf, slen, hs, claimed_entry, &l, &why);
+			guard_index_replaced(buf, len, sbuf, slen, hs, claimed_entry, &l, &why);
+			free(sbuf);
+		}
 	}
 	free(buf);
 	return l.found;

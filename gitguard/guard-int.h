@@ -458,7 +458,8 @@ int guard_walk(struct guard *g, int dfd, const struct guard_cls *dcls, unsigned 
 /* gitlink.c: gitlinks to a bot's repository (X2, and G1 under allow_new_repos) */
 void guard_botmade_add(struct guard *g, uint64_t dev, uint64_t ino);
 bool guard_botmade(struct guard *g, uint64_t dev, uint64_t ino);
-int guard_gitlink_check(struct guard *g, int topfd, const char *buf, size_t len, size_t hashsz,
+int guard_gitlink_check(struct guard *g, int topfd, const char *buf, size_t len, const char *split,
+			size_t splitlen, const char *shared, size_t sharedlen, size_t hashsz,
 			const char **why);
 int guard_gitlink_claimed(struct guard *g, int parent_fd, const char *parent_path,
 			  struct guard_verdict *v);

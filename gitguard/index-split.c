@@ -106,9 +106,27 @@ struct repl {
 	bool named;    /* a named entry was seen: no replacement may follow */
 	uint32_t *pos; /* the replaced positions, ascending */
 	long npos;
+	uint32_t *del; /* kept: the deleted positions, ascending */
+	long ndel;
+	bool kept; /* FN also for each shared entry neither replaced nor deleted */
 	guard_index_entry_fn fn;
 	void *arg;
 };
+
+/* Where I is in the ascending positions POS[0..N), or -1 */
+static long pos_find(const uint32_t *pos, long n, uint32_t i)
+{
+	long lo = 0, hi = n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (pos[mid] < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && pos[lo] == i ? lo : -1;
+}
 
 static int repl_collect(struct ix *x, uint32_t i, const char *name, size_t nlen, uint32_t mode,
 			const unsigned char *oid)
@@ -134,21 +152,18 @@ static int repl_match(struct ix *x, uint32_t i, const char *name, size_t nlen, u
 		      const unsigned char *oid)
 {
 	struct repl *r = x->each_arg;
-	uint32_t lo = 0, hi = (uint32_t)r->npos, mid;
+	long lo;
 
-	(void)mode;
-	(void)oid;
 	if (!nlen)
 		return ix_fail(x, "shared index with an empty-named entry");
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (r->pos[mid] < i)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo >= r->npos || r->pos[lo] != i)
+	lo = pos_find(r->pos, r->npos, i);
+	if (lo < 0) {
+		/* kept as the shared index has it, unless deleted */
+		if (r->kept && r->fn && pos_find(r->del, r->ndel, i) < 0 &&
+		    r->fn(r->arg, name, mode, oid, &x->why))
+			return -EINVAL;
 		return 0;
+	}
 	if (!ix_mode_ok(r->mode[lo], x->sdir) || !guard_index_path_ok(name, r->mode[lo]))
 		return ix_fail(x, "split index makes a shared entry one git would refuse "
 				  "(.git, .., a symlink .gitmodules)");
@@ -183,12 +198,17 @@ int guard_index_base(const char *buf, size_t len, size_t hashsz, char *hex, cons
 	return hex[0] ? 1 : 0;
 }
 
-int guard_index_replaced(const char *buf, size_t len, const char *shared, size_t slen,
-			 size_t hashsz, guard_index_entry_fn fn, void *arg, const char **why)
+/*
+ * guard_index_replaced, and with KEPT guard_index_from_shared: FN for each
+ * replaced shared entry, with KEPT also for each one neither replaced nor
+ * deleted.
+ */
+static int split_walk(const char *buf, size_t len, const char *shared, size_t slen, size_t hashsz,
+		      guard_index_entry_fn fn, void *arg, bool kept, const char **why)
 {
 	struct ix x = {.p = (const unsigned char *)buf, .len = len, .hashsz = hashsz};
 	struct ix sx = {.p = (const unsigned char *)shared, .len = slen, .hashsz = hashsz};
-	struct repl r = {.fn = fn, .arg = arg};
+	struct repl r = {.fn = fn, .arg = arg, .kept = kept};
 	const unsigned char *link, *bm;
 	uint32_t sz;
 	size_t dsz, rsz;
@@ -215,11 +235,13 @@ int guard_index_replaced(const char *buf, size_t len, const char *shared, size_t
 		x.why = "bad split index extension";
 		goto out;
 	}
-	if (!r.n) {
+	if (!r.n && !kept) {
 		rc = 0; /* nothing replaced: every entry has its own name, checked already */
 		goto out;
 	}
 	if (!shared) {
+		/* nothing replaced: git, not finding the shared index, dies */
+		rc = r.n ? rc : 0;
 		x.why = "a split index whose shared index cannot be read";
 		goto out;
 	}
@@ -242,6 +264,19 @@ int guard_index_replaced(const char *buf, size_t len, const char *shared, size_t
 		x.why = "split index replacements do not match its shared index";
 		goto out;
 	}
+	if (kept) {
+		/* git's merge_base_index dies on a deleted position past the shared index */
+		r.del = calloc((size_t)sx.nr + 1, sizeof(*r.del));
+		if (!r.del) {
+			x.why = "out of memory";
+			goto out;
+		}
+		r.ndel = ewah_bits(bm, r.del, sx.nr, sx.nr);
+		if (r.ndel < 0) {
+			x.why = "split index deletions do not match its shared index";
+			goto out;
+		}
+	}
 	sx.each = repl_match;
 	sx.each_arg = &r;
 	sx.why = NULL;
@@ -254,12 +289,25 @@ out:
 	free(r.mode);
 	free(r.oid);
 	free(r.pos);
+	free(r.del);
 	if (rc && why)
 		*why = x.why ? x.why : "malformed split index";
 	return rc;
 bad_shared:
 	x.why = "its shared index is not one git would read";
 	goto out;
+}
+
+int guard_index_replaced(const char *buf, size_t len, const char *shared, size_t slen,
+			 size_t hashsz, guard_index_entry_fn fn, void *arg, const char **why)
+{
+	return split_walk(buf, len, shared, slen, hashsz, fn, arg, false, why);
+}
+
+int guard_index_from_shared(const char *buf, size_t len, const char *shared, size_t slen,
+			    size_t hashsz, guard_index_entry_fn fn, void *arg, const char **why)
+{
+	return split_walk(buf, len, shared, slen, hashsz, fn, arg, true, why);
 }
 
 bool ix_link_base(const struct ix *x)

@@ -454,11 +454,37 @@ out:
 	return rc;
 }
 
+/*
+ * The extensions gitguard knows.  git 2.39 never writes one twice, and reads
+ * a second copy over the first (read_index_extension: the cache-tree, the
+ * resolve-undo records, the link and its bitmaps, the untracked cache all
+ * overwritten) while gitguard's finders take the first: so each at most once.
+ */
+static const char ext_sigs[][4] = {"TREE", "REUC", "link", "UNTR", "FSMN", "sdir", "IEOT", "EOIE"};
+
+/* Refuses an extension gitguard does not know or one seen before (bit in *SEEN) */
+static int ext_once(struct ix *x, const unsigned char *h, unsigned *seen)
+{
+	unsigned k;
+
+	for (k = 0; k < sizeof(ext_sigs) / sizeof(ext_sigs[0]); k++) {
+		if (memcmp(h, ext_sigs[k], 4))
+			continue;
+		if (*seen & 1u << k)
+			return ix_fail(x, "an index extension given twice (git reads the last "
+					  "copy, git never writes two)");
+		*seen |= 1u << k;
+		return 0;
+	}
+	return ix_fail(x, "index extension gitguard does not know");
+}
+
 static int check_extensions(struct ix *x)
 {
 	size_t off = x->end, limit = x->len - x->hashsz;
 	const unsigned char *ieot = NULL;
 	size_t ieot_sz = 0;
+	unsigned seen = 0;
 
 	while (off + 8 <= limit) {
 		const unsigned char *h = x->p + off;
@@ -466,6 +492,8 @@ static int check_extensions(struct ix *x)
 
 		if (sz > limit - off - 8)
 			return ix_fail(x, "index extension past the end of the file");
+		if (ext_once(x, h, &seen) < 0)
+			return -EINVAL;
 		if (!memcmp(h, "TREE", 4)) {
 			/* valid nodes name trees git commit takes as they are */
 			if (ix_check_tree(x, h + 8, sz) < 0)
@@ -597,6 +625,9 @@ int ix_run(struct ix *x, const char **why)
 			rc = ix_walk(x, NULL, NULL);
 		else
 			x->why = first;
+	} else {
+		/* a split index that replaces nothing is one still: its shared entries count */
+		scan_flags(x);
 	}
 	if (!rc)
 		rc = check_extensions(x);

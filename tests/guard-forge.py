@@ -3,15 +3,27 @@
 """guard-forge.py: the bot's side of tests/guard-index.sh and guard-strategy.sh.
 
   index OUT VERSION MODE:SHA:PATH...   write a git index (v2, v3 or v4) to OUT
-  index-reuc OUT PATH SHA MODE:SHA:PATH...
+  index-reuc OUT PATH [MODE:]SHA MODE:SHA:PATH...
                                        a v2 index with a resolve-undo record:
-                                       PATH was a conflict, SHA (mode 100755)
-                                       on both sides
+                                       PATH was a conflict, SHA (mode MODE,
+                                       100755 if not given) on both sides
   index-tree OUT DIR TREE COUNT MODE:SHA:PATH...
                                        a v2 index whose cache-tree (TREE
                                        extension) marks the root invalid and
                                        the top folder DIR valid: COUNT entries,
                                        tree object TREE
+  split-twolinks OUT SHARED BLOB MODE FIRST LAST
+                                       a split index of one replacement (BLOB,
+                                       MODE) naming the shared index SHARED in
+                                       two link extensions: the first replaces
+                                       shared entry FIRST, the last (which git
+                                       keeps) entry LAST
+  split-twotrees IN OUT ROOT DIR COUNT TREE TOTAL
+                                       copy the split index IN to OUT with two
+                                       TREE extensions, an empty one, then one
+                                       (which git keeps) marking the root
+                                       (TOTAL entries, tree ROOT) and DIR
+                                       (COUNT entries, tree TREE) valid
   repoint IN PATH SHA OUT              copy the index IN (v2 or v3) to OUT with
                                        PATH's object name made SHA, its stat
                                        data kept (git takes the file for
@@ -102,6 +114,44 @@ def repoint(src, path, sha):
     return body + hashlib.sha1(body).digest()
 
 
+def ewah1(bits):
+    """An EWAH bitmap (ewah_io.c) of at most one set bit, below 64"""
+    if not bits:
+        return struct.pack(">II", 0, 1) + struct.pack(">Q", 0) + struct.pack(">I", 0)
+    (p,) = bits
+    return struct.pack(">II", p + 1, 2) + struct.pack(">QQ", 1 << 33, 1 << p) + struct.pack(">I", 0)
+
+
+def twolinks(shared, blob, mode, first, last):
+    def link(pos):
+        body = bytes.fromhex(shared) + ewah1([]) + ewah1([pos])
+        return b"link" + struct.pack(">I", len(body)) + body
+    ent = struct.pack(">10I", 0, 0, 0, 0, 0, 0, mode, 0, 0, 0) + bytes.fromhex(blob)
+    ent += struct.pack(">H", 0)
+    ent += b"\0" * (64 - len(ent))
+    body = b"DIRC" + struct.pack(">II", 2, 1) + ent + link(first) + link(last)
+    return body + hashlib.sha1(body).digest()
+
+
+def twotrees(src, root, sub, count, subtree, total):
+    d = open(src, "rb").read()[:-20]
+    _, _, n = struct.unpack(">4sII", d[:12])
+    off = 12
+    for _ in range(n):
+        nl = struct.unpack(">H", d[off + 60:off + 62])[0] & 0xFFF
+        off += (62 + nl + 8) & ~7
+    head, exts = d[:off], b""
+    while off + 8 <= len(d):
+        sig, sz = struct.unpack(">4sI", d[off:off + 8])
+        if sig != b"TREE":
+            exts += d[off:off + 8 + sz]
+        off += 8 + sz
+    tree = (b"\0" + b"%d 1\n" % int(total) + bytes.fromhex(root) + sub.encode() + b"\0" +
+            b"%d 0\n" % int(count) + bytes.fromhex(subtree))
+    body = head + exts + b"TREE" + struct.pack(">I", 0) + b"TREE" + struct.pack(">I", len(tree)) + tree
+    return body + hashlib.sha1(body).digest()
+
+
 def main(argv):
     cmd = argv[1]
     if cmd == "repoint":
@@ -117,7 +167,9 @@ def main(argv):
         for spec in argv[5:]:
             mode, sha, path = spec.split(":", 2)
             ents.append((int(mode, 8), sha, path))
-        reuc = argv[3].encode() + b"\x00" + b"0\x00" + b"100755\x00" * 2 + bytes.fromhex(argv[4]) * 2
+        mode, _, sha = argv[4].rpartition(":")
+        reuc = (argv[3].encode() + b"\x00" + b"0\x00" + ((mode or "100755") + "\0").encode() * 2 +
+                bytes.fromhex(sha) * 2)
         write_file(argv[2], index(2, ents, b"REUC" + struct.pack(">I", len(reuc)) + reuc))
     elif cmd == "index-tree":
         ents = []
@@ -127,6 +179,10 @@ def main(argv):
         tree = b"\0-1 1\n" + argv[3].encode() + b"\0" + argv[5].encode() + b" 0\n"
         tree += bytes.fromhex(argv[4])
         write_file(argv[2], index(2, ents, b"TREE" + struct.pack(">I", len(tree)) + tree))
+    elif cmd == "split-twolinks":
+        write_file(argv[2], twolinks(argv[3], argv[4], int(argv[5], 8), int(argv[6]), int(argv[7])))
+    elif cmd == "split-twotrees":
+        write_file(argv[3], twotrees(argv[2], argv[4], argv[5], argv[6], argv[7], argv[8]))
     elif cmd == "plant-rename":
         data = open(argv[4], "rb").read()
         result(lambda: (write_file(argv[2], data), os.rename(argv[2], argv[3])))

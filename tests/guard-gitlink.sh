@@ -11,8 +11,10 @@
 # tree of a repository it did not make, but none is made (git init, a .git
 # file, a .git moved in) or moved (itself, or a folder holding one) inside
 # one (G1; X2 still refuses an index with a gitlink to a bot's repository,
-# which G1 leaves nowhere to be).  Then the person's git status, add -A and commit on the host run
-# nothing.  A control shows git 2.39 runs a nested repository's fsmonitor
+# which G1 leaves nowhere to be, but for a repository the person makes
+# around one of the bot's: then also as a resolve-undo record or a split
+# index's replacement).  Then the person's git status, add -A and commit on
+# the host run nothing.  A control shows git 2.39 runs a nested repository's fsmonitor
 # for a gitlink.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/guard-lib.sh"
@@ -77,6 +79,40 @@ refused_by "... or a .git file made there" G1 shell_result write_text "$M/app/la
 refused_by "a repository in a folder below it (no gitlink names that)" G1 try mkdir "$M/app/later/deeper/.git"
 check "a repository of the bot's elsewhere still works" sh -c "cd '$M' && git init -q other && test -d other/.git"
 check "and one inside the bot's own repository" sh -c "cd '$M/nest' && git init -q inner && test -d inner/.git"
+
+# ---- a repository the person makes around one of the bot's (on the host) ---------
+# G1 saw no work tree there when the bot made its repository; X2 keeps the
+# person's index from gitlinking it, also by a resolve-undo record (git
+# checkout -m stages it again) and by a split index's replacement of a
+# shared entry (red team 3: split-gitlink), which gitguard's gitlink check
+# once never saw.
+mkdir -p "$M/wrap"
+check "the bot makes its repository in a plain folder" nested "$M/wrap/nest" wrap-nest
+check "host: the person makes a repository around it" sh -c \
+	"git init -q '$S/wrap' && git -C '$S/wrap' commit -q --allow-empty -m wrap"
+woid=$(git -C "$M/wrap/nest" rev-parse HEAD)
+git_refused "its index may not gitlink the bot's repository" X2 "$M/wrap" \
+	git update-index --add --cacheinfo "160000,$woid,nest"
+python3 "$FORGE" index-reuc "$T/reuc-nest" nest "160000:$woid"
+refused_by "... nor hold a resolve-undo record of a gitlink to it" X2 \
+	python3 "$FORGE" plant-rename "$M/wrap/.git/index.lock" "$M/wrap/.git/index" "$T/reuc-nest"
+rm -f "$M/wrap/.git/index.lock"
+# replaced INDEX: its first entry has an empty name (it replaces a shared one)
+replaced()
+{
+	python3 -c 'import struct, sys
+d = open(sys.argv[1], "rb").read()
+sys.exit(struct.unpack(">H", d[72:74])[0] & 0xfff != 0)' "$1"
+}
+wblob=$(git -C "$M/wrap" hash-object -w --stdin </dev/null)
+check "split index: the bot stages the files later and nest, then splits the index" sh -c \
+	"cd '$M/wrap' && git update-index --add --cacheinfo '100644,$wblob,later' \
+		--cacheinfo '100644,$wblob,nest' && git update-index --split-index"
+check "split index: a replacement making later a gitlink (no repository there)" \
+	git -C "$M/wrap" -c core.splitIndex=true update-index --cacheinfo "160000,$woid,later"
+check "... written as a replacement (an entry with an empty name)" replaced "$S/wrap/.git/index"
+git_refused "split index: a replacement making nest a gitlink to the bot's repository" X2 \
+	"$M/wrap" git -c core.splitIndex=true update-index --cacheinfo "160000,$woid,nest"
 
 # ---- a repository the bot made and removed: its number is not the bot's -------------
 # ext4 gives a freed inode number to the next folder made near it; a record of
@@ -147,5 +183,10 @@ check "host: git commit" git -C "$S/app" commit -q -m "host after attacks"
 is "$(git -C "$S/app" ls-files -s | awk '$1 == 160000 { print $4 }')" later \
 	"host: git add -A found no repository of the bot's to stage"
 no_marker "host: nothing the bot planted ran" gitlink-bot
+check "host: git status where the person wrapped the bot's repository" git -C "$S/wrap" status
+check "host: git diff there" git -C "$S/wrap" diff
+is "$(git -C "$S/wrap" ls-files -s | awk '$1 == 160000 { print $4 }')" later \
+	"host: its only gitlink is the one with no repository"
+no_marker "host: ... runs nothing of the bot's" wrap-nest
 
 done_testing

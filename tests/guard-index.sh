@@ -49,6 +49,16 @@ setup()
 	echo x >x
 	git add x
 	git commit -qm x
+	# core.hooksPath hooks, its pre-commit tracked (the bot cannot write it: W2)
+	git init -q "$S/tl"
+	cd "$S/tl"
+	git config core.hooksPath hooks
+	mkdir hooks
+	printf '#!/bin/sh\nexit 0\n' >hooks/pre-commit
+	chmod +x hooks/pre-commit
+	echo r >README
+	git add README hooks/pre-commit
+	git commit -qm tl
 }
 host_setup "host-setup" setup
 
@@ -228,6 +238,34 @@ refused_by "split index: another shared index renamed over the one the index nam
 rm -f "$H/.git/sharedindex_forged"
 check "split index: git status through the mount reads it" sh -c "cd '$H' && git status --short >/dev/null"
 
+# ---- an extension given twice: git 2.39 keeps the last copy (red team 3) -------
+# gitguard checked the first.  A split index whose first link replaces README
+# and whose last replaces hooks/pre-commit (git restore . writes the bot's
+# hook); one whose first TREE is empty and whose last marks hooks/ valid with
+# a tree of the bot's (the person's next commit records it).
+L="$M/tl"
+check "two extensions: the bot splits the index of a repository with tracked hooks" sh -c \
+	"cd '$L' && git update-index --split-index"
+LSHARED=$(cd "$L/.git" && ls sharedindex.* | sed 's/^sharedindex\.//')
+LSHA=$(cd "$L" && git hash-object -w "$B/payload")
+python3 "$FORGE" split-twolinks "$B/twolinks" "$LSHARED" "$LSHA" 100755 1 1
+refused_by "two links, each replacing the hook (control)" X2 \
+	python3 "$FORGE" plant-rename "$L/.git/index.lock" "$L/.git/index" "$B/twolinks"
+rm -f "$L/.git/index.lock"
+python3 "$FORGE" split-twolinks "$B/twolinks" "$LSHARED" "$LSHA" 100755 0 1
+refused_by "two links, the first replacing README, the last the hook" X2 \
+	python3 "$FORGE" plant-rename "$L/.git/index.lock" "$L/.git/index" "$B/twolinks"
+rm -f "$L/.git/index.lock"
+LSUB=$(cd "$L" && printf '100755 blob %s\tpre-commit\n' "$LSHA" | git mktree)
+LROOT=$(cd "$L" && printf '100644 blob %s\tREADME\n040000 tree %s\thooks\n' \
+	"$(git rev-parse :README)" "$LSUB" | git mktree)
+python3 "$FORGE" split-twotrees "$L/.git/index" "$B/twotrees" "$LROOT" hooks 1 "$LSUB" 2
+refused_by "two TREEs, the first empty, the last naming the bot's hooks/ tree" X2 \
+	python3 "$FORGE" plant-rename "$L/.git/index.lock" "$L/.git/index" "$B/twotrees"
+rm -f "$L/.git/index.lock"
+check "the bot's git add and commit there (a split index) still work" sh -c \
+	"cd '$L' && echo c >c && git add c && git commit -qm c"
+
 check "SHA-256 repository: git add and commit through the mount" sh -c \
 	"cd '$M/r256' && echo y >y && git add y && git commit -qm y"
 SHA256=$(cd "$M/r256" && git hash-object -w "$B/payload")
@@ -244,15 +282,23 @@ fs_umount "$M" || not_ok "umount $M"
 	cd "$S/repo" && git restore . && git checkout -q -f && git commit -q --allow-empty -m host &&
 		git -C "$S/wt" restore . && git -C "$S/wt" checkout -q -f &&
 		git -C "$S/hk" restore . && git -C "$S/hk" commit -q --allow-empty -m host &&
-		git -C "$S/hkwt" restore . && git -C "$S/hkwt" commit -q --allow-empty -m host
+		git -C "$S/hkwt" restore . && git -C "$S/hkwt" commit -q --allow-empty -m host &&
+		cd "$S/tl" && git status --short && git restore . && echo more >>README &&
+		git add README && git commit -qm host && git checkout -q HEAD~1 &&
+		git checkout -q - && git commit -q --allow-empty -m host
 ) >"$T/host.log" 2>&1
 is "$?" 0 "host: git restore, checkout -f and commit succeed"
+is "$(cd "$S/tl" && git ls-tree -r HEAD | awk '{ print $1, $4 }' | tr '\n' ' ')" \
+	"100644 README 100644 c 100755 hooks/pre-commit " "host: the person's commit in tl holds their files only"
+is "$(git -C "$S/tl" show HEAD:hooks/pre-commit | tr '\n' ' ')" '#!/bin/sh exit 0 ' \
+	"host: ... and their pre-commit"
+is "$(ls "$S/tl/hooks" | tr '\n' ' ')" "pre-commit " "host: no hook appeared in tl's hooks/"
 [ -s "$T/host.log" ] && diag "$(cat "$T/host.log")"
 is "$(ls "$S/repo/.git/hooks" | grep -v '\.sample$' | tr '\n' ' ')" "" \
 	"host: no hook appeared in .git/hooks"
 is "$(ls "$T/outside" | tr '\n' ' ')" "" "host: nothing written outside the root"
 no_marker "host: no marker"
-is "$(find "$S" -name 'pre-commit' -o -name pwned -o -name pre-push | grep -v '/hk\(wt\)\?/.husky/pre-commit$' |
+is "$(find "$S" -name 'pre-commit' -o -name pwned -o -name pre-push | grep -v -e '/hk\(wt\)\?/.husky/pre-commit$' -e '/tl/hooks/pre-commit$' |
 	tr '\n' ' ')" "" "host: no planted file anywhere in the source"
 is "$(cat "$S/hkwt/.husky/pre-commit" "$S/hk/shared.cfg" | tr '\n' ' ')" \
 	'#!/bin/sh true [user] 	name = shared ' "host: the husky hook and the include target are the person's"

@@ -109,24 +109,47 @@ static size_t put64(unsigned char *p, uint64_t v)
 static unsigned char shared[1 << 12];
 static size_t split_len;
 static int seen;
+static uint32_t seen_mode; /* the mode FN last saw the path counted with */
 
 static int count_entry(void *arg, const char *path, uint32_t mode, const unsigned char *oid,
 		       const char **why)
 {
-	(void)mode;
 	(void)oid;
 	(void)why;
-	if (!strcmp(path, (const char *)arg))
+	if (!strcmp(path, (const char *)arg)) {
 		seen++;
+		seen_mode = mode;
+	}
 	return 0;
+}
+
+/* An EWAH bitmap at P: POS's bit alone (LITERALS: the literal words claimed, 1 is right),
+   or none with POS < 0 */
+static size_t ewah1(unsigned char *p, int pos, unsigned literals)
+{
+	size_t off = 0;
+
+	if (pos < 0) {
+		off += put32(p + off, 0);
+		off += put32(p + off, 0);
+		return off + put32(p + off, 0);
+	}
+	off += put32(p + off, 64); /* one marker, one literal word */
+	off += put32(p + off, 2);
+	off += put64(p + off, (uint64_t)literals << 33);
+	off += put64(p + off, (uint64_t)1 << pos);
+	return off + put32(p + off, 0);
 }
 
 /*
  * A split index of one replacement (MODE) for position POS of a shared
- * index {.gitmodules, a}; LITERALS is the literal-word count its replace
- * bitmap claims (1 is right).  guard_index_replaced()'s answer.
+ * index {.gitmodules, a}, or of none with POS < 0, deleting position DEL
+ * (none if < 0); LITERALS is the literal-word count its replace bitmap
+ * claims (1 is right).  guard_index_replaced()'s answer, with KEPT
+ * guard_index_from_shared()'s, FN counting WANT.
  */
-static int split1(uint32_t mode, unsigned pos, unsigned literals, bool with_shared)
+static int splitx(uint32_t mode, int pos, unsigned literals, int del, bool with_shared, bool kept,
+		  const char *want)
 {
 	struct ent sh[2] = {{0100644, ".gitmodules", 0}, {0100644, "a", 0}};
 	struct ent rep[1] = {{mode, "", 0}};
@@ -138,21 +161,21 @@ static int split1(uint32_t mode, unsigned pos, unsigned literals, bool with_shar
 	memcpy(ext, "link", 4);
 	memset(ext + off, 0xab, 20);
 	off += 20;
-	off += put32(ext + off, 0); /* delete bitmap: empty */
-	off += put32(ext + off, 0);
-	off += put32(ext + off, 0);
-	off += put32(ext + off, 64); /* replace bitmap: one marker, one literal word */
-	off += put32(ext + off, 2);
-	off += put64(ext + off, (uint64_t)literals << 33);
-	off += put64(ext + off, (uint64_t)1 << pos);
-	off += put32(ext + off, 0);
+	off += ewah1(ext + off, del, 1);
+	off += ewah1(ext + off, pos, literals);
 	put32(ext + 4, (uint32_t)(off - 8));
-	len = build(buf, 2, rep, 1, ext, off);
+	len = build(buf, 2, rep, pos < 0 ? 0 : 1, ext, off);
 	split_len = len;
 	seen = 0;
-	return guard_index_replaced((const char *)buf, len,
-				    with_shared ? (const char *)shared : NULL, slen, 20,
-				    count_entry, ".gitmodules", &why);
+	seen_mode = 0;
+	return (kept ? guard_index_from_shared : guard_index_replaced)(
+		(const char *)buf, len, with_shared ? (const char *)shared : NULL, slen, 20,
+		count_entry, (void *)want, &why);
+}
+
+static int split1(uint32_t mode, unsigned pos, unsigned literals, bool with_shared)
+{
+	return splitx(mode, (int)pos, literals, -1, with_shared, false, ".gitmodules");
 }
 
 int main(void)
@@ -408,6 +431,52 @@ int main(void)
 		tap_ok(guard_index_base((const char *)buf, split_len, 20, hex, &why) == 1 &&
 			       !strcmp(hex, want),
 		       "split: the shared index's name is read from the link extension");
+		splitx(0100644, -1, 1, -1, true, false, "a");
+		tap_ok(guard_index_base((const char *)buf, split_len, 20, hex, &why) == 1 &&
+			       !strcmp(hex, want),
+		       "split: ... also of a split index that replaces nothing");
+	}
+	/* what git sees of the shared index: replaced entries, and those neither replaced nor deleted */
+	tap_ok(splitx(0160000, 1, 1, -1, true, true, "a") == 0 && seen == 1 && seen_mode == 0160000,
+	       "split: a replacement's mode under the shared name (a gitlink)");
+	tap_ok(splitx(0160000, 1, 1, -1, true, true, ".gitmodules") == 0 && seen == 1 &&
+		       seen_mode == 0100644,
+	       "split: a shared entry kept as it is");
+	tap_ok(splitx(0160000, 1, 1, 0, true, true, ".gitmodules") == 0 && seen == 0,
+	       "split: ... but not one deleted");
+	tap_ok(splitx(0160000, 1, 1, -1, true, false, ".gitmodules") == 0 && seen == 0,
+	       "split: guard_index_replaced leaves kept entries alone");
+	tap_ok(splitx(0100644, -1, 1, -1, true, true, "a") == 0 && seen == 1,
+	       "split: a split index that replaces nothing keeps the shared entries");
+	tap_ok(splitx(0100644, -1, 1, -1, false, true, "a") == 0 && seen == 0,
+	       "split: no shared index and nothing replaced: nothing to see (git dies)");
+	tap_ok(splitx(0100644, -1, 1, 5, true, true, "a") < 0,
+	       "split: a deleted position past the shared index refused");
+	/* each extension once: git reads the last copy, gitguard's finders the first */
+	{
+		static const char *const twice[] = {"TREE", "sdir", "UNTR", "FSMN"};
+		struct ent one[1] = {{0100644, "a", 0}};
+		size_t k;
+
+		for (k = 0; k < sizeof(twice) / sizeof(twice[0]); k++) {
+			memcpy(ext, twice[k], 4);
+			put32(ext + 4, 0);
+			memcpy(ext + 8, ext, 8);
+			len = build(buf, 2, one, 1, ext, !strcmp(twice[k], "TREE") ? 8 : 16);
+			if (!strcmp(twice[k], "TREE"))
+				tap_ok(guard_index_check((const char *)buf, len, &why) == 0,
+				       "an empty TREE once allowed");
+			len = build(buf, 2, one, 1, ext, 16);
+			REFUSED(guard_index_check((const char *)buf, len, &why), "given twice",
+				"an extension given twice refused");
+		}
+		memcpy(ext, "link", 4);
+		put32(ext + 4, 20);
+		memset(ext + 8, 0xab, 20);
+		memcpy(ext + 28, ext, 28);
+		len = build(buf, 2, one, 1, ext, 56);
+		REFUSED(guard_index_check((const char *)buf, len, &why), "given twice",
+			"two link extensions refused");
 	}
 	return tap_done();
 }
