@@ -8,7 +8,7 @@
  *   exec       an exec line in a rebase's todo or done list
  *   strategy   a strategy file gitguard's X4 would refuse, or one naming a
  *              strategy git does not ship (git-merge-NAME is run)
- *   index      an index (or sharedindex.*) gitguard's X2 would refuse
+ *   index      an index (or sharedindex.*, index.stash.*) gitguard's X2 would refuse
  *   shape      a bare-shaped folder inside a work tree, a .git file pointing
  *              elsewhere than a worktree or submodule git folder, a .git
  *              symlink
@@ -171,7 +171,7 @@ static void check_index(struct audit *a, int dfd, const char *name, const char *
 
 static void index_files(struct audit *a, int dfd, const char *name, const char *path)
 {
-	if (!strcmp(name, "index") || !strncmp(name, "sharedindex.", 12))
+	if (guard_index_name(name))
 		check_index(a, dfd, name, path);
 	/* git commit applies it, merge or no merge (D11 keeps the bot from making it) */
 	else if (!strcmp(name, "MERGE_AUTOSTASH"))

@@ -22,14 +22,15 @@
 #include "gitguard/wt-int.h"
 
 /*
- * X2 with the folder at hand: BUF, to become NAME (`index` or a
- * `sharedindex.<hex>`) in the git folder DFD.  A split index is checked
- * with the shared index it takes entries from: an entry it replaces keeps
- * the shared entry's name and takes its mode and blob, so neither file
- * alone says what `git restore .` writes.  A shared index is checked with
- * the `index` beside it that takes entries from it (a new one renamed over
- * the one an index names changes where its replacements land).  Then the
- * work-tree side (guard_index_worktree; G may be NULL).  0, or -EROFS with *WHY.
+ * X2 with the folder at hand: BUF, to become NAME (`index`, git stash's
+ * `index.stash.<pid>` or a `sharedindex.<hex>`) in the git folder DFD.  A
+ * split index is checked with the shared index it takes entries from: an
+ * entry it replaces keeps the shared entry's name and takes its mode and
+ * blob, so neither file alone says what `git restore .` writes.  A shared
+ * index is checked with the `index` beside it that takes entries from it (a
+ * new one renamed over the one an index names changes where its
+ * replacements land).  Then the work-tree side (guard_index_worktree; G may
+ * be NULL).  0, or -EROFS with *WHY.
  */
 int guard_index_folder(struct guard *g, int dfd, const char *name, const char *buf, size_t len,
 		       size_t hashsz, const char **why)
@@ -57,10 +58,14 @@ int guard_index_folder(struct guard *g, int dfd, const char *name, const char *b
 	if (ibuf && (guard_index_replaced(ibuf, ilen, sbuf, slen, hashsz, NULL, NULL, why) < 0 ||
 		     guard_index_split_tree(ibuf, ilen, sbuf, slen, hashsz, why) < 0))
 		rc = -EROFS;
-	/* a guard's check of an index replacing another (audit reads what is) */
+	/*
+	 * a guard's check of an index replacing another (audit reads what is);
+	 * git stash's index.stash.<pid> starts as a copy of the index: what
+	 * that has passes there too
+	 */
 	if (!rc)
 		rc = guard_index_worktree(g, dfd, buf, len, hashsz, ibuf, ilen, sbuf, slen,
-					  g && !strcmp(name, "index"), why);
+					  g && strncasecmp(name, "sharedindex.", 12), why);
 	free(other);
 	return rc;
 }
@@ -246,7 +251,8 @@ static int wt_entry(void *arg, const char *path, uint32_t mode, const unsigned c
  * runs or reads (under a hooks folder, where a link in one leads, a relative
  * include target in the work tree) with content other than the file's:
  * `git restore .` would write it.  REPLACING: BUF is to become DFD's
- * `index`, and an entry the one it replaces has, unchanged, passes.
+ * `index` (or git stash's copy of it), and an entry DFD's `index` has,
+ * unchanged, passes.
  * 0, or -EROFS with *WHY.
  */
 int guard_index_worktree(struct guard *g, int dfd, const char *buf, size_t len, size_t hashsz,

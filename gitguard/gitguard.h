@@ -411,6 +411,9 @@ int guard_merge_rr_check(const char *buf, size_t len, size_t hashsz, const char 
 int guard_midx_check(const char *buf, size_t len, const char **why);
 /* midx.c: the same for a layer of multi-pack-index.d (git >= 2.47), version 1 or 2 */
 int guard_midx_layer_check(const char *buf, size_t len, const char **why);
+/* names.c: is NAME in a git folder one git reads as an index (X2: index,
+   sharedindex.*, git stash's index.stash.<pid>)? */
+bool guard_index_name(const char *name);
 /* names.c: is NAME in multi-pack-index.d a layer (NAME.midx, any case)? */
 bool guard_midx_layer_name(const char *name);
 /* names.c: a rule whose files git only renames onto (X2, D10's MERGE_RR, D7's

@@ -105,7 +105,8 @@ bool guard_git_name_ok(const struct guard_cls *parent, const char *name, mode_t 
 		    any_prefix(name, top_prefixes))
 			return true;
 		/* a temporary index (GIT_INDEX_FILE=.git/tmp-index, index.stash.<pid>,
-		   next-index-<pid>.lock): git reads it only when told to */
+		   next-index-<pid>.lock): git reads it only when told to, or (git
+		   stash's) as X2 checks it: guard_index_name */
 		return !S_ISDIR(mode) && strstr(name, "index");
 	}
 	if (parent->kind != GUARD_INGIT)
@@ -187,8 +188,28 @@ static bool top_ref(const char *name)
 }
 
 /*
- * Content-checked names (gitguard.h): X2 for a git folder's `index` and
- * `sharedindex.*`; R1 for the refs at its top, every file under refs/ but
+ * X2's names in a git folder: the index, the shared indexes a split one
+ * names, and git stash's temporary index.  `git stash -u` (2.39
+ * builtin/stash.c save_untracked_files) runs update-index with
+ * GIT_INDEX_FILE=<index>.stash.<pid> without removing what is there first,
+ * and its untracked tree takes what that file holds: the person's `git
+ * stash pop` writes it.  Its lock files are no index: git makes them with
+ * O_EXCL and never reads one it did not make (next-index-<pid>.lock of a
+ * partial commit likewise).
+ */
+bool guard_index_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (name_is(name, "index") || !strncasecmp(name, "sharedindex.", 12))
+		return true;
+	return !strncasecmp(name, "index.stash.", 12) &&
+	       !(n > 5 && !strcasecmp(name + n - 5, ".lock"));
+}
+
+/*
+ * Content-checked names (gitguard.h): X2 for a git folder's `index`,
+ * `sharedindex.*` and `index.stash.*` (guard_index_name); R1 for the refs at its top, every file under refs/ but
  * lock files, and a rebase's head-name, update-refs and refs-to-delete; D10
  * for MERGE_RR, rerere's records (rerere.c); D7 for objects/pack/multi-pack-index
  * and every *.midx in objects/pack/multi-pack-index.d, the layers of the
@@ -204,7 +225,7 @@ unsigned guard_content_rule(const struct guard_cls *parent, const char *name)
 	size_t n;
 
 	if (parent->kind == GUARD_GITDIR) {
-		if (name_is(name, "index") || !strncasecmp(name, "sharedindex.", 12))
+		if (guard_index_name(name))
 			return GUARD_RULE_X2;
 		if (name_is(name, "MERGE_RR"))
 			return GUARD_RULE_D10;

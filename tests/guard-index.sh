@@ -266,6 +266,34 @@ rm -f "$L/.git/index.lock"
 check "the bot's git add and commit there (a split index) still work" sh -c \
 	"cd '$L' && echo c >c && git add c && git commit -qm c"
 
+# ---- git stash's index: `git stash -u` reads .git/index.stash.<pid> as it
+# finds it, and its pop writes what that held (red team 3).  The bot sprays
+# the pids to come with an index holding hooks/post-checkout.
+python3 "$FORGE" index "$B/stash-evil" 2 "100755:$LSHA:hooks/post-checkout"
+refused_by "git stash's index: made in place" X2 \
+	python3 "$FORGE" plant-create "$L/.git/index.stash.99999"
+refused_by "git stash's index: one with a hook of the bot's renamed in" X2 \
+	python3 "$FORGE" plant-rename "$L/.git/index.stash.tmp" "$L/.git/index.stash.99999" \
+	"$B/stash-evil"
+rm -f "$L/.git/index.stash.tmp"
+made=$(python3 - "$L/.git" "$B/stash-evil" <<'PY'
+import shutil, sys
+last = int(open("/proc/sys/kernel/ns_last_pid").read())
+made = 0
+for p in range(last + 1, last + 401):
+    try:
+        shutil.copyfile(sys.argv[2], "%s/index.stash.%d" % (sys.argv[1], p))
+        made += 1
+    except OSError:
+        pass
+print(made)
+PY
+)
+is "$made" 0 "git stash's index: none of the next 400 pids' made by a copy"
+check "the bot's git stash -u and pop still work" sh -c \
+	"cd '$L' && echo wip >wip && echo more >>README && git stash -u -q && test ! -e wip &&
+	git stash pop -q && test -e wip && rm wip && git checkout -q README"
+
 check "SHA-256 repository: git add and commit through the mount" sh -c \
 	"cd '$M/r256' && echo y >y && git add y && git commit -qm y"
 SHA256=$(cd "$M/r256" && git hash-object -w "$B/payload")
@@ -285,9 +313,11 @@ fs_umount "$M" || not_ok "umount $M"
 		git -C "$S/hkwt" restore . && git -C "$S/hkwt" commit -q --allow-empty -m host &&
 		cd "$S/tl" && git status --short && git restore . && echo more >>README &&
 		git add README && git commit -qm host && git checkout -q HEAD~1 &&
-		git checkout -q - && git commit -q --allow-empty -m host
+		git checkout -q - && git commit -q --allow-empty -m host &&
+		echo wip >notes.txt && git stash -u -q && git stash pop -q &&
+		git checkout -q -b topic
 ) >"$T/host.log" 2>&1
-is "$?" 0 "host: git restore, checkout -f and commit succeed"
+is "$?" 0 "host: git restore, checkout -f and commit succeed (and stash -u in tl)"
 is "$(cd "$S/tl" && git ls-tree -r HEAD | awk '{ print $1, $4 }' | tr '\n' ' ')" \
 	"100644 README 100644 c 100755 hooks/pre-commit " "host: the person's commit in tl holds their files only"
 is "$(git -C "$S/tl" show HEAD:hooks/pre-commit | tr '\n' ' ')" '#!/bin/sh exit 0 ' \

@@ -205,6 +205,14 @@ static void names(void)
 		       guard_rule_renamed_only(GUARD_RULE_X2) &&
 		       !guard_rule_renamed_only(GUARD_RULE_R1),
 	       "content rules at a git folder's top: refs R1, index X2, MERGE_RR D10, locks none");
+	tap_ok(guard_content_rule(&gitdir, "sharedindex.0123") == GUARD_RULE_X2 &&
+		       guard_content_rule(&gitdir, "index.stash.4242") == GUARD_RULE_X2 &&
+		       guard_content_rule(&gitdir, "INDEX.Stash.4242") == GUARD_RULE_X2 &&
+		       guard_content_rule(&gitdir, "index.stash.4242.lock") == 0 &&
+		       guard_content_rule(&gitdir, "index.lock") == 0 &&
+		       guard_content_rule(&gitdir, "tmp-index") == 0 &&
+		       guard_content_rule(&gitdir, "next-index-4242.lock") == 0,
+	       "X2 at a git folder's top: index, sharedindex.*, git stash's index.stash.* (not locks)");
 	tap_ok(guard_content_rule(&refsdir, "main") == GUARD_RULE_R1 &&
 		       guard_content_rule(&refsdir, "main.lock") == 0 &&
 		       guard_content_rule(&seq, "update-refs") == GUARD_RULE_R1 &&
