@@ -14,6 +14,17 @@
 #include "gitguard/gitguard.h"
 #include "tests/fuzz/fuzz.h"
 
+/* What a split index takes from its shared one: each path one git would check out */
+static int seen_entry(void *arg, const char *path, uint32_t mode, const unsigned char *oid,
+		      const char **why)
+{
+	(void)arg;
+	(void)oid;
+	(void)why;
+	FUZZ_CHECK(guard_index_path_ok(path, mode));
+	return 0;
+}
+
 static void fuzz_index(const uint8_t *data, size_t size, size_t hashsz)
 {
 	const char *why = NULL;
@@ -36,6 +47,10 @@ static void fuzz_index(const uint8_t *data, size_t size, size_t hashsz)
 		FUZZ_CHECK(why != NULL);
 	why = NULL;
 	if (guard_index_replaced((const char *)data, size, NULL, 0, hashsz, NULL, NULL, &why) < 0)
+		FUZZ_CHECK(why != NULL);
+	why = NULL;
+	if (guard_index_from_shared((const char *)data, size, (const char *)data, size, hashsz,
+				    seen_entry, NULL, &why) < 0)
 		FUZZ_CHECK(why != NULL);
 	why = NULL;
 	if (guard_index_split_tree((const char *)data, size, (const char *)data, size, hashsz,
