@@ -226,8 +226,8 @@ static void root_path_check(const char *path)
 	}
 	if (errno == ELOOP || errno == ENOTDIR)
 		die("the root %s is no longer a folder at that path (a symbolic link is on the "
-		    "way, made after the bot was): not starting the sandbox; agentfs delete the "
-		    "bot, or put the folder back",
+		    "way, made after the bot was): not starting the sandbox; put the folder back, "
+		    "or remove the bot (agentfs rm)",
 		    path);
 }
 
