@@ -7,7 +7,9 @@
 # agentfs-enter and runs it as root by its path: the bot's own program in
 # its place, with CAP_SETUID. agentfs exec refuses a root whose path holds a
 # link; one swapped in after that look lands under bwrap's own /dev and
-# /proc, made after the roots.
+# /proc, made after the roots, and agentfs-enter and the bot's socket are
+# bound from descriptors, so one landed over their folders in bwrap's view
+# of the host (/oldroot) is not what is bound.
 . "$top_srcdir/tests/exec-lib.sh"
 
 ex_start_w1
@@ -62,5 +64,36 @@ unlike "$out" "marker" "not the bot's folder bound there"
 like "$out" "CapEff:[[:space:]]+0+$" "the command runs without capabilities"
 check "the bot's program did not run" test ! -e "$W/sub2/pwned"
 restore
+
+# --- a root swapped for a link into bwrap's view of the host (/oldroot) -----------
+# bwrap reads a bind's source by path in its own mount namespace, where the
+# host is /oldroot: a root landed over agentfs-enter's folder there would
+# make the bot's file the one bound and run as root. agentfs-enter (and the
+# socket) are bound from descriptors opened before bwrap starts.
+ENTER_DIR=$(dirname "$(realpath "$T/bin/agentfs-enter")")
+mkdir -p "$W/b"
+own "$W/b"
+out=$(ex w1 -- "$AGENTFS" --json create c2 "$W/sub" --writable "$W/b" </dev/null 2>/dev/null)
+expect_ok "inside, w1 creates c2 over $W/sub and $W/b" "$out"
+printf '#!/bin/sh\necho PWNED; touch %s/pwned-root\n' "$W/sub" >"$W/b/agentfs-enter"
+chmod 755 "$W/b/agentfs-enter"
+own "$W/b"
+cat >"$T/fakebin/bwrap" <<EOF
+#!/bin/bash
+if [ -e "$T/swap" ]; then
+	rm -f "$T/swap"
+	mv "$W/b" "$W/b2" && ln -s "/oldroot$ENTER_DIR" "$W/b"
+fi
+exec "$BWRAP" "\$@"
+EOF
+touch "$T/swap"
+out=$(ex c2 -- sh -c 'echo command ran; grep ^CapEff /proc/self/status' </dev/null 2>&1)
+check "the stand-in swapped $W/b for a link to /oldroot$ENTER_DIR" test -L "$W/b"
+unlike "$out" "PWNED" "the bot's program was not run in agentfs-enter's place"
+check "... and made nothing as root" test ! -e "$W/sub/pwned-root"
+# bwrap binds a descriptor's file and checks it is the one mounted: covered, it stops
+like "$out" "Nothing was run" "agentfs exec stops, nothing run ($(echo $out | cut -c1-80))"
+unlike "$out" "command ran" "... not even the command"
+rm -f "$W/b" && mv "$W/b2" "$W/b"
 
 done_testing

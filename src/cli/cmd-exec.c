@@ -449,6 +449,8 @@ bwrap_child(const struct sandbox_setup *sb, int slave, int err_w, const int go[2
 		_exit(EXIT_AGENTFS); /* the outer agentfs exec gave up: it said why */
 	if (exec_keep_only_fds(h.keep, 3) != 0)
 		child_fail(sb->err_fd, "cannot close the descriptors the sandbox must not get");
+	if (exec_fd_args(argv) != 0)
+		child_fail(sb->err_fd, "cannot open what the sandbox binds by descriptor");
 	if (exec_private_mounts() != 0)
 		child_fail(sb->err_fd, "cannot give the sandbox a mount table of its own");
 	execve(argv[0], argv, env);

@@ -193,6 +193,43 @@ static const char *const userns_args[] = {"--unshare-user", "--disable-userns", 
 /* The sandbox dies with agentfs exec; the command gets a session of its own (TIOCSTI). */
 static const char *const tail_args[] = {"--die-with-parent", "--new-session", NULL};
 
+/*
+ * A bind whose source bwrap takes as a descriptor (--ro-bind-fd), not a
+ * path: bwrap resolves a source path in the host's tree as it is in its own
+ * mount namespace, where a root it bound before may lie over it (a task's
+ * folder swapped for a link to /oldroot/usr/libexec/agentfs puts the bot's
+ * file where agentfs-enter is read from). The bwrap child opens PATH before
+ * bwrap starts (exec_fd_args) and the argument becomes the descriptor.
+ */
+#define FD_MARK "\001agentfs-fd:"
+
+static void fd_bind(struct argv_buf *a, const char *path, const char *dest)
+{
+	char *s;
+
+	if (asprintf(&s, "%s%s", FD_MARK, path) < 0)
+		die("out of memory");
+	exec_arg(a, "--ro-bind-fd");
+	exec_arg(a, s);
+	exec_arg(a, dest);
+	free(s);
+}
+
+int exec_fd_args(char **argv)
+{
+	size_t n = strlen(FD_MARK);
+	int fd;
+
+	for (; *argv != NULL; argv++) {
+		if (strncmp(*argv, FD_MARK, n) != 0)
+			continue;
+		fd = open(*argv + n, O_PATH);
+		if (fd < 0 || asprintf(argv, "%d", fd) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* The daemon's state (every bot's mounts), every bot's socket: out of sight. */
 static void hide(struct argv_buf *a, const cJSON *plan)
 {
@@ -290,19 +327,14 @@ static void agent_socket(struct argv_buf *a, const cJSON *plan)
 	if (sock == NULL || *sock == '\0')
 		return;
 	over_ctl = ctl != NULL && *ctl == '/' && access(ctl, F_OK) == 0;
-	if (over_ctl) {
-		exec_arg(a, "--ro-bind");
-		exec_arg(a, sock);
-		exec_arg(a, ctl);
-	}
+	if (over_ctl)
+		fd_bind(a, sock, ctl);
 	if (over_ctl && in_hidden_folder(plan, sock)) {
 		exec_arg(a, "--symlink");
 		exec_arg(a, ctl);
 		exec_arg(a, sock);
 	} else {
-		exec_arg(a, "--ro-bind");
-		exec_arg(a, sock);
-		exec_arg(a, sock);
+		fd_bind(a, sock, sock);
 	}
 	exec_arg(a, "--setenv");
 	exec_arg(a, "AGENT_SOCKET");
@@ -372,9 +404,7 @@ void exec_bwrap_args(struct argv_buf *a, const struct sandbox_setup *sb)
 	 * in a root, which it must not cover (agentfsd checked it is in no
 	 * writable root: plan.c).
 	 */
-	exec_arg(a, "--ro-bind");
-	exec_arg(a, self);
-	exec_arg(a, EXEC_SELF);
+	fd_bind(a, self, EXEC_SELF);
 	free(self);
 	agent_socket(a, sb->plan);
 	args(a, ns_args);

@@ -95,6 +95,8 @@ void exec_bwrap_status_read(int fd, struct bwrap_status *st);
 void exec_bwrap_err_read(struct bwrap_err *e);
 void exec_bwrap_err_flush(struct bwrap_err *e, bool done);
 int exec_keep_only_fds(const int *keep, size_t n);
+/* In the bwrap child: each --ro-bind-fd source exec_bwrap_args named by path, opened (O_PATH) */
+int exec_fd_args(char **argv);
 
 /*
  * What a bwrap child forked before the plan is sent when it may start
