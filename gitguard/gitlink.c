@@ -177,6 +177,25 @@ static bool bot_gitdir(struct guard *g, int gfd)
 }
 
 /*
+ * Is the folder CUR a work tree top whose repository the bot did not make?
+ * Any .git there counts (a folder, a .git file, a symlink), and it is the
+ * bot's only when it leads to a git folder the bot made: a linked
+ * worktree's or a --separate-git-dir's .git file leading out of the view,
+ * or one that cannot be followed, is the person's. *GFD gets the git
+ * folder when it is the bot's or in the view (else -1).
+ */
+static bool foreign_top(struct guard *g, int cur, int *gfd)
+{
+	struct stat st;
+
+	*gfd = -1;
+	if (fstatat(cur, ".git", &st, AT_SYMLINK_NOFOLLOW))
+		return false;
+	*gfd = guard_top_gitdir(g, cur);
+	return *gfd < 0 || !bot_gitdir(g, *gfd);
+}
+
+/*
  * G1: a bot's repository in the work tree of one it did not make. Its
  * config and hooks are the bot's; the person's git takes it for a
  * submodule as soon as a gitlink names it, and gitlinks come from more than
@@ -204,12 +223,10 @@ int guard_botrepo_moved_in(struct guard *g, int parent_fd, struct guard_verdict 
 	if (cur < 0)
 		return guard_refuse_why(v, GUARD_RULE_G1, "a repository moved to a folder not known");
 	for (n = 0; !rc && n < GUARD_WALK_DEPTH; n++) {
-		gfd = guard_top_gitdir(g, cur);
-		if (gfd >= 0) {
-			if (!bot_gitdir(g, gfd))
-				rc = foreign_around(v);
+		if (foreign_top(g, cur, &gfd))
+			rc = foreign_around(v);
+		if (gfd >= 0)
 			close(gfd);
-		}
 		if (rc || fstat(cur, &st) || gg_step_up(&cur, &st))
 			break;
 	}
@@ -258,8 +275,7 @@ int guard_gitlink_claimed(struct guard *g, int parent_fd, const char *parent_pat
 			break;
 		}
 		/* FULL + START: the new .git's folder, seen from CUR */
-		gfd = guard_top_gitdir(g, cur);
-		if (gfd >= 0 && !bot_gitdir(g, gfd))
+		if (foreign_top(g, cur, &gfd))
 			rc = foreign_around(v);
 		else if (gfd >= 0 && index_tracks(g, gfd, full + start))
 			rc = guard_refuse_why(v, GUARD_RULE_G1,

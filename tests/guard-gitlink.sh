@@ -189,4 +189,36 @@ is "$(git -C "$S/wrap" ls-files -s | awk '$1 == 160000 { print $4 }')" later \
 	"host: its only gitlink is the one with no repository"
 no_marker "host: ... runs nothing of the bot's" wrap-nest
 
+# ---- work trees whose git folder is elsewhere (red team, round four) ---------------
+# a linked worktree's .git file, --separate-git-dir's, a .git symlink: each
+# leads out of the root, and each is the person's work tree all the same
+S2="$T/src2"
+M2="$T/m2"
+P="$T/person"
+mkdir -p "$S2" "$M2" "$P"
+elsewhere()
+{
+	git init -q "$P/proj" && git -C "$P/proj" commit -q --allow-empty -m one &&
+		git -C "$P/proj" worktree add -q "$S2/wt" &&
+		git init -q --separate-git-dir "$P/sep.git" "$S2/sep" &&
+		git -C "$S2/sep" commit -q --allow-empty -m one &&
+		git init -q --bare "$P/lnk.git" && mkdir "$S2/lnk" && ln -s "$P/lnk.git" "$S2/lnk/.git" &&
+		git -C "$S2/lnk" config core.bare false && git -C "$S2/lnk" commit -q --allow-empty -m one
+}
+host_setup "host setup: a linked worktree, a --separate-git-dir, a .git symlink" elsewhere
+mount_or_stop "writable mount of them, new repositories allowed" \
+	fs_mount --allow-new-repos --log "$GUARD_LOG" "$S2" "$M2"
+for d in wt sep lnk; do
+	git_refused "$d: git init of a repository in that work tree" G1 "$M2/$d" git init -q nest
+	mkdir -p "$M2/$d/sub"
+	check "$d: a folder holding the bot's repository, made outside" sh -c \
+		"mkdir -p '$M2/own-$d' && git init -q '$M2/own-$d/r'"
+	refused_by "$d: ... moved into it" G1 try rename "$M2/own-$d" "$M2/$d/sub/own"
+done
+fs_umount "$M2" || not_ok "umount $M2"
+for d in wt sep lnk; do
+	check "host $d: git add -A; git status" sh -c "git -C '$S2/$d' add -A && git -C '$S2/$d' status >/dev/null"
+	is "$(git -C "$S2/$d" ls-files -s | awk '$1 == 160000 { print $4 }')" "" "host $d: no gitlink staged"
+done
+
 done_testing
