@@ -18,8 +18,9 @@
  *   name       a name at a work tree's top starting with '+' or '-': git
  *              mergetool and difftool hand a top-level path to vimdiff as it
  *              is (no "./", no "--"), and vim runs "+CMD" as a command
- *   link       a symlink in a work tree named as a file git mergetool or git
- *              apply --reject writes or moves to (X8's names): they follow it
+ *   link       a symlink in a work tree named as a file git mergetool, git
+ *              apply --reject or format-patch writes or moves to (X8's
+ *              names): they follow it
  * The walk uses descriptors only (openat with O_NOFOLLOW, fstatat without
  * following), never follows a symlink, is iterative, and is bounded in depth
  * and entries.
@@ -784,8 +785,9 @@ static int visit(struct audit *a, struct frame *f, const char *name, const char 
 	}
 	if (f->gitdepth > 0 && S_ISLNK(st.st_mode) && guard_tool_name(name))
 		audit_found(a, path, "link",
-			    "a symbolic link named as a file git mergetool or git apply --reject "
-			    "writes or moves there: they would follow it (remove it before using them)");
+			    "a symbolic link named as a file git mergetool, git apply --reject or git "
+			    "format-patch writes or moves there: they would follow it (remove it "
+			    "before using them)");
 	if (!S_ISDIR(st.st_mode)) {
 		if (f->gitdepth > 0 && S_ISREG(st.st_mode) && !strcmp(name, ".gitignore"))
 			self_ignoring(a, dfd, name, path);

@@ -257,9 +257,26 @@ static int check_exchanged_links(struct guard *g, const struct guard_req *req,
  * file, with its mode, in ~/.local/bin), writes NAME_BASE_PID.EXT,
  * NAME_LOCAL_PID.EXT and NAME_REMOTE_PID.EXT (a shell redirect follows the
  * link) and keeps the backup as NAME.orig (mv again); git apply --reject
- * writes NAME.rej with fopen. The pid can be guessed or sprayed; .orig and
+ * writes NAME.rej with fopen, git format-patch NNNN-SUBJECT.patch in the
+ * folder it runs in (0000-cover-letter.patch needs no guess). The pid can be guessed or sprayed; .orig and
  * .rej need no guess. No symlink may have such a name, wherever it leads.
  */
+/* git format-patch's NNNN-subject.patch, vN-NNNN-... with -v: four digits or more, then '-' */
+static bool format_patch_name(const char *name)
+{
+	const char *p = name;
+	size_t d;
+
+	if (p[0] == 'v' && p[1] >= '0' && p[1] <= '9') {
+		p = strchr(p, '-');
+		if (p == NULL || strspn(name + 1, "0123456789") != (size_t)(p - name - 1))
+			return false;
+		p++;
+	}
+	d = strspn(p, "0123456789");
+	return d >= 4 && p[d] == '-';
+}
+
 bool guard_tool_name(const char *name)
 {
 	static const char *const tags[] = {"_BACKUP_", "_BASE_", "_LOCAL_", "_REMOTE_", NULL};
@@ -270,6 +287,8 @@ bool guard_tool_name(const char *name)
 	if (n == 0)
 		return false;
 	if ((n >= 5 && !strcmp(name + n - 5, ".orig")) || (n >= 4 && !strcmp(name + n - 4, ".rej")))
+		return true;
+	if (n >= 6 && !strcmp(name + n - 6, ".patch") && format_patch_name(name))
 		return true;
 	for (t = tags; *t; t++)
 		for (p = strstr(name, *t); p; p = strstr(p + 1, *t))

@@ -281,7 +281,7 @@ ln -s "$T" "$R/tools/origin"
 audit_is "a file named run.orig, a link named origin: not listed" 0 "" "$T/toollink"
 ln -s "$T" "$R/tools/run_BACKUP_77"
 audit_is "a symbolic link named as mergetool's backup is listed" 1 \
-	"repo/tools/run_BACKUP_77: link: a symbolic link named as a file git mergetool" "$T/toollink"
+	"repo/tools/run_BACKUP_77: link: a symbolic link named as a file git mergetool, git apply" "$T/toollink"
 
 # info/exclude: untracked files it matches are not shown by git status
 R=$(fresh exclude)

@@ -6,7 +6,8 @@
 # NAME_BACKUP_PID.EXT`, then after the merge `mv -- BACKUP NAME.orig`
 # (mergetool.keepBackup, on by default), and shell redirects into
 # NAME_BASE_PID.EXT, NAME_LOCAL_PID.EXT, NAME_REMOTE_PID.EXT; git apply
-# --reject fopens NAME.rej.  A symlink the bot leaves under such a name,
+# --reject fopens NAME.rej, git format-patch NNNN-SUBJECT.patch.  A symlink
+# the bot leaves under such a name,
 # leading to a folder out of the root (~/.local/bin, a folder of files the
 # shell sources), makes the person's mergetool move the bot's file there.
 # Through the mount no symlink gets such a name (made, renamed in its
@@ -70,6 +71,14 @@ refused_by "hard link it as tools/run.orig" X8 try link "$A/outlink" "$A/run.ori
 allow "a file tools/run.orig" try create "$A/run.orig"
 refused_by "exchange the link with tools/run.orig" X8 try rename-exchange "$A/outlink" "$A/run.orig"
 allow "remove the file tools/run.orig" try unlink "$A/run.orig"
+# git format-patch writes NNNN-SUBJECT.patch in the folder it runs in, through a link there
+refused_by "symlink app/0001-Fix-the-build.patch (git format-patch)" X8 \
+	try symlink "$OUT/bashrc" "$M/app/0001-Fix-the-build.patch"
+refused_by "symlink app/0000-cover-letter.patch" X8 try symlink "$OUT/x" "$M/app/0000-cover-letter.patch"
+refused_by "symlink app/v2-0001-x.patch (format-patch -v2)" X8 try symlink "$OUT/x" "$M/app/v2-0001-x.patch"
+allow "a symlink named app/fix.patch" try symlink "$OUT/x" "$M/app/fix.patch"
+allow "a symlink named app/2024-01-01.log" try symlink "$OUT/x" "$M/app/2024-01-01.log"
+rm -f "$M/app/fix.patch" "$M/app/2024-01-01.log"
 allow "a symlink named tools/origin" try symlink "$OUT" "$A/origin"
 allow "a symlink named tools/BASE_x" try symlink "$OUT" "$A/BASE_x"
 check "nothing of the plants is in tools" sh -c "! ls '$A' | grep -E '\\.(orig|rej)$|_(BACKUP|BASE|LOCAL|REMOTE)_[0-9]'"
@@ -82,5 +91,7 @@ mergetool "$S/app"
 is "$(ls -A "$OUT")" "" "host: git mergetool moved nothing out of the tree"
 check "host: the backup is tools/run.orig, a file in the tree" test -f "$S/app/tools/run.orig" -a ! -L "$S/app/tools/run.orig"
 check "host: the merge is resolved (main's side)" grep -qx 'v=main' "$S/app/tools/run"
+check "host: git format-patch -1 --cover-letter" sh -c "cd '$S/app' && git format-patch -q -1 --cover-letter >/dev/null"
+is "$(ls -A "$OUT")" "" "host: ... wrote nothing out of the tree"
 
 done_testing
