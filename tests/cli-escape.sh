@@ -77,6 +77,15 @@ print("raw %r" % raw if raw else ("exact" if found else "name not found"))
 PY
 is "$(afs --json changes lead | python3 "$T/jsoncheck.py" "$JNAME.txt")" exact \
 	"changes --json: C1, DEL and bidi controls as \\u escapes, the name exact"
+# a stray byte 0x9d or 0x9b, not UTF-8: an OSC or CSI to an 8-bit terminal
+RAWC1=$'k\x9d52;c;eA==\x9c\x9b2J'
+echo x >"$M/$RAWC1.txt"
+out=$(afs --json changes lead)
+case "$out" in
+*$'\x9d'* | *$'\x9b'*) not_ok "changes --json: stray C1 bytes go out as \\u escapes" ;;
+*'k\u009d52;c;eA==\u009c\u009b2J.txt'*) ok "changes --json: stray C1 bytes go out as \\u escapes" ;;
+*) not_ok "changes --json: stray C1 bytes go out as \\u escapes"; diag "$out" ;;
+esac
 echo y >"$M/.git/hooks/$JNAME" 2>/dev/null
 out=$(afs --json log lead)
 case "$out" in

@@ -47,10 +47,47 @@ const char *cli_escape(const char *s)
  * terminal and still the same JSON: cJSON escapes only what is below 0x20,
  * so a bot's name could carry DEL, the C1 controls in UTF-8 (U+009B is a
  * CSI, U+009D an OSC: set the clipboard, rewrite a line), the bidi
- * controls (those cli_escape knows) and U+2028/U+2029; each becomes its \uXXXX escape, which a JSON
- * reader decodes to the same string. These bytes occur only inside JSON
- * strings. Lives as cli_escape's result does; NULL gives "".
+ * controls (those cli_escape knows) and U+2028/U+2029; each becomes its
+ * \uXXXX escape, which a JSON reader decodes to the same string. A stray
+ * byte 0x80-0x9f, not UTF-8 (and so not JSON), is a C1 control to an 8-bit
+ * terminal: it goes out as \u0080-\u009f, the closest JSON has. These
+ * bytes occur only inside JSON strings. Lives as cli_escape's result does;
+ * NULL gives "".
  */
+/* Bytes in the UTF-8 sequence at P, or 0 if it is none (a stray or cut byte) */
+static size_t utf8_len(const unsigned char *p)
+{
+	size_t n, i;
+
+	if (p[0] < 0x80)
+		return 1;
+	n = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
+	    : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+	    : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
+					   : 0;
+	for (i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* The code point of the sequence at P (N bytes) that cli_json escapes, or 0 */
+static unsigned json_unsafe(const unsigned char *p, size_t n)
+{
+	if (n == 1)
+		return p[0] == 0x7f ? 0x7f : 0;
+	if (n == 2 && p[0] == 0xc2 && p[1] <= 0x9f)
+		return p[1];
+	if (n == 2 && p[0] == 0xd8 && p[1] == 0x9c)
+		return 0x61c;
+	if (n == 3 && p[0] == 0xe2 && p[1] == 0x80 &&
+	    ((p[2] >= 0x8e && p[2] <= 0x8f) || (p[2] >= 0xa8 && p[2] <= 0xae)))
+		return 0x2000 | (p[2] - 0x80);
+	if (n == 3 && p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)
+		return 0x2040 | (p[2] - 0x80);
+	return 0;
+}
+
 const char *cli_json(const char *t)
 {
 	static char *ring[2];
@@ -58,6 +95,7 @@ const char *cli_json(const char *t)
 	const unsigned char *p = (const unsigned char *)t;
 	unsigned cp;
 	char **slot, *o;
+	size_t n;
 
 	if (t == NULL)
 		return "";
@@ -68,25 +106,18 @@ const char *cli_json(const char *t)
 		fputs("agentfs: out of memory\n", stderr);
 		exit(EXIT_AGENTFS);
 	}
-	for (o = *slot; *p;) {
-		cp = 0;
-		if (p[0] == 0x7f)
-			cp = 0x7f;
-		else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
-			cp = p[1];
-		else if (p[0] == 0xd8 && p[1] == 0x9c)
-			cp = 0x61c;
-		else if (p[0] == 0xe2 && p[1] == 0x80 &&
-			 ((p[2] >= 0x8e && p[2] <= 0x8f) || (p[2] >= 0xa8 && p[2] <= 0xae)))
-			cp = 0x2000 | (p[2] - 0x80);
-		else if (p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)
-			cp = 0x2040 | (p[2] - 0x80);
-		if (cp == 0) {
-			*o++ = (char)*p++;
+	for (o = *slot; *p; p += n) {
+		n = utf8_len(p);
+		/* a stray byte: one of 0x80-0x9f is a C1 control to an 8-bit terminal */
+		cp = n == 0 ? (*p <= 0x9f && *p >= 0x80 ? *p : 0) : json_unsafe(p, n);
+		if (n == 0)
+			n = 1;
+		if (cp != 0) {
+			o += sprintf(o, "\\u%04x", cp);
 			continue;
 		}
-		o += sprintf(o, "\\u%04x", cp);
-		p += cp == 0x7f ? 1 : cp < 0x800 ? 2 : 3;
+		memcpy(o, p, n);
+		o += n;
 	}
 	*o = '\0';
 	return *slot;
