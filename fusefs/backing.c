@@ -20,6 +20,7 @@
 #include "fusefs/fs-int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
 
 /* From the kernel's uapi (7.40), which Debian 12's headers predate. */
@@ -52,17 +53,49 @@ void backing_init(struct fs_mount *m, struct fuse_conn_info *conn)
 }
 
 /* A backing file for fd, made on req's connection: its id, or <= 0. */
-static int backing_make(struct fs_mount *m, fuse_req_t req, int fd)
+/*
+ * The kernel writes through a backing file with the credentials it was
+ * made with, whoever writes through it. Made by a worker, it has no
+ * CAP_FSETID (ids.c): a write through it clears setuid as a user's own
+ * would. Made for an open that writes, it also lacks CAP_SYS_RESOURCE and
+ * has the opener's uid as filesystem uid (nobody's for root; and its
+ * groups for a setgid file without group execute, which keeps its bit for
+ * a writer in its group): such writes stay out of root's reserved blocks,
+ * which ext4 gives the root uid too. One made for a read-only open, the
+ * first open of most inodes, is made as it comes (a change of credentials
+ * costs some us each way here; a write through it may reach the reserve).
+ */
+static int backing_make(struct fs_mount *m, fuse_req_t req, int fd, bool writes)
 {
+	struct fs_caps caps;
+	struct stat st;
+	int id, r;
+
+	if (!writes) /* CAP_FSETID is out already (ids.c): nothing to change */
+		goto make;
+	fs_write_caps_drop(&caps);
+	/* groups (a read of /proc) only where they count */
+	if (fuse_req_ctx(req)->uid == 0)
+		r = fs_as_uid_only(65534);
+	else if (fstat(fd, &st) == 0 && (st.st_mode & (S_ISGID | S_IXGRP)) == S_ISGID)
+		r = fs_as_caller(req, true);
+	else
+		r = fs_as_uid_only(fuse_req_ctx(req)->uid);
+	if (r != 0) {
+		fs_write_end(m->fs, &caps);
+		return -1; /* served by requests */
+	}
+make:
 #ifdef HAVE_FUSE_PASSTHROUGH
-	(void)m;
-	return fuse_passthrough_open(req, fd);
+	id = fuse_passthrough_open(req, fd);
 #else
 	struct backing_map map = {.fd = fd};
 
-	(void)req;
-	return ioctl(m->fuse_fd, BACKING_IOC_OPEN, &map);
+	id = ioctl(m->fuse_fd, BACKING_IOC_OPEN, &map);
 #endif
+	if (writes)
+		fs_write_end(m->fs, &caps);
+	return id;
 }
 
 /* The open reply being made passes through to backing file id (0: it does not). */
@@ -96,7 +129,7 @@ static void backing_reply(struct fuse_file_info *fi, int id)
 bool backing_open_begin(struct fs_mount *m, fuse_req_t req, struct inode *i, bool plain,
 			struct fuse_file_info *fi)
 {
-	bool pt = false, first;
+	bool pt = false, first, writes = (fi->flags & O_ACCMODE) != O_RDONLY;
 	int fd = -1, id;
 
 	if (!m->passthrough || !S_ISREG(i->type))
@@ -119,7 +152,7 @@ bool backing_open_begin(struct fs_mount *m, fuse_req_t req, struct inode *i, boo
 		 * open that raced the last release of a plain-served inode has
 		 * no fd here and is served plain too: consistent, only slower.
 		 */
-		id = fd < 0 ? -1 : backing_make(m, req, fd);
+		id = fd < 0 ? -1 : backing_make(m, req, fd, writes);
 		if (id > 0) {
 			i->backing_id = id;
 			node_rec(m, i)->backing_id = id; /* a new server closes it */

@@ -557,6 +557,17 @@ void fs_waiter_put(struct fs_mount *m);
 int fs_group_mount_take(struct fs *fs, struct fs_group *const *groups, struct fs_error *err);
 void fs_group_mount_put(struct fs_group *const *groups);
 int fs_as_caller(fuse_req_t req, bool with_groups);
+/*
+ * A write made for REQ's caller (not root) as the caller's own would be:
+ * root's write capabilities dropped (ids.c) and the caller's ids taken
+ * (its uid; its groups too where a setgid file's bit depends on them), so
+ * a write to FD clears setuid and stays out of root's reserved blocks;
+ * fs_write_end goes back. 0, or the -errno of a switch that failed
+ * (nothing then to undo).
+ */
+int fs_write_begin(fuse_req_t req, struct fs_caps *caps, int fd);
+void fs_write_end(struct fs *fs, struct fs_caps *caps);
+int fs_as_uid_only(uid_t uid);
 void fs_as_root(struct fs *fs);
 int fs_attach(struct fs *fs, struct fs_mount *m, struct fs_error *err);
 void fs_mount_arm(struct fs_mount *m, int op, uint32_t events);

@@ -9,6 +9,8 @@
  */
 #include "fusefs/fs-int.h"
 
+#include <sys/fsuid.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -69,6 +71,43 @@ int fs_as_caller(fuse_req_t req, bool with_groups)
 	return fs_set_ids(c->uid, c->gid, groups, n);
 }
 
+int fs_write_begin(fuse_req_t req, struct fs_caps *caps, int fd)
+{
+	uid_t uid = fuse_req_ctx(req)->uid;
+	struct stat st;
+	int r;
+
+	caps->dropped = false;
+	if (uid == 0)
+		return 0;
+	fs_write_caps_drop(caps);
+	/* its groups (a read of /proc) only for a setgid file without group execute */
+	if (fstat(fd, &st) == 0 && (st.st_mode & (S_ISGID | S_IXGRP)) == S_ISGID)
+		r = fs_as_caller(req, true);
+	else
+		r = fs_as_uid_only(uid);
+	if (r != 0)
+		fs_write_end(req_mount(req)->fs, caps);
+	return r;
+}
+
+void fs_write_end(struct fs *fs, struct fs_caps *caps)
+{
+	fs_as_root(fs);
+	fs_write_caps_restore(caps);
+	caps->dropped = false;
+}
+
+/* UID as this thread's filesystem uid alone (groups and gid stay root's) */
+static __thread bool uid_only; /* switched by fs_as_uid_only: fs_as_root undoes less */
+
+int fs_as_uid_only(uid_t uid)
+{
+	switched = uid_only = true;
+	setfsuid(uid);
+	return (uid_t)setfsuid((uid_t)-1) == uid ? 0 : -EPERM;
+}
+
 /*
  * Back to root's identity; nothing to do (no syscall) if it never changed.
  * A worker that cannot go back would serve the next caller as the last
@@ -81,7 +120,13 @@ void fs_as_root(struct fs *fs)
 	if (!switched)
 		return;
 	switched = false;
-	r = fs_set_ids(0, 0, fs->root_groups, fs->n_root_groups);
+	if (uid_only) {
+		uid_only = false;
+		setfsuid(0);
+		r = setfsuid((uid_t)-1) == 0 ? 0 : -EPERM;
+	} else {
+		r = fs_set_ids(0, 0, fs->root_groups, fs->n_root_groups);
+	}
 	if (r != 0) {
 		fs_log(fs, FS_LOG_ERR, "cannot switch a worker back to root: %s: stopping",
 		       strerror(-r));
@@ -255,6 +300,7 @@ static bool worker_poll(struct fs *fs, struct fs_mount *m, struct fuse_buf *buf)
  */
 void fs_worker_init(struct fs *fs)
 {
+	fs_thread_no_fsetid(); /* writes clear setuid as a user's do (ids.c) */
 	if (unshare(CLONE_FS) != 0) {
 		fs_log(fs, FS_LOG_ERR,
 		       "unshare(CLONE_FS): %s; modes made through mounts "

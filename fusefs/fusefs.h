@@ -227,6 +227,15 @@ bool fs_mount_adopted(const struct fs_mount *m);
 /* ids.c: this thread's filesystem identity, or a whole one for good; 0 or -errno (deny then) */
 int fs_set_ids(uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
 int fs_become(uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
+/* ids.c: CAP_FSETID and CAP_SYS_RESOURCE out of this thread's effective set for a write, and back */
+struct fs_caps {
+	bool dropped;
+	uint32_t effective;
+};
+bool fs_write_caps_drop(struct fs_caps *saved);
+void fs_thread_no_fsetid(void);
+void fs_fsetid_raise(struct fs_caps *saved);
+void fs_write_caps_restore(const struct fs_caps *saved);
 
 /* mount.c */
 int fs_mount(struct fs *fs, const struct fs_mount_params *p, struct fs_mount **out,

@@ -11,8 +11,10 @@
 #include "fusefs/fusefs.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <unistd.h>
+#include <linux/capability.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
 
@@ -59,4 +61,71 @@ int fs_become(uid_t uid, gid_t gid, const gid_t *groups, int ngroups)
 	if (ok && uid != 0 && syscall(SYS_setresuid, 0, 0, 0) == 0)
 		ok = false;
 	return ok ? 0 : -EPERM;
+}
+
+/*
+ * A write made for a caller who is not root must not keep what only root's
+ * writes keep: CAP_FSETID (a write by anyone else clears setuid, and
+ * setgid with group execute) and CAP_SYS_RESOURCE (the blocks a file system
+ * keeps for root, to a writer with either). Both leave this thread's
+ * effective set until fs_write_caps_restore; the permitted set keeps them.
+ * The writes also take the caller's ids (fs_write_begin), as ext4 gives
+ * the reserve to the root uid too, and a setgid file keeps its bit for a
+ * writer in its group. Without capget/capset nothing changes.
+ */
+#define WRITE_CAPS ((1u << CAP_FSETID) | (1u << CAP_SYS_RESOURCE))
+
+static int caps_set(uint32_t clear, uint32_t raise, struct fs_caps *saved)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+
+	saved->dropped = false;
+	if (syscall(SYS_capget, &h, d) != 0)
+		return -errno;
+	saved->effective = d[0].effective;
+	d[0].effective = (d[0].effective & ~clear) | (raise & d[0].permitted);
+	if (d[0].effective == saved->effective)
+		return 0;
+	if (syscall(SYS_capset, &h, d) != 0)
+		return -errno;
+	saved->dropped = true;
+	return 0;
+}
+
+/*
+ * A thread serving requests (fs.c, reader.c, uring.c) drops CAP_FSETID
+ * from its effective set for good: whatever it writes for a caller, and
+ * the passthrough backing files it makes (the kernel writes through one
+ * with the credentials it was made with), then clear setuid as a user's
+ * write does, at no cost a request. do_setattr takes it back for a chmod or
+ * chown made on a caller's behalf (fs_fsetid_raise).
+ */
+void fs_thread_no_fsetid(void)
+{
+	struct fs_caps saved;
+
+	caps_set(1u << CAP_FSETID, 0, &saved);
+}
+
+void fs_fsetid_raise(struct fs_caps *saved)
+{
+	caps_set(0, 1u << CAP_FSETID, saved);
+}
+
+bool fs_write_caps_drop(struct fs_caps *saved)
+{
+	return caps_set(WRITE_CAPS, 0, saved) == 0 && saved->dropped;
+}
+
+void fs_write_caps_restore(const struct fs_caps *saved)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+
+	if (!saved->dropped || syscall(SYS_capget, &h, d) != 0)
+		return;
+	d[0].effective = saved->effective;
+	if (syscall(SYS_capset, &h, d) != 0)
+		abort(); /* a worker without root's writes would serve root wrongly: stop */
 }

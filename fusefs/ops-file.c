@@ -155,6 +155,7 @@ void fsop_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  */
 static int create_existing(struct fs_mount *m, fuse_req_t req, struct inode *i, int fd, bool trunc)
 {
+	struct fs_caps caps;
 	struct stat st;
 	int r = 0;
 
@@ -166,8 +167,11 @@ static int create_existing(struct fs_mount *m, fuse_req_t req, struct inode *i, 
 		pthread_mutex_unlock(&m->fs->lock);
 		r = policy_check(m, &PREQ_INODE(req, GUARD_OP_WRITE, i, i->type));
 	}
-	if (r == 0 && trunc && st.st_size > 0 && ftruncate(fd, 0) != 0)
-		r = -errno;
+	if (r == 0 && trunc && st.st_size > 0 && (r = fs_write_begin(req, &caps, fd)) == 0) {
+		if (ftruncate(fd, 0) != 0)
+			r = -errno;
+		fs_write_end(m->fs, &caps);
+	}
 	return r;
 }
 
@@ -433,7 +437,9 @@ static void checked_write(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in
 	struct fs_mount *m = req_mount(req);
 	size_t len = fuse_buf_size(in); /* at most the mount's max_write */
 	struct fuse_bufvec mem = FUSE_BUFVEC_INIT(len);
+	struct fs_caps caps;
 	ssize_t n;
+	int r;
 
 	mem.buf[0].mem = malloc(len ? len : 1);
 	if (mem.buf[0].mem == NULL) {
@@ -441,9 +447,13 @@ static void checked_write(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in
 		return;
 	}
 	n = fuse_buf_copy(&mem, in, 0);
-	if (n >= 0)
+	if (n >= 0 && (r = fs_write_begin(req, &caps, fh_fd(m, fi))) != 0)
+		n = r;
+	else if (n >= 0) {
 		n = seal_checked_write(m, ino_of(m, ino), fh_fd(m, fi), mem.buf[0].mem, (size_t)n,
 				       off);
+		fs_write_end(m->fs, &caps);
+	}
 	journal_end(m, n, 0, 0);
 	free(mem.buf[0].mem);
 	if (n < 0) {
@@ -494,6 +504,7 @@ void fsop_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_
 	int64_t was = 0;
 	int again = journal_seen(m, &was), fd = fh_fd(m, fi);
 	bool append = (fh_of(m, fi)->open_flags & O_APPEND) != 0;
+	struct fs_caps caps;
 	struct stat st;
 	ssize_t n;
 
@@ -519,7 +530,11 @@ void fsop_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	out.buf[0].fd = fd;
 	out.buf[0].pos = off;
-	n = fuse_buf_copy(&out, in, 0);
+	n = fs_write_begin(req, &caps, fd);
+	if (n == 0) {
+		n = fuse_buf_copy(&out, in, 0);
+		fs_write_end(m->fs, &caps);
+	}
 	journal_end(m, n, again, 0);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
@@ -594,12 +609,16 @@ void fsop_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t l
 		    struct fuse_file_info *fi)
 {
 	struct fs_mount *m = req_mount(req);
+	struct fs_caps caps;
 	int r = fh_checked(m, fi) ? -EROFS
 				  : policy_check(m, &PREQ_INODE(req, GUARD_OP_WRITE, ino_of(m, ino),
 								ino_of(m, ino)->type));
 
-	if (r == 0 && fallocate(fh_fd(m, fi), mode, off, len) != 0)
-		r = -errno;
+	if (r == 0 && (r = fs_write_begin(req, &caps, fh_fd(m, fi))) == 0) {
+		if (fallocate(fh_fd(m, fi), mode, off, len) != 0)
+			r = -errno;
+		fs_write_end(m->fs, &caps);
+	}
 	if (r == 0)
 		fs_invalidate(m, ino_of(m, ino), NULL, NULL);
 	fuse_reply_err(req, -r);
@@ -610,6 +629,7 @@ void fsop_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			  struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct fs_mount *m = req_mount(req);
+	struct fs_caps caps;
 	int r = fh_checked(m, fi_out) ? -EROFS
 				      : policy_check(m, &PREQ_INODE(req, GUARD_OP_WRITE,
 								    ino_of(m, ino_out),
@@ -620,10 +640,16 @@ void fsop_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_err(req, -r);
 		return;
 	}
+	if ((r = fs_write_begin(req, &caps, fh_fd(m, fi_out))) != 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
 	n = copy_file_range(fh_fd(m, fi_in), &off_in, fh_fd(m, fi_out), &off_out, len,
 			    (unsigned)flags);
+	r = n < 0 ? errno : 0;
+	fs_write_end(m->fs, &caps);
 	if (n < 0) {
-		fuse_reply_err(req, errno);
+		fuse_reply_err(req, r);
 		return;
 	}
 	fs_invalidate(m, ino_of(m, ino_out), NULL, NULL);

@@ -152,15 +152,13 @@ static void fsop_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 		fuse_reply_attr(req, &st, m->timeout);
 }
 
-static int do_setattr(struct fs_mount *m, struct inode *i, int fd, struct stat *attr, int valid,
-		      struct fuse_file_info *fi)
+/* The mode and owner of a setattr */
+static int setattr_owner(struct fs_mount *m, struct inode *i, int fd, const char *path,
+			 const struct stat *attr, int valid, struct fuse_file_info *fi)
 {
-	char path[PROC_FD_MAX];
-	struct timespec ts[2];
 	uid_t uid;
 	gid_t gid;
 
-	fsop_proc_path(path, fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
 		if (fi != NULL	       ? fchmod(fh_fd(m, fi), attr->st_mode) != 0
 		    : S_ISLNK(i->type) ? (errno = EOPNOTSUPP, 1)
@@ -173,10 +171,48 @@ static int do_setattr(struct fs_mount *m, struct inode *i, int fd, struct stat *
 		if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
 			return -errno;
 	}
+	return 0;
+}
+
+static int do_setattr(fuse_req_t req, struct fs_mount *m, struct inode *i, int fd,
+		      struct stat *attr, int valid, struct fuse_file_info *fi)
+{
+	char path[PROC_FD_MAX];
+	struct timespec ts[2];
+	struct fs_caps caps;
+	int tfd, r;
+
+	fsop_proc_path(path, fd);
+	/*
+	 * A chmod or chown made for the caller, which the kernel checked, is
+	 * made as root's was: with CAP_FSETID, which a worker leaves out of
+	 * its writes (ids.c), so a setgid bit asked for stays.
+	 */
+	if (valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		fs_fsetid_raise(&caps);
+		r = setattr_owner(m, i, fd, path, attr, valid, fi);
+		fs_write_caps_restore(&caps);
+		if (r != 0)
+			return r;
+	}
 	if (valid & FUSE_SET_ATTR_SIZE) {
-		if (fi != NULL ? ftruncate(fh_fd(m, fi), attr->st_size) != 0
-			       : truncate(path, attr->st_size) != 0)
+		/*
+		 * As the caller's own truncate would (ids.c): it clears setuid,
+		 * and stays out of root's blocks. The file is opened as root
+		 * first: the kernel checked the caller's access.
+		 */
+		tfd = fi != NULL ? fh_fd(m, fi) : open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (tfd < 0)
 			return -errno;
+		r = fs_write_begin(req, &caps, tfd);
+		if (r == 0) {
+			r = ftruncate(tfd, attr->st_size) != 0 ? -errno : 0;
+			fs_write_end(m->fs, &caps);
+		}
+		if (fi == NULL)
+			close(tfd);
+		if (r != 0)
+			return r;
 	}
 	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
 		ts[0].tv_nsec = ts[1].tv_nsec = UTIME_OMIT;
@@ -230,7 +266,7 @@ static void fsop_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int 
 		 fsop_raises_privilege(attr->st_mode, st.st_mode, st.st_mode))
 		r = -EPERM;
 	else
-		r = do_setattr(m, i, fd, attr, valid, fi);
+		r = do_setattr(req, m, i, fd, attr, valid, fi);
 	if (checked)
 		seal_checked_truncate_end(m);
 	if (valid & FUSE_SET_ATTR_SIZE)

@@ -3,7 +3,9 @@
 # fs-privs: nothing made or changed through a mount makes a host file more
 # privileged: setuid on any file, setgid on a non-folder and security.*
 # xattrs (file capabilities) are refused with EPERM, even for root; setgid
-# folders stay (git's core.sharedRepository); chown clears setuid as natively.
+# folders stay (git's core.sharedRepository); chown clears setuid as natively;
+# a user's write clears a setuid root set while it held the file, and stops
+# short of root's reserved blocks, as natively (passthrough or not).
 . "$top_srcdir/tests/lib.sh"
 
 [ "${AGENTFS_TEST_BINDFS:-0}" = 1 ] && skip_all "bindfs lets setuid through"
@@ -98,5 +100,63 @@ else
 fi
 check "user.* xattrs still work" "$PY" -c 'import os, sys; os.setxattr(sys.argv[1], "user.k", b"v")' "$M/x"
 
+# --- a write made for someone else keeps none of root's privileges --------------
+# The host makes a file a user holds open setuid root (chown root, chmod 4755,
+# an "install in place"): natively the user's next write clears the bit (it
+# lacks CAP_FSETID); the server writes as root, and a passthrough backing file
+# was made with root's credentials. Both now write as the caller would.
+held_suid()
+{
+	local f="$1" h="$2"
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$SYSPY" -c '
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755)
+os.write(fd, b"#!/bin/sh\nid\n")
+time.sleep(1)
+os.pwrite(fd, b"#!/bin/sh\nEV\n", 0)
+' "$f" &
+	local pid=$!
+	sleep 0.4
+	chown root:root "$h" && chmod 4755 "$h"
+	wait "$pid"
+	stat -c %a "$h"
+}
+chmod 755 "$T" "$S"
+# a python other users may run (root's own may live in its home)
+SYSPY=$PY
+[ -x /usr/bin/python3 ] && SYSPY=/usr/bin/python3
+mkdir "$S/u" && chown 65534:65534 "$S/u"
+is "$(held_suid "$S/u/native" "$S/u/native")" 755 "natively, the user's write through a held fd clears the setuid root set meanwhile"
+is "$(held_suid "$M/u/pt" "$S/u/pt")" 755 "through the mount (passthrough): cleared too"
 check "unmount" fs_umount "$M"
+fs_mount -o nopassthrough "$S" "$M" || bail_out "mount -o nopassthrough"
+is "$(held_suid "$M/u/plain" "$S/u/plain")" 755 "through the mount (-o nopassthrough): cleared too"
+check "unmount" fs_umount "$M"
+
+# ext4 keeps blocks for root (-m): a user's writes stop short of them natively,
+# and through the mount (writes made as root once went on into them)
+img=$T/img R=$T/resv RM=$T/resvmnt
+mkdir "$R" "$RM"
+if ! command -v mkfs.ext4 >/dev/null || ! truncate -s 32M "$img" || ! mkfs.ext4 -q -m 25 "$img" ||
+	! mount -o loop "$img" "$R" 2>/dev/null; then
+	skip "no ext4 loop mount here (mkfs.ext4 or a loop device missing)"
+	skip "(the same)"
+else
+	mkdir "$R/u" && chown 65534:65534 "$R/u"
+	fill() { setpriv --reuid=65534 --regid=65534 --clear-groups -- dd if=/dev/zero of="$1" bs=1M >/dev/null 2>&1; du -k "$2" | cut -f1; }
+	native=$(fill "$R/u/native" "$R/u/native")
+	rm -f "$R/u/native"
+	if fs_mount "$R" "$RM"; then
+		through=$(fill "$RM/u/bot" "$R/u/bot")
+		[ "$through" -le $((native + 64)) ] && ok "a user's writes through the mount stop where its native ones do ($through KB, natively $native KB)" ||
+			not_ok "a user's writes through the mount stop where its native ones do ($through KB, natively $native KB)"
+		fs_umount "$RM" || fusermount3 -uz "$RM"
+	else
+		not_ok "mount of the ext4 image"
+	fi
+	ok "(the image unmounted)"
+	for i in $(seq 50); do umount "$R" 2>/dev/null && break; sleep 0.1; done
+fi
+rm -f "$img"
+
 done_testing
