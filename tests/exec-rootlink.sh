@@ -39,8 +39,9 @@ check "the bot's program did not run" test ! -e "$W/sub2/pwned"
 
 # --- the link comes after the look (bwrap's stand-in swaps it in) ----------------
 # Put the folder back, let agentfs exec look, and swap it for the link just
-# before the real bwrap binds: c1's root lands on /dev, and /dev must still
-# be bwrap's own, agentfs-enter in it.
+# before the real bwrap binds. The root is bound from a descriptor, and bwrap
+# checks that what it mounted at the root's path is that folder: the link
+# there is seen, and nothing runs.
 restore() { rm -f "$W/sub" && mv "$W/sub2" "$W/sub"; }
 restore || bail_out "cannot put $W/sub back"
 mkdir -p "$T/fakebin"
@@ -50,20 +51,40 @@ if [ -e "$T/swap" ]; then
 	rm -f "$T/swap"
 	mv "$W/sub" "$W/sub2" && ln -s "${up}dev" "$W/sub"
 fi
+if [ -e "$T/swap-mid" ]; then
+	rm -f "$T/swap-mid"
+	mv "$W/mid" "$W/mid2" && ln -s "$up" "$W/mid"
+fi
 exec "$BWRAP" "\$@"
 EOF
 chmod 755 "$T/fakebin/bwrap"
 ex_daemon_again --config "$(ex_bwrap_config "$T/fakebin/bwrap")"
 restored_state w1 >/dev/null
 touch "$T/swap"
-out=$(ex c1 -- sh -c 'test -c /dev/null && echo null; test -e /dev/bot-marker && echo marker;
-	cmp -s /dev/.agentfs-exec /proc/self/exe || true; grep ^CapEff /proc/self/status' </dev/null 2>&1)
+out=$(ex c1 -- sh -c 'echo command ran' </dev/null 2>&1)
 check "the stand-in swapped the folder in the window" test -L "$W/sub"
+like "$out" "Nothing was run" "agentfs exec stops, nothing run ($(echo $out | cut -c1-70))"
+unlike "$out" "command ran" "... not the command"
+check "the bot's program did not run" test ! -e "$W/sub2/pwned"
+restore
+
+# A folder above the root swapped instead (the root c3 is $W/mid/dev, and
+# $W/mid becomes a link to /): bwrap finds the folder at the path it
+# mounted, so the root lands on the sandbox's /dev. /dev is made after the
+# roots: bwrap's own, agentfs-enter in it.
+mkdir -p "$W/mid/dev"
+own "$W/mid"
+out=$(ex w1 -- "$AGENTFS" --json create c3 "$W/mid/dev" </dev/null 2>/dev/null)
+expect_ok "inside, w1 creates c3 over $W/mid/dev" "$out"
+out=$(ex w1 -- sh -c "touch $W/mid/dev/bot-marker" </dev/null 2>&1)
+touch "$T/swap-mid"
+out=$(ex c3 -- sh -c 'test -c /dev/null && echo null; test -e /dev/bot-marker && echo marker;
+	grep ^CapEff /proc/self/status' </dev/null 2>&1)
+check "the stand-in swapped the folder above in the window" test -L "$W/mid"
 like "$out" "^null" "the sandbox's /dev is bwrap's own ($(echo $out))"
 unlike "$out" "marker" "not the bot's folder bound there"
 like "$out" "CapEff:[[:space:]]+0+$" "the command runs without capabilities"
-check "the bot's program did not run" test ! -e "$W/sub2/pwned"
-restore
+rm -f "$W/mid" && mv "$W/mid2" "$W/mid"
 
 # --- a root swapped for a link into bwrap's view of the host (/oldroot) -----------
 # bwrap reads a bind's source by path in its own mount namespace, where the

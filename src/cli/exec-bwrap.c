@@ -203,16 +203,21 @@ static const char *const tail_args[] = {"--die-with-parent", "--new-session", NU
  */
 #define FD_MARK "\001agentfs-fd:"
 
-static void fd_bind(struct argv_buf *a, const char *path, const char *dest)
+static void fd_bind_as(struct argv_buf *a, const char *how, const char *path, const char *dest)
 {
 	char *s;
 
 	if (asprintf(&s, "%s%s", FD_MARK, path) < 0)
 		die("out of memory");
-	exec_arg(a, "--ro-bind-fd");
+	exec_arg(a, how);
 	exec_arg(a, s);
 	exec_arg(a, dest);
 	free(s);
+}
+
+static void fd_bind(struct argv_buf *a, const char *path, const char *dest)
+{
+	fd_bind_as(a, "--ro-bind-fd", path, dest);
 }
 
 int exec_fd_args(char **argv)
@@ -286,11 +291,12 @@ static void binds(struct argv_buf *a, const cJSON *plan)
 	qsort(sorted, n, sizeof *sorted, by_depth);
 	for (i = 0; i < n; i++) {
 		root_path_check(exec_jstr(sorted[i], "path"));
-		exec_arg(a, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sorted[i], "writable"))
-				    ? "--bind"
-				    : "--ro-bind");
-		exec_arg(a, exec_jstr(sorted[i], "source"));
-		exec_arg(a, exec_jstr(sorted[i], "path"));
+		/* from a descriptor: a root bound before may lie over the source's path */
+		fd_bind_as(a,
+			   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sorted[i], "writable"))
+				   ? "--bind-fd"
+				   : "--ro-bind-fd",
+			   exec_jstr(sorted[i], "source"), exec_jstr(sorted[i], "path"));
 	}
 	free(sorted);
 }
