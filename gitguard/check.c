@@ -261,17 +261,22 @@ static int check_exchanged_links(struct guard *g, const struct guard_req *req,
  * folder it runs in (0000-cover-letter.patch needs no guess). The pid can be guessed or sprayed; .orig and
  * .rej need no guess. No symlink may have such a name, wherever it leads.
  */
-/* git format-patch's NNNN-subject.patch, vN-NNNN-... with -v: four digits or more, then '-' */
+/*
+ * git format-patch's NNNN-subject.patch: four digits or more, then '-';
+ * with -v N, "vN-" first, N any re-roll count (2, 2.1, rc1)
+ */
 static bool format_patch_name(const char *name)
 {
 	const char *p = name;
 	size_t d;
 
-	if (p[0] == 'v' && p[1] >= '0' && p[1] <= '9') {
-		p = strchr(p, '-');
-		if (p == NULL || strspn(name + 1, "0123456789") != (size_t)(p - name - 1))
-			return false;
-		p++;
+	if (p[0] == 'v' && p[1] != '\0' && p[1] != '-') {
+		for (p = strchr(p, '-'); p != NULL; p = strchr(p + 1, '-')) {
+			d = strspn(p + 1, "0123456789");
+			if (d >= 4 && p[1 + d] == '-')
+				return true;
+		}
+		return false;
 	}
 	d = strspn(p, "0123456789");
 	return d >= 4 && p[d] == '-';
