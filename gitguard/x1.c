@@ -116,19 +116,38 @@ static int x1_outside(struct x1walk *w, int nfd, const char *name, const struct 
 	return 0;
 }
 
+/* Is FD the host's "/"? */
+static bool at_slash(int fd)
+{
+	struct stat a, b;
+
+	return !fstat(fd, &a) && !stat("/", &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 /* ".." of the folder actually reached, not of the name that led there */
 static int x1_up(struct x1walk *w)
 {
-	struct stat st;
+	struct stat st, cur;
 	int nfd;
 
 	if (w->local && w->n == 1)
 		return -EAGAIN; /* above the symlink's folder: only a walk from the root knows */
 	nfd = openat(w->fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (nfd < 0 || fstat(nfd, &st) < 0) {
+	if (nfd < 0 || fstat(nfd, &st) < 0 || fstat(w->fd, &cur) < 0) {
 		if (nfd >= 0)
 			close(nfd);
 		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink target cannot be checked");
+	}
+	/*
+	 * ".." of "/": nothing on the host, but a link that climbs above "/"
+	 * leads elsewhere where the host's tree is not the top: in bwrap's
+	 * setup of an `agentfs exec` sandbox, out of the new root into its view
+	 * of the host (/oldroot), where a root bound through the link would
+	 * lie over what bwrap reads next (its device nodes).
+	 */
+	if (st.st_dev == cur.st_dev && st.st_ino == cur.st_ino) {
+		close(nfd);
+		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink climbing above /");
 	}
 	if (w->n == 1) { /* out of the root */
 		w->n = 0;
@@ -193,6 +212,9 @@ static int x1_step(struct x1walk *w, const char *comp)
 	if (!strcmp(comp, ".."))
 		return x1_up(w);
 	nfd = openat(w->fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd < 0 && !w->n && (!strcmp(comp, "oldroot") || !strcmp(comp, "newroot")) &&
+	    at_slash(w->fd))
+		return guard_refuse_why(w->v, GUARD_RULE_X1, "symlink into bwrap's /oldroot or /newroot");
 	if (nfd < 0) {
 		/* not there (yet): G1/G2 keep it from becoming a git folder */
 		w->missing = true;
@@ -467,6 +489,11 @@ int guard_check_x1(struct guard *g, const char *parent_path, int parent_fd,
 		return 0;
 	if (names_gitdir(target))
 		return guard_refuse(v, GUARD_RULE_X1);
+	/* bwrap's own names above a sandbox's root, which no host path has */
+	if (!strncmp(target, "/oldroot", 8) && (target[8] == '/' || target[8] == '\0'))
+		return guard_refuse_why(v, GUARD_RULE_X1, "symlink into bwrap's /oldroot");
+	if (!strncmp(target, "/newroot", 8) && (target[8] == '/' || target[8] == '\0'))
+		return guard_refuse_why(v, GUARD_RULE_X1, "symlink into bwrap's /newroot");
 	if (!parent_path && parent_fd < 0)
 		return guard_refuse_why(v, GUARD_RULE_X1, "symlink's folder cannot be located");
 	tl = strlen(target);

@@ -86,6 +86,22 @@ unlike "$out" "marker" "not the bot's folder bound there"
 like "$out" "CapEff:[[:space:]]+0+$" "the command runs without capabilities"
 rm -f "$W/mid" && mv "$W/mid2" "$W/mid"
 
+# --- links that lead out of the new root in bwrap's setup ------------------------
+# A folder above a root swapped for a link that climbs above "/" (a no-op on
+# the host) or names /oldroot lands the root in bwrap's view of the host,
+# over what bwrap reads next (its device nodes): X1 refuses such links
+# through the lead's mount.
+deep=$(printf '%s' "$W" | sed 's|/[^/]*|../|g')
+for t in "/oldroot/dev" "//oldroot" "/newroot" "${deep}../oldroot" "${deep}../../usr"; do
+	out=$(ex w1 -- ln -s "$t" "$W/lnk" </dev/null 2>&1)
+	like "$out" "Read-only file system" "X1 refuses the lead's link to $t"
+	rm -f "$W/lnk"
+done
+out=$(ex w1 -- sh -c "ln -s ${deep}usr $W/lnk && echo made" </dev/null 2>&1)
+is "$out" made "a link that climbs to / and back down is made"
+rm -f "$W/lnk"
+like "$(afs log w1)" "symlink climbing above /" "the log says why"
+
 # --- a root swapped for a link into bwrap's view of the host (/oldroot) -----------
 # bwrap reads a bind's source by path in its own mount namespace, where the
 # host is /oldroot: a root landed over agentfs-enter's folder there would
