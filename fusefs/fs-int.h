@@ -623,6 +623,9 @@ void closer_flush(void);
 /* lock.c: blocking locks, retried by the lock thread */
 void *lock_thread(void *fs);
 void lock_queue(struct fs *fs, struct lock_wait *w);
+void lock_queue_locked(struct fs *fs, struct lock_wait *w);
+struct lock_wait *lock_release_begin(struct fs *fs, int fd);
+void lock_release_end(struct fs *fs, struct lock_wait *done);
 void lock_drop(struct fs *fs, int fd);
 void lock_drop_mount(struct fs *fs, struct fs_mount *m);
 void lock_abandon_mount(struct fs *fs, struct fs_mount *m, bool reply_eintr);

@@ -62,12 +62,14 @@ void *lock_thread(void *arg)
 			w->op = err;
 			w->next = done;
 			done = w;
+			/* granted: its file is held by the store too first, while its
+			 * handle cannot be released (lk_lock: ops-file.c fh_close) */
+			if (err == 0)
+				keep_lock(w->m, w->fh, w->fd);
 		}
 		pthread_mutex_unlock(&fs->lk_lock);
 		while ((w = done) != NULL) {
 			done = w->next;
-			if (w->op == 0) /* granted: its file is held by the store too first */
-				keep_lock(w->m, w->fh, w->fd);
 			lock_reply(w, w->op);
 		}
 		pthread_mutex_lock(&fs->lk_lock);
@@ -107,23 +109,28 @@ static void lock_interrupted(fuse_req_t req, void *data)
  */
 void lock_queue(struct fs *fs, struct lock_wait *w)
 {
-	fuse_req_interrupt_func(w->req, lock_interrupted, w);
 	pthread_mutex_lock(&fs->lk_lock);
+	lock_queue_locked(fs, w);
+	pthread_mutex_unlock(&fs->lk_lock);
+}
+
+/* The same, lk_lock held (ops-lock.c: the handle cannot be released meanwhile) */
+void lock_queue_locked(struct fs *fs, struct lock_wait *w)
+{
+	fuse_req_interrupt_func(w->req, lock_interrupted, w);
 	w->next = fs->lk_head;
 	fs->lk_head = w;
 	pthread_cond_signal(&fs->lk_cond);
-	pthread_mutex_unlock(&fs->lk_lock);
 }
 
 /*
  * The waiters of fd, or of every fd of m when m is given, taken out of the
  * queue: a list through next, theirs to answer.
  */
-static struct lock_wait *lock_take_where(struct fs *fs, int fd, const struct fs_mount *m)
+static struct lock_wait *lock_take_locked(struct fs *fs, int fd, const struct fs_mount *m)
 {
 	struct lock_wait *w, **pp, *done = NULL;
 
-	pthread_mutex_lock(&fs->lk_lock);
 	for (pp = &fs->lk_head; (w = *pp) != NULL;) {
 		if (m != NULL ? w->m != m : w->fd != fd) {
 			pp = &w->next;
@@ -133,8 +140,41 @@ static struct lock_wait *lock_take_where(struct fs *fs, int fd, const struct fs_
 		w->next = done;
 		done = w;
 	}
+	return done;
+}
+
+static struct lock_wait *lock_take_where(struct fs *fs, int fd, const struct fs_mount *m)
+{
+	struct lock_wait *done;
+
+	pthread_mutex_lock(&fs->lk_lock);
+	done = lock_take_locked(fs, fd, m);
 	pthread_mutex_unlock(&fs->lk_lock);
 	return done;
+}
+
+/*
+ * A handle with descriptor fd is released: lk_lock is taken and held until
+ * lock_release_end, so no lock request of a worker (ops-lock.c, which reads
+ * the handle's descriptor under lk_lock) sees the descriptor while it is
+ * closed and its number given to another file; its waiters are answered
+ * EBADF at the end.
+ */
+struct lock_wait *lock_release_begin(struct fs *fs, int fd)
+{
+	pthread_mutex_lock(&fs->lk_lock);
+	return lock_take_locked(fs, fd, NULL);
+}
+
+void lock_release_end(struct fs *fs, struct lock_wait *done)
+{
+	struct lock_wait *w;
+
+	pthread_mutex_unlock(&fs->lk_lock);
+	while ((w = done) != NULL) {
+		done = w->next;
+		lock_reply(w, EBADF);
+	}
 }
 
 /*

@@ -219,11 +219,14 @@ static void fh_close(struct fs_mount *m, struct inode *i, struct fh_ent *f, uint
 		     int open_flags)
 {
 	bool pt = (f->flags & FHF_PASSTHROUGH) != 0;
+	struct lock_wait *waiters;
 
-	lock_drop(m->fs, f->fd);
+	/* no lock request reads the descriptor until it is gone (lock.c) */
+	waiters = lock_release_begin(m->fs, f->fd);
 	keep_release(m, fh, f->fd);
 	close(f->fd);
 	fh_gone(m, fh);
+	lock_release_end(m->fs, waiters);
 	fs_handle_put(m);
 	backing_open_end(m, i, pt);
 	if (open_writes(open_flags))
