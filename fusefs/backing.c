@@ -52,8 +52,8 @@ void backing_init(struct fs_mount *m, struct fuse_conn_info *conn)
 #endif
 }
 
-/* A backing file for fd, made on req's connection: its id, or <= 0. */
 /*
+ * A backing file for fd, made on req's connection: its id, or <= 0.
  * The kernel writes through a backing file with the credentials it was
  * made with, whoever writes through it. Made by a worker, it has no
  * CAP_FSETID (ids.c): a write through it clears setuid as a user's own

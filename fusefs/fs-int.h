@@ -197,7 +197,7 @@ struct mtable {
  * A blocking flock or POSIX lock, retried from the lock thread. A worker
  * allocates it, registers the request's interrupt callback and then puts it
  * on fs->lk_head (under lk_lock); from then on only the lock thread (or
- * lock_drop() at the handle's release) takes it off the list, and whoever
+ * lock_release_begin() at the handle's release) takes it off the list, and whoever
  * does replies and frees it. fd is the open handle's, valid until release.
  */
 struct lock_wait {
@@ -622,11 +622,9 @@ void closer_flush(void);
 
 /* lock.c: blocking locks, retried by the lock thread */
 void *lock_thread(void *fs);
-void lock_queue(struct fs *fs, struct lock_wait *w);
 void lock_queue_locked(struct fs *fs, struct lock_wait *w);
 struct lock_wait *lock_release_begin(struct fs *fs, int fd);
 void lock_release_end(struct fs *fs, struct lock_wait *done);
-void lock_drop(struct fs *fs, int fd);
 void lock_drop_mount(struct fs *fs, struct fs_mount *m);
 void lock_abandon_mount(struct fs *fs, struct fs_mount *m, bool reply_eintr);
 

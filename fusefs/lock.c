@@ -105,16 +105,9 @@ static void lock_interrupted(fuse_req_t req, void *data)
  * on the list, the lock thread may grant it at once, and its reply frees the
  * request and w. Only the lock thread frees w, after lock_reply() has
  * unregistered the callback (which waits for one running), so the callback
- * never sees a freed waiter.
+ * never sees a freed waiter. lk_lock is held (ops-lock.c: the handle cannot
+ * be released meanwhile).
  */
-void lock_queue(struct fs *fs, struct lock_wait *w)
-{
-	pthread_mutex_lock(&fs->lk_lock);
-	lock_queue_locked(fs, w);
-	pthread_mutex_unlock(&fs->lk_lock);
-}
-
-/* The same, lk_lock held (ops-lock.c: the handle cannot be released meanwhile) */
 void lock_queue_locked(struct fs *fs, struct lock_wait *w)
 {
 	fuse_req_interrupt_func(w->req, lock_interrupted, w);
@@ -177,25 +170,6 @@ void lock_release_end(struct fs *fs, struct lock_wait *done)
 	}
 }
 
-/*
- * A file handle is released: its waiters go, answered EBADF, before its fd
- * is closed, so none is retried on a file that reuses the number. The lock
- * thread tries waiters under lk_lock, so none is mid-try on fd here.
- */
-static void lock_drop_where(struct fs *fs, int fd, const struct fs_mount *m, int err)
-{
-	struct lock_wait *w, *done = lock_take_where(fs, fd, m);
-
-	while ((w = done) != NULL) {
-		done = w->next;
-		lock_reply(w, err);
-	}
-}
-
-void lock_drop(struct fs *fs, int fd)
-{
-	lock_drop_where(fs, fd, NULL, EBADF);
-}
 
 /*
  * A restart (fs_handover): m's waiters leave the queue unanswered, for the
@@ -222,5 +196,10 @@ void lock_abandon_mount(struct fs *fs, struct fs_mount *m, bool reply_eintr)
 /* A mount is freed: waiters of a connection that ended without releasing its files. */
 void lock_drop_mount(struct fs *fs, struct fs_mount *m)
 {
-	lock_drop_where(fs, -1, m, EIO);
+	struct lock_wait *w, *done = lock_take_where(fs, -1, m);
+
+	while ((w = done) != NULL) {
+		done = w->next;
+		lock_reply(w, EIO);
+	}
 }
